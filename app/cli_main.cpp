@@ -1,0 +1,136 @@
+// lowerscope-cli: the headless front end. `lowerscope-cli compile MODEL` runs the whole pipeline and
+// prints the stage table, the kernels with their times, and the check against the reference.
+#include <cstdio>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "frontend/load_model.h"
+#include "ops/op_table.h"
+#include "pipeline/pipeline.h"
+#include "report/report.h"
+
+namespace {
+
+const char* kUsage = R"(usage:
+  lowerscope-cli compile MODEL [--device cpu|cuda] [--train] [--inputs A.npy,B.npy] [--expect OUT.npy]
+                               [--report FILE.json] [--dump DIR] [--decompose core_aten|prims]
+                               [--no-fusion] [--external-compiler] [--quiet]
+  lowerscope-cli stages        list the stage names, in pipeline order
+  lowerscope-cli ops           list the op table
+
+MODEL is a graph printed by PyTorch's print_readable() (a .txt file), or a folder holding one
+(model.txt or graph.txt) with its inputs in0.npy, in1.npy, ... and expected output out.npy.
+Exit status: 0 when the model compiled, ran and matched; 1 when the check failed; 2 when the
+model could not be loaded or compiled (the reason goes to stderr).
+)";
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, sep))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+void print_result(const ls::CompileResult& r) {
+  std::cout << "model: " << r.model.path << "  (inputs: " << r.model.inputs_from << ")\n\n";
+  std::cout << std::left << std::setw(11) << "stage" << std::setw(36) << "title" << std::right << std::setw(7) << "nodes"
+            << std::setw(10) << "ms" << "  ops\n";
+  for (const ls::Stage& s : r.stages) {
+    std::string ops;
+    for (const auto& [op, n] : s.ops) ops += (ops.empty() ? "" : ", ") + op + (n > 1 ? " x" + std::to_string(n) : "");
+    if (ops.size() > 70) ops = ops.substr(0, 67) + "...";
+    std::cout << std::left << std::setw(11) << s.name << std::setw(36) << s.title << std::right << std::setw(7) << s.nodes
+              << std::setw(10) << std::fixed << std::setprecision(2) << s.ms << "  " << (s.changed ? "" : "(unchanged) ")
+              << ops << '\n';
+  }
+  if (const ls::Stage* run = r.stage("run")) std::cout << '\n' << run->text;
+  std::cout << "\ncompile: " << std::fixed << std::setprecision(1) << r.compile_ms << " ms   run: " << std::setprecision(4)
+            << r.run_ms << " ms   check: " << (r.check.ok ? "ok" : "FAILED") << '\n';
+}
+
+int compile_command(int argc, char** argv) {
+  if (argc < 3) {
+    std::cerr << kUsage;
+    return 2;
+  }
+  std::string model_path = argv[2], report, dump;
+  ls::LoadOptions lo;
+  ls::PipelineOptions po;
+  bool quiet = false;
+  for (int i = 3; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--device") po.device = value();
+    else if (a == "--train") throw std::invalid_argument("--train: training graphs (AOT autodiff) are not built yet");
+    else if (a == "--inputs") lo.inputs = split(value(), ',');
+    else if (a == "--expect") lo.expect = value();
+    else if (a == "--report") report = value();
+    else if (a == "--dump") dump = value();
+    else if (a == "--decompose") {
+      const std::string v = value();
+      if (v == "core_aten") po.decompose_to = ls::level::core_aten;
+      else if (v == "prims") po.decompose_to = ls::level::prims;
+      else throw std::invalid_argument("--decompose takes core_aten or prims");
+    } else if (a == "--no-fusion") po.fusion = false;
+    else if (a == "--external-compiler") po.external_compiler = true;
+    else if (a == "--quiet") quiet = true;
+    else throw std::invalid_argument("unknown option '" + a + "'");
+  }
+  ls::CompileResult r = ls::run_pipeline(ls::load_model(model_path, lo), po);
+  if (!quiet) print_result(r);
+  if (!report.empty()) {
+    FILE* f = std::fopen(report.c_str(), "w");
+    if (!f) throw std::runtime_error(report + ": cannot write the report");
+    const std::string j = ls::report_json(r);
+    std::fwrite(j.data(), 1, j.size(), f);
+    std::fclose(f);
+  }
+  if (!dump.empty()) ls::write_dump(r, dump);
+  if (!r.error.empty()) {
+    std::cerr << "lowerscope-cli: stage '" << r.error_stage << "' failed: " << r.error << '\n';
+    return 2;
+  }
+  if (!r.check.ok) {
+    std::cerr << "lowerscope-cli: the compiled model's output does not match:\n";
+    for (const auto& c : r.check.outputs)
+      if (!c.cmp.ok) std::cerr << "  vs " << c.against << ": " << c.cmp.why << '\n';
+    for (const auto& c : r.check.reference)
+      if (!c.cmp.ok) std::cerr << "  vs " << c.against << ": " << c.cmp.why << '\n';
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
+    std::cout << kUsage;
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string cmd = argv[1];
+  try {
+    if (cmd == "compile") return compile_command(argc, argv);
+    if (cmd == "stages") {
+      for (const auto& s : ls::stage_names()) std::cout << s << '\n';
+      return 0;
+    }
+    if (cmd == "ops") {
+      for (const auto& op : ls::all_ops()) std::cout << std::left << std::setw(34) << op.name << op.schema << '\n';
+      return 0;
+    }
+    std::cerr << "lowerscope-cli: unknown command '" << cmd << "'\n" << kUsage;
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "lowerscope-cli: " << e.what() << '\n';
+    return 2;
+  }
+}

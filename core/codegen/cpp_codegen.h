@@ -1,0 +1,32 @@
+// Scheduled loop IR -> one C++ translation unit with an OpenMP kernel per fused group.
+// Emitting is only text: compile/ turns it into code, exec/ runs it.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "loop/loop_ir.h"
+#include "sched/schedule.h"
+
+namespace ls {
+
+struct GeneratedKernel {
+  std::string name;                // the kernel function
+  std::string launcher;            // extern "C" void launcher(void** args)
+  std::vector<std::string> args;   // buffer per argument, in order
+  int first_line = 0, last_line = 0;  // 1-based lines of the kernel in the source
+  // Source line -> loop node it came from (for linking source and graph).
+  std::vector<std::pair<int, int>> line_nodes;
+};
+
+struct GeneratedSource {
+  std::string code;
+  std::vector<GeneratedKernel> kernels;
+};
+
+struct CppCodegenOptions {
+  int64_t parallel_threshold = 32768;  // elements of work below which a loop stays serial
+};
+
+GeneratedSource generate_cpp(const LoopProgram& p, const Schedule& s, const CppCodegenOptions& o = {});
+
+}  // namespace ls

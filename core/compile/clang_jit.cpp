@@ -1,0 +1,127 @@
+// In-process compilation of generated C++ with Clang 14 and LLVM's ORC JIT (built only when
+// CMake found the Clang/LLVM development files). OpenMP calls resolve against libomp, libm's
+// vector variants against libmvec, both loaded into the process.
+#include <dlfcn.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "clang/Basic/Diagnostic.h"
+#include "clang/Basic/DiagnosticOptions.h"
+#include "clang/CodeGen/CodeGenAction.h"
+#include "clang/Frontend/CompilerInstance.h"
+#include "clang/Frontend/CompilerInvocation.h"
+#include "clang/Frontend/TextDiagnosticPrinter.h"
+#include "clang/Lex/PreprocessorOptions.h"
+#include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
+#include "llvm/ExecutionEngine/Orc/LLJIT.h"
+#include "llvm/ExecutionEngine/Orc/ThreadSafeModule.h"
+#include "llvm/Support/Host.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+#include "compile/cpu_compiler.h"
+
+namespace ls {
+namespace {
+
+class JitCode : public LoadedCode {
+ public:
+  explicit JitCode(std::unique_ptr<llvm::orc::LLJIT> jit) : jit_(std::move(jit)) {}
+  void* symbol(const std::string& name) override {
+    auto s = jit_->lookup(name);
+    if (!s) {
+      llvm::consumeError(s.takeError());
+      return nullptr;
+    }
+    return reinterpret_cast<void*>(s->getAddress());
+  }
+
+ private:
+  std::unique_ptr<llvm::orc::LLJIT> jit_;
+};
+
+void init_once() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    // Runtime libraries the kernels call into, made visible to the JIT's symbol lookup.
+    for (const char* lib : {"libomp.so.5", "libomp.so", "libmvec.so.1", "libm.so.6"}) dlopen(lib, RTLD_NOW | RTLD_GLOBAL);
+  });
+}
+
+}  // namespace
+
+std::unique_ptr<LoadedCode> clang_jit_compile(const std::string& source, const std::string& opt_level,
+                                              std::string& diagnostics) {
+  init_once();
+  llvm::raw_string_ostream diag_os(diagnostics);
+  auto diag_opts = llvm::makeIntrusiveRefCnt<clang::DiagnosticOptions>();
+  auto* printer = new clang::TextDiagnosticPrinter(diag_os, diag_opts.get());
+  auto diags = llvm::makeIntrusiveRefCnt<clang::DiagnosticsEngine>(
+      llvm::makeIntrusiveRefCnt<clang::DiagnosticIDs>(), diag_opts, printer);
+
+  const std::string triple = llvm::sys::getProcessTriple();
+  std::vector<std::string> args = {"-triple", triple, "-x", "c++", "-std=c++17", opt_level, "-fopenmp",
+                                   "-fveclib=libmvec", "-ffp-contract=fast", "-vectorize-loops",
+                                   "-vectorize-slp", "-resource-dir", LOWERSCOPE_CLANG_RESOURCE_DIR,
+                                   "-mrelocation-model", "pic", "-pic-level", "2", "-fgnuc-version=4.2.1",
+                                   "kernels.cpp"};
+  std::vector<const char*> argv;
+  for (auto& a : args) argv.push_back(a.c_str());
+
+  auto ci = std::make_unique<clang::CompilerInstance>();
+  auto inv = std::make_shared<clang::CompilerInvocation>();
+  if (!clang::CompilerInvocation::CreateFromArgs(*inv, argv, *diags)) {
+    diag_os.flush();
+    return nullptr;
+  }
+  inv->getTargetOpts().CPU = llvm::sys::getHostCPUName().str();
+  inv->getPreprocessorOpts().addRemappedFile("kernels.cpp", llvm::MemoryBuffer::getMemBufferCopy(source).release());
+  ci->setInvocation(inv);
+  ci->createDiagnostics(printer, false);
+
+  auto ctx = std::make_unique<llvm::LLVMContext>();
+  clang::EmitLLVMOnlyAction action(ctx.get());
+  if (!ci->ExecuteAction(action)) {
+    diag_os.flush();
+    return nullptr;
+  }
+  std::unique_ptr<llvm::Module> module = action.takeModule();
+  if (!module) return nullptr;
+
+  auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!jtmb) {
+    diagnostics += llvm::toString(jtmb.takeError());
+    return nullptr;
+  }
+  jtmb->setCPU(llvm::sys::getHostCPUName().str());
+  llvm::StringMap<bool> features;
+  if (llvm::sys::getHostCPUFeatures(features)) {
+    llvm::SubtargetFeatures f;
+    for (auto& kv : features) f.AddFeature(kv.first(), kv.second);
+    jtmb->addFeatures(f.getFeatures());
+  }
+  jtmb->setCodeGenOptLevel(llvm::CodeGenOpt::Aggressive);
+  auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(*jtmb)).create();
+  if (!jit) {
+    diagnostics += llvm::toString(jit.takeError());
+    return nullptr;
+  }
+  auto gen = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess((*jit)->getDataLayout().getGlobalPrefix());
+  if (!gen) {
+    diagnostics += llvm::toString(gen.takeError());
+    return nullptr;
+  }
+  (*jit)->getMainJITDylib().addGenerator(std::move(*gen));
+  module->setDataLayout((*jit)->getDataLayout());
+  if (auto err = (*jit)->addIRModule(llvm::orc::ThreadSafeModule(std::move(module), std::move(ctx)))) {
+    diagnostics += llvm::toString(std::move(err));
+    return nullptr;
+  }
+  return std::make_unique<JitCode>(std::move(*jit));
+}
+
+}  // namespace ls

@@ -1,0 +1,42 @@
+// C++ source -> loaded kernels. In-process with Clang/LLVM's ORC JIT when the build found the
+// Clang libraries, else (or on request) an external `c++ ... -shared` and dlopen.
+#pragma once
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+namespace ls {
+
+class LoadedCode {
+ public:
+  virtual ~LoadedCode() = default;
+  virtual void* symbol(const std::string& name) = 0;  // nullptr when absent
+};
+
+struct CpuCompileOptions {
+  bool external = false;       // force the external compiler
+  std::string external_cxx = "c++";
+  std::string opt_level = "-O3";
+};
+
+struct CpuCompileResult {
+  std::unique_ptr<LoadedCode> code;
+  std::string compiler;  // what compiled it, for the GUI and the report
+  double ms = 0;
+};
+
+// The compiler's own diagnostics, and the source line they point at.
+struct CompileError : std::runtime_error {
+  CompileError(const std::string& what, std::string diagnostics)
+      : std::runtime_error(what), diagnostics(std::move(diagnostics)) {}
+  std::string diagnostics;
+};
+
+bool have_clang_jit();
+CpuCompileResult compile_cpp(const std::string& source, const CpuCompileOptions& opts);
+
+// Used by compile_cpp when the in-process JIT is built in (compile/clang_jit.cpp).
+std::unique_ptr<LoadedCode> clang_jit_compile(const std::string& source, const std::string& opt_level,
+                                              std::string& diagnostics);
+
+}  // namespace ls

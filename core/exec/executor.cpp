@@ -1,0 +1,87 @@
+#include "exec/executor.h"
+
+#include <algorithm>
+#include <chrono>
+#include <stdexcept>
+
+#include "loop/dependencies.h"
+
+namespace ls {
+namespace {
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+}  // namespace
+
+CpuExecutable::CpuExecutable(const LoopProgram& p, const GeneratedSource& src, LoadedCode& code) : p_(p) {
+  for (const GeneratedKernel& k : src.kernels) {
+    auto f = reinterpret_cast<Launcher>(code.symbol(k.launcher));
+    if (!f) throw std::runtime_error("compiled code has no kernel '" + k.launcher + "'");
+    launchers_.push_back(f);
+    args_.push_back(k.args);
+  }
+}
+
+void CpuExecutable::bind(const std::vector<Tensor>& inputs) {
+  if (inputs.size() != p_.inputs.size())
+    throw std::invalid_argument("the model takes " + std::to_string(p_.inputs.size()) + " inputs, got " +
+                                std::to_string(inputs.size()));
+  buffers_.clear();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const LoopBuffer& b = p_.buffer(p_.inputs[i]);
+    if (inputs[i].shape() != b.shape || inputs[i].dtype() != b.dtype)
+      throw std::invalid_argument("input '" + b.name + "' must be " + std::string(dtype_short(b.dtype)) + shape_str(b.shape));
+    buffers_[b.name] = inputs[i];
+  }
+  arg_ptrs_.clear();
+  for (const auto& args : args_) {
+    std::vector<void*> ptrs;
+    for (const auto& a : args) {
+      auto it = buffers_.find(a);
+      if (it == buffers_.end()) {
+        const LoopBuffer& b = p_.buffer(a);
+        it = buffers_.emplace(a, Tensor(b.dtype, b.shape)).first;
+      }
+      ptrs.push_back(it->second.data());
+    }
+    arg_ptrs_.push_back(std::move(ptrs));
+  }
+}
+
+std::vector<Tensor> CpuExecutable::run(const std::vector<Tensor>& inputs) {
+  bind(inputs);
+  for (size_t k = 0; k < launchers_.size(); ++k) launchers_[k](arg_ptrs_[k].data());
+  std::vector<Tensor> outs;
+  for (const auto& o : p_.outputs) outs.push_back(buffers_.at(o));
+  return outs;
+}
+
+Timings CpuExecutable::benchmark(const std::vector<Tensor>& inputs, const TimingOptions& o) {
+  bind(inputs);
+  for (int w = 0; w < o.warmup; ++w)
+    for (size_t k = 0; k < launchers_.size(); ++k) launchers_[k](arg_ptrs_[k].data());
+  std::vector<std::vector<double>> per(launchers_.size());
+  std::vector<double> total;
+  const auto start = Clock::now();
+  while (static_cast<int>(total.size()) < o.max_runs &&
+         (static_cast<int>(total.size()) < o.min_runs || ms_since(start) < o.budget_ms)) {
+    const auto t0 = Clock::now();
+    for (size_t k = 0; k < launchers_.size(); ++k) {
+      const auto tk = Clock::now();
+      launchers_[k](arg_ptrs_[k].data());
+      per[k].push_back(ms_since(tk));
+    }
+    total.push_back(ms_since(t0));
+  }
+  Timings t;
+  for (auto& v : per) t.kernel_ms.push_back(median(v));
+  t.total_ms = median(total);
+  t.runs = static_cast<int>(total.size());
+  return t;
+}
+
+}  // namespace ls

@@ -1,0 +1,44 @@
+// Runs compiled CPU kernels over real buffers, and times them (warm-up, then the median of
+// repeated runs, per kernel and for the whole model).
+#pragma once
+#include <map>
+#include <vector>
+
+#include "codegen/cpp_codegen.h"
+#include "compile/cpu_compiler.h"
+#include "loop/loop_ir.h"
+#include "tensor/tensor.h"
+
+namespace ls {
+
+struct TimingOptions {
+  int warmup = 3;
+  int min_runs = 10;
+  int max_runs = 200;
+  double budget_ms = 300;  // stop repeating once this much time was spent
+};
+
+struct Timings {
+  std::vector<double> kernel_ms;  // median per kernel
+  double total_ms = 0;            // median of whole runs
+  int runs = 0;
+};
+
+class CpuExecutable {
+ public:
+  // Resolves every kernel's launcher; throws std::runtime_error naming a missing one.
+  CpuExecutable(const LoopProgram& p, const GeneratedSource& src, LoadedCode& code);
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs);
+  Timings benchmark(const std::vector<Tensor>& inputs, const TimingOptions& o = {});
+
+ private:
+  void bind(const std::vector<Tensor>& inputs);
+  using Launcher = void (*)(void**);
+  const LoopProgram& p_;
+  std::vector<Launcher> launchers_;
+  std::vector<std::vector<std::string>> args_;
+  std::map<std::string, Tensor> buffers_;
+  std::vector<std::vector<void*>> arg_ptrs_;
+};
+
+}  // namespace ls

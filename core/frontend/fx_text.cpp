@@ -1,0 +1,426 @@
+#include "frontend/fx_text.h"
+
+#include <cctype>
+#include <functional>
+#include <limits>
+#include <map>
+#include <optional>
+#include <sstream>
+
+#include "ops/op_table.h"
+
+namespace ls {
+
+ParseError::ParseError(const std::string& source, int l, int c, const std::string& what)
+    : std::runtime_error(source + ":" + std::to_string(l) + ":" + std::to_string(c) + ": " + what), line(l), column(c) {}
+
+namespace {
+
+// Torch-level callees (Dynamo graphs) and the ATen op each one means.
+const std::map<std::string, std::string>& torch_functions() {
+  static const std::map<std::string, std::string> m = [] {
+    std::map<std::string, std::string> t;
+    for (const char* u : {"sin", "cos", "exp", "log", "neg", "abs", "sqrt", "rsqrt", "tanh", "sigmoid", "relu",
+                          "reciprocal", "erf"}) {
+      t[std::string("torch.") + u] = std::string("aten.") + u + ".default";
+      t[std::string("method.") + u] = std::string("aten.") + u + ".default";
+    }
+    t["torch.nn.functional.relu"] = "aten.relu.default";
+    t["torch.nn.functional.mse_loss"] = "aten.mse_loss.default";
+    t["torch.maximum"] = "aten.maximum.default";
+    t["torch.minimum"] = "aten.minimum.default";
+    t["torch.where"] = "aten.where.self";
+    return t;
+  }();
+  return m;
+}
+
+struct Token {
+  enum Kind { name, number, string, punct, end } kind = end;
+  std::string text;
+  int col = 0;
+};
+
+class Lexer {
+ public:
+  Lexer(const std::string& s, int col0) : s_(s), col0_(col0) {}
+  std::vector<Token> run(const std::function<void(int, const std::string&)>& fail) {
+    std::vector<Token> out;
+    size_t i = 0;
+    while (i < s_.size()) {
+      const char c = s_[i];
+      if (c == ' ' || c == '\t') { ++i; continue; }
+      Token t;
+      t.col = col0_ + static_cast<int>(i);
+      if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
+        size_t j = i;
+        while (j < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[j])) || s_[j] == '_' || s_[j] == '.')) ++j;
+        t.kind = Token::name;
+        t.text = s_.substr(i, j - i);
+        i = j;
+      } else if (std::isdigit(static_cast<unsigned char>(c)) ||
+                 (c == '.' && i + 1 < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i + 1])))) {
+        size_t j = i;
+        while (j < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[j])) || s_[j] == '.' ||
+                                 ((s_[j] == '-' || s_[j] == '+') && (s_[j - 1] == 'e' || s_[j - 1] == 'E'))))
+          ++j;
+        t.kind = Token::number;
+        t.text = s_.substr(i, j - i);
+        i = j;
+      } else if (c == '\'' || c == '"') {
+        const size_t j = s_.find(c, i + 1);
+        if (j == std::string::npos) fail(t.col, "unterminated string");
+        t.kind = Token::string;
+        t.text = s_.substr(i + 1, j - i - 1);
+        i = j + 1;
+      } else {
+        static const char* two[] = {"**", "<=", ">=", "==", "!=", "//"};
+        t.kind = Token::punct;
+        t.text = std::string(1, c);
+        for (const char* op : two)
+          if (s_.compare(i, 2, op) == 0) t.text = op;
+        i += t.text.size();
+      }
+      out.push_back(t);
+    }
+    Token e;
+    e.col = col0_ + static_cast<int>(s_.size());
+    out.push_back(e);
+    return out;
+  }
+
+ private:
+  const std::string& s_;
+  int col0_;
+};
+
+class Parser {
+ public:
+  Parser(const std::string& source) : source_(source) {}
+
+  Graph parse(const std::string& text) {
+    std::istringstream in(text);
+    std::string line;
+    bool in_forward = false, returned = false;
+    while (std::getline(in, line)) {
+      ++lineno_;
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      const size_t ind = line.find_first_not_of(" \t");
+      if (ind == std::string::npos) continue;
+      std::string body = line.substr(ind);
+      col0_ = static_cast<int>(ind) + 1;
+      if (body.rfind("class ", 0) == 0) {
+        const auto paren = body.find('(');
+        g_.name = body.substr(6, (paren == std::string::npos ? body.find(':') : paren) - 6);
+        continue;
+      }
+      if (body.rfind("def forward(", 0) == 0) {
+        parse_signature(body);
+        in_forward = true;
+        continue;
+      }
+      if (body.rfind("def ", 0) == 0) fail(col0_, "only the forward() method of a graph module can be read");
+      if (body[0] == '#') {
+        stack_ = body.rfind("# No stacktrace", 0) == 0 ? "" : body;
+        continue;
+      }
+      if (!in_forward) fail(col0_, "expected 'def forward(self, ...)' before the graph's statements");
+      if (returned) fail(col0_, "statement after 'return'");
+      if (body.rfind("return", 0) == 0) {
+        parse_return(body.substr(6), col0_ + 6);
+        returned = true;
+        continue;
+      }
+      parse_statement(body);
+    }
+    if (!in_forward) fail(1, "no 'def forward(self, ...)' found: this is not a graph printed by print_readable()");
+    if (!returned) fail(lineno_, "the graph ends without a 'return' statement (truncated?)");
+    verify(g_);
+    return std::move(g_);
+  }
+
+ private:
+  [[noreturn]] void fail(int col, const std::string& what) { throw ParseError(source_, lineno_, col, what); }
+
+  std::vector<Token> lex(const std::string& s, int col0) {
+    return Lexer(s, col0).run([&](int c, const std::string& w) { fail(c, w); });
+  }
+
+  static std::optional<TensorMeta> parse_annotation(const std::string& a) {
+    const auto lb = a.find('['), rb = a.rfind(']');
+    if (lb == std::string::npos || rb == std::string::npos || rb != a.size() - 1) return std::nullopt;
+    const auto dt = dtype_from_short(a.substr(0, lb));
+    if (!dt) return std::nullopt;
+    Shape shape;
+    std::string dims = a.substr(lb + 1, rb - lb - 1);
+    std::istringstream ds(dims);
+    std::string d;
+    while (std::getline(ds, d, ',')) {
+      const size_t b = d.find_first_not_of(' ');
+      if (b == std::string::npos) continue;
+      d = d.substr(b);
+      if (d.empty() || d.size() > 12 || d.find_first_not_of("0123456789 ") != std::string::npos) return std::nullopt;
+      shape.push_back(std::stoll(d));
+    }
+    return TensorMeta::contiguous(*dt, shape);
+  }
+
+  TensorMeta annotation_or_fail(const std::string& a, int col) {
+    auto m = parse_annotation(a);
+    if (!m) fail(col, "cannot read the type annotation \"" + a + "\" (expected e.g. \"f32[64, 512]\")");
+    return *m;
+  }
+
+  void parse_signature(const std::string& body) {
+    const auto close = body.rfind(')');
+    if (close == std::string::npos) fail(col0_ + static_cast<int>(body.size()), "unterminated parameter list");
+    const auto toks = lex(body.substr(12, close - 12), col0_ + 12);
+    size_t i = 0;
+    while (toks[i].kind != Token::end) {
+      if (toks[i].kind != Token::name) fail(toks[i].col, "expected a parameter name");
+      const Token name = toks[i++];
+      if (name.text == "self") {
+        if (toks[i].text == ",") ++i;
+        continue;
+      }
+      if (toks[i].text != ":" || toks[i + 1].kind != Token::string)
+        fail(toks[i].col, "parameter '" + name.text + "' has no type annotation such as \"f32[1000]\"");
+      const TensorMeta m = annotation_or_fail(toks[i + 1].text, toks[i + 1].col);
+      i += 2;
+      Node n;
+      n.name = name.text;
+      n.outs = {m};
+      n.origins = {name.text};
+      if (g_.find(n.name) >= 0) fail(name.col, "parameter '" + n.name + "' is declared twice");
+      const std::string key = n.name;
+      names_[key] = g_.add(std::move(n));
+      if (toks[i].text == ",") ++i;
+      else if (toks[i].kind != Token::end) fail(toks[i].col, "expected ',' between parameters");
+    }
+  }
+
+  void parse_return(const std::string& rest, int col) {
+    auto toks = lex(rest, col);
+    size_t i = 0;
+    g_.tuple_output = toks[0].text == "(";
+    if (g_.tuple_output) ++i;
+    while (toks[i].kind == Token::name) {
+      g_.outputs.push_back(lookup(toks[i]));
+      ++i;
+      if (toks[i].text == ",") ++i;
+    }
+    if (g_.tuple_output && toks[i].text != ")") fail(toks[i].col, "expected ')' closing the returned tuple");
+    if (g_.outputs.empty()) fail(col, "'return' names no value");
+  }
+
+  int lookup(const Token& t) {
+    auto it = names_.find(t.text);
+    if (it == names_.end()) fail(t.col, "'" + t.text + "' is used before it is defined");
+    return it->second;
+  }
+
+  // value := name | number | string | list | None | True | False | -number
+  Arg parse_value(const std::vector<Token>& t, size_t& i) {
+    const Token& k = t[i];
+    if (k.text == "[" || k.text == "(") {
+      const std::string close = k.text == "[" ? "]" : ")";
+      ++i;
+      Arg l;
+      l.kind = Arg::Kind::list;
+      while (t[i].text != close) {
+        if (t[i].kind == Token::end) fail(t[i].col, "unterminated list");
+        l.list.push_back(parse_value(t, i));
+        if (t[i].text == ",") ++i;
+        else if (t[i].text != close) fail(t[i].col, "expected ',' or '" + close + "' in a list");
+      }
+      ++i;
+      return l;
+    }
+    if (k.text == "-" && t[i + 1].kind == Token::number) {
+      ++i;
+      Arg a = parse_value(t, i);
+      if (a.kind == Arg::Kind::integer) a.i = -a.i;
+      else a.f = -a.f;
+      return a;
+    }
+    ++i;
+    switch (k.kind) {
+      case Token::number:
+        try {
+          if (k.text.find_first_of(".eE") != std::string::npos || k.text == "inf") return Arg::of_real(std::stod(k.text));
+          return Arg::of_int(std::stoll(k.text));
+        } catch (const std::exception&) {
+          fail(k.col, "cannot read the number '" + k.text + "'");
+        }
+      case Token::string: return Arg::of_string(k.text);
+      case Token::name:
+        if (k.text == "None") return Arg::none();
+        if (k.text == "True" || k.text == "False") return Arg::of_bool(k.text == "True");
+        if (k.text == "inf") return Arg::of_real(std::numeric_limits<double>::infinity());
+        return Arg::of_node(lookup(k));
+      default: fail(k.col, "unexpected '" + k.text + "'");
+    }
+  }
+
+  struct Call {
+    std::string target;  // as written
+    std::string op;      // op table name
+    std::vector<Arg> pos;
+    std::vector<std::pair<std::string, Arg>> kw;
+    int col = 0;
+  };
+
+  bool is_tensor(const Arg& a) { return a.is_node(); }
+
+  // Python operators as Dynamo graphs print them: `a ** 2`, `x + y`, `-x`, `s < 0`.
+  Call parse_operator(const std::vector<Token>& t) {
+    Call c;
+    c.col = t[0].col;
+    size_t i = 0;
+    if (t[0].text == "-" && t[1].kind == Token::name && t[2].kind == Token::end) {
+      ++i;
+      c.target = "operator.neg";
+      c.op = "aten.neg.default";
+      c.pos = {parse_value(t, i)};
+      return c;
+    }
+    Arg lhs = parse_value(t, i);
+    const Token op = t[i++];
+    Arg rhs = parse_value(t, i);
+    if (t[i].kind != Token::end) fail(t[i].col, "unexpected '" + t[i].text + "' after the expression");
+    static const std::map<std::string, std::pair<std::string, std::string>> ops = {
+        {"**", {"pow", "pow"}}, {"+", {"add", "add"}}, {"-", {"sub", "sub"}}, {"*", {"mul", "mul"}},
+        {"/", {"truediv", "div"}}, {"<", {"lt", "lt"}}, {"<=", {"le", "le"}}, {">", {"gt", "gt"}},
+        {">=", {"ge", "ge"}}, {"==", {"eq", "eq"}}, {"!=", {"ne", "ne"}}};
+    auto it = ops.find(op.text);
+    if (it == ops.end()) fail(op.col, "unknown operator '" + op.text + "'");
+    const std::string& aten = it->second.second;
+    c.target = "operator." + it->second.first;
+    if (!is_tensor(lhs)) {
+      if (op.text == "+" || op.text == "*") std::swap(lhs, rhs);
+      else fail(t[0].col, "a number on the left of '" + op.text + "' is not supported yet");
+    }
+    const bool scalar = !is_tensor(rhs);
+    if (aten == "pow") c.op = scalar ? "aten.pow.Tensor_Scalar" : "aten.pow.Tensor_Tensor";
+    else if (aten == "lt" || aten == "le" || aten == "gt" || aten == "ge" || aten == "eq" || aten == "ne")
+      c.op = "aten." + aten + (scalar ? ".Scalar" : ".Tensor");
+    else c.op = "aten." + aten + ".Tensor";
+    c.pos = {lhs, rhs};
+    return c;
+  }
+
+  Call parse_call(const std::vector<Token>& t) {
+    Call c;
+    c.col = t[0].col;
+    std::string callee = t[0].text;
+    size_t i = 1;
+    std::optional<Arg> self;
+    if (t[1].text != "(") fail(t[1].col, "expected '(' after '" + callee + "'");
+    // `x.sum()`: a method call on a value of the graph.
+    const auto dot = callee.rfind('.');
+    if (dot != std::string::npos && names_.count(callee.substr(0, dot))) {
+      Token v = t[0];
+      v.text = callee.substr(0, dot);
+      self = Arg::of_node(lookup(v));
+      callee = "method." + callee.substr(dot + 1);
+    }
+    ++i;
+    if (self) c.pos.push_back(*self);
+    while (t[i].text != ")") {
+      if (t[i].kind == Token::end) fail(t[i].col, "unterminated argument list of '" + t[0].text + "'");
+      if (t[i].kind == Token::name && t[i + 1].text == "=") {
+        const std::string key = t[i].text;
+        i += 2;
+        c.kw.emplace_back(key, parse_value(t, i));
+      } else {
+        if (!c.kw.empty()) fail(t[i].col, "positional argument after a keyword argument");
+        c.pos.push_back(parse_value(t, i));
+      }
+      if (t[i].text == ",") ++i;
+      else if (t[i].text != ")") fail(t[i].col, "expected ',' or ')' in the arguments of '" + t[0].text + "'");
+    }
+    if (t[i + 1].kind != Token::end) fail(t[i + 1].col, "unexpected '" + t[i + 1].text + "' after the call");
+    c.target = callee;
+    if (callee.rfind("torch.ops.", 0) == 0) {
+      c.op = callee.substr(10);
+      return c;
+    }
+    if (callee == "method.sum") {
+      c.op = c.pos.size() > 1 || !c.kw.empty() ? "aten.sum.dim_IntList" : "aten.sum.default";
+      return c;
+    }
+    auto it = torch_functions().find(callee);
+    if (it == torch_functions().end()) fail(c.col, "unknown op '" + callee + "'");
+    c.op = it->second;
+    if (c.op == "aten.mse_loss.default")
+      for (auto& [k, v] : c.kw)
+        if (k == "reduction" && v.kind == Arg::Kind::string)
+          v = Arg::of_int(v.s == "none" ? 0 : v.s == "sum" ? 2 : 1);
+    return c;
+  }
+
+  void parse_statement(const std::string& body) {
+    // Drop the "frees" PyTorch appends: `;  x = y = None`.
+    std::string stmt = body;
+    const auto semi = stmt.find(';');
+    if (semi != std::string::npos) stmt = stmt.substr(0, semi);
+    auto toks = lex(stmt, col0_);
+    if (toks[0].kind != Token::name) fail(toks[0].col, "expected an assignment 'name = ...'");
+    const Token target = toks[0];
+    size_t i = 1;
+    std::optional<TensorMeta> meta;
+    int meta_col = 0;
+    if (toks[i].text == ":") {
+      if (toks[i + 1].kind != Token::string) fail(toks[i + 1].col, "expected a type annotation string");
+      meta_col = toks[i + 1].col;
+      meta = annotation_or_fail(toks[i + 1].text, meta_col);
+      i += 2;
+    }
+    if (toks[i].text != "=") fail(toks[i].col, "expected '=' after '" + target.text + "'");
+    ++i;
+    std::vector<Token> rhs(toks.begin() + static_cast<long>(i), toks.end());
+    if (rhs.size() == 1) fail(rhs[0].col, "missing expression after '='");
+    if (names_.count(target.text)) fail(target.col, "'" + target.text + "' is assigned twice");
+    // `l_x_ = L_x_`: Dynamo's alias of an input.
+    if (rhs.size() == 2 && rhs[0].kind == Token::name && names_.count(rhs[0].text)) {
+      names_[target.text] = names_[rhs[0].text];
+      return;
+    }
+    const bool call = rhs[0].kind == Token::name && rhs[1].text == "(" && !names_.count(rhs[0].text);
+    const bool method = rhs[0].kind == Token::name && rhs[1].text == "(" && rhs[0].text.find('.') != std::string::npos;
+    if (rhs[0].kind == Token::name && rhs[1].text == "[") fail(rhs[1].col, "indexing a multi-output node is not supported yet");
+    Call c = call || method ? parse_call(rhs) : parse_operator(rhs);
+    const OpDef* op = find_op(c.op);
+    if (!op) fail(c.col, "unknown op '" + c.target + "'");
+    Node n;
+    n.name = target.text;
+    n.target = c.target;
+    n.op = op;
+    n.stack = stack_;
+    n.origins = {target.text};
+    try {
+      n.args = bind_args(*op, c.pos, c.kw);
+      n.outs = infer_meta(g_, *op, n.args);
+    } catch (const std::invalid_argument& e) {
+      fail(c.col, e.what());
+    }
+    if (meta && (meta->shape != n.meta().shape || meta->dtype != n.meta().dtype))
+      fail(meta_col, "'" + n.name + "' is annotated " + meta->annotation() + " but " + op->name + " gives " +
+                         n.meta().annotation());
+    const std::string key = n.name;
+    names_[key] = g_.add(std::move(n));
+  }
+
+  std::string source_;
+  Graph g_;
+  std::map<std::string, int> names_;
+  std::string stack_;
+  int lineno_ = 0;
+  int col0_ = 1;
+};
+
+}  // namespace
+
+Graph import_fx_text(const std::string& text, const std::string& source) { return Parser(source).parse(text); }
+
+}  // namespace ls

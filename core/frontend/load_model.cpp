@@ -1,0 +1,92 @@
+#include "frontend/load_model.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+
+#include "frontend/fx_text.h"
+#include "tensor/npy.h"
+
+namespace ls {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string find_model_file(const fs::path& dir) {
+  for (const char* name : {"model.txt", "graph.txt"})
+    if (fs::exists(dir / name)) return (dir / name).string();
+  std::vector<std::string> txt;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.is_regular_file() && e.path().extension() == ".txt") txt.push_back(e.path().string());
+  std::sort(txt.begin(), txt.end());
+  if (txt.empty()) throw std::runtime_error(dir.string() + ": no model file (model.txt, graph.txt) in this folder");
+  return txt.front();
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw std::runtime_error(path + ": cannot open file");
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  const std::string s = ss.str();
+  if (s.find('\0') != std::string::npos) throw std::runtime_error(path + ": binary data where graph text was expected");
+  return s;
+}
+
+}  // namespace
+
+std::vector<Tensor> random_inputs(const Graph& g, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> nd(0.0, 1.0);
+  std::vector<Tensor> out;
+  for (int id : g.inputs()) {
+    const TensorMeta& m = g.nodes[id].meta();
+    Tensor t(m.dtype, m.shape);
+    for (int64_t i = 0; i < t.numel(); ++i) t.set(i, dtype_is_float(m.dtype) ? nd(rng) : static_cast<double>(rng() % 10));
+    out.push_back(t);
+  }
+  return out;
+}
+
+LoadedModel load_model(const std::string& path_in, const LoadOptions& o) {
+  if (!fs::exists(path_in)) throw std::runtime_error(path_in + ": no such file or folder");
+  LoadedModel m;
+  m.path = fs::is_directory(path_in) ? find_model_file(path_in) : path_in;
+  const fs::path dir = fs::path(m.path).parent_path();
+  m.format = "fx-text";
+  m.graph = import_fx_text(read_text(m.path), fs::path(m.path).filename().string());
+
+  const size_t n_in = m.graph.inputs().size();
+  if (!o.inputs.empty()) {
+    for (const auto& f : o.inputs) {
+      m.inputs.push_back(load_npy(f));
+      m.inputs_from += (m.inputs_from.empty() ? "" : ", ") + f;
+    }
+  } else {
+    bool all = n_in > 0;
+    for (size_t i = 0; i < n_in; ++i) all = all && fs::exists(dir / ("in" + std::to_string(i) + ".npy"));
+    if (all) {
+      for (size_t i = 0; i < n_in; ++i) {
+        m.inputs.push_back(load_npy((dir / ("in" + std::to_string(i) + ".npy")).string()));
+        m.inputs_from += (i ? ", " : "") + ("in" + std::to_string(i) + ".npy");
+      }
+    } else {
+      m.inputs = random_inputs(m.graph);
+      m.inputs_from = "random normal (seed 0)";
+    }
+  }
+  std::string expect = o.expect;
+  if (expect.empty() && o.inputs.empty() && m.graph.outputs.size() == 1 && fs::exists(dir / "out.npy") &&
+      m.inputs_from != "random normal (seed 0)")
+    expect = (dir / "out.npy").string();
+  if (!expect.empty()) {
+    m.expected.push_back(load_npy(expect));
+    m.expected_from = expect;
+  }
+  return m;
+}
+
+}  // namespace ls

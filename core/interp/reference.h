@@ -1,0 +1,14 @@
+// The reference interpreter: runs a graph node by node with the op table's reference kernels
+// (plain loops). Every compiled result is checked against it.
+#pragma once
+#include <vector>
+
+#include "ir/graph.h"
+#include "tensor/tensor.h"
+
+namespace ls {
+// One tensor per placeholder, in order; throws std::invalid_argument on a shape or dtype mismatch.
+std::vector<Tensor> run_reference(const Graph& g, const std::vector<Tensor>& inputs);
+// Throws std::invalid_argument naming the input when `inputs` do not fit the graph's placeholders.
+void check_inputs(const Graph& g, const std::vector<Tensor>& inputs);
+}

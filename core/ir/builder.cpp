@@ -1,0 +1,45 @@
+#include "ir/builder.h"
+
+#include <set>
+#include <stdexcept>
+
+#include "ops/op_table.h"
+
+namespace ls {
+
+GraphBuilder::GraphBuilder(Graph& g) : g_(g) {}
+
+std::string GraphBuilder::fresh_name(std::string_view base) {
+  // FX never names a node after a Python builtin; it appends a counter instead.
+  static const std::set<std::string_view> builtins = {"sum", "pow", "abs", "max", "min", "all", "any", "round", "input"};
+  std::string b(base);
+  if (!builtins.count(base) && g_.find(b) < 0) return b;
+  for (int i = 1;; ++i) {
+    std::string n = b + "_" + std::to_string(i);
+    if (g_.find(n) < 0) return n;
+  }
+}
+
+Arg GraphBuilder::call(std::string_view name, std::vector<Arg> args) {
+  const OpDef* op = find_op(name);
+  if (!op) throw std::logic_error("decomposition emits unknown op '" + std::string(name) + "'");
+  Node n;
+  n.op = op;
+  n.target = "torch.ops." + op->name;
+  n.args = bind_args(*op, std::move(args), {});
+  n.outs = infer_meta(g_, *op, n.args);
+  n.name = fresh_name(op->base_name());
+  n.stack = stack;
+  n.origins = origins;
+  return Arg::of_node(g_.add(std::move(n)));
+}
+
+int GraphBuilder::placeholder(const std::string& name, const TensorMeta& meta) {
+  Node n;
+  n.name = name;
+  n.outs = {meta};
+  n.origins = {name};
+  return g_.add(std::move(n));
+}
+
+}  // namespace ls

@@ -1,0 +1,32 @@
+// Appends op nodes to a graph: binds arguments to the schema, infers output metadata, picks a
+// fresh PyTorch-style name, and stamps provenance. Passes and decomposition rules build with it.
+#pragma once
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace ls {
+
+class GraphBuilder {
+ public:
+  explicit GraphBuilder(Graph& g);
+
+  // Emits `op` (an op table name such as "prims.mul.default") and returns a reference to it.
+  Arg call(std::string_view op, std::vector<Arg> args);
+  int placeholder(const std::string& name, const TensorMeta& meta);
+
+  // Stamped on every node emitted from now on.
+  std::string stack;
+  std::vector<std::string> origins;
+
+  Graph& graph() { return g_; }
+  const TensorMeta& meta(const Arg& a) const { return g_.nodes.at(a.node).meta(); }
+  std::string fresh_name(std::string_view base);
+
+ private:
+  Graph& g_;
+};
+
+}  // namespace ls

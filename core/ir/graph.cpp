@@ -1,0 +1,267 @@
+#include "ir/graph.h"
+
+#include <map>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+#include "ops/op_table.h"
+
+namespace ls {
+
+TensorMeta TensorMeta::contiguous(DType dtype, Shape shape) {
+  TensorMeta m;
+  m.dtype = dtype;
+  m.strides = contiguous_strides(shape);
+  m.shape = std::move(shape);
+  return m;
+}
+
+std::string TensorMeta::annotation() const {
+  std::string s(dtype_short(dtype));
+  s += shape_str(shape);
+  return s;
+}
+
+Arg Arg::of_node(int id) { Arg a; a.kind = Kind::node; a.node = id; return a; }
+Arg Arg::of_int(int64_t v) { Arg a; a.kind = Kind::integer; a.i = v; return a; }
+Arg Arg::of_real(double v) { Arg a; a.kind = Kind::real; a.f = v; return a; }
+Arg Arg::of_bool(bool v) { Arg a; a.kind = Kind::boolean; a.b = v; return a; }
+Arg Arg::of_string(std::string v) { Arg a; a.kind = Kind::string; a.s = std::move(v); return a; }
+Arg Arg::of_ints(const std::vector<int64_t>& v) {
+  Arg a;
+  a.kind = Kind::list;
+  for (int64_t x : v) a.list.push_back(of_int(x));
+  return a;
+}
+
+double Arg::number() const {
+  switch (kind) {
+    case Kind::integer: return static_cast<double>(i);
+    case Kind::real: return f;
+    case Kind::boolean: return b ? 1 : 0;
+    default: throw std::invalid_argument("expected a number");
+  }
+}
+
+std::vector<int64_t> Arg::ints() const {
+  if (kind == Kind::integer) return {i};
+  if (kind != Kind::list) throw std::invalid_argument("expected a list of ints");
+  std::vector<int64_t> v;
+  for (const Arg& a : list) {
+    if (a.kind != Kind::integer) throw std::invalid_argument("expected a list of ints");
+    v.push_back(a.i);
+  }
+  return v;
+}
+
+int Graph::add(Node n) {
+  nodes.push_back(std::move(n));
+  return static_cast<int>(nodes.size()) - 1;
+}
+
+int Graph::find(const std::string& name) const {
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (nodes[i].name == name) return static_cast<int>(i);
+  return -1;
+}
+
+std::vector<int> Graph::inputs() const {
+  std::vector<int> v;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (nodes[i].is_placeholder()) v.push_back(static_cast<int>(i));
+  return v;
+}
+
+std::vector<int> Graph::users(int id) const {
+  std::vector<int> v;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    for (const Arg& a : nodes[i].args)
+      if ((a.is_node() && a.node == id)) { v.push_back(static_cast<int>(i)); break; }
+  return v;
+}
+
+namespace {
+
+std::string format_number(double v) {
+  std::ostringstream os;
+  os.precision(17);
+  os << v;
+  std::string s = os.str();
+  if (s.find_first_of(".eninf") == std::string::npos) s += ".0";
+  return s;
+}
+
+void print_arg(std::ostream& os, const Graph& g, const Arg& a) {
+  switch (a.kind) {
+    case Arg::Kind::none: os << "None"; break;
+    case Arg::Kind::node: os << g.nodes.at(a.node).name; break;
+    case Arg::Kind::integer: os << a.i; break;
+    case Arg::Kind::real: os << format_number(a.f); break;
+    case Arg::Kind::boolean: os << (a.b ? "True" : "False"); break;
+    case Arg::Kind::string: os << '\'' << a.s << '\''; break;
+    case Arg::Kind::list:
+      os << '[';
+      for (size_t i = 0; i < a.list.size(); ++i) {
+        if (i) os << ", ";
+        print_arg(os, g, a.list[i]);
+      }
+      os << ']';
+      break;
+  }
+}
+
+// Arguments as PyTorch prints them: positional ones, then keyword-only ones that differ from
+// their default, and trailing defaults left out.
+void print_call_args(std::ostream& os, const Graph& g, const Node& n) {
+  const auto& params = n.op->params;
+  size_t last = n.args.size();
+  while (last > 0 && last - 1 < params.size() && params[last - 1].has_default &&
+         params[last - 1].default_text == arg_text(g, n.args[last - 1]))
+    --last;
+  bool first = true;
+  for (size_t i = 0; i < last; ++i) {
+    const bool kw = i < params.size() && params[i].kwarg_only;
+    if (kw && params[i].has_default && params[i].default_text == arg_text(g, n.args[i])) continue;
+    if (!first) os << ", ";
+    first = false;
+    if (kw) os << params[i].name << " = ";
+    print_arg(os, g, n.args[i]);
+  }
+}
+
+// Dynamo graphs call Python operators and Tensor methods; FX prints those as Python does.
+void print_call(std::ostream& os, const Graph& g, const Node& n) {
+  static const std::map<std::string, std::string> infix = {
+      {"operator.pow", " ** "}, {"operator.add", " + "}, {"operator.sub", " - "}, {"operator.mul", " * "},
+      {"operator.truediv", " / "}, {"operator.lt", " < "}, {"operator.le", " <= "}, {"operator.gt", " > "},
+      {"operator.ge", " >= "}, {"operator.eq", " == "}, {"operator.ne", " != "}};
+  if (auto it = infix.find(n.target); it != infix.end() && n.args.size() >= 2) {
+    print_arg(os, g, n.args[0]);
+    os << it->second;
+    print_arg(os, g, n.args[1]);
+    return;
+  }
+  if (n.target == "operator.neg") {
+    os << '-';
+    print_arg(os, g, n.args.at(0));
+    return;
+  }
+  if (n.target.rfind("method.", 0) == 0) {
+    print_arg(os, g, n.args.at(0));
+    os << '.' << n.target.substr(7) << "()";
+    return;
+  }
+  os << n.target << '(';
+  print_call_args(os, g, n);
+  os << ')';
+}
+
+std::string dot_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\';
+    o += c;
+  }
+  return o;
+}
+
+}  // namespace
+
+std::string arg_text(const Graph& g, const Arg& a) {
+  std::ostringstream os;
+  print_arg(os, g, a);
+  return os.str();
+}
+
+std::string print_readable(const Graph& g) {
+  std::ostringstream os;
+  os << "class " << g.name << "(torch.nn.Module):\n    def forward(self";
+  for (int id : g.inputs()) os << ", " << g.nodes[id].name << ": \"" << g.nodes[id].meta().annotation() << '"';
+  os << "):\n";
+  // Last use of each node, for the "x = None" frees PyTorch prints.
+  std::map<int, int> last_use;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (const Arg& a : g.nodes[i].args)
+      if (a.is_node()) last_use[a.node] = static_cast<int>(i);
+  std::set<int> outs(g.outputs.begin(), g.outputs.end());
+  std::string stack = "\x01";
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    if (n.is_placeholder()) continue;
+    if (n.stack != stack) {
+      stack = n.stack;
+      os << "        " << (stack.empty() ? "# No stacktrace found for following nodes" : stack) << '\n';
+    }
+    os << "        " << n.name;
+    if (n.outs.size() == 1) os << ": \"" << n.meta().annotation() << '"';
+    os << " = ";
+    print_call(os, g, n);
+    std::vector<std::string> freed;
+    std::set<int> seen;
+    for (const Arg& a : n.args)
+      if (a.is_node() && last_use[a.node] == static_cast<int>(i) && !outs.count(a.node) && seen.insert(a.node).second)
+        freed.push_back(g.nodes[a.node].name);
+    if (!freed.empty()) {
+      os << ";  ";
+      for (const auto& f : freed) os << f << " = ";
+      os << "None";
+    }
+    os << '\n';
+  }
+  os << "        return ";
+  if (g.tuple_output) os << '(';
+  for (size_t i = 0; i < g.outputs.size(); ++i) os << (i ? ", " : "") << g.nodes[g.outputs[i]].name;
+  if (g.tuple_output) os << (g.outputs.size() == 1 ? ",)" : ")");
+  os << '\n';
+  return os.str();
+}
+
+std::string graph_to_dot(const Graph& g) {
+  std::ostringstream os;
+  os << "digraph G {\n  rankdir=TB; node [shape=box, style=\"rounded,filled\", fillcolor=\"#eef3fb\", "
+        "fontname=\"Helvetica\", fontsize=10];\n";
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    const std::string op = n.is_placeholder() ? "input" : n.target;
+    std::string label = n.name + "\\n" + dot_escape(op);
+    for (const auto& m : n.outs) label += "\\n" + m.annotation();
+    os << "  n" << i << " [id=\"" << dot_escape(n.name) << "\", label=\"" << label << '"';
+    if (n.is_placeholder()) os << ", fillcolor=\"#e6f4ea\"";
+    os << "];\n";
+  }
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    std::set<int> seen;
+    for (const Arg& a : g.nodes[i].args)
+      if (a.is_node() && seen.insert(a.node).second) os << "  n" << a.node << " -> n" << i << ";\n";
+  }
+  os << "  output [shape=oval, fillcolor=\"#fdf2e0\", label=\"output\"];\n";
+  for (int o : g.outputs) os << "  n" << o << " -> output;\n";
+  os << "}\n";
+  return os.str();
+}
+
+std::vector<std::pair<std::string, int>> op_histogram(const Graph& g) {
+  std::map<std::string, int> m;
+  for (const Node& n : g.nodes)
+    if (!n.is_placeholder()) ++m[n.target.rfind("torch.ops.", 0) == 0 ? n.target.substr(10) : n.target];
+  return {m.begin(), m.end()};
+}
+
+void verify(const Graph& g) {
+  std::set<std::string> names;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    if (n.name.empty()) throw std::logic_error("node " + std::to_string(i) + " has no name");
+    if (!names.insert(n.name).second) throw std::logic_error("node name '" + n.name + "' is used twice");
+    if (n.outs.empty()) throw std::logic_error("node '" + n.name + "' has no output metadata");
+    for (const Arg& a : n.args)
+      if (a.is_node() && (a.node < 0 || a.node >= static_cast<int>(i)))
+        throw std::logic_error("node '" + n.name + "' uses a value that is not defined before it");
+  }
+  if (g.outputs.empty()) throw std::logic_error("graph '" + g.name + "' returns nothing");
+  for (int o : g.outputs)
+    if (o < 0 || o >= static_cast<int>(g.nodes.size())) throw std::logic_error("graph output refers to no node");
+}
+
+}  // namespace ls

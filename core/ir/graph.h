@@ -1,0 +1,92 @@
+// The graph IR shared by every graph stage (capture, aten, core_aten, prims): an FX-like list of
+// nodes in topological order, each with its op, its arguments and the metadata of its outputs.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/dtype.h"
+#include "tensor/tensor.h"
+
+namespace ls {
+
+struct OpDef;
+
+struct TensorMeta {
+  DType dtype = DType::f32;
+  Shape shape;
+  Shape strides;
+  std::string device = "cpu";
+
+  static TensorMeta contiguous(DType dtype, Shape shape);
+  int64_t numel() const { return numel_of(shape); }
+  std::string annotation() const;  // "f32[64, 512]", as print_readable writes it
+};
+
+// One argument of a node: a reference to another node's output, a Python scalar, or a list.
+struct Arg {
+  enum class Kind : uint8_t { none, node, integer, real, boolean, string, list };
+  Kind kind = Kind::none;
+  int node = -1;  // index into Graph::nodes, for Kind::node
+  int64_t i = 0;
+  double f = 0;
+  bool b = false;
+  std::string s;
+  std::vector<Arg> list;
+
+  static Arg none() { return {}; }
+  static Arg of_node(int id);
+  static Arg of_int(int64_t v);
+  static Arg of_real(double v);
+  static Arg of_bool(bool v);
+  static Arg of_string(std::string v);
+  static Arg of_ints(const std::vector<int64_t>& v);
+
+  bool is_node() const { return kind == Kind::node; }
+  bool is_none() const { return kind == Kind::none; }
+  bool is_number() const { return kind == Kind::integer || kind == Kind::real || kind == Kind::boolean; }
+  double number() const;               // a scalar's value; throws for others
+  std::vector<int64_t> ints() const;   // an int list (or one int) as a vector; throws for others
+};
+
+struct Node {
+  std::string name;
+  std::string target;          // the callee as the source spelled it; empty for placeholders
+  const OpDef* op = nullptr;   // resolved op; nullptr for placeholders
+  std::vector<Arg> args;       // bound to the op's schema: one per parameter, defaults filled in
+  std::vector<TensorMeta> outs;
+  std::string stack;           // the "# File: ..." line PyTorch prints above the node, if any
+  std::vector<std::string> origins;  // provenance: the user-level nodes this one was made from
+
+  bool is_placeholder() const { return op == nullptr; }
+  const TensorMeta& meta() const { return outs.at(0); }
+};
+
+struct Graph {
+  std::string name = "GraphModule";
+  std::vector<Node> nodes;       // placeholders first, then ops in topological order
+  std::vector<int> outputs;      // node ids returned by forward()
+  bool tuple_output = true;      // `return (a,)` rather than `return a`
+
+  int add(Node n);
+  int find(const std::string& name) const;  // -1 when absent
+  std::vector<int> inputs() const;
+  std::vector<int> users(int id) const;
+};
+
+// How print_readable writes one argument ("sin", "2", "[0, 1]").
+std::string arg_text(const Graph& g, const Arg& a);
+
+// PyTorch's GraphModule.print_readable() format, so a user can compare it with PyTorch's line by line.
+std::string print_readable(const Graph& g);
+
+// A Graphviz description of the graph: one node per FX node labelled op, shape and dtype.
+std::string graph_to_dot(const Graph& g);
+
+// Op histogram: target name -> count ("aten.sin.default": 1).
+std::vector<std::pair<std::string, int>> op_histogram(const Graph& g);
+
+// Checks the invariants every stage relies on; throws std::logic_error with a sentence naming the node.
+void verify(const Graph& g);
+
+}  // namespace ls

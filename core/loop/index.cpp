@@ -1,0 +1,303 @@
+#include "loop/index.h"
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+namespace ls {
+
+// Laws applied, one per line (a, b: expressions; k, m: positive constants; c: integer):
+//   v                     -> 0                    when v ranges over 0..0
+//   a // 1                -> a
+//   a % 1                 -> 0
+//   (k*a + b) // k        -> a + b // k           (a integral)
+//   (k*a + b) % k         -> b % k
+//   a // k                -> 0                    when 0 <= a < k
+//   a % k                 -> a                    when 0 <= a < k
+//   (a // k) // m         -> a // (k*m)
+//   (a % (k*m)) % m       -> a % m
+//   (a % (k*m)) // m      -> (a // m) % k
+//   c*k*(a // k) + c*(a % k) -> c*a
+//   c                     folds: constant terms are summed, like terms are collected
+
+namespace {
+
+int64_t floordiv_i(int64_t a, int64_t k) { return a >= 0 ? a / k : -((-a + k - 1) / k); }
+int64_t mod_i(int64_t a, int64_t k) { return a - floordiv_i(a, k) * k; }
+
+int64_t atom_min(const Atom& a) {
+  switch (a.kind) {
+    case Atom::Kind::var: return 0;
+    case Atom::Kind::floordiv: return floordiv_i(a.inner->min(), a.k);
+    case Atom::Kind::mod: return 0;
+  }
+  return 0;
+}
+
+int64_t atom_max(const Atom& a) {
+  switch (a.kind) {
+    case Atom::Kind::var: return a.range - 1;
+    case Atom::Kind::floordiv: return floordiv_i(a.inner->max(), a.k);
+    case Atom::Kind::mod:
+      if (a.inner->min() >= 0) return std::min(a.k - 1, a.inner->max());
+      return a.k - 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::string Atom::key() const {
+  switch (kind) {
+    case Kind::var: return var;
+    case Kind::floordiv: return "(" + inner->str() + " // " + std::to_string(k) + ")";
+    case Kind::mod: return "(" + inner->str() + " % " + std::to_string(k) + ")";
+  }
+  return "";
+}
+
+Expr Expr::var(const std::string& name, int64_t range) {
+  if (range <= 0) throw std::invalid_argument("loop variable '" + name + "' has an empty range");
+  Expr e;
+  if (range == 1) return e;  // v over 0..0 -> 0
+  Atom a;
+  a.kind = Atom::Kind::var;
+  a.var = name;
+  a.range = range;
+  e.terms_.push_back({1, a});
+  return e;
+}
+
+void Expr::add_term(int64_t coeff, const Atom& a) {
+  if (coeff == 0) return;
+  const std::string k = a.key();
+  for (Term& t : terms_)
+    if (t.atom.key() == k) {
+      t.coeff += coeff;
+      return;
+    }
+  terms_.push_back({coeff, a});
+}
+
+void Expr::normalize() {
+  // c*k*(a // k) + c*(a % k) -> c*a
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (size_t i = 0; i < terms_.size() && !changed; ++i) {
+      if (terms_[i].atom.kind != Atom::Kind::mod) continue;
+      const Atom& m = terms_[i].atom;
+      for (size_t j = 0; j < terms_.size() && !changed; ++j) {
+        const Atom& d = terms_[j].atom;
+        if (d.kind != Atom::Kind::floordiv || d.k != m.k || *d.inner != *m.inner) continue;
+        const int64_t c = terms_[i].coeff;
+        if (terms_[j].coeff != c * m.k) continue;
+        Expr inner = *m.inner;
+        std::vector<Term> rest;
+        for (size_t t = 0; t < terms_.size(); ++t)
+          if (t != i && t != j) rest.push_back(terms_[t]);
+        terms_ = rest;
+        for (const Term& t : inner.terms_) add_term(t.coeff * c, t.atom);
+        constant_ += inner.constant_ * c;
+        changed = true;
+      }
+    }
+  }
+  terms_.erase(std::remove_if(terms_.begin(), terms_.end(), [](const Term& t) { return t.coeff == 0; }), terms_.end());
+  std::sort(terms_.begin(), terms_.end(), [](const Term& a, const Term& b) { return a.atom.key() < b.atom.key(); });
+}
+
+Expr Expr::operator+(const Expr& o) const {
+  Expr r = *this;
+  for (const Term& t : o.terms_) r.add_term(t.coeff, t.atom);
+  r.constant_ += o.constant_;
+  r.normalize();
+  return r;
+}
+
+Expr Expr::operator-(const Expr& o) const { return *this + o * -1; }
+
+Expr Expr::operator*(int64_t c) const {
+  Expr r;
+  if (c == 0) return r;
+  for (const Term& t : terms_) r.terms_.push_back({t.coeff * c, t.atom});
+  r.constant_ = constant_ * c;
+  r.normalize();
+  return r;
+}
+
+Expr Expr::floordiv(int64_t k) const {
+  if (k <= 0) throw std::invalid_argument("floor division of an index by " + std::to_string(k));
+  if (k == 1) return *this;
+  // (k*a + b) // k -> a + b // k: split off the terms whose coefficient k divides.
+  Expr outer, rest;
+  for (const Term& t : terms_) {
+    if (t.coeff % k == 0) outer.add_term(t.coeff / k, t.atom);
+    else rest.add_term(t.coeff, t.atom);
+  }
+  outer.constant_ = floordiv_i(constant_, k);
+  rest.constant_ = mod_i(constant_, k);
+  rest.normalize();
+  if (rest.min() >= 0 && rest.max() < k) {  // 0 <= b < k -> b // k = 0
+    outer.normalize();
+    return outer;
+  }
+  if (rest.constant_ == 0 && rest.terms_.size() == 1 && rest.terms_[0].coeff == 1) {
+    const Atom& a = rest.terms_[0].atom;
+    if (a.kind == Atom::Kind::floordiv) {  // (a // k) // m -> a // (k*m)
+      outer = outer + a.inner->floordiv(a.k * k);
+      return outer;
+    }
+    if (a.kind == Atom::Kind::mod && a.k % k == 0) {  // (a % (k*m)) // m -> (a // m) % k
+      outer = outer + a.inner->floordiv(k).mod(a.k / k);
+      return outer;
+    }
+  }
+  Atom d;
+  d.kind = Atom::Kind::floordiv;
+  d.inner = std::make_shared<const Expr>(rest);
+  d.k = k;
+  outer.add_term(1, d);
+  outer.normalize();
+  return outer;
+}
+
+Expr Expr::mod(int64_t k) const {
+  if (k <= 0) throw std::invalid_argument("modulo of an index by " + std::to_string(k));
+  if (k == 1) return Expr();
+  Expr rest;  // (k*a + b) % k -> b % k
+  for (const Term& t : terms_)
+    if (t.coeff % k != 0) rest.add_term(t.coeff, t.atom);
+  rest.constant_ = mod_i(constant_, k);
+  rest.normalize();
+  if (rest.min() >= 0 && rest.max() < k) return rest;  // 0 <= b < k -> b % k = b
+  if (rest.constant_ == 0 && rest.terms_.size() == 1 && rest.terms_[0].coeff == 1) {
+    const Atom& a = rest.terms_[0].atom;
+    if (a.kind == Atom::Kind::mod && a.k % k == 0) return a.inner->mod(k);  // (a % (k*m)) % m -> a % m
+  }
+  Expr r;
+  Atom m;
+  m.kind = Atom::Kind::mod;
+  m.inner = std::make_shared<const Expr>(rest);
+  m.k = k;
+  r.add_term(1, m);
+  return r;
+}
+
+Expr Expr::substitute(const std::map<std::string, Expr>& repl) const {
+  Expr r(constant_);
+  for (const Term& t : terms_) {
+    Expr part;
+    switch (t.atom.kind) {
+      case Atom::Kind::var: {
+        auto it = repl.find(t.atom.var);
+        if (it != repl.end()) part = it->second;
+        else part.terms_.push_back({1, t.atom});
+        break;
+      }
+      case Atom::Kind::floordiv: part = t.atom.inner->substitute(repl).floordiv(t.atom.k); break;
+      case Atom::Kind::mod: part = t.atom.inner->substitute(repl).mod(t.atom.k); break;
+    }
+    r = r + part * t.coeff;
+  }
+  return r;
+}
+
+int64_t Expr::min() const {
+  int64_t v = constant_;
+  for (const Term& t : terms_) v += t.coeff >= 0 ? t.coeff * atom_min(t.atom) : t.coeff * atom_max(t.atom);
+  return v;
+}
+
+int64_t Expr::max() const {
+  int64_t v = constant_;
+  for (const Term& t : terms_) v += t.coeff >= 0 ? t.coeff * atom_max(t.atom) : t.coeff * atom_min(t.atom);
+  return v;
+}
+
+std::vector<std::string> Expr::vars() const {
+  std::set<std::string> s;
+  for (const Term& t : terms_) {
+    if (t.atom.kind == Atom::Kind::var) s.insert(t.atom.var);
+    else
+      for (auto& v : t.atom.inner->vars()) s.insert(v);
+  }
+  return {s.begin(), s.end()};
+}
+
+int64_t Expr::coefficient(const std::string& var) const {
+  for (const Term& t : terms_)
+    if (t.atom.kind == Atom::Kind::var && t.atom.var == var) return t.coeff;
+  return 0;
+}
+
+bool Expr::depends_on(const std::string& var) const {
+  const auto v = vars();
+  return std::find(v.begin(), v.end(), var) != v.end();
+}
+
+namespace {
+std::string render(const Expr& e, bool cpp) {
+  std::ostringstream os;
+  bool first = true;
+  // Inductor prints the highest-stride term first: "512*p0 + p1".
+  std::vector<Expr::Term> terms = e.terms();
+  std::stable_sort(terms.begin(), terms.end(), [](const Expr::Term& a, const Expr::Term& b) {
+    return std::abs(a.coeff) > std::abs(b.coeff);
+  });
+  for (const Expr::Term& t : terms) {
+    std::string atom;
+    switch (t.atom.kind) {
+      case Atom::Kind::var: atom = t.atom.var; break;
+      case Atom::Kind::floordiv:
+        atom = "(" + render(*t.atom.inner, cpp) + (cpp ? " / " : " // ") + std::to_string(t.atom.k) + ")";
+        if (cpp && t.atom.inner->min() < 0) atom = "ls_floordiv(" + render(*t.atom.inner, cpp) + ", " + std::to_string(t.atom.k) + ")";
+        break;
+      case Atom::Kind::mod:
+        atom = "(" + render(*t.atom.inner, cpp) + " % " + std::to_string(t.atom.k) + ")";
+        if (cpp && t.atom.inner->min() < 0) atom = "ls_mod(" + render(*t.atom.inner, cpp) + ", " + std::to_string(t.atom.k) + ")";
+        break;
+    }
+    int64_t c = t.coeff;
+    if (!first) os << (c < 0 ? " - " : " + ");
+    else if (c < 0) os << "-";
+    c = std::abs(c);
+    if (c != 1) os << c << '*';
+    os << atom;
+    first = false;
+  }
+  if (e.constant() != 0 || first) {
+    if (first) os << e.constant();
+    else os << (e.constant() < 0 ? " - " : " + ") << std::abs(e.constant());
+  }
+  return os.str();
+}
+}  // namespace
+
+std::string Expr::str() const { return render(*this, false); }
+std::string Expr::cpp() const { return render(*this, true); }
+
+Expr linear_index(const std::vector<Expr>& idx, const std::vector<int64_t>& strides) {
+  if (idx.size() != strides.size()) throw std::invalid_argument("index rank differs from stride rank");
+  Expr e;
+  for (size_t i = 0; i < idx.size(); ++i) e = e + idx[i] * strides[i];
+  return e;
+}
+
+std::vector<Expr> unflatten(const Expr& flat, const std::vector<int64_t>& sizes) {
+  std::vector<Expr> out(sizes.size());
+  int64_t inner = 1;
+  for (size_t i = sizes.size(); i-- > 0;) {
+    out[i] = flat.floordiv(inner).mod(std::max<int64_t>(sizes[i], 1));
+    inner *= std::max<int64_t>(sizes[i], 1);
+  }
+  if (!sizes.empty()) {  // the outermost dimension needs no modulo: flat < numel
+    int64_t below = 1;
+    for (size_t i = 1; i < sizes.size(); ++i) below *= std::max<int64_t>(sizes[i], 1);
+    out[0] = flat.floordiv(below);
+  }
+  return out;
+}
+
+}  // namespace ls

@@ -1,0 +1,143 @@
+#include "loop/loop_ir.h"
+
+#include <map>
+#include <sstream>
+#include <stdexcept>
+
+namespace ls {
+
+void LoopNode::run(OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>& ridx) const {
+  const V v = inner(h, idx, ridx);
+  const Expr out = linear_index(idx, contiguous_strides(ranges));
+  if (kind == Kind::pointwise) h.store(buffer, out, v);
+  else h.store_reduction(buffer, out, h.reduction(reduce, dtype, v));
+}
+
+std::vector<Expr> LoopNode::default_vars() const {
+  std::vector<Expr> v;
+  for (size_t i = 0; i < ranges.size(); ++i) v.push_back(Expr::var("p" + std::to_string(i), ranges[i]));
+  return v;
+}
+
+std::vector<Expr> LoopNode::default_rvars() const {
+  std::vector<Expr> v;
+  for (size_t i = 0; i < reduction_ranges.size(); ++i)
+    v.push_back(Expr::var("r" + std::to_string(i), reduction_ranges[i]));
+  return v;
+}
+
+const LoopBuffer& LoopProgram::buffer(const std::string& name) const {
+  for (const LoopBuffer& b : buffers)
+    if (b.name == name) return b;
+  throw std::logic_error("loop IR: no buffer named '" + name + "'");
+}
+
+int LoopProgram::producer(const std::string& buffer) const {
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (nodes[i].buffer == buffer) return static_cast<int>(i);
+  return -1;
+}
+
+namespace {
+
+// Prints a body as the ops calls it makes, like Inductor's LoopBody printer.
+class PrintHandler : public OpsHandler {
+ public:
+  std::ostringstream os;
+  V load(const std::string& b, const Expr& i) override { return emit("ops.load('" + b + "', " + i.str() + ")", "load"); }
+  V constant(double v, DType t) override {
+    std::ostringstream c;
+    c << "ops.constant(" << v << ", " << dtype_torch(t) << ")";
+    return emit(c.str(), "constant");
+  }
+  V math(Math m, const std::vector<V>& a, DType) override {
+    std::string s = "ops." + std::string(math_name(m)) + "(";
+    for (size_t i = 0; i < a.size(); ++i) s += (i ? ", " : "") + name(a[i]);
+    return emit(s + ")", std::string(math_name(m)));
+  }
+  V reduction(Reduce r, DType t, V v) override {
+    return emit("ops.reduction(" + std::string(dtype_torch(t)) + ", '" + std::string(reduce_name(r)) + "', " + name(v) + ")",
+                "reduction");
+  }
+  void store(const std::string& b, const Expr& i, V v) override {
+    os << "        ops.store('" << b << "', " << i.str() << ", " << name(v) << ")\n";
+  }
+  void store_reduction(const std::string& b, const Expr& i, V v) override {
+    os << "        ops.store_reduction('" << b << "', " << i.str() << ", " << name(v) << ")\n";
+  }
+
+ private:
+  V emit(const std::string& rhs, const std::string& base) {
+    std::string n = base;
+    int& c = counts_[base];
+    if (c++) n += "_" + std::to_string(c - 1);
+    names_.push_back(n);
+    os << "        " << n << " = " << rhs << '\n';
+    return V{static_cast<int>(names_.size()) - 1};
+  }
+  std::string name(V v) const { return names_.at(v.id); }
+  std::vector<std::string> names_;
+  std::map<std::string, int> counts_;
+};
+
+}  // namespace
+
+std::string print_loop_node(const LoopProgram& p, const LoopNode& n) {
+  std::ostringstream os;
+  const LoopBuffer& b = p.buffer(n.buffer);
+  os << n.name << ": " << (n.kind == LoopNode::Kind::pointwise ? "Pointwise" : "Reduction") << " -> " << n.buffer
+     << "  # from " << n.graph_node << "\n";
+  os << n.name << ".layout = FixedLayout('cpu', " << dtype_torch(b.dtype) << ", size=" << shape_str(b.shape)
+     << ", stride=" << shape_str(contiguous_strides(b.shape)) << ")\n";
+  os << n.name << ".sizes = (" << shape_str(n.ranges) << ", " << shape_str(n.reduction_ranges) << ")\n";
+  os << "class " << n.name << "_loop_body:\n    var_ranges = {";
+  const auto vs = n.default_vars(), rs = n.default_rvars();
+  bool first = true;
+  for (size_t i = 0; i < n.ranges.size(); ++i, first = false) os << (first ? "" : ", ") << "p" << i << ": " << n.ranges[i];
+  for (size_t i = 0; i < n.reduction_ranges.size(); ++i, first = false)
+    os << (first ? "" : ", ") << "r" << i << ": " << n.reduction_ranges[i];
+  os << "}\n    def body(self, ops):\n";
+  PrintHandler h;
+  n.run(h, vs, rs);
+  os << h.os.str();
+  return os.str();
+}
+
+std::string print_loop_program(const LoopProgram& p) {
+  std::ostringstream os;
+  for (const LoopBuffer& b : p.buffers)
+    if (b.is_input) os << b.name << "_layout = FixedLayout('cpu', " << dtype_torch(b.dtype) << ", size=" << shape_str(b.shape) << ")\n";
+  os << '\n';
+  for (const LoopNode& n : p.nodes) os << print_loop_node(p, n) << "\n\n";
+  return os.str();
+}
+
+}  // namespace ls
+
+#include "loop/dependencies.h"
+
+namespace ls {
+
+std::string loop_program_to_dot(const LoopProgram& p) {
+  std::ostringstream os;
+  os << "digraph L {\n  rankdir=TB; node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\", fontsize=10];\n";
+  for (const LoopBuffer& b : p.buffers)
+    if (b.is_input)
+      os << "  \"" << b.name << "\" [id=\"" << b.name << "\", fillcolor=\"#e6f4ea\", label=\"" << b.name << "\\n"
+         << dtype_short(b.dtype) << shape_str(b.shape) << "\"];\n";
+  for (const LoopNode& n : p.nodes) {
+    os << "  \"" << n.buffer << "\" [id=\"" << n.name << "\", fillcolor=\""
+       << (n.kind == LoopNode::Kind::reduction ? "#fde8d8" : "#eef3fb") << "\", label=\"" << n.name << " -> "
+       << n.buffer << "\\n" << (n.kind == LoopNode::Kind::reduction ? "Reduction " + std::string(reduce_name(n.reduce)) : "Pointwise")
+       << "\\n" << shape_str(n.ranges);
+    if (!n.reduction_ranges.empty()) os << " x " << shape_str(n.reduction_ranges);
+    os << "\\nfrom " << n.graph_node << "\"];\n";
+  }
+  for (const LoopNode& n : p.nodes)
+    for (const MemDep& d : extract_dependencies(n).reads)
+      os << "  \"" << d.buffer << "\" -> \"" << n.buffer << "\" [label=\"" << d.index.str() << "\", fontsize=8];\n";
+  os << "}\n";
+  return os.str();
+}
+
+}  // namespace ls

@@ -1,0 +1,63 @@
+// The define-by-run loop-level IR (Inductor's ComputedBuffer with Pointwise/Reduction bodies):
+// each node computes one buffer; its body is a closure over an OpsHandler.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "loop/ops_handler.h"
+#include "tensor/tensor.h"
+
+namespace ls {
+
+struct LoopBuffer {
+  std::string name;  // graph input name, or "buf<N>"
+  DType dtype = DType::f32;
+  Shape shape;
+  bool is_input = false;
+  bool is_output = false;
+  int64_t bytes() const { return numel_of(shape) * dtype_size(dtype); }
+};
+
+// Computes the value at one position; idx/ridx are the index expressions of the node's loop
+// variables (pointwise dims / reduction dims) in whatever variables the caller chose.
+using LoopBody = std::function<V(OpsHandler&, const std::vector<Expr>& idx, const std::vector<Expr>& ridx)>;
+
+struct LoopNode {
+  enum class Kind : uint8_t { pointwise, reduction };
+  std::string name;    // "op0"
+  std::string buffer;  // the buffer it writes
+  Kind kind = Kind::pointwise;
+  Shape ranges;            // pointwise iteration sizes (= the buffer's shape)
+  Shape reduction_ranges;  // empty for pointwise
+  Reduce reduce = Reduce::none;
+  DType dtype = DType::f32;
+  LoopBody inner;
+  std::string graph_node;            // the graph node it was lowered from
+  std::vector<std::string> origins;  // provenance: user-level nodes
+
+  int64_t numel() const { return numel_of(ranges); }
+  int64_t rnumel() const { return numel_of(reduction_ranges); }
+  // Runs the whole body (value, then store or reduction + store_reduction) at one position.
+  void run(OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>& ridx) const;
+  // The body with loop variables p0.. / r0.. (as Inductor prints it).
+  std::vector<Expr> default_vars() const;
+  std::vector<Expr> default_rvars() const;
+};
+
+struct LoopProgram {
+  std::vector<LoopBuffer> buffers;
+  std::vector<LoopNode> nodes;      // in topological order
+  std::vector<std::string> inputs;  // buffer names, in the graph's placeholder order
+  std::vector<std::string> outputs; // buffer names, in the graph's output order
+
+  const LoopBuffer& buffer(const std::string& name) const;
+  int producer(const std::string& buffer) const;  // node index, -1 for inputs
+};
+
+// Inductor's ir_pre_fusion.txt style: each node with its ranges and its body as ops calls.
+std::string print_loop_program(const LoopProgram& p);
+std::string print_loop_node(const LoopProgram& p, const LoopNode& n);
+std::string loop_program_to_dot(const LoopProgram& p);
+
+}  // namespace ls

@@ -1,0 +1,197 @@
+#include "lower/lower.h"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <stdexcept>
+
+#include "ops/op_table.h"
+
+namespace ls {
+namespace {
+
+// How to read a graph value at a position: a define-by-run reader over the handler.
+struct Reader {
+  std::function<V(OpsHandler&, const std::vector<Expr>&)> load;
+  Shape shape;
+  DType dtype;
+};
+
+Reader buffer_reader(const std::string& name, const Shape& shape, DType dtype) {
+  const Shape strides = contiguous_strides(shape);
+  return {[name, strides](OpsHandler& h, const std::vector<Expr>& idx) { return h.load(name, linear_index(idx, strides)); },
+          shape, dtype};
+}
+
+// Index into a value of `in` broadcast (right-aligned) to a position of rank out_rank.
+std::vector<Expr> broadcast_index(const Shape& in, const std::vector<Expr>& idx) {
+  std::vector<Expr> r(in.size());
+  const size_t off = idx.size() - in.size();
+  for (size_t i = 0; i < in.size(); ++i) r[i] = in[i] == 1 ? Expr(0) : idx[off + i];
+  return r;
+}
+
+class Lowering {
+ public:
+  explicit Lowering(const Graph& g) : g_(g), readers_(g.nodes.size()) {}
+
+  LoopProgram run() {
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      const Node& n = g_.nodes[i];
+      if (n.is_placeholder()) {
+        p_.buffers.push_back({n.name, n.meta().dtype, n.meta().shape, true, false});
+        p_.inputs.push_back(n.name);
+        readers_[i] = buffer_reader(n.name, n.meta().shape, n.meta().dtype);
+        continue;
+      }
+      try {
+        lower_node(static_cast<int>(i));
+      } catch (const std::invalid_argument& e) {
+        throw std::runtime_error("lowering node '" + n.name + "' (" + n.op->name + "): " + e.what());
+      }
+    }
+    for (int o : g_.outputs) {
+      std::string buf = realized_[o];
+      // Outputs that are views or inputs get a copy: the caller owns every output buffer.
+      if (buf.empty() || g_.nodes[o].is_placeholder() ||
+          std::count(p_.outputs.begin(), p_.outputs.end(), buf)) {
+        const Reader r = readers_[o];
+        buf = add_node(g_.nodes[o], LoopNode::Kind::pointwise, r.shape, {}, Reduce::none, r.dtype,
+                       [r](OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>&) { return r.load(h, idx); });
+      }
+      for (LoopBuffer& b : p_.buffers)
+        if (b.name == buf) b.is_output = true;
+      p_.outputs.push_back(buf);
+    }
+    return std::move(p_);
+  }
+
+ private:
+  std::string add_node(const Node& gn, LoopNode::Kind kind, const Shape& ranges, const Shape& rranges, Reduce r,
+                       DType dtype, LoopBody body) {
+    LoopNode n;
+    const int k = static_cast<int>(p_.nodes.size());
+    n.name = "op" + std::to_string(k);
+    n.buffer = "buf" + std::to_string(k);
+    n.kind = kind;
+    n.ranges = ranges;
+    n.reduction_ranges = rranges;
+    n.reduce = r;
+    n.dtype = dtype;
+    n.inner = std::move(body);
+    n.graph_node = gn.name;
+    n.origins = gn.origins;
+    p_.buffers.push_back({n.buffer, dtype, ranges, false, false});
+    p_.nodes.push_back(std::move(n));
+    return p_.nodes.back().buffer;
+  }
+
+  Reader operand(const Arg& a, DType compute) {
+    if (a.is_node()) return readers_[a.node];
+    const double v = a.number();
+    return {[v, compute](OpsHandler& h, const std::vector<Expr>&) { return h.constant(v, compute); }, {}, compute};
+  }
+
+  void lower_node(int id) {
+    const Node& n = g_.nodes[id];
+    const OpDef& op = *n.op;
+    const TensorMeta& m = n.meta();
+    switch (op.kind) {
+      case OpKind::pointwise: {
+        // Scalars take the type of the tensors they combine with (0.125 * f32 -> f32 math).
+        DType compute = m.dtype;
+        for (const Arg& a : n.args)
+          if (a.is_node() && (math_is_comparison(op.math) || op.math == Math::where) && dtype_is_float(g_.nodes[a.node].meta().dtype))
+            compute = g_.nodes[a.node].meta().dtype;
+        std::vector<Reader> ins;
+        double alpha = 1.0;
+        for (size_t k = 0; k < op.params.size(); ++k) {
+          if (op.params[k].is_operand()) ins.push_back(operand(n.args[k], compute));
+          if (op.params[k].name == "alpha" && n.args[k].is_number()) alpha = n.args[k].number();
+        }
+        const Math math = op.math;
+        const DType out = m.dtype;
+        auto body = [ins, alpha, math, out, compute](OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>&) {
+          std::vector<V> vals;
+          for (const Reader& r : ins) vals.push_back(r.load(h, broadcast_index(r.shape, idx)));
+          if (alpha != 1.0) vals[1] = h.math(Math::mul, {vals[1], h.constant(alpha, compute)}, compute);
+          return h.math(math, vals, out);
+        };
+        readers_[id] = buffer_reader(add_node(n, LoopNode::Kind::pointwise, m.shape, {}, Reduce::none, out, body), m.shape, out);
+        realized_[id] = p_.nodes.back().buffer;
+        return;
+      }
+      case OpKind::reduction: {
+        const Reader in = readers_[n.args[0].node];
+        const auto dims = reduction_dims(op, n.args, static_cast<int64_t>(in.shape.size()));
+        const bool keep = reduction_keepdim(op, n.args);
+        Shape ranges, rranges;
+        for (int64_t d = 0; d < static_cast<int64_t>(in.shape.size()); ++d) {
+          const bool red = std::count(dims.begin(), dims.end(), d) > 0;
+          if (red) rranges.push_back(in.shape[d]);
+          if (!red) ranges.push_back(in.shape[d]);
+          else if (keep) ranges.push_back(1);
+        }
+        const Shape in_shape = in.shape;
+        auto body = [in, dims, keep, in_shape](OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>& ridx) {
+          std::vector<Expr> full;
+          size_t j = 0, k = 0;
+          for (int64_t d = 0; d < static_cast<int64_t>(in_shape.size()); ++d) {
+            if (std::count(dims.begin(), dims.end(), d)) {
+              full.push_back(ridx[k++]);
+              if (keep) ++j;
+            } else {
+              full.push_back(idx[j++]);
+            }
+          }
+          return in.load(h, full);
+        };
+        const Reduce r = op.reduce == Reduce::mean ? Reduce::sum : op.reduce;
+        std::string buf = add_node(n, LoopNode::Kind::reduction, ranges, rranges, r, m.dtype, body);
+        if (op.reduce == Reduce::mean) {  // mean = sum, then a pointwise division by the count
+          const Reader s = buffer_reader(buf, ranges, m.dtype);
+          const double count = static_cast<double>(numel_of(rranges));
+          const DType dt = m.dtype;
+          buf = add_node(n, LoopNode::Kind::pointwise, ranges, {}, Reduce::none, dt,
+                         [s, count, dt](OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>&) {
+                           return h.math(Math::div, {s.load(h, idx), h.constant(count, dt)}, dt);
+                         });
+        }
+        readers_[id] = buffer_reader(buf, m.shape, m.dtype);
+        realized_[id] = buf;
+        return;
+      }
+      case OpKind::view: {
+        const Reader base = readers_[n.args[0].node];
+        // The view rule reads its input's metadata from a graph: give it a private one holding only
+        // that input, so the body does not depend on the lifetime of g_.
+        auto g = std::make_shared<Graph>();
+        Node in;
+        in.name = "in";
+        in.outs = {g_.nodes[n.args[0].node].meta()};
+        g->add(in);
+        std::vector<Arg> args = n.args;
+        args[0] = Arg::of_node(0);
+        const ViewFn view = op.view;
+        readers_[id] = {[base, g, args, view](OpsHandler& h, const std::vector<Expr>& idx) {
+                          return base.load(h, view(*g, args, idx));
+                        },
+                        m.shape, m.dtype};
+        return;
+      }
+      case OpKind::composite:
+        throw std::invalid_argument("composite op has no lowering: decompose the graph first");
+    }
+  }
+
+  const Graph& g_;
+  LoopProgram p_;
+  std::vector<Reader> readers_;
+  std::map<int, std::string> realized_;
+};
+
+}  // namespace
+
+LoopProgram lower_to_loops(const Graph& g) { return Lowering(g).run(); }
+
+}  // namespace ls

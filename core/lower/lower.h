@@ -1,0 +1,11 @@
+// graph (Core ATen or prims) -> loop IR: every op node becomes a Pointwise or Reduction node
+// whose body loads its inputs; views become index rewrites folded into those loads.
+// Test: tests/core/test_core.cpp (testLower*).
+#pragma once
+#include "ir/graph.h"
+#include "loop/loop_ir.h"
+
+namespace ls {
+// Throws std::runtime_error naming the node when an op has no lowering.
+LoopProgram lower_to_loops(const Graph& g);
+}

@@ -1,0 +1,115 @@
+#include "ops/math.h"
+
+#include <cmath>
+#include <limits>
+
+namespace ls {
+
+int math_arity(Math m) {
+  if (m == Math::where) return 3;
+  if (m >= Math::add) return 2;
+  return m == Math::none ? 0 : 1;
+}
+
+bool math_is_comparison(Math m) { return m >= Math::lt && m <= Math::ne; }
+
+std::string_view math_name(Math m) {
+  switch (m) {
+    case Math::none: return "none";
+    case Math::neg: return "neg";
+    case Math::abs: return "abs";
+    case Math::sin: return "sin";
+    case Math::cos: return "cos";
+    case Math::exp: return "exp";
+    case Math::log: return "log";
+    case Math::sqrt: return "sqrt";
+    case Math::rsqrt: return "rsqrt";
+    case Math::tanh: return "tanh";
+    case Math::sigmoid: return "sigmoid";
+    case Math::relu: return "relu";
+    case Math::reciprocal: return "reciprocal";
+    case Math::erf: return "erf";
+    case Math::identity: return "identity";
+    case Math::add: return "add";
+    case Math::sub: return "sub";
+    case Math::mul: return "mul";
+    case Math::div: return "truediv";
+    case Math::pow: return "pow";
+    case Math::maximum: return "maximum";
+    case Math::minimum: return "minimum";
+    case Math::lt: return "lt";
+    case Math::le: return "le";
+    case Math::gt: return "gt";
+    case Math::ge: return "ge";
+    case Math::eq: return "eq";
+    case Math::ne: return "ne";
+    case Math::where: return "where";
+  }
+  return "?";
+}
+
+double eval_math(Math m, double a, double b, double c) {
+  switch (m) {
+    case Math::none: return 0;
+    case Math::neg: return -a;
+    case Math::abs: return std::abs(a);
+    case Math::sin: return std::sin(a);
+    case Math::cos: return std::cos(a);
+    case Math::exp: return std::exp(a);
+    case Math::log: return std::log(a);
+    case Math::sqrt: return std::sqrt(a);
+    case Math::rsqrt: return 1.0 / std::sqrt(a);
+    case Math::tanh: return std::tanh(a);
+    case Math::sigmoid: return 1.0 / (1.0 + std::exp(-a));
+    case Math::relu: return a > 0 ? a : 0.0;
+    case Math::reciprocal: return 1.0 / a;
+    case Math::erf: return std::erf(a);
+    case Math::identity: return a;
+    case Math::add: return a + b;
+    case Math::sub: return a - b;
+    case Math::mul: return a * b;
+    case Math::div: return a / b;
+    case Math::pow: return std::pow(a, b);
+    case Math::maximum: return std::isnan(a) || std::isnan(b) ? std::numeric_limits<double>::quiet_NaN() : std::max(a, b);
+    case Math::minimum: return std::isnan(a) || std::isnan(b) ? std::numeric_limits<double>::quiet_NaN() : std::min(a, b);
+    case Math::lt: return a < b;
+    case Math::le: return a <= b;
+    case Math::gt: return a > b;
+    case Math::ge: return a >= b;
+    case Math::eq: return a == b;
+    case Math::ne: return a != b;
+    case Math::where: return a != 0 ? b : c;
+  }
+  return 0;
+}
+
+std::string_view reduce_name(Reduce r) {
+  switch (r) {
+    case Reduce::none: return "none";
+    case Reduce::sum: return "sum";
+    case Reduce::max: return "max";
+    case Reduce::min: return "min";
+    case Reduce::mean: return "mean";
+  }
+  return "?";
+}
+
+double reduce_init(Reduce r) {
+  switch (r) {
+    case Reduce::max: return -std::numeric_limits<double>::infinity();
+    case Reduce::min: return std::numeric_limits<double>::infinity();
+    default: return 0;
+  }
+}
+
+double reduce_combine(Reduce r, double acc, double v) {
+  switch (r) {
+    case Reduce::sum:
+    case Reduce::mean: return acc + v;
+    case Reduce::max: return std::isnan(v) || v > acc ? v : acc;
+    case Reduce::min: return std::isnan(v) || v < acc ? v : acc;
+    default: return acc;
+  }
+}
+
+}  // namespace ls

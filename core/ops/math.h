@@ -1,0 +1,29 @@
+// The scalar math that pointwise ops apply, shared by reference kernels, the loop IR and codegen.
+#pragma once
+#include <cstdint>
+#include <string_view>
+
+namespace ls {
+
+enum class Math : uint8_t {
+  none,
+  // unary
+  neg, abs, sin, cos, exp, log, sqrt, rsqrt, tanh, sigmoid, relu, reciprocal, erf, identity,
+  // binary
+  add, sub, mul, div, pow, maximum, minimum, lt, le, gt, ge, eq, ne,
+  // ternary
+  where,
+};
+
+enum class Reduce : uint8_t { none, sum, max, min, mean };  // mean: sum, then divide by the count
+
+int math_arity(Math m);
+bool math_is_comparison(Math m);
+std::string_view math_name(Math m);  // "sin", "add": the name Inductor's ops handler uses
+double eval_math(Math m, double a, double b = 0, double c = 0);
+
+std::string_view reduce_name(Reduce r);  // "sum", "max", "min"
+double reduce_init(Reduce r);
+double reduce_combine(Reduce r, double acc, double v);
+
+}  // namespace ls

@@ -1,0 +1,594 @@
+#include "ops/op_table.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+
+#include "ir/builder.h"
+
+namespace ls {
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Schemas
+// ---------------------------------------------------------------------------------------------
+
+std::string trim(std::string s) {
+  const auto b = s.find_first_not_of(" \t");
+  const auto e = s.find_last_not_of(" \t");
+  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
+}
+
+void parse_schema(OpDef& op) {
+  const auto open = op.schema.find('('), arrow = op.schema.rfind("->");
+  const auto close = op.schema.rfind(')', arrow);
+  if (open == std::string::npos || close == std::string::npos || arrow == std::string::npos)
+    throw std::logic_error("op table: malformed schema for " + op.name);
+  std::string params = op.schema.substr(open + 1, close - open - 1);
+  std::vector<std::string> parts;
+  int depth = 0;
+  std::string cur;
+  for (char c : params) {
+    if (c == '[' || c == '(') ++depth;
+    if (c == ']' || c == ')') --depth;
+    if (c == ',' && depth == 0) { parts.push_back(trim(cur)); cur.clear(); }
+    else cur += c;
+  }
+  if (!trim(cur).empty()) parts.push_back(trim(cur));
+  bool kw = false;
+  for (const std::string& p : parts) {
+    if (p == "*") { kw = true; continue; }
+    Param prm;
+    prm.kwarg_only = kw;
+    std::string decl = p;
+    const auto eq = decl.find('=');
+    if (eq != std::string::npos) {
+      prm.has_default = true;
+      prm.default_text = trim(decl.substr(eq + 1));
+      decl = trim(decl.substr(0, eq));
+    }
+    const auto sp = decl.rfind(' ');
+    prm.type = decl.substr(0, sp);
+    prm.name = decl.substr(sp + 1);
+    // "Tensor(a)" (an alias annotation) is a Tensor for our purposes.
+    const auto paren = prm.type.find('(');
+    if (paren != std::string::npos) prm.type = prm.type.substr(0, paren) + prm.type.substr(prm.type.find(')') + 1);
+    op.params.push_back(prm);
+  }
+  const std::string ret = trim(op.schema.substr(arrow + 2));
+  op.num_outputs = ret.front() == '(' ? static_cast<int>(std::count(ret.begin(), ret.end(), ',')) + 1 : 1;
+}
+
+Arg parse_default(const std::string& t) {
+  if (t == "None") return Arg::none();
+  if (t == "True" || t == "False") return Arg::of_bool(t == "True");
+  if (t == "[]") { Arg a; a.kind = Arg::Kind::list; return a; }
+  if (t.find_first_of(".e") != std::string::npos) return Arg::of_real(std::stod(t));
+  return Arg::of_int(std::stoll(t));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shape and dtype rules
+// ---------------------------------------------------------------------------------------------
+
+std::vector<int> operand_indices(const OpDef& op) {
+  std::vector<int> v;
+  for (size_t i = 0; i < op.params.size(); ++i)
+    if (op.params[i].is_operand()) v.push_back(static_cast<int>(i));
+  return v;
+}
+
+double alpha_of(const OpDef& op, const std::vector<Arg>& args) {
+  for (size_t i = 0; i < op.params.size(); ++i)
+    if (op.params[i].name == "alpha" && args[i].is_number()) return args[i].number();
+  return 1.0;
+}
+
+const TensorMeta& meta_of(const Graph& g, const Arg& a) { return g.nodes.at(a.node).meta(); }
+
+std::vector<TensorMeta> infer_pointwise(const Graph& g, const OpDef& op, const std::vector<Arg>& args) {
+  Shape shape;
+  bool any_tensor = false, any_real_scalar = false;
+  DType dt = DType::b8;
+  const auto ops = operand_indices(op);
+  for (size_t k = 0; k < ops.size(); ++k) {
+    const Arg& a = args[ops[k]];
+    if (a.is_node()) {
+      const TensorMeta& m = meta_of(g, a);
+      shape = any_tensor ? broadcast_shapes(shape, m.shape) : m.shape;
+      if (!(op.math == Math::where && k == 0)) dt = any_tensor || dt != DType::b8 ? promote(dt, m.dtype) : m.dtype;
+      any_tensor = true;
+    } else if (a.is_number()) {
+      if (a.kind == Arg::Kind::real) any_real_scalar = true;
+      if (!(op.math == Math::where && k == 0)) {
+        const DType sd = a.kind == Arg::Kind::real ? DType::f32 : a.kind == Arg::Kind::integer ? DType::i64 : DType::b8;
+        if (!any_tensor && dt == DType::b8) dt = sd;
+      }
+    } else {
+      throw std::invalid_argument(op.name + ": argument '" + op.params[ops[k]].name + "' must be a tensor or a number");
+    }
+  }
+  if (!any_tensor) throw std::invalid_argument(op.name + ": needs at least one tensor argument");
+  if (any_real_scalar && !dtype_is_float(dt)) dt = DType::f32;
+  if (op.math == Math::div && !dtype_is_float(dt)) dt = DType::f32;
+  if (math_is_comparison(op.math)) dt = DType::b8;
+  TensorMeta m = TensorMeta::contiguous(dt, shape);
+  for (const int k : ops)
+    if (args[k].is_node()) { m.device = meta_of(g, args[k]).device; break; }
+  return {m};
+}
+
+std::vector<TensorMeta> infer_reduction(const Graph& g, const OpDef& op, const std::vector<Arg>& args) {
+  if (!args[0].is_node()) throw std::invalid_argument(op.name + ": 'self' must be a tensor");
+  const TensorMeta& in = meta_of(g, args[0]);
+  const auto dims = reduction_dims(op, args, static_cast<int64_t>(in.shape.size()));
+  const bool keep = reduction_keepdim(op, args);
+  Shape out;
+  for (int64_t d = 0; d < static_cast<int64_t>(in.shape.size()); ++d) {
+    const bool reduced = std::find(dims.begin(), dims.end(), d) != dims.end();
+    if (!reduced) out.push_back(in.shape[d]);
+    else if (keep) out.push_back(1);
+  }
+  if (op.reduce == Reduce::mean && !dtype_is_float(in.dtype))
+    throw std::invalid_argument(op.name + ": mean needs a floating point input, got " + std::string(dtype_short(in.dtype)));
+  TensorMeta m = TensorMeta::contiguous(in.dtype, out);
+  m.device = in.device;
+  return {m};
+}
+
+std::vector<TensorMeta> infer_broadcast_in_dim(const Graph& g, const OpDef& op, const std::vector<Arg>& args) {
+  const TensorMeta& in = meta_of(g, args[0]);
+  const Shape shape = args[1].ints();
+  const auto bdims = args[2].ints();
+  if (bdims.size() != in.shape.size())
+    throw std::invalid_argument(op.name + ": broadcast_dimensions has " + std::to_string(bdims.size()) +
+                                " entries for an input of rank " + std::to_string(in.shape.size()));
+  for (size_t i = 0; i < bdims.size(); ++i) {
+    if (bdims[i] < 0 || bdims[i] >= static_cast<int64_t>(shape.size()) || (i && bdims[i] <= bdims[i - 1]))
+      throw std::invalid_argument(op.name + ": broadcast_dimensions must be increasing dimensions of the result");
+    if (in.shape[i] != 1 && in.shape[i] != shape[bdims[i]])
+      throw std::invalid_argument(op.name + ": cannot broadcast size " + std::to_string(in.shape[i]) + " to " +
+                                  std::to_string(shape[bdims[i]]));
+  }
+  TensorMeta m = TensorMeta::contiguous(in.dtype, shape);
+  m.device = in.device;
+  return {m};
+}
+
+std::vector<Expr> view_broadcast_in_dim(const Graph& g, const std::vector<Arg>& args, const std::vector<Expr>& out) {
+  const TensorMeta& in = meta_of(g, args[0]);
+  const auto bdims = args[2].ints();
+  std::vector<Expr> idx(in.shape.size());
+  for (size_t i = 0; i < bdims.size(); ++i) idx[i] = in.shape[i] == 1 ? Expr(0) : out.at(bdims[i]);
+  return idx;
+}
+
+std::vector<TensorMeta> infer_mse_loss(const Graph& g, const OpDef& op, const std::vector<Arg>& args) {
+  const TensorMeta& a = meta_of(g, args[0]);
+  const TensorMeta& b = meta_of(g, args[1]);
+  const Shape s = broadcast_shapes(a.shape, b.shape);
+  const int64_t red = args[2].i;
+  if (red < 0 || red > 2) throw std::invalid_argument(op.name + ": reduction must be 0 (none), 1 (mean) or 2 (sum)");
+  TensorMeta m = TensorMeta::contiguous(promote(a.dtype, b.dtype), red == 0 ? s : Shape{});
+  m.device = a.device;
+  return {m};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reference kernels: plain loops, written for clarity; every compiled result is checked against them.
+// ---------------------------------------------------------------------------------------------
+
+// Strides that read `in_shape` broadcast (right-aligned) to `out_shape`.
+Shape broadcast_strides(const Shape& in_shape, const Shape& out_shape) {
+  Shape st(out_shape.size(), 0);
+  const Shape cs = contiguous_strides(in_shape);
+  const size_t off = out_shape.size() - in_shape.size();
+  for (size_t i = 0; i < in_shape.size(); ++i) st[off + i] = in_shape[i] == 1 ? 0 : cs[i];
+  return st;
+}
+
+int64_t offset_of(int64_t linear, const Shape& shape, const Shape& strides) {
+  int64_t off = 0;
+  for (size_t d = shape.size(); d-- > 0;) {
+    const int64_t i = linear % shape[d];
+    linear /= shape[d];
+    off += i * strides[d];
+  }
+  return off;
+}
+
+std::vector<Tensor> ref_pointwise(const OpDef& op, const std::vector<Arg>& args, const std::vector<Tensor>& vals,
+                                  const std::vector<TensorMeta>& outs) {
+  Tensor out(outs[0].dtype, outs[0].shape);
+  const auto ops = operand_indices(op);
+  std::vector<Shape> st(ops.size());
+  for (size_t k = 0; k < ops.size(); ++k)
+    if (args[ops[k]].is_node()) st[k] = broadcast_strides(vals[ops[k]].shape(), out.shape());
+  const double alpha = alpha_of(op, args);
+  double x[3] = {0, 0, 0};
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    for (size_t k = 0; k < ops.size() && k < 3; ++k) {
+      const Arg& a = args[ops[k]];
+      x[k] = a.is_node() ? vals[ops[k]].get(offset_of(i, out.shape(), st[k])) : a.number();
+    }
+    if (alpha != 1.0) x[1] *= alpha;
+    out.set(i, eval_math(op.math, x[0], x[1], x[2]));
+  }
+  return {out};
+}
+
+std::vector<Tensor> ref_reduction(const OpDef& op, const std::vector<Arg>& args, const std::vector<Tensor>& vals,
+                                  const std::vector<TensorMeta>& outs) {
+  const Tensor& in = vals[0];
+  const auto dims = reduction_dims(op, args, in.dim());
+  Tensor out(outs[0].dtype, outs[0].shape);
+  // Output strides over the input's dimensions: 0 for reduced ones.
+  Shape kept;
+  for (int64_t d = 0; d < in.dim(); ++d)
+    if (std::find(dims.begin(), dims.end(), d) == dims.end()) kept.push_back(in.shape()[d]);
+  const Shape ks = contiguous_strides(kept);
+  Shape ostr(in.dim(), 0);
+  for (int64_t d = 0, k = 0; d < in.dim(); ++d)
+    if (std::find(dims.begin(), dims.end(), d) == dims.end()) ostr[d] = ks[k++];
+  std::vector<double> acc(out.numel(), reduce_init(op.reduce));
+  for (int64_t i = 0; i < in.numel(); ++i) {
+    const int64_t o = offset_of(i, in.shape(), ostr);
+    acc[o] = reduce_combine(op.reduce, acc[o], in.get(i));
+  }
+  int64_t count = 1;
+  for (int64_t d : dims) count *= in.shape()[d];
+  for (int64_t o = 0; o < out.numel(); ++o) out.set(o, op.reduce == Reduce::mean ? acc[o] / count : acc[o]);
+  return {out};
+}
+
+std::vector<Tensor> ref_view(const OpDef& op, const std::vector<Arg>& args, const std::vector<Tensor>& vals,
+                             const std::vector<TensorMeta>& outs) {
+  // A throwaway graph holding only the input's metadata lets the view rule run on constants.
+  Graph g;
+  Node n;
+  n.name = "in";
+  n.outs = {TensorMeta::contiguous(vals[0].dtype(), vals[0].shape())};
+  g.add(n);
+  std::vector<Arg> a = args;
+  a[0] = Arg::of_node(0);
+  Tensor out(outs[0].dtype, outs[0].shape);
+  const Shape in_strides = contiguous_strides(vals[0].shape());
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    std::vector<Expr> oi;
+    int64_t rem = i;
+    Shape pos(out.dim());
+    for (int64_t d = out.dim(); d-- > 0;) { pos[d] = rem % out.shape()[d]; rem /= out.shape()[d]; }
+    for (int64_t p : pos) oi.emplace_back(p);
+    const auto ii = op.view(g, a, oi);
+    int64_t off = 0;
+    for (size_t d = 0; d < ii.size(); ++d) off += ii[d].constant() * in_strides[d];
+    out.set(i, vals[0].get(off));
+  }
+  return {out};
+}
+
+std::vector<Tensor> ref_mse_loss(const OpDef&, const std::vector<Arg>& args, const std::vector<Tensor>& vals,
+                                 const std::vector<TensorMeta>& outs) {
+  const Tensor &a = vals[0], &b = vals[1];
+  const Shape s = broadcast_shapes(a.shape(), b.shape());
+  const Shape sa = broadcast_strides(a.shape(), s), sb = broadcast_strides(b.shape(), s);
+  const int64_t n = numel_of(s);
+  Tensor out(outs[0].dtype, outs[0].shape);
+  double total = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double d = a.get(offset_of(i, s, sa)) - b.get(offset_of(i, s, sb));
+    if (args[2].i == 0) out.set(i, d * d);
+    total += d * d;
+  }
+  if (args[2].i == 1) out.set(0, total / static_cast<double>(n));
+  if (args[2].i == 2) out.set(0, total);
+  return {out};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Decompositions: each written with ops of the table, one rule per op.
+// ---------------------------------------------------------------------------------------------
+
+Arg broadcast_to(GraphBuilder& b, const Arg& x, const Shape& shape) {
+  if (!x.is_node() || b.meta(x).shape == shape) return x;
+  const Shape& s = b.meta(x).shape;
+  std::vector<int64_t> bdims;
+  for (size_t i = 0; i < s.size(); ++i) bdims.push_back(static_cast<int64_t>(shape.size() - s.size() + i));
+  return b.call("prims.broadcast_in_dim.default", {x, Arg::of_ints(shape), Arg::of_ints(bdims)});
+}
+
+// A reduction's result with the reduced dimensions put back as size 1 (keepdim=True).
+Arg keepdim(GraphBuilder& b, const Arg& reduced, const Shape& in_shape, const std::vector<int64_t>& dims) {
+  Shape kept_shape;
+  std::vector<int64_t> bdims;
+  for (int64_t d = 0; d < static_cast<int64_t>(in_shape.size()); ++d) {
+    const bool r = std::find(dims.begin(), dims.end(), d) != dims.end();
+    kept_shape.push_back(r ? 1 : in_shape[d]);
+    if (!r) bdims.push_back(d);
+  }
+  return b.call("prims.broadcast_in_dim.default", {reduced, Arg::of_ints(kept_shape), Arg::of_ints(bdims)});
+}
+
+const OpDef* prim_with_math(Math m) {
+  for (const OpDef& op : all_ops())
+    if (op.in(level::prims) && op.kind == OpKind::pointwise && op.math == m) return &op;
+  return nullptr;
+}
+
+// aten pointwise -> the prim of the same math, with explicit broadcasts (as torch._refs does).
+Arg decomp_pointwise(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& args) {
+  const OpDef* prim = prim_with_math(op.math);
+  if (!prim) throw std::logic_error(op.name + " has no prim of the same math");
+  Shape shape;
+  bool first = true;
+  const auto ops = operand_indices(op);
+  for (int k : ops)
+    if (args[k].is_node()) {
+      shape = first ? b.meta(args[k]).shape : broadcast_shapes(shape, b.meta(args[k]).shape);
+      first = false;
+    }
+  std::vector<Arg> in;
+  for (int k : ops) in.push_back(broadcast_to(b, args[k], shape));
+  const double alpha = alpha_of(op, args);
+  if (alpha != 1.0) in[1] = b.call("prims.mul.default", {in[1], Arg::of_real(alpha)});
+  return b.call(prim->name, in);
+}
+
+Arg decomp_pow_scalar(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& args) {
+  if (args[1].is_number() && args[1].number() == 2.0) return b.call("prims.mul.default", {args[0], args[0]});
+  return decomp_pointwise(b, op, args);
+}
+
+Arg decomp_relu(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
+  const Arg le = b.call("prims.le.default", {a[0], Arg::of_real(0.0)});
+  return b.call("prims.where.default", {le, Arg::of_real(0.0), a[0]});
+}
+
+Arg decomp_sigmoid(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
+  const Arg e = b.call("prims.exp.default", {b.call("prims.neg.default", {a[0]})});
+  return b.call("prims.div.default", {Arg::of_real(1.0), b.call("prims.add.default", {e, Arg::of_real(1.0)})});
+}
+
+Arg decomp_sum_default(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
+  return b.call("aten.sum.dim_IntList", {a[0], Arg::none()});
+}
+
+// aten.{sum,mean,amax,amin} with dims -> prims reduction, a division for mean, a broadcast for keepdim.
+Arg decomp_reduction(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& args) {
+  const Shape in_shape = b.meta(args[0]).shape;
+  const auto dims = reduction_dims(op, args, static_cast<int64_t>(in_shape.size()));
+  const char* prim = op.reduce == Reduce::max ? "prims.amax.default" : op.reduce == Reduce::min ? "prims.amin.default" : "prims.sum.default";
+  Arg r = b.call(prim, {args[0], Arg::of_ints(dims)});
+  if (op.reduce == Reduce::mean) {
+    int64_t n = 1;
+    for (int64_t d : dims) n *= in_shape[d];
+    r = b.call("prims.div.default", {r, Arg::of_real(static_cast<double>(n))});
+  }
+  if (reduction_keepdim(op, args)) r = keepdim(b, r, in_shape, dims);
+  return r;
+}
+
+Arg decomp_mse_loss(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
+  const Arg d = b.call("aten.sub.Tensor", {a[0], a[1]});
+  const Arg sq = b.call("aten.pow.Tensor_Scalar", {d, Arg::of_int(2)});
+  switch (a[2].i) {
+    case 0: return sq;
+    case 2: return b.call("aten.sum.dim_IntList", {sq, Arg::none()});
+    default: return b.call("aten.mean.default", {sq});
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The table
+// ---------------------------------------------------------------------------------------------
+
+constexpr unsigned kAten = level::aten;
+constexpr unsigned kCore = level::aten | level::core_aten;
+constexpr unsigned kPrims = level::prims;
+
+OpDef unary_aten(const char* op, Math m, DecompFn d = decomp_pointwise) {
+  return {.name = std::string("aten.") + op + ".default", .schema = std::string(op) + "(Tensor self) -> Tensor",
+          .kind = OpKind::pointwise, .levels = kCore, .math = m, .decompose = d};
+}
+OpDef unary_prim(const char* op, Math m) {
+  return {.name = std::string("prims.") + op + ".default", .schema = std::string(op) + "(Tensor self) -> Tensor",
+          .kind = OpKind::pointwise, .levels = kPrims, .math = m};
+}
+OpDef binary_prim(const char* op, Math m) {
+  return {.name = std::string("prims.") + op + ".default",
+          .schema = std::string(op) + "(Tensor self, Tensor other) -> Tensor",
+          .kind = OpKind::pointwise, .levels = kPrims, .math = m};
+}
+OpDef pointwise_aten(const char* name, const char* schema, Math m, unsigned lv = kCore, DecompFn d = decomp_pointwise) {
+  return {.name = name, .schema = schema, .kind = OpKind::pointwise, .levels = lv, .math = m, .decompose = d};
+}
+OpDef reduction_op(const char* name, const char* schema, Reduce r, unsigned lv, DecompFn d = decomp_reduction) {
+  return {.name = name, .schema = schema, .kind = OpKind::reduction, .levels = lv, .reduce = r, .decompose = d};
+}
+
+std::vector<OpDef> build_table() {
+  std::vector<OpDef> t = {
+      // ATen pointwise, unary
+      unary_aten("sin", Math::sin), unary_aten("cos", Math::cos), unary_aten("exp", Math::exp),
+      unary_aten("log", Math::log), unary_aten("neg", Math::neg), unary_aten("abs", Math::abs),
+      unary_aten("sqrt", Math::sqrt), unary_aten("rsqrt", Math::rsqrt), unary_aten("tanh", Math::tanh),
+      unary_aten("reciprocal", Math::reciprocal), unary_aten("erf", Math::erf),
+      unary_aten("sigmoid", Math::sigmoid, decomp_sigmoid), unary_aten("relu", Math::relu, decomp_relu),
+      // ATen pointwise, binary
+      pointwise_aten("aten.add.Tensor", "add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", Math::add),
+      pointwise_aten("aten.sub.Tensor", "sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", Math::sub),
+      pointwise_aten("aten.mul.Tensor", "mul.Tensor(Tensor self, Tensor other) -> Tensor", Math::mul),
+      pointwise_aten("aten.div.Tensor", "div.Tensor(Tensor self, Tensor other) -> Tensor", Math::div),
+      pointwise_aten("aten.add.Scalar", "add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", Math::add),
+      pointwise_aten("aten.sub.Scalar", "sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", Math::sub),
+      pointwise_aten("aten.mul.Scalar", "mul.Scalar(Tensor self, Scalar other) -> Tensor", Math::mul),
+      pointwise_aten("aten.div.Scalar", "div.Scalar(Tensor self, Scalar other) -> Tensor", Math::div),
+      pointwise_aten("aten.pow.Tensor_Scalar", "pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor", Math::pow,
+                     kCore, decomp_pow_scalar),
+      pointwise_aten("aten.pow.Tensor_Tensor", "pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor", Math::pow),
+      pointwise_aten("aten.maximum.default", "maximum(Tensor self, Tensor other) -> Tensor", Math::maximum),
+      pointwise_aten("aten.minimum.default", "minimum(Tensor self, Tensor other) -> Tensor", Math::minimum),
+      pointwise_aten("aten.lt.Scalar", "lt.Scalar(Tensor self, Scalar other) -> Tensor", Math::lt),
+      pointwise_aten("aten.lt.Tensor", "lt.Tensor(Tensor self, Tensor other) -> Tensor", Math::lt),
+      pointwise_aten("aten.le.Scalar", "le.Scalar(Tensor self, Scalar other) -> Tensor", Math::le),
+      pointwise_aten("aten.gt.Scalar", "gt.Scalar(Tensor self, Scalar other) -> Tensor", Math::gt),
+      pointwise_aten("aten.gt.Tensor", "gt.Tensor(Tensor self, Tensor other) -> Tensor", Math::gt),
+      pointwise_aten("aten.ge.Scalar", "ge.Scalar(Tensor self, Scalar other) -> Tensor", Math::ge),
+      pointwise_aten("aten.eq.Scalar", "eq.Scalar(Tensor self, Scalar other) -> Tensor", Math::eq),
+      pointwise_aten("aten.ne.Scalar", "ne.Scalar(Tensor self, Scalar other) -> Tensor", Math::ne),
+      pointwise_aten("aten.where.self", "where.self(Tensor condition, Tensor self, Tensor other) -> Tensor", Math::where),
+      // ATen reductions
+      reduction_op("aten.sum.default", "sum(Tensor self, *, ScalarType? dtype=None) -> Tensor", Reduce::sum, kAten,
+                   decomp_sum_default),
+      reduction_op("aten.sum.dim_IntList",
+                   "sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+                   Reduce::sum, kCore),
+      reduction_op("aten.mean.default", "mean(Tensor self, *, ScalarType? dtype=None) -> Tensor", Reduce::mean, kCore),
+      reduction_op("aten.mean.dim",
+                   "mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+                   Reduce::mean, kCore),
+      reduction_op("aten.amax.default", "amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor", Reduce::max, kCore),
+      reduction_op("aten.amin.default", "amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor", Reduce::min, kCore),
+      // ATen composites
+      {.name = "aten.mse_loss.default", .schema = "mse_loss(Tensor self, Tensor target, int reduction=1) -> Tensor",
+       .kind = OpKind::composite, .levels = kAten, .infer = infer_mse_loss, .reference = ref_mse_loss,
+       .decompose = decomp_mse_loss},
+      // prims
+      unary_prim("sin", Math::sin), unary_prim("cos", Math::cos), unary_prim("exp", Math::exp),
+      unary_prim("log", Math::log), unary_prim("neg", Math::neg), unary_prim("abs", Math::abs),
+      unary_prim("sqrt", Math::sqrt), unary_prim("rsqrt", Math::rsqrt), unary_prim("tanh", Math::tanh),
+      unary_prim("reciprocal", Math::reciprocal), unary_prim("erf", Math::erf),
+      binary_prim("add", Math::add), binary_prim("sub", Math::sub), binary_prim("mul", Math::mul),
+      binary_prim("div", Math::div), binary_prim("pow", Math::pow), binary_prim("maximum", Math::maximum),
+      binary_prim("minimum", Math::minimum), binary_prim("lt", Math::lt), binary_prim("le", Math::le),
+      binary_prim("gt", Math::gt), binary_prim("ge", Math::ge), binary_prim("eq", Math::eq), binary_prim("ne", Math::ne),
+      {.name = "prims.where.default", .schema = "where(Tensor pred, Tensor a, Tensor b) -> Tensor",
+       .kind = OpKind::pointwise, .levels = kPrims, .math = Math::where},
+      reduction_op("prims.sum.default", "sum(Tensor inp, int[]? dims, *, ScalarType? output_dtype=None) -> Tensor",
+                   Reduce::sum, kPrims, nullptr),
+      reduction_op("prims.amax.default", "amax(Tensor inp, int[]? dims) -> Tensor", Reduce::max, kPrims, nullptr),
+      reduction_op("prims.amin.default", "amin(Tensor inp, int[]? dims) -> Tensor", Reduce::min, kPrims, nullptr),
+      {.name = "prims.broadcast_in_dim.default",
+       .schema = "broadcast_in_dim(Tensor(a) a, SymInt[] shape, int[] broadcast_dimensions) -> Tensor(a)",
+       .kind = OpKind::view, .levels = kPrims, .infer = infer_broadcast_in_dim, .view = view_broadcast_in_dim},
+  };
+  for (OpDef& op : t) parse_schema(op);
+  return t;
+}
+
+}  // namespace
+
+std::string_view OpDef::base_name() const {
+  std::string_view n = name;
+  const auto a = n.find('.');
+  const auto b = n.find('.', a + 1);
+  return n.substr(a + 1, b - a - 1);
+}
+
+const std::vector<OpDef>& all_ops() {
+  static const std::vector<OpDef> table = build_table();
+  return table;
+}
+
+const OpDef* find_op(std::string_view name) {
+  if (name.substr(0, 10) == "torch.ops.") name.remove_prefix(10);
+  static const std::map<std::string, const OpDef*, std::less<>> index = [] {
+    std::map<std::string, const OpDef*, std::less<>> m;
+    for (const OpDef& op : all_ops()) m[op.name] = &op;
+    return m;
+  }();
+  auto it = index.find(name);
+  return it == index.end() ? nullptr : it->second;
+}
+
+std::vector<Arg> bind_args(const OpDef& op, std::vector<Arg> pos,
+                           const std::vector<std::pair<std::string, Arg>>& kw) {
+  const auto& ps = op.params;
+  size_t max_pos = 0;
+  while (max_pos < ps.size() && !ps[max_pos].kwarg_only) ++max_pos;
+  if (pos.size() > max_pos)
+    throw std::invalid_argument(op.name + " takes at most " + std::to_string(max_pos) + " positional argument" +
+                                (max_pos == 1 ? "" : "s") + " but " + std::to_string(pos.size()) + " were given");
+  std::vector<Arg> out(ps.size());
+  std::vector<bool> set(ps.size(), false);
+  for (size_t i = 0; i < pos.size(); ++i) { out[i] = std::move(pos[i]); set[i] = true; }
+  for (const auto& [name, value] : kw) {
+    auto it = std::find_if(ps.begin(), ps.end(), [&](const Param& p) { return p.name == name; });
+    if (it == ps.end()) throw std::invalid_argument(op.name + " has no parameter named '" + name + "'");
+    const size_t i = static_cast<size_t>(it - ps.begin());
+    if (set[i]) throw std::invalid_argument(op.name + " got two values for '" + name + "'");
+    out[i] = value;
+    set[i] = true;
+  }
+  for (size_t i = 0; i < ps.size(); ++i) {
+    if (set[i]) continue;
+    if (ps[i].has_default) out[i] = parse_default(ps[i].default_text);
+    else if (ps[i].type.back() == '?') out[i] = Arg::none();
+    else throw std::invalid_argument(op.name + " is missing its argument '" + ps[i].name + "' (" + ps[i].type + ")");
+  }
+  for (size_t i = 0; i < ps.size(); ++i)
+    if (ps[i].type == "Tensor" && !out[i].is_node() && !(op.kind == OpKind::pointwise && out[i].is_number()))
+      throw std::invalid_argument(op.name + ": argument '" + ps[i].name + "' must be a tensor");
+  return out;
+}
+
+std::vector<TensorMeta> infer_meta(const Graph& g, const OpDef& op, const std::vector<Arg>& args) {
+  if (op.infer) return op.infer(g, op, args);
+  switch (op.kind) {
+    case OpKind::pointwise: return infer_pointwise(g, op, args);
+    case OpKind::reduction: return infer_reduction(g, op, args);
+    default: throw std::logic_error(op.name + " has no shape rule");
+  }
+}
+
+std::vector<Tensor> run_reference_kernel(const OpDef& op, const std::vector<Arg>& args,
+                                         const std::vector<Tensor>& values, const std::vector<TensorMeta>& outs) {
+  if (op.reference) return op.reference(op, args, values, outs);
+  switch (op.kind) {
+    case OpKind::pointwise: return ref_pointwise(op, args, values, outs);
+    case OpKind::reduction: return ref_reduction(op, args, values, outs);
+    case OpKind::view: return ref_view(op, args, values, outs);
+    default: throw std::logic_error(op.name + " has no reference kernel");
+  }
+}
+
+std::vector<int64_t> reduction_dims(const OpDef& op, const std::vector<Arg>& args, int64_t rank) {
+  std::vector<int64_t> dims;
+  const bool has_dims = op.params.size() > 1 && op.params[1].type.find("int[") == 0;
+  if (has_dims && !args[1].is_none()) {
+    for (int64_t d : args[1].ints()) {
+      if (d < -std::max<int64_t>(rank, 1) || d >= std::max<int64_t>(rank, 1))
+        throw std::invalid_argument(op.name + ": dimension " + std::to_string(d) + " is out of range for rank " +
+                                    std::to_string(rank));
+      dims.push_back(d < 0 ? d + rank : d);
+    }
+  }
+  if (dims.empty())  // None or [] reduces over every dimension
+    for (int64_t d = 0; d < rank; ++d) dims.push_back(d);
+  std::sort(dims.begin(), dims.end());
+  dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
+  return dims;
+}
+
+bool reduction_keepdim(const OpDef& op, const std::vector<Arg>& args) {
+  for (size_t i = 0; i < op.params.size(); ++i)
+    if (op.params[i].name == "keepdim") return args[i].kind == Arg::Kind::boolean && args[i].b;
+  return false;
+}
+
+Shape broadcast_shapes(const Shape& a, const Shape& b) {
+  const size_t n = std::max(a.size(), b.size());
+  Shape out(n);
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t x = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    const int64_t y = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    if (x != y && x != 1 && y != 1)
+      throw std::invalid_argument("shapes " + shape_str(a) + " and " + shape_str(b) + " cannot be broadcast together");
+    out[i] = x == 1 ? y : x;
+  }
+  return out;
+}
+
+}  // namespace ls

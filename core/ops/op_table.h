@@ -1,0 +1,84 @@
+// The op table: one declarative entry per op, with PyTorch's name and overload, its schema, its
+// kind, the level(s) of IR it belongs to, and the rules every stage needs (shape/dtype inference,
+// reference kernel, decomposition, view indexing). Adding an op touches op_table.cpp only.
+#pragma once
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/graph.h"
+#include "loop/index.h"
+#include "ops/math.h"
+
+namespace ls {
+
+class GraphBuilder;
+
+enum class OpKind : uint8_t { pointwise, reduction, view, composite };
+
+// The IR levels an op belongs to (bit mask).
+namespace level {
+constexpr unsigned aten = 1;       // any ATen op (what torch.export and AOTAutograd produce)
+constexpr unsigned core_aten = 2;  // PyTorch's documented Core ATen IR
+constexpr unsigned prims = 4;      // torch._prims
+}  // namespace level
+
+struct Param {
+  std::string type;          // "Tensor", "Scalar", "int[1]?", "bool", "ScalarType?"
+  std::string name;
+  std::string default_text;  // as the schema writes it ("1", "False", "None")
+  bool has_default = false;
+  bool kwarg_only = false;
+  bool is_operand() const { return !kwarg_only && (type == "Tensor" || type == "Scalar"); }
+};
+
+using InferFn = std::vector<TensorMeta> (*)(const Graph& g, const struct OpDef& op, const std::vector<Arg>& args);
+// values: one per argument, defined for node arguments only; outs: the inferred output metadata.
+using RefFn = std::vector<Tensor> (*)(const struct OpDef& op, const std::vector<Arg>& args,
+                                      const std::vector<Tensor>& values, const std::vector<TensorMeta>& outs);
+// Emits the op's decomposition into b (arguments already in b's graph) and returns its result.
+using DecompFn = Arg (*)(GraphBuilder& b, const struct OpDef& op, const std::vector<Arg>& args);
+// For view ops: the index into input 0 that output position `out` reads.
+using ViewFn = std::vector<Expr> (*)(const Graph& g, const std::vector<Arg>& args, const std::vector<Expr>& out);
+
+struct OpDef {
+  std::string name;    // "aten.add.Tensor": namespace.op.overload, as torch.ops spells it
+  std::string schema;  // "add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor"
+  OpKind kind = OpKind::pointwise;
+  unsigned levels = 0;
+  Math math = Math::none;        // pointwise: the scalar function
+  Reduce reduce = Reduce::none;  // reduction: the combiner
+  InferFn infer = nullptr;       // nullptr: the rule of its kind
+  RefFn reference = nullptr;     // nullptr: the kernel of its kind
+  DecompFn decompose = nullptr;  // towards ops of a lower level; nullptr: none
+  ViewFn view = nullptr;
+  std::vector<Param> params;     // parsed from schema
+  int num_outputs = 1;
+
+  std::string_view base_name() const;  // "add"
+  bool in(unsigned lvl) const { return (levels & lvl) != 0; }
+};
+
+const std::vector<OpDef>& all_ops();
+const OpDef* find_op(std::string_view name);  // "aten.sin.default" (with or without "torch.ops.")
+
+// Binds call arguments to the schema, filling defaults; throws std::invalid_argument naming the
+// op and the parameter when the call does not fit.
+std::vector<Arg> bind_args(const OpDef& op, std::vector<Arg> positional,
+                           const std::vector<std::pair<std::string, Arg>>& keywords);
+
+// Shape, dtype and strides of the op's outputs; throws std::invalid_argument on a mismatch.
+std::vector<TensorMeta> infer_meta(const Graph& g, const OpDef& op, const std::vector<Arg>& args);
+
+// Runs the op's reference kernel.
+std::vector<Tensor> run_reference_kernel(const OpDef& op, const std::vector<Arg>& args,
+                                         const std::vector<Tensor>& values, const std::vector<TensorMeta>& outs);
+
+// Reductions: the reduced dimensions (normalized, sorted) and whether they are kept.
+std::vector<int64_t> reduction_dims(const OpDef& op, const std::vector<Arg>& args, int64_t rank);
+bool reduction_keepdim(const OpDef& op, const std::vector<Arg>& args);
+
+// Broadcast shape of two shapes (NumPy rules); throws on a mismatch.
+Shape broadcast_shapes(const Shape& a, const Shape& b);
+
+}  // namespace ls

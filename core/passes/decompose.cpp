@@ -1,0 +1,74 @@
+#include "passes/decompose.h"
+
+#include <stdexcept>
+
+#include "ir/builder.h"
+#include "ops/op_table.h"
+#include "passes/eliminate_dead_nodes.h"
+
+namespace ls {
+namespace {
+
+const char* level_name(unsigned lvl) { return lvl == level::prims ? "prims" : "Core ATen"; }
+
+Arg remap(const Arg& a, const std::vector<Arg>& map) {
+  if (a.is_node()) return map.at(a.node);
+  if (a.kind == Arg::Kind::list) {
+    Arg l = a;
+    for (Arg& x : l.list) x = remap(x, map);
+    return l;
+  }
+  return a;
+}
+
+// One sweep: every node outside the target level is replaced by its rule's expansion.
+Graph sweep(const Graph& g, unsigned target, bool& changed) {
+  Graph out;
+  out.name = g.name;
+  out.tuple_output = g.tuple_output;
+  GraphBuilder b(out);
+  std::vector<Arg> map(g.nodes.size());
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    std::vector<Arg> args;
+    for (const Arg& a : n.args) args.push_back(remap(a, map));
+    if (n.is_placeholder() || n.op->in(target)) {
+      Node c = n;
+      c.args = args;
+      if (!n.is_placeholder()) c.target = "torch.ops." + n.op->name;
+      if (out.find(c.name) >= 0) c.name = b.fresh_name(n.is_placeholder() ? n.name : std::string(n.op->base_name()));
+      map[i] = Arg::of_node(out.add(std::move(c)));
+      continue;
+    }
+    if (!n.op->decompose)
+      throw std::runtime_error("node '" + n.name + "': " + n.op->name + " has no decomposition to " + level_name(target));
+    b.origins = n.origins;
+    b.stack = n.stack;
+    map[i] = n.op->decompose(b, *n.op, args);
+    changed = true;
+  }
+  for (int o : g.outputs) {
+    const Arg& a = map.at(o);
+    if (!a.is_node()) throw std::runtime_error("graph output '" + g.nodes[o].name + "' decomposed to a constant");
+    out.outputs.push_back(a.node);
+  }
+  return out;
+}
+
+}  // namespace
+
+Graph decompose(const Graph& g, unsigned target) {
+  Graph cur = g;
+  for (int round = 0; round < 16; ++round) {
+    bool changed = false;
+    cur = sweep(cur, target, changed);
+    if (!changed) {
+      cur = eliminate_dead_nodes(cur);
+      verify(cur);
+      return cur;
+    }
+  }
+  throw std::runtime_error(std::string("decomposition to ") + level_name(target) + " did not settle after 16 rounds");
+}
+
+}  // namespace ls

@@ -1,0 +1,8 @@
+// Removes op nodes whose values reach no output. Placeholders stay (they are the signature).
+// Test: tests/core/test_core.cpp (testEliminateDeadNodes).
+#pragma once
+#include "ir/graph.h"
+
+namespace ls {
+Graph eliminate_dead_nodes(const Graph& g);
+}

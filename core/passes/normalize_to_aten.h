@@ -1,0 +1,8 @@
+// capture -> aten: every node calls its ATen op by its full name (torch.sin -> torch.ops.aten.sin.default).
+// Test: tests/core/test_core.cpp (testDynamoGraphToAten).
+#pragma once
+#include "ir/graph.h"
+
+namespace ls {
+Graph normalize_to_aten(const Graph& g);
+}

@@ -1,0 +1,93 @@
+// The pipeline, as one script of stages. Each stage's result is recorded once, here; the GUI,
+// the CLI, its --dump folder and the tests all read this record.
+//
+//   capture -> aten -> core_aten -> prims -> loop_ir -> fused -> source -> run
+#pragma once
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "codegen/cpp_codegen.h"
+#include "frontend/load_model.h"
+#include "ir/graph.h"
+#include "loop/loop_ir.h"
+#include "sched/schedule.h"
+#include "tensor/tensor.h"
+
+namespace ls {
+
+struct Stage {
+  enum class Kind : uint8_t { graph, loops, kernels, source, run };
+  std::string name;   // short, stable: capture, aten, core_aten, prims, loop_ir, fused, source, run
+  std::string title;  // for people: "Core ATen graph"
+  Kind kind = Kind::graph;
+  std::string text;   // the stage as text (print_readable, loop bodies, C++ source, run table)
+  std::string dot;    // the stage as a Graphviz graph (empty for source and run)
+  double ms = 0;      // time the stage took
+  int nodes = 0;
+  std::vector<std::pair<std::string, int>> ops;  // op histogram
+  bool changed = true;  // false when the stage left its input as it was
+};
+
+struct KernelReport {
+  std::string name;
+  std::string kind = "generated";          // generated | extern
+  std::vector<std::string> nodes;          // graph nodes it covers (provenance)
+  std::vector<std::string> loop_nodes;     // loop IR nodes fused into it
+  int64_t numel = 0, rnumel = 0;
+  int64_t bytes = 0;                       // bytes read and written
+  double ms = 0;
+  double gbps = 0;
+  int first_line = 0, last_line = 0;       // in the generated source
+};
+
+struct OutputCheck {
+  std::string against;  // "out.npy" or "reference interpreter"
+  Comparison cmp;
+};
+
+struct Check {
+  std::vector<OutputCheck> outputs;  // per output: against the expected file, else the reference
+  std::vector<OutputCheck> reference;  // per output: against the reference interpreter
+  bool ok = false;
+  double max_abs_err = 0, rel_err = 0;
+};
+
+struct PipelineOptions {
+  std::string device = "cpu";
+  unsigned decompose_to = 0;  // 0: prims (default); or level::core_aten
+  bool fusion = true;
+  bool external_compiler = false;  // build kernels with an external c++ instead of the in-process JIT
+  bool run = true;
+  int timing_budget_ms = 300;
+};
+
+struct CompileResult {
+  LoadedModel model;
+  std::vector<Stage> stages;
+  Graph aten, core_aten, prims;
+  LoopProgram loops;
+  Schedule schedule;
+  GeneratedSource source;
+  std::string compiler;
+  std::vector<KernelReport> kernels;
+  std::vector<Tensor> outputs, reference_outputs;
+  Check check;
+  double compile_ms = 0, run_ms = 0;
+  std::string error;        // set when a stage failed; the stages before it are kept
+  std::string error_stage;  // the stage that failed
+  bool ok() const { return error.empty() && check.ok; }
+  const Stage* stage(const std::string& name) const;
+};
+
+// Stage names in pipeline order, for documentation and the GUI's list.
+const std::vector<std::string>& stage_names();
+
+// Never throws for a bad model: errors land in result.error with the stage that raised them.
+// `cancelled` is polled between stages.
+CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o = {},
+                           const std::function<bool()>& cancelled = nullptr);
+
+}  // namespace ls

@@ -1,0 +1,77 @@
+#include "report/report.h"
+
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <sstream>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+namespace ls {
+
+namespace {
+nlohmann::json cmp_json(const OutputCheck& c) {
+  return {{"against", c.against}, {"max_abs_err", c.cmp.max_abs_err}, {"rel_err", c.cmp.rel_err},
+          {"mismatches", c.cmp.mismatches}, {"ok", c.cmp.ok}};
+}
+}  // namespace
+
+std::string report_json(const CompileResult& r) {
+  using nlohmann::json;
+  json j;
+  j["model"] = r.model.path;
+  j["format"] = r.model.format;
+  j["inputs_from"] = r.model.inputs_from;
+  j["stages"] = json::array();
+  for (const Stage& s : r.stages) {
+    json ops = json::object();
+    for (const auto& [op, n] : s.ops) ops[op] = n;
+    j["stages"].push_back({{"name", s.name}, {"title", s.title}, {"nodes", s.nodes}, {"ops", ops}, {"ms", s.ms},
+                           {"changed", s.changed}});
+  }
+  j["kernels"] = json::array();
+  for (const KernelReport& k : r.kernels)
+    j["kernels"].push_back({{"name", k.name}, {"kind", k.kind}, {"nodes", k.nodes}, {"loop_nodes", k.loop_nodes},
+                            {"numel", k.numel}, {"rnumel", k.rnumel}, {"bytes", k.bytes}, {"ms", k.ms}, {"gbps", k.gbps}});
+  j["generated_kernels"] = r.schedule.kernels.size();
+  j["extern_kernels"] = 0;
+  json fusion = json::array();
+  for (const EdgeDecision& e : r.schedule.edges)
+    fusion.push_back({{"producer", r.loops.nodes[e.producer].name}, {"consumer", r.loops.nodes[e.consumer].name},
+                      {"buffer", e.buffer}, {"fused", e.verdict.ok}, {"reason", e.verdict.reason}});
+  j["fusion"] = fusion;
+  j["memory"] = {{"peak_bytes_unfused", r.schedule.memory.peak_bytes_unfused},
+                 {"peak_bytes", r.schedule.memory.peak_bytes},
+                 {"removed", r.schedule.memory.removed}};
+  json check = {{"ok", r.check.ok}, {"max_abs_err", r.check.max_abs_err}, {"rel_err", r.check.rel_err},
+                {"outputs", json::array()}, {"reference", json::array()}};
+  for (const auto& c : r.check.outputs) check["outputs"].push_back(cmp_json(c));
+  for (const auto& c : r.check.reference) check["reference"].push_back(cmp_json(c));
+  j["check"] = check;
+  j["compiler"] = r.compiler;
+  j["compile_ms"] = r.compile_ms;
+  j["run_ms"] = r.run_ms;
+  j["ok"] = r.ok();
+  if (!r.error.empty()) j["error"] = {{"stage", r.error_stage}, {"message", r.error}};
+  return j.dump(2);
+}
+
+void write_dump(const CompileResult& r, const std::string& dir) {
+  namespace fs = std::filesystem;
+  fs::create_directories(dir);
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream f(fs::path(dir) / name);
+    if (!f) throw std::runtime_error(dir + ": cannot write " + name);
+    f << text;
+  };
+  for (size_t i = 0; i < r.stages.size(); ++i) {
+    std::ostringstream prefix;
+    prefix << std::setw(2) << std::setfill('0') << i << '_' << r.stages[i].name;
+    write(prefix.str() + (r.stages[i].kind == Stage::Kind::source ? ".cpp" : ".txt"), r.stages[i].text);
+    if (!r.stages[i].dot.empty()) write(prefix.str() + ".dot", r.stages[i].dot);
+  }
+  write("report.json", report_json(r));
+}
+
+}  // namespace ls

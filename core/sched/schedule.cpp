@@ -1,0 +1,431 @@
+#include "sched/schedule.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "loop/dependencies.h"
+
+namespace ls {
+namespace {
+
+std::string fmt_bytes(int64_t b) {
+  std::ostringstream os;
+  if (b >= (1 << 20)) os << (b / 1048576.0) << " MiB";
+  else if (b >= 1024) os << (b / 1024.0) << " KiB";
+  else os << b << " B";
+  return os.str();
+}
+
+struct Group {
+  std::vector<int> nodes;  // sorted
+  bool alive = true;
+};
+
+class Scheduler {
+ public:
+  Scheduler(const LoopProgram& p, const ScheduleOptions& o) : p_(p), opts_(o) {
+    for (size_t i = 0; i < p.nodes.size(); ++i) {
+      deps_.push_back(extract_dependencies(p.nodes[i]));
+      groups_.push_back({{static_cast<int>(i)}});
+      group_of_.push_back(static_cast<int>(i));
+    }
+    for (size_t i = 0; i < p.nodes.size(); ++i)
+      for (const MemDep& d : deps_[i].reads) {
+        const int prod = p.producer(d.buffer);
+        if (prod >= 0) edges_.push_back({prod, static_cast<int>(i), d.buffer});
+      }
+  }
+
+  Schedule run() {
+    if (opts_.fusion) fuse();
+    Schedule s;
+    std::map<int, int> kernel_index;
+    for (size_t g = 0; g < groups_.size(); ++g) {
+      if (!groups_[g].alive) continue;
+      kernel_index[static_cast<int>(g)] = static_cast<int>(s.kernels.size());
+      s.kernels.push_back(make_kernel(groups_[g], s.kernels.size()));
+    }
+    // Kernels run in the order of their first node: that is a topological order of groups
+    // because fusion never creates a cycle.
+    std::sort(s.kernels.begin(), s.kernels.end(), [](const Kernel& a, const Kernel& b) { return a.nodes[0] < b.nodes[0]; });
+    for (size_t k = 0; k < s.kernels.size(); ++k) rename(s.kernels[k], k);
+    for (const auto& e : edges_) {
+      EdgeDecision d;
+      d.producer = e.producer;
+      d.consumer = e.consumer;
+      d.buffer = e.buffer;
+      const int gp = group_of_[e.producer], gc = group_of_[e.consumer];
+      if (gp == gc) d.verdict = {true, "fused"};
+      else if (!opts_.fusion) d.verdict = {false, "fusion is off"};
+      else d.verdict = can_fuse(gp, gc);
+      s.edges.push_back(d);
+    }
+    plan_memory(s);
+    return s;
+  }
+
+ private:
+  struct Edge {
+    int producer, consumer;
+    std::string buffer;
+  };
+
+  // The (numel, rnumel) a group iterates: that of its reduction if it has one.
+  std::pair<int64_t, int64_t> iteration(const std::vector<int>& nodes) const {
+    for (int n : nodes)
+      if (p_.nodes[n].kind == LoopNode::Kind::reduction) return {p_.nodes[n].numel(), p_.nodes[n].rnumel()};
+    return {p_.nodes[nodes[0]].numel(), 1};
+  }
+
+  bool reaches(int from_group, int to_group, const std::set<int>& skip) const {
+    // Is there a path from a node of from_group to a node of to_group through other groups?
+    std::vector<int> stack = {from_group};
+    std::set<int> seen = {from_group};
+    while (!stack.empty()) {
+      const int g = stack.back();
+      stack.pop_back();
+      for (const auto& e : edges_) {
+        const int a = group_of_[e.producer], b = group_of_[e.consumer];
+        if (a != g || b == g) continue;
+        if (b == to_group && !(g == from_group && skip.count(b))) return true;
+        if (b != to_group && !seen.count(b)) {
+          seen.insert(b);
+          stack.push_back(b);
+        }
+      }
+    }
+    return false;
+  }
+
+  FusionVerdict can_fuse(int ga, int gb) const {
+    if (ga > gb) std::swap(ga, gb);
+    std::vector<int> merged = groups_[ga].nodes;
+    merged.insert(merged.end(), groups_[gb].nodes.begin(), groups_[gb].nodes.end());
+    std::sort(merged.begin(), merged.end());
+    const auto [xa, ra] = iteration(groups_[ga].nodes);
+    const auto [xb, rb] = iteration(groups_[gb].nodes);
+    const bool red_a = ra > 1 || has_reduction(groups_[ga].nodes), red_b = rb > 1 || has_reduction(groups_[gb].nodes);
+    if (red_a && red_b && (xa != xb || ra != rb))
+      return {false, "reductions of different shapes (" + std::to_string(xa) + " x " + std::to_string(ra) + " vs " +
+                         std::to_string(xb) + " x " + std::to_string(rb) + ")"};
+    if (!red_a && !red_b && xa != xb)
+      return {false, "different iteration sizes (" + std::to_string(xa) + " vs " + std::to_string(xb) + ")"};
+    const auto [x, r] = iteration(merged);
+    std::map<int, Placement> where;
+    for (int n : merged) {
+      Placement pl = place(p_.nodes[n], x, r);
+      if (!pl.ok)
+        return {false, "iteration size " + std::to_string(p_.nodes[n].numel()) + " of " + p_.nodes[n].name +
+                           " fits neither the kernel's " + std::to_string(x) + " nor " + std::to_string(x) + " x " + std::to_string(r)};
+      where[n] = pl;
+    }
+    // Every value passed between the two groups must be produced in the same iteration that
+    // reads it: same index in the kernel's variables, and not from a reduction still running.
+    std::set<int> in_a(groups_[ga].nodes.begin(), groups_[ga].nodes.end());
+    for (int c : merged) {
+      const Dependencies d = extract_dependencies(p_.nodes[c], where[c].idx, where[c].ridx);
+      for (const MemDep& rd : d.reads) {
+        const int prod = p_.producer(rd.buffer);
+        if (prod < 0 || !where.count(prod) || (in_a.count(prod) == in_a.count(c))) continue;
+        const LoopNode& pn = p_.nodes[prod];
+        const Dependencies pd = extract_dependencies(pn, where[prod].idx, where[prod].ridx);
+        if (pd.writes.at(0).index != rd.index)
+          return {false, p_.nodes[c].name + " reads " + rd.buffer + " at " + rd.index.str() + " but " + pn.name +
+                             " writes it at " + pd.writes[0].index.str() + ": values from other iterations are needed"};
+        if (where[prod].inner && !where[c].inner && pn.kind == LoopNode::Kind::pointwise)
+          return {false, p_.nodes[c].name + " iterates " + std::to_string(x) + " but reads " + rd.buffer +
+                             ", which has one value per reduction element"};
+      }
+    }
+    std::set<int> skip = {gb};
+    if (reaches(ga, gb, skip)) return {false, "fusing would create a cycle through another kernel"};
+    return {true, "fused"};
+  }
+
+  bool has_reduction(const std::vector<int>& nodes) const {
+    return std::any_of(nodes.begin(), nodes.end(), [&](int n) { return p_.nodes[n].kind == LoopNode::Kind::reduction; });
+  }
+
+  void merge(int ga, int gb) {
+    if (ga > gb) std::swap(ga, gb);
+    for (int n : groups_[gb].nodes) group_of_[n] = ga;
+    groups_[ga].nodes.insert(groups_[ga].nodes.end(), groups_[gb].nodes.begin(), groups_[gb].nodes.end());
+    std::sort(groups_[ga].nodes.begin(), groups_[ga].nodes.end());
+    groups_[gb].alive = false;
+    groups_[gb].nodes.clear();
+  }
+
+  // Greedy fusion by score, as Inductor's scheduler: bytes saved first, then graph distance.
+  void fuse() {
+    for (int round = 0; round < 64; ++round) {
+      struct Cand { int a, b; int64_t bytes; int distance; };
+      std::vector<Cand> cands;
+      std::set<std::pair<int, int>> seen;
+      for (const auto& e : edges_) {
+        int a = group_of_[e.producer], b = group_of_[e.consumer];
+        if (a == b) continue;
+        if (a > b) std::swap(a, b);
+        if (!seen.insert({a, b}).second) continue;
+        cands.push_back({a, b, shared_bytes(a, b), std::abs(e.consumer - e.producer)});
+      }
+      // Horizontal candidates: groups that read the same buffer.
+      for (size_t a = 0; a < groups_.size(); ++a)
+        for (size_t b = a + 1; b < groups_.size(); ++b) {
+          if (!groups_[a].alive || !groups_[b].alive || seen.count({int(a), int(b)})) continue;
+          const int64_t bytes = shared_bytes(static_cast<int>(a), static_cast<int>(b));
+          if (bytes > 0) cands.push_back({int(a), int(b), bytes, int(b - a)});
+        }
+      std::stable_sort(cands.begin(), cands.end(), [](const Cand& x, const Cand& y) {
+        return x.bytes != y.bytes ? x.bytes > y.bytes : x.distance < y.distance;
+      });
+      bool merged = false;
+      for (const Cand& c : cands) {
+        if (!groups_[c.a].alive || !groups_[c.b].alive) continue;
+        if (can_fuse(c.a, c.b).ok) {
+          merge(c.a, c.b);
+          merged = true;
+        }
+      }
+      if (!merged) return;
+    }
+  }
+
+  int64_t shared_bytes(int a, int b) const {
+    std::set<std::string> wa, ra, rb;
+    for (int n : groups_[a].nodes) {
+      wa.insert(p_.nodes[n].buffer);
+      for (const auto& d : deps_[n].reads) ra.insert(d.buffer);
+    }
+    for (int n : groups_[b].nodes)
+      for (const auto& d : deps_[n].reads) rb.insert(d.buffer);
+    int64_t bytes = 0;
+    for (const auto& buf : rb)
+      if (wa.count(buf) || ra.count(buf)) bytes += p_.buffer(buf).bytes();
+    return bytes;
+  }
+
+  Kernel make_kernel(const Group& g, size_t) const {
+    Kernel k;
+    k.nodes = g.nodes;
+    std::tie(k.numel, k.rnumel) = iteration(g.nodes);
+    std::set<std::string> written, reads, origins;
+    for (int n : g.nodes) written.insert(p_.nodes[n].buffer);
+    for (int n : g.nodes) {
+      for (const auto& d : deps_[n].reads)
+        if (!written.count(d.buffer)) reads.insert(d.buffer);
+      for (const auto& o : p_.nodes[n].origins) origins.insert(o);
+    }
+    k.reads.assign(reads.begin(), reads.end());
+    for (int n : g.nodes) {
+      const std::string& buf = p_.nodes[n].buffer;
+      bool outside = p_.buffer(buf).is_output;
+      for (const auto& e : edges_)
+        if (e.producer == n && group_of_[e.consumer] != group_of_[n]) outside = true;
+      // A value read by a later inner loop of this kernel also needs memory (registers do not
+      // survive from one loop to the next).
+      for (const auto& e : edges_)
+        if (e.producer == n && group_of_[e.consumer] == group_of_[n] && needs_memory_within(e.producer, e.consumer, k))
+          outside = true;
+      (outside ? k.writes : k.removed).push_back(buf);
+    }
+    k.origins.assign(origins.begin(), origins.end());
+    return k;
+  }
+
+  bool needs_memory_within(int prod, int cons, const Kernel& k) const {
+    const Placement a = place(p_.nodes[prod], k.numel, k.rnumel), b = place(p_.nodes[cons], k.numel, k.rnumel);
+    if (!a.inner || !b.inner) return false;
+    // Both in r loops: the same loop unless a reduction the consumer depends on lies between.
+    for (int n : k.nodes)
+      if (n > prod && n < cons && p_.nodes[n].kind == LoopNode::Kind::reduction) return true;
+    return false;
+  }
+
+  void rename(Kernel& k, size_t index) const {
+    std::set<std::string> names;
+    for (const auto& o : k.origins) {
+      std::string base = o;
+      while (!base.empty() && (std::isdigit(static_cast<unsigned char>(base.back())) || base.back() == '_')) base.pop_back();
+      if (!base.empty()) names.insert(base);
+    }
+    k.name = "cpp_fused";
+    int count = 0;
+    for (const auto& n : names) {
+      if (++count > 6) break;
+      k.name += "_" + n;
+    }
+    k.name += "_" + std::to_string(index);
+  }
+
+  void plan_memory(Schedule& s) const {
+    // Unfused: every node's buffer lives from its node to its last reader.
+    auto peak = [&](const std::vector<std::vector<int>>& order, const std::set<std::string>& skip) {
+      std::map<std::string, int> last;
+      for (size_t k = 0; k < order.size(); ++k)
+        for (int n : order[k])
+          for (const auto& d : deps_[n].reads) last[d.buffer] = static_cast<int>(k);
+      int64_t live = 0, best = 0;
+      for (const auto& b : p_.buffers)
+        if (b.is_input) live += b.bytes();
+      best = live;
+      for (size_t k = 0; k < order.size(); ++k) {
+        for (int n : order[k])
+          if (!skip.count(p_.nodes[n].buffer)) live += p_.buffer(p_.nodes[n].buffer).bytes();
+        best = std::max(best, live);
+        for (int n : order[k]) {
+          const std::string& buf = p_.nodes[n].buffer;
+          if (!skip.count(buf) && !p_.buffer(buf).is_output && last[buf] <= static_cast<int>(k)) live -= p_.buffer(buf).bytes();
+        }
+      }
+      return best;
+    };
+    std::vector<std::vector<int>> unfused;
+    for (size_t i = 0; i < p_.nodes.size(); ++i) unfused.push_back({static_cast<int>(i)});
+    s.memory.peak_bytes_unfused = peak(unfused, {});
+    std::vector<std::vector<int>> fused;
+    std::set<std::string> removed;
+    for (const Kernel& k : s.kernels) {
+      fused.push_back(k.nodes);
+      for (const auto& r : k.removed) removed.insert(r);
+    }
+    s.memory.removed.assign(removed.begin(), removed.end());
+    s.memory.peak_bytes = peak(fused, removed);
+    // Reuse: a materialised intermediate may take the memory of one that died in an earlier kernel.
+    std::map<std::string, int> last;
+    for (size_t k = 0; k < s.kernels.size(); ++k)
+      for (int n : s.kernels[k].nodes)
+        for (const auto& d : deps_[n].reads) last[d.buffer] = static_cast<int>(k);
+    std::vector<std::pair<std::string, int64_t>> free_list;
+    for (size_t k = 0; k < s.kernels.size(); ++k) {
+      for (const auto& w : s.kernels[k].writes) {
+        const LoopBuffer& b = p_.buffer(w);
+        if (b.is_output) continue;
+        for (auto it = free_list.begin(); it != free_list.end(); ++it)
+          if (it->second == b.bytes()) {
+            s.memory.reuses.emplace_back(w, it->first);
+            free_list.erase(it);
+            break;
+          }
+      }
+      for (const auto& [buf, l] : last)
+        if (l == static_cast<int>(k) && p_.producer(buf) >= 0 && !p_.buffer(buf).is_output && !removed.count(buf))
+          free_list.emplace_back(buf, p_.buffer(buf).bytes());
+    }
+  }
+
+  const LoopProgram& p_;
+  ScheduleOptions opts_;
+  std::vector<Dependencies> deps_;
+  std::vector<Group> groups_;
+  std::vector<int> group_of_;
+  std::vector<Edge> edges_;
+};
+
+}  // namespace
+
+Placement place(const LoopNode& n, int64_t numel, int64_t rnumel) {
+  Placement pl;
+  const Expr x = Expr::var("x0", numel), r = Expr::var("r0", rnumel);
+  if (n.kind == LoopNode::Kind::reduction) {
+    if (n.numel() != numel || n.rnumel() != rnumel) return pl;
+    pl.ok = pl.inner = true;
+    pl.idx = unflatten(x, n.ranges);
+    pl.ridx = unflatten(r, n.reduction_ranges);
+    return pl;
+  }
+  if (rnumel > 1 && n.numel() == numel * rnumel) {
+    pl.ok = pl.inner = true;
+    pl.idx = unflatten(x * rnumel + r, n.ranges);
+    return pl;
+  }
+  if (n.numel() == numel) {
+    pl.ok = true;
+    pl.idx = unflatten(x, n.ranges);
+    return pl;
+  }
+  return pl;
+}
+
+int Schedule::kernel_of(int node) const {
+  for (size_t k = 0; k < kernels.size(); ++k)
+    if (std::count(kernels[k].nodes.begin(), kernels[k].nodes.end(), node)) return static_cast<int>(k);
+  return -1;
+}
+
+Schedule schedule(const LoopProgram& p, const ScheduleOptions& opts) { return Scheduler(p, opts).run(); }
+
+std::string print_schedule(const LoopProgram& p, const Schedule& s) {
+  std::ostringstream os;
+  for (const Kernel& k : s.kernels) {
+    os << k.name << ": FusedSchedulerNode(" << k.nodes.size() << " nodes), iteration = (" << k.numel << ", " << k.rnumel << ")\n";
+    os << "  reads  = [";
+    for (size_t i = 0; i < k.reads.size(); ++i) os << (i ? ", " : "") << k.reads[i];
+    os << "]\n  writes = [";
+    for (size_t i = 0; i < k.writes.size(); ++i) os << (i ? ", " : "") << k.writes[i];
+    os << "]\n  in registers only = [";
+    for (size_t i = 0; i < k.removed.size(); ++i) os << (i ? ", " : "") << k.removed[i];
+    os << "]\n";
+    for (int n : k.nodes) {
+      std::istringstream body(print_loop_node(p, p.nodes[n]));
+      std::string line;
+      while (std::getline(body, line)) os << "  " << line << '\n';
+    }
+    os << '\n';
+  }
+  os << "# Fusion decisions (producer -> consumer: verdict)\n";
+  for (const EdgeDecision& e : s.edges)
+    os << p.nodes[e.producer].name << " -> " << p.nodes[e.consumer].name << " via " << e.buffer << ": "
+       << (e.verdict.ok ? "fused" : "not fused: " + e.verdict.reason) << '\n';
+  os << "\n# Memory plan\npeak memory, one kernel per node: " << fmt_bytes(s.memory.peak_bytes_unfused)
+     << "\npeak memory, after fusion: " << fmt_bytes(s.memory.peak_bytes) << "\nremoved buffers:";
+  for (const auto& r : s.memory.removed) os << ' ' << r;
+  os << "\nreused buffers:";
+  for (const auto& [a, b] : s.memory.reuses) os << ' ' << a << " <- " << b;
+  os << '\n';
+  return os.str();
+}
+
+std::string schedule_to_dot(const LoopProgram& p, const Schedule& s) {
+  std::ostringstream os;
+  os << "digraph S {\n  rankdir=TB; compound=true; node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\", fontsize=10];\n";
+  for (const LoopBuffer& b : p.buffers)
+    if (b.is_input)
+      os << "  \"" << b.name << "\" [id=\"" << b.name << "\", fillcolor=\"#e6f4ea\", label=\"" << b.name << "\\n"
+         << dtype_short(b.dtype) << shape_str(b.shape) << "\"];\n";
+  for (size_t k = 0; k < s.kernels.size(); ++k) {
+    const Kernel& kr = s.kernels[k];
+    os << "  subgraph cluster_" << k << " {\n    id=\"" << kr.name << "\"; label=\"" << kr.name << "\\n(" << kr.numel
+       << (kr.rnumel > 1 ? " x " + std::to_string(kr.rnumel) : std::string()) << ")\"; style=\"rounded,filled\"; "
+       << "fillcolor=\"#f5f0ff\"; color=\"#8a6fd1\"; fontname=\"Helvetica\"; fontsize=10;\n";
+    for (int n : kr.nodes) {
+      const LoopNode& ln = p.nodes[n];
+      const bool removed = std::count(kr.removed.begin(), kr.removed.end(), ln.buffer) > 0;
+      os << "    \"" << ln.buffer << "\" [id=\"" << ln.name << "\", fillcolor=\""
+         << (ln.kind == LoopNode::Kind::reduction ? "#fde8d8" : "#eef3fb") << "\"" << (removed ? ", style=\"rounded,filled,dashed\"" : "")
+         << ", label=\"" << ln.name << " " << (ln.kind == LoopNode::Kind::reduction ? std::string(reduce_name(ln.reduce)) : "pointwise")
+         << "\\n" << ln.graph_node << "\"];\n";
+    }
+    os << "  }\n";
+  }
+  for (const auto& b : p.buffers)
+    if (b.is_input)
+      for (const Kernel& kr : s.kernels)
+        for (int n : kr.nodes)
+          for (const auto& d : extract_dependencies(p.nodes[n]).reads)
+            if (d.buffer == b.name) os << "  \"" << b.name << "\" -> \"" << p.nodes[n].buffer << "\";\n";
+  for (const EdgeDecision& e : s.edges) {
+    os << "  \"" << e.buffer << "\" -> \"" << p.nodes[e.consumer].buffer << "\"";
+    if (!e.verdict.ok) {
+      std::string reason = e.verdict.reason;
+      if (reason.size() > 60) reason = reason.substr(0, 57) + "...";
+      os << " [color=\"#c0392b\", fontcolor=\"#c0392b\", fontsize=8, label=\"" << reason << "\", tooltip=\"" << e.verdict.reason << "\"]";
+    }
+    os << ";\n";
+  }
+  os << "}\n";
+  return os.str();
+}
+
+}  // namespace ls

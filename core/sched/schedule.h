@@ -1,0 +1,66 @@
+// Scheduling: groups loop nodes into fused kernels (vertical and horizontal fusion, as Inductor's
+// scheduler does), records why every edge between two kernels was not fused, and plans memory.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "loop/loop_ir.h"
+
+namespace ls {
+
+// A verdict with its reason (Inductor's WhyNoFuse).
+struct FusionVerdict {
+  bool ok = false;
+  std::string reason;
+};
+
+struct Kernel {
+  std::string name;          // "cpp_fused_add_cos_pow_sin_0"
+  std::vector<int> nodes;    // loop node indices, in execution order
+  int64_t numel = 1;         // the kernel's outer iteration (x)
+  int64_t rnumel = 1;        // its reduction iteration (r), 1 for pointwise kernels
+  std::vector<std::string> reads;     // buffers read from memory
+  std::vector<std::string> writes;    // buffers written to memory
+  std::vector<std::string> removed;   // buffers that live only in registers inside this kernel
+  std::vector<std::string> origins;   // graph nodes covered
+};
+
+struct EdgeDecision {
+  int producer = -1, consumer = -1;  // loop node indices
+  std::string buffer;
+  FusionVerdict verdict;  // ok: fused into one kernel
+};
+
+struct MemoryPlan {
+  std::vector<std::string> removed;  // buffers never materialised
+  std::vector<std::pair<std::string, std::string>> reuses;  // (buffer, the dead buffer whose memory it takes)
+  int64_t peak_bytes_unfused = 0;    // one kernel per node, every buffer materialised
+  int64_t peak_bytes = 0;            // after fusion and reuse
+};
+
+struct ScheduleOptions {
+  bool fusion = true;
+};
+
+struct Schedule {
+  std::vector<Kernel> kernels;
+  std::vector<EdgeDecision> edges;
+  MemoryPlan memory;
+  int kernel_of(int node) const;  // -1 if none
+};
+
+Schedule schedule(const LoopProgram& p, const ScheduleOptions& opts = {});
+
+// The index expressions of node n's loop variables inside a kernel iterating (x over numel, r over
+// rnumel); empty when the node cannot be placed in such a kernel.
+struct Placement {
+  bool ok = false;
+  bool inner = false;  // runs inside the r loop
+  std::vector<Expr> idx, ridx;
+};
+Placement place(const LoopNode& n, int64_t numel, int64_t rnumel);
+
+std::string print_schedule(const LoopProgram& p, const Schedule& s);  // ir_post_fusion.txt style
+std::string schedule_to_dot(const LoopProgram& p, const Schedule& s);  // kernels as clusters
+
+}  // namespace ls

@@ -1,0 +1,96 @@
+#include "tensor/tensor.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+#include <stdexcept>
+
+namespace ls {
+
+int64_t numel_of(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+Shape contiguous_strides(const Shape& shape) {
+  Shape s(shape.size());
+  int64_t acc = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    s[i] = acc;
+    acc *= std::max<int64_t>(shape[i], 1);
+  }
+  return s;
+}
+
+std::string shape_str(const Shape& shape) {
+  std::ostringstream os;
+  os << '[';
+  for (size_t i = 0; i < shape.size(); ++i) os << (i ? ", " : "") << shape[i];
+  os << ']';
+  return os.str();
+}
+
+Tensor::Tensor(DType dtype, Shape shape)
+    : dtype_(dtype), shape_(std::move(shape)), strides_(contiguous_strides(shape_)) {
+  for (int64_t d : shape_)
+    if (d < 0) throw std::invalid_argument("tensor shape " + shape_str(shape_) + " has a negative size");
+  const size_t bytes = static_cast<size_t>(std::max<int64_t>(nbytes(), 1));
+  const size_t rounded = (bytes + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, rounded);
+  if (!p) throw std::bad_alloc();
+  std::memset(p, 0, rounded);
+  storage_ = std::shared_ptr<std::byte>(static_cast<std::byte*>(p), [](std::byte* q) { std::free(q); });
+}
+
+double Tensor::get(int64_t i) const {
+  const std::byte* p = storage_.get();
+  switch (dtype_) {
+    case DType::f32: return reinterpret_cast<const float*>(p)[i];
+    case DType::f64: return reinterpret_cast<const double*>(p)[i];
+    case DType::i64: return static_cast<double>(reinterpret_cast<const int64_t*>(p)[i]);
+    case DType::i32: return reinterpret_cast<const int32_t*>(p)[i];
+    case DType::b8: return reinterpret_cast<const bool*>(p)[i] ? 1.0 : 0.0;
+  }
+  return 0;
+}
+
+void Tensor::set(int64_t i, double v) {
+  std::byte* p = storage_.get();
+  switch (dtype_) {
+    case DType::f32: reinterpret_cast<float*>(p)[i] = static_cast<float>(v); break;
+    case DType::f64: reinterpret_cast<double*>(p)[i] = v; break;
+    case DType::i64: reinterpret_cast<int64_t*>(p)[i] = static_cast<int64_t>(v); break;
+    case DType::i32: reinterpret_cast<int32_t*>(p)[i] = static_cast<int32_t>(v); break;
+    case DType::b8: reinterpret_cast<bool*>(p)[i] = v != 0; break;
+  }
+}
+
+Comparison compare(const Tensor& a, const Tensor& b, Tolerance tol) {
+  Comparison c;
+  if (a.shape() != b.shape()) {
+    c.why = "shape " + shape_str(a.shape()) + " differs from expected " + shape_str(b.shape());
+    return c;
+  }
+  double max_ref = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    const double x = a.get(i), y = b.get(i);
+    const double d = std::abs(x - y);
+    max_ref = std::max(max_ref, std::abs(y));
+    const bool both_nan = std::isnan(x) && std::isnan(y);
+    if (!both_nan && (std::isnan(d) || d > tol.atol + tol.rtol * std::abs(y))) ++c.mismatches;
+    if (!std::isnan(d)) c.max_abs_err = std::max(c.max_abs_err, d);
+  }
+  c.rel_err = max_ref > 0 ? c.max_abs_err / max_ref : c.max_abs_err;
+  c.ok = c.mismatches == 0;
+  if (!c.ok) {
+    std::ostringstream os;
+    os << c.mismatches << " of " << a.numel() << " elements differ by more than atol " << tol.atol << " + rtol "
+       << tol.rtol << " (max abs err " << c.max_abs_err << ")";
+    c.why = os.str();
+  }
+  return c;
+}
+
+}  // namespace ls

@@ -1,0 +1,61 @@
+// A host tensor: element type, shape, strides and a shared, 64-byte aligned storage.
+// The reference interpreter computes on these; the executor hands their storage to kernels.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/dtype.h"
+
+namespace ls {
+
+using Shape = std::vector<int64_t>;
+
+int64_t numel_of(const Shape& shape);
+Shape contiguous_strides(const Shape& shape);
+std::string shape_str(const Shape& shape);  // "[64, 512]"
+
+class Tensor {
+ public:
+  Tensor() = default;
+  Tensor(DType dtype, Shape shape);  // contiguous, zero-filled
+
+  DType dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
+  const Shape& strides() const { return strides_; }
+  int64_t numel() const { return numel_of(shape_); }
+  int64_t dim() const { return static_cast<int64_t>(shape_.size()); }
+  bool defined() const { return storage_ != nullptr; }
+
+  void* data() { return storage_.get(); }
+  const void* data() const { return storage_.get(); }
+  int64_t nbytes() const { return numel() * dtype_size(dtype_); }
+
+  // Element access by linear (row-major) index, converted through double.
+  double get(int64_t linear) const;
+  void set(int64_t linear, double v);
+
+ private:
+  DType dtype_ = DType::f32;
+  Shape shape_, strides_;
+  std::shared_ptr<std::byte> storage_;
+};
+
+struct Comparison {
+  double max_abs_err = 0;
+  double rel_err = 0;  // max_abs_err / max |expected|
+  int64_t mismatches = 0;
+  bool ok = false;
+  std::string why;  // set when !ok
+};
+
+// Tolerance used throughout for float32 results: |a - b| <= atol + rtol * |b|.
+struct Tolerance {
+  double rtol = 1e-4;
+  double atol = 1e-5;
+};
+
+Comparison compare(const Tensor& actual, const Tensor& expected, Tolerance tol = {});
+
+}  // namespace ls
