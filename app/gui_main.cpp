@@ -1,0 +1,60 @@
+// lowerscope: the desktop application.
+//   lowerscope [MODEL] [--stage NAME] [--screenshot FILE.png]
+// With --screenshot it opens MODEL, shows the stage, writes a picture of the whole window and exits.
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QTimer>
+#include <cstdio>
+
+#include "main_window.h"
+
+int main(int argc, char** argv) {
+  QApplication app(argc, argv);
+  QApplication::setApplicationName("Lowerscope");
+  QApplication::setApplicationVersion("0.1.0");
+  QCommandLineParser cli;
+  cli.setApplicationDescription("See what a deep-learning compiler does to a model, stage by stage.");
+  cli.addHelpOption();
+  cli.addVersionOption();
+  cli.addPositionalArgument("model", "A model file or folder to open.");
+  QCommandLineOption stage("stage", "Stage to show (a name or a unique prefix).", "name");
+  QCommandLineOption shot("screenshot", "Write a picture of the window to FILE and exit.", "file");
+  cli.addOption(stage);
+  cli.addOption(shot);
+  cli.process(app);
+
+  ls::MainWindow w;
+  w.show();
+  const QStringList args = cli.positionalArguments();
+  const QString stage_name = cli.value(stage), shot_file = cli.value(shot);
+  int exit_code = 0;
+  if (!shot_file.isEmpty()) {
+    if (args.isEmpty()) {
+      std::fprintf(stderr, "lowerscope: --screenshot needs a MODEL\n");
+      return 2;
+    }
+    auto take = [&w, shot_file, &app] {
+      QTimer::singleShot(100, &w, [&w, shot_file, &app] {
+        const bool ok = w.grab().save(shot_file);
+        if (!ok) std::fprintf(stderr, "lowerscope: cannot write %s\n", qPrintable(shot_file));
+        app.exit(ok ? 0 : 2);
+      });
+    };
+    QObject::connect(&w, &ls::MainWindow::compileDone, &w, [&w, stage_name, take, &exit_code](bool) {
+      if (!stage_name.isEmpty() && !w.selectStage(stage_name)) {
+        std::fprintf(stderr, "lowerscope: no stage '%s'\n", qPrintable(stage_name));
+        exit_code = 2;
+      }
+    });
+    QObject::connect(&w, &ls::MainWindow::stageShown, &w, [&w, stage_name, take](const QString& name) {
+      if (stage_name.isEmpty() || name.startsWith(stage_name)) take();
+    });
+    QTimer::singleShot(120000, &app, [&app] {
+      std::fprintf(stderr, "lowerscope: gave up waiting for the stage after 120 s\n");
+      app.exit(3);
+    });
+  }
+  if (!args.isEmpty()) w.openModel(args.first());
+  const int rc = app.exec();
+  return exit_code ? exit_code : rc;
+}

@@ -1,0 +1,43 @@
+#include "code_view.h"
+
+#include <Qsci/qscilexercpp.h>
+#include <Qsci/qscilexerpython.h>
+
+namespace ls {
+
+CodeView::CodeView(QWidget* parent) : QsciScintilla(parent) {
+  setReadOnly(true);
+  setUtf8(true);
+  setMarginType(0, QsciScintilla::NumberMargin);
+  setMarginWidth(0, "00000");
+  setFolding(QsciScintilla::BoxedTreeFoldStyle);
+  setCaretLineVisible(true);
+  setCaretLineBackgroundColor(QColor("#f3f6fb"));
+  setWrapMode(QsciScintilla::WrapNone);
+  marker_ = markerDefine(QsciScintilla::Background);
+  setMarkerBackgroundColor(QColor("#fff3c4"), marker_);
+}
+
+void CodeView::showText(const QString& text, Language lang) {
+  QFont mono("DejaVu Sans Mono", 9);
+  QsciLexer* old = lexer();
+  QsciLexer* lex = lang == Language::Cpp ? static_cast<QsciLexer*>(new QsciLexerCPP(this))
+                                         : static_cast<QsciLexer*>(new QsciLexerPython(this));
+  lex->setDefaultFont(mono);
+  lex->setFont(mono);
+  setLexer(lex);
+  delete old;
+  setMarginsFont(mono);
+  setReadOnly(false);
+  setText(text);
+  setReadOnly(true);
+  markerDeleteAll(marker_);
+}
+
+void CodeView::markLines(int first, int last) {
+  markerDeleteAll(marker_);
+  for (int l = first; l <= last; ++l) markerAdd(l - 1, marker_);
+  setFirstVisibleLine(std::max(0, first - 3));
+}
+
+}  // namespace ls

@@ -1,0 +1,47 @@
+#include "compile_session.h"
+
+#include <QtConcurrent/QtConcurrent>
+
+namespace ls {
+
+CompileSession::CompileSession(QObject* parent) : QObject(parent) {
+  connect(&watcher_, &QFutureWatcher<std::shared_ptr<CompileResult>>::finished, this, [this] {
+    auto r = watcher_.result();
+    if (!r) return;
+    result_ = r;
+    if (!r->error.empty()) emit failed(QString::fromStdString(r->error_stage), QString::fromStdString(r->error));
+    else emit finished();
+  });
+}
+
+CompileSession::~CompileSession() {
+  cancel();
+  watcher_.waitForFinished();
+}
+
+void CompileSession::open(const QString& path) {
+  cancel();
+  watcher_.waitForFinished();
+  cancel_ = std::make_shared<std::atomic<bool>>(false);
+  emit started(path);
+  const std::string p = path.toStdString();
+  const PipelineOptions o = options;
+  auto flag = cancel_;
+  watcher_.setFuture(QtConcurrent::run([p, o, flag]() -> std::shared_ptr<CompileResult> {
+    auto r = std::make_shared<CompileResult>();
+    try {
+      *r = run_pipeline(load_model(p), o, [flag] { return flag->load(); });
+    } catch (const std::exception& e) {  // the model could not be loaded
+      r->model.path = p;
+      r->error = e.what();
+      r->error_stage = "capture";
+    }
+    return r;
+  }));
+}
+
+void CompileSession::cancel() {
+  if (cancel_) cancel_->store(true);
+}
+
+}  // namespace ls

@@ -1,0 +1,61 @@
+// Graph layout with Graphviz: `dot -Tjson` runs as a child process (the library is neither
+// thread-safe nor interruptible), so a layout never blocks the interface and can be cancelled.
+#pragma once
+#include <QColor>
+#include <QObject>
+#include <QPainterPath>
+#include <QProcess>
+#include <QRectF>
+#include <QString>
+#include <QTimer>
+#include <QVector>
+
+namespace ls {
+
+struct LaidOutGraph {
+  struct Node {
+    QString id, label;
+    QRectF rect;
+    QColor fill;
+    bool dashed = false, ellipse = false;
+  };
+  struct Cluster {
+    QString id, label;
+    QRectF rect;
+    QColor fill, stroke;
+  };
+  struct Edge {
+    QPainterPath path;
+    QPointF arrow_from, arrow_to;
+    QString label, tooltip;
+    QPointF label_pos;
+    QColor color = Qt::darkGray;
+  };
+  QRectF bounds;
+  QVector<Cluster> clusters;
+  QVector<Node> nodes;
+  QVector<Edge> edges;
+};
+
+// Parses Graphviz's JSON output (coordinates flipped to y-down); throws std::runtime_error.
+LaidOutGraph parse_dot_json(const QByteArray& json);
+
+class GraphLayouter : public QObject {
+  Q_OBJECT
+ public:
+  explicit GraphLayouter(QObject* parent = nullptr);
+  void layout(const QString& dot);  // cancels a layout under way
+  void cancel();
+  bool busy() const { return proc_ && proc_->state() != QProcess::NotRunning; }
+  int timeout_ms = 30000;
+
+ signals:
+  void laidOut(const ls::LaidOutGraph& g);
+  void failed(const QString& why);
+
+ private:
+  QProcess* proc_ = nullptr;
+  QTimer timer_;
+};
+
+}  // namespace ls

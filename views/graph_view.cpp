@@ -1,0 +1,115 @@
+#include "graph_view.h"
+
+#include <QGraphicsRectItem>
+#include <QGraphicsScene>
+#include <QGraphicsSimpleTextItem>
+#include <QMouseEvent>
+#include <QPen>
+#include <QWheelEvent>
+#include <cmath>
+
+namespace ls {
+
+namespace {
+constexpr int kIdKey = 0;
+}
+
+GraphView::GraphView(QWidget* parent) : QGraphicsView(parent) {
+  setScene(new QGraphicsScene(this));
+  setRenderHints(QPainter::Antialiasing | QPainter::TextAntialiasing);
+  setDragMode(QGraphicsView::ScrollHandDrag);
+  setTransformationAnchor(QGraphicsView::AnchorUnderMouse);
+  setBackgroundBrush(QColor("#fbfbfd"));
+}
+
+void GraphView::showMessage(const QString& text) {
+  scene()->clear();
+  node_count_ = cluster_count_ = 0;
+  auto* t = scene()->addSimpleText(text);
+  t->setBrush(QColor("#555"));
+  scene()->setSceneRect(t->boundingRect().adjusted(-20, -20, 20, 20));
+  resetTransform();
+}
+
+void GraphView::showGraph(const LaidOutGraph& g) {
+  QGraphicsScene* s = scene();
+  s->clear();
+  QFont font("Helvetica", 8);
+  for (const auto& c : g.clusters) {
+    auto* r = s->addRect(c.rect, QPen(c.stroke, 1.2), QBrush(c.fill));
+    r->setData(kIdKey, c.id);
+    r->setToolTip(c.label);
+    auto* t = s->addSimpleText(c.label, QFont("Helvetica", 8, QFont::Bold));
+    t->setBrush(c.stroke.darker(150));
+    t->setPos(c.rect.left() + 6, c.rect.top() + 3);
+  }
+  for (const auto& e : g.edges) {
+    QPen pen(e.color, 1.1);
+    auto* path = s->addPath(e.path, pen);
+    path->setToolTip(e.tooltip.isEmpty() ? e.label : e.tooltip);
+    // Arrowhead towards the end point.
+    const QPointF a = e.arrow_from, b = e.arrow_to;
+    const double ang = std::atan2(b.y() - a.y(), b.x() - a.x());
+    if (QLineF(a, b).length() > 0.5) {
+      s->addLine(QLineF(a, b), pen);
+      QPolygonF head;
+      head << b << b - QPointF(std::cos(ang - 0.4) * 8, std::sin(ang - 0.4) * 8)
+           << b - QPointF(std::cos(ang + 0.4) * 8, std::sin(ang + 0.4) * 8);
+      s->addPolygon(head, pen, QBrush(e.color));
+    }
+    if (!e.label.isEmpty()) {
+      auto* t = s->addSimpleText(e.label, QFont("Helvetica", 7));
+      t->setBrush(e.color);
+      t->setPos(e.label_pos - QPointF(t->boundingRect().width() / 2, t->boundingRect().height() / 2));
+      t->setToolTip(e.tooltip);
+    }
+  }
+  for (const auto& n : g.nodes) {
+    QPen pen(QColor("#5b6b8c"), 1.0);
+    if (n.dashed) pen.setStyle(Qt::DashLine);
+    QGraphicsItem* item;
+    if (n.ellipse) item = s->addEllipse(n.rect, pen, QBrush(n.fill));
+    else {
+      QPainterPath p;
+      p.addRoundedRect(n.rect, 6, 6);
+      item = s->addPath(p, pen, QBrush(n.fill));
+    }
+    item->setData(kIdKey, n.id);
+    item->setToolTip(n.label);
+    item->setFlag(QGraphicsItem::ItemIsSelectable);
+    auto* t = new QGraphicsSimpleTextItem(n.label, item);
+    t->setFont(font);
+    const QRectF tb = t->boundingRect();
+    t->setPos(n.rect.center() - QPointF(tb.width() / 2, tb.height() / 2));
+  }
+  node_count_ = g.nodes.size();
+  cluster_count_ = g.clusters.size();
+  s->setSceneRect(g.bounds.adjusted(-10, -10, 10, 10));
+  zoomToFit();
+}
+
+void GraphView::zoomToFit() {
+  resetTransform();
+  const QRectF r = sceneRect();
+  if (r.isEmpty()) return;
+  fitInView(r, Qt::KeepAspectRatio);
+  if (transform().m11() > 1.5) setTransform(QTransform::fromScale(1.5, 1.5));  // small graphs stay readable
+}
+
+void GraphView::wheelEvent(QWheelEvent* e) {
+  const double f = std::pow(1.0015, e->angleDelta().y());
+  scale(f, f);
+}
+
+void GraphView::mousePressEvent(QMouseEvent* e) {
+  QGraphicsView::mousePressEvent(e);
+  for (QGraphicsItem* it = itemAt(e->pos()); it; it = it->parentItem()) {
+    const QString id = it->data(kIdKey).toString();
+    if (!id.isEmpty()) {
+      emit nodeClicked(id);
+      return;
+    }
+  }
+}
+
+}  // namespace ls

@@ -1,0 +1,31 @@
+// Draws a laid-out graph: nodes, fused-kernel clusters, edges with their labels. Items hold node
+// ids, never the graph. Wheel zooms, drag pans, a click selects.
+#pragma once
+#include <QGraphicsView>
+
+#include "graph_layout.h"
+
+namespace ls {
+
+class GraphView : public QGraphicsView {
+  Q_OBJECT
+ public:
+  explicit GraphView(QWidget* parent = nullptr);
+  void showGraph(const LaidOutGraph& g);
+  void showMessage(const QString& text);
+  void zoomToFit();
+  int nodeCount() const { return node_count_; }
+  int clusterCount() const { return cluster_count_; }
+
+ signals:
+  void nodeClicked(const QString& id);
+
+ protected:
+  void wheelEvent(QWheelEvent* e) override;
+  void mousePressEvent(QMouseEvent* e) override;
+
+ private:
+  int node_count_ = 0, cluster_count_ = 0;
+};
+
+}  // namespace ls

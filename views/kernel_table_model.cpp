@@ -1,0 +1,57 @@
+#include "kernel_table_model.h"
+
+#include "pipeline/pipeline.h"
+
+namespace ls {
+
+void KernelTableModel::setResult(const CompileResult* r) {
+  beginResetModel();
+  r_ = r;
+  endResetModel();
+}
+
+int KernelTableModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() || !r_ ? 0 : static_cast<int>(r_->kernels.size());
+}
+
+int KernelTableModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
+
+QVariant KernelTableModel::data(const QModelIndex& index, int role) const {
+  if (!r_ || !index.isValid() || index.row() >= rowCount()) return {};
+  const KernelReport& k = r_->kernels[index.row()];
+  double total = 0;
+  for (const auto& x : r_->kernels) total += x.ms;
+  if (role == Qt::TextAlignmentRole && index.column() >= Ms && index.column() <= GBps)
+    return QVariant(Qt::AlignRight | Qt::AlignVCenter);
+  if (role == Qt::UserRole) {  // raw values, for sorting and tests
+    switch (index.column()) {
+      case Ms: return k.ms;
+      case Bytes: return static_cast<qlonglong>(k.bytes);
+      case GBps: return k.gbps;
+      default: break;
+    }
+  }
+  if (role != Qt::DisplayRole && role != Qt::ToolTipRole) return {};
+  switch (index.column()) {
+    case Name: return QString::fromStdString(k.name);
+    case Kind: return QString::fromStdString(k.kind);
+    case Ms: return QString::number(k.ms * 1000.0, 'f', 2) + " µs";
+    case Share: return total > 0 ? QString::number(100.0 * k.ms / total, 'f', 1) + " %" : QString("-");
+    case Bytes: return QString::number(k.bytes);
+    case GBps: return QString::number(k.gbps, 'f', 2);
+    case Nodes: {
+      QStringList n;
+      for (const auto& s : k.nodes) n << QString::fromStdString(s);
+      return n.join(", ");
+    }
+    default: return {};
+  }
+}
+
+QVariant KernelTableModel::headerData(int section, Qt::Orientation o, int role) const {
+  if (o != Qt::Horizontal || role != Qt::DisplayRole) return {};
+  static const char* names[] = {"Kernel", "Kind", "Time", "Share", "Bytes", "GB/s", "Graph nodes"};
+  return section < ColumnCount ? QString(names[section]) : QVariant();
+}
+
+}  // namespace ls

@@ -1,0 +1,243 @@
+#include "main_window.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QDockWidget>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QHeaderView>
+#include <QLabel>
+#include <QListView>
+#include <QMenuBar>
+#include <QPushButton>
+#include <QSplitter>
+#include <QStatusBar>
+#include <QTableView>
+#include <QVBoxLayout>
+
+#include "code_view.h"
+#include "compile_session.h"
+#include "graph_layout.h"
+#include "graph_view.h"
+#include "kernel_table_model.h"
+#include "stage_list_model.h"
+
+namespace ls {
+
+MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
+  setWindowTitle("Lowerscope");
+  resize(1400, 860);
+  session_ = new CompileSession(this);
+  layouter_ = new GraphLayouter(this);
+  stages_model_ = new StageListModel(this);
+  kernels_model_ = new KernelTableModel(this);
+
+  auto* central = new QWidget(this);
+  auto* v = new QVBoxLayout(central);
+  v->setContentsMargins(0, 0, 0, 0);
+  banner_ = new QLabel(central);
+  banner_->setWordWrap(true);
+  banner_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  banner_->setStyleSheet("QLabel { background: #fdecea; color: #8a1f11; padding: 8px; border-bottom: 1px solid #e6b0aa; }");
+  banner_->hide();
+  v->addWidget(banner_);
+  split_ = new QSplitter(Qt::Horizontal, central);
+  graph_ = new GraphView(split_);
+  code_ = new CodeView(split_);
+  split_->addWidget(graph_);
+  split_->addWidget(code_);
+  split_->setSizes({700, 600});
+  v->addWidget(split_, 1);
+  setCentralWidget(central);
+
+  stages_ = new QListView(this);
+  stages_->setModel(stages_model_);
+  stages_->setSpacing(2);
+  stages_->setAlternatingRowColors(true);
+  auto* sd = new QDockWidget(tr("Stages"), this);
+  sd->setObjectName("stages");
+  sd->setWidget(stages_);
+  addDockWidget(Qt::LeftDockWidgetArea, sd);
+
+  auto* runw = new QWidget(this);
+  auto* rv = new QVBoxLayout(runw);
+  rv->setContentsMargins(4, 4, 4, 4);
+  summary_ = new QLabel(runw);
+  summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  rv->addWidget(summary_);
+  kernels_ = new QTableView(runw);
+  kernels_->setModel(kernels_model_);
+  kernels_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  kernels_->horizontalHeader()->setStretchLastSection(true);
+  kernels_->verticalHeader()->hide();
+  rv->addWidget(kernels_);
+  auto* kd = new QDockWidget(tr("Kernels and check"), this);
+  kd->setObjectName("kernels");
+  kd->setWidget(runw);
+  addDockWidget(Qt::BottomDockWidgetArea, kd);
+
+  progress_ = new QLabel(this);
+  cancel_ = new QPushButton(tr("Cancel"), this);
+  cancel_->hide();
+  statusBar()->addWidget(progress_, 1);
+  statusBar()->addPermanentWidget(cancel_);
+  connect(cancel_, &QPushButton::clicked, this, [this] {
+    session_->cancel();
+    layouter_->cancel();
+    progress_->setText(tr("Cancelled."));
+    cancel_->hide();
+  });
+
+  connect(stages_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+          [this](const QModelIndex& cur) { showStage(cur.row()); });
+  connect(kernels_, &QTableView::clicked, this, [this](const QModelIndex& i) { markKernel(i.row()); });
+  connect(session_, &CompileSession::started, this, [this](const QString& p) {
+    banner_->hide();
+    progress_->setText(tr("Compiling %1 …").arg(QFileInfo(p).fileName()));
+    cancel_->show();
+  });
+  connect(session_, &CompileSession::finished, this, &MainWindow::onFinished);
+  connect(session_, &CompileSession::failed, this, &MainWindow::onFailed);
+  connect(layouter_, &GraphLayouter::laidOut, this, [this](const LaidOutGraph& g) {
+    graph_->showGraph(g);
+    cancel_->hide();
+    progress_->setText(tr("%1 nodes").arg(g.nodes.size()));
+    emit stageShown(currentStage());
+  });
+  connect(layouter_, &GraphLayouter::failed, this, [this](const QString& why) {
+    graph_->showMessage(why);
+    cancel_->hide();
+    progress_->setText(why);
+    emit stageShown(currentStage());
+  });
+  connect(graph_, &GraphView::nodeClicked, this, [this](const QString& id) {
+    const CompileResult* r = session_->result();
+    if (!r) return;
+    for (size_t k = 0; k < r->kernels.size(); ++k)
+      if (QString::fromStdString(r->kernels[k].name) == id) markKernel(static_cast<int>(k));
+  });
+  buildActions();
+  graph_->showMessage(tr("Open a model: File > Open (Ctrl+O)"));
+}
+
+void MainWindow::buildActions() {
+  QMenu* file = menuBar()->addMenu(tr("&File"));
+  QAction* open = file->addAction(tr("&Open Model File…"), this, [this] {
+    const QString p = QFileDialog::getOpenFileName(this, tr("Open model"), QString(), tr("FX graph text (*.txt);;All files (*)"));
+    if (!p.isEmpty()) openModel(p);
+  });
+  open->setShortcut(QKeySequence::Open);
+  file->addAction(tr("Open Model &Folder…"), this, [this] {
+    const QString p = QFileDialog::getExistingDirectory(this, tr("Open model folder"));
+    if (!p.isEmpty()) openModel(p);
+  });
+  QAction* reload = file->addAction(tr("&Recompile"), this, [this] { if (!path_.isEmpty()) openModel(path_); });
+  reload->setShortcut(QKeySequence::Refresh);
+  file->addSeparator();
+  QAction* quit = file->addAction(tr("&Quit"), qApp, &QApplication::quit);
+  quit->setShortcut(QKeySequence::Quit);
+
+  QMenu* view = menuBar()->addMenu(tr("&View"));
+  QAction* fit = view->addAction(tr("Zoom to &Fit"), graph_, &GraphView::zoomToFit);
+  fit->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_0));
+  QAction* next = view->addAction(tr("&Next Stage"), this, [this] {
+    const int r = stages_->currentIndex().row();
+    if (r + 1 < stages_model_->rowCount()) stages_->setCurrentIndex(stages_model_->index(r + 1));
+  });
+  next->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_BracketRight));
+  QAction* prev = view->addAction(tr("&Previous Stage"), this, [this] {
+    const int r = stages_->currentIndex().row();
+    if (r > 0) stages_->setCurrentIndex(stages_model_->index(r - 1));
+  });
+  prev->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_BracketLeft));
+}
+
+void MainWindow::openModel(const QString& path) {
+  path_ = path;
+  setWindowTitle(tr("%1 — Lowerscope").arg(QFileInfo(path).fileName()));
+  session_->open(path);
+}
+
+void MainWindow::onFinished() {
+  const CompileResult* r = session_->result();
+  const QString prev = currentStage();
+  stages_model_->setResult(r);
+  kernels_model_->setResult(r);
+  kernels_->resizeColumnsToContents();
+  cancel_->hide();
+  summary_->setText(tr("<b>Check %1</b> &nbsp; max abs err %2 · rel err %3 &nbsp;|&nbsp; compile %4 ms · run %5 µs · %6 kernel(s) · %7")
+                        .arg(r->check.ok ? "<span style='color:#1e7e34'>passed</span>" : "<span style='color:#b00'>FAILED</span>")
+                        .arg(r->check.max_abs_err, 0, 'g', 3)
+                        .arg(r->check.rel_err, 0, 'g', 3)
+                        .arg(r->compile_ms, 0, 'f', 1)
+                        .arg(r->run_ms * 1000.0, 0, 'f', 2)
+                        .arg(r->kernels.size())
+                        .arg(QString::fromStdString(r->compiler)));
+  progress_->setText(tr("Compiled %1").arg(QString::fromStdString(r->model.path)));
+  if (!r->check.ok) showError(tr("The compiled model's output does not match its reference. See the run stage."));
+  const int row = !prev.isEmpty() && stages_model_->rowOf(prev) >= 0 ? stages_model_->rowOf(prev) : 0;
+  stages_->setCurrentIndex(stages_model_->index(row));
+  emit compileDone(r->check.ok);
+}
+
+void MainWindow::onFailed(const QString& stage, const QString& message) {
+  const CompileResult* r = session_->result();
+  stages_model_->setResult(r);
+  kernels_model_->setResult(r);
+  cancel_->hide();
+  summary_->setText(tr("<b style='color:#b00'>Stage '%1' failed.</b>").arg(stage));
+  showError(tr("Stage '%1' failed for %2:\n%3").arg(stage, QString::fromStdString(r ? r->model.path : ""), message));
+  progress_->setText(tr("Failed at stage '%1'").arg(stage));
+  if (stages_model_->rowCount() > 0) stages_->setCurrentIndex(stages_model_->index(stages_model_->rowCount() - 1));
+  else graph_->showMessage(tr("Nothing to show: the model could not be loaded."));
+  emit compileDone(false);
+}
+
+void MainWindow::showError(const QString& text) {
+  banner_->setText(text);
+  banner_->show();
+}
+
+QString MainWindow::errorText() const { return banner_->isVisible() ? banner_->text() : QString(); }
+
+QString MainWindow::currentStage() const {
+  return stages_->currentIndex().data(StageListModel::NameRole).toString();
+}
+
+bool MainWindow::selectStage(const QString& name) {
+  const int row = stages_model_->rowOf(name);
+  if (row < 0) return false;
+  if (stages_->currentIndex().row() == row) showStage(row);
+  else stages_->setCurrentIndex(stages_model_->index(row));
+  return true;
+}
+
+void MainWindow::showStage(int row) {
+  const CompileResult* r = session_->result();
+  if (!r || row < 0 || row >= static_cast<int>(r->stages.size())) return;
+  const Stage& s = r->stages[row];
+  const bool cpp = s.kind == Stage::Kind::source;
+  code_->showText(QString::fromStdString(s.text), cpp ? CodeView::Language::Cpp : CodeView::Language::Python);
+  if (cpp && !r->source.kernels.empty()) code_->markLines(r->source.kernels[0].first_line, r->source.kernels[0].last_line);
+  // Source and run stages show the fused kernels beside them.
+  std::string dot = s.dot;
+  if (dot.empty())
+    if (const Stage* f = r->stage("fused")) dot = f->dot;
+  if (dot.empty()) {
+    graph_->showMessage(tr("No graph for this stage."));
+    emit stageShown(QString::fromStdString(s.name));
+    return;
+  }
+  progress_->setText(tr("Laying out %1 …").arg(QString::fromStdString(s.title)));
+  cancel_->show();
+  layouter_->layout(QString::fromStdString(dot));
+}
+
+void MainWindow::markKernel(int k) {
+  const CompileResult* r = session_->result();
+  if (!r || k < 0 || k >= static_cast<int>(r->kernels.size())) return;
+  if (currentStage() != "source") selectStage("source");
+  code_->markLines(r->kernels[k].first_line, r->kernels[k].last_line);
+}
+
+}  // namespace ls

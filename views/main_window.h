@@ -1,0 +1,63 @@
+// The main window: stages on the left, the stage's graph beside its text or generated source,
+// kernels and the check below. Logic lives in CompileSession; this only arranges and draws.
+#pragma once
+#include <QMainWindow>
+
+class QLabel;
+class QListView;
+class QTableView;
+class QPushButton;
+class QSplitter;
+
+namespace ls {
+
+class CodeView;
+class CompileSession;
+class GraphLayouter;
+class GraphView;
+class KernelTableModel;
+class StageListModel;
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+ public:
+  explicit MainWindow(QWidget* parent = nullptr);
+  void openModel(const QString& path);
+  bool selectStage(const QString& name_or_prefix);  // false when no stage matches
+  QString currentStage() const;
+  CompileSession* session() const { return session_; }
+  GraphView* graphView() const { return graph_; }
+  CodeView* codeView() const { return code_; }
+  QTableView* kernelTable() const { return kernels_; }
+  QString errorText() const;
+
+ signals:
+  void compileDone(bool ok);           // the record is in; ok: no stage failed
+  void stageShown(const QString& name); // the stage's graph (if any) is laid out and drawn
+
+ private:
+  void buildActions();
+  void showStage(int row);
+  void onFinished();
+  void onFailed(const QString& stage, const QString& message);
+  void showError(const QString& text);
+  void markKernel(int kernel);
+
+  CompileSession* session_;
+  GraphLayouter* layouter_;
+  StageListModel* stages_model_;
+  KernelTableModel* kernels_model_;
+  QListView* stages_;
+  GraphView* graph_;
+  CodeView* code_;
+  QTableView* kernels_;
+  QLabel* banner_;
+  QLabel* summary_;
+  QLabel* progress_;
+  QPushButton* cancel_;
+  QSplitter* split_;
+  QString pending_stage_;
+  QString path_;
+};
+
+}  // namespace ls
