@@ -32,7 +32,9 @@ Graph sweep(const Graph& g, unsigned target, bool& changed) {
     const Node& n = g.nodes[i];
     std::vector<Arg> args;
     for (const Arg& a : n.args) args.push_back(remap(a, map));
-    if (n.is_placeholder() || n.op->in(target)) {
+    // prims sit below Core ATen: a graph already at prims level is also a Core ATen-level graph.
+    const unsigned accepted = target == level::core_aten ? (level::core_aten | level::prims) : target;
+    if (n.is_placeholder() || n.op->in(accepted)) {
       Node c = n;
       c.args = args;
       if (!n.is_placeholder()) c.target = "torch.ops." + n.op->name;

@@ -1,0 +1,256 @@
+// Unit tests of the core without any backend: import, printing, the op table, index
+// simplification, decompositions with provenance, lowering, fusion decisions, the reference.
+#include <QtTest>
+
+#include <fstream>
+#include <sstream>
+
+#include "frontend/fx_text.h"
+#include "interp/reference.h"
+#include "lower/lower.h"
+#include "ops/op_table.h"
+#include "passes/decompose.h"
+#include "passes/eliminate_dead_nodes.h"
+#include "passes/normalize_to_aten.h"
+#include "sched/schedule.h"
+#include "tensor/npy.h"
+
+using namespace ls;
+
+namespace {
+std::string data(const std::string& rel) { return std::string(LS_TEST_DATA) + "/" + rel; }
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+Graph load(const std::string& rel) { return import_fx_text(slurp(data(rel)), rel); }
+bool only_level(const Graph& g, unsigned lvl) {
+  for (const Node& n : g.nodes)
+    if (!n.is_placeholder() && !n.op->in(lvl)) return false;
+  return true;
+}
+}  // namespace
+
+class TestCore : public QObject {
+  Q_OBJECT
+ private slots:
+  void testDynamoGraphToAten() {
+    const Graph g = load("sincos/1_dynamo_fx_0.txt");
+    QCOMPARE(g.inputs().size(), size_t(1));
+    QCOMPARE(g.nodes.size(), size_t(6));
+    QCOMPARE(g.nodes[1].target, std::string("torch.sin"));
+    QCOMPARE(g.nodes[2].target, std::string("operator.pow"));
+    // The Dynamo-level graph prints back the way PyTorch printed it.
+    const std::string text = print_readable(g);
+    QVERIFY(text.find("pow_1: \"f32[1000]\" = sin ** 2;  sin = None") != std::string::npos);
+    const Graph aten = normalize_to_aten(g);
+    // Same ops as PyTorch's own ATen graph of the same function.
+    const Graph expected = load("sincos/3_core_aten.txt");
+    QCOMPARE(op_histogram(aten), op_histogram(expected));
+  }
+
+  void testPrintReadableMatchesPyTorch() {
+    // Our printer reproduces PyTorch's core ATen text line by line (apart from the class name line).
+    const std::string src = slurp(data("mse_loss/3_core_aten.txt"));
+    const Graph g = import_fx_text(src, "3_core_aten.txt");
+    QCOMPARE(print_readable(g), src.back() == '\n' ? src : src + "\n");
+  }
+
+  void testMalformedText_data() {
+    QTest::addColumn<QString>("text");
+    QTest::addColumn<QString>("message");
+    const QString head = "class G(torch.nn.Module):\n    def forward(self, x: \"f32[4]\"):\n";
+    QTest::newRow("truncated") << head + "        y: \"f32[4]\" = torch.ops.aten.sin.default(x)\n" << "<t>:3:";
+    QTest::newRow("unknown op") << head + "        y: \"f32[4]\" = torch.ops.aten.frobnicate.default(x)\n        return (y,)\n"
+                                << "<t>:3:23: unknown op 'torch.ops.aten.frobnicate.default'";
+    QTest::newRow("wrong arity") << head + "        y: \"f32[4]\" = torch.ops.aten.sin.default(x, x)\n        return (y,)\n"
+                                 << "aten.sin.default takes at most 1 positional argument but 2 were given";
+    QTest::newRow("missing arg") << head + "        y: \"f32[4]\" = torch.ops.aten.add.Tensor(x)\n        return (y,)\n"
+                                 << "missing its argument 'other'";
+    QTest::newRow("undefined") << head + "        y: \"f32[4]\" = torch.ops.aten.sin.default(z)\n        return (y,)\n"
+                               << "<t>:3:50: 'z' is used before it is defined";
+    QTest::newRow("bad annotation") << "class G(torch.nn.Module):\n    def forward(self, x: \"f32[4,\"):\n        return (x,)\n"
+                                    << "cannot read the type annotation";
+    QTest::newRow("shape mismatch") << head + "        y: \"f32[5]\" = torch.ops.aten.sin.default(x)\n        return (y,)\n"
+                                    << "annotated f32[5] but aten.sin.default gives f32[4]";
+    QTest::newRow("not a graph") << "hello world\n" << "expected 'def forward(self, ...)'";
+    QTest::newRow("unterminated call") << head + "        y: \"f32[4]\" = torch.ops.aten.sin.default(x\n        return (y,)\n"
+                                       << "expected ',' or ')' in the arguments of";
+  }
+  void testMalformedText() {
+    QFETCH(QString, text);
+    QFETCH(QString, message);
+    try {
+      import_fx_text(text.toStdString(), "<t>");
+      QFAIL("no error");
+    } catch (const ParseError& e) {
+      QVERIFY2(std::string(e.what()).find(message.toStdString()) != std::string::npos, e.what());
+    }
+  }
+
+  void testIndexSimplification_data() {
+    QTest::addColumn<QString>("got");
+    QTest::addColumn<QString>("want");
+    const Expr x = Expr::var("x", 32768), r = Expr::var("r", 512), p = Expr::var("p", 64), one = Expr::var("u", 1);
+    auto row = [](const char* name, const Expr& e, const char* want) {
+      QTest::newRow(name) << QString::fromStdString(e.str()) << QString(want);
+    };
+    row("v with range 1 -> 0", one * 7 + 3, "3");
+    row("a // 1 -> a", x.floordiv(1), "x");
+    row("a % 1 -> 0", x.mod(1), "0");
+    row("(k*a + b) // k", (p * 512 + r).floordiv(512), "p");
+    row("(k*a + b) % k", (p * 512 + r).mod(512), "r");
+    row("a // k small -> 0", r.floordiv(512), "0");
+    row("a % k small -> a", r.mod(512), "r");
+    row("(a // k) // m", x.floordiv(8).floordiv(4), "(x // 32)");
+    row("(a % (k*m)) % m", x.mod(64).mod(8), "(x % 8)");
+    row("recombine div/mod", x.floordiv(512) * 512 + x.mod(512), "x");
+    row("unflatten then flatten", linear_index(unflatten(x, {64, 512}), {512, 1}), "x");
+    row("flat of (x, r)", (p * 512 + r).floordiv(512) * 512 + (p * 512 + r).mod(512), "512*p + r");
+    row("broadcast row", unflatten(p * 512 + r, {64, 512})[0], "p");
+    row("constant fold", Expr(3) + Expr(4) * 2, "11");
+    row("collect like terms", x + x * 2 - x, "2*x");
+    row("substitute", (x * 2 + 1).substitute({{"x", r + 1}}), "2*r + 3");
+  }
+  void testIndexSimplification() {
+    QFETCH(QString, got);
+    QFETCH(QString, want);
+    QCOMPARE(got, want);
+  }
+
+  void testIndexBounds() {
+    const Expr e = Expr::var("a", 10) * 3 + Expr::var("b", 4) - 2;
+    QCOMPARE(e.min(), int64_t(-2));
+    QCOMPARE(e.max(), int64_t(27 + 3 - 2));
+    QCOMPARE(e.floordiv(3).max(), int64_t(9));
+  }
+
+  void testOpTableSchemas() {
+    for (const OpDef& op : all_ops()) {
+      QVERIFY2(!op.params.empty(), op.name.c_str());
+      QVERIFY2(op.in(level::aten) || op.in(level::prims), op.name.c_str());
+      // Every op that is not a prim can reach prims.
+      if (!op.in(level::prims) && op.kind != OpKind::view) QVERIFY2(op.decompose != nullptr || op.in(level::core_aten), op.name.c_str());
+    }
+    const OpDef* add = find_op("torch.ops.aten.add.Tensor");
+    QVERIFY(add);
+    QCOMPARE(add->params.size(), size_t(3));
+    QVERIFY(add->params[2].kwarg_only);
+    QCOMPARE(add->params[2].default_text, std::string("1"));
+  }
+
+  void testDecomposeMseLossProvenance() {
+    const Graph aten = normalize_to_aten(load("mse_loss/1_dynamo_fx_0.txt"));
+    const Graph core = decompose(aten, level::core_aten);
+    QVERIFY(only_level(core, level::core_aten));
+    const Graph prims = decompose(core, level::prims);
+    QVERIFY(only_level(prims, level::prims));
+    // Every prims node made from mse_loss remembers it.
+    int from_mse = 0;
+    for (const Node& n : prims.nodes)
+      if (!n.is_placeholder() && std::count(n.origins.begin(), n.origins.end(), "mse_loss")) ++from_mse;
+    QVERIFY(from_mse >= 4);  // sub, mul, sum, div
+    // The Core ATen graph has the ops PyTorch's run_decompositions() produced.
+    const Graph torch_core = load("mse_loss/3_core_aten.txt");
+    QCOMPARE(op_histogram(core), op_histogram(torch_core));
+  }
+
+  void testReferenceMatchesPyTorch_data() {
+    QTest::addColumn<QString>("graph");
+    QTest::addColumn<int>("inputs");
+    for (const char* g : {"sincos/1_dynamo_fx_0.txt", "sincos/3_core_aten.txt", "sincos/4_prims.txt", "sincos/2_aot_forward_0.txt"})
+      QTest::newRow(g) << g << 1;
+    for (const char* g : {"mse_loss/1_dynamo_fx_0.txt", "mse_loss/3_core_aten.txt", "mse_loss/2_aot_forward_0.txt"})
+      QTest::newRow(g) << g << 2;
+  }
+  void testReferenceMatchesPyTorch() {
+    QFETCH(QString, graph);
+    QFETCH(int, inputs);
+    const std::string dir = graph.section('/', 0, 0).toStdString();
+    std::vector<Tensor> in;
+    for (int i = 0; i < inputs; ++i) in.push_back(load_npy(data(dir + "/in" + std::to_string(i) + ".npy")));
+    const Tensor expected = load_npy(data(dir + "/out.npy"));
+    const Graph g = load(graph.toStdString());
+    // At every level of decomposition, the numbers stay PyTorch's.
+    const Graph aten = normalize_to_aten(g);
+    for (const Graph& level : {aten, decompose(aten, level::core_aten), decompose(aten, level::prims)}) {
+      const auto out = run_reference(level, in);
+      const Comparison c = compare(out.at(0), expected);
+      QVERIFY2(c.ok, c.why.c_str());
+    }
+  }
+
+  void testReferenceRejectsWrongInputs() {
+    const Graph g = load("sincos/3_core_aten.txt");
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, run_reference(g, {Tensor(DType::f32, {999})}));
+  }
+
+  void testEliminateDeadNodes() {
+    const Graph g = import_fx_text(
+        "class G(torch.nn.Module):\n    def forward(self, x: \"f32[4]\"):\n"
+        "        a: \"f32[4]\" = torch.ops.aten.sin.default(x)\n        b: \"f32[4]\" = torch.ops.aten.cos.default(x)\n"
+        "        return (a,)\n");
+    const Graph d = eliminate_dead_nodes(g);
+    QCOMPARE(d.nodes.size(), size_t(2));
+    QCOMPARE(d.nodes[1].name, std::string("a"));
+  }
+
+  void testLowerAndFuseSincos() {
+    const Graph prims = decompose(normalize_to_aten(load("sincos/1_dynamo_fx_0.txt")), level::prims);
+    const LoopProgram p = lower_to_loops(prims);
+    QCOMPARE(p.nodes.size(), size_t(5));
+    const Schedule s = schedule(p);
+    QCOMPARE(s.kernels.size(), size_t(1));  // Inductor: 1 kernel
+    QCOMPARE(s.kernels[0].writes.size(), size_t(1));  // only the output reaches memory
+    QVERIFY(s.memory.peak_bytes < s.memory.peak_bytes_unfused);
+    const Schedule unfused = schedule(p, ScheduleOptions{false});
+    QCOMPARE(unfused.kernels.size(), size_t(5));
+    for (const EdgeDecision& e : unfused.edges) QCOMPARE(e.verdict.reason, std::string("fusion is off"));
+  }
+
+  void testFusionRefusesReductionsOfDifferentShapes() {
+    // sum over rows feeds (through a broadcast) a sum over columns: two reductions of different shapes.
+    const Graph g = import_fx_text(
+        "class G(torch.nn.Module):\n    def forward(self, x: \"f32[8, 4]\"):\n"
+        "        s: \"f32[8]\" = torch.ops.prims.sum.default(x, [1])\n"
+        "        b: \"f32[8, 4]\" = torch.ops.prims.broadcast_in_dim.default(s, [8, 4], [0])\n"
+        "        a: \"f32[8, 4]\" = torch.ops.prims.add.default(x, b)\n"
+        "        c: \"f32[4]\" = torch.ops.prims.sum.default(a, [0])\n        return (c,)\n");
+    const LoopProgram p = lower_to_loops(g);
+    const Schedule s = schedule(p);
+    QCOMPARE(s.kernels.size(), size_t(2));
+    bool found = false;
+    for (const EdgeDecision& e : s.edges)
+      if (!e.verdict.ok) {
+        QVERIFY2(e.verdict.reason.find("reductions of different shapes") != std::string::npos ||
+                     e.verdict.reason.find("other iterations") != std::string::npos,
+                 e.verdict.reason.c_str());
+        found = true;
+      }
+    QVERIFY(found);
+    // The numbers of the loop program still match the reference.
+    Tensor x(DType::f32, {8, 4});
+    for (int i = 0; i < 32; ++i) x.set(i, i * 0.25 - 3);
+    const auto ref = run_reference(g, {x});
+    QCOMPARE(ref[0].shape(), Shape({4}));
+  }
+
+  void testFusionRefusesDifferentSizes() {
+    const Graph g = import_fx_text(
+        "class G(torch.nn.Module):\n    def forward(self, x: \"f32[8]\", y: \"f32[3]\"):\n"
+        "        a: \"f32[8]\" = torch.ops.prims.sin.default(x)\n        b: \"f32[3]\" = torch.ops.prims.cos.default(y)\n"
+        "        s: \"f32[]\" = torch.ops.prims.sum.default(a, [0])\n"
+        "        bb: \"f32[3]\" = torch.ops.prims.broadcast_in_dim.default(s, [3], [])\n"
+        "        c: \"f32[3]\" = torch.ops.prims.add.default(b, bb)\n        return (c,)\n");
+    const Schedule s = schedule(lower_to_loops(g));
+    bool found = false;
+    for (const EdgeDecision& e : s.edges)
+      if (!e.verdict.ok && e.verdict.reason.find("fits neither") != std::string::npos) found = true;
+    QVERIFY2(found, print_schedule(lower_to_loops(g), s).c_str());
+  }
+};
+
+QTEST_GUILESS_MAIN(TestCore)
+#include "test_core.moc"

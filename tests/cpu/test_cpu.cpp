@@ -1,0 +1,131 @@
+// CPU backend correctness: fixture graphs compiled to C++, built in-process and externally,
+// run, and checked against PyTorch's outputs (float32 tolerance: |a-b| <= 1e-5 + 1e-4*|b|).
+#include <QtTest>
+
+#include <fstream>
+
+#include "compile/cpu_compiler.h"
+#include "frontend/load_model.h"
+#include "pipeline/pipeline.h"
+#include "report/report.h"
+#include "tensor/npy.h"
+
+using namespace ls;
+
+namespace {
+std::string data(const std::string& rel) { return std::string(LS_TEST_DATA) + "/" + rel; }
+
+CompileResult compile_fixture(const std::string& graph, int inputs, PipelineOptions o = {}) {
+  LoadOptions lo;
+  const std::string dir = graph.substr(0, graph.find('/'));
+  for (int i = 0; i < inputs; ++i) lo.inputs.push_back(data(dir + "/in" + std::to_string(i) + ".npy"));
+  o.timing_budget_ms = 20;
+  return run_pipeline(load_model(data(graph), lo), o);
+}
+}  // namespace
+
+class TestCpu : public QObject {
+  Q_OBJECT
+ private slots:
+  void testFixturesMatchPyTorch_data() {
+    QTest::addColumn<QString>("graph");
+    QTest::addColumn<int>("inputs");
+    QTest::addColumn<bool>("external");
+    for (bool ext : {false, true}) {
+      if (!ext && !have_clang_jit()) continue;
+      const char* how = ext ? " (external c++)" : " (in-process clang)";
+      for (const char* g : {"sincos/1_dynamo_fx_0.txt", "sincos/3_core_aten.txt", "sincos/4_prims.txt", "sincos/2_aot_forward_0.txt"})
+        QTest::newRow((std::string(g) + how).c_str()) << g << 1 << ext;
+      for (const char* g : {"mse_loss/1_dynamo_fx_0.txt", "mse_loss/3_core_aten.txt", "mse_loss/2_aot_forward_0.txt"})
+        QTest::newRow((std::string(g) + how).c_str()) << g << 2 << ext;
+    }
+  }
+  void testFixturesMatchPyTorch() {
+    QFETCH(QString, graph);
+    QFETCH(int, inputs);
+    QFETCH(bool, external);
+    PipelineOptions o;
+    o.external_compiler = external;
+    const CompileResult r = compile_fixture(graph.toStdString(), inputs, o);
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    const Tensor expected = load_npy(data(graph.section('/', 0, 0).toStdString() + "/out.npy"));
+    const Comparison c = compare(r.outputs.at(0), expected);
+    QVERIFY2(c.ok, c.why.c_str());
+    QVERIFY2(r.check.ok, "the compiled outputs differ from the reference interpreter");
+    // Inductor needs one kernel for each of these; so do we.
+    QCOMPARE(r.schedule.kernels.size(), size_t(1));
+    QCOMPARE(r.kernels.size(), size_t(1));
+    QVERIFY(r.kernels[0].ms > 0);
+    // Every stage of the skeleton is recorded, in order.
+    std::vector<std::string> names;
+    for (const Stage& s : r.stages) names.push_back(s.name);
+    QCOMPARE(names, stage_names());
+  }
+
+  void testBothCompilePathsAgree() {
+    if (!have_clang_jit()) QSKIP("this build has no in-process Clang");
+    PipelineOptions a, b;
+    b.external_compiler = true;
+    const CompileResult ra = compile_fixture("mse_loss/3_core_aten.txt", 2, a);
+    const CompileResult rb = compile_fixture("mse_loss/3_core_aten.txt", 2, b);
+    QVERIFY(ra.error.empty() && rb.error.empty());
+    QCOMPARE(ra.source.code, rb.source.code);
+    const Comparison c = compare(ra.outputs[0], rb.outputs[0], Tolerance{1e-6, 1e-7});
+    QVERIFY2(c.ok, c.why.c_str());
+  }
+
+  void testGeneratedCodeShape() {
+    // FileCheck-style checks of what the generator wrote.
+    const CompileResult r = compile_fixture("mse_loss/3_core_aten.txt", 2);
+    const std::string& src = r.source.code;
+    auto check = [&](const std::string& needle) { QVERIFY2(src.find(needle) != std::string::npos, needle.c_str()); };
+    check("extern \"C\" void cpp_fused_");
+    check("#pragma omp simd reduction(+:acc");  // the reduction loop is a SIMD reduction
+    check("ls_sin(");
+    check("/ 1000.0f");                           // mean's division fused after the loop
+    QVERIFY(src.find("#include") == std::string::npos);  // no headers: fast to parse
+    const CompileResult big = compile_fixture("sincos/3_core_aten.txt", 1);
+    QVERIFY(big.source.code.find("#pragma omp simd") != std::string::npos);
+  }
+
+  void testCompileErrorIsReported() {
+    for (bool ext : {false, true}) {
+      if (!ext && !have_clang_jit()) continue;
+      CpuCompileOptions o;
+      o.external = ext;
+      try {
+        compile_cpp("extern \"C\" void k() { int x = ; }\n", o);
+        QFAIL("no error");
+      } catch (const CompileError& e) {
+        QVERIFY2(e.diagnostics.find("error") != std::string::npos, e.diagnostics.c_str());
+        QVERIFY2(e.diagnostics.find(":1:") != std::string::npos, e.diagnostics.c_str());  // names the line
+      }
+    }
+  }
+
+  void testBadModelKeepsEarlierStages() {
+    // An op we lack is reported with the stage that met it; the result is still usable.
+    const std::string path = QDir::temp().filePath("ls_bad_model.txt").toStdString();
+    {
+      std::ofstream f(path);
+      f << "class G(torch.nn.Module):\n    def forward(self, x: \"f32[4]\"):\n"
+           "        y: \"f32[4]\" = torch.ops.aten.sin.default(x)\n        return (y,)\n";
+    }
+    PipelineOptions o;
+    o.device = "cuda";
+    const CompileResult r = run_pipeline(load_model(path), o);
+    QVERIFY(!r.error.empty());
+    QVERIFY(r.error.find("cuda") != std::string::npos);
+    QVERIFY_THROWS_EXCEPTION(std::runtime_error, load_model(data("sincos/in0.npy")));
+  }
+
+  void testReportHasContract() {
+    const CompileResult r = compile_fixture("sincos/3_core_aten.txt", 1);
+    const std::string j = report_json(r);
+    for (const char* key : {"\"stages\"", "\"kernels\"", "\"check\"", "\"max_abs_err\"", "\"rel_err\"", "\"compile_ms\"", "\"run_ms\"", "\"ops\""})
+      QVERIFY2(j.find(key) != std::string::npos, key);
+  }
+};
+
+QTEST_GUILESS_MAIN(TestCpu)
+#include "test_cpu.moc"

@@ -1,0 +1,89 @@
+// GUI tests on the offscreen platform: the sample opens, every stage shows content, the models
+// pass QAbstractItemModelTester, and a bad file leaves an error in the window.
+#include <QAbstractItemModelTester>
+#include <QListView>
+#include <QTableView>
+#include <QtTest>
+
+#include "code_view.h"
+#include "compile_session.h"
+#include "graph_layout.h"
+#include "graph_view.h"
+#include "main_window.h"
+#include "pipeline/pipeline.h"
+
+using namespace ls;
+
+class TestGui : public QObject {
+  Q_OBJECT
+ private slots:
+  void testEveryStageShowsContent() {
+    MainWindow w;
+    w.show();
+    QSignalSpy done(&w, &MainWindow::compileDone);
+    w.openModel(QString(LS_SAMPLES) + "/sincos");
+    QVERIFY(done.wait(60000));
+    QCOMPARE(done.takeFirst().at(0).toBool(), true);
+    new QAbstractItemModelTester(w.kernelTable()->model(), QAbstractItemModelTester::FailureReportingMode::QtTest, &w);
+    auto* stages = w.findChild<QListView*>();
+    QVERIFY(stages);
+    new QAbstractItemModelTester(stages->model(), QAbstractItemModelTester::FailureReportingMode::QtTest, &w);
+    QCOMPARE(stages->model()->rowCount(), int(stage_names().size()));
+    QCOMPARE(w.kernelTable()->model()->rowCount(), 1);
+    for (const std::string& name : stage_names()) {
+      QSignalSpy shown(&w, &MainWindow::stageShown);
+      QVERIFY(w.selectStage(QString::fromStdString(name)));
+      QVERIFY2(shown.count() > 0 || shown.wait(30000), name.c_str());
+      QCOMPARE(w.currentStage(), QString::fromStdString(name));
+      QVERIFY2(!w.codeView()->text().isEmpty(), name.c_str());
+      QVERIFY2(w.graphView()->nodeCount() > 0, name.c_str());  // every stage has a graph beside it
+      if (name == "fused" || name == "source") QCOMPARE(w.graphView()->clusterCount(), 1);
+    }
+    // A unique prefix selects too; an unknown name does not.
+    QVERIFY(w.selectStage("core"));
+    QVERIFY(!w.selectStage("nonsense"));
+    QVERIFY(w.errorText().isEmpty());
+  }
+
+  void testBadFileShowsErrorInWindow() {
+    const QString path = QDir::temp().filePath("ls_gui_bad.txt");
+    {
+      QFile f(path);
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      f.write("class G(torch.nn.Module):\n    def forward(self, x: \"f32[4]\"):\n        y: \"f32[4]\" = torch.ops.aten.nope.default(x)\n");
+    }
+    MainWindow w;
+    w.show();
+    QSignalSpy done(&w, &MainWindow::compileDone);
+    w.openModel(path);
+    QVERIFY(done.wait(30000));
+    QCOMPARE(done.takeFirst().at(0).toBool(), false);
+    QVERIFY2(w.errorText().contains("unknown op 'torch.ops.aten.nope.default'"), qPrintable(w.errorText()));
+    QVERIFY(w.errorText().contains("ls_gui_bad.txt:3:"));
+    // The window still works: the sample opens after the error.
+    w.openModel(QString(LS_SAMPLES) + "/sincos");
+    QVERIFY(done.wait(60000));
+    QCOMPARE(done.takeFirst().at(0).toBool(), true);
+    QVERIFY(w.errorText().isEmpty());
+  }
+
+  void testDotJsonParsing() {
+    const QByteArray json = R"({"bb":"0,0,100,200","objects":[
+      {"_gvid":0,"name":"cluster_0","bb":"10,10,90,150","label":"k0","nodes":[1]},
+      {"_gvid":1,"name":"n0","id":"a","label":"a\\nf32[4]","pos":"50,100","width":"1","height":"0.5"}],
+      "edges":[{"tail":1,"head":1,"pos":"e,50,20 50,80 50,60 50,40 50,30","label":"why","lp":"60,50"}]})";
+    const LaidOutGraph g = parse_dot_json(json);
+    QCOMPARE(g.nodes.size(), 1);
+    QCOMPARE(g.clusters.size(), 1);
+    QCOMPARE(g.nodes[0].id, QString("a"));
+    QCOMPARE(g.nodes[0].label, QString("a\nf32[4]"));
+    QCOMPARE(g.nodes[0].rect.center(), QPointF(50, 100));  // y flipped: 200 - 100
+    QCOMPARE(g.clusters[0].rect, QRectF(QPointF(10, 50), QPointF(90, 190)));
+    QCOMPARE(g.edges.size(), 1);
+    QCOMPARE(g.edges[0].arrow_to, QPointF(50, 180));
+    QVERIFY_THROWS_EXCEPTION(std::exception, parse_dot_json("{not json"));
+  }
+};
+
+QTEST_MAIN(TestGui)
+#include "test_gui.moc"
