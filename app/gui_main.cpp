@@ -3,6 +3,7 @@
 // With --screenshot it opens MODEL, shows the stage, writes a picture of the whole window and exits.
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QIcon>
 #include <QTimer>
 #include <cstdio>
 
@@ -12,6 +13,7 @@ int main(int argc, char** argv) {
   QApplication app(argc, argv);
   QApplication::setApplicationName("Lowerscope");
   QApplication::setApplicationVersion("0.1.0");
+  QApplication::setWindowIcon(QIcon(":/lowerscope.svg"));
   QCommandLineParser cli;
   cli.setApplicationDescription("See what a deep-learning compiler does to a model, stage by stage.");
   cli.addHelpOption();

@@ -44,6 +44,7 @@ class GraphLayouter : public QObject {
   Q_OBJECT
  public:
   explicit GraphLayouter(QObject* parent = nullptr);
+  ~GraphLayouter() override { cancel(); }
   void layout(const QString& dot);  // cancels a layout under way
   void cancel();
   bool busy() const { return proc_ && proc_->state() != QProcess::NotRunning; }
