@@ -9,9 +9,10 @@
 
 namespace ls {
 
+// One per scheduled kernel, in the same order; extern kernels have no launcher.
 struct GeneratedKernel {
   std::string name;                // the kernel function
-  std::string launcher;            // extern "C" void launcher(void** args)
+  std::string launcher;            // extern "C" void launcher(void** args); empty for extern kernels
   std::vector<std::string> args;   // buffer per argument, in order
   int first_line = 0, last_line = 0;  // 1-based lines of the kernel in the source
   // Source line -> loop node it came from (for linking source and graph).

@@ -27,9 +27,21 @@ static inline double ls_abs(double x) { return __builtin_fabs(x); }
 static inline int64_t ls_abs(int64_t x) { return x < 0 ? -x : x; }
 static inline int32_t ls_abs(int32_t x) { return x < 0 ? -x : x; }
 template <typename T> static inline T ls_sigmoid(T x) { return T(1) / (T(1) + ls_exp(-x)); }
-template <typename T> static inline T ls_relu(T x) { return x > T(0) ? x : T(0); }
+template <typename T> static inline T ls_relu(T x) { return x > T(0) || x != x ? x : T(0); }
 // maximum/minimum propagate NaN, as torch.maximum does.
 template <typename T> static inline T ls_maximum(T a, T b) { return a != a ? a : (b != b ? b : (a > b ? a : b)); }
 template <typename T> static inline T ls_minimum(T a, T b) { return a != a ? a : (b != b ? b : (a < b ? a : b)); }
 static inline int64_t ls_floordiv(int64_t a, int64_t k) { return a >= 0 ? a / k : -((-a + k - 1) / k); }
 static inline int64_t ls_mod(int64_t a, int64_t k) { return a - ls_floordiv(a, k) * k; }
+template <typename T> static inline T ls_gelu(T x) { return T(0.5) * x * (T(1) + ls_erf(x * T(0.70710678118654752))); }
+template <typename T> static inline T ls_gelu_tanh(T x) {
+  return T(0.5) * x * (T(1) + ls_tanh(T(0.7978845608028654) * (x + T(0.044715) * x * x * x)));
+}
+template <typename T> static inline T ls_hardsigmoid(T x) {
+  T y = x + T(3);
+  y = y < T(0) ? T(0) : y;
+  y = y > T(6) ? T(6) : y;
+  return y / T(6);
+}
+template <typename T> static inline T ls_hardswish(T x) { return x * ls_hardsigmoid(x); }
+template <typename T> static inline T ls_identity(T x) { return x; }

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "exec/extern_kernels.h"
 #include "loop/dependencies.h"
 
 namespace ls {
@@ -17,12 +18,39 @@ using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 }  // namespace
 
-CpuExecutable::CpuExecutable(const LoopProgram& p, const GeneratedSource& src, LoadedCode& code) : p_(p) {
-  for (const GeneratedKernel& k : src.kernels) {
-    auto f = reinterpret_cast<Launcher>(code.symbol(k.launcher));
-    if (!f) throw std::runtime_error("compiled code has no kernel '" + k.launcher + "'");
-    launchers_.push_back(f);
+CpuExecutable::CpuExecutable(const LoopProgram& p, const Schedule& s, const GeneratedSource& src, LoadedCode& code) : p_(p) {
+  for (size_t i = 0; i < src.kernels.size(); ++i) {
+    const GeneratedKernel& k = src.kernels[i];
+    if (s.kernels.at(i).is_extern) {
+      launchers_.push_back(nullptr);
+      externs_.push_back(&p.nodes.at(s.kernels[i].nodes.at(0)));
+    } else {
+      auto f = reinterpret_cast<Launcher>(code.symbol(k.launcher));
+      if (!f) throw std::runtime_error("compiled code has no kernel '" + k.launcher + "'");
+      launchers_.push_back(f);
+      externs_.push_back(nullptr);
+    }
     args_.push_back(k.args);
+  }
+}
+
+void CpuExecutable::step(size_t k) {
+  if (launchers_[k]) return launchers_[k](arg_ptrs_[k].data());
+  const ExternCall& c = externs_[k]->ext;
+  RefInputs in;
+  in.t.resize(c.args.size());
+  in.lists.resize(c.args.size());
+  for (size_t i = 0; i < c.args.size(); ++i) {
+    if (c.args[i].is_node()) in.t[i] = buffers_.at(c.inputs.at(c.args[i].node));
+    for (const Arg& x : c.args[i].list)
+      if (x.is_node()) in.lists[i].push_back(buffers_.at(c.inputs.at(x.node)));
+  }
+  std::vector<Tensor> outs;
+  for (const auto& o : c.outputs) outs.push_back(buffers_.at(o));
+  try {
+    run_extern(c, in, outs);
+  } catch (const std::exception& e) {
+    throw std::runtime_error("extern kernel " + c.op->name + " (" + externs_[k]->graph_node + "): " + e.what());
   }
 }
 
@@ -54,7 +82,7 @@ void CpuExecutable::bind(const std::vector<Tensor>& inputs) {
 
 std::vector<Tensor> CpuExecutable::run(const std::vector<Tensor>& inputs) {
   bind(inputs);
-  for (size_t k = 0; k < launchers_.size(); ++k) launchers_[k](arg_ptrs_[k].data());
+  for (size_t k = 0; k < launchers_.size(); ++k) step(k);
   std::vector<Tensor> outs;
   for (const auto& o : p_.outputs) outs.push_back(buffers_.at(o));
   return outs;
@@ -63,7 +91,7 @@ std::vector<Tensor> CpuExecutable::run(const std::vector<Tensor>& inputs) {
 Timings CpuExecutable::benchmark(const std::vector<Tensor>& inputs, const TimingOptions& o) {
   bind(inputs);
   for (int w = 0; w < o.warmup; ++w)
-    for (size_t k = 0; k < launchers_.size(); ++k) launchers_[k](arg_ptrs_[k].data());
+    for (size_t k = 0; k < launchers_.size(); ++k) step(k);
   std::vector<std::vector<double>> per(launchers_.size());
   std::vector<double> total;
   const auto start = Clock::now();
@@ -72,7 +100,7 @@ Timings CpuExecutable::benchmark(const std::vector<Tensor>& inputs, const Timing
     const auto t0 = Clock::now();
     for (size_t k = 0; k < launchers_.size(); ++k) {
       const auto tk = Clock::now();
-      launchers_[k](arg_ptrs_[k].data());
+      step(k);
       per[k].push_back(ms_since(tk));
     }
     total.push_back(ms_since(t0));

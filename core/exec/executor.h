@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "codegen/cpp_codegen.h"
+#include "sched/schedule.h"
 #include "compile/cpu_compiler.h"
 #include "loop/loop_ir.h"
 #include "tensor/tensor.h"
@@ -27,15 +28,17 @@ struct Timings {
 class CpuExecutable {
  public:
   // Resolves every kernel's launcher; throws std::runtime_error naming a missing one.
-  CpuExecutable(const LoopProgram& p, const GeneratedSource& src, LoadedCode& code);
+  CpuExecutable(const LoopProgram& p, const Schedule& s, const GeneratedSource& src, LoadedCode& code);
   std::vector<Tensor> run(const std::vector<Tensor>& inputs);
   Timings benchmark(const std::vector<Tensor>& inputs, const TimingOptions& o = {});
 
  private:
   void bind(const std::vector<Tensor>& inputs);
+  void step(size_t k);
   using Launcher = void (*)(void**);
   const LoopProgram& p_;
-  std::vector<Launcher> launchers_;
+  std::vector<Launcher> launchers_;              // nullptr for extern kernels
+  std::vector<const LoopNode*> externs_;         // the extern node, for extern kernels
   std::vector<std::vector<std::string>> args_;
   std::map<std::string, Tensor> buffers_;
   std::vector<std::vector<void*>> arg_ptrs_;

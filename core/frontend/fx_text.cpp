@@ -1,5 +1,6 @@
 #include "frontend/fx_text.h"
 
+#include <algorithm>
 #include <cctype>
 #include <functional>
 #include <limits>
@@ -16,20 +17,116 @@ ParseError::ParseError(const std::string& source, int l, int c, const std::strin
 
 namespace {
 
+using Positional = std::vector<Arg>;
+using Keywords = std::vector<std::pair<std::string, Arg>>;
+
+// Rewrites a torch-level call's arguments into its ATen op's schema order.
+using Adapter = void (*)(Positional& pos, Keywords& kw);
+
+void drop_keywords(Keywords& kw, std::initializer_list<const char*> names) {
+  for (const char* n : names)
+    kw.erase(std::remove_if(kw.begin(), kw.end(), [n](const auto& p) { return p.first == n; }), kw.end());
+}
+void no_inplace(Positional& pos, Keywords& kw) {  // F.relu(x, inplace), F.hardswish(x, True)
+  if (pos.size() > 1) pos.resize(1);
+  drop_keywords(kw, {"inplace"});
+}
+void sizes_as_list(Positional& pos, Keywords&) {  // x.view(4, 64, 128) -> view(x, [4, 64, 128])
+  if (pos.size() >= 2 && pos[1].kind != Arg::Kind::list) {
+    Arg l;
+    l.kind = Arg::Kind::list;
+    l.list.assign(pos.begin() + 1, pos.end());
+    pos.resize(1);
+    pos.push_back(l);
+  }
+}
+void max_pool_args(Positional&, Keywords& kw) {
+  for (const auto& [k, v] : kw)
+    if (k == "return_indices" && v.kind == Arg::Kind::boolean && v.b)
+      throw std::invalid_argument("max_pool2d with return_indices=True is not supported");
+  drop_keywords(kw, {"return_indices"});
+}
+void dropout_args(Positional& pos, Keywords& kw) {  // F.dropout(input, p, training, inplace)
+  if (pos.size() > 3) pos.resize(3);
+  for (auto& [k, v] : kw)
+    if (k == "training") k = "train";
+  drop_keywords(kw, {"inplace"});
+  bool has_train = pos.size() > 2;
+  for (const auto& p : kw) has_train = has_train || p.first == "train";
+  if (pos.size() < 2) {
+    bool has_p = false;
+    for (const auto& q : kw) has_p = has_p || q.first == "p";
+    if (!has_p) kw.emplace_back("p", Arg::of_real(0.5));
+  }
+  if (!has_train) kw.emplace_back("train", Arg::of_bool(true));
+}
+// F.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps) ->
+// aten.batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled)
+void batch_norm_args(Positional& pos, Keywords& kw) {
+  static const char* names[] = {"input", "running_mean", "running_var", "weight", "bias", "training", "momentum", "eps"};
+  std::map<std::string, Arg> by;
+  for (size_t i = 0; i < pos.size() && i < 8; ++i) by[names[i]] = pos[i];
+  for (const auto& [k, v] : kw) by[k] = v;
+  auto get = [&](const char* n, Arg d) { return by.count(n) ? by[n] : d; };
+  pos = {get("input", Arg::none()), get("weight", Arg::none()), get("bias", Arg::none()), get("running_mean", Arg::none()),
+         get("running_var", Arg::none()), get("training", Arg::of_bool(false)), get("momentum", Arg::of_real(0.1)),
+         get("eps", Arg::of_real(1e-5)), Arg::of_bool(true)};
+  kw.clear();
+}
+void keep(Positional&, Keywords&) {}
+
+struct TorchFn {
+  const char* op;
+  Adapter adapt;
+};
+
 // Torch-level callees (Dynamo graphs) and the ATen op each one means.
-const std::map<std::string, std::string>& torch_functions() {
-  static const std::map<std::string, std::string> m = [] {
-    std::map<std::string, std::string> t;
-    for (const char* u : {"sin", "cos", "exp", "log", "neg", "abs", "sqrt", "rsqrt", "tanh", "sigmoid", "relu",
-                          "reciprocal", "erf"}) {
-      t[std::string("torch.") + u] = std::string("aten.") + u + ".default";
-      t[std::string("method.") + u] = std::string("aten.") + u + ".default";
+const std::map<std::string, TorchFn>& torch_functions() {
+  static const std::map<std::string, TorchFn> m = [] {
+    std::map<std::string, TorchFn> t;
+    static const char* unary[] = {"sin", "cos", "exp", "log", "neg", "abs", "sqrt", "rsqrt", "tanh", "sigmoid", "relu",
+                                  "reciprocal", "erf"};
+    static std::vector<std::string> names;  // keeps the op names alive
+    names.reserve(64);
+    for (const char* u : unary) {
+      names.push_back(std::string("aten.") + u + ".default");
+      t[std::string("torch.") + u] = {names.back().c_str(), keep};
+      t[std::string("method.") + u] = {names.back().c_str(), keep};
     }
-    t["torch.nn.functional.relu"] = "aten.relu.default";
-    t["torch.nn.functional.mse_loss"] = "aten.mse_loss.default";
-    t["torch.maximum"] = "aten.maximum.default";
-    t["torch.minimum"] = "aten.minimum.default";
-    t["torch.where"] = "aten.where.self";
+    t["torch.nn.functional.relu"] = {"aten.relu.default", no_inplace};
+    t["torch.nn.functional.hardswish"] = {"aten.hardswish.default", no_inplace};
+    t["torch.nn.functional.hardsigmoid"] = {"aten.hardsigmoid.default", no_inplace};
+    t["torch.nn.functional.gelu"] = {"aten.gelu.default", keep};
+    t["torch._C._nn.gelu"] = {"aten.gelu.default", keep};
+    t["torch.nn.functional.mse_loss"] = {"aten.mse_loss.default", keep};
+    t["torch.nn.functional.linear"] = {"aten.linear.default", keep};
+    t["torch._C._nn.linear"] = {"aten.linear.default", keep};
+    t["torch.conv2d"] = {"aten.conv2d.default", keep};
+    t["torch.nn.functional.conv2d"] = {"aten.conv2d.default", keep};
+    t["torch.nn.functional.max_pool2d"] = {"aten.max_pool2d.default", max_pool_args};
+    t["torch.nn.functional.adaptive_avg_pool2d"] = {"aten.adaptive_avg_pool2d.default", keep};
+    t["torch.nn.functional.batch_norm"] = {"aten.batch_norm.default", batch_norm_args};
+    t["torch.nn.functional.layer_norm"] = {"aten.layer_norm.default", keep};
+    t["torch.nn.functional.dropout"] = {"aten.dropout.default", dropout_args};
+    t["torch.nn.functional.scaled_dot_product_attention"] = {"aten.scaled_dot_product_attention.default", keep};
+    t["torch._C._nn.scaled_dot_product_attention"] = {"aten.scaled_dot_product_attention.default", keep};
+    t["torch.softmax"] = {"aten.softmax.int", keep};
+    t["torch.nn.functional.softmax"] = {"aten.softmax.int", keep};
+    t["method.softmax"] = {"aten.softmax.int", keep};
+    t["torch.flatten"] = {"aten.flatten.using_ints", keep};
+    t["method.flatten"] = {"aten.flatten.using_ints", keep};
+    t["torch.maximum"] = {"aten.maximum.default", keep};
+    t["torch.minimum"] = {"aten.minimum.default", keep};
+    t["torch.where"] = {"aten.where.self", keep};
+    t["torch.cat"] = {"aten.cat.default", keep};
+    t["method.view"] = {"aten.view.default", sizes_as_list};
+    t["method.reshape"] = {"aten.reshape.default", sizes_as_list};
+    t["method.permute"] = {"aten.permute.default", sizes_as_list};
+    t["method.transpose"] = {"aten.transpose.int", keep};
+    t["method.contiguous"] = {"aten.clone.default", keep};
+    t["method.split"] = {"aten.split.Tensor", keep};
+    t["method.mean"] = {"aten.mean.dim", keep};
+    t["method.unsqueeze"] = {"aten.unsqueeze.default", keep};
     return t;
   }();
   return m;
@@ -257,6 +354,7 @@ class Parser {
         if (k.text == "None") return Arg::none();
         if (k.text == "True" || k.text == "False") return Arg::of_bool(k.text == "True");
         if (k.text == "inf") return Arg::of_real(std::numeric_limits<double>::infinity());
+        if (k.text.rfind("torch.", 0) == 0 && !names_.count(k.text)) return Arg::of_string(k.text);  // torch.float32, ...
         return Arg::of_node(lookup(k));
       default: fail(k.col, "unexpected '" + k.text + "'");
     }
@@ -351,7 +449,12 @@ class Parser {
     }
     auto it = torch_functions().find(callee);
     if (it == torch_functions().end()) fail(c.col, "unknown op '" + callee + "'");
-    c.op = it->second;
+    c.op = it->second.op;
+    try {
+      it->second.adapt(c.pos, c.kw);
+    } catch (const std::invalid_argument& e) {
+      fail(c.col, e.what());
+    }
     if (c.op == "aten.mse_loss.default")
       for (auto& [k, v] : c.kw)
         if (k == "reduction" && v.kind == Arg::Kind::string)
@@ -381,6 +484,20 @@ class Parser {
     std::vector<Token> rhs(toks.begin() + static_cast<long>(i), toks.end());
     if (rhs.size() == 1) fail(rhs[0].col, "missing expression after '='");
     if (names_.count(target.text)) fail(target.col, "'" + target.text + "' is assigned twice");
+    // `_param_constant0: "f32[256, 784]" = self._param_constant0`: an attribute of the module, a
+    // parameter whose value the text does not carry.
+    if (rhs.size() == 2 && rhs[0].kind == Token::name && rhs[0].text.rfind("self.", 0) == 0) {
+      if (!meta) fail(rhs[0].col, "attribute '" + rhs[0].text + "' needs a type annotation");
+      Node n;
+      n.name = target.text;
+      n.outs = {*meta};
+      n.origins = {target.text};
+      n.input_kind = InputKind::parameter;
+      n.param_name = rhs[0].text.substr(5);
+      const std::string key = n.name;
+      names_[key] = g_.add(std::move(n));
+      return;
+    }
     // `l_x_ = L_x_`: Dynamo's alias of an input.
     if (rhs.size() == 2 && rhs[0].kind == Token::name && names_.count(rhs[0].text)) {
       names_[target.text] = names_[rhs[0].text];
@@ -388,9 +505,17 @@ class Parser {
     }
     const bool call = rhs[0].kind == Token::name && rhs[1].text == "(" && !names_.count(rhs[0].text);
     const bool method = rhs[0].kind == Token::name && rhs[1].text == "(" && rhs[0].text.find('.') != std::string::npos;
-    if (rhs[0].kind == Token::name && rhs[1].text == "[") fail(rhs[1].col, "indexing a multi-output node is not supported yet");
-    Call c = call || method ? parse_call(rhs) : parse_operator(rhs);
-    const OpDef* op = find_op(c.op);
+    Call c;
+    if (rhs[0].kind == Token::name && rhs[1].text == "[") {  // `getitem = node[0]`: one output of a multi-output node
+      if (rhs[2].kind != Token::number || rhs[3].text != "]" || rhs[4].kind != Token::end)
+        fail(rhs[1].col, "expected an output index such as [0]");
+      c.target = c.op = "getitem";
+      c.col = rhs[0].col;
+      c.pos = {Arg::of_node(lookup(rhs[0])), Arg::of_int(std::stoll(rhs[2].text))};
+    } else {
+      c = call || method ? parse_call(rhs) : parse_operator(rhs);
+    }
+    const OpDef* op = find_op_functional(c.op);
     if (!op) fail(c.col, "unknown op '" + c.target + "'");
     Node n;
     n.name = target.text;

@@ -42,10 +42,14 @@ std::vector<Tensor> random_inputs(const Graph& g, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> nd(0.0, 1.0);
   std::vector<Tensor> out;
-  for (int id : g.inputs()) {
+  std::uniform_real_distribution<double> positive(0.5, 1.5);
+  for (int id : g.user_inputs()) {
     const TensorMeta& m = g.nodes[id].meta();
+    // A stand-in for a batch norm's running variance must be positive, or the model yields NaN.
+    const bool variance = g.nodes[id].name.find("running_var") != std::string::npos;
     Tensor t(m.dtype, m.shape);
-    for (int64_t i = 0; i < t.numel(); ++i) t.set(i, dtype_is_float(m.dtype) ? nd(rng) : static_cast<double>(rng() % 10));
+    for (int64_t i = 0; i < t.numel(); ++i)
+      t.set(i, !dtype_is_float(m.dtype) ? static_cast<double>(rng() % 10) : variance ? positive(rng) : nd(rng));
     out.push_back(t);
   }
   return out;
@@ -59,7 +63,7 @@ LoadedModel load_model(const std::string& path_in, const LoadOptions& o) {
   m.format = "fx-text";
   m.graph = import_fx_text(read_text(m.path), fs::path(m.path).filename().string());
 
-  const size_t n_in = m.graph.inputs().size();
+  const size_t n_in = m.graph.user_inputs().size();
   if (!o.inputs.empty()) {
     for (const auto& f : o.inputs) {
       m.inputs.push_back(load_npy(f));

@@ -6,6 +6,26 @@
 
 namespace ls {
 
+std::vector<Tensor> bind_inputs(const Graph& g, const std::vector<Tensor>& user_inputs) {
+  std::vector<Tensor> all;
+  size_t next = 0;
+  for (int id : g.inputs()) {
+    auto w = g.weights.find(g.nodes[id].name);
+    if (w != g.weights.end()) {
+      all.push_back(w->second);
+    } else {
+      if (next >= user_inputs.size())
+        throw std::invalid_argument("the graph takes " + std::to_string(g.user_inputs().size()) + " inputs but " +
+                                    std::to_string(user_inputs.size()) + " were given");
+      all.push_back(user_inputs[next++]);
+    }
+  }
+  if (next != user_inputs.size())
+    throw std::invalid_argument("the graph takes " + std::to_string(g.user_inputs().size()) + " inputs but " +
+                                std::to_string(user_inputs.size()) + " were given");
+  return all;
+}
+
 void check_inputs(const Graph& g, const std::vector<Tensor>& inputs) {
   const auto ins = g.inputs();
   if (ins.size() != inputs.size())
@@ -20,23 +40,37 @@ void check_inputs(const Graph& g, const std::vector<Tensor>& inputs) {
   }
 }
 
-std::vector<Tensor> run_reference(const Graph& g, const std::vector<Tensor>& inputs) {
+std::vector<Tensor> run_reference(const Graph& g, const std::vector<Tensor>& user_inputs) {
+  const std::vector<Tensor> inputs = bind_inputs(g, user_inputs);
   check_inputs(g, inputs);
-  std::vector<Tensor> vals(g.nodes.size());
+  std::vector<std::vector<Tensor>> vals(g.nodes.size());
   size_t next_input = 0;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
     if (n.is_placeholder()) {
-      vals[i] = inputs[next_input++];
+      vals[i] = {inputs[next_input++]};
       continue;
     }
-    std::vector<Tensor> args(n.args.size());
-    for (size_t k = 0; k < n.args.size(); ++k)
-      if (n.args[k].is_node()) args[k] = vals[n.args[k].node];
-    vals[i] = run_reference_kernel(*n.op, n.args, args, n.outs).at(0);
+    if (n.op->kind == OpKind::getitem) {
+      vals[i] = {vals[n.args[0].node].at(n.args[1].i)};
+      continue;
+    }
+    RefInputs in;
+    in.t.resize(n.args.size());
+    in.lists.resize(n.args.size());
+    for (size_t k = 0; k < n.args.size(); ++k) {
+      if (n.args[k].is_node()) in.t[k] = vals[n.args[k].node].at(0);
+      for (const Arg& x : n.args[k].list)
+        if (x.is_node()) in.lists[k].push_back(vals[x.node].at(0));
+    }
+    try {
+      vals[i] = run_reference_kernel(*n.op, n.args, in, n.outs);
+    } catch (const std::exception& e) {
+      throw std::runtime_error("reference kernel of node '" + n.name + "' (" + n.op->name + "): " + e.what());
+    }
   }
   std::vector<Tensor> out;
-  for (int o : g.outputs) out.push_back(vals[o]);
+  for (int o : g.outputs) out.push_back(vals[o].at(0));
   return out;
 }
 

@@ -7,8 +7,11 @@
 #include "tensor/tensor.h"
 
 namespace ls {
-// One tensor per placeholder, in order; throws std::invalid_argument on a shape or dtype mismatch.
-std::vector<Tensor> run_reference(const Graph& g, const std::vector<Tensor>& inputs);
+// One tensor per user input (placeholders without an attached weight), in order; throws
+// std::invalid_argument on a count, shape or dtype mismatch.
+std::vector<Tensor> run_reference(const Graph& g, const std::vector<Tensor>& user_inputs);
+// Every placeholder's tensor, in order: attached weights, and the user inputs in between.
+std::vector<Tensor> bind_inputs(const Graph& g, const std::vector<Tensor>& user_inputs);
 // Throws std::invalid_argument naming the input when `inputs` do not fit the graph's placeholders.
 void check_inputs(const Graph& g, const std::vector<Tensor>& inputs);
 }

@@ -25,7 +25,7 @@ Arg GraphBuilder::call(std::string_view name, std::vector<Arg> args) {
   if (!op) throw std::logic_error("decomposition emits unknown op '" + std::string(name) + "'");
   Node n;
   n.op = op;
-  n.target = "torch.ops." + op->name;
+  n.target = op->kind == OpKind::getitem ? "getitem" : "torch.ops." + op->name;
   n.args = bind_args(*op, std::move(args), {});
   n.outs = infer_meta(g_, *op, n.args);
   n.name = fresh_name(op->base_name());
@@ -33,6 +33,19 @@ Arg GraphBuilder::call(std::string_view name, std::vector<Arg> args) {
   n.origins = origins;
   return Arg::of_node(g_.add(std::move(n)));
 }
+
+Arg GraphBuilder::constant(std::string_view base, const Tensor& value) {
+  Node n;
+  n.name = fresh_name(base);
+  n.outs = {TensorMeta::contiguous(value.dtype(), value.shape())};
+  n.input_kind = InputKind::constant;
+  n.origins = origins;
+  g_.weights[n.name] = value;
+  // Appended where it is first needed: bindings go by name, so placeholder order is free.
+  return Arg::of_node(g_.add(std::move(n)));
+}
+
+Arg GraphBuilder::get(const Arg& node, int i) { return call("getitem", {node, Arg::of_int(i)}); }
 
 int GraphBuilder::placeholder(const std::string& name, const TensorMeta& meta) {
   Node n;

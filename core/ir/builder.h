@@ -16,6 +16,10 @@ class GraphBuilder {
   // Emits `op` (an op table name such as "prims.mul.default") and returns a reference to it.
   Arg call(std::string_view op, std::vector<Arg> args);
   int placeholder(const std::string& name, const TensorMeta& meta);
+  // A constant tensor the graph carries (a placeholder with the value attached).
+  Arg constant(std::string_view base, const Tensor& value);
+  // Output i of a multi-output node (a getitem node).
+  Arg get(const Arg& node, int i);
 
   // Stamped on every node emitted from now on.
   std::string stack;

@@ -73,11 +73,21 @@ std::vector<int> Graph::inputs() const {
   return v;
 }
 
+std::vector<int> Graph::user_inputs() const {
+  std::vector<int> v;
+  for (int id : inputs())
+    if (!weights.count(nodes[id].name)) v.push_back(id);
+  return v;
+}
+
 std::vector<int> Graph::users(int id) const {
   std::vector<int> v;
   for (size_t i = 0; i < nodes.size(); ++i)
-    for (const Arg& a : nodes[i].args)
-      if ((a.is_node() && a.node == id)) { v.push_back(static_cast<int>(i)); break; }
+    for (const Arg& a : nodes[i].args) {
+      bool uses = a.is_node() && a.node == id;
+      for (const Arg& x : a.list) uses = uses || (x.is_node() && x.node == id);
+      if (uses) { v.push_back(static_cast<int>(i)); break; }
+    }
   return v;
 }
 
@@ -142,6 +152,11 @@ void print_call(std::ostream& os, const Graph& g, const Node& n) {
     print_arg(os, g, n.args[1]);
     return;
   }
+  if (n.target == "getitem") {
+    print_arg(os, g, n.args.at(0));
+    os << '[' << n.args.at(1).i << ']';
+    return;
+  }
   if (n.target == "operator.neg") {
     os << '-';
     print_arg(os, g, n.args.at(0));
@@ -168,6 +183,16 @@ std::string dot_escape(const std::string& s) {
 
 }  // namespace
 
+std::vector<int> node_inputs(const Node& n) {
+  std::vector<int> v;
+  for (const Arg& a : n.args) {
+    if (a.is_node()) v.push_back(a.node);
+    for (const Arg& x : a.list)
+      if (x.is_node()) v.push_back(x.node);
+  }
+  return v;
+}
+
 std::string arg_text(const Graph& g, const Arg& a) {
   std::ostringstream os;
   print_arg(os, g, a);
@@ -182,8 +207,7 @@ std::string print_readable(const Graph& g) {
   // Last use of each node, for the "x = None" frees PyTorch prints.
   std::map<int, int> last_use;
   for (size_t i = 0; i < g.nodes.size(); ++i)
-    for (const Arg& a : g.nodes[i].args)
-      if (a.is_node()) last_use[a.node] = static_cast<int>(i);
+    for (int a : node_inputs(g.nodes[i])) last_use[a] = static_cast<int>(i);
   std::set<int> outs(g.outputs.begin(), g.outputs.end());
   std::string stack = "\x01";
   for (size_t i = 0; i < g.nodes.size(); ++i) {
@@ -199,9 +223,8 @@ std::string print_readable(const Graph& g) {
     print_call(os, g, n);
     std::vector<std::string> freed;
     std::set<int> seen;
-    for (const Arg& a : n.args)
-      if (a.is_node() && last_use[a.node] == static_cast<int>(i) && !outs.count(a.node) && seen.insert(a.node).second)
-        freed.push_back(g.nodes[a.node].name);
+    for (int a : node_inputs(n))
+      if (last_use[a] == static_cast<int>(i) && !outs.count(a) && seen.insert(a).second) freed.push_back(g.nodes[a].name);
     if (!freed.empty()) {
       os << ";  ";
       for (const auto& f : freed) os << f << " = ";
@@ -223,17 +246,20 @@ std::string graph_to_dot(const Graph& g) {
         "fontname=\"Helvetica\", fontsize=10];\n";
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
-    const std::string op = n.is_placeholder() ? "input" : n.target;
+    const std::string op = !n.is_placeholder() ? n.target
+                           : n.input_kind == InputKind::parameter ? "parameter " + n.param_name
+                           : n.input_kind == InputKind::buffer ? "buffer " + n.param_name
+                                                                : "input";
     std::string label = n.name + "\\n" + dot_escape(op);
     for (const auto& m : n.outs) label += "\\n" + m.annotation();
     os << "  n" << i << " [id=\"" << dot_escape(n.name) << "\", label=\"" << label << '"';
-    if (n.is_placeholder()) os << ", fillcolor=\"#e6f4ea\"";
+    if (n.is_placeholder()) os << ", fillcolor=\"" << (n.input_kind == InputKind::user ? "#e6f4ea" : "#f1f1f1") << "\"";
     os << "];\n";
   }
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     std::set<int> seen;
-    for (const Arg& a : g.nodes[i].args)
-      if (a.is_node() && seen.insert(a.node).second) os << "  n" << a.node << " -> n" << i << ";\n";
+    for (int a : node_inputs(g.nodes[i]))
+      if (seen.insert(a).second) os << "  n" << a << " -> n" << i << ";\n";
   }
   os << "  output [shape=oval, fillcolor=\"#fdf2e0\", label=\"output\"];\n";
   for (int o : g.outputs) os << "  n" << o << " -> output;\n";
@@ -255,8 +281,8 @@ void verify(const Graph& g) {
     if (n.name.empty()) throw std::logic_error("node " + std::to_string(i) + " has no name");
     if (!names.insert(n.name).second) throw std::logic_error("node name '" + n.name + "' is used twice");
     if (n.outs.empty()) throw std::logic_error("node '" + n.name + "' has no output metadata");
-    for (const Arg& a : n.args)
-      if (a.is_node() && (a.node < 0 || a.node >= static_cast<int>(i)))
+    for (int a : node_inputs(n))
+      if (a < 0 || a >= static_cast<int>(i))
         throw std::logic_error("node '" + n.name + "' uses a value that is not defined before it");
   }
   if (g.outputs.empty()) throw std::logic_error("graph '" + g.name + "' returns nothing");

@@ -2,6 +2,7 @@
 // nodes in topological order, each with its op, its arguments and the metadata of its outputs.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,9 @@ struct Arg {
   std::vector<int64_t> ints() const;   // an int list (or one int) as a vector; throws for others
 };
 
+// What a placeholder stands for (torch.export's graph signature).
+enum class InputKind : uint8_t { user, parameter, buffer, constant };
+
 struct Node {
   std::string name;
   std::string target;          // the callee as the source spelled it; empty for placeholders
@@ -57,6 +61,9 @@ struct Node {
   std::vector<TensorMeta> outs;
   std::string stack;           // the "# File: ..." line PyTorch prints above the node, if any
   std::vector<std::string> origins;  // provenance: the user-level nodes this one was made from
+  InputKind input_kind = InputKind::user;  // placeholders only
+  std::string param_name;                  // placeholders: "fc1.weight", where the model names it
+  std::string module_path;                 // "fc1" (nn_module_stack), where the model has it
 
   bool is_placeholder() const { return op == nullptr; }
   const TensorMeta& meta() const { return outs.at(0); }
@@ -67,12 +74,17 @@ struct Graph {
   std::vector<Node> nodes;       // placeholders first, then ops in topological order
   std::vector<int> outputs;      // node ids returned by forward()
   bool tuple_output = true;      // `return (a,)` rather than `return a`
+  std::map<std::string, Tensor> weights;  // placeholder name -> value (parameters, buffers, constants)
 
   int add(Node n);
   int find(const std::string& name) const;  // -1 when absent
-  std::vector<int> inputs() const;
+  std::vector<int> inputs() const;       // every placeholder, in order
+  std::vector<int> user_inputs() const;  // placeholders the caller feeds (no weight attached)
   std::vector<int> users(int id) const;
 };
+
+// The nodes a node reads (its node arguments, and those inside list arguments).
+std::vector<int> node_inputs(const Node& n);
 
 // How print_readable writes one argument ("sin", "2", "[0, 1]").
 std::string arg_text(const Graph& g, const Arg& a);

@@ -1,5 +1,7 @@
 #include "loop/loop_ir.h"
 
+#include "ops/op_table.h"
+
 #include <map>
 #include <sstream>
 #include <stdexcept>
@@ -7,6 +9,11 @@
 namespace ls {
 
 void LoopNode::run(OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>& ridx) const {
+  if (kind == Kind::extern_kernel) {  // reads and writes whole buffers
+    for (const auto& b : ext.inputs) h.load(b, Expr(0));
+    for (const auto& b : ext.outputs) h.store(b, Expr(0), V{});
+    return;
+  }
   const V v = inner(h, idx, ridx);
   const Expr out = linear_index(idx, contiguous_strides(ranges));
   if (kind == Kind::pointwise) h.store(buffer, out, v);
@@ -33,8 +40,11 @@ const LoopBuffer& LoopProgram::buffer(const std::string& name) const {
 }
 
 int LoopProgram::producer(const std::string& buffer) const {
-  for (size_t i = 0; i < nodes.size(); ++i)
+  for (size_t i = 0; i < nodes.size(); ++i) {
     if (nodes[i].buffer == buffer) return static_cast<int>(i);
+    for (const auto& o : nodes[i].ext.outputs)
+      if (o == buffer) return static_cast<int>(i);
+  }
   return -1;
 }
 
@@ -84,6 +94,15 @@ class PrintHandler : public OpsHandler {
 
 std::string print_loop_node(const LoopProgram& p, const LoopNode& n) {
   std::ostringstream os;
+  if (n.kind == LoopNode::Kind::extern_kernel) {
+    os << n.name << ": ExternKernel " << n.ext.op->name << "(";
+    for (size_t i = 0; i < n.ext.inputs.size(); ++i) os << (i ? ", " : "") << n.ext.inputs[i];
+    os << ") -> ";
+    for (size_t i = 0; i < n.ext.outputs.size(); ++i)
+      os << (i ? ", " : "") << n.ext.outputs[i] << ": " << n.ext.output_metas[i].annotation();
+    os << "  # from " << n.graph_node << "\n";
+    return os.str();
+  }
   const LoopBuffer& b = p.buffer(n.buffer);
   os << n.name << ": " << (n.kind == LoopNode::Kind::pointwise ? "Pointwise" : "Reduction") << " -> " << n.buffer
      << "  # from " << n.graph_node << "\n";
@@ -126,16 +145,22 @@ std::string loop_program_to_dot(const LoopProgram& p) {
       os << "  \"" << b.name << "\" [id=\"" << b.name << "\", fillcolor=\"#e6f4ea\", label=\"" << b.name << "\\n"
          << dtype_short(b.dtype) << shape_str(b.shape) << "\"];\n";
   for (const LoopNode& n : p.nodes) {
+    const bool ext = n.kind == LoopNode::Kind::extern_kernel;
     os << "  \"" << n.buffer << "\" [id=\"" << n.name << "\", fillcolor=\""
-       << (n.kind == LoopNode::Kind::reduction ? "#fde8d8" : "#eef3fb") << "\", label=\"" << n.name << " -> "
-       << n.buffer << "\\n" << (n.kind == LoopNode::Kind::reduction ? "Reduction " + std::string(reduce_name(n.reduce)) : "Pointwise")
+       << (ext ? "#fff4cc" : n.kind == LoopNode::Kind::reduction ? "#fde8d8" : "#eef3fb") << "\", label=\"" << n.name << " -> "
+       << n.buffer << "\\n"
+       << (ext ? "Extern " + std::string(n.ext.op->base_name())
+               : n.kind == LoopNode::Kind::reduction ? "Reduction " + std::string(reduce_name(n.reduce)) : "Pointwise")
        << "\\n" << shape_str(n.ranges);
     if (!n.reduction_ranges.empty()) os << " x " << shape_str(n.reduction_ranges);
     os << "\\nfrom " << n.graph_node << "\"];\n";
   }
   for (const LoopNode& n : p.nodes)
-    for (const MemDep& d : extract_dependencies(n).reads)
-      os << "  \"" << d.buffer << "\" -> \"" << n.buffer << "\" [label=\"" << d.index.str() << "\", fontsize=8];\n";
+    for (const MemDep& d : extract_dependencies(n).reads) {
+      os << "  \"" << d.buffer << "\" -> \"" << n.buffer << "\"";
+      if (n.kind != LoopNode::Kind::extern_kernel) os << " [label=\"" << d.index.str() << "\", fontsize=8]";
+      os << ";\n";
+    }
   os << "}\n";
   return os.str();
 }

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/graph.h"
 #include "loop/ops_handler.h"
 #include "tensor/tensor.h"
 
@@ -23,8 +24,20 @@ struct LoopBuffer {
 // variables (pointwise dims / reduction dims) in whatever variables the caller chose.
 using LoopBody = std::function<V(OpsHandler&, const std::vector<Expr>& idx, const std::vector<Expr>& ridx)>;
 
+struct OpDef;
+
+// A library kernel the loop IR calls as a whole (matrix multiply, convolution, ...): Inductor's
+// ExternKernel. Its tensor arguments are whole, contiguous buffers.
+struct ExternCall {
+  const OpDef* op = nullptr;
+  std::vector<Arg> args;                 // the op's arguments; node arguments index `inputs`
+  std::vector<std::string> inputs;       // buffer per tensor argument
+  std::vector<std::string> outputs;      // buffer per output
+  std::vector<TensorMeta> output_metas;
+};
+
 struct LoopNode {
-  enum class Kind : uint8_t { pointwise, reduction };
+  enum class Kind : uint8_t { pointwise, reduction, extern_kernel };
   std::string name;    // "op0"
   std::string buffer;  // the buffer it writes
   Kind kind = Kind::pointwise;
@@ -33,6 +46,7 @@ struct LoopNode {
   Reduce reduce = Reduce::none;
   DType dtype = DType::f32;
   LoopBody inner;
+  ExternCall ext;  // Kind::extern_kernel only
   std::string graph_node;            // the graph node it was lowered from
   std::vector<std::string> origins;  // provenance: user-level nodes
 

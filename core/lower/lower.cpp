@@ -33,7 +33,7 @@ std::vector<Expr> broadcast_index(const Shape& in, const std::vector<Expr>& idx)
 
 class Lowering {
  public:
-  explicit Lowering(const Graph& g) : g_(g), readers_(g.nodes.size()) {}
+  explicit Lowering(const Graph& g) : g_(g), readers_(g.nodes.size()), outs_(g.nodes.size()), out_bufs_(g.nodes.size()) {}
 
   LoopProgram run() {
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
@@ -67,6 +67,51 @@ class Lowering {
   }
 
  private:
+  // A whole, contiguous buffer holding a graph value: extern kernels take their inputs so.
+  std::string realize(int id) {
+    if (auto it = realized_.find(id); it != realized_.end()) return it->second;
+    if (g_.nodes[id].is_placeholder()) return g_.nodes[id].name;
+    const Reader r = readers_[id];
+    const std::string buf = add_node(g_.nodes[id], LoopNode::Kind::pointwise, r.shape, {}, Reduce::none, r.dtype,
+                                     [r](OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>&) { return r.load(h, idx); });
+    realized_[id] = buf;
+    return buf;
+  }
+
+  void lower_extern(int id) {
+    const Node& n = g_.nodes[id];
+    LoopNode ln;
+    ln.kind = LoopNode::Kind::extern_kernel;
+    ln.ext.op = n.op;
+    ln.ext.args = n.args;
+    auto bind = [&](Arg& a, auto& self) -> void {
+      if (a.is_node()) {
+        ln.ext.inputs.push_back(realize(a.node));  // may add copy nodes: name this one after
+        a.node = static_cast<int>(ln.ext.inputs.size()) - 1;
+      }
+      for (Arg& x : a.list) self(x, self);
+    };
+    for (Arg& a : ln.ext.args) bind(a, bind);
+    const int k = static_cast<int>(p_.nodes.size());
+    ln.name = "op" + std::to_string(k);
+    for (size_t o = 0; o < n.outs.size(); ++o) {
+      const std::string buf = "buf" + std::to_string(k) + (o ? "_" + std::to_string(o) : "");
+      ln.ext.outputs.push_back(buf);
+      ln.ext.output_metas.push_back(n.outs[o]);
+      p_.buffers.push_back({buf, n.outs[o].dtype, n.outs[o].shape, false, false});
+      outs_[id].push_back(buffer_reader(buf, n.outs[o].shape, n.outs[o].dtype));
+      out_bufs_[id].push_back(buf);
+    }
+    ln.buffer = ln.ext.outputs[0];
+    ln.ranges = n.outs[0].shape;
+    ln.dtype = n.outs[0].dtype;
+    ln.graph_node = n.name;
+    ln.origins = n.origins;
+    p_.nodes.push_back(std::move(ln));
+    readers_[id] = outs_[id][0];
+    realized_[id] = p_.nodes.back().buffer;
+  }
+
   std::string add_node(const Node& gn, LoopNode::Kind kind, const Shape& ranges, const Shape& rranges, Reduce r,
                        DType dtype, LoopBody body) {
     LoopNode n;
@@ -179,6 +224,18 @@ class Lowering {
                         m.shape, m.dtype};
         return;
       }
+      case OpKind::extern_kernel:
+        lower_extern(id);
+        return;
+      case OpKind::getitem: {
+        const int src = n.args[0].node;
+        const int64_t i = n.args[1].i;
+        if (outs_[src].empty() || i >= static_cast<int64_t>(outs_[src].size()))
+          throw std::invalid_argument("output " + std::to_string(i) + " of '" + g_.nodes[src].name + "' cannot be read");
+        readers_[id] = outs_[src][i];
+        if (i < static_cast<int64_t>(out_bufs_[src].size())) realized_[id] = out_bufs_[src][i];
+        return;
+      }
       case OpKind::composite:
         throw std::invalid_argument("composite op has no lowering: decompose the graph first");
     }
@@ -187,6 +244,8 @@ class Lowering {
   const Graph& g_;
   LoopProgram p_;
   std::vector<Reader> readers_;
+  std::vector<std::vector<Reader>> outs_;  // multi-output nodes: a reader per output
+  std::vector<std::vector<std::string>> out_bufs_;
   std::map<int, std::string> realized_;
 };
 

@@ -29,6 +29,10 @@ std::string_view math_name(Math m) {
     case Math::relu: return "relu";
     case Math::reciprocal: return "reciprocal";
     case Math::erf: return "erf";
+    case Math::gelu: return "gelu";
+    case Math::gelu_tanh: return "gelu_tanh";
+    case Math::hardsigmoid: return "hardsigmoid";
+    case Math::hardswish: return "hardswish";
     case Math::identity: return "identity";
     case Math::add: return "add";
     case Math::sub: return "sub";
@@ -61,9 +65,13 @@ double eval_math(Math m, double a, double b, double c) {
     case Math::rsqrt: return 1.0 / std::sqrt(a);
     case Math::tanh: return std::tanh(a);
     case Math::sigmoid: return 1.0 / (1.0 + std::exp(-a));
-    case Math::relu: return a > 0 ? a : 0.0;
+    case Math::relu: return std::isnan(a) || a > 0 ? a : 0.0;  // NaN propagates, as in torch.relu
     case Math::reciprocal: return 1.0 / a;
     case Math::erf: return std::erf(a);
+    case Math::gelu: return 0.5 * a * (1.0 + std::erf(a * M_SQRT1_2));
+    case Math::gelu_tanh: return 0.5 * a * (1.0 + std::tanh(0.7978845608028654 * (a + 0.044715 * a * a * a)));
+    case Math::hardsigmoid: return std::min(std::max(a + 3.0, 0.0), 6.0) / 6.0;
+    case Math::hardswish: return a * std::min(std::max(a + 3.0, 0.0), 6.0) / 6.0;
     case Math::identity: return a;
     case Math::add: return a + b;
     case Math::sub: return a - b;

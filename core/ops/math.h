@@ -8,7 +8,8 @@ namespace ls {
 enum class Math : uint8_t {
   none,
   // unary
-  neg, abs, sin, cos, exp, log, sqrt, rsqrt, tanh, sigmoid, relu, reciprocal, erf, identity,
+  neg, abs, sin, cos, exp, log, sqrt, rsqrt, tanh, sigmoid, relu, reciprocal, erf, gelu, gelu_tanh, hardsigmoid,
+  hardswish, identity,
   // binary
   add, sub, mul, div, pow, maximum, minimum, lt, le, gt, ge, eq, ne,
   // ternary

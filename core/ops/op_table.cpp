@@ -65,6 +65,7 @@ Arg parse_default(const std::string& t) {
   if (t == "None") return Arg::none();
   if (t == "True" || t == "False") return Arg::of_bool(t == "True");
   if (t == "[]") { Arg a; a.kind = Arg::Kind::list; return a; }
+  if (t.size() >= 2 && (t.front() == '\'' || t.front() == '"')) return Arg::of_string(t.substr(1, t.size() - 2));
   if (t.find_first_of(".e") != std::string::npos) return Arg::of_real(std::stod(t));
   return Arg::of_int(std::stoll(t));
 }
@@ -199,7 +200,7 @@ int64_t offset_of(int64_t linear, const Shape& shape, const Shape& strides) {
   return off;
 }
 
-std::vector<Tensor> ref_pointwise(const OpDef& op, const std::vector<Arg>& args, const std::vector<Tensor>& vals,
+std::vector<Tensor> ref_pointwise(const OpDef& op, const std::vector<Arg>& args, const RefInputs& vals,
                                   const std::vector<TensorMeta>& outs) {
   Tensor out(outs[0].dtype, outs[0].shape);
   const auto ops = operand_indices(op);
@@ -219,7 +220,7 @@ std::vector<Tensor> ref_pointwise(const OpDef& op, const std::vector<Arg>& args,
   return {out};
 }
 
-std::vector<Tensor> ref_reduction(const OpDef& op, const std::vector<Arg>& args, const std::vector<Tensor>& vals,
+std::vector<Tensor> ref_reduction(const OpDef& op, const std::vector<Arg>& args, const RefInputs& vals,
                                   const std::vector<TensorMeta>& outs) {
   const Tensor& in = vals[0];
   const auto dims = reduction_dims(op, args, in.dim());
@@ -243,7 +244,7 @@ std::vector<Tensor> ref_reduction(const OpDef& op, const std::vector<Arg>& args,
   return {out};
 }
 
-std::vector<Tensor> ref_view(const OpDef& op, const std::vector<Arg>& args, const std::vector<Tensor>& vals,
+std::vector<Tensor> ref_view(const OpDef& op, const std::vector<Arg>& args, const RefInputs& vals,
                              const std::vector<TensorMeta>& outs) {
   // A throwaway graph holding only the input's metadata lets the view rule run on constants.
   Graph g;
@@ -269,7 +270,7 @@ std::vector<Tensor> ref_view(const OpDef& op, const std::vector<Arg>& args, cons
   return {out};
 }
 
-std::vector<Tensor> ref_mse_loss(const OpDef&, const std::vector<Arg>& args, const std::vector<Tensor>& vals,
+std::vector<Tensor> ref_mse_loss(const OpDef&, const std::vector<Arg>& args, const RefInputs& vals,
                                  const std::vector<TensorMeta>& outs) {
   const Tensor &a = vals[0], &b = vals[1];
   const Shape s = broadcast_shapes(a.shape(), b.shape());
@@ -384,11 +385,25 @@ Arg decomp_mse_loss(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
 // The table
 // ---------------------------------------------------------------------------------------------
 
+// Single-output rules adapted to the table's one-value-per-output form.
+template <Arg (*F)(GraphBuilder&, const OpDef&, const std::vector<Arg>&)>
+std::vector<Arg> one(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a) {
+  return {F(b, op, a)};
+}
+
+std::vector<TensorMeta> infer_getitem(const Graph& g, const OpDef& op, const std::vector<Arg>& args) {
+  const Node& src = g.nodes.at(args[0].node);
+  const int64_t i = args[1].i;
+  if (i < 0 || i >= static_cast<int64_t>(src.outs.size()))
+    throw std::invalid_argument(op.name + ": '" + src.name + "' has no output " + std::to_string(i));
+  return {src.outs[i]};
+}
+
 constexpr unsigned kAten = level::aten;
 constexpr unsigned kCore = level::aten | level::core_aten;
 constexpr unsigned kPrims = level::prims;
 
-OpDef unary_aten(const char* op, Math m, DecompFn d = decomp_pointwise) {
+OpDef unary_aten(const char* op, Math m, DecompFn d = one<decomp_pointwise>) {
   return {.name = std::string("aten.") + op + ".default", .schema = std::string(op) + "(Tensor self) -> Tensor",
           .kind = OpKind::pointwise, .levels = kCore, .math = m, .decompose = d};
 }
@@ -401,10 +416,10 @@ OpDef binary_prim(const char* op, Math m) {
           .schema = std::string(op) + "(Tensor self, Tensor other) -> Tensor",
           .kind = OpKind::pointwise, .levels = kPrims, .math = m};
 }
-OpDef pointwise_aten(const char* name, const char* schema, Math m, unsigned lv = kCore, DecompFn d = decomp_pointwise) {
+OpDef pointwise_aten(const char* name, const char* schema, Math m, unsigned lv = kCore, DecompFn d = one<decomp_pointwise>) {
   return {.name = name, .schema = schema, .kind = OpKind::pointwise, .levels = lv, .math = m, .decompose = d};
 }
-OpDef reduction_op(const char* name, const char* schema, Reduce r, unsigned lv, DecompFn d = decomp_reduction) {
+OpDef reduction_op(const char* name, const char* schema, Reduce r, unsigned lv, DecompFn d = one<decomp_reduction>) {
   return {.name = name, .schema = schema, .kind = OpKind::reduction, .levels = lv, .reduce = r, .decompose = d};
 }
 
@@ -415,7 +430,7 @@ std::vector<OpDef> build_table() {
       unary_aten("log", Math::log), unary_aten("neg", Math::neg), unary_aten("abs", Math::abs),
       unary_aten("sqrt", Math::sqrt), unary_aten("rsqrt", Math::rsqrt), unary_aten("tanh", Math::tanh),
       unary_aten("reciprocal", Math::reciprocal), unary_aten("erf", Math::erf),
-      unary_aten("sigmoid", Math::sigmoid, decomp_sigmoid), unary_aten("relu", Math::relu, decomp_relu),
+      unary_aten("sigmoid", Math::sigmoid, one<decomp_sigmoid>), unary_aten("relu", Math::relu, one<decomp_relu>),
       // ATen pointwise, binary
       pointwise_aten("aten.add.Tensor", "add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", Math::add),
       pointwise_aten("aten.sub.Tensor", "sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", Math::sub),
@@ -426,7 +441,7 @@ std::vector<OpDef> build_table() {
       pointwise_aten("aten.mul.Scalar", "mul.Scalar(Tensor self, Scalar other) -> Tensor", Math::mul),
       pointwise_aten("aten.div.Scalar", "div.Scalar(Tensor self, Scalar other) -> Tensor", Math::div),
       pointwise_aten("aten.pow.Tensor_Scalar", "pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor", Math::pow,
-                     kCore, decomp_pow_scalar),
+                     kCore, one<decomp_pow_scalar>),
       pointwise_aten("aten.pow.Tensor_Tensor", "pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor", Math::pow),
       pointwise_aten("aten.maximum.default", "maximum(Tensor self, Tensor other) -> Tensor", Math::maximum),
       pointwise_aten("aten.minimum.default", "minimum(Tensor self, Tensor other) -> Tensor", Math::minimum),
@@ -441,7 +456,7 @@ std::vector<OpDef> build_table() {
       pointwise_aten("aten.where.self", "where.self(Tensor condition, Tensor self, Tensor other) -> Tensor", Math::where),
       // ATen reductions
       reduction_op("aten.sum.default", "sum(Tensor self, *, ScalarType? dtype=None) -> Tensor", Reduce::sum, kAten,
-                   decomp_sum_default),
+                   one<decomp_sum_default>),
       reduction_op("aten.sum.dim_IntList",
                    "sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
                    Reduce::sum, kCore),
@@ -454,7 +469,7 @@ std::vector<OpDef> build_table() {
       // ATen composites
       {.name = "aten.mse_loss.default", .schema = "mse_loss(Tensor self, Tensor target, int reduction=1) -> Tensor",
        .kind = OpKind::composite, .levels = kAten, .infer = infer_mse_loss, .reference = ref_mse_loss,
-       .decompose = decomp_mse_loss},
+       .decompose = one<decomp_mse_loss>},
       // prims
       unary_prim("sin", Math::sin), unary_prim("cos", Math::cos), unary_prim("exp", Math::exp),
       unary_prim("log", Math::log), unary_prim("neg", Math::neg), unary_prim("abs", Math::abs),
@@ -474,6 +489,9 @@ std::vector<OpDef> build_table() {
        .schema = "broadcast_in_dim(Tensor(a) a, SymInt[] shape, int[] broadcast_dimensions) -> Tensor(a)",
        .kind = OpKind::view, .levels = kPrims, .infer = infer_broadcast_in_dim, .view = view_broadcast_in_dim},
   };
+  t.push_back({.name = "getitem", .schema = "getitem(Any self, int index) -> Any", .kind = OpKind::getitem,
+               .levels = level::aten | level::core_aten | level::prims, .infer = infer_getitem});
+  add_nn_ops(t);
   for (OpDef& op : t) parse_schema(op);
   return t;
 }
@@ -490,6 +508,18 @@ std::string_view OpDef::base_name() const {
 const std::vector<OpDef>& all_ops() {
   static const std::vector<OpDef> table = build_table();
   return table;
+}
+
+const OpDef* find_op_functional(std::string_view name, bool* inplace) {
+  if (inplace) *inplace = false;
+  if (const OpDef* op = find_op(name)) return op;
+  // In-place variants (relu_, add_.Tensor) run as their functional op: the graph uses the result.
+  std::string n(name.substr(0, 10) == "torch.ops." ? name.substr(10) : name);
+  const auto a = n.find('.'), b = n.find('.', a + 1);
+  if (a == std::string::npos || b == std::string::npos || n[b - 1] != '_') return nullptr;
+  n.erase(b - 1, 1);
+  if (inplace) *inplace = true;
+  return find_op(n);
 }
 
 const OpDef* find_op(std::string_view name) {
@@ -528,9 +558,17 @@ std::vector<Arg> bind_args(const OpDef& op, std::vector<Arg> pos,
     else if (ps[i].type.back() == '?') out[i] = Arg::none();
     else throw std::invalid_argument(op.name + " is missing its argument '" + ps[i].name + "' (" + ps[i].type + ")");
   }
-  for (size_t i = 0; i < ps.size(); ++i)
+  for (size_t i = 0; i < ps.size(); ++i) {
     if (ps[i].type == "Tensor" && !out[i].is_node() && !(op.kind == OpKind::pointwise && out[i].is_number()))
       throw std::invalid_argument(op.name + ": argument '" + ps[i].name + "' must be a tensor");
+    if (ps[i].type == "Tensor?" && !out[i].is_node() && !out[i].is_none())
+      throw std::invalid_argument(op.name + ": argument '" + ps[i].name + "' must be a tensor or None");
+    if (ps[i].type == "Tensor[]") {
+      if (out[i].kind != Arg::Kind::list) throw std::invalid_argument(op.name + ": argument '" + ps[i].name + "' must be a list of tensors");
+      for (const Arg& x : out[i].list)
+        if (!x.is_node()) throw std::invalid_argument(op.name + ": argument '" + ps[i].name + "' must be a list of tensors");
+    }
+  }
   return out;
 }
 
@@ -543,15 +581,66 @@ std::vector<TensorMeta> infer_meta(const Graph& g, const OpDef& op, const std::v
   }
 }
 
-std::vector<Tensor> run_reference_kernel(const OpDef& op, const std::vector<Arg>& args,
-                                         const std::vector<Tensor>& values, const std::vector<TensorMeta>& outs) {
+// A composite without a kernel of its own (linear, conv2d, detach) runs as its decomposition, on
+// the reference kernels of the ops it decomposes into.
+std::vector<Tensor> run_decomposed(const OpDef& op, const std::vector<Arg>& args, const RefInputs& values) {
+  Graph g;
+  GraphBuilder b(g);
+  std::vector<Arg> a = args;
+  std::vector<Tensor> feed;
+  auto bind = [&](Arg& x, const Tensor& t) {
+    x = Arg::of_node(b.placeholder("in" + std::to_string(feed.size()), TensorMeta::contiguous(t.dtype(), t.shape())));
+    feed.push_back(t);
+  };
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].is_node()) bind(a[i], values.t.at(i));
+    for (size_t k = 0; k < a[i].list.size(); ++k)
+      if (a[i].list[k].is_node()) bind(a[i].list[k], values.lists.at(i).at(k));
+  }
+  const std::vector<Arg> res = op.decompose(b, op, a);
+  std::vector<std::vector<Tensor>> vals(g.nodes.size());
+  for (size_t i = 0, next = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    if (n.is_placeholder()) {
+      vals[i] = {n.input_kind == InputKind::constant ? g.weights.at(n.name) : feed.at(next++)};
+      continue;
+    }
+    if (n.op->kind == OpKind::getitem) {
+      vals[i] = {vals[n.args[0].node].at(n.args[1].i)};
+      continue;
+    }
+    RefInputs in;
+    in.t.resize(n.args.size());
+    in.lists.resize(n.args.size());
+    for (size_t k = 0; k < n.args.size(); ++k) {
+      if (n.args[k].is_node()) in.t[k] = vals[n.args[k].node].at(0);
+      for (const Arg& x : n.args[k].list)
+        if (x.is_node()) in.lists[k].push_back(vals[x.node].at(0));
+    }
+    vals[i] = run_reference_kernel(*n.op, n.args, in, n.outs);
+  }
+  std::vector<Tensor> out;
+  for (const Arg& r : res) out.push_back(r.is_node() ? vals[r.node].at(0) : Tensor());
+  return out;
+}
+
+std::vector<Tensor> run_reference_kernel(const OpDef& op, const std::vector<Arg>& args, const RefInputs& values,
+                                         const std::vector<TensorMeta>& outs) {
   if (op.reference) return op.reference(op, args, values, outs);
+  if (op.kind == OpKind::composite && op.decompose) return run_decomposed(op, args, values);
   switch (op.kind) {
     case OpKind::pointwise: return ref_pointwise(op, args, values, outs);
     case OpKind::reduction: return ref_reduction(op, args, values, outs);
     case OpKind::view: return ref_view(op, args, values, outs);
     default: throw std::logic_error(op.name + " has no reference kernel");
   }
+}
+
+int64_t wrap_dim(const OpDef& op, int64_t d, int64_t rank) {
+  const int64_t r = std::max<int64_t>(rank, 1);
+  if (d < -r || d >= r)
+    throw std::invalid_argument(op.name + ": dimension " + std::to_string(d) + " is out of range for rank " + std::to_string(rank));
+  return d < 0 ? d + r : d;
 }
 
 std::vector<int64_t> reduction_dims(const OpDef& op, const std::vector<Arg>& args, int64_t rank) {

@@ -14,7 +14,9 @@ namespace ls {
 
 class GraphBuilder;
 
-enum class OpKind : uint8_t { pointwise, reduction, view, composite };
+// pointwise/reduction/view lower to loop bodies; extern runs a library kernel; composite must be
+// decomposed first; getitem picks one output of a multi-output node.
+enum class OpKind : uint8_t { pointwise, reduction, view, composite, extern_kernel, getitem };
 
 // The IR levels an op belongs to (bit mask).
 namespace level {
@@ -32,12 +34,20 @@ struct Param {
   bool is_operand() const { return !kwarg_only && (type == "Tensor" || type == "Scalar"); }
 };
 
+// The tensors a reference kernel reads: per argument, its tensor (node arguments) or its
+// tensors (Tensor[] arguments).
+struct RefInputs {
+  std::vector<Tensor> t;
+  std::vector<std::vector<Tensor>> lists;
+  const Tensor& operator[](size_t i) const { return t.at(i); }
+};
+
 using InferFn = std::vector<TensorMeta> (*)(const Graph& g, const struct OpDef& op, const std::vector<Arg>& args);
-// values: one per argument, defined for node arguments only; outs: the inferred output metadata.
-using RefFn = std::vector<Tensor> (*)(const struct OpDef& op, const std::vector<Arg>& args,
-                                      const std::vector<Tensor>& values, const std::vector<TensorMeta>& outs);
-// Emits the op's decomposition into b (arguments already in b's graph) and returns its result.
-using DecompFn = Arg (*)(GraphBuilder& b, const struct OpDef& op, const std::vector<Arg>& args);
+// outs: the inferred output metadata; returns one tensor per output.
+using RefFn = std::vector<Tensor> (*)(const struct OpDef& op, const std::vector<Arg>& args, const RefInputs& in,
+                                      const std::vector<TensorMeta>& outs);
+// Emits the op's decomposition into b (arguments already in b's graph); returns one value per output.
+using DecompFn = std::vector<Arg> (*)(GraphBuilder& b, const struct OpDef& op, const std::vector<Arg>& args);
 // For view ops: the index into input 0 that output position `out` reads.
 using ViewFn = std::vector<Expr> (*)(const Graph& g, const std::vector<Arg>& args, const std::vector<Expr>& out);
 
@@ -61,6 +71,8 @@ struct OpDef {
 
 const std::vector<OpDef>& all_ops();
 const OpDef* find_op(std::string_view name);  // "aten.sin.default" (with or without "torch.ops.")
+// Also maps an in-place variant ("aten.relu_.default") to its functional op, setting *inplace.
+const OpDef* find_op_functional(std::string_view name, bool* inplace = nullptr);
 
 // Binds call arguments to the schema, filling defaults; throws std::invalid_argument naming the
 // op and the parameter when the call does not fit.
@@ -71,8 +83,8 @@ std::vector<Arg> bind_args(const OpDef& op, std::vector<Arg> positional,
 std::vector<TensorMeta> infer_meta(const Graph& g, const OpDef& op, const std::vector<Arg>& args);
 
 // Runs the op's reference kernel.
-std::vector<Tensor> run_reference_kernel(const OpDef& op, const std::vector<Arg>& args,
-                                         const std::vector<Tensor>& values, const std::vector<TensorMeta>& outs);
+std::vector<Tensor> run_reference_kernel(const OpDef& op, const std::vector<Arg>& args, const RefInputs& in,
+                                         const std::vector<TensorMeta>& outs);
 
 // Reductions: the reduced dimensions (normalized, sorted) and whether they are kept.
 std::vector<int64_t> reduction_dims(const OpDef& op, const std::vector<Arg>& args, int64_t rank);
@@ -80,5 +92,12 @@ bool reduction_keepdim(const OpDef& op, const std::vector<Arg>& args);
 
 // Broadcast shape of two shapes (NumPy rules); throws on a mismatch.
 Shape broadcast_shapes(const Shape& a, const Shape& b);
+
+// Normalizes a possibly negative dimension; throws std::invalid_argument naming the op.
+int64_t wrap_dim(const OpDef& op, int64_t dim, int64_t rank);
+
+// The nn ops (matrix multiply, convolution, pooling, normalization, attention, views):
+// ops/nn_ops.cpp. Called once while the table is built.
+void add_nn_ops(std::vector<OpDef>& table);
 
 }  // namespace ls

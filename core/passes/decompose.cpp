@@ -11,8 +11,8 @@ namespace {
 
 const char* level_name(unsigned lvl) { return lvl == level::prims ? "prims" : "Core ATen"; }
 
-Arg remap(const Arg& a, const std::vector<Arg>& map) {
-  if (a.is_node()) return map.at(a.node);
+Arg remap(const Arg& a, const std::vector<std::vector<Arg>>& map) {
+  if (a.is_node()) return map.at(a.node).at(0);
   if (a.kind == Arg::Kind::list) {
     Arg l = a;
     for (Arg& x : l.list) x = remap(x, map);
@@ -21,36 +21,60 @@ Arg remap(const Arg& a, const std::vector<Arg>& map) {
   return a;
 }
 
-// One sweep: every node outside the target level is replaced by its rule's expansion.
+// One sweep: every node outside the target level is replaced by its rule's expansion. A getitem
+// of a decomposed multi-output node becomes the matching value of the expansion.
 Graph sweep(const Graph& g, unsigned target, bool& changed) {
   Graph out;
   out.name = g.name;
   out.tuple_output = g.tuple_output;
+  out.weights = g.weights;
   GraphBuilder b(out);
-  std::vector<Arg> map(g.nodes.size());
+  std::vector<std::vector<Arg>> map(g.nodes.size());
+  std::vector<bool> expanded(g.nodes.size(), false);
+  // prims sit below Core ATen: a graph already at prims level is also a Core ATen-level graph.
+  // Library kernels (matrix multiply, convolution, ...) stay at every level, as in PyTorch's prims
+  // graphs; composite prims (var) expand at the prims level, where lowering needs primitives.
+  const unsigned accepted = target == level::core_aten ? (level::core_aten | level::prims) : target;
+  auto keep = [&](const Node& n) {
+    if (n.is_placeholder() || n.op->kind == OpKind::extern_kernel || n.op->kind == OpKind::getitem) return true;
+    if (target == level::prims && n.op->kind == OpKind::composite) return false;
+    return n.op->in(accepted);
+  };
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
+    if (!n.is_placeholder() && n.op->kind == OpKind::getitem && expanded[n.args[0].node]) {
+      const auto& vals = map[n.args[0].node];
+      const int64_t k = n.args[1].i;
+      if (k < 0 || k >= static_cast<int64_t>(vals.size()) || vals[k].is_none())
+        throw std::runtime_error("node '" + n.name + "': output " + std::to_string(k) + " of '" + g.nodes[n.args[0].node].name +
+                                 "' has no decomposition to " + level_name(target));
+      map[i] = {vals[k]};
+      continue;
+    }
     std::vector<Arg> args;
     for (const Arg& a : n.args) args.push_back(remap(a, map));
-    // prims sit below Core ATen: a graph already at prims level is also a Core ATen-level graph.
-    const unsigned accepted = target == level::core_aten ? (level::core_aten | level::prims) : target;
-    if (n.is_placeholder() || n.op->in(accepted)) {
+    if (keep(n)) {
       Node c = n;
       c.args = args;
-      if (!n.is_placeholder()) c.target = "torch.ops." + n.op->name;
+      if (!n.is_placeholder() && n.op->kind != OpKind::getitem) c.target = "torch.ops." + n.op->name;
       if (out.find(c.name) >= 0) c.name = b.fresh_name(n.is_placeholder() ? n.name : std::string(n.op->base_name()));
-      map[i] = Arg::of_node(out.add(std::move(c)));
+      map[i] = {Arg::of_node(out.add(std::move(c)))};
       continue;
     }
     if (!n.op->decompose)
       throw std::runtime_error("node '" + n.name + "': " + n.op->name + " has no decomposition to " + level_name(target));
     b.origins = n.origins;
     b.stack = n.stack;
-    map[i] = n.op->decompose(b, *n.op, args);
+    try {
+      map[i] = n.op->decompose(b, *n.op, args);
+    } catch (const std::invalid_argument& e) {
+      throw std::runtime_error("node '" + n.name + "': " + e.what());
+    }
+    expanded[i] = true;
     changed = true;
   }
   for (int o : g.outputs) {
-    const Arg& a = map.at(o);
+    const Arg& a = map.at(o).at(0);
     if (!a.is_node()) throw std::runtime_error("graph output '" + g.nodes[o].name + "' decomposed to a constant");
     out.outputs.push_back(a.node);
   }
@@ -60,7 +84,7 @@ Graph sweep(const Graph& g, unsigned target, bool& changed) {
 }  // namespace
 
 Graph decompose(const Graph& g, unsigned target) {
-  Graph cur = g;
+  Graph cur = eliminate_dead_nodes(g);
   for (int round = 0; round < 16; ++round) {
     bool changed = false;
     cur = sweep(cur, target, changed);

@@ -18,6 +18,7 @@ Graph eliminate_dead_nodes(const Graph& g) {
   Graph out;
   out.name = g.name;
   out.tuple_output = g.tuple_output;
+  out.weights = g.weights;
   std::vector<int> map(g.nodes.size(), -1);
   std::function<void(Arg&)> remap = [&](Arg& a) {
     if (a.is_node()) a.node = map.at(a.node);

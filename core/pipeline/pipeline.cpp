@@ -165,17 +165,19 @@ CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const st
     if (!o.run) return r;
 
     const auto t_run = Clock::now();
-    CpuExecutable exe(r.loops, r.source, *compiled.code);
-    r.outputs = exe.run(r.model.inputs);
+    CpuExecutable exe(r.loops, r.schedule, r.source, *compiled.code);
+    const std::vector<Tensor> all_inputs = bind_inputs(lowered_from, r.model.inputs);
+    r.outputs = exe.run(all_inputs);
     r.reference_outputs = run_reference(r.aten, r.model.inputs);
     TimingOptions to;
     to.budget_ms = o.timing_budget_ms;
-    const Timings t = exe.benchmark(r.model.inputs, to);
+    const Timings t = exe.benchmark(all_inputs, to);
     r.run_ms = t.total_ms;
     for (size_t k = 0; k < r.schedule.kernels.size(); ++k) {
       const Kernel& kr = r.schedule.kernels[k];
       KernelReport rep;
       rep.name = kr.name;
+      rep.kind = kr.is_extern ? "extern" : "generated";
       rep.nodes = kr.origins;
       for (int n : kr.nodes) rep.loop_nodes.push_back(r.loops.nodes[n].name);
       rep.numel = kr.numel;

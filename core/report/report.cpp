@@ -34,8 +34,10 @@ std::string report_json(const CompileResult& r) {
   for (const KernelReport& k : r.kernels)
     j["kernels"].push_back({{"name", k.name}, {"kind", k.kind}, {"nodes", k.nodes}, {"loop_nodes", k.loop_nodes},
                             {"numel", k.numel}, {"rnumel", k.rnumel}, {"bytes", k.bytes}, {"ms", k.ms}, {"gbps", k.gbps}});
-  j["generated_kernels"] = r.schedule.kernels.size();
-  j["extern_kernels"] = 0;
+  size_t ext = 0;
+  for (const Kernel& k : r.schedule.kernels) ext += k.is_extern;
+  j["generated_kernels"] = r.schedule.kernels.size() - ext;
+  j["extern_kernels"] = ext;
   json fusion = json::array();
   for (const EdgeDecision& e : r.schedule.edges)
     fusion.push_back({{"producer", r.loops.nodes[e.producer].name}, {"consumer", r.loops.nodes[e.consumer].name},

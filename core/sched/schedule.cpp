@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "loop/dependencies.h"
+#include "ops/op_table.h"
 
 namespace ls {
 namespace {
@@ -99,8 +100,17 @@ class Scheduler {
     return false;
   }
 
+  const LoopNode* extern_in(int g) const {
+    for (int n : groups_[g].nodes)
+      if (p_.nodes[n].kind == LoopNode::Kind::extern_kernel) return &p_.nodes[n];
+    return nullptr;
+  }
+
   FusionVerdict can_fuse(int ga, int gb) const {
     if (ga > gb) std::swap(ga, gb);
+    for (int g : {ga, gb})
+      if (const LoopNode* e = extern_in(g))
+        return {false, "extern kernel " + e->ext.op->name + " is a library call: generated code cannot be fused into it"};
     std::vector<int> merged = groups_[ga].nodes;
     merged.insert(merged.end(), groups_[gb].nodes.begin(), groups_[gb].nodes.end());
     std::sort(merged.begin(), merged.end());
@@ -209,6 +219,15 @@ class Scheduler {
   Kernel make_kernel(const Group& g, size_t) const {
     Kernel k;
     k.nodes = g.nodes;
+    if (g.nodes.size() == 1 && p_.nodes[g.nodes[0]].kind == LoopNode::Kind::extern_kernel) {
+      const LoopNode& n = p_.nodes[g.nodes[0]];
+      k.is_extern = true;
+      k.numel = n.numel();
+      k.reads = n.ext.inputs;
+      k.writes = n.ext.outputs;
+      k.origins = n.origins;
+      return k;
+    }
     std::tie(k.numel, k.rnumel) = iteration(g.nodes);
     std::set<std::string> written, reads, origins;
     for (int n : g.nodes) written.insert(p_.nodes[n].buffer);
@@ -244,6 +263,10 @@ class Scheduler {
   }
 
   void rename(Kernel& k, size_t index) const {
+    if (k.is_extern) {
+      k.name = "extern_" + std::string(p_.nodes[k.nodes[0]].ext.op->base_name()) + "_" + std::to_string(index);
+      return;
+    }
     std::set<std::string> names;
     for (const auto& o : k.origins) {
       std::string base = o;
@@ -359,6 +382,10 @@ Schedule schedule(const LoopProgram& p, const ScheduleOptions& opts) { return Sc
 std::string print_schedule(const LoopProgram& p, const Schedule& s) {
   std::ostringstream os;
   for (const Kernel& k : s.kernels) {
+    if (k.is_extern) {
+      os << k.name << ": ExternKernelSchedulerNode\n  " << print_loop_node(p, p.nodes[k.nodes[0]]) << '\n';
+      continue;
+    }
     os << k.name << ": FusedSchedulerNode(" << k.nodes.size() << " nodes), iteration = (" << k.numel << ", " << k.rnumel << ")\n";
     os << "  reads  = [";
     for (size_t i = 0; i < k.reads.size(); ++i) os << (i ? ", " : "") << k.reads[i];
@@ -396,6 +423,15 @@ std::string schedule_to_dot(const LoopProgram& p, const Schedule& s) {
          << dtype_short(b.dtype) << shape_str(b.shape) << "\"];\n";
   for (size_t k = 0; k < s.kernels.size(); ++k) {
     const Kernel& kr = s.kernels[k];
+    if (kr.is_extern) {
+      const LoopNode& ln = p.nodes[kr.nodes[0]];
+      os << "  \"" << ln.buffer << "\" [id=\"" << kr.name << "\", shape=box, fillcolor=\"#fff4cc\", label=\"" << kr.name
+         << "\\n" << ln.ext.op->name << "\\n" << ln.graph_node << "\"];\n";
+      for (size_t o = 1; o < ln.ext.outputs.size(); ++o)
+        os << "  \"" << ln.ext.outputs[o] << "\" [shape=point, width=0.05];\n  \"" << ln.buffer << "\" -> \"" << ln.ext.outputs[o]
+           << "\" [arrowhead=none, style=dotted];\n";
+      continue;
+    }
     os << "  subgraph cluster_" << k << " {\n    id=\"" << kr.name << "\"; label=\"" << kr.name << "\\n(" << kr.numel
        << (kr.rnumel > 1 ? " x " + std::to_string(kr.rnumel) : std::string()) << ")\"; style=\"rounded,filled\"; "
        << "fillcolor=\"#f5f0ff\"; color=\"#8a6fd1\"; fontname=\"Helvetica\"; fontsize=10;\n";

@@ -15,7 +15,8 @@ struct FusionVerdict {
 };
 
 struct Kernel {
-  std::string name;          // "cpp_fused_add_cos_pow_sin_0"
+  std::string name;          // "cpp_fused_add_cos_pow_sin_0", or "extern_addmm_3"
+  bool is_extern = false;    // a library call (one extern loop node), not generated code
   std::vector<int> nodes;    // loop node indices, in execution order
   int64_t numel = 1;         // the kernel's outer iteration (x)
   int64_t rnumel = 1;        // its reduction iteration (r), 1 for pointwise kernels

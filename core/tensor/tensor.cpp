@@ -73,21 +73,29 @@ Comparison compare(const Tensor& a, const Tensor& b, Tolerance tol) {
     c.why = "shape " + shape_str(a.shape()) + " differs from expected " + shape_str(b.shape());
     return c;
   }
-  double max_ref = 0;
+  // The root mean square of the expected values is a floor under |b|: a float32 sum of many
+  // terms carries an error proportional to the terms, not to a result that cancels towards zero.
+  double max_ref = 0, sq = 0;
+  int64_t finite = 0;
+  for (int64_t i = 0; i < b.numel(); ++i) {
+    const double y = b.get(i);
+    if (std::isfinite(y)) { sq += y * y; ++finite; }
+  }
+  const double rms = finite ? std::sqrt(sq / finite) : 0.0;
   for (int64_t i = 0; i < a.numel(); ++i) {
     const double x = a.get(i), y = b.get(i);
     const double d = std::abs(x - y);
     max_ref = std::max(max_ref, std::abs(y));
-    const bool both_nan = std::isnan(x) && std::isnan(y);
-    if (!both_nan && (std::isnan(d) || d > tol.atol + tol.rtol * std::abs(y))) ++c.mismatches;
-    if (!std::isnan(d)) c.max_abs_err = std::max(c.max_abs_err, d);
+    const bool same = (std::isnan(x) && std::isnan(y)) || (std::isinf(x) && x == y);
+    if (!same && (std::isnan(d) || d > tol.atol + tol.rtol * std::max(std::abs(y), rms))) ++c.mismatches;
+    if (!std::isnan(d) && !same) c.max_abs_err = std::max(c.max_abs_err, d);
   }
   c.rel_err = max_ref > 0 ? c.max_abs_err / max_ref : c.max_abs_err;
   c.ok = c.mismatches == 0;
   if (!c.ok) {
     std::ostringstream os;
     os << c.mismatches << " of " << a.numel() << " elements differ by more than atol " << tol.atol << " + rtol "
-       << tol.rtol << " (max abs err " << c.max_abs_err << ")";
+       << tol.rtol << " * max(|expected|, rms " << rms << ") (max abs err " << c.max_abs_err << ")";
     c.why = os.str();
   }
   return c;

@@ -50,7 +50,8 @@ struct Comparison {
   std::string why;  // set when !ok
 };
 
-// Tolerance used throughout for float32 results: |a - b| <= atol + rtol * |b|.
+// Tolerance used throughout for float32 results: |a - b| <= atol + rtol * max(|b|, rms(b)), NaN
+// matching NaN and infinities matching themselves.
 struct Tolerance {
   double rtol = 1e-4;
   double atol = 1e-5;

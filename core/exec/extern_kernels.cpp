@@ -1,0 +1,156 @@
+#include "exec/extern_kernels.h"
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+#include <stdexcept>
+
+#ifdef LOWERSCOPE_HAVE_CBLAS
+#include <cblas.h>
+#endif
+
+namespace ls {
+namespace {
+
+// Runs fn(begin, end) over [0, n) on the machine's cores when the work is large enough.
+template <typename F>
+void parallel_for(int64_t n, int64_t work, F fn) {
+  const int64_t threads = std::min<int64_t>(std::max(1u, std::thread::hardware_concurrency()), n);
+  if (threads <= 1 || work < (1 << 16)) return fn(0, n);
+  std::vector<std::thread> pool;
+  const int64_t chunk = (n + threads - 1) / threads;
+  for (int64_t t = 0; t < threads; ++t) {
+    const int64_t b = t * chunk, e = std::min(n, b + chunk);
+    if (b < e) pool.emplace_back([=] { fn(b, e); });
+  }
+  for (auto& th : pool) th.join();
+}
+
+// C[M,N] = alpha * A[M,K] @ B[K,N] + beta * C (row-major, contiguous).
+void sgemm(int64_t M, int64_t N, int64_t K, float alpha, const float* A, const float* B, float beta, float* C) {
+#ifdef LOWERSCOPE_HAVE_CBLAS
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), alpha, A,
+              static_cast<int>(K), B, static_cast<int>(N), beta, C, static_cast<int>(N));
+#else
+  parallel_for(M, M * N * K, [=](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      float* c = C + i * N;
+      for (int64_t j = 0; j < N; ++j) c[j] = beta == 0 ? 0.f : beta * c[j];
+      for (int64_t k = 0; k < K; ++k) {
+        const float a = alpha * A[i * K + k];
+        const float* b = B + k * N;
+        for (int64_t j = 0; j < N; ++j) c[j] += a * b[j];
+      }
+    }
+  });
+#endif
+}
+
+const float* f32(const Tensor& t) { return static_cast<const float*>(t.data()); }
+float* f32(Tensor& t) { return static_cast<float*>(t.data()); }
+
+bool all_f32(const RefInputs& in, const std::vector<Tensor>& outs) {
+  for (const Tensor& t : in.t)
+    if (t.defined() && t.dtype() != DType::f32) return false;
+  for (const Tensor& t : outs)
+    if (t.dtype() != DType::f32) return false;
+  return true;
+}
+
+void matmul(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs) {
+  Tensor& y = outs[0];
+  const std::string& n = c.op->name;
+  if (n == "aten.bmm.default") {
+    const int64_t B = in[0].shape()[0], M = in[0].shape()[1], K = in[0].shape()[2], N = in[1].shape()[2];
+    for (int64_t b = 0; b < B; ++b) sgemm(M, N, K, 1.f, f32(in[0]) + b * M * K, f32(in[1]) + b * K * N, 0.f, f32(y) + b * M * N);
+    return;
+  }
+  const bool addmm = n == "aten.addmm.default";
+  const Tensor& a = in[addmm ? 1 : 0];
+  const Tensor& b = in[addmm ? 2 : 1];
+  const int64_t M = a.shape()[0], K = a.shape()[1], N = b.shape()[1];
+  float beta = 0.f;
+  if (addmm) {  // broadcast the bias into C, then C = alpha * A @ B + beta * C
+    const Tensor& bias = in[0];
+    float* yp = f32(y);
+    const float* bp = f32(bias);
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        const int64_t r = bias.dim() == 2 && bias.shape()[0] != 1 ? i : 0;
+        const int64_t col = bias.dim() >= 1 && bias.shape().back() != 1 ? j : 0;
+        yp[i * N + j] = bp[bias.dim() == 2 ? r * bias.shape()[1] + col : col];
+      }
+    beta = static_cast<float>(c.args[3].number());
+  }
+  sgemm(M, N, K, addmm ? static_cast<float>(c.args[4].number()) : 1.f, f32(a), f32(b), beta, f32(y));
+}
+
+std::vector<int64_t> pair(const Arg& a) {
+  auto v = a.ints();
+  if (v.size() == 1) v.push_back(v[0]);
+  return v;
+}
+
+// im2col per image and group, then one matrix multiply: weight[O/G, C/G*KH*KW] @ cols[C/G*KH*KW, OH*OW].
+void convolution(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs) {
+  const Tensor &x = in[0], &w = in[1];
+  Tensor& y = outs[0];
+  const auto st = pair(c.args[3]), pad = pair(c.args[4]), dil = pair(c.args[5]);
+  const int64_t G = c.args[8].i;
+  const int64_t N = x.shape()[0], C = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
+  const int64_t O = w.shape()[0], CG = w.shape()[1], KH = w.shape()[2], KW = w.shape()[3];
+  const int64_t OH = y.shape()[2], OW = y.shape()[3], OG = O / G, P = OH * OW, R = CG * KH * KW;
+  std::vector<float> cols(static_cast<size_t>(R * P));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t g = 0; g < G; ++g) {
+      const float* xp = f32(x) + (n * C + g * CG) * H * W;
+      float* colp = cols.data();
+      parallel_for(R, R * P, [=](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          const int64_t ci = r / (KH * KW), kh = (r / KW) % KH, kw = r % KW;
+          float* col = colp + r * P;
+          for (int64_t oh = 0; oh < OH; ++oh) {
+            const int64_t ih = oh * st[0] - pad[0] + kh * dil[0];
+            for (int64_t ow = 0; ow < OW; ++ow) {
+              const int64_t iw = ow * st[1] - pad[1] + kw * dil[1];
+              col[oh * OW + ow] = ih >= 0 && ih < H && iw >= 0 && iw < W ? xp[(ci * H + ih) * W + iw] : 0.f;
+            }
+          }
+        }
+      });
+      float* yp = f32(y) + (n * O + g * OG) * P;
+      float beta = 0.f;
+      if (c.args[2].is_node()) {
+        const float* bp = f32(in[2]) + g * OG;
+        for (int64_t o = 0; o < OG; ++o)
+          for (int64_t p = 0; p < P; ++p) yp[o * P + p] = bp[o];
+        beta = 1.f;
+      }
+      sgemm(OG, P, R, 1.f, f32(w) + g * OG * R, cols.data(), beta, yp);
+    }
+}
+
+}  // namespace
+
+bool have_blas() {
+#ifdef LOWERSCOPE_HAVE_CBLAS
+  return true;
+#else
+  return false;
+#endif
+}
+
+void run_extern(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs) {
+  const std::string& n = c.op->name;
+  if (all_f32(in, outs)) {
+    if (n == "aten.mm.default" || n == "aten.addmm.default" || n == "aten.bmm.default") return matmul(c, in, outs);
+    if (n == "aten.convolution.default" && !c.args[6].b) return convolution(c, in, outs);
+  }
+  std::vector<Tensor> r = run_reference_kernel(*c.op, c.args, in, c.output_metas);
+  for (size_t i = 0; i < outs.size(); ++i) {
+    if (r[i].nbytes() != outs[i].nbytes()) throw std::logic_error(n + ": output " + std::to_string(i) + " has the wrong size");
+    std::memcpy(outs[i].data(), r[i].data(), static_cast<size_t>(r[i].nbytes()));
+  }
+}
+
+}  // namespace ls
