@@ -171,7 +171,7 @@ class Lexer {
         t.text = s_.substr(i + 1, j - i - 1);
         i = j + 1;
       } else {
-        static const char* two[] = {"**", "<=", ">=", "==", "!=", "//"};
+        static const char* two[] = {"**", "<=", ">=", "==", "!=", "//", "+=", "-=", "*=", "/="};
         t.kind = Token::punct;
         t.text = std::string(1, c);
         for (const char* op : two)
@@ -228,7 +228,24 @@ class Parser {
         returned = true;
         continue;
       }
-      parse_statement(body);
+      // Statements separated by ';' (the "x = y = None" frees PyTorch appends are skipped).
+      size_t start = 0;
+      while (start < body.size()) {
+        size_t semi = body.find(';', start);
+        if (semi == std::string::npos) semi = body.size();
+        std::string part = body.substr(start, semi - start);
+        const size_t lead = part.find_first_not_of(' ');
+        const int col = col0_;
+        if (lead != std::string::npos) {
+          col0_ = col + static_cast<int>(start + lead);
+          part = part.substr(lead);
+          const bool frees = part.size() >= 6 && part.compare(part.find_last_not_of(' ') - 3, 4, "None") == 0 &&
+                             part.find('(') == std::string::npos && part.find('"') == std::string::npos;
+          if (!frees) parse_statement(part);
+          col0_ = col;
+        }
+        start = semi + 1;
+      }
     }
     if (!in_forward) fail(1, "no 'def forward(self, ...)' found: this is not a graph printed by print_readable()");
     if (!returned) fail(lineno_, "the graph ends without a 'return' statement (truncated?)");
@@ -308,6 +325,12 @@ class Parser {
     }
     if (g_.tuple_output && toks[i].text != ")") fail(toks[i].col, "expected ')' closing the returned tuple");
     if (g_.outputs.empty()) fail(col, "'return' names no value");
+  }
+
+  std::string fresh(const std::string& base) {
+    std::string n = base;
+    for (int i = 1; names_.count(n) || g_.find(n) >= 0; ++i) n = base + "_" + std::to_string(i);
+    return n;
   }
 
   int lookup(const Token& t) {
@@ -463,14 +486,35 @@ class Parser {
   }
 
   void parse_statement(const std::string& body) {
-    // Drop the "frees" PyTorch appends: `;  x = y = None`.
-    std::string stmt = body;
-    const auto semi = stmt.find(';');
-    if (semi != std::string::npos) stmt = stmt.substr(0, semi);
-    auto toks = lex(stmt, col0_);
+    auto toks = lex(body, col0_);
     if (toks[0].kind != Token::name) fail(toks[0].col, "expected an assignment 'name = ...'");
     const Token target = toks[0];
     size_t i = 1;
+    // `a += b`: an in-place update, functionalized: a new node, and `a` names it from now on.
+    if (toks[1].kind == Token::punct && toks[1].text.size() == 2 && toks[1].text[1] == '=' &&
+        std::string("+-*/").find(toks[1].text[0]) != std::string::npos) {
+      std::vector<Token> expr = {toks[0]};
+      Token op = toks[1];
+      op.text = toks[1].text.substr(0, 1);
+      expr.push_back(op);
+      expr.insert(expr.end(), toks.begin() + 2, toks.end());
+      Call c = parse_operator(expr);
+      const OpDef* def = find_op(c.op);
+      Node n;
+      n.name = fresh("i" + c.target.substr(9));
+      n.target = c.target;
+      n.op = def;
+      n.stack = stack_;
+      n.origins = {n.name};
+      try {
+        n.args = bind_args(*def, c.pos, c.kw);
+        n.outs = infer_meta(g_, *def, n.args);
+      } catch (const std::invalid_argument& e) {
+        fail(c.col, e.what());
+      }
+      names_[target.text] = g_.add(std::move(n));
+      return;
+    }
     std::optional<TensorMeta> meta;
     int meta_col = 0;
     if (toks[i].text == ":") {

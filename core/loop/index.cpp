@@ -246,16 +246,21 @@ std::string render(const Expr& e, bool cpp) {
   std::stable_sort(terms.begin(), terms.end(), [](const Expr::Term& a, const Expr::Term& b) {
     return std::abs(a.coeff) > std::abs(b.coeff);
   });
+  // The operand of // and % is parenthesized unless it is a single atom: (a + b) // k.
+  auto operand = [cpp](const Expr& e) {
+    const bool single = e.constant() == 0 && e.terms().size() == 1 && e.terms()[0].coeff == 1;
+    return single ? render(e, cpp) : "(" + render(e, cpp) + ")";
+  };
   for (const Expr::Term& t : terms) {
     std::string atom;
     switch (t.atom.kind) {
       case Atom::Kind::var: atom = t.atom.var; break;
       case Atom::Kind::floordiv:
-        atom = "(" + render(*t.atom.inner, cpp) + (cpp ? " / " : " // ") + std::to_string(t.atom.k) + ")";
+        atom = "(" + operand(*t.atom.inner) + (cpp ? " / " : " // ") + std::to_string(t.atom.k) + ")";
         if (cpp && t.atom.inner->min() < 0) atom = "ls_floordiv(" + render(*t.atom.inner, cpp) + ", " + std::to_string(t.atom.k) + ")";
         break;
       case Atom::Kind::mod:
-        atom = "(" + render(*t.atom.inner, cpp) + " % " + std::to_string(t.atom.k) + ")";
+        atom = "(" + operand(*t.atom.inner) + " % " + std::to_string(t.atom.k) + ")";
         if (cpp && t.atom.inner->min() < 0) atom = "ls_mod(" + render(*t.atom.inner, cpp) + ", " + std::to_string(t.atom.k) + ")";
         break;
     }

@@ -723,7 +723,9 @@ std::vector<Arg> decomp_sdpa(GraphBuilder& b, const OpDef& op, const std::vector
   Shape ls(qs.begin(), qs.end() - 1);
   const Arg lse = b.call("aten.view.default",
                          {b.call("aten.add.Tensor", {b.call("aten.log.default", {sum}), m}), Arg::of_ints(ls)});
-  return {o, lse, Arg::none(), Arg::none()};
+  // The philox seed and offset of a dropout that does not run: zeros, as PyTorch returns them.
+  const Arg zero = b.constant("philox_seed", Tensor(DType::i64, {}));
+  return {o, lse, zero, zero};
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1048,6 +1050,50 @@ std::vector<Arg> decomp_var(GraphBuilder& b, const OpDef& op, const std::vector<
   return {b.call("prims.div.default", {ss, Arg::of_real(std::max(0.0, n - correction_of(a[2])))})};
 }
 
+// prims.split_dim(a, dim, outer_length) and prims.collapse_view(a, start, end): reshapes of one
+// dimension into two, and of a run of dimensions into one.
+Shape split_or_collapse(const OpDef& op, const Shape& in, const std::vector<Arg>& a) {
+  Shape out = in;
+  const int64_t r = static_cast<int64_t>(in.size());
+  if (op.name == "prims.split_dim.default") {
+    const int64_t d = wrap_dim(op, a[1].i, r), outer = a[2].i;
+    if (outer <= 0 || in[d] % outer) bad(op, "cannot split size " + std::to_string(in[d]) + " into " + std::to_string(outer) + " rows");
+    out[d] = in[d] / outer;
+    out.insert(out.begin() + d, outer);
+    return out;
+  }
+  const int64_t s = a[1].i, e = a[2].i;  // inclusive range, as torch._prims.collapse_view takes it
+  if (s < 0 || e >= r || s > e) bad(op, "bad dimension range [" + std::to_string(s) + ", " + std::to_string(e) + "]");
+  int64_t m = 1;
+  for (int64_t d = s; d <= e; ++d) m *= in[d];
+  out.erase(out.begin() + s, out.begin() + e + 1);
+  out.insert(out.begin() + s, m);
+  return out;
+}
+std::vector<TensorMeta> infer_split_collapse(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  const TensorMeta& x = meta_of(g, a[0]);
+  return {like(x, x.dtype, split_or_collapse(op, x.shape, a))};
+}
+std::vector<Expr> view_split_collapse(const Graph& g, const std::vector<Arg>& a, const std::vector<Expr>& out) {
+  static const OpDef* split = find_op("prims.split_dim.default");
+  static const OpDef* collapse = find_op("prims.collapse_view.default");
+  const Shape& in = meta_of(g, a[0]).shape;
+  const OpDef& op = a.size() == 3 && out.size() == in.size() + 1 ? *split : *collapse;
+  const Shape os = split_or_collapse(op, in, a);
+  return unflatten(linear_index(out, contiguous_strides(os)), in);
+}
+
+std::vector<TensorMeta> infer_cudnn_batch_norm(const Graph& g, const OpDef&, const std::vector<Arg>& a) {
+  const TensorMeta& x = meta_of(g, a[0]);
+  // In eval mode the saved statistics are empty.
+  return {like(x, x.dtype, x.shape), like(x, x.dtype, {0}), like(x, x.dtype, {0}), like(x, x.dtype, {0})};
+}
+std::vector<Arg> decomp_cudnn_batch_norm(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a) {
+  if (a[5].b) bad(op, "training-mode batch norm is not supported yet");
+  const Arg r = b.call("aten._native_batch_norm_legit_no_training.default", {a[0], a[1], a[2], a[3], a[4], a[6], a[7]});
+  return {b.get(r, 0), Arg::none(), Arg::none(), Arg::none()};
+}
+
 OpDef view_op(const char* name, const char* schema, unsigned lv, InferFn infer, ViewFn view, DecompFn d) {
   return {.name = name, .schema = schema, .kind = OpKind::view, .levels = lv, .infer = infer, .decompose = d, .view = view};
 }
@@ -1076,6 +1122,10 @@ void add_nn_ops(std::vector<OpDef>& t) {
       view_op("prims.slice.default",
               "slice(Tensor(a) a, SymInt[] start_indices, SymInt[] limit_indices, SymInt[]? strides=None) -> Tensor(a)", kPrims,
               infer_prims_slice, view_prims_slice, nullptr),
+      view_op("prims.split_dim.default", "split_dim(Tensor(a) a, int dim, SymInt outer_length) -> Tensor(a)", kPrims,
+              infer_split_collapse, view_split_collapse, nullptr),
+      view_op("prims.collapse_view.default", "collapse_view(Tensor(a) a, int start, int end) -> Tensor(a)", kPrims,
+              infer_split_collapse, view_split_collapse, nullptr),
       // Views that decompose to the ones above
       comp("aten.reshape.default", "reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)", kAten, infer_via_view, nullptr, decomp_to_view),
       comp("aten._unsafe_view.default", "_unsafe_view(Tensor self, SymInt[] size) -> Tensor", kAten, infer_via_view, nullptr, decomp_to_view),
@@ -1165,6 +1215,10 @@ void add_nn_ops(std::vector<OpDef>& t) {
            kCore, infer_batch_norm, ref_batch_norm, decomp_batch_norm_legit),
       comp("prims.var.default", "var(Tensor inp, int[]? dims, float? correction=1, *, ScalarType? output_dtype=None) -> Tensor", kPrims,
            infer_var, ref_var, decomp_var),
+      comp("aten.cudnn_batch_norm.default",
+           "cudnn_batch_norm(Tensor input, Tensor weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, "
+           "float exponential_average_factor, float epsilon) -> (Tensor, Tensor, Tensor, Tensor)",
+           kAten, infer_cudnn_batch_norm, nullptr, decomp_cudnn_batch_norm),
       comp("aten.softmax.int", "softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", kAten, infer_same, ref_softmax,
            decomp_softmax_int),
       comp("aten._softmax.default", "_softmax(Tensor self, int dim, bool half_to_float) -> Tensor", kCore, infer_same, ref_softmax,

@@ -113,6 +113,9 @@ class TestCore : public QObject {
     row("constant fold", Expr(3) + Expr(4) * 2, "11");
     row("collect like terms", x + x * 2 - x, "2*x");
     row("substitute", (x * 2 + 1).substitute({{"x", r + 1}}), "2*r + 3");
+    // A sum under // or % keeps its parentheses (C++ precedence would otherwise change it).
+    QTest::newRow("cpp parenthesizes a sum") << QString::fromStdString((p * 2048 + r * 4 + Expr::var("q", 8192)).floordiv(8192).cpp())
+                                             << QString("((2048*p + 4*r + q) / 8192)");
   }
   void testIndexSimplification() {
     QFETCH(QString, got);
