@@ -3,6 +3,7 @@
 // the loop vectorizer maps onto libmvec's vector functions (sin, cos, exp, log, pow).
 typedef __INT64_TYPE__ int64_t;
 typedef __INT32_TYPE__ int32_t;
+typedef __UINT8_TYPE__ uint8_t;
 
 static inline float ls_sin(float x) { return __builtin_sinf(x); }
 static inline double ls_sin(double x) { return __builtin_sin(x); }

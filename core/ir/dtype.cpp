@@ -15,6 +15,7 @@ constexpr Info kInfo[] = {
     {DType::i64, "i64", "torch.int64", "int64_t", 8, false, 3},
     {DType::i32, "i32", "torch.int32", "int32_t", 4, false, 2},
     {DType::b8, "b8", "torch.bool", "bool", 1, false, 0},
+    {DType::u8, "u8", "torch.uint8", "uint8_t", 1, false, 1},
 };
 const Info& info(DType t) { return kInfo[static_cast<int>(t)]; }
 }  // namespace

@@ -6,7 +6,7 @@
 
 namespace ls {
 
-enum class DType : uint8_t { f32, f64, i64, i32, b8 };
+enum class DType : uint8_t { f32, f64, i64, i32, b8, u8 };
 
 std::string_view dtype_short(DType t);  // "f32", as FX annotations print it
 std::string_view dtype_torch(DType t);  // "torch.float32"

@@ -1086,7 +1086,7 @@ std::vector<Expr> view_split_collapse(const Graph& g, const std::vector<Arg>& a,
 std::vector<TensorMeta> infer_cudnn_batch_norm(const Graph& g, const OpDef&, const std::vector<Arg>& a) {
   const TensorMeta& x = meta_of(g, a[0]);
   // In eval mode the saved statistics are empty.
-  return {like(x, x.dtype, x.shape), like(x, x.dtype, {0}), like(x, x.dtype, {0}), like(x, x.dtype, {0})};
+  return {like(x, x.dtype, x.shape), like(x, x.dtype, {0}), like(x, x.dtype, {0}), like(x, DType::u8, {0})};
 }
 std::vector<Arg> decomp_cudnn_batch_norm(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a) {
   if (a[5].b) bad(op, "training-mode batch norm is not supported yet");

@@ -18,6 +18,7 @@ DType parse_descr(const std::string& path, const std::string& d) {
   if (d == "<i8") return DType::i64;
   if (d == "<i4") return DType::i32;
   if (d == "|b1") return DType::b8;
+  if (d == "|u1") return DType::u8;
   fail(path, "element type '" + d + "' is not supported (f4, f8, i8, i4, b1 are)");
 }
 
@@ -28,6 +29,7 @@ std::string descr_of(DType t) {
     case DType::i64: return "<i8";
     case DType::i32: return "<i4";
     case DType::b8: return "|b1";
+    case DType::u8: return "|u1";
   }
   return "";
 }

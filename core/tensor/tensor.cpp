@@ -52,6 +52,7 @@ double Tensor::get(int64_t i) const {
     case DType::i64: return static_cast<double>(reinterpret_cast<const int64_t*>(p)[i]);
     case DType::i32: return reinterpret_cast<const int32_t*>(p)[i];
     case DType::b8: return reinterpret_cast<const bool*>(p)[i] ? 1.0 : 0.0;
+    case DType::u8: return reinterpret_cast<const uint8_t*>(p)[i];
   }
   return 0;
 }
@@ -64,6 +65,7 @@ void Tensor::set(int64_t i, double v) {
     case DType::i64: reinterpret_cast<int64_t*>(p)[i] = static_cast<int64_t>(v); break;
     case DType::i32: reinterpret_cast<int32_t*>(p)[i] = static_cast<int32_t>(v); break;
     case DType::b8: reinterpret_cast<bool*>(p)[i] = v != 0; break;
+    case DType::u8: reinterpret_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(v); break;
   }
 }
 
