@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "frontend/fx_text.h"
+#include "frontend/pt2.h"
 #include "tensor/npy.h"
 
 namespace ls {
@@ -16,7 +17,7 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string find_model_file(const fs::path& dir) {
-  for (const char* name : {"model.txt", "graph.txt"})
+  for (const char* name : {"model.pt2", "model.onnx", "model.txt", "graph.txt"})
     if (fs::exists(dir / name)) return (dir / name).string();
   std::vector<std::string> txt;
   for (const auto& e : fs::directory_iterator(dir))
@@ -60,8 +61,14 @@ LoadedModel load_model(const std::string& path_in, const LoadOptions& o) {
   LoadedModel m;
   m.path = fs::is_directory(path_in) ? find_model_file(path_in) : path_in;
   const fs::path dir = fs::path(m.path).parent_path();
-  m.format = "fx-text";
-  m.graph = import_fx_text(read_text(m.path), fs::path(m.path).filename().string());
+  const std::string ext = fs::path(m.path).extension().string();
+  if (ext == ".pt2") {
+    m.format = "torch.export (.pt2)";
+    m.graph = import_pt2(m.path);
+  } else {
+    m.format = "fx-text";
+    m.graph = import_fx_text(read_text(m.path), fs::path(m.path).filename().string());
+  }
 
   const size_t n_in = m.graph.user_inputs().size();
   if (!o.inputs.empty()) {

@@ -1,0 +1,393 @@
+#include "frontend/pt2.h"
+
+#include <cstring>
+#include <map>
+#include <memory>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#include "ops/op_table.h"
+
+#ifdef LOWERSCOPE_HAVE_LIBZIP
+#include <zip.h>
+#endif
+
+namespace ls {
+
+#ifndef LOWERSCOPE_HAVE_LIBZIP
+bool have_pt2() { return false; }
+Graph import_pt2(const std::string& path) {
+  throw std::runtime_error(path + ": this build cannot read .pt2 archives (it was built without libzip)");
+}
+#else
+bool have_pt2() { return true; }
+
+namespace {
+
+using nlohmann::json;
+constexpr uint64_t kMaxEntry = uint64_t(1) << 32;  // 4 GiB: anything larger is refused
+
+class Archive {
+ public:
+  explicit Archive(const std::string& path) : path_(path) {
+    int err = 0;
+    z_ = zip_open(path.c_str(), ZIP_RDONLY, &err);
+    if (!z_) {
+      zip_error_t e;
+      zip_error_init_with_code(&e, err);
+      const std::string msg = zip_error_strerror(&e);
+      zip_error_fini(&e);
+      throw std::runtime_error(path + ": not a readable .pt2 archive (" + msg + ")");
+    }
+    const zip_int64_t n = zip_get_num_entries(z_, 0);
+    for (zip_int64_t i = 0; i < n; ++i)
+      if (const char* name = zip_get_name(z_, static_cast<zip_uint64_t>(i), 0)) names_.emplace_back(name);
+  }
+  ~Archive() {
+    if (z_) zip_discard(z_);
+  }
+  Archive(const Archive&) = delete;
+  Archive& operator=(const Archive&) = delete;
+
+  // The entry whose name ends with `suffix` after the archive's top folder ("model/", "archive/").
+  std::string find(const std::string& suffix) const {
+    for (const auto& n : names_) {
+      const auto slash = n.find('/');
+      if (slash != std::string::npos && n.substr(slash + 1) == suffix) return n;
+    }
+    return "";
+  }
+
+  std::string read(const std::string& name, uint64_t expect_size = UINT64_MAX) const {
+    zip_stat_t st;
+    if (zip_stat(z_, name.c_str(), 0, &st) != 0) throw std::runtime_error(path_ + ": the archive has no entry '" + name + "'");
+    if (!(st.valid & ZIP_STAT_SIZE) || st.size > kMaxEntry)
+      throw std::runtime_error(path_ + ": entry '" + name + "' is too large");
+    if (expect_size != UINT64_MAX && st.size != expect_size)
+      throw std::runtime_error(path_ + ": entry '" + name + "' has " + std::to_string(st.size) + " bytes but its tensor needs " +
+                               std::to_string(expect_size));
+    std::unique_ptr<zip_file_t, int (*)(zip_file_t*)> f(zip_fopen(z_, name.c_str(), 0), zip_fclose);
+    if (!f) throw std::runtime_error(path_ + ": cannot open entry '" + name + "'");
+    std::string data(st.size, '\0');
+    zip_int64_t got = 0;
+    while (got < static_cast<zip_int64_t>(st.size)) {
+      const zip_int64_t r = zip_fread(f.get(), data.data() + got, st.size - got);
+      if (r <= 0) throw std::runtime_error(path_ + ": entry '" + name + "' is truncated or corrupt");
+      got += r;
+    }
+    return data;
+  }
+
+ private:
+  std::string path_;
+  zip_t* z_ = nullptr;
+  std::vector<std::string> names_;
+};
+
+// Reads JSON fields with errors that name the file and the path of the field.
+struct Reader {
+  std::string file;
+  [[noreturn]] void fail(const std::string& where, const std::string& what) const {
+    throw std::runtime_error(file + ": " + where + ": " + what);
+  }
+  const json& at(const json& j, const char* key, const std::string& where) const {
+    if (!j.is_object() || !j.contains(key)) fail(where, std::string("missing field '") + key + "'");
+    return j.at(key);
+  }
+  int64_t integer(const json& j, const std::string& where) const {
+    if (!j.is_number_integer()) fail(where, "expected an integer");
+    return j.get<int64_t>();
+  }
+  std::string string(const json& j, const std::string& where) const {
+    if (!j.is_string()) fail(where, "expected a string");
+    return j.get<std::string>();
+  }
+  const json& array(const json& j, const std::string& where) const {
+    if (!j.is_array()) fail(where, "expected a list");
+    return j;
+  }
+};
+
+// torch/_export/serde/schema.py ScalarType
+DType scalar_type(const Reader& r, const json& j, const std::string& where) {
+  switch (r.integer(j, where)) {
+    case 1: return DType::u8;
+    case 4: return DType::i32;
+    case 5: return DType::i64;
+    case 7: return DType::f32;
+    case 8: return DType::f64;
+    case 12: return DType::b8;
+    default: r.fail(where, "element type code " + std::to_string(j.get<int64_t>()) + " is not supported");
+  }
+}
+
+TensorMeta tensor_meta(const Reader& r, const json& m, const std::string& where) {
+  TensorMeta t;
+  t.dtype = scalar_type(r, r.at(m, "dtype", where), where + ".dtype");
+  for (const json& s : r.array(r.at(m, "sizes", where), where + ".sizes")) {
+    const int64_t d = r.integer(r.at(s, "as_int", where + ".sizes"), where + ".sizes");
+    if (d < 0 || d > (int64_t(1) << 40)) r.fail(where + ".sizes", "size " + std::to_string(d) + " is out of range");
+    t.shape.push_back(d);
+  }
+  int64_t numel = 1;
+  for (int64_t d : t.shape) {
+    if (d && numel > (int64_t(1) << 40) / d) r.fail(where + ".sizes", "the tensor is too large");
+    numel *= d;
+  }
+  t.strides = contiguous_strides(t.shape);
+  if (m.contains("device") && m["device"].is_object() && m["device"].contains("type") && m["device"]["type"].is_string())
+    t.device = m["device"]["type"].get<std::string>() == "cuda" ? "cuda" : "cpu";
+  t.device = "cpu";  // the model runs wherever the user compiles it for
+  return t;
+}
+
+class Importer {
+ public:
+  Importer(const std::string& path) : path_(path), zip_(path), r_{path} {}
+
+  Graph run() {
+    const std::string model_name = zip_.find("models/model.json");
+    if (model_name.empty()) r_.fail("archive", "no models/model.json: not a torch.export archive");
+    json model;
+    try {
+      model = json::parse(zip_.read(model_name));
+    } catch (const json::parse_error& e) {
+      r_.fail(model_name, std::string("invalid JSON: ") + e.what());
+    }
+    const json& gm = r_.at(model, "graph_module", "model.json");
+    const json& graph = r_.at(gm, "graph", "graph_module");
+    const json& sig = r_.at(gm, "signature", "graph_module");
+    const json& values = r_.at(graph, "tensor_values", "graph");
+    if (!values.is_object()) r_.fail("graph.tensor_values", "expected an object");
+
+    // Placeholders, with what the signature says each one is.
+    std::map<std::string, std::pair<InputKind, std::string>> kinds;
+    for (const json& spec : r_.array(r_.at(sig, "input_specs", "signature"), "signature.input_specs")) {
+      if (spec.contains("parameter")) {
+        const json& p = spec["parameter"];
+        kinds[r_.string(r_.at(r_.at(p, "arg", "parameter"), "name", "parameter.arg"), "parameter.arg.name")] = {
+            InputKind::parameter, r_.string(r_.at(p, "parameter_name", "parameter"), "parameter.parameter_name")};
+      } else if (spec.contains("buffer")) {
+        const json& p = spec["buffer"];
+        kinds[r_.string(r_.at(r_.at(p, "arg", "buffer"), "name", "buffer.arg"), "buffer.arg.name")] = {
+            InputKind::buffer, r_.string(r_.at(p, "buffer_name", "buffer"), "buffer.buffer_name")};
+      } else if (spec.contains("tensor_constant")) {
+        const json& p = spec["tensor_constant"];
+        kinds[r_.string(r_.at(r_.at(p, "arg", "tensor_constant"), "name", "tensor_constant.arg"), "tensor_constant.arg.name")] = {
+            InputKind::constant, r_.string(r_.at(p, "tensor_constant_name", "tensor_constant"), "tensor_constant_name")};
+      } else if (!spec.contains("user_input")) {
+        r_.fail("signature.input_specs", "an input kind this reader does not know: " + spec.dump().substr(0, 80));
+      }
+    }
+    const auto weights = load_weights();
+    for (const json& in : r_.array(r_.at(graph, "inputs", "graph"), "graph.inputs")) {
+      const std::string name = r_.string(r_.at(r_.at(in, "as_tensor", "graph.inputs"), "name", "graph.inputs"), "graph.inputs.name");
+      Node n;
+      n.name = name;
+      n.outs = {tensor_meta(r_, r_.at(values, name.c_str(), "graph.tensor_values"), "tensor_values." + name)};
+      n.origins = {name};
+      if (auto k = kinds.find(name); k != kinds.end()) {
+        n.input_kind = k->second.first;
+        n.param_name = k->second.second;
+        auto w = weights.find(n.param_name);
+        if (w == weights.end()) r_.fail("signature", "no stored value for '" + n.param_name + "'");
+        if (w->second.shape() != n.meta().shape || w->second.dtype() != n.meta().dtype)
+          r_.fail("weights." + n.param_name, "stored as " + std::string(dtype_short(w->second.dtype())) + shape_str(w->second.shape()) +
+                                                 " but the graph expects " + n.meta().annotation());
+        g_.weights[name] = w->second;
+      }
+      add(std::move(n));
+    }
+    for (const json& node : r_.array(r_.at(graph, "nodes", "graph"), "graph.nodes")) import_node(node, values);
+    for (const json& out : r_.array(r_.at(graph, "outputs", "graph"), "graph.outputs")) {
+      const std::string name = r_.string(r_.at(r_.at(out, "as_tensor", "graph.outputs"), "name", "graph.outputs"), "graph.outputs.name");
+      g_.outputs.push_back(lookup(name, "graph.outputs"));
+    }
+    g_.name = "ExportedProgram";
+    verify(g_);
+    return std::move(g_);
+  }
+
+ private:
+  std::map<std::string, Tensor> load_weights() {
+    std::map<std::string, Tensor> out;
+    for (const char* cfg : {"data/weights/model_weights_config.json", "data/constants/model_constants_config.json"}) {
+      const std::string name = zip_.find(cfg);
+      if (name.empty()) continue;
+      const std::string dir = name.substr(0, name.rfind('/') + 1);
+      json j;
+      try {
+        j = json::parse(zip_.read(name));
+      } catch (const json::parse_error& e) {
+        r_.fail(cfg, std::string("invalid JSON: ") + e.what());
+      }
+      const json& config = r_.at(j, "config", cfg);
+      if (!config.is_object()) r_.fail(cfg, "'config' must be an object");
+      for (const auto& [key, entry] : config.items()) {
+        const std::string where = std::string(cfg) + ": " + key;
+        if (entry.value("use_pickle", false))
+          r_.fail(where, "the value is pickled; pickles are never loaded (loading one could run code from the file)");
+        const std::string file = r_.string(r_.at(entry, "path_name", where), where + ".path_name");
+        if (file.find('/') != std::string::npos || file.find("..") != std::string::npos)
+          r_.fail(where, "path '" + file + "' leaves the weights folder");
+        const TensorMeta m = tensor_meta(r_, r_.at(entry, "tensor_meta", where), where + ".tensor_meta");
+        const json& tm = entry["tensor_meta"];
+        if (tm.contains("storage_offset") && r_.integer(r_.at(tm["storage_offset"], "as_int", where), where) != 0)
+          r_.fail(where, "weights stored at an offset are not supported");
+        Tensor t(m.dtype, m.shape);
+        const std::string bytes = zip_.read(dir + file);
+        if (static_cast<int64_t>(bytes.size()) < t.nbytes())
+          r_.fail(where, "'" + file + "' holds " + std::to_string(bytes.size()) + " bytes but " + m.annotation() + " needs " +
+                             std::to_string(t.nbytes()));
+        std::memcpy(t.data(), bytes.data(), static_cast<size_t>(t.nbytes()));
+        out[key] = t;
+      }
+    }
+    return out;
+  }
+
+  void add(Node n) {
+    const std::string key = n.name;
+    if (names_.count(key)) r_.fail("graph", "the name '" + key + "' is defined twice");
+    names_[key] = g_.add(std::move(n));
+  }
+
+  int lookup(const std::string& name, const std::string& where) const {
+    auto it = names_.find(name);
+    if (it == names_.end()) r_.fail(where, "'" + name + "' is used before it is defined (or never)");
+    return it->second;
+  }
+
+  Arg argument(const json& a, const std::string& where) {
+    if (!a.is_object() || a.size() != 1) r_.fail(where, "an argument must be an object with one field");
+    const auto& [kind, v] = *a.items().begin();
+    if (kind == "as_none") return Arg::none();
+    if (kind == "as_tensor") return Arg::of_node(lookup(r_.string(r_.at(v, "name", where), where), where));
+    if (kind == "as_int") return Arg::of_int(r_.integer(v, where));
+    if (kind == "as_float") {
+      if (!v.is_number()) r_.fail(where, "expected a number");
+      return Arg::of_real(v.get<double>());
+    }
+    if (kind == "as_bool") {
+      if (!v.is_boolean()) r_.fail(where, "expected true or false");
+      return Arg::of_bool(v.get<bool>());
+    }
+    if (kind == "as_string") return Arg::of_string(r_.string(v, where));
+    if (kind == "as_ints" || kind == "as_floats" || kind == "as_tensors" || kind == "as_bools") {
+      Arg l;
+      l.kind = Arg::Kind::list;
+      for (const json& x : r_.array(v, where)) {
+        if (kind == "as_ints") l.list.push_back(Arg::of_int(r_.integer(x, where)));
+        else if (kind == "as_floats") l.list.push_back(Arg::of_real(x.is_number() ? x.get<double>() : 0.0));
+        else if (kind == "as_bools") l.list.push_back(Arg::of_bool(x.is_boolean() && x.get<bool>()));
+        else l.list.push_back(Arg::of_node(lookup(r_.string(r_.at(x, "name", where), where), where)));
+      }
+      return l;
+    }
+    if (kind == "as_scalar_type") return Arg::none();  // the dtype of our result follows its inputs
+    r_.fail(where, "argument kind '" + kind + "' is not supported");
+  }
+
+  void import_node(const json& node, const json& values) {
+    const std::string target = r_.string(r_.at(node, "target", "node"), "node.target");
+    const std::string where = "node " + node.value("name", std::string("?")) + " (" + target + ")";
+    bool inplace = false;
+    const OpDef* op = find_op_functional(target, &inplace);
+    if (!op) r_.fail(where, "unknown op '" + target + "'");
+    // kind 1: positional, 2: keyword (torch/_export/serde/schema.py ArgumentKind).
+    std::vector<Arg> pos;
+    std::vector<std::pair<std::string, Arg>> kw;
+    for (const json& in : r_.array(r_.at(node, "inputs", where), where + ".inputs")) {
+      const std::string name = r_.string(r_.at(in, "name", where), where);
+      Arg a = argument(r_.at(in, "arg", where), where + "." + name);
+      if (in.value("kind", 1) == 2) kw.emplace_back(name, std::move(a));
+      else if (!kw.empty()) r_.fail(where, "positional argument '" + name + "' after a keyword argument");
+      else pos.push_back(std::move(a));
+    }
+    Node n;
+    n.op = op;
+    n.target = "torch.ops." + op->name;
+    try {
+      n.args = bind_args(*op, pos, kw);
+      n.outs = infer_meta(g_, *op, n.args);
+    } catch (const std::invalid_argument& e) {
+      r_.fail(where, e.what());
+    }
+    if (node.contains("metadata") && node["metadata"].is_object()) {
+      const json& md = node["metadata"];
+      if (md.contains("stack_trace") && md["stack_trace"].is_string()) {
+        const std::string st = md["stack_trace"].get<std::string>();
+        n.stack = "# " + st.substr(0, st.find('\n'));
+      }
+      if (md.contains("nn_module_stack") && md["nn_module_stack"].is_string()) {
+        const std::string ms = md["nn_module_stack"].get<std::string>();
+        const auto last = ms.rfind(';');
+        const std::string entry = ms.substr(last == std::string::npos ? 0 : last + 1);
+        const auto c1 = entry.find(','), c2 = entry.find(',', c1 + 1);
+        if (c1 != std::string::npos && c2 != std::string::npos) n.module_path = entry.substr(c1 + 1, c2 - c1 - 1);
+      }
+    }
+    const json& outs = r_.array(r_.at(node, "outputs", where), where + ".outputs");
+    if (outs.size() == 1 && outs[0].contains("as_tensor")) {
+      n.name = r_.string(r_.at(outs[0]["as_tensor"], "name", where), where);
+      check_meta(n.outs.at(0), values, n.name, where);
+      n.origins = {n.name};
+      add(std::move(n));
+      return;
+    }
+    // Several outputs: the node, then a getitem per named output, as FX prints them.
+    std::vector<std::string> out_names;
+    for (const json& o : outs) {
+      if (o.contains("as_tensors"))
+        for (const json& t : r_.array(o["as_tensors"], where)) out_names.push_back(r_.string(r_.at(t, "name", where), where));
+      else if (o.contains("as_tensor")) out_names.push_back(r_.string(r_.at(o["as_tensor"], "name", where), where));
+      else out_names.emplace_back();  // an output that is not a tensor (or unused)
+    }
+    n.name = node.value("name", std::string(op->base_name()));
+    n.origins = {n.name};
+    const std::vector<TensorMeta> metas = n.outs;
+    const std::string base = n.name;
+    add(std::move(n));
+    const int id = names_.at(base);
+    for (size_t i = 0; i < out_names.size(); ++i) {
+      if (out_names[i].empty()) continue;
+      if (i >= metas.size()) r_.fail(where, "has more outputs than " + op->name + " returns");
+      Node gi;
+      gi.name = out_names[i];
+      gi.target = "getitem";
+      gi.op = find_op("getitem");
+      gi.args = {Arg::of_node(id), Arg::of_int(static_cast<int64_t>(i))};
+      gi.outs = {metas[i]};
+      gi.origins = {base};
+      check_meta(metas[i], values, gi.name, where);
+      add(std::move(gi));
+    }
+  }
+
+  void check_meta(const TensorMeta& got, const json& values, const std::string& name, const std::string& where) {
+    if (!values.contains(name)) return;
+    const TensorMeta want = tensor_meta(r_, values[name], "tensor_values." + name);
+    if (want.shape != got.shape || want.dtype != got.dtype)
+      r_.fail(where, "'" + name + "' is recorded as " + want.annotation() + " but our shape rule gives " + got.annotation());
+  }
+
+  std::string path_;
+  Archive zip_;
+  Reader r_;
+  Graph g_;
+  std::map<std::string, int> names_;
+};
+
+}  // namespace
+
+Graph import_pt2(const std::string& path) {
+  try {
+    return Importer(path).run();
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(path + ": malformed model.json: " + e.what());
+  }
+}
+#endif
+
+}  // namespace ls
