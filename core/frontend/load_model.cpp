@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "frontend/fx_text.h"
+#include "frontend/onnx.h"
 #include "frontend/pt2.h"
 #include "tensor/npy.h"
 
@@ -62,7 +63,10 @@ LoadedModel load_model(const std::string& path_in, const LoadOptions& o) {
   m.path = fs::is_directory(path_in) ? find_model_file(path_in) : path_in;
   const fs::path dir = fs::path(m.path).parent_path();
   const std::string ext = fs::path(m.path).extension().string();
-  if (ext == ".pt2") {
+  if (ext == ".onnx") {
+    m.format = "ONNX";
+    m.graph = import_onnx(m.path);
+  } else if (ext == ".pt2") {
     m.format = "torch.export (.pt2)";
     m.graph = import_pt2(m.path);
   } else {

@@ -20,13 +20,13 @@ std::string GraphBuilder::fresh_name(std::string_view base) {
   }
 }
 
-Arg GraphBuilder::call(std::string_view name, std::vector<Arg> args) {
+Arg GraphBuilder::call(std::string_view name, std::vector<Arg> args, const std::vector<std::pair<std::string, Arg>>& keywords) {
   const OpDef* op = find_op(name);
   if (!op) throw std::logic_error("decomposition emits unknown op '" + std::string(name) + "'");
   Node n;
   n.op = op;
   n.target = op->kind == OpKind::getitem ? "getitem" : "torch.ops." + op->name;
-  n.args = bind_args(*op, std::move(args), {});
+  n.args = bind_args(*op, std::move(args), keywords);
   n.outs = infer_meta(g_, *op, n.args);
   n.name = fresh_name(op->base_name());
   n.stack = stack;

@@ -14,7 +14,7 @@ class GraphBuilder {
   explicit GraphBuilder(Graph& g);
 
   // Emits `op` (an op table name such as "prims.mul.default") and returns a reference to it.
-  Arg call(std::string_view op, std::vector<Arg> args);
+  Arg call(std::string_view op, std::vector<Arg> args, const std::vector<std::pair<std::string, Arg>>& keywords = {});
   int placeholder(const std::string& name, const TensorMeta& meta);
   // A constant tensor the graph carries (a placeholder with the value attached).
   Arg constant(std::string_view base, const Tensor& value);
