@@ -82,6 +82,7 @@ std::unique_ptr<LoadedCode> clang_jit_compile(const std::string& source, const s
   inv->getPreprocessorOpts().addRemappedFile("kernels.cpp", llvm::MemoryBuffer::getMemBufferCopy(source).release());
   ci->setInvocation(inv);
   ci->createDiagnostics(printer, false);
+  ci->setVerboseOutputStream(diag_os);  // "N warnings generated." goes to the log, not stderr
 
   auto ctx = std::make_unique<llvm::LLVMContext>();
   clang::EmitLLVMOnlyAction action(ctx.get());
@@ -121,6 +122,7 @@ std::unique_ptr<LoadedCode> clang_jit_compile(const std::string& source, const s
     diagnostics += llvm::toString(std::move(err));
     return nullptr;
   }
+  diag_os.flush();
   return std::make_unique<JitCode>(std::move(*jit));
 }
 

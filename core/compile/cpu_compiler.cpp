@@ -69,6 +69,7 @@ CpuCompileResult compile_cpp(const std::string& source, const CpuCompileOptions&
     std::string diag;
     r.code = clang_jit_compile(source, o.opt_level, diag);
     if (!r.code) throw CompileError("Clang rejected the generated kernels", diag);
+    r.log = diag;
     r.compiler = "clang 14 (in-process, ORC JIT)";
   } else {
     r.code = external_compile(source, o);

@@ -22,6 +22,7 @@ struct CpuCompileOptions {
 struct CpuCompileResult {
   std::unique_ptr<LoadedCode> code;
   std::string compiler;  // what compiled it, for the GUI and the report
+  std::string log;       // the compiler's warnings and remarks
   double ms = 0;
 };
 

@@ -68,7 +68,9 @@ std::string run_table(const CompileResult& r) {
   for (const KernelReport& k : r.kernels)
     os << std::left << std::setw(48) << k.name << std::setw(10) << k.kind << std::right << std::setw(8) << k.ms
        << std::setw(11) << k.bytes << std::setw(11) << std::setprecision(2) << k.gbps << std::setprecision(4) << '\n';
-  os << "\nwhole model: " << r.run_ms << " ms (median)\ncompiled with " << r.compiler << "\n\n";
+  os << "\nwhole model: " << r.run_ms << " ms (median)\ncompiled with " << r.compiler << "\n";
+  if (!r.compile_log.empty()) os << "\ncompiler messages:\n" << r.compile_log;
+  os << "\n";
   os << std::scientific << std::setprecision(3);
   for (size_t i = 0; i < r.check.outputs.size(); ++i) {
     const auto& c = r.check.outputs[i];
@@ -161,6 +163,7 @@ CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const st
     co.external = o.external_compiler;
     CpuCompileResult compiled = compile_cpp(r.source.code, co);
     r.compiler = compiled.compiler;
+    r.compile_log = compiled.log;
     r.compile_ms = std::chrono::duration<double, std::milli>(Clock::now() - t_compile).count();
     if (!o.run) return r;
 

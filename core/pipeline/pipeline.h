@@ -72,6 +72,7 @@ struct CompileResult {
   Schedule schedule;
   GeneratedSource source;
   std::string compiler;
+  std::string compile_log;  // the C++ compiler's warnings and remarks
   std::vector<KernelReport> kernels;
   std::vector<Tensor> outputs, reference_outputs;
   Check check;
