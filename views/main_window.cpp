@@ -123,7 +123,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 void MainWindow::buildActions() {
   QMenu* file = menuBar()->addMenu(tr("&File"));
   QAction* open = file->addAction(tr("&Open Model File…"), this, [this] {
-    const QString p = QFileDialog::getOpenFileName(this, tr("Open model"), QString(), tr("FX graph text (*.txt);;All files (*)"));
+    const QString p = QFileDialog::getOpenFileName(
+        this, tr("Open model"), QString(),
+        tr("Models (*.pt2 *.onnx *.txt);;torch.export archives (*.pt2);;ONNX models (*.onnx);;FX graph text (*.txt);;All files (*)"));
     if (!p.isEmpty()) openModel(p);
   });
   open->setShortcut(QKeySequence::Open);

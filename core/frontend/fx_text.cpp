@@ -182,7 +182,8 @@ class Lexer {
     }
     Token e;
     e.col = col0_ + static_cast<int>(s_.size());
-    out.push_back(e);
+    // Several end tokens: the parser looks a few tokens ahead and must never run off the list.
+    for (int k = 0; k < 8; ++k) out.push_back(e);
     return out;
   }
 
@@ -363,6 +364,7 @@ class Parser {
       else a.f = -a.f;
       return a;
     }
+    if (k.kind == Token::end) fail(k.col, "expression ends too early");
     ++i;
     switch (k.kind) {
       case Token::number:

@@ -261,7 +261,9 @@ class Importer {
 
   Arg argument(const json& a, const std::string& where) {
     if (!a.is_object() || a.size() != 1) r_.fail(where, "an argument must be an object with one field");
-    const auto& [kind, v] = *a.items().begin();
+    const auto first = a.begin();  // items() would be a temporary: read key and value off the iterator
+    const std::string kind = first.key();
+    const json& v = first.value();
     if (kind == "as_none") return Arg::none();
     if (kind == "as_tensor") return Arg::of_node(lookup(r_.string(r_.at(v, "name", where), where), where));
     if (kind == "as_int") return Arg::of_int(r_.integer(v, where));

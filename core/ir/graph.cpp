@@ -252,6 +252,7 @@ std::string graph_to_dot(const Graph& g) {
                                                                 : "input";
     std::string label = n.name + "\\n" + dot_escape(op);
     for (const auto& m : n.outs) label += "\\n" + m.annotation();
+    if (!n.module_path.empty()) label += "\\n" + dot_escape(n.module_path);
     os << "  n" << i << " [id=\"" << dot_escape(n.name) << "\", label=\"" << label << '"';
     if (n.is_placeholder()) os << ", fillcolor=\"" << (n.input_kind == InputKind::user ? "#e6f4ea" : "#f1f1f1") << "\"";
     os << "];\n";

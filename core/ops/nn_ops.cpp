@@ -50,7 +50,7 @@ Shape resolve_size(const OpDef& op, Shape size, int64_t numel) {
       infer = static_cast<int64_t>(i);
     } else {
       if (size[i] < 0) bad(op, "negative size " + std::to_string(size[i]));
-      known *= size[i];
+      if (__builtin_mul_overflow(known, size[i], &known)) bad(op, "shape " + shape_str(size) + " is too large");
     }
   }
   if (infer >= 0) {
@@ -74,7 +74,7 @@ std::vector<Expr> view_view(const Graph& g, const std::vector<Arg>& a, const std
   const TensorMeta& in = meta_of(g, a[0]);
   Shape out_shape = a[1].ints();
   int64_t known = 1;
-  for (int64_t d : out_shape) known *= d == -1 ? 1 : d;
+  for (int64_t d : out_shape) known *= d == -1 ? 1 : d;  // checked by infer_view already
   for (int64_t& d : out_shape) if (d == -1) d = in.numel() / known;
   return unflatten(linear_index(out, contiguous_strides(out_shape)), in.shape);
 }

@@ -544,8 +544,10 @@ std::vector<Arg> bind_args(const OpDef& op, std::vector<Arg> pos,
   std::vector<Arg> out(ps.size());
   std::vector<bool> set(ps.size(), false);
   for (size_t i = 0; i < pos.size(); ++i) { out[i] = std::move(pos[i]); set[i] = true; }
-  for (const auto& [name, value] : kw) {
-    auto it = std::find_if(ps.begin(), ps.end(), [&](const Param& p) { return p.name == name; });
+  for (const auto& kv : kw) {
+    const std::string& name = kv.first;
+    const Arg& value = kv.second;
+    auto it = std::find_if(ps.begin(), ps.end(), [&name](const Param& p) { return p.name == name; });
     if (it == ps.end()) throw std::invalid_argument(op.name + " has no parameter named '" + name + "'");
     const size_t i = static_cast<size_t>(it - ps.begin());
     if (set[i]) throw std::invalid_argument(op.name + " got two values for '" + name + "'");
@@ -573,12 +575,19 @@ std::vector<Arg> bind_args(const OpDef& op, std::vector<Arg> pos,
 }
 
 std::vector<TensorMeta> infer_meta(const Graph& g, const OpDef& op, const std::vector<Arg>& args) {
-  if (op.infer) return op.infer(g, op, args);
-  switch (op.kind) {
-    case OpKind::pointwise: return infer_pointwise(g, op, args);
-    case OpKind::reduction: return infer_reduction(g, op, args);
-    default: throw std::logic_error(op.name + " has no shape rule");
+  std::vector<TensorMeta> outs;
+  if (op.infer) outs = op.infer(g, op, args);
+  else if (op.kind == OpKind::pointwise) outs = infer_pointwise(g, op, args);
+  else if (op.kind == OpKind::reduction) outs = infer_reduction(g, op, args);
+  else throw std::logic_error(op.name + " has no shape rule");
+  // Every shape any rule produces stays within what a tensor can hold (2^40 elements).
+  for (const TensorMeta& m : outs) {
+    int64_t n = 1;
+    for (int64_t d : m.shape)
+      if (d < 0 || __builtin_mul_overflow(n, d, &n) || n > (int64_t(1) << 40))
+        throw std::invalid_argument(op.name + ": result shape " + shape_str(m.shape) + " is too large or negative");
   }
+  return outs;
 }
 
 // A composite without a kernel of its own (linear, conv2d, detach) runs as its decomposition, on

@@ -67,6 +67,20 @@ class TestGui : public QObject {
     QVERIFY(w.errorText().isEmpty());
   }
 
+  void testOpensExportedModel() {
+    MainWindow w;
+    w.show();
+    QSignalSpy done(&w, &MainWindow::compileDone);
+    w.openModel(QString(LS_TEST_DATA) + "/models/res_block/model.pt2");
+    QVERIFY(done.wait(60000));
+    QCOMPARE(done.takeFirst().at(0).toBool(), true);
+    QSignalSpy shown(&w, &MainWindow::stageShown);
+    QVERIFY(w.selectStage("capture"));
+    QVERIFY(shown.count() > 0 || shown.wait(30000));
+    QVERIFY(w.graphView()->nodeCount() > 10);
+    QVERIFY(w.codeView()->text().contains("torch.ops.aten.conv2d.default"));
+  }
+
   void testDotJsonParsing() {
     const QByteArray json = R"({"bb":"0,0,100,200","objects":[
       {"_gvid":0,"name":"cluster_0","bb":"10,10,90,150","label":"k0","nodes":[1]},
