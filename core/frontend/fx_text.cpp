@@ -528,11 +528,11 @@ class Parser {
     if (toks[i].text != "=") fail(toks[i].col, "expected '=' after '" + target.text + "'");
     ++i;
     std::vector<Token> rhs(toks.begin() + static_cast<long>(i), toks.end());
-    if (rhs.size() == 1) fail(rhs[0].col, "missing expression after '='");
+    if (rhs[0].kind == Token::end) fail(rhs[0].col, "missing expression after '='");
     if (names_.count(target.text)) fail(target.col, "'" + target.text + "' is assigned twice");
     // `_param_constant0: "f32[256, 784]" = self._param_constant0`: an attribute of the module, a
     // parameter whose value the text does not carry.
-    if (rhs.size() == 2 && rhs[0].kind == Token::name && rhs[0].text.rfind("self.", 0) == 0) {
+    if (rhs[1].kind == Token::end && rhs[0].kind == Token::name && rhs[0].text.rfind("self.", 0) == 0) {
       if (!meta) fail(rhs[0].col, "attribute '" + rhs[0].text + "' needs a type annotation");
       Node n;
       n.name = target.text;
@@ -545,7 +545,7 @@ class Parser {
       return;
     }
     // `l_x_ = L_x_`: Dynamo's alias of an input.
-    if (rhs.size() == 2 && rhs[0].kind == Token::name && names_.count(rhs[0].text)) {
+    if (rhs[1].kind == Token::end && rhs[0].kind == Token::name && names_.count(rhs[0].text)) {
       names_[target.text] = names_[rhs[0].text];
       return;
     }
