@@ -26,24 +26,43 @@ void parallel_for(int64_t n, int64_t work, F fn) {
   for (auto& th : pool) th.join();
 }
 
-// C[M,N] = alpha * A[M,K] @ B[K,N] + beta * C (row-major, contiguous).
-void sgemm(int64_t M, int64_t N, int64_t K, float alpha, const float* A, const float* B, float beta, float* C) {
+// C[M,N] = alpha * op(A)[M,K] @ op(B)[K,N] + beta * C, row-major; op(X) = X^T when ta/tb.
+void sgemm(int64_t M, int64_t N, int64_t K, float alpha, const float* A, bool ta, const float* B, bool tb, float beta, float* C) {
 #ifdef LOWERSCOPE_HAVE_CBLAS
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), alpha, A,
-              static_cast<int>(K), B, static_cast<int>(N), beta, C, static_cast<int>(N));
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(M),
+              static_cast<int>(N), static_cast<int>(K), alpha, A, static_cast<int>(ta ? M : K), B, static_cast<int>(tb ? K : N), beta, C,
+              static_cast<int>(N));
 #else
   parallel_for(M, M * N * K, [=](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) {
       float* c = C + i * N;
       for (int64_t j = 0; j < N; ++j) c[j] = beta == 0 ? 0.f : beta * c[j];
       for (int64_t k = 0; k < K; ++k) {
-        const float a = alpha * A[i * K + k];
-        const float* b = B + k * N;
-        for (int64_t j = 0; j < N; ++j) c[j] += a * b[j];
+        const float a = alpha * (ta ? A[k * M + i] : A[i * K + k]);
+        if (tb)
+          for (int64_t j = 0; j < N; ++j) c[j] += a * B[j * K + k];
+        else
+          for (int64_t j = 0; j < N; ++j) c[j] += a * B[k * N + j];
       }
     }
   });
 #endif
+}
+void sgemm(int64_t M, int64_t N, int64_t K, float alpha, const float* A, const float* B, float beta, float* C) {
+  sgemm(M, N, K, alpha, A, false, B, false, beta, C);
+}
+
+// The operand a transposed input stands for: its last two dimensions swapped (a copy).
+Tensor untranspose(const Tensor& t) {
+  Shape s = t.shape();
+  const size_t r = s.size();
+  std::swap(s[r - 1], s[r - 2]);
+  Tensor out(t.dtype(), s);
+  const int64_t R = s[r - 2], C = s[r - 1], B = t.numel() / std::max<int64_t>(R * C, 1);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t i = 0; i < R; ++i)
+      for (int64_t j = 0; j < C; ++j) out.set((b * R + i) * C + j, t.get((b * C + j) * R + i));
+  return out;
 }
 
 const float* f32(const Tensor& t) { return static_cast<const float*>(t.data()); }
@@ -57,18 +76,27 @@ bool all_f32(const RefInputs& in, const std::vector<Tensor>& outs) {
   return true;
 }
 
+bool is_transposed(const ExternCall& c, size_t arg) {
+  const Arg& a = c.args.at(arg);
+  return a.is_node() && static_cast<size_t>(a.node) < c.transposed.size() && c.transposed[a.node];
+}
+
 void matmul(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs) {
   Tensor& y = outs[0];
   const std::string& n = c.op->name;
   if (n == "aten.bmm.default") {
-    const int64_t B = in[0].shape()[0], M = in[0].shape()[1], K = in[0].shape()[2], N = in[1].shape()[2];
-    for (int64_t b = 0; b < B; ++b) sgemm(M, N, K, 1.f, f32(in[0]) + b * M * K, f32(in[1]) + b * K * N, 0.f, f32(y) + b * M * N);
+    const bool ta = is_transposed(c, 0), tb = is_transposed(c, 1);
+    const int64_t B = in[0].shape()[0], M = in[0].shape()[ta ? 2 : 1], K = in[0].shape()[ta ? 1 : 2], N = in[1].shape()[tb ? 1 : 2];
+    for (int64_t b = 0; b < B; ++b)
+      sgemm(M, N, K, 1.f, f32(in[0]) + b * M * K, ta, f32(in[1]) + b * K * N, tb, 0.f, f32(y) + b * M * N);
     return;
   }
   const bool addmm = n == "aten.addmm.default";
-  const Tensor& a = in[addmm ? 1 : 0];
-  const Tensor& b = in[addmm ? 2 : 1];
-  const int64_t M = a.shape()[0], K = a.shape()[1], N = b.shape()[1];
+  const size_t ia = addmm ? 1 : 0, ib = addmm ? 2 : 1;
+  const Tensor& a = in[ia];
+  const Tensor& b = in[ib];
+  const bool ta = is_transposed(c, ia), tb = is_transposed(c, ib);
+  const int64_t M = a.shape()[ta ? 1 : 0], K = a.shape()[ta ? 0 : 1], N = b.shape()[tb ? 0 : 1];
   float beta = 0.f;
   if (addmm) {  // broadcast the bias into C, then C = alpha * A @ B + beta * C
     const Tensor& bias = in[0];
@@ -82,7 +110,7 @@ void matmul(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs)
       }
     beta = static_cast<float>(c.args[3].number());
   }
-  sgemm(M, N, K, addmm ? static_cast<float>(c.args[4].number()) : 1.f, f32(a), f32(b), beta, f32(y));
+  sgemm(M, N, K, addmm ? static_cast<float>(c.args[4].number()) : 1.f, f32(a), ta, f32(b), tb, beta, f32(y));
 }
 
 std::vector<int64_t> pair(const Arg& a) {
@@ -146,7 +174,10 @@ void run_extern(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& o
     if (n == "aten.mm.default" || n == "aten.addmm.default" || n == "aten.bmm.default") return matmul(c, in, outs);
     if (n == "aten.convolution.default" && !c.args[6].b) return convolution(c, in, outs);
   }
-  std::vector<Tensor> r = run_reference_kernel(*c.op, c.args, in, c.output_metas);
+  RefInputs logical = in;  // the reference kernels take every operand as it is meant
+  for (size_t i = 0; i < c.args.size(); ++i)
+    if (is_transposed(c, i)) logical.t[i] = untranspose(in.t[i]);
+  std::vector<Tensor> r = run_reference_kernel(*c.op, c.args, logical, c.output_metas);
   for (size_t i = 0; i < outs.size(); ++i) {
     if (r[i].nbytes() != outs[i].nbytes()) throw std::logic_error(n + ": output " + std::to_string(i) + " has the wrong size");
     std::memcpy(outs[i].data(), r[i].data(), static_cast<size_t>(r[i].nbytes()));

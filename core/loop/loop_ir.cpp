@@ -96,7 +96,8 @@ std::string print_loop_node(const LoopProgram& p, const LoopNode& n) {
   std::ostringstream os;
   if (n.kind == LoopNode::Kind::extern_kernel) {
     os << n.name << ": ExternKernel " << n.ext.op->name << "(";
-    for (size_t i = 0; i < n.ext.inputs.size(); ++i) os << (i ? ", " : "") << n.ext.inputs[i];
+    for (size_t i = 0; i < n.ext.inputs.size(); ++i)
+      os << (i ? ", " : "") << n.ext.inputs[i] << (i < n.ext.transposed.size() && n.ext.transposed[i] ? ".T" : "");
     os << ") -> ";
     for (size_t i = 0; i < n.ext.outputs.size(); ++i)
       os << (i ? ", " : "") << n.ext.outputs[i] << ": " << n.ext.output_metas[i].annotation();

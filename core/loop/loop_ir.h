@@ -32,6 +32,7 @@ struct ExternCall {
   const OpDef* op = nullptr;
   std::vector<Arg> args;                 // the op's arguments; node arguments index `inputs`
   std::vector<std::string> inputs;       // buffer per tensor argument
+  std::vector<bool> transposed;          // per input: the buffer holds the operand with its last two dims swapped
   std::vector<std::string> outputs;      // buffer per output
   std::vector<TensorMeta> output_metas;
 };

@@ -67,6 +67,21 @@ class Lowering {
   }
 
  private:
+  // The node a permutation view swaps the last two dimensions of (identity elsewhere), or -1.
+  int transposed_base(int id) const {
+    const Node& n = g_.nodes[id];
+    if (n.is_placeholder() || n.op->kind != OpKind::view) return -1;
+    if (n.op->name != "aten.permute.default" && n.op->name != "prims.transpose.default") return -1;
+    const auto p = n.args[1].ints();
+    const int64_t r = static_cast<int64_t>(p.size());
+    if (r < 2) return -1;
+    for (int64_t i = 0; i < r; ++i) {
+      const int64_t want = i == r - 2 ? r - 1 : i == r - 1 ? r - 2 : i;
+      if ((p[i] < 0 ? p[i] + r : p[i]) != want) return -1;
+    }
+    return n.args[0].node;
+  }
+
   // A whole, contiguous buffer holding a graph value: extern kernels take their inputs so.
   std::string realize(int id) {
     if (auto it = realized_.find(id); it != realized_.end()) return it->second;
@@ -84,14 +99,30 @@ class Lowering {
     ln.kind = LoopNode::Kind::extern_kernel;
     ln.ext.op = n.op;
     ln.ext.args = n.args;
-    auto bind = [&](Arg& a, auto& self) -> void {
+    // Matrix operands that are transposes of a buffer go to BLAS as transposed operands instead of
+    // being copied (a weight's t() before addmm, k^T in attention).
+    const std::string& name = n.op->name;
+    std::vector<size_t> matrices;
+    if (name == "aten.mm.default" || name == "aten.bmm.default") matrices = {0, 1};
+    if (name == "aten.addmm.default") matrices = {1, 2};
+    auto bind = [&](Arg& a, auto& self, bool matrix) -> void {
       if (a.is_node()) {
-        ln.ext.inputs.push_back(realize(a.node));  // may add copy nodes: name this one after
+        int src = a.node;
+        bool t = false;
+        if (matrix && !realized_.count(src)) {
+          if (const int base = transposed_base(src); base >= 0) {
+            src = base;
+            t = true;
+          }
+        }
+        ln.ext.inputs.push_back(realize(src));  // may add copy nodes: name this one after
+        ln.ext.transposed.push_back(t);
         a.node = static_cast<int>(ln.ext.inputs.size()) - 1;
       }
-      for (Arg& x : a.list) self(x, self);
+      for (Arg& x : a.list) self(x, self, false);
     };
-    for (Arg& a : ln.ext.args) bind(a, bind);
+    for (size_t i = 0; i < ln.ext.args.size(); ++i)
+      bind(ln.ext.args[i], bind, std::count(matrices.begin(), matrices.end(), i) > 0);
     const int k = static_cast<int>(p_.nodes.size());
     ln.name = "op" + std::to_string(k);
     for (size_t o = 0; o < n.outs.size(); ++o) {
