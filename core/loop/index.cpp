@@ -18,6 +18,8 @@ namespace ls {
 //   (a // k) // m         -> a // (k*m)
 //   (a % (k*m)) % m       -> a % m
 //   (a % (k*m)) // m      -> (a // m) % k
+//   (c*a + b) // (c*m)    -> a // m               when 0 <= b < c
+//   (c*a + b) % (c*m)     -> c*(a % m) + b        when 0 <= b < c
 //   c*k*(a // k) + c*(a % k) -> c*a
 //   c                     folds: constant terms are summed, like terms are collected
 
@@ -25,6 +27,17 @@ namespace {
 
 int64_t floordiv_i(int64_t a, int64_t k) { return a >= 0 ? a / k : -((-a + k - 1) / k); }
 int64_t mod_i(int64_t a, int64_t k) { return a - floordiv_i(a, k) * k; }
+
+int64_t gcd(int64_t a, int64_t b) {
+  a = a < 0 ? -a : a;
+  b = b < 0 ? -b : b;
+  while (b) {
+    const int64_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
 
 int64_t atom_min(const Atom& a) {
   switch (a.kind) {
@@ -48,6 +61,30 @@ int64_t atom_max(const Atom& a) {
 
 }  // namespace
 
+// Finds c > 1 dividing k such that e = c*a + b with 0 <= b < c; returns c (1 if none) and sets a, b.
+int64_t split_by_common_factor(const Expr& e, int64_t k, Expr& a, Expr& b) {
+  std::vector<int64_t> candidates;
+  for (const Expr::Term& t : e.terms()) candidates.push_back(gcd(k, t.coeff));
+  std::sort(candidates.rbegin(), candidates.rend());
+  for (int64_t c : candidates) {
+    if (c <= 1 || c >= k) continue;
+    Expr big, small(e.constant() % c < 0 ? e.constant() % c + c : e.constant() % c);
+    big = Expr((e.constant() - small.constant()) / c);
+    for (const Expr::Term& t : e.terms()) {
+      Expr one;
+      one = one + Expr::atom(t.atom);
+      if (t.coeff % c == 0) big = big + one * (t.coeff / c);
+      else small = small + one * t.coeff;
+    }
+    if (small.min() >= 0 && small.max() < c) {
+      a = big;
+      b = small;
+      return c;
+    }
+  }
+  return 1;
+}
+
 std::string Atom::key() const {
   switch (kind) {
     case Kind::var: return var;
@@ -55,6 +92,12 @@ std::string Atom::key() const {
     case Kind::mod: return "(" + inner->str() + " % " + std::to_string(k) + ")";
   }
   return "";
+}
+
+Expr Expr::atom(const Atom& a) {
+  Expr e;
+  e.terms_.push_back({1, a});
+  return e;
 }
 
 Expr Expr::var(const std::string& name, int64_t range) {
@@ -154,6 +197,10 @@ Expr Expr::floordiv(int64_t k) const {
       return outer;
     }
   }
+  if (Expr a, b; split_by_common_factor(rest, k, a, b) > 1) {  // (c*a + b) // (c*m) -> a // m
+    const int64_t c = split_by_common_factor(rest, k, a, b);
+    return outer + a.floordiv(k / c);
+  }
   Atom d;
   d.kind = Atom::Kind::floordiv;
   d.inner = std::make_shared<const Expr>(rest);
@@ -175,6 +222,10 @@ Expr Expr::mod(int64_t k) const {
   if (rest.constant_ == 0 && rest.terms_.size() == 1 && rest.terms_[0].coeff == 1) {
     const Atom& a = rest.terms_[0].atom;
     if (a.kind == Atom::Kind::mod && a.k % k == 0) return a.inner->mod(k);  // (a % (k*m)) % m -> a % m
+  }
+  if (Expr a, b; split_by_common_factor(rest, k, a, b) > 1) {  // (c*a + b) % (c*m) -> c*(a % m) + b
+    const int64_t c = split_by_common_factor(rest, k, a, b);
+    return a.mod(k / c) * c + b;
   }
   Expr r;
   Atom m;

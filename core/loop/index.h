@@ -29,6 +29,7 @@ class Expr {
   Expr() = default;
   Expr(int64_t c) : constant_(c) {}  // NOLINT: constants convert implicitly
   static Expr var(const std::string& name, int64_t range);
+  static Expr atom(const Atom& a);  // the atom alone, coefficient 1
 
   Expr operator+(const Expr& o) const;
   Expr operator-(const Expr& o) const;
@@ -65,6 +66,9 @@ class Expr {
   std::vector<Term> terms_;  // sorted by atom key, no zero coefficients
   int64_t constant_ = 0;
 };
+
+// Finds c > 1 dividing k with e = c*a + b and 0 <= b < c; returns c (1 when there is none).
+int64_t split_by_common_factor(const Expr& e, int64_t k, Expr& a, Expr& b);
 
 // Row-major index of a multi-dimensional position with the given strides.
 Expr linear_index(const std::vector<Expr>& idx, const std::vector<int64_t>& strides);

@@ -105,6 +105,9 @@ class TestCore : public QObject {
     row("a // k small -> 0", r.floordiv(512), "0");
     row("a % k small -> a", r.mod(512), "r");
     row("(a // k) // m", x.floordiv(8).floordiv(4), "(x // 32)");
+    row("(c*a + b) // (c*m)", (x * 256 + r.mod(256)).floordiv(16384), "(x // 64)");
+    row("(c*a + b) % (c*m)", (x * 256 + r.mod(256)).mod(16384), "256*(x % 64) + (r % 256)");
+    row("row of a flat index", linear_index(unflatten((x * 256 + r.mod(256)).floordiv(256), {32, 64}), {64, 1}), "x");
     row("(a % (k*m)) % m", x.mod(64).mod(8), "(x % 8)");
     row("recombine div/mod", x.floordiv(512) * 512 + x.mod(512), "x");
     row("unflatten then flatten", linear_index(unflatten(x, {64, 512}), {512, 1}), "x");
