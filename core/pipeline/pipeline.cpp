@@ -7,6 +7,7 @@
 #include "compile/cpu_compiler.h"
 #include "exec/executor.h"
 #include "interp/reference.h"
+#include "loop/inline_pointwise.h"
 #include "lower/lower.h"
 #include "ops/op_table.h"
 #include "passes/decompose.h"
@@ -134,13 +135,25 @@ CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const st
       rec.add(std::move(s));
     }
 
-    r.schedule = rec.step("fused", [&] { return schedule(r.loops, ScheduleOptions{o.fusion}); });
+    std::vector<std::pair<std::string, std::vector<std::string>>> inlined;
+    r.schedule = rec.step("fused", [&] {
+      if (o.fusion) inlined = inline_pointwise(r.loops);
+      return schedule(r.loops, ScheduleOptions{o.fusion});
+    });
     {
       Stage s;
       s.name = "fused";
       s.title = "Fused kernels (after scheduling)";
       s.kind = Stage::Kind::kernels;
       s.text = print_schedule(r.loops, r.schedule);
+      if (!inlined.empty()) {
+        s.text += "\n# Inlined (recomputed by their readers instead of stored)\n";
+        for (const auto& [node, into] : inlined) {
+          s.text += node + " -> ";
+          for (size_t i = 0; i < into.size(); ++i) s.text += (i ? ", " : "") + into[i];
+          s.text += "\n";
+        }
+      }
       s.dot = schedule_to_dot(r.loops, r.schedule);
       s.nodes = static_cast<int>(r.schedule.kernels.size());
       rec.add(std::move(s));

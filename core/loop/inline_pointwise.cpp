@@ -1,0 +1,117 @@
+#include "loop/inline_pointwise.h"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "loop/dependencies.h"
+
+namespace ls {
+namespace {
+
+constexpr int kMaxOps = 8;    // a node is "cheap" with at most this many math ops
+constexpr int kMaxLoads = 3;  // ... and this many loads
+
+class CountingHandler : public OpsHandler {
+ public:
+  int ops = 0, loads = 0;
+  V load(const std::string&, const Expr&) override { ++loads; return V{}; }
+  V constant(double, DType) override { return V{}; }
+  V math(Math, const std::vector<V>&, DType) override { ++ops; return V{}; }
+  V reduction(Reduce, DType, V) override { ++ops; return V{}; }
+  void store(const std::string&, const Expr&, V) override {}
+  void store_reduction(const std::string&, const Expr&, V) override {}
+};
+
+using Inlined = std::map<std::string, std::shared_ptr<const LoopNode>>;
+
+// Forwards everything, but a load of an inlined buffer evaluates its producer's body there.
+class InlineHandler : public OpsHandler {
+ public:
+  InlineHandler(OpsHandler& h, const Inlined& inl) : h_(h), inl_(inl) {}
+  V load(const std::string& b, const Expr& i) override {
+    auto it = inl_.find(b);
+    if (it == inl_.end()) return h_.load(b, i);
+    const LoopNode& p = *it->second;
+    return p.inner(*this, unflatten(i, p.ranges), {});
+  }
+  V constant(double v, DType t) override { return h_.constant(v, t); }
+  V math(Math m, const std::vector<V>& a, DType t) override { return h_.math(m, a, t); }
+  V reduction(Reduce r, DType t, V v) override { return h_.reduction(r, t, v); }
+  void store(const std::string& b, const Expr& i, V v) override { h_.store(b, i, v); }
+  void store_reduction(const std::string& b, const Expr& i, V v) override { h_.store_reduction(b, i, v); }
+
+ private:
+  OpsHandler& h_;
+  const Inlined& inl_;
+};
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::vector<std::string>>> inline_pointwise(LoopProgram& p) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> report;
+  auto inl = std::make_shared<Inlined>();
+  const size_t n = p.nodes.size();
+  // Who reads each buffer, kept up to date as bodies change.
+  std::vector<Dependencies> deps(n);
+  std::map<std::string, std::set<size_t>> readers;
+  for (size_t j = 0; j < n; ++j) {
+    deps[j] = extract_dependencies(p.nodes[j]);
+    for (const MemDep& d : deps[j].reads) readers[d.buffer].insert(j);
+  }
+  std::vector<bool> removed(n, false), wrapped(n, false);
+  // Last to first: when a producer's turn comes, the nodes it feeds through inlined ones are
+  // already its readers.
+  for (size_t i = n; i-- > 0;) {
+    const LoopNode& cand = p.nodes[i];
+    if (cand.kind != LoopNode::Kind::pointwise || p.buffer(cand.buffer).is_output) continue;
+    CountingHandler cost;
+    cand.run(cost, cand.default_vars(), {});
+    if (cost.ops > kMaxOps || cost.loads > kMaxLoads) continue;
+    const auto& rs = readers[cand.buffer];
+    if (rs.empty()) continue;
+    bool ok = true;
+    for (size_t j : rs) {
+      const LoopNode& c = p.nodes[j];
+      // Only into generated code that iterates more than the producer (a broadcast read).
+      ok = ok && c.kind != LoopNode::Kind::extern_kernel && c.numel() * std::max<int64_t>(c.rnumel(), 1) > cand.numel();
+    }
+    if (!ok) continue;
+    (*inl)[cand.buffer] = std::make_shared<const LoopNode>(cand);
+    std::vector<std::string> into;
+    const std::set<size_t> consumers = rs;
+    for (size_t j : consumers) {
+      LoopNode& c = p.nodes[j];
+      into.push_back(c.name);
+      if (!wrapped[j]) {  // one wrapper per consumer: it consults the shared map of inlined nodes
+        c.inner = [orig = c.inner, inl](OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>& ridx) {
+          InlineHandler ih(h, *inl);
+          return orig(ih, idx, ridx);
+        };
+        wrapped[j] = true;
+      }
+      for (const auto& o : cand.origins)
+        if (!std::count(c.origins.begin(), c.origins.end(), o)) c.origins.push_back(o);
+      for (const MemDep& d : deps[j].reads) readers[d.buffer].erase(j);
+      deps[j] = extract_dependencies(c);
+      for (const MemDep& d : deps[j].reads) readers[d.buffer].insert(j);
+    }
+    for (const MemDep& d : deps[i].reads) readers[d.buffer].erase(i);
+    report.emplace_back(cand.name, into);
+    removed[i] = true;
+  }
+  std::vector<LoopNode> kept;
+  std::set<std::string> gone;
+  for (size_t i = 0; i < n; ++i) {
+    if (removed[i]) gone.insert(p.nodes[i].buffer);
+    else kept.push_back(std::move(p.nodes[i]));
+  }
+  p.nodes = std::move(kept);
+  p.buffers.erase(std::remove_if(p.buffers.begin(), p.buffers.end(), [&](const LoopBuffer& b) { return gone.count(b.name) > 0; }),
+                  p.buffers.end());
+  std::reverse(report.begin(), report.end());
+  return report;
+}
+
+}  // namespace ls
