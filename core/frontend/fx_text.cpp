@@ -320,7 +320,7 @@ class Parser {
     g_.tuple_output = toks[0].text == "(";
     if (g_.tuple_output) ++i;
     while (toks[i].kind == Token::name) {
-      g_.outputs.push_back(lookup(toks[i]));
+      g_.outputs.push_back(toks[i].text == "None" ? -1 : lookup(toks[i]));
       ++i;
       if (toks[i].text == ",") ++i;
     }

@@ -201,6 +201,10 @@ class Importer {
     }
     for (const json& node : r_.array(r_.at(graph, "nodes", "graph"), "graph.nodes")) import_node(node, values);
     for (const json& out : r_.array(r_.at(graph, "outputs", "graph"), "graph.outputs")) {
+      if (out.contains("as_none")) {
+        g_.outputs.push_back(-1);
+        continue;
+      }
       const std::string name = r_.string(r_.at(r_.at(out, "as_tensor", "graph.outputs"), "name", "graph.outputs"), "graph.outputs.name");
       g_.outputs.push_back(lookup(name, "graph.outputs"));
     }

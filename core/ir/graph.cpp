@@ -234,7 +234,7 @@ std::string print_readable(const Graph& g) {
   }
   os << "        return ";
   if (g.tuple_output) os << '(';
-  for (size_t i = 0; i < g.outputs.size(); ++i) os << (i ? ", " : "") << g.nodes[g.outputs[i]].name;
+  for (size_t i = 0; i < g.outputs.size(); ++i) os << (i ? ", " : "") << (g.outputs[i] < 0 ? "None" : g.nodes[g.outputs[i]].name);
   if (g.tuple_output) os << (g.outputs.size() == 1 ? ",)" : ")");
   os << '\n';
   return os.str();
@@ -263,7 +263,8 @@ std::string graph_to_dot(const Graph& g) {
       if (seen.insert(a).second) os << "  n" << a << " -> n" << i << ";\n";
   }
   os << "  output [shape=oval, fillcolor=\"#fdf2e0\", label=\"output\"];\n";
-  for (int o : g.outputs) os << "  n" << o << " -> output;\n";
+  for (int o : g.outputs)
+    if (o >= 0) os << "  n" << o << " -> output;\n";
   os << "}\n";
   return os.str();
 }
@@ -288,7 +289,7 @@ void verify(const Graph& g) {
   }
   if (g.outputs.empty()) throw std::logic_error("graph '" + g.name + "' returns nothing");
   for (int o : g.outputs)
-    if (o < 0 || o >= static_cast<int>(g.nodes.size())) throw std::logic_error("graph output refers to no node");
+    if (o < -1 || o >= static_cast<int>(g.nodes.size())) throw std::logic_error("graph output refers to no node");
 }
 
 }  // namespace ls

@@ -72,7 +72,7 @@ struct Node {
 struct Graph {
   std::string name = "GraphModule";
   std::vector<Node> nodes;       // placeholders first, then ops in topological order
-  std::vector<int> outputs;      // node ids returned by forward()
+  std::vector<int> outputs;      // node ids returned by forward(); -1 for a None (a backward graph's no-gradient)
   bool tuple_output = true;      // `return (a,)` rather than `return a`
   std::map<std::string, Tensor> weights;  // placeholder name -> value (parameters, buffers, constants)
 

@@ -51,6 +51,10 @@ class Lowering {
       }
     }
     for (int o : g_.outputs) {
+      if (o < 0) {  // None: no buffer
+        p_.outputs.emplace_back();
+        continue;
+      }
       std::string buf = realized_[o];
       // Outputs that are views or inputs get a copy: the caller owns every output buffer.
       if (buf.empty() || g_.nodes[o].is_placeholder() ||

@@ -492,6 +492,7 @@ std::vector<OpDef> build_table() {
   t.push_back({.name = "getitem", .schema = "getitem(Any self, int index) -> Any", .kind = OpKind::getitem,
                .levels = level::aten | level::core_aten | level::prims, .infer = infer_getitem});
   add_nn_ops(t);
+  add_backward_ops(t);
   for (OpDef& op : t) parse_schema(op);
   return t;
 }

@@ -99,5 +99,7 @@ int64_t wrap_dim(const OpDef& op, int64_t dim, int64_t rank);
 // The nn ops (matrix multiply, convolution, pooling, normalization, attention, views):
 // ops/nn_ops.cpp. Called once while the table is built.
 void add_nn_ops(std::vector<OpDef>& table);
+// The backward ops AOTAutograd's graphs call: ops/backward_ops.cpp.
+void add_backward_ops(std::vector<OpDef>& table);
 
 }  // namespace ls

@@ -74,6 +74,10 @@ Graph sweep(const Graph& g, unsigned target, bool& changed) {
     changed = true;
   }
   for (int o : g.outputs) {
+    if (o < 0) {
+      out.outputs.push_back(-1);
+      continue;
+    }
     const Arg& a = map.at(o).at(0);
     if (!a.is_node()) throw std::runtime_error("graph output '" + g.nodes[o].name + "' decomposed to a constant");
     out.outputs.push_back(a.node);

@@ -6,7 +6,8 @@ namespace ls {
 
 Graph eliminate_dead_nodes(const Graph& g) {
   std::vector<bool> live(g.nodes.size(), false);
-  for (int o : g.outputs) live[o] = true;
+  for (int o : g.outputs)
+    if (o >= 0) live[o] = true;
   for (size_t i = g.nodes.size(); i-- > 0;) {
     if (!live[i]) continue;
     std::function<void(const Arg&)> mark = [&](const Arg& a) {
@@ -30,7 +31,7 @@ Graph eliminate_dead_nodes(const Graph& g) {
     for (Arg& a : n.args) remap(a);
     map[i] = out.add(std::move(n));
   }
-  for (int o : g.outputs) out.outputs.push_back(map[o]);
+  for (int o : g.outputs) out.outputs.push_back(o < 0 ? -1 : map[o]);
   return out;
 }
 

@@ -48,9 +48,7 @@ class Scheduler {
       kernel_index[static_cast<int>(g)] = static_cast<int>(s.kernels.size());
       s.kernels.push_back(make_kernel(groups_[g], s.kernels.size()));
     }
-    // Kernels run in the order of their first node: that is a topological order of groups
-    // because fusion never creates a cycle.
-    std::sort(s.kernels.begin(), s.kernels.end(), [](const Kernel& a, const Kernel& b) { return a.nodes[0] < b.nodes[0]; });
+    order_topologically(s.kernels);
     for (size_t k = 0; k < s.kernels.size(); ++k) rename(s.kernels[k], k);
     for (const auto& e : edges_) {
       EdgeDecision d;
@@ -149,9 +147,36 @@ class Scheduler {
                              ", which has one value per reduction element"};
       }
     }
-    std::set<int> skip = {gb};
-    if (reaches(ga, gb, skip)) return {false, "fusing would create a cycle through another kernel"};
+    if (reaches(ga, gb, {gb}) || reaches(gb, ga, {ga})) return {false, "fusing would create a cycle through another kernel"};
     return {true, "fused"};
+  }
+
+  // Kernels in an order that respects every dependency (fusion never creates a cycle), the
+  // earliest first node first among those ready.
+  void order_topologically(std::vector<Kernel>& ks) const {
+    std::map<int, int> kernel_of;
+    for (size_t k = 0; k < ks.size(); ++k)
+      for (int n : ks[k].nodes) kernel_of[n] = static_cast<int>(k);
+    std::vector<std::set<int>> preds(ks.size());
+    for (const auto& e : edges_) {
+      const int a = kernel_of.at(e.producer), b = kernel_of.at(e.consumer);
+      if (a != b) preds[b].insert(a);
+    }
+    std::vector<Kernel> out;
+    std::vector<bool> done(ks.size(), false);
+    while (out.size() < ks.size()) {
+      int pick = -1;
+      for (size_t k = 0; k < ks.size(); ++k) {
+        if (done[k]) continue;
+        bool ready = true;
+        for (int p : preds[k]) ready = ready && done[p];
+        if (ready && (pick < 0 || ks[k].nodes[0] < ks[pick].nodes[0])) pick = static_cast<int>(k);
+      }
+      if (pick < 0) throw std::logic_error("scheduler: the kernels depend on each other in a cycle");
+      done[pick] = true;
+      out.push_back(ks[pick]);
+    }
+    ks = std::move(out);
   }
 
   bool has_reduction(const std::vector<int>& nodes) const {

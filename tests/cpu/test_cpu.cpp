@@ -119,6 +119,25 @@ class TestCpu : public QObject {
     QVERIFY_THROWS_EXCEPTION(std::runtime_error, load_model(data("sincos/in0.npy")));
   }
 
+  void testFusedKernelRunsAfterItsInputs() {
+    // s and f share the input x and may fuse horizontally; f also needs the matrix product m, so
+    // the fused kernel must run after the library call, whatever its first node.
+    const std::string path = QDir::temp().filePath("ls_order.txt").toStdString();
+    {
+      std::ofstream f(path);
+      f << "class G(torch.nn.Module):\n    def forward(self, x: \"f32[4, 8]\", w: \"f32[8, 8]\"):\n"
+           "        s: \"f32[8]\" = torch.ops.aten.sum.dim_IntList(x, [0])\n"
+           "        m: \"f32[4, 8]\" = torch.ops.aten.mm.default(x, w)\n"
+           "        f: \"f32[4, 8]\" = torch.ops.aten.add.Tensor(x, m)\n"
+           "        return (s, f)\n";
+    }
+    PipelineOptions o;
+    o.timing_budget_ms = 5;
+    const CompileResult r = run_pipeline(load_model(path), o);
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    QVERIFY2(r.check.ok, r.stage("run")->text.c_str());
+  }
+
   void testReportHasContract() {
     const CompileResult r = compile_fixture("sincos/3_core_aten.txt", 1);
     const std::string j = report_json(r);
