@@ -74,8 +74,9 @@ std::vector<std::pair<std::string, std::vector<std::string>>> inline_pointwise(L
     bool ok = true;
     for (size_t j : rs) {
       const LoopNode& c = p.nodes[j];
-      // Only into generated code that iterates more than the producer (a broadcast read).
-      ok = ok && c.kind != LoopNode::Kind::extern_kernel && c.numel() * std::max<int64_t>(c.rnumel(), 1) > cand.numel();
+      // Only into generated code of another iteration size (a broadcast or a window read), which
+      // fusion could not put in one loop with the producer.
+      ok = ok && c.kind != LoopNode::Kind::extern_kernel && c.numel() * std::max<int64_t>(c.rnumel(), 1) != cand.numel();
     }
     if (!ok) continue;
     (*inl)[cand.buffer] = std::make_shared<const LoopNode>(cand);

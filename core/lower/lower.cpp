@@ -71,6 +71,49 @@ class Lowering {
   }
 
  private:
+  // Max pooling as generated code (a maximum over the window's loads), as Inductor lowers it, when
+  // only the values are used and every window lies inside the input (no padding to mask).
+  bool lower_max_pool(int id) {
+    const Node& n = g_.nodes[id];
+    for (int u : g_.users(id))
+      if (g_.nodes[u].op->kind != OpKind::getitem || g_.nodes[u].args[1].i != 0) return false;
+    auto pair = [](const Arg& a) {
+      auto v = a.ints();
+      if (v.size() == 1) v.push_back(v[0]);
+      return v;
+    };
+    const auto k = pair(n.args[1]);
+    auto st = pair(n.args[2]);
+    if (n.args[2].kind == Arg::Kind::list && n.args[2].list.empty()) st = k;
+    const auto pad = pair(n.args[3]), dil = pair(n.args[4]);
+    const Shape& in = g_.nodes[n.args[0].node].meta().shape;
+    const Shape& out = n.outs[0].shape;
+    const size_t r = in.size();
+    if (k[0] * k[1] > 25) return false;
+    for (int d = 0; d < 2; ++d)
+      if (pad[d] != 0 || (out[r - 2 + d] - 1) * st[d] + (k[d] - 1) * dil[d] >= in[r - 2 + d]) return false;
+    const Reader x = readers_[n.args[0].node];
+    const DType dt = n.outs[0].dtype;
+    auto body = [x, k, st, dil, r](OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>&) {
+      V best{};
+      for (int64_t i = 0; i < k[0]; ++i)
+        for (int64_t j = 0; j < k[1]; ++j) {
+          std::vector<Expr> at = idx;
+          at[r - 2] = idx[r - 2] * st[0] + i * dil[0];
+          at[r - 1] = idx[r - 1] * st[1] + j * dil[1];
+          const V v = x.load(h, at);
+          best = i == 0 && j == 0 ? v : h.math(Math::maximum, {best, v}, x.dtype);
+        }
+      return best;
+    };
+    const std::string buf = add_node(n, LoopNode::Kind::pointwise, out, {}, Reduce::none, dt, body);
+    outs_[id] = {buffer_reader(buf, out, dt), Reader{}};
+    out_bufs_[id] = {buf};
+    readers_[id] = outs_[id][0];
+    realized_[id] = buf;
+    return true;
+  }
+
   // The node a permutation view swaps the last two dimensions of (identity elsewhere), or -1.
   int transposed_base(int id) const {
     const Node& n = g_.nodes[id];
@@ -260,6 +303,7 @@ class Lowering {
         return;
       }
       case OpKind::extern_kernel:
+        if (op.name == "aten.max_pool2d_with_indices.default" && lower_max_pool(id)) return;
         lower_extern(id);
         return;
       case OpKind::getitem: {
