@@ -23,6 +23,7 @@ TensorMeta like(const TensorMeta& in, Shape shape) {
 std::vector<int64_t> pair_of(const Arg& a) {
   auto v = a.ints();
   if (v.size() == 1) v.push_back(v[0]);
+  if (v.size() != 2) throw std::invalid_argument("expected one or two values per spatial dimension");
   return v;
 }
 

@@ -25,11 +25,21 @@ TensorMeta like(const TensorMeta& in, DType dt, Shape shape) {
 }
 [[noreturn]] void bad(const OpDef& op, const std::string& what) { throw std::invalid_argument(op.name + ": " + what); }
 
+// Two values per spatial dimension (a single value means both); throws for anything else.
 std::vector<int64_t> pair_of(const Arg& a, int64_t fallback_if_empty = -1) {
   std::vector<int64_t> v = a.kind == Arg::Kind::list || a.kind == Arg::Kind::integer ? a.ints() : std::vector<int64_t>{};
   if (v.empty() && fallback_if_empty >= 0) v = {fallback_if_empty};
   if (v.size() == 1) v.push_back(v[0]);
+  if (v.size() != 2) throw std::invalid_argument("expected one or two values per spatial dimension, got " + std::to_string(v.size()));
   return v;
+}
+
+// Strides and dilations must be positive, padding not negative.
+void check_window(const OpDef& op, const std::vector<int64_t>& st, const std::vector<int64_t>& pad, const std::vector<int64_t>& dil) {
+  for (int d = 0; d < 2; ++d)
+    if (st[d] <= 0 || dil[d] <= 0 || pad[d] < 0)
+      bad(op, "stride and dilation must be positive and padding not negative (stride " + std::to_string(st[d]) + ", dilation " +
+                  std::to_string(dil[d]) + ", padding " + std::to_string(pad[d]) + ")");
 }
 
 Shape unravel(int64_t i, const Shape& shape) {
@@ -343,6 +353,7 @@ std::vector<TensorMeta> infer_convolution(const Graph& g, const OpDef& op, const
   if (x.shape.size() != 4 || w.shape.size() != 4) bad(op, "only 2-D convolution (4-D input and weight) is supported");
   if (a[6].b) bad(op, "transposed convolution is not supported yet");
   const auto st = pair_of(a[3]), pad = pair_of(a[4]), dil = pair_of(a[5]);
+  check_window(op, st, pad, dil);
   const int64_t groups = a[8].i;
   if (groups <= 0 || x.shape[1] != w.shape[1] * groups || w.shape[0] % groups)
     bad(op, "input channels " + std::to_string(x.shape[1]) + " do not fit weight " + shape_str(w.shape) + " with groups=" + std::to_string(groups));
@@ -417,6 +428,8 @@ std::vector<TensorMeta> infer_max_pool(const Graph& g, const OpDef& op, const st
   const TensorMeta& x = meta_of(g, a[0]);
   if (x.shape.size() != 4 && x.shape.size() != 3) bad(op, "needs a 3-D or 4-D input");
   const Pool p = pool_of(a);
+  check_window(op, p.st, p.pad, p.dil);
+  if (p.k[0] <= 0 || p.k[1] <= 0) bad(op, "kernel size must be positive");
   Shape out = x.shape;
   const size_t r = out.size();
   for (int d = 0; d < 2; ++d) {
@@ -460,6 +473,7 @@ std::vector<TensorMeta> infer_adaptive_avg_pool(const Graph& g, const OpDef& op,
   const TensorMeta& x = meta_of(g, a[0]);
   const auto os = pair_of(a[1]);
   if (x.shape.size() < 3) bad(op, "needs a 3-D or 4-D input");
+  if (os[0] <= 0 || os[1] <= 0) bad(op, "output size must be positive");
   Shape out = x.shape;
   out[out.size() - 2] = os[0];
   out[out.size() - 1] = os[1];
