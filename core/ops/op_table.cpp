@@ -634,6 +634,11 @@ std::vector<Tensor> run_decomposed(const OpDef& op, const std::vector<Arg>& args
   return out;
 }
 
+std::vector<Tensor> run_decomposition(const OpDef& op, const std::vector<Arg>& args, const RefInputs& in) {
+  if (!op.decompose) throw std::logic_error(op.name + " has no decomposition");
+  return run_decomposed(op, args, in);
+}
+
 std::vector<Tensor> run_reference_kernel(const OpDef& op, const std::vector<Arg>& args, const RefInputs& values,
                                          const std::vector<TensorMeta>& outs) {
   if (op.reference) return op.reference(op, args, values, outs);

@@ -2,10 +2,13 @@
 // simplification, decompositions with provenance, lowering, fusion decisions, the reference.
 #include <QtTest>
 
+#include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "frontend/fx_text.h"
+#include "frontend/load_model.h"
 #include "interp/reference.h"
 #include "lower/lower.h"
 #include "ops/op_table.h"
@@ -186,6 +189,50 @@ class TestCore : public QObject {
       const Comparison c = compare(out.at(0), expected);
       QVERIFY2(c.ok, c.why.c_str());
     }
+  }
+
+  // Every decomposition rule against its op's reference kernel, on every node of every fixture
+  // stage graph (realistic arguments, broadcasting where the models broadcast), random inputs.
+  void testDecompositionRulesMatchReferenceKernels() {
+    std::set<std::string> checked;
+    for (const auto& dir : std::filesystem::directory_iterator(data("stages"))) {
+      if (dir.path().filename() == "mobilenet_v3_small") continue;  // large; its ops appear elsewhere
+      for (const auto& f : std::filesystem::directory_iterator(dir)) {
+        const Graph g = import_fx_text(slurp(f.path().string()), f.path().filename().string());
+        std::vector<Tensor> inputs = random_inputs(g, 1);
+        for (Tensor& t : inputs)  // keep variances and log/sqrt arguments in their domain
+          for (int64_t i = 0; i < t.numel(); ++i)
+            if (dtype_is_float(t.dtype())) t.set(i, 0.25 + std::abs(t.get(i)) * 0.5);
+        // Values of every node, from the reference interpreter.
+        std::vector<std::vector<Tensor>> vals(g.nodes.size());
+        size_t next = 0;
+        for (size_t i = 0; i < g.nodes.size(); ++i) {
+          const Node& n = g.nodes[i];
+          if (n.is_placeholder()) { vals[i] = {inputs.at(next++)}; continue; }
+          if (n.op->kind == OpKind::getitem) { vals[i] = {vals[n.args[0].node].at(n.args[1].i)}; continue; }
+          RefInputs in;
+          in.t.resize(n.args.size());
+          in.lists.resize(n.args.size());
+          for (size_t k = 0; k < n.args.size(); ++k) {
+            if (n.args[k].is_node()) in.t[k] = vals[n.args[k].node].at(0);
+            for (const Arg& x : n.args[k].list) if (x.is_node()) in.lists[k].push_back(vals[x.node].at(0));
+          }
+          vals[i] = run_reference_kernel(*n.op, n.args, in, n.outs);
+          if (!n.op->decompose || (!n.op->reference && n.op->kind == OpKind::composite)) continue;
+          const std::vector<Tensor> dec = run_decomposition(*n.op, n.args, in);
+          for (size_t o = 0; o < dec.size() && o < vals[i].size(); ++o) {
+            if (!dec[o].defined() || !vals[i][o].defined() || vals[i][o].numel() == 0) continue;
+            const Comparison c = compare(dec[o], vals[i][o], Tolerance{1e-4, 1e-5});
+            QVERIFY2(c.ok, (n.op->name + " in " + f.path().string() + ": " + c.why).c_str());
+          }
+          checked.insert(n.op->name);
+        }
+      }
+    }
+    QVERIFY2(checked.size() >= 25, std::to_string(checked.size()).c_str());
+    std::string list;
+    for (const auto& c : checked) list += c + " ";
+    qInfo("decomposition rules checked against reference kernels (%zu): %s", checked.size(), list.c_str());
   }
 
   void testReferenceRejectsWrongInputs() {
