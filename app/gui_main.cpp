@@ -1,5 +1,5 @@
 // lowerscope: the desktop application.
-//   lowerscope [MODEL] [--stage NAME] [--screenshot FILE.png]
+//   lowerscope [MODEL] [--stage NAME] [--select NODE] [--screenshot FILE.png]
 // With --screenshot it opens MODEL, shows the stage, writes a picture of the whole window and exits.
 #include <QApplication>
 #include <QCommandLineParser>
@@ -21,14 +21,16 @@ int main(int argc, char** argv) {
   cli.addPositionalArgument("model", "A model file or folder to open.");
   QCommandLineOption stage("stage", "Stage to show (a name or a unique prefix).", "name");
   QCommandLineOption shot("screenshot", "Write a picture of the window to FILE and exit.", "file");
+  QCommandLineOption select("select", "Select a node (by name) and mark what it became.", "node");
   cli.addOption(stage);
+  cli.addOption(select);
   cli.addOption(shot);
   cli.process(app);
 
   ls::MainWindow w;
   w.show();
   const QStringList args = cli.positionalArguments();
-  const QString stage_name = cli.value(stage), shot_file = cli.value(shot);
+  const QString stage_name = cli.value(stage), shot_file = cli.value(shot), select_node = cli.value(select);
   int exit_code = 0;
   if (!shot_file.isEmpty()) {
     if (args.isEmpty()) {
@@ -48,8 +50,10 @@ int main(int argc, char** argv) {
         exit_code = 2;
       }
     });
-    QObject::connect(&w, &ls::MainWindow::stageShown, &w, [&w, stage_name, take](const QString& name) {
-      if (stage_name.isEmpty() || name.startsWith(stage_name)) take();
+    QObject::connect(&w, &ls::MainWindow::stageShown, &w, [&w, stage_name, select_node, take](const QString& name) {
+      if (!stage_name.isEmpty() && !name.startsWith(stage_name)) return;
+      if (!select_node.isEmpty()) w.selectNode(select_node);
+      take();
     });
     QTimer::singleShot(120000, &app, [&app] {
       std::fprintf(stderr, "lowerscope: gave up waiting for the stage after 120 s\n");

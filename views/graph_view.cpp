@@ -24,6 +24,8 @@ GraphView::GraphView(QWidget* parent) : QGraphicsView(parent) {
 
 void GraphView::showMessage(const QString& text) {
   scene()->clear();
+  items_.clear();
+  pens_.clear();
   node_count_ = cluster_count_ = 0;
   auto* t = scene()->addSimpleText(text);
   t->setBrush(QColor("#555"));
@@ -34,6 +36,8 @@ void GraphView::showMessage(const QString& text) {
 void GraphView::showGraph(const LaidOutGraph& g) {
   QGraphicsScene* s = scene();
   s->clear();
+  items_.clear();
+  pens_.clear();
   QFont font("Helvetica", 8);
   for (const auto& c : g.clusters) {
     auto* r = s->addRect(c.rect, QPen(c.stroke, 1.2), QBrush(c.fill));
@@ -67,13 +71,15 @@ void GraphView::showGraph(const LaidOutGraph& g) {
   for (const auto& n : g.nodes) {
     QPen pen(QColor("#5b6b8c"), 1.0);
     if (n.dashed) pen.setStyle(Qt::DashLine);
-    QGraphicsItem* item;
+    QAbstractGraphicsShapeItem* item;
     if (n.ellipse) item = s->addEllipse(n.rect, pen, QBrush(n.fill));
     else {
       QPainterPath p;
       p.addRoundedRect(n.rect, 6, 6);
       item = s->addPath(p, pen, QBrush(n.fill));
     }
+    items_[n.id] = item;
+    pens_[n.id] = pen;
     item->setData(kIdKey, n.id);
     item->setToolTip(n.label);
     item->setFlag(QGraphicsItem::ItemIsSelectable);
@@ -86,6 +92,20 @@ void GraphView::showGraph(const LaidOutGraph& g) {
   cluster_count_ = g.clusters.size();
   s->setSceneRect(g.bounds.adjusted(-10, -10, 10, 10));
   zoomToFit();
+}
+
+int GraphView::highlight(const QSet<QString>& ids) {
+  int matched = 0;
+  for (auto it = items_.begin(); it != items_.end(); ++it) {
+    const bool on = ids.contains(it.key());
+    QPen pen = pens_.value(it.key());
+    if (on) {
+      pen = QPen(QColor("#e8590c"), 3.0);
+      ++matched;
+    }
+    it.value()->setPen(pen);
+  }
+  return matched;
 }
 
 void GraphView::zoomToFit() {

@@ -1,7 +1,11 @@
 // Draws a laid-out graph: nodes, fused-kernel clusters, edges with their labels. Items hold node
 // ids, never the graph. Wheel zooms, drag pans, a click selects.
 #pragma once
+#include <QAbstractGraphicsShapeItem>
 #include <QGraphicsView>
+#include <QHash>
+#include <QPen>
+#include <QSet>
 
 #include "graph_layout.h"
 
@@ -14,6 +18,8 @@ class GraphView : public QGraphicsView {
   void showGraph(const LaidOutGraph& g);
   void showMessage(const QString& text);
   void zoomToFit();
+  // Marks the nodes with these ids (and clears marks on the others); returns how many matched.
+  int highlight(const QSet<QString>& ids);
   int nodeCount() const { return node_count_; }
   int clusterCount() const { return cluster_count_; }
 
@@ -26,6 +32,8 @@ class GraphView : public QGraphicsView {
 
  private:
   int node_count_ = 0, cluster_count_ = 0;
+  QHash<QString, QAbstractGraphicsShapeItem*> items_;  // node id -> its shape
+  QHash<QString, QPen> pens_;
 };
 
 }  // namespace ls

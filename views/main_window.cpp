@@ -13,6 +13,7 @@
 #include <QSplitter>
 #include <QStatusBar>
 #include <QTableView>
+#include <QTreeWidget>
 #include <QVBoxLayout>
 
 #include "code_view.h"
@@ -21,6 +22,8 @@
 #include "graph_view.h"
 #include "kernel_table_model.h"
 #include "stage_list_model.h"
+
+#include "ops/op_table.h"
 
 namespace ls {
 
@@ -76,6 +79,14 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   kd->setWidget(runw);
   addDockWidget(Qt::BottomDockWidgetArea, kd);
 
+  provenance_ = new QTreeWidget(this);
+  provenance_->setHeaderLabels({tr("Node"), tr("Op")});
+  provenance_->setColumnWidth(0, 160);
+  auto* pd = new QDockWidget(tr("Provenance"), this);
+  pd->setObjectName("provenance");
+  pd->setWidget(provenance_);
+  addDockWidget(Qt::LeftDockWidgetArea, pd);
+
   progress_ = new QLabel(this);
   cancel_ = new QPushButton(tr("Cancel"), this);
   cancel_->hide();
@@ -100,6 +111,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connect(session_, &CompileSession::failed, this, &MainWindow::onFailed);
   connect(layouter_, &GraphLayouter::laidOut, this, [this](const LaidOutGraph& g) {
     graph_->showGraph(g);
+    applyHighlight();
     cancel_->hide();
     progress_->setText(tr("%1 nodes").arg(g.nodes.size()));
     emit stageShown(currentStage());
@@ -113,6 +125,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connect(graph_, &GraphView::nodeClicked, this, [this](const QString& id) {
     const CompileResult* r = session_->result();
     if (!r) return;
+    selectNode(id);
     for (size_t k = 0; k < r->kernels.size(); ++k)
       if (QString::fromStdString(r->kernels[k].name) == id) markKernel(static_cast<int>(k));
   });
@@ -162,6 +175,8 @@ void MainWindow::openModel(const QString& path) {
 
 void MainWindow::onFinished() {
   const CompileResult* r = session_->result();
+  origins_.clear();
+  provenance_->clear();
   const QString prev = currentStage();
   stages_model_->setResult(r);
   kernels_model_->setResult(r);
@@ -233,6 +248,94 @@ void MainWindow::showStage(int row) {
   progress_->setText(tr("Laying out %1 …").arg(QString::fromStdString(s.title)));
   cancel_->show();
   layouter_->layout(QString::fromStdString(dot));
+}
+
+namespace {
+const Graph* graph_of(const CompileResult& r, const std::string& stage) {
+  if (stage == "capture") return &r.model.graph;
+  if (stage == "aten") return &r.aten;
+  if (stage == "core_aten") return &r.core_aten;
+  if (stage == "prims") return &r.prims;
+  return nullptr;
+}
+bool shares(const std::vector<std::string>& a, const QStringList& b) {
+  for (const auto& x : a)
+    if (b.contains(QString::fromStdString(x))) return true;
+  return false;
+}
+}  // namespace
+
+void MainWindow::selectNode(const QString& id) {
+  const CompileResult* r = session_->result();
+  if (!r) return;
+  const std::string stage = currentStage().toStdString(), key = id.toStdString();
+  std::vector<std::string> origins;
+  if (const Graph* g = graph_of(*r, stage)) {
+    const int n = g->find(key);
+    if (n >= 0) origins = g->nodes[n].origins;
+  }
+  for (const LoopNode& n : r->loops.nodes)
+    if (n.name == key || n.buffer == key) origins = n.origins;
+  for (const Kernel& k : r->schedule.kernels)
+    if (k.name == key) origins = k.origins;
+  // A user-level name selects from any stage.
+  for (const Graph* g : {&r->model.graph, &r->aten})
+    if (origins.empty() && g->find(key) >= 0) origins = g->nodes[g->find(key)].origins;
+  if (origins.empty()) return;
+  origins_.clear();
+  for (const auto& o : origins) origins_ << QString::fromStdString(o);
+  buildProvenance();
+  applyHighlight();
+}
+
+// The decomposition tree of the selected user-level node(s): what each stage made of them.
+void MainWindow::buildProvenance() {
+  provenance_->clear();
+  const CompileResult* r = session_->result();
+  if (!r || origins_.isEmpty()) return;
+  for (const QString& o : origins_) {
+    const int src = r->model.graph.find(o.toStdString());
+    auto* top = new QTreeWidgetItem(provenance_, {o, src >= 0 && !r->model.graph.nodes[src].is_placeholder()
+                                                         ? QString::fromStdString(r->model.graph.nodes[src].target) : tr("input")});
+    for (const char* stage : {"aten", "core_aten", "prims"}) {
+      const Graph* g = graph_of(*r, stage);
+      if (!g || g->nodes.empty()) continue;
+      auto* st = new QTreeWidgetItem(top, {QString::fromLatin1(stage), QString()});
+      for (const Node& n : g->nodes)
+        if (!n.is_placeholder() && std::count(n.origins.begin(), n.origins.end(), o.toStdString()))
+          new QTreeWidgetItem(st, {QString::fromStdString(n.name), QString::fromStdString(n.op->name)});
+    }
+    auto* loops = new QTreeWidgetItem(top, {tr("loop_ir"), QString()});
+    for (const LoopNode& n : r->loops.nodes)
+      if (std::count(n.origins.begin(), n.origins.end(), o.toStdString()))
+        new QTreeWidgetItem(loops, {QString::fromStdString(n.name), n.kind == LoopNode::Kind::extern_kernel ? tr("extern")
+                                                                  : n.kind == LoopNode::Kind::reduction ? tr("reduction") : tr("pointwise")});
+    auto* kernels = new QTreeWidgetItem(top, {tr("kernels"), QString()});
+    for (const Kernel& k : r->schedule.kernels)
+      if (std::count(k.origins.begin(), k.origins.end(), o.toStdString()))
+        new QTreeWidgetItem(kernels, {QString::fromStdString(k.name), k.is_extern ? tr("library call") : tr("generated")});
+  }
+  provenance_->expandAll();
+}
+
+// Marks, in the shown stage, every node made from the selected user-level nodes.
+void MainWindow::applyHighlight() {
+  const CompileResult* r = session_->result();
+  QSet<QString> ids;
+  if (r && !origins_.isEmpty()) {
+    const std::string stage = currentStage().toStdString();
+    if (const Graph* g = graph_of(*r, stage)) {
+      for (const Node& n : g->nodes)
+        if (shares(n.origins, origins_)) ids.insert(QString::fromStdString(n.name));
+    } else if (stage == "loop_ir" || stage == "fused") {
+      for (const LoopNode& n : r->loops.nodes)
+        if (shares(n.origins, origins_)) ids.insert(QString::fromStdString(n.name));
+    }
+    if (stage == "fused" || stage == "source" || stage == "run")
+      for (const Kernel& k : r->schedule.kernels)
+        if (shares(k.origins, origins_)) ids.insert(QString::fromStdString(k.name));
+  }
+  highlighted_ = graph_->highlight(ids);
 }
 
 void MainWindow::markKernel(int k) {

@@ -4,6 +4,7 @@
 #include <QMainWindow>
 
 class QLabel;
+class QTreeWidget;
 class QListView;
 class QTableView;
 class QPushButton;
@@ -30,6 +31,12 @@ class MainWindow : public QMainWindow {
   CodeView* codeView() const { return code_; }
   QTableView* kernelTable() const { return kernels_; }
   QString errorText() const;
+  // Selects a node of the shown stage by its id (graph node, loop node or kernel name): its
+  // provenance tree is shown and what it became is marked in every stage.
+  void selectNode(const QString& id);
+  QStringList selectedOrigins() const { return origins_; }
+  QTreeWidget* provenanceTree() const { return provenance_; }
+  int highlightedCount() const { return highlighted_; }
 
  signals:
   void compileDone(bool ok);           // the record is in; ok: no stage failed
@@ -42,6 +49,8 @@ class MainWindow : public QMainWindow {
   void onFailed(const QString& stage, const QString& message);
   void showError(const QString& text);
   void markKernel(int kernel);
+  void applyHighlight();
+  void buildProvenance();
 
   CompileSession* session_;
   GraphLayouter* layouter_;
@@ -56,6 +65,9 @@ class MainWindow : public QMainWindow {
   QLabel* progress_;
   QPushButton* cancel_;
   QSplitter* split_;
+  QTreeWidget* provenance_;
+  QStringList origins_;  // the user-level nodes selected
+  int highlighted_ = 0;
   QString pending_stage_;
   QString path_;
 };

@@ -3,6 +3,7 @@
 #include <QAbstractItemModelTester>
 #include <QListView>
 #include <QTableView>
+#include <QTreeWidget>
 #include <QtTest>
 
 #include "code_view.h"
@@ -65,6 +66,35 @@ class TestGui : public QObject {
     QVERIFY(done.wait(60000));
     QCOMPARE(done.takeFirst().at(0).toBool(), true);
     QVERIFY(w.errorText().isEmpty());
+  }
+
+  void testProvenanceFollowsSelectionAcrossStages() {
+    MainWindow w;
+    w.show();
+    QSignalSpy done(&w, &MainWindow::compileDone);
+    w.openModel(QString(LS_SAMPLES) + "/mse_loss");
+    QVERIFY(done.wait(60000));
+    auto show = [&](const char* stage) {
+      QSignalSpy shown(&w, &MainWindow::stageShown);
+      QVERIFY(w.selectStage(stage));
+      QVERIFY(shown.count() > 0 || shown.wait(30000));
+    };
+    show("aten");
+    w.selectNode("mse_loss");
+    QCOMPARE(w.selectedOrigins(), QStringList{"mse_loss"});
+    QCOMPARE(w.highlightedCount(), 1);
+    // The tree lists what mse_loss became at each level, down to its kernel.
+    const auto prims = w.provenanceTree()->findItems("prims.sum.default", Qt::MatchRecursive, 1);
+    QCOMPARE(prims.size(), 1);
+    QVERIFY(!w.provenanceTree()->findItems("aten.mean.default", Qt::MatchRecursive, 1).isEmpty());
+    QVERIFY(!w.provenanceTree()->findItems("generated", Qt::MatchRecursive, 1).isEmpty());
+    // Stepping to later stages keeps the selection: every node made from mse_loss is marked.
+    show("core_aten");
+    QCOMPARE(w.highlightedCount(), 3);  // sub, pow, mean
+    show("prims");
+    QVERIFY(w.highlightedCount() >= 4);  // sub, mul, sum, div
+    show("fused");
+    QVERIFY(w.highlightedCount() >= 3);
   }
 
   void testOpensExportedModel() {
