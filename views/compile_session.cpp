@@ -8,6 +8,7 @@ CompileSession::CompileSession(QObject* parent) : QObject(parent) {
   connect(&watcher_, &QFutureWatcher<std::shared_ptr<CompileResult>>::finished, this, [this] {
     auto r = watcher_.result();
     if (!r) return;
+    previous_ = std::move(result_);  // the views still show it until they take the new one
     result_ = r;
     if (!r->error.empty()) emit failed(QString::fromStdString(r->error_stage), QString::fromStdString(r->error));
     else emit finished();

@@ -31,6 +31,7 @@ class CompileSession : public QObject {
  private:
   QFutureWatcher<std::shared_ptr<CompileResult>> watcher_;
   std::shared_ptr<CompileResult> result_;
+  std::shared_ptr<CompileResult> previous_;
   std::shared_ptr<std::atomic<bool>> cancel_;
 };
 

@@ -1,6 +1,7 @@
 #include "main_window.h"
 
 #include <QAction>
+#include <QActionGroup>
 #include <QApplication>
 #include <QDockWidget>
 #include <QFileDialog>
@@ -165,6 +166,31 @@ void MainWindow::buildActions() {
     if (r > 0) stages_->setCurrentIndex(stages_model_->index(r - 1));
   });
   prev->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_BracketLeft));
+
+  // The level the graph is decomposed to before lowering, as a backend author chooses it.
+  QMenu* compile = menuBar()->addMenu(tr("&Compile"));
+  auto* level = new QActionGroup(this);
+  QAction* to_prims = compile->addAction(tr("Decompose to &prims"));
+  QAction* to_core = compile->addAction(tr("Decompose to &Core ATen only"));
+  for (QAction* a : {to_prims, to_core}) {
+    a->setCheckable(true);
+    level->addAction(a);
+  }
+  to_prims->setChecked(true);
+  to_prims->setObjectName("decompose_prims");
+  to_core->setObjectName("decompose_core_aten");
+  connect(level, &QActionGroup::triggered, this, [this, to_core](QAction* a) {
+    session_->options.decompose_to = a == to_core ? level::core_aten : level::prims;
+    if (!path_.isEmpty()) openModel(path_);
+  });
+  QAction* fusion = compile->addAction(tr("&Fusion"));
+  fusion->setCheckable(true);
+  fusion->setChecked(true);
+  fusion->setObjectName("fusion");
+  connect(fusion, &QAction::toggled, this, [this](bool on) {
+    session_->options.fusion = on;
+    if (!path_.isEmpty()) openModel(path_);
+  });
 }
 
 void MainWindow::openModel(const QString& path) {

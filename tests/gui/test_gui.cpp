@@ -1,6 +1,7 @@
 // GUI tests on the offscreen platform: the sample opens, every stage shows content, the models
 // pass QAbstractItemModelTester, and a bad file leaves an error in the window.
 #include <QAbstractItemModelTester>
+#include <QAction>
 #include <QListView>
 #include <QTableView>
 #include <QTreeWidget>
@@ -95,6 +96,24 @@ class TestGui : public QObject {
     QVERIFY(w.highlightedCount() >= 4);  // sub, mul, sum, div
     show("fused");
     QVERIFY(w.highlightedCount() >= 3);
+  }
+
+  void testDecompositionTargetAndFusionToggles() {
+    MainWindow w;
+    w.show();
+    QSignalSpy done(&w, &MainWindow::compileDone);
+    w.openModel(QString(LS_SAMPLES) + "/mse_loss");
+    QVERIFY(done.wait(60000));
+    auto* stages = w.findChild<QListView*>();
+    QCOMPARE(stages->model()->rowCount(), int(stage_names().size()));
+    w.findChild<QAction*>("decompose_core_aten")->trigger();  // recompiles without the prims stage
+    QVERIFY(done.wait(60000));
+    QCOMPARE(done.last().at(0).toBool(), true);
+    QCOMPARE(stages->model()->rowCount(), int(stage_names().size()) - 1);
+    QVERIFY(!w.selectStage("prims"));
+    w.findChild<QAction*>("fusion")->trigger();  // off: one kernel per loop node
+    QVERIFY(done.wait(60000));
+    QVERIFY(w.kernelTable()->model()->rowCount() > 1);
   }
 
   void testOpensExportedModel() {

@@ -14,6 +14,9 @@
 #include "frontend/onnx.h"
 #include "frontend/pt2.h"
 #include "interp/reference.h"
+#include "ops/op_table.h"
+#include "passes/decompose.h"
+#include "passes/normalize_to_aten.h"
 #include "pipeline/pipeline.h"
 #include "tensor/npy.h"
 
@@ -127,6 +130,69 @@ class TestImport : public QObject {
     QVERIFY2(r.error.empty(), r.error.c_str());
     QVERIFY(r.check.ok);
     QCOMPARE(r.check.outputs.at(0).against, m.expected_from);
+  }
+
+  // Every stage graph decomposes to Core ATen (Core ATen ops, or prims if it was lower already)
+  // and to prims (prims, plus the library calls PyTorch's prims graphs keep too).
+  void testDecomposesToOpSets() {
+    for (const auto& dir : fs::directory_iterator(data("stages")))
+      for (const auto& f : fs::directory_iterator(dir)) {
+        std::ifstream in(f.path());
+        std::stringstream ss;
+        ss << in.rdbuf();
+        Graph aten, core, prims;
+        try {
+          aten = normalize_to_aten(import_fx_text(ss.str(), f.path().filename().string()));
+          core = decompose(aten, level::core_aten);
+          prims = decompose(aten, level::prims);
+        } catch (const std::exception& e) {
+          QFAIL((f.path().string() + ": " + e.what()).c_str());
+        }
+        for (const Node& n : core.nodes) {
+          if (n.is_placeholder()) continue;
+          if (!n.op->in(level::core_aten | level::prims) && n.op->kind != OpKind::getitem)
+            QFAIL((f.path().string() + ": " + n.op->name + " in the Core ATen graph").c_str());
+        }
+        for (const Node& n : prims.nodes) {
+          if (n.is_placeholder()) continue;
+          if (!(n.op->in(level::prims) && n.op->kind != OpKind::composite) && n.op->kind != OpKind::extern_kernel &&
+              n.op->kind != OpKind::getitem)
+            QFAIL((f.path().string() + ": " + n.op->name + " in the prims graph").c_str());
+        }
+      }
+  }
+
+  // Every op PyTorch's own Core ATen and prims graphs used is one our table knows.
+  void testPyTorchOpSetsAreKnown() {
+    int ops = 0;
+    for (const auto& dir : fs::directory_iterator(data("ops")))
+      for (const auto& f : fs::directory_iterator(dir)) {
+        std::ifstream in(f.path());
+        std::string line;
+        while (std::getline(in, line)) {
+          if (line.empty()) continue;
+          if (line == "<built-in function getitem>") line = "getitem";
+          QVERIFY2(find_op(line) != nullptr, (f.path().string() + ": " + line).c_str());
+          ++ops;
+        }
+      }
+    QVERIFY(ops > 40);
+  }
+
+  // The numbers stay PyTorch's at every level: ATen, Core ATen and prims graphs of the real models.
+  void testNumericsAtEveryLevel() {
+    for (const char* m : {"softmax", "res_block", "cifar_net"}) {
+      const std::string path = data(std::string("models/") + m + (have_pt2() ? "/model.pt2" : "/model.onnx"));
+      const LoadedModel lm = load_model(path);
+      const Graph aten = normalize_to_aten(lm.graph);
+      for (const Graph* g : {&aten}) {
+        const Graph core = decompose(*g, level::core_aten), prims = decompose(*g, level::prims);
+        for (const Graph* level : {g, &core, &prims}) {
+          const Comparison c = compare(run_reference(*level, lm.inputs).at(0), lm.expected.at(0));
+          QVERIFY2(c.ok, (std::string(m) + ": " + c.why).c_str());
+        }
+      }
+    }
   }
 
   void testPt2Details() {
