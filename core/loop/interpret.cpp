@@ -1,0 +1,111 @@
+#include "loop/interpret.h"
+
+#include <map>
+#include <stdexcept>
+
+#include "exec/extern_kernels.h"
+#include "ops/op_table.h"
+
+namespace ls {
+namespace {
+
+class EvalHandler : public OpsHandler {
+ public:
+  explicit EvalHandler(std::map<std::string, Tensor>& bufs) : bufs_(bufs) {}
+  V load(const std::string& b, const Expr& i) override {
+    if (!i.is_constant()) throw std::logic_error("loop interpreter: index " + i.str() + " of " + b + " is not a constant");
+    const Tensor& t = bufs_.at(b);
+    if (i.constant() < 0 || i.constant() >= t.numel())
+      throw std::out_of_range("loop interpreter: " + b + "[" + std::to_string(i.constant()) + "] is out of bounds");
+    return value(t.get(i.constant()));
+  }
+  V constant(double v, DType) override { return value(v); }
+  V math(Math m, const std::vector<V>& a, DType t) override {
+    double x[3] = {0, 0, 0};
+    for (size_t k = 0; k < a.size() && k < 3; ++k) x[k] = vals_.at(a[k].id);
+    double r = eval_math(m, x[0], x[1], x[2]);
+    if (t == DType::f32) r = static_cast<float>(r);
+    return value(r);
+  }
+  V reduction(Reduce r, DType, V v) override {
+    reduce_ = r;
+    return v;
+  }
+  void store(const std::string& b, const Expr& i, V v) override { bufs_.at(b).set(i.constant(), vals_.at(v.id)); }
+  void store_reduction(const std::string& b, const Expr& i, V v) override {
+    Tensor& t = bufs_.at(b);
+    t.set(i.constant(), reduce_combine(reduce_, t.get(i.constant()), vals_.at(v.id)));
+  }
+  void reset() { vals_.clear(); }
+
+ private:
+  V value(double d) {
+    vals_.push_back(d);
+    return V{static_cast<int>(vals_.size()) - 1};
+  }
+  std::map<std::string, Tensor>& bufs_;
+  std::vector<double> vals_;
+  Reduce reduce_ = Reduce::sum;
+};
+
+// Calls f with every position of `sizes` as constant index expressions.
+template <typename F>
+void for_each_position(const Shape& sizes, F f) {
+  const int64_t n = numel_of(sizes);
+  std::vector<Expr> idx(sizes.size());
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t rem = i;
+    for (size_t d = sizes.size(); d-- > 0;) {
+      idx[d] = Expr(rem % sizes[d]);
+      rem /= sizes[d];
+    }
+    f(idx);
+  }
+}
+
+}  // namespace
+
+std::vector<Tensor> interpret_loops(const LoopProgram& p, const std::vector<Tensor>& inputs) {
+  if (inputs.size() != p.inputs.size()) throw std::invalid_argument("loop interpreter: wrong number of inputs");
+  std::map<std::string, Tensor> bufs;
+  for (size_t i = 0; i < inputs.size(); ++i) bufs[p.inputs[i]] = inputs[i];
+  for (const LoopBuffer& b : p.buffers)
+    if (!bufs.count(b.name)) bufs[b.name] = Tensor(b.dtype, b.shape);
+  EvalHandler h(bufs);
+  for (const LoopNode& n : p.nodes) {
+    if (n.kind == LoopNode::Kind::extern_kernel) {
+      RefInputs in;
+      in.t.resize(n.ext.args.size());
+      in.lists.resize(n.ext.args.size());
+      for (size_t i = 0; i < n.ext.args.size(); ++i) {
+        if (n.ext.args[i].is_node()) in.t[i] = bufs.at(n.ext.inputs.at(n.ext.args[i].node));
+        for (const Arg& x : n.ext.args[i].list)
+          if (x.is_node()) in.lists[i].push_back(bufs.at(n.ext.inputs.at(x.node)));
+      }
+      std::vector<Tensor> outs;
+      for (const auto& o : n.ext.outputs) outs.push_back(bufs.at(o));
+      run_extern(n.ext, in, outs);
+      continue;
+    }
+    if (n.kind == LoopNode::Kind::reduction) {
+      Tensor& out = bufs.at(n.buffer);
+      for (int64_t i = 0; i < out.numel(); ++i) out.set(i, reduce_init(n.reduce));
+      for_each_position(n.ranges, [&](const std::vector<Expr>& idx) {
+        for_each_position(n.reduction_ranges, [&](const std::vector<Expr>& ridx) {
+          h.reset();
+          n.run(h, idx, ridx);
+        });
+      });
+      continue;
+    }
+    for_each_position(n.ranges, [&](const std::vector<Expr>& idx) {
+      h.reset();
+      n.run(h, idx, {});
+    });
+  }
+  std::vector<Tensor> outs;
+  for (const auto& o : p.outputs) outs.push_back(o.empty() ? Tensor() : bufs.at(o));
+  return outs;
+}
+
+}  // namespace ls
