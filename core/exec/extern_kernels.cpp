@@ -113,17 +113,12 @@ void matmul(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs)
   sgemm(M, N, K, addmm ? static_cast<float>(c.args[4].number()) : 1.f, f32(a), ta, f32(b), tb, beta, f32(y));
 }
 
-std::vector<int64_t> pair(const Arg& a) {
-  auto v = a.ints();
-  if (v.size() == 1) v.push_back(v[0]);
-  return v;
-}
 
 // im2col per image and group, then one matrix multiply: weight[O/G, C/G*KH*KW] @ cols[C/G*KH*KW, OH*OW].
 void convolution(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs) {
   const Tensor &x = in[0], &w = in[1];
   Tensor& y = outs[0];
-  const auto st = pair(c.args[3]), pad = pair(c.args[4]), dil = pair(c.args[5]);
+  const auto st = spatial_pair(c.args[3]), pad = spatial_pair(c.args[4]), dil = spatial_pair(c.args[5]);
   const int64_t G = c.args[8].i;
   const int64_t N = x.shape()[0], C = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
   const int64_t O = w.shape()[0], CG = w.shape()[1], KH = w.shape()[2], KW = w.shape()[3];

@@ -487,6 +487,23 @@ class Parser {
     return c;
   }
 
+  // A node calling `op` as `c` spells it: arguments bound to the schema, metadata inferred.
+  Node make_node(const std::string& name, const Call& c, const OpDef* op) {
+    Node n;
+    n.name = name;
+    n.target = c.target;
+    n.op = op;
+    n.stack = stack_;
+    n.origins = {name};
+    try {
+      n.args = bind_args(*op, c.pos, c.kw);
+      n.outs = infer_meta(g_, *op, n.args);
+    } catch (const std::invalid_argument& e) {
+      fail(c.col, e.what());
+    }
+    return n;
+  }
+
   void parse_statement(const std::string& body) {
     auto toks = lex(body, col0_);
     if (toks[0].kind != Token::name) fail(toks[0].col, "expected an assignment 'name = ...'");
@@ -500,21 +517,8 @@ class Parser {
       op.text = toks[1].text.substr(0, 1);
       expr.push_back(op);
       expr.insert(expr.end(), toks.begin() + 2, toks.end());
-      Call c = parse_operator(expr);
-      const OpDef* def = find_op(c.op);
-      Node n;
-      n.name = fresh("i" + c.target.substr(9));
-      n.target = c.target;
-      n.op = def;
-      n.stack = stack_;
-      n.origins = {n.name};
-      try {
-        n.args = bind_args(*def, c.pos, c.kw);
-        n.outs = infer_meta(g_, *def, n.args);
-      } catch (const std::invalid_argument& e) {
-        fail(c.col, e.what());
-      }
-      names_[target.text] = g_.add(std::move(n));
+      const Call c = parse_operator(expr);
+      names_[target.text] = g_.add(make_node(fresh("i" + c.target.substr(9)), c, find_op(c.op)));
       return;
     }
     std::optional<TensorMeta> meta;
@@ -563,18 +567,7 @@ class Parser {
     }
     const OpDef* op = find_op_functional(c.op);
     if (!op) fail(c.col, "unknown op '" + c.target + "'");
-    Node n;
-    n.name = target.text;
-    n.target = c.target;
-    n.op = op;
-    n.stack = stack_;
-    n.origins = {target.text};
-    try {
-      n.args = bind_args(*op, c.pos, c.kw);
-      n.outs = infer_meta(g_, *op, n.args);
-    } catch (const std::invalid_argument& e) {
-      fail(c.col, e.what());
-    }
+    Node n = make_node(target.text, c, op);
     if (meta && (meta->shape != n.meta().shape || meta->dtype != n.meta().dtype))
       fail(meta_col, "'" + n.name + "' is annotated " + meta->annotation() + " but " + op->name + " gives " +
                          n.meta().annotation());

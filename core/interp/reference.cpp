@@ -40,15 +40,13 @@ void check_inputs(const Graph& g, const std::vector<Tensor>& inputs) {
   }
 }
 
-std::vector<Tensor> run_reference(const Graph& g, const std::vector<Tensor>& user_inputs) {
-  const std::vector<Tensor> inputs = bind_inputs(g, user_inputs);
-  check_inputs(g, inputs);
+std::vector<std::vector<Tensor>> evaluate_nodes(const Graph& g, const std::vector<Tensor>& placeholders) {
   std::vector<std::vector<Tensor>> vals(g.nodes.size());
   size_t next_input = 0;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
     if (n.is_placeholder()) {
-      vals[i] = {inputs[next_input++]};
+      vals[i] = {placeholders.at(next_input++)};
       continue;
     }
     if (n.op->kind == OpKind::getitem) {
@@ -69,6 +67,13 @@ std::vector<Tensor> run_reference(const Graph& g, const std::vector<Tensor>& use
       throw std::runtime_error("reference kernel of node '" + n.name + "' (" + n.op->name + "): " + e.what());
     }
   }
+  return vals;
+}
+
+std::vector<Tensor> run_reference(const Graph& g, const std::vector<Tensor>& user_inputs) {
+  const std::vector<Tensor> inputs = bind_inputs(g, user_inputs);
+  check_inputs(g, inputs);
+  const auto vals = evaluate_nodes(g, inputs);
   std::vector<Tensor> out;
   for (int o : g.outputs) out.push_back(o < 0 ? Tensor() : vals[o].at(0));
   return out;

@@ -77,15 +77,9 @@ class Lowering {
     const Node& n = g_.nodes[id];
     for (int u : g_.users(id))
       if (g_.nodes[u].op->kind != OpKind::getitem || g_.nodes[u].args[1].i != 0) return false;
-    auto pair = [](const Arg& a) {
-      auto v = a.ints();
-      if (v.size() == 1) v.push_back(v[0]);
-      return v;
-    };
-    const auto k = pair(n.args[1]);
-    auto st = pair(n.args[2]);
-    if (n.args[2].kind == Arg::Kind::list && n.args[2].list.empty()) st = k;
-    const auto pad = pair(n.args[3]), dil = pair(n.args[4]);
+    const auto k = spatial_pair(n.args[1]);
+    auto st = n.args[2].kind == Arg::Kind::list && n.args[2].list.empty() ? k : spatial_pair(n.args[2]);
+    const auto pad = spatial_pair(n.args[3]), dil = spatial_pair(n.args[4]);
     const Shape& in = g_.nodes[n.args[0].node].meta().shape;
     const Shape& out = n.outs[0].shape;
     const size_t r = in.size();

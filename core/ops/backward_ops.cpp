@@ -20,12 +20,6 @@ TensorMeta like(const TensorMeta& in, Shape shape) {
   m.device = in.device;
   return m;
 }
-std::vector<int64_t> pair_of(const Arg& a) {
-  auto v = a.ints();
-  if (v.size() == 1) v.push_back(v[0]);
-  if (v.size() != 2) throw std::invalid_argument("expected one or two values per spatial dimension");
-  return v;
-}
 
 // Shape of the gradient: that of argument `i`.
 template <int I>
@@ -82,7 +76,7 @@ std::vector<TensorMeta> conv_backward_meta(const Graph& g, const OpDef&, const s
 }
 std::vector<Tensor> conv_backward_ref(const OpDef&, const std::vector<Arg>& a, const RefInputs& in, const std::vector<TensorMeta>& outs) {
   const Tensor &gy = in[0], &x = in[1], &w = in[2];
-  const auto st = pair_of(a[4]), pad = pair_of(a[5]), dil = pair_of(a[6]);
+  const auto st = spatial_pair(a[4]), pad = spatial_pair(a[5]), dil = spatial_pair(a[6]);
   const int64_t G = a[9].i;
   const int64_t N = x.shape()[0], C = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
   const int64_t O = w.shape()[0], CG = w.shape()[1], KH = w.shape()[2], KW = w.shape()[3];

@@ -25,14 +25,6 @@ TensorMeta like(const TensorMeta& in, DType dt, Shape shape) {
 }
 [[noreturn]] void bad(const OpDef& op, const std::string& what) { throw std::invalid_argument(op.name + ": " + what); }
 
-// Two values per spatial dimension (a single value means both); throws for anything else.
-std::vector<int64_t> pair_of(const Arg& a, int64_t fallback_if_empty = -1) {
-  std::vector<int64_t> v = a.kind == Arg::Kind::list || a.kind == Arg::Kind::integer ? a.ints() : std::vector<int64_t>{};
-  if (v.empty() && fallback_if_empty >= 0) v = {fallback_if_empty};
-  if (v.size() == 1) v.push_back(v[0]);
-  if (v.size() != 2) throw std::invalid_argument("expected one or two values per spatial dimension, got " + std::to_string(v.size()));
-  return v;
-}
 
 // Strides and dilations must be positive, padding not negative.
 void check_window(const OpDef& op, const std::vector<int64_t>& st, const std::vector<int64_t>& pad, const std::vector<int64_t>& dil) {
@@ -352,7 +344,7 @@ std::vector<TensorMeta> infer_convolution(const Graph& g, const OpDef& op, const
   const TensorMeta& w = meta_of(g, a[1]);
   if (x.shape.size() != 4 || w.shape.size() != 4) bad(op, "only 2-D convolution (4-D input and weight) is supported");
   if (a[6].b) bad(op, "transposed convolution is not supported yet");
-  const auto st = pair_of(a[3]), pad = pair_of(a[4]), dil = pair_of(a[5]);
+  const auto st = spatial_pair(a[3]), pad = spatial_pair(a[4]), dil = spatial_pair(a[5]);
   check_window(op, st, pad, dil);
   const int64_t groups = a[8].i;
   if (groups <= 0 || x.shape[1] != w.shape[1] * groups || w.shape[0] % groups)
@@ -367,7 +359,7 @@ std::vector<TensorMeta> infer_convolution(const Graph& g, const OpDef& op, const
 }
 std::vector<Tensor> ref_convolution(const OpDef&, const std::vector<Arg>& a, const RefInputs& in, const std::vector<TensorMeta>& outs) {
   const Tensor &x = in[0], &w = in[1];
-  const auto st = pair_of(a[3]), pad = pair_of(a[4]), dil = pair_of(a[5]);
+  const auto st = spatial_pair(a[3]), pad = spatial_pair(a[4]), dil = spatial_pair(a[5]);
   const int64_t G = a[8].i;
   const int64_t N = x.shape()[0], C = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
   const int64_t O = w.shape()[0], CG = w.shape()[1], KH = w.shape()[2], KW = w.shape()[3];
@@ -399,22 +391,22 @@ std::vector<Tensor> ref_convolution(const OpDef&, const std::vector<Arg>& a, con
 std::vector<TensorMeta> infer_conv2d(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
   static const OpDef* conv = find_op("aten.convolution.default");
   (void)op;
-  return infer_convolution(g, *conv, {a[0], a[1], a[2], Arg::of_ints(pair_of(a[3])), Arg::of_ints(pair_of(a[4])),
-                                      Arg::of_ints(pair_of(a[5])), Arg::of_bool(false), Arg::of_ints({0, 0}), a[6]});
+  return infer_convolution(g, *conv, {a[0], a[1], a[2], Arg::of_ints(spatial_pair(a[3])), Arg::of_ints(spatial_pair(a[4])),
+                                      Arg::of_ints(spatial_pair(a[5])), Arg::of_bool(false), Arg::of_ints({0, 0}), a[6]});
 }
 std::vector<Arg> decomp_conv2d(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
-  return {b.call("aten.convolution.default", {a[0], a[1], a[2], Arg::of_ints(pair_of(a[3])), Arg::of_ints(pair_of(a[4])),
-                                              Arg::of_ints(pair_of(a[5])), Arg::of_bool(false), Arg::of_ints({0, 0}), a[6]})};
+  return {b.call("aten.convolution.default", {a[0], a[1], a[2], Arg::of_ints(spatial_pair(a[3])), Arg::of_ints(spatial_pair(a[4])),
+                                              Arg::of_ints(spatial_pair(a[5])), Arg::of_bool(false), Arg::of_ints({0, 0}), a[6]})};
 }
 
 struct Pool { std::vector<int64_t> k, st, pad, dil; bool ceil; };
 Pool pool_of(const std::vector<Arg>& a) {
   Pool p;
-  p.k = pair_of(a[1]);
-  p.st = pair_of(a[2]);
-  if (a[2].kind == Arg::Kind::list && a[2].list.empty()) p.st = p.k;
-  p.pad = pair_of(a[3]);
-  p.dil = pair_of(a[4]);
+  p.k = spatial_pair(a[1]);
+  // An empty stride means the kernel size, as in PyTorch.
+  p.st = a[2].kind == Arg::Kind::list && a[2].list.empty() ? p.k : spatial_pair(a[2]);
+  p.pad = spatial_pair(a[3]);
+  p.dil = spatial_pair(a[4]);
   p.ceil = a[5].b;
   return p;
 }
@@ -471,7 +463,7 @@ std::vector<Arg> decomp_max_pool2d(GraphBuilder& b, const OpDef&, const std::vec
 
 std::vector<TensorMeta> infer_adaptive_avg_pool(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
   const TensorMeta& x = meta_of(g, a[0]);
-  const auto os = pair_of(a[1]);
+  const auto os = spatial_pair(a[1]);
   if (x.shape.size() < 3) bad(op, "needs a 3-D or 4-D input");
   if (os[0] <= 0 || os[1] <= 0) bad(op, "output size must be positive");
   Shape out = x.shape;
@@ -481,7 +473,7 @@ std::vector<TensorMeta> infer_adaptive_avg_pool(const Graph& g, const OpDef& op,
 }
 std::vector<Tensor> ref_adaptive_avg_pool(const OpDef&, const std::vector<Arg>& a, const RefInputs& in, const std::vector<TensorMeta>& outs) {
   const Tensor& x = in[0];
-  const auto os = pair_of(a[1]);
+  const auto os = spatial_pair(a[1]);
   const size_t r = x.shape().size();
   const int64_t H = x.shape()[r - 2], W = x.shape()[r - 1], planes = x.numel() / (H * W);
   Tensor y(outs[0].dtype, outs[0].shape);
@@ -500,7 +492,7 @@ std::vector<Tensor> ref_adaptive_avg_pool(const OpDef&, const std::vector<Arg>& 
 // Evenly dividing windows: a view that splits each spatial dim, then a mean over the windows.
 std::vector<Arg> decomp_adaptive_avg_pool(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a) {
   const Shape x = b.meta(a[0]).shape;
-  const auto os = pair_of(a[1]);
+  const auto os = spatial_pair(a[1]);
   const size_t r = x.size();
   const int64_t H = x[r - 2], W = x[r - 1];
   if (H % os[0] || W % os[1]) bad(op, "output size must divide the input size to decompose");

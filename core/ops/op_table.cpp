@@ -6,6 +6,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "interp/reference.h"
 #include "ir/builder.h"
 
 namespace ls {
@@ -593,7 +594,8 @@ std::vector<TensorMeta> infer_meta(const Graph& g, const OpDef& op, const std::v
 
 // A composite without a kernel of its own (linear, conv2d, detach) runs as its decomposition, on
 // the reference kernels of the ops it decomposes into.
-std::vector<Tensor> run_decomposed(const OpDef& op, const std::vector<Arg>& args, const RefInputs& values) {
+std::vector<Tensor> run_decomposition(const OpDef& op, const std::vector<Arg>& args, const RefInputs& values) {
+  if (!op.decompose) throw std::logic_error(op.name + " has no decomposition");
   Graph g;
   GraphBuilder b(g);
   std::vector<Arg> a = args;
@@ -608,47 +610,33 @@ std::vector<Tensor> run_decomposed(const OpDef& op, const std::vector<Arg>& args
       if (a[i].list[k].is_node()) bind(a[i].list[k], values.lists.at(i).at(k));
   }
   const std::vector<Arg> res = op.decompose(b, op, a);
-  std::vector<std::vector<Tensor>> vals(g.nodes.size());
-  for (size_t i = 0, next = 0; i < g.nodes.size(); ++i) {
-    const Node& n = g.nodes[i];
-    if (n.is_placeholder()) {
-      vals[i] = {n.input_kind == InputKind::constant ? g.weights.at(n.name) : feed.at(next++)};
-      continue;
-    }
-    if (n.op->kind == OpKind::getitem) {
-      vals[i] = {vals[n.args[0].node].at(n.args[1].i)};
-      continue;
-    }
-    RefInputs in;
-    in.t.resize(n.args.size());
-    in.lists.resize(n.args.size());
-    for (size_t k = 0; k < n.args.size(); ++k) {
-      if (n.args[k].is_node()) in.t[k] = vals[n.args[k].node].at(0);
-      for (const Arg& x : n.args[k].list)
-        if (x.is_node()) in.lists[k].push_back(vals[x.node].at(0));
-    }
-    vals[i] = run_reference_kernel(*n.op, n.args, in, n.outs);
-  }
+  std::vector<Tensor> placeholders;
+  size_t next = 0;
+  for (int id : g.inputs())
+    placeholders.push_back(g.nodes[id].input_kind == InputKind::constant ? g.weights.at(g.nodes[id].name) : feed.at(next++));
+  const auto vals = evaluate_nodes(g, placeholders);
   std::vector<Tensor> out;
   for (const Arg& r : res) out.push_back(r.is_node() ? vals[r.node].at(0) : Tensor());
   return out;
 }
 
-std::vector<Tensor> run_decomposition(const OpDef& op, const std::vector<Arg>& args, const RefInputs& in) {
-  if (!op.decompose) throw std::logic_error(op.name + " has no decomposition");
-  return run_decomposed(op, args, in);
-}
-
 std::vector<Tensor> run_reference_kernel(const OpDef& op, const std::vector<Arg>& args, const RefInputs& values,
                                          const std::vector<TensorMeta>& outs) {
   if (op.reference) return op.reference(op, args, values, outs);
-  if (op.kind == OpKind::composite && op.decompose) return run_decomposed(op, args, values);
+  if (op.kind == OpKind::composite && op.decompose) return run_decomposition(op, args, values);
   switch (op.kind) {
     case OpKind::pointwise: return ref_pointwise(op, args, values, outs);
     case OpKind::reduction: return ref_reduction(op, args, values, outs);
     case OpKind::view: return ref_view(op, args, values, outs);
     default: throw std::logic_error(op.name + " has no reference kernel");
   }
+}
+
+std::vector<int64_t> spatial_pair(const Arg& a) {
+  std::vector<int64_t> v = a.kind == Arg::Kind::list || a.kind == Arg::Kind::integer ? a.ints() : std::vector<int64_t>{};
+  if (v.size() == 1) v.push_back(v[0]);
+  if (v.size() != 2) throw std::invalid_argument("expected one or two values per spatial dimension, got " + std::to_string(v.size()));
+  return v;
 }
 
 int64_t wrap_dim(const OpDef& op, int64_t d, int64_t rank) {

@@ -97,6 +97,10 @@ bool reduction_keepdim(const OpDef& op, const std::vector<Arg>& args);
 // Broadcast shape of two shapes (NumPy rules); throws on a mismatch.
 Shape broadcast_shapes(const Shape& a, const Shape& b);
 
+// Two values for the two spatial dimensions of a window argument (one value means both); throws
+// std::invalid_argument for anything else.
+std::vector<int64_t> spatial_pair(const Arg& a);
+
 // Normalizes a possibly negative dimension; throws std::invalid_argument naming the op.
 int64_t wrap_dim(const OpDef& op, int64_t dim, int64_t rank);
 

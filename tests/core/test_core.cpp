@@ -205,13 +205,12 @@ class TestCore : public QObject {
         for (Tensor& t : inputs)  // keep variances and log/sqrt arguments in their domain
           for (int64_t i = 0; i < t.numel(); ++i)
             if (dtype_is_float(t.dtype())) t.set(i, 0.25 + std::abs(t.get(i)) * 0.5);
-        // Values of every node, from the reference interpreter.
-        std::vector<std::vector<Tensor>> vals(g.nodes.size());
-        size_t next = 0;
+        // Values of every node, from the reference interpreter; then each node's decomposition on
+        // the same inputs.
+        const auto vals = evaluate_nodes(g, inputs);
         for (size_t i = 0; i < g.nodes.size(); ++i) {
           const Node& n = g.nodes[i];
-          if (n.is_placeholder()) { vals[i] = {inputs.at(next++)}; continue; }
-          if (n.op->kind == OpKind::getitem) { vals[i] = {vals[n.args[0].node].at(n.args[1].i)}; continue; }
+          if (n.is_placeholder() || !n.op->decompose || (!n.op->reference && n.op->kind == OpKind::composite)) continue;
           RefInputs in;
           in.t.resize(n.args.size());
           in.lists.resize(n.args.size());
@@ -219,8 +218,6 @@ class TestCore : public QObject {
             if (n.args[k].is_node()) in.t[k] = vals[n.args[k].node].at(0);
             for (const Arg& x : n.args[k].list) if (x.is_node()) in.lists[k].push_back(vals[x.node].at(0));
           }
-          vals[i] = run_reference_kernel(*n.op, n.args, in, n.outs);
-          if (!n.op->decompose || (!n.op->reference && n.op->kind == OpKind::composite)) continue;
           const std::vector<Tensor> dec = run_decomposition(*n.op, n.args, in);
           for (size_t o = 0; o < dec.size() && o < vals[i].size(); ++o) {
             if (!dec[o].defined() || !vals[i][o].defined() || vals[i][o].numel() == 0) continue;
