@@ -16,6 +16,13 @@ CodeView::CodeView(QWidget* parent) : QsciScintilla(parent) {
   setWrapMode(QsciScintilla::WrapNone);
   marker_ = markerDefine(QsciScintilla::Background);
   setMarkerBackgroundColor(QColor("#fff3c4"), marker_);
+  connect(this, &QsciScintilla::cursorPositionChanged, this, [this](int line, int) { emit lineClicked(line + 1); });
+}
+
+void CodeView::markLineSet(const QList<int>& lines) {
+  markerDeleteAll(marker_);
+  for (int l : lines) markerAdd(l - 1, marker_);
+  if (!lines.isEmpty()) setFirstVisibleLine(std::max(0, lines.front() - 3));
 }
 
 void CodeView::showText(const QString& text, Language lang) {

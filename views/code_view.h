@@ -1,5 +1,6 @@
 // Source and IR text with highlighting, line numbers and folding (QScintilla).
 #pragma once
+#include <QList>
 #include <Qsci/qsciscintilla.h>
 
 namespace ls {
@@ -11,6 +12,10 @@ class CodeView : public QsciScintilla {
   explicit CodeView(QWidget* parent = nullptr);
   void showText(const QString& text, Language lang);
   void markLines(int first, int last);  // 1-based, inclusive; scrolls to them
+  void markLineSet(const QList<int>& lines);  // 1-based; scrolls to the first
+
+ signals:
+  void lineClicked(int line);  // 1-based
 
  private:
   int marker_ = 0;

@@ -103,6 +103,19 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connect(stages_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
           [this](const QModelIndex& cur) { showStage(cur.row()); });
   connect(kernels_, &QTableView::clicked, this, [this](const QModelIndex& i) { markKernel(i.row()); });
+  // A line of generated source selects the loop node it came from, and so its provenance.
+  connect(code_, &CodeView::lineClicked, this, [this](int line) {
+    const CompileResult* r = session_->result();
+    if (!r || currentStage() != "source" || syncing_) return;
+    for (const GeneratedKernel& k : r->source.kernels)
+      for (const auto& [l, node] : k.line_nodes)
+        if (l == line) {
+          syncing_ = true;
+          selectNode(QString::fromStdString(r->loops.nodes.at(node).name));
+          syncing_ = false;
+          return;
+        }
+  });
   connect(session_, &CompileSession::started, this, [this](const QString& p) {
     banner_->hide();
     progress_->setText(tr("Compiling %1 …").arg(QFileInfo(p).fileName()));
@@ -353,7 +366,7 @@ void MainWindow::applyHighlight() {
     if (const Graph* g = graph_of(*r, stage)) {
       for (const Node& n : g->nodes)
         if (shares(n.origins, origins_)) ids.insert(QString::fromStdString(n.name));
-    } else if (stage == "loop_ir" || stage == "fused") {
+    } else if (stage == "loop_ir" || stage == "fused" || stage == "source" || stage == "run") {  // the fused graph is shown beside source and run
       for (const LoopNode& n : r->loops.nodes)
         if (shares(n.origins, origins_)) ids.insert(QString::fromStdString(n.name));
     }
@@ -362,6 +375,17 @@ void MainWindow::applyHighlight() {
         if (shares(k.origins, origins_)) ids.insert(QString::fromStdString(k.name));
   }
   highlighted_ = graph_->highlight(ids);
+  // In the source, the lines generated from the selected nodes.
+  if (r && !origins_.isEmpty() && currentStage() == "source" && !syncing_) {
+    QList<int> lines;
+    for (const GeneratedKernel& k : r->source.kernels)
+      for (const auto& [l, node] : k.line_nodes)
+        if (shares(r->loops.nodes.at(node).origins, origins_)) lines << l;
+    syncing_ = true;
+    code_->markLineSet(lines);
+    syncing_ = false;
+    marked_lines_ = static_cast<int>(lines.size());
+  }
 }
 
 void MainWindow::markKernel(int k) {

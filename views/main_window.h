@@ -37,6 +37,7 @@ class MainWindow : public QMainWindow {
   QStringList selectedOrigins() const { return origins_; }
   QTreeWidget* provenanceTree() const { return provenance_; }
   int highlightedCount() const { return highlighted_; }
+  int markedSourceLines() const { return marked_lines_; }
 
  signals:
   void compileDone(bool ok);           // the record is in; ok: no stage failed
@@ -68,6 +69,8 @@ class MainWindow : public QMainWindow {
   QTreeWidget* provenance_;
   QStringList origins_;  // the user-level nodes selected
   int highlighted_ = 0;
+  int marked_lines_ = 0;
+  bool syncing_ = false;  // set while one view updates another, so they do not echo
   QString pending_stage_;
   QString path_;
 };

@@ -96,6 +96,17 @@ class TestGui : public QObject {
     QVERIFY(w.highlightedCount() >= 4);  // sub, mul, sum, div
     show("fused");
     QVERIFY(w.highlightedCount() >= 3);
+    // In the source, the lines generated from mse_loss's nodes are marked...
+    show("source");
+    QVERIFY(w.markedSourceLines() >= 4);
+    // ...and clicking a line of another node's code selects that node instead.
+    const CompileResult* r = w.session()->result();
+    int sin_line = 0;
+    for (const auto& [l, node] : r->source.kernels.at(0).line_nodes)
+      if (r->loops.nodes.at(node).graph_node == "sin") sin_line = l;
+    QVERIFY(sin_line > 0);
+    w.codeView()->setCursorPosition(sin_line - 1, 0);
+    QTRY_COMPARE(w.selectedOrigins(), QStringList{"sin"});  // Scintilla reports the move on its next update
   }
 
   void testDecompositionTargetAndFusionToggles() {
