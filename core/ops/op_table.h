@@ -31,7 +31,8 @@ struct Param {
   std::string default_text;  // as the schema writes it ("1", "False", "None")
   bool has_default = false;
   bool kwarg_only = false;
-  bool is_operand() const { return !kwarg_only && (type == "Tensor" || type == "Scalar"); }
+  // An input of the op's math: a tensor or a number, but not the `alpha` that scales `other`.
+  bool is_operand() const { return !kwarg_only && name != "alpha" && (type == "Tensor" || type == "Scalar"); }
 };
 
 // The tensors a reference kernel reads: per argument, its tensor (node arguments) or its
