@@ -28,11 +28,15 @@ void CodeView::markLineSet(const QList<int>& lines) {
 void CodeView::showText(const QString& text, Language lang) {
   QFont mono("DejaVu Sans Mono", 9);
   QsciLexer* old = lexer();
-  QsciLexer* lex = lang == Language::Cpp ? static_cast<QsciLexer*>(new QsciLexerCPP(this))
-                                         : static_cast<QsciLexer*>(new QsciLexerPython(this));
-  lex->setDefaultFont(mono);
-  lex->setFont(mono);
+  QsciLexer* lex = lang == Language::Cpp      ? static_cast<QsciLexer*>(new QsciLexerCPP(this))
+                   : lang == Language::Python ? static_cast<QsciLexer*>(new QsciLexerPython(this))
+                                              : nullptr;
+  if (lex) {
+    lex->setDefaultFont(mono);
+    lex->setFont(mono);
+  }
   setLexer(lex);
+  if (!lex) setFont(mono);
   delete old;
   setMarginsFont(mono);
   setReadOnly(false);

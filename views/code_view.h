@@ -8,7 +8,7 @@ namespace ls {
 class CodeView : public QsciScintilla {
   Q_OBJECT
  public:
-  enum class Language { Cpp, Python };
+  enum class Language { Cpp, Python, Plain };
   explicit CodeView(QWidget* parent = nullptr);
   void showText(const QString& text, Language lang);
   void markLines(int first, int last);  // 1-based, inclusive; scrolls to them

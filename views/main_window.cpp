@@ -273,7 +273,9 @@ void MainWindow::showStage(int row) {
   if (!r || row < 0 || row >= static_cast<int>(r->stages.size())) return;
   const Stage& s = r->stages[row];
   const bool cpp = s.kind == Stage::Kind::source;
-  code_->showText(QString::fromStdString(s.text), cpp ? CodeView::Language::Cpp : CodeView::Language::Python);
+  code_->showText(QString::fromStdString(s.text), cpp                                    ? CodeView::Language::Cpp
+                                                  : s.kind == Stage::Kind::assembly ? CodeView::Language::Plain
+                                                                                    : CodeView::Language::Python);
   if (cpp && !r->source.kernels.empty()) code_->markLines(r->source.kernels[0].first_line, r->source.kernels[0].last_line);
   // Source and run stages show the fused kernels beside them.
   std::string dot = s.dot;

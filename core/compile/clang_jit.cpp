@@ -21,6 +21,10 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/MC/SubtargetFeature.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Transforms/Utils/Cloning.h"
 #include "compile/cpu_compiler.h"
 
 namespace ls {
@@ -55,7 +59,7 @@ void init_once() {
 }  // namespace
 
 std::unique_ptr<LoadedCode> clang_jit_compile(const std::string& source, const std::string& opt_level,
-                                              std::string& diagnostics) {
+                                              std::string& diagnostics, std::string* llvm_ir, std::string* assembly) {
   init_once();
   llvm::raw_string_ostream diag_os(diagnostics);
   auto diag_opts = llvm::makeIntrusiveRefCnt<clang::DiagnosticOptions>();
@@ -118,6 +122,37 @@ std::unique_ptr<LoadedCode> clang_jit_compile(const std::string& source, const s
   }
   (*jit)->getMainJITDylib().addGenerator(std::move(*gen));
   module->setDataLayout((*jit)->getDataLayout());
+  if (llvm_ir) {  // what Clang's optimizer made of the kernels
+    llvm::raw_string_ostream os(*llvm_ir);
+    module->print(os, nullptr);
+  }
+  if (assembly) {  // and the machine code, printed by a target machine like the JIT's
+    auto jtmb2 = llvm::orc::JITTargetMachineBuilder::detectHost();
+    if (jtmb2) {
+      jtmb2->setCPU(llvm::sys::getHostCPUName().str());
+      llvm::StringMap<bool> feats;
+      if (llvm::sys::getHostCPUFeatures(feats)) {
+        llvm::SubtargetFeatures f;
+        for (auto& kv : feats) f.AddFeature(kv.first(), kv.second);
+        jtmb2->addFeatures(f.getFeatures());
+      }
+      jtmb2->setCodeGenOptLevel(llvm::CodeGenOpt::Aggressive);
+      if (auto tm = jtmb2->createTargetMachine()) {
+        std::unique_ptr<llvm::Module> copy = llvm::CloneModule(*module);
+        llvm::SmallString<0> buf;
+        llvm::raw_svector_ostream os(buf);
+        llvm::legacy::PassManager pm;
+        if (!(*tm)->addPassesToEmitFile(pm, os, nullptr, llvm::CGFT_AssemblyFile)) {
+          pm.run(*copy);
+          *assembly = std::string(buf.str());
+        }
+      } else {
+        llvm::consumeError(tm.takeError());
+      }
+    } else {
+      llvm::consumeError(jtmb2.takeError());
+    }
+  }
   if (auto err = (*jit)->addIRModule(llvm::orc::ThreadSafeModule(std::move(module), std::move(ctx)))) {
     diagnostics += llvm::toString(std::move(err));
     return nullptr;

@@ -67,7 +67,7 @@ CpuCompileResult compile_cpp(const std::string& source, const CpuCompileOptions&
   CpuCompileResult r;
   if (have_clang_jit() && !o.external) {
     std::string diag;
-    r.code = clang_jit_compile(source, o.opt_level, diag);
+    r.code = clang_jit_compile(source, o.opt_level, diag, &r.llvm_ir, &r.assembly);
     if (!r.code) throw CompileError("Clang rejected the generated kernels", diag);
     r.log = diag;
     r.compiler = "clang 14 (in-process, ORC JIT)";
@@ -80,7 +80,8 @@ CpuCompileResult compile_cpp(const std::string& source, const CpuCompileOptions&
 }
 
 #ifndef LOWERSCOPE_HAVE_CLANG_JIT
-std::unique_ptr<LoadedCode> clang_jit_compile(const std::string&, const std::string&, std::string& diagnostics) {
+std::unique_ptr<LoadedCode> clang_jit_compile(const std::string&, const std::string&, std::string& diagnostics, std::string*,
+                                              std::string*) {
   diagnostics = "this build has no in-process Clang JIT";
   return nullptr;
 }

@@ -23,6 +23,8 @@ struct CpuCompileResult {
   std::unique_ptr<LoadedCode> code;
   std::string compiler;  // what compiled it, for the GUI and the report
   std::string log;       // the compiler's warnings and remarks
+  std::string llvm_ir;   // the optimized LLVM IR (in-process path only)
+  std::string assembly;  // the x86 assembly Clang made of it (in-process path only)
   double ms = 0;
 };
 
@@ -38,6 +40,7 @@ CpuCompileResult compile_cpp(const std::string& source, const CpuCompileOptions&
 
 // Used by compile_cpp when the in-process JIT is built in (compile/clang_jit.cpp).
 std::unique_ptr<LoadedCode> clang_jit_compile(const std::string& source, const std::string& opt_level,
-                                              std::string& diagnostics);
+                                              std::string& diagnostics, std::string* llvm_ir = nullptr,
+                                              std::string* assembly = nullptr);
 
 }  // namespace ls

@@ -89,7 +89,7 @@ std::string run_table(const CompileResult& r) {
 }  // namespace
 
 const std::vector<std::string>& stage_names() {
-  static const std::vector<std::string> n = {"capture", "aten", "core_aten", "prims", "loop_ir", "fused", "source", "run"};
+  static const std::vector<std::string> n = {"capture", "aten", "core_aten", "prims", "loop_ir", "fused", "source", "asm", "run"};
   return n;
 }
 
@@ -177,6 +177,18 @@ CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const st
     CpuCompileResult compiled = compile_cpp(r.source.code, co);
     r.compiler = compiled.compiler;
     r.compile_log = compiled.log;
+    {
+      Stage s;
+      s.name = "asm";
+      s.title = "Machine code (x86 assembly, LLVM IR)";
+      s.kind = Stage::Kind::assembly;
+      s.text = compiled.assembly.empty()
+                   ? "; compiled by " + compiled.compiler + ": the assembly is shown for the in-process Clang path only\n"
+                   : compiled.assembly + "\n\n; ---- optimized LLVM IR ----\n" + compiled.llvm_ir;
+      s.nodes = static_cast<int>(r.source.kernels.size());
+      rec.last_ms = compiled.ms;
+      rec.add(std::move(s));
+    }
     r.compile_ms = std::chrono::duration<double, std::milli>(Clock::now() - t_compile).count();
     if (!o.run) return r;
 

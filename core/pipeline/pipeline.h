@@ -1,7 +1,7 @@
 // The pipeline, as one script of stages. Each stage's result is recorded once, here; the GUI,
 // the CLI, its --dump folder and the tests all read this record.
 //
-//   capture -> aten -> core_aten -> prims -> loop_ir -> fused -> source -> run
+//   capture -> aten -> core_aten -> prims -> loop_ir -> fused -> source -> asm -> run
 #pragma once
 #include <atomic>
 #include <functional>
@@ -19,8 +19,8 @@
 namespace ls {
 
 struct Stage {
-  enum class Kind : uint8_t { graph, loops, kernels, source, run };
-  std::string name;   // short, stable: capture, aten, core_aten, prims, loop_ir, fused, source, run
+  enum class Kind : uint8_t { graph, loops, kernels, source, assembly, run };
+  std::string name;   // short, stable: capture, aten, core_aten, prims, loop_ir, fused, source, asm, run
   std::string title;  // for people: "Core ATen graph"
   Kind kind = Kind::graph;
   std::string text;   // the stage as text (print_readable, loop bodies, C++ source, run table)

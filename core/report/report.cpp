@@ -70,7 +70,8 @@ void write_dump(const CompileResult& r, const std::string& dir) {
   for (size_t i = 0; i < r.stages.size(); ++i) {
     std::ostringstream prefix;
     prefix << std::setw(2) << std::setfill('0') << i << '_' << r.stages[i].name;
-    write(prefix.str() + (r.stages[i].kind == Stage::Kind::source ? ".cpp" : ".txt"), r.stages[i].text);
+    const Stage::Kind k = r.stages[i].kind;
+    write(prefix.str() + (k == Stage::Kind::source ? ".cpp" : k == Stage::Kind::assembly ? ".s" : ".txt"), r.stages[i].text);
     if (!r.stages[i].dot.empty()) write(prefix.str() + ".dot", r.stages[i].dot);
   }
   write("report.json", report_json(r));

@@ -89,6 +89,18 @@ class TestCpu : public QObject {
     QVERIFY(big.source.code.find("#pragma omp simd") != std::string::npos);
   }
 
+  void testMachineCodeIsShown() {
+    if (!have_clang_jit()) QSKIP("the assembly comes from the in-process Clang path");
+    const CompileResult r = compile_fixture("sincos/3_core_aten.txt", 1);
+    const Stage* s = r.stage("asm");
+    QVERIFY(s);
+    const std::string& text = s->text;
+    const std::string kernel = r.schedule.kernels.at(0).name;
+    QVERIFY2(text.find(kernel + ":") != std::string::npos, "the kernel's label");            // x86 assembly
+    QVERIFY2(text.find("void @" + kernel + "(") != std::string::npos, "its LLVM IR function");
+    QVERIFY2(text.find("sinf") != std::string::npos, "a call of the (vector) sine");
+  }
+
   void testCompileErrorIsReported() {
     for (bool ext : {false, true}) {
       if (!ext && !have_clang_jit()) continue;
