@@ -71,7 +71,6 @@ class MainWindow : public QMainWindow {
   int highlighted_ = 0;
   int marked_lines_ = 0;
   bool syncing_ = false;  // set while one view updates another, so they do not echo
-  QString pending_stage_;
   QString path_;
 };
 

@@ -36,14 +36,13 @@ struct Emitted {
 
 class CppEmitter : public OpsHandler {
  public:
-  CppEmitter(std::map<std::string, std::string> ptrs, const LoopProgram& p, std::set<std::string> in_memory)
-      : ptrs_(std::move(ptrs)), p_(p), in_memory_(std::move(in_memory)) {}
+  CppEmitter(std::map<std::string, std::string> ptrs, std::set<std::string> in_memory)
+      : ptrs_(std::move(ptrs)), in_memory_(std::move(in_memory)) {}
 
   std::vector<Emitted> lines;
   std::string indent = "    ";
   int node = -1;                 // loop node whose body is running
   std::string acc;               // accumulator of the reduction node whose body is running
-  DType acc_dtype = DType::f32;
   std::map<std::string, std::string> pending_reduction;  // buffer@index -> accumulator
 
   void push_scope() { scopes_.emplace_back(); }
@@ -127,7 +126,6 @@ class CppEmitter : public OpsHandler {
     return V{static_cast<int>(names_.size()) - 1};
   }
   std::map<std::string, std::string> ptrs_;
-  const LoopProgram& p_;
   std::set<std::string> in_memory_;
   std::vector<std::map<std::string, std::string>> scopes_;
   std::vector<std::string> names_;
@@ -168,7 +166,7 @@ class KernelWriter {
     for (const auto& b : k_.writes) add_arg(b, true);
 
     std::set<std::string> in_memory(k_.writes.begin(), k_.writes.end());
-    CppEmitter e(ptrs, p_, in_memory);
+    CppEmitter e(ptrs, in_memory);
     std::string origins;
     for (const auto& o : k_.origins) origins += (origins.empty() ? "" : ", ") + o;
     e.lines.push_back({"// " + k_.name + ": iteration (" + std::to_string(k_.numel) + ", " + std::to_string(k_.rnumel) +
@@ -263,7 +261,6 @@ class KernelWriter {
     e.node = n;
     if (ln.kind == LoopNode::Kind::reduction) {
       e.acc = accs_.at(n);
-      e.acc_dtype = ln.dtype;
     }
     e.line("// " + ln.name + ": " + ln.graph_node);
     if (X == 1) {  // no x loop: x0 is 0
