@@ -56,6 +56,22 @@ void init_once() {
   });
 }
 
+// This machine's CPU with all its features, at full optimization: the JIT's target, and the one
+// that prints the assembly shown to the user.
+llvm::Expected<llvm::orc::JITTargetMachineBuilder> host_machine() {
+  auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!jtmb) return jtmb.takeError();
+  jtmb->setCPU(llvm::sys::getHostCPUName().str());
+  llvm::StringMap<bool> features;
+  if (llvm::sys::getHostCPUFeatures(features)) {
+    llvm::SubtargetFeatures f;
+    for (auto& kv : features) f.AddFeature(kv.first(), kv.second);
+    jtmb->addFeatures(f.getFeatures());
+  }
+  jtmb->setCodeGenOptLevel(llvm::CodeGenOpt::Aggressive);
+  return jtmb;
+}
+
 }  // namespace
 
 std::unique_ptr<LoadedCode> clang_jit_compile(const std::string& source, const std::string& opt_level,
@@ -97,19 +113,11 @@ std::unique_ptr<LoadedCode> clang_jit_compile(const std::string& source, const s
   std::unique_ptr<llvm::Module> module = action.takeModule();
   if (!module) return nullptr;
 
-  auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
+  auto jtmb = host_machine();
   if (!jtmb) {
     diagnostics += llvm::toString(jtmb.takeError());
     return nullptr;
   }
-  jtmb->setCPU(llvm::sys::getHostCPUName().str());
-  llvm::StringMap<bool> features;
-  if (llvm::sys::getHostCPUFeatures(features)) {
-    llvm::SubtargetFeatures f;
-    for (auto& kv : features) f.AddFeature(kv.first(), kv.second);
-    jtmb->addFeatures(f.getFeatures());
-  }
-  jtmb->setCodeGenOptLevel(llvm::CodeGenOpt::Aggressive);
   auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(*jtmb)).create();
   if (!jit) {
     diagnostics += llvm::toString(jit.takeError());
@@ -127,16 +135,8 @@ std::unique_ptr<LoadedCode> clang_jit_compile(const std::string& source, const s
     module->print(os, nullptr);
   }
   if (assembly) {  // and the machine code, printed by a target machine like the JIT's
-    auto jtmb2 = llvm::orc::JITTargetMachineBuilder::detectHost();
+    auto jtmb2 = host_machine();
     if (jtmb2) {
-      jtmb2->setCPU(llvm::sys::getHostCPUName().str());
-      llvm::StringMap<bool> feats;
-      if (llvm::sys::getHostCPUFeatures(feats)) {
-        llvm::SubtargetFeatures f;
-        for (auto& kv : feats) f.AddFeature(kv.first(), kv.second);
-        jtmb2->addFeatures(f.getFeatures());
-      }
-      jtmb2->setCodeGenOptLevel(llvm::CodeGenOpt::Aggressive);
       if (auto tm = jtmb2->createTargetMachine()) {
         std::unique_ptr<llvm::Module> copy = llvm::CloneModule(*module);
         llvm::SmallString<0> buf;
