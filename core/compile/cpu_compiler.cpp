@@ -47,6 +47,10 @@ std::unique_ptr<LoadedCode> external_compile(const std::string& source, const Cp
   }
   void* h = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!h) throw CompileError("cannot load the compiled kernels", dlerror());
+  // The kernels brought the OpenMP runtime in; its worker threads outlive any one compile, so it
+  // must never be unloaded with them (dlclose would pull the code from under idle threads).
+  for (const char* rt : {"libgomp.so.1", "libomp.so.5", "libomp.so"})
+    if (void* pin = dlopen(rt, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE)) dlclose(pin);
   std::error_code ec;
   fs::remove_all(dir, ec);
   return std::make_unique<DlopenCode>(h);

@@ -75,6 +75,21 @@ class TestCpu : public QObject {
     QVERIFY2(c.ok, c.why.c_str());
   }
 
+  void testExternalCompilerWithParallelKernels() {
+    // Parallel regions start the OpenMP runtime's threads; unloading the kernels must not unload it
+    // (it did, and the next compile crashed in an idle worker thread).
+    const std::string model = std::string(LS_TEST_DATA) + "/models/softmax/model.onnx";
+    PipelineOptions o;
+    o.external_compiler = true;
+    o.timing_budget_ms = 5;
+    for (int round = 0; round < 3; ++round) {
+      const CompileResult r = run_pipeline(load_model(model), o);
+      QVERIFY2(r.error.empty(), r.error.c_str());
+      QVERIFY(r.check.ok);
+      QVERIFY(r.source.code.find("#pragma omp parallel") != std::string::npos);
+    }
+  }
+
   void testGeneratedCodeShape() {
     // FileCheck-style checks of what the generator wrote.
     const CompileResult r = compile_fixture("mse_loss/3_core_aten.txt", 2);
