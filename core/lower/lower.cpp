@@ -226,7 +226,7 @@ class Lowering {
           if (op.params[k].is_operand()) ins.push_back(operand(n.args[k], compute));
           if (op.params[k].name == "alpha" && n.args[k].is_number()) alpha = n.args[k].number();
         }
-        const Math math = op.math;
+        const Math math = pointwise_math(op, n.args);
         const DType out = m.dtype;
         auto body = [ins, alpha, math, out, compute](OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>&) {
           std::vector<V> vals;

@@ -847,12 +847,6 @@ std::vector<Tensor> ref_clamp(const OpDef&, const std::vector<Arg>& a, const Ref
   }
   return {y};
 }
-std::vector<Tensor> ref_gelu(const OpDef&, const std::vector<Arg>& a, const RefInputs& in, const std::vector<TensorMeta>& outs) {
-  Tensor y(outs[0].dtype, outs[0].shape);
-  const Math m = a[1].s == "tanh" ? Math::gelu_tanh : Math::gelu;
-  for (int64_t i = 0; i < y.numel(); ++i) y.set(i, eval_math(m, in[0].get(i)));
-  return {y};
-}
 
 std::vector<Arg> decomp_view_to_prims(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a) {
   const Shape x = b.meta(a[0]).shape;
@@ -1156,7 +1150,7 @@ void add_nn_ops(std::vector<OpDef>& t) {
       comp("aten.dropout.default", "dropout(Tensor input, float p, bool train) -> Tensor", kAten, infer_same, nullptr, decomp_identity),
       // Pointwise activations
       {.name = "aten.gelu.default", .schema = "gelu(Tensor self, *, str approximate='none') -> Tensor", .kind = OpKind::pointwise,
-       .levels = kCore, .math = Math::gelu, .reference = ref_gelu, .decompose = decomp_gelu},
+       .levels = kCore, .math = Math::gelu, .decompose = decomp_gelu},
       {.name = "aten.hardsigmoid.default", .schema = "hardsigmoid(Tensor self) -> Tensor", .kind = OpKind::pointwise,
        .levels = kAten, .math = Math::hardsigmoid, .decompose = decomp_hardsigmoid},
       {.name = "aten.hardswish.default", .schema = "hardswish(Tensor self) -> Tensor", .kind = OpKind::pointwise, .levels = kAten,

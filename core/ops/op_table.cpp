@@ -209,6 +209,7 @@ std::vector<Tensor> ref_pointwise(const OpDef& op, const std::vector<Arg>& args,
   for (size_t k = 0; k < ops.size(); ++k)
     if (args[ops[k]].is_node()) st[k] = broadcast_strides(vals[ops[k]].shape(), out.shape());
   const double alpha = alpha_of(op, args);
+  const Math math = pointwise_math(op, args);
   double x[3] = {0, 0, 0};
   for (int64_t i = 0; i < out.numel(); ++i) {
     for (size_t k = 0; k < ops.size() && k < 3; ++k) {
@@ -216,7 +217,7 @@ std::vector<Tensor> ref_pointwise(const OpDef& op, const std::vector<Arg>& args,
       x[k] = a.is_node() ? vals[ops[k]].get(offset_of(i, out.shape(), st[k])) : a.number();
     }
     if (alpha != 1.0) x[1] *= alpha;
-    out.set(i, eval_math(op.math, x[0], x[1], x[2]));
+    out.set(i, eval_math(math, x[0], x[1], x[2]));
   }
   return {out};
 }
@@ -637,6 +638,13 @@ std::vector<int64_t> spatial_pair(const Arg& a) {
   if (v.size() == 1) v.push_back(v[0]);
   if (v.size() != 2) throw std::invalid_argument("expected one or two values per spatial dimension, got " + std::to_string(v.size()));
   return v;
+}
+
+Math pointwise_math(const OpDef& op, const std::vector<Arg>& args) {
+  if (op.math == Math::gelu)
+    for (size_t i = 0; i < op.params.size() && i < args.size(); ++i)
+      if (op.params[i].name == "approximate" && args[i].kind == Arg::Kind::string && args[i].s == "tanh") return Math::gelu_tanh;
+  return op.math;
 }
 
 int64_t wrap_dim(const OpDef& op, int64_t d, int64_t rank) {

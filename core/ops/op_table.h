@@ -83,6 +83,10 @@ std::vector<Arg> bind_args(const OpDef& op, std::vector<Arg> positional,
 // Shape, dtype and strides of the op's outputs; throws std::invalid_argument on a mismatch.
 std::vector<TensorMeta> infer_meta(const Graph& g, const OpDef& op, const std::vector<Arg>& args);
 
+// The scalar math a pointwise op applies with these arguments (gelu with approximate='tanh' is
+// Math::gelu_tanh). The reference kernels and the lowering both ask here.
+Math pointwise_math(const OpDef& op, const std::vector<Arg>& args);
+
 // Runs the op's reference kernel.
 std::vector<Tensor> run_reference_kernel(const OpDef& op, const std::vector<Arg>& args, const RefInputs& in,
                                          const std::vector<TensorMeta>& outs);

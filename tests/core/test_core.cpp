@@ -345,6 +345,21 @@ class TestCore : public QObject {
     }
   }
 
+  // An argument can change a pointwise op's math (gelu's approximate='tanh'); the lowering must
+  // follow it as the reference does, at the Core ATen level too.
+  void testPointwiseMathFollowsArguments() {
+    const Graph g = import_fx_text(
+        "class G(torch.nn.Module):\n    def forward(self, x: \"f32[64]\"):\n"
+        "        gelu: \"f32[64]\" = torch.ops.aten.gelu.default(x, approximate = 'tanh')\n        return (gelu,)\n");
+    const auto inputs = random_inputs(g, 5);
+    const Tensor ref = run_reference(g, inputs).at(0);
+    for (int64_t i = 0; i < 64; ++i)  // the reference is the tanh form, not the erf one
+      QVERIFY(std::abs(ref.get(i) - eval_math(Math::gelu_tanh, inputs[0].get(i))) < 1e-6);
+    const LoopProgram p = lower_to_loops(decompose(g, level::core_aten));
+    const Comparison c = compare(interpret_loops(p, inputs).at(0), ref);
+    QVERIFY2(c.ok, c.why.c_str());
+  }
+
   void testLowerAndFuseSincos() {
     const Graph prims = decompose(normalize_to_aten(load("sincos/1_dynamo_fx_0.txt")), level::prims);
     const LoopProgram p = lower_to_loops(prims);
