@@ -1,6 +1,7 @@
 // lowerscope-cli: the headless front end. `lowerscope-cli compile MODEL` runs the whole pipeline and
 // prints the stage table, the kernels with their times, and the check against the reference.
 #include <cstdio>
+#include <cstdlib>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -15,7 +16,9 @@
 namespace {
 
 const char* kUsage = R"(usage:
-  lowerscope-cli compile MODEL [--device cpu|cuda] [--train] [--inputs A.npy,B.npy] [--expect OUT.npy]
+  lowerscope-cli compile MODEL [--device cpu|cuda] [--inputs A.npy,B.npy] [--expect OUT.npy]
+                               [--train [--expect-grads G0.npy,G1.npy] [--partitioner min_cut|default]
+                                        [--sgd LR]]
                                [--report FILE.json] [--dump DIR] [--decompose core_aten|prims]
                                [--no-fusion] [--external-compiler] [--no-run] [--quiet]
   lowerscope-cli stages        list the stage names, in pipeline order
@@ -23,6 +26,10 @@ const char* kUsage = R"(usage:
 
 MODEL is a graph printed by PyTorch's print_readable() (a .txt file), or a folder holding one
 (model.txt or graph.txt) with its inputs in0.npy, in1.npy, ... and expected output out.npy.
+--train compiles a training step: the joint forward+backward graph, partitioned into a forward
+and a backward, with the gradient of the sum of the first output checked against
+grad_in0.npy, ... (found beside the inputs, or given with --expect-grads); --sgd LR adds the
+parameter update.
 Exit status: 0 when the model compiled, ran and matched; 1 when the check failed; 2 when the
 model could not be loaded or compiled (the reason goes to stderr).
 )";
@@ -48,6 +55,14 @@ void print_result(const ls::CompileResult& r) {
               << std::setw(10) << std::fixed << std::setprecision(2) << s.ms << "  " << (s.changed ? "" : "(unchanged) ")
               << ops << '\n';
   }
+  if (r.train && !r.training.partitions.empty()) {
+    std::cout << "\npartitioners (saved tensors between forward and backward):\n";
+    for (const ls::Partition& p : r.training.partitions)
+      std::cout << "  " << std::left << std::setw(9) << ls::partitioner_name(p.partitioner) << std::right << std::setw(4)
+                << p.saved.size() << " saved  " << std::setw(10) << p.saved_bytes << " bytes  (activations "
+                << p.saved_activation_bytes << ")  " << p.recomputed.size() << " recomputed"
+                << (&p == &r.training.partition() ? "   <- compiled" : "") << '\n';
+  }
   if (const ls::Stage* run = r.stage("run")) std::cout << '\n' << run->text;
   std::cout << "\ncompile: " << std::fixed << std::setprecision(1) << r.compile_ms << " ms   run: " << std::setprecision(4)
             << r.run_ms << " ms   check: " << (r.check.ok ? "ok" : "FAILED") << '\n';
@@ -69,7 +84,19 @@ int compile_command(int argc, char** argv) {
       return argv[++i];
     };
     if (a == "--device") po.device = value();
-    else if (a == "--train") throw std::invalid_argument("--train: training graphs (AOT autodiff) are not built yet");
+    else if (a == "--train") po.train = true;
+    else if (a == "--expect-grads") lo.expect_grads = split(value(), ',');
+    else if (a == "--partitioner") {
+      const std::string v = value();
+      if (v == "min_cut" || v == "min-cut") po.partitioner = ls::Partitioner::min_cut;
+      else if (v == "default") po.partitioner = ls::Partitioner::default_partition;
+      else throw std::invalid_argument("--partitioner takes min_cut or default");
+    } else if (a == "--sgd") {
+      const std::string v = value();
+      char* end = nullptr;
+      po.sgd_lr = std::strtod(v.c_str(), &end);
+      if (end == v.c_str() || *end || !(po.sgd_lr > 0)) throw std::invalid_argument("--sgd takes a positive learning rate");
+    }
     else if (a == "--inputs") lo.inputs = split(value(), ',');
     else if (a == "--expect") lo.expect = value();
     else if (a == "--report") report = value();
@@ -85,6 +112,8 @@ int compile_command(int argc, char** argv) {
     else if (a == "--quiet") quiet = true;
     else throw std::invalid_argument("unknown option '" + a + "'");
   }
+  if ((!lo.expect_grads.empty() || po.sgd_lr > 0) && !po.train)
+    throw std::invalid_argument("--expect-grads and --sgd need --train");
   ls::CompileResult r = ls::run_pipeline(ls::load_model(model_path, lo), po);
   if (!quiet) print_result(r);
   if (!report.empty()) {
@@ -105,6 +134,8 @@ int compile_command(int argc, char** argv) {
       if (!c.cmp.ok) std::cerr << "  vs " << c.against << ": " << c.cmp.why << '\n';
     for (const auto& c : r.check.reference)
       if (!c.cmp.ok) std::cerr << "  vs " << c.against << ": " << c.cmp.why << '\n';
+    for (const auto& c : r.check.gradients)
+      if (!c.cmp.ok) std::cerr << "  gradient of " << c.input << " vs " << c.against << ": " << c.cmp.why << '\n';
     return 1;
   }
   return 0;
@@ -121,7 +152,8 @@ int main(int argc, char** argv) {
   try {
     if (cmd == "compile") return compile_command(argc, argv);
     if (cmd == "stages") {
-      for (const auto& s : ls::stage_names()) std::cout << s << '\n';
+      const bool train = argc > 2 && std::string(argv[2]) == "--train";
+      for (const auto& s : ls::stage_names(train)) std::cout << s << '\n';
       return 0;
     }
     if (cmd == "ops") {

@@ -177,24 +177,7 @@ class KernelWriter {
     const bool parallel_outer = X > 1 && X * R >= o_.parallel_threshold;
     const Expr x = Expr::var("x0", X);
 
-    // Segments: runs of x-level nodes, and r loops (a new r loop starts after a reduction that a
-    // following inner node needs).
-    struct Segment { bool inner; std::vector<int> nodes; };
-    std::vector<Segment> segs;
-    std::set<std::string> reduced_in_current;
-    for (int n : k_.nodes) {
-      const Placement pl = place(p_.nodes[n], X, R);
-      bool needs_new = segs.empty() || segs.back().inner != pl.inner;
-      if (pl.inner && !needs_new)
-        for (const auto& d : extract_dependencies(p_.nodes[n]).reads)
-          if (reduced_in_current.count(d.buffer)) needs_new = true;
-      if (needs_new) {
-        segs.push_back({pl.inner, {}});
-        reduced_in_current.clear();
-      }
-      segs.back().nodes.push_back(n);
-      if (p_.nodes[n].kind == LoopNode::Kind::reduction) reduced_in_current.insert(p_.nodes[n].buffer);
-    }
+    const std::vector<KernelLoop> segs = kernel_loops(p_, k_.nodes, X, R);
 
     if (X > 1) {
       if (R == 1)
@@ -204,7 +187,7 @@ class KernelWriter {
       e.line("for (int64_t x0 = 0; x0 < " + std::to_string(X) + "; ++x0) {");
       e.indent += "    ";
     }
-    for (const Segment& s : segs) {
+    for (const KernelLoop& s : segs) {
       if (!s.inner) {
         for (int n : s.nodes) run_node(e, n, X, R);
         continue;
@@ -298,7 +281,12 @@ GeneratedSource generate_cpp(const LoopProgram& p, const Schedule& s, const CppC
     }
     lines.push_back({""});
     const int first = static_cast<int>(lines.size()) + 1;
-    GeneratedKernel gk = KernelWriter(p, k, o).write(lines);
+    GeneratedKernel gk;
+    try {
+      gk = KernelWriter(p, k, o).write(lines);
+    } catch (const std::out_of_range& e) {
+      throw std::logic_error("kernel " + k.name + ": a value it reads has no variable or buffer (" + e.what() + ")");
+    }
     gk.first_line = first;
     gk.last_line = static_cast<int>(lines.size());
     for (int i = first; i <= gk.last_line; ++i)

@@ -3,6 +3,7 @@
 // vector variants against libmvec, both loaded into the process.
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -17,6 +18,7 @@
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
 #include "llvm/ExecutionEngine/Orc/ThreadSafeModule.h"
+#include "llvm/ADT/Triple.h"
 #include "llvm/Support/Host.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/TargetSelect.h"
@@ -56,18 +58,34 @@ void init_once() {
   });
 }
 
+// This machine's CPU. A model LLVM 14 does not know (a newer CPU, or one a hypervisor hides)
+// reports "generic", which Clang's x86 target rejects: then the x86-64 baseline, with the
+// features the CPU reports added (host_features), still gets AVX2/AVX-512 code.
+std::string host_cpu() {
+  std::string cpu = llvm::sys::getHostCPUName().str();
+  if (cpu.empty() || cpu == "generic") cpu = llvm::Triple(llvm::sys::getProcessTriple()).isX86() ? "x86-64" : "";
+  return cpu;
+}
+
+// "+avx2", "-avx512f", ...: every feature the CPU reports, on or off.
+std::vector<std::string> host_features() {
+  std::vector<std::string> out;
+  llvm::StringMap<bool> features;
+  if (llvm::sys::getHostCPUFeatures(features))
+    for (auto& kv : features) out.push_back((kv.second ? "+" : "-") + kv.first().str());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 // This machine's CPU with all its features, at full optimization: the JIT's target, and the one
 // that prints the assembly shown to the user.
 llvm::Expected<llvm::orc::JITTargetMachineBuilder> host_machine() {
   auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
   if (!jtmb) return jtmb.takeError();
-  jtmb->setCPU(llvm::sys::getHostCPUName().str());
-  llvm::StringMap<bool> features;
-  if (llvm::sys::getHostCPUFeatures(features)) {
-    llvm::SubtargetFeatures f;
-    for (auto& kv : features) f.AddFeature(kv.first(), kv.second);
-    jtmb->addFeatures(f.getFeatures());
-  }
+  jtmb->setCPU(host_cpu());
+  llvm::SubtargetFeatures f;
+  for (const auto& feat : host_features()) f.AddFeature(feat);
+  jtmb->addFeatures(f.getFeatures());
   jtmb->setCodeGenOptLevel(llvm::CodeGenOpt::Aggressive);
   return jtmb;
 }
@@ -98,7 +116,8 @@ std::unique_ptr<LoadedCode> clang_jit_compile(const std::string& source, const s
     diag_os.flush();
     return nullptr;
   }
-  inv->getTargetOpts().CPU = llvm::sys::getHostCPUName().str();
+  inv->getTargetOpts().CPU = host_cpu();
+  inv->getTargetOpts().FeaturesAsWritten = host_features();
   inv->getPreprocessorOpts().addRemappedFile("kernels.cpp", llvm::MemoryBuffer::getMemBufferCopy(source).release());
   ci->setInvocation(inv);
   ci->createDiagnostics(printer, false);

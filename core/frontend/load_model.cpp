@@ -101,6 +101,20 @@ LoadedModel load_model(const std::string& path_in, const LoadOptions& o) {
     m.expected.push_back(load_npy(expect));
     m.expected_from = expect;
   }
+  if (!o.expect_grads.empty()) {
+    for (const auto& f : o.expect_grads) {
+      m.expected_grads.push_back(load_npy(f));
+      m.expected_grads_from += (m.expected_grads_from.empty() ? "" : ", ") + f;
+    }
+  } else if (!expect.empty() && o.inputs.empty()) {
+    // Beside the inputs they were computed from: grad_in<i>.npy for each float input that has one.
+    bool all = n_in > 0;
+    for (size_t i = 0; i < n_in; ++i) all = all && fs::exists(dir / ("grad_in" + std::to_string(i) + ".npy"));
+    for (size_t i = 0; all && i < n_in; ++i) {
+      m.expected_grads.push_back(load_npy((dir / ("grad_in" + std::to_string(i) + ".npy")).string()));
+      m.expected_grads_from += (i ? ", " : "") + ("grad_in" + std::to_string(i) + ".npy");
+    }
+  }
   return m;
 }
 

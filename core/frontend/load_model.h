@@ -18,11 +18,16 @@ struct LoadedModel {
   std::string inputs_from;  // "in0.npy, in1.npy" or "random (seed 0)"
   std::vector<Tensor> expected;  // empty when there is nothing to compare with
   std::string expected_from;
+  // Gradients of the sum of the first output with respect to each user input (grad_in0.npy, ...),
+  // for training mode; empty when there are none.
+  std::vector<Tensor> expected_grads;
+  std::string expected_grads_from;
 };
 
 struct LoadOptions {
   std::vector<std::string> inputs;  // explicit input files
   std::string expect;               // explicit expected output file
+  std::vector<std::string> expect_grads;  // explicit expected gradient files, one per user input
 };
 
 // Throws std::runtime_error naming the file and what is wrong.

@@ -31,6 +31,7 @@ Arg GraphBuilder::call(std::string_view name, std::vector<Arg> args, const std::
   n.name = fresh_name(op->base_name());
   n.stack = stack;
   n.origins = origins;
+  n.phase = phase;
   return Arg::of_node(g_.add(std::move(n)));
 }
 
@@ -40,6 +41,7 @@ Arg GraphBuilder::constant(std::string_view base, const Tensor& value) {
   n.outs = {TensorMeta::contiguous(value.dtype(), value.shape())};
   n.input_kind = InputKind::constant;
   n.origins = origins;
+  n.phase = phase;
   g_.weights[n.name] = value;
   // Appended where it is first needed: bindings go by name, so placeholder order is free.
   return Arg::of_node(g_.add(std::move(n)));

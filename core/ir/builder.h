@@ -24,6 +24,7 @@ class GraphBuilder {
   // Stamped on every node emitted from now on.
   std::string stack;
   std::vector<std::string> origins;
+  Phase phase = Phase::forward;
 
   Graph& graph() { return g_; }
   const TensorMeta& meta(const Arg& a) const { return g_.nodes.at(a.node).meta(); }

@@ -240,11 +240,22 @@ std::string print_readable(const Graph& g) {
   return os.str();
 }
 
-std::string graph_to_dot(const Graph& g) {
+const char* phase_name(Phase p) {
+  switch (p) {
+    case Phase::forward: return "forward";
+    case Phase::backward: return "backward";
+    case Phase::update: return "update";
+  }
+  return "?";
+}
+
+std::string graph_to_dot(const Graph& g, const DotMarks& marks) {
   std::ostringstream os;
   os << "digraph G {\n  rankdir=TB; node [shape=box, style=\"rounded,filled\", fillcolor=\"#eef3fb\", "
         "fontname=\"Helvetica\", fontsize=10];\n";
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
+  bool phases = false;
+  for (const Node& n : g.nodes) phases = phases || n.phase != Phase::forward;
+  auto node_line = [&](size_t i) {
     const Node& n = g.nodes[i];
     const std::string op = !n.is_placeholder() ? n.target
                            : n.input_kind == InputKind::parameter ? "parameter " + n.param_name
@@ -253,14 +264,40 @@ std::string graph_to_dot(const Graph& g) {
     std::string label = n.name + "\\n" + dot_escape(op);
     for (const auto& m : n.outs) label += "\\n" + m.annotation();
     if (!n.module_path.empty()) label += "\\n" + dot_escape(n.module_path);
+    const auto saved = marks.saved.find(n.name);
+    if (saved != marks.saved.end()) label += "\\n" + dot_escape(saved->second);
+    const auto note = marks.notes.find(n.name);
+    if (note != marks.notes.end()) label += "\\n" + dot_escape(note->second);
     os << "  n" << i << " [id=\"" << dot_escape(n.name) << "\", label=\"" << label << '"';
-    if (n.is_placeholder()) os << ", fillcolor=\"" << (n.input_kind == InputKind::user ? "#e6f4ea" : "#f1f1f1") << "\"";
+    if (saved != marks.saved.end()) os << ", color=\"#c0392b\", penwidth=2.5, fillcolor=\"#fdecea\"";
+    else if (n.is_placeholder()) os << ", fillcolor=\"" << (n.input_kind == InputKind::user ? "#e6f4ea" : "#f1f1f1") << "\"";
+    else if (n.phase == Phase::backward) os << ", fillcolor=\"#f3eefb\"";
+    else if (n.phase == Phase::update) os << ", fillcolor=\"#fff8e1\"";
     os << "];\n";
+  };
+  if (!phases) {
+    for (size_t i = 0; i < g.nodes.size(); ++i) node_line(i);
+  } else {
+    for (Phase p : {Phase::forward, Phase::backward, Phase::update}) {
+      bool any = false;
+      for (const Node& n : g.nodes) any = any || n.phase == p;
+      if (!any) continue;
+      os << "  subgraph cluster_" << phase_name(p) << " {\n  label=\"" << phase_name(p)
+         << "\"; fontname=\"Helvetica\"; fontsize=12; style=\"rounded,dashed\"; color=\"#9aa5b1\";\n";
+      for (size_t i = 0; i < g.nodes.size(); ++i)
+        if (g.nodes[i].phase == p) node_line(i);
+      os << "  }\n";
+    }
   }
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     std::set<int> seen;
-    for (int a : node_inputs(g.nodes[i]))
-      if (seen.insert(a).second) os << "  n" << a << " -> n" << i << ";\n";
+    for (int a : node_inputs(g.nodes[i])) {
+      if (!seen.insert(a).second) continue;
+      os << "  n" << a << " -> n" << i;
+      if (g.nodes[a].phase == Phase::forward && g.nodes[i].phase != Phase::forward)
+        os << (marks.saved.count(g.nodes[a].name) ? " [color=\"#c0392b\", penwidth=2]" : " [color=\"#c0392b\", style=dashed]");
+      os << ";\n";
+    }
   }
   os << "  output [shape=oval, fillcolor=\"#fdf2e0\", label=\"output\"];\n";
   for (int o : g.outputs)

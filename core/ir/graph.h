@@ -50,6 +50,11 @@ struct Arg {
   std::vector<int64_t> ints() const;   // an int list (or one int) as a vector; throws for others
 };
 
+// Which part of a training step a node belongs to. Inference graphs are all forward; a training
+// step runs the forward, then the backward (gradients), then the optimizer's update.
+enum class Phase : uint8_t { forward, backward, update };
+const char* phase_name(Phase p);  // "forward"
+
 // What a placeholder stands for (torch.export's graph signature).
 enum class InputKind : uint8_t { user, parameter, buffer, constant };
 
@@ -64,6 +69,7 @@ struct Node {
   InputKind input_kind = InputKind::user;  // placeholders only
   std::string param_name;                  // placeholders: "fc1.weight", where the model names it
   std::string module_path;                 // "fc1" (nn_module_stack), where the model has it
+  Phase phase = Phase::forward;
 
   bool is_placeholder() const { return op == nullptr; }
   const TensorMeta& meta() const { return outs.at(0); }
@@ -92,8 +98,17 @@ std::string arg_text(const Graph& g, const Arg& a);
 // PyTorch's GraphModule.print_readable() format, so a user can compare it with PyTorch's line by line.
 std::string print_readable(const Graph& g);
 
-// A Graphviz description of the graph: one node per FX node labelled op, shape and dtype.
-std::string graph_to_dot(const Graph& g);
+// What a drawing marks on top of the graph: the tensors a training step saves between its forward
+// and its backward (drawn red, with a note such as "saved 1.0 MB"), and notes on other nodes.
+struct DotMarks {
+  std::map<std::string, std::string> saved;  // node name -> note
+  std::map<std::string, std::string> notes;  // node name -> extra label line
+};
+
+// A Graphviz description of the graph: one node per FX node labelled op, shape and dtype. A graph
+// with more than one phase draws each phase as a cluster, and the edges that cross from the
+// forward into the backward in red.
+std::string graph_to_dot(const Graph& g, const DotMarks& marks = {});
 
 // Op histogram: target name -> count ("aten.sin.default": 1).
 std::vector<std::pair<std::string, int>> op_histogram(const Graph& g);

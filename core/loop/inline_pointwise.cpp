@@ -77,6 +77,8 @@ std::vector<std::pair<std::string, std::vector<std::string>>> inline_pointwise(L
       // Only into generated code of another iteration size (a broadcast or a window read), which
       // fusion could not put in one loop with the producer.
       ok = ok && c.kind != LoopNode::Kind::extern_kernel && c.numel() * std::max<int64_t>(c.rnumel(), 1) != cand.numel();
+      // A value another phase reads is saved between the two: it must be stored.
+      ok = ok && c.phase == cand.phase;
     }
     if (!ok) continue;
     (*inl)[cand.buffer] = std::make_shared<const LoopNode>(cand);

@@ -50,6 +50,7 @@ struct LoopNode {
   ExternCall ext;  // Kind::extern_kernel only
   std::string graph_node;            // the graph node it was lowered from
   std::vector<std::string> origins;  // provenance: user-level nodes
+  Phase phase = Phase::forward;      // training steps: never fused across phases
 
   int64_t numel() const { return numel_of(ranges); }
   int64_t rnumel() const { return numel_of(reduction_ranges); }

@@ -179,6 +179,7 @@ class Lowering {
     ln.dtype = n.outs[0].dtype;
     ln.graph_node = n.name;
     ln.origins = n.origins;
+    ln.phase = n.phase;
     p_.nodes.push_back(std::move(ln));
     readers_[id] = outs_[id][0];
     realized_[id] = p_.nodes.back().buffer;
@@ -198,6 +199,7 @@ class Lowering {
     n.inner = std::move(body);
     n.graph_node = gn.name;
     n.origins = gn.origins;
+    n.phase = gn.phase;
     p_.buffers.push_back({n.buffer, dtype, ranges, false, false});
     p_.nodes.push_back(std::move(n));
     return p_.nodes.back().buffer;

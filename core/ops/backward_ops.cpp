@@ -260,6 +260,37 @@ OpDef ext(const char* name, const char* schema, InferFn infer, RefFn ref) {
   return {.name = name, .schema = schema, .kind = OpKind::extern_kernel, .levels = kCore, .infer = infer, .reference = ref};
 }
 
+// gx = rstd/N (N gw - sum(gw) - xhat sum(gw xhat)), with gw = g * weight over the normalized dims;
+// the weight and bias gradients sum over the outer dims.
+std::vector<Arg> layer_norm_backward(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
+  const Shape x = b.meta(a[1]).shape;
+  const Shape ns = a[2].ints();
+  const int64_t r = static_cast<int64_t>(x.size()), k = static_cast<int64_t>(ns.size());
+  int64_t n = 1;
+  for (int64_t d : ns) n *= d;
+  std::vector<int64_t> inner, outer;
+  for (int64_t d = 0; d < r; ++d) (d < r - k ? outer : inner).push_back(d);
+  const auto mask = a[7].list;
+  auto wanted = [&](size_t i) { return i >= mask.size() || mask[i].b; };
+  const Arg xhat = call(b, "aten.mul.Tensor", {call(b, "aten.sub.Tensor", {a[1], a[3]}), a[4]});
+  std::vector<Arg> out(3, Arg::none());
+  if (wanted(0)) {
+    const Arg gw = a[5].is_node() ? call(b, "aten.mul.Tensor", {a[0], a[5]}) : a[0];
+    const Arg s1 = b.call("aten.sum.dim_IntList", {gw, Arg::of_ints(inner), Arg::of_bool(true)});
+    const Arg s2 = b.call("aten.sum.dim_IntList", {call(b, "aten.mul.Tensor", {gw, xhat}), Arg::of_ints(inner), Arg::of_bool(true)});
+    const Arg t = call(b, "aten.sub.Tensor", {call(b, "aten.sub.Tensor", {call(b, "aten.mul.Tensor", {gw, num(static_cast<double>(n))}), s1}),
+                                              call(b, "aten.mul.Tensor", {xhat, s2})});
+    out[0] = call(b, "aten.mul.Tensor", {t, call(b, "aten.div.Tensor", {a[4], num(static_cast<double>(n))})});
+  }
+  // (An empty dim list would mean "all dims": with no outer dims there is nothing to sum.)
+  auto sum_outer = [&](const Arg& v) {
+    return outer.empty() ? v : b.call("aten.sum.dim_IntList", {v, Arg::of_ints(outer), Arg::of_bool(false)});
+  };
+  if (wanted(1) && a[5].is_node()) out[1] = sum_outer(call(b, "aten.mul.Tensor", {a[0], xhat}));
+  if (wanted(2) && a[6].is_node()) out[2] = sum_outer(a[0]);
+  return out;
+}
+
 }  // namespace
 
 void add_backward_ops(std::vector<OpDef>& t) {
@@ -287,10 +318,13 @@ void add_backward_ops(std::vector<OpDef>& t) {
           "native_batch_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, Tensor? running_mean, Tensor? running_var, "
           "Tensor? save_mean, Tensor? save_invstd, bool train, float eps, bool[3] output_mask) -> (Tensor, Tensor, Tensor)",
           batch_norm_backward_meta, batch_norm_backward_ref),
-      ext("aten.native_layer_norm_backward.default",
-          "native_layer_norm_backward(Tensor grad_out, Tensor input, SymInt[] normalized_shape, Tensor mean, Tensor rstd, Tensor? "
-          "weight, Tensor? bias, bool[3] output_mask) -> (Tensor, Tensor, Tensor)",
-          layer_norm_backward_meta, layer_norm_backward_ref),
+      // Core ATen keeps it; below Core ATen it becomes two row reductions and pointwise math that
+      // fuse into the kernels around them (as Inductor's decomposition does).
+      {.name = "aten.native_layer_norm_backward.default",
+       .schema = "native_layer_norm_backward(Tensor grad_out, Tensor input, SymInt[] normalized_shape, Tensor mean, Tensor rstd, "
+                 "Tensor? weight, Tensor? bias, bool[3] output_mask) -> (Tensor, Tensor, Tensor)",
+       .kind = OpKind::composite, .levels = kCore, .infer = layer_norm_backward_meta, .reference = layer_norm_backward_ref,
+       .decompose = layer_norm_backward},
       ext("aten.max_pool2d_with_indices_backward.default",
           "max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, "
           "int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor",

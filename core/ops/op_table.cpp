@@ -454,6 +454,8 @@ std::vector<OpDef> build_table() {
       pointwise_aten("aten.gt.Tensor", "gt.Tensor(Tensor self, Tensor other) -> Tensor", Math::gt),
       pointwise_aten("aten.ge.Scalar", "ge.Scalar(Tensor self, Scalar other) -> Tensor", Math::ge),
       pointwise_aten("aten.eq.Scalar", "eq.Scalar(Tensor self, Scalar other) -> Tensor", Math::eq),
+      pointwise_aten("aten.eq.Tensor", "eq.Tensor(Tensor self, Tensor other) -> Tensor", Math::eq),
+      pointwise_aten("aten.ge.Tensor", "ge.Tensor(Tensor self, Tensor other) -> Tensor", Math::ge),
       pointwise_aten("aten.ne.Scalar", "ne.Scalar(Tensor self, Scalar other) -> Tensor", Math::ne),
       pointwise_aten("aten.where.self", "where.self(Tensor condition, Tensor self, Tensor other) -> Tensor", Math::where),
       // ATen reductions
@@ -496,6 +498,7 @@ std::vector<OpDef> build_table() {
   add_nn_ops(t);
   add_backward_ops(t);
   for (OpDef& op : t) parse_schema(op);
+  add_derivatives(t);
   return t;
 }
 

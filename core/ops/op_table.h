@@ -2,6 +2,7 @@
 // kind, the level(s) of IR it belongs to, and the rules every stage needs (shape/dtype inference,
 // reference kernel, decomposition, view indexing). Adding an op touches op_table.cpp only.
 #pragma once
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -49,6 +50,20 @@ using RefFn = std::vector<Tensor> (*)(const struct OpDef& op, const std::vector<
                                       const std::vector<TensorMeta>& outs);
 // Emits the op's decomposition into b (arguments already in b's graph); returns one value per output.
 using DecompFn = std::vector<Arg> (*)(GraphBuilder& b, const struct OpDef& op, const std::vector<Arg>& args);
+// What a derivative rule is given: the node's arguments (in the joint graph being built), its
+// outputs, and the gradient arriving at each output (none where no gradient arrives).
+struct DerivCtx {
+  GraphBuilder& b;
+  const struct OpDef& op;
+  std::vector<Arg> args;
+  std::function<Arg(int)> out;  // output i of the forward node (made on first use)
+  std::vector<Arg> grads;       // per output
+  std::vector<bool> wanted;     // per parameter: whether its gradient is needed
+};
+// Emits the vector-Jacobian product of the op into ctx.b, as calls of other ops of the table;
+// returns one value per schema parameter: the gradient for that argument, none where it has
+// none (numbers, integer tensors, arguments not wanted), a list for Tensor[] arguments.
+using DerivFn = std::vector<Arg> (*)(DerivCtx& ctx);
 // For view ops: the index into input 0 that output position `out` reads.
 using ViewFn = std::vector<Expr> (*)(const Graph& g, const std::vector<Arg>& args, const std::vector<Expr>& out);
 
@@ -63,6 +78,7 @@ struct OpDef {
   RefFn reference = nullptr;     // nullptr: the kernel of its kind
   DecompFn decompose = nullptr;  // towards ops of a lower level; nullptr: none
   ViewFn view = nullptr;
+  DerivFn derivative = nullptr;  // reverse mode (ops/derivatives.cpp); nullptr: not differentiable
   std::vector<Param> params;     // parsed from schema
   int num_outputs = 1;
 
@@ -114,5 +130,7 @@ int64_t wrap_dim(const OpDef& op, int64_t dim, int64_t rank);
 void add_nn_ops(std::vector<OpDef>& table);
 // The backward ops AOTAutograd's graphs call: ops/backward_ops.cpp.
 void add_backward_ops(std::vector<OpDef>& table);
+// Sets the derivative rule of every differentiable op: ops/derivatives.cpp.
+void add_derivatives(std::vector<OpDef>& table);
 
 }  // namespace ls

@@ -23,7 +23,8 @@ Arg remap(const Arg& a, const std::vector<std::vector<Arg>>& map) {
 
 // One sweep: every node outside the target level is replaced by its rule's expansion. A getitem
 // of a decomposed multi-output node becomes the matching value of the expansion.
-Graph sweep(const Graph& g, unsigned target, bool& changed) {
+// keep(i): node i stays as it is; what: the target, for messages.
+Graph sweep(const Graph& g, const std::function<bool(int)>& keep, const std::string& what, bool& changed) {
   Graph out;
   out.name = g.name;
   out.tuple_output = g.tuple_output;
@@ -31,15 +32,6 @@ Graph sweep(const Graph& g, unsigned target, bool& changed) {
   GraphBuilder b(out);
   std::vector<std::vector<Arg>> map(g.nodes.size());
   std::vector<bool> expanded(g.nodes.size(), false);
-  // prims sit below Core ATen: a graph already at prims level is also a Core ATen-level graph.
-  // Library kernels (matrix multiply, convolution, ...) stay at every level, as in PyTorch's prims
-  // graphs; composite prims (var) expand at the prims level, where lowering needs primitives.
-  const unsigned accepted = target == level::core_aten ? (level::core_aten | level::prims) : target;
-  auto keep = [&](const Node& n) {
-    if (n.is_placeholder() || n.op->kind == OpKind::extern_kernel || n.op->kind == OpKind::getitem) return true;
-    if (target == level::prims && n.op->kind == OpKind::composite) return false;
-    return n.op->in(accepted);
-  };
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
     if (!n.is_placeholder() && n.op->kind == OpKind::getitem && expanded[n.args[0].node]) {
@@ -47,13 +39,13 @@ Graph sweep(const Graph& g, unsigned target, bool& changed) {
       const int64_t k = n.args[1].i;
       if (k < 0 || k >= static_cast<int64_t>(vals.size()) || vals[k].is_none())
         throw std::runtime_error("node '" + n.name + "': output " + std::to_string(k) + " of '" + g.nodes[n.args[0].node].name +
-                                 "' has no decomposition to " + level_name(target));
+                                 "' has no decomposition " + what);
       map[i] = {vals[k]};
       continue;
     }
     std::vector<Arg> args;
     for (const Arg& a : n.args) args.push_back(remap(a, map));
-    if (keep(n)) {
+    if (keep(static_cast<int>(i))) {
       Node c = n;
       c.args = args;
       if (!n.is_placeholder() && n.op->kind != OpKind::getitem) c.target = "torch.ops." + n.op->name;
@@ -62,9 +54,10 @@ Graph sweep(const Graph& g, unsigned target, bool& changed) {
       continue;
     }
     if (!n.op->decompose)
-      throw std::runtime_error("node '" + n.name + "': " + n.op->name + " has no decomposition to " + level_name(target));
+      throw std::runtime_error("node '" + n.name + "': " + n.op->name + " has no decomposition " + what);
     b.origins = n.origins;
     b.stack = n.stack;
+    b.phase = n.phase;
     try {
       map[i] = n.op->decompose(b, *n.op, args);
     } catch (const std::invalid_argument& e) {
@@ -88,10 +81,20 @@ Graph sweep(const Graph& g, unsigned target, bool& changed) {
 }  // namespace
 
 Graph decompose(const Graph& g, unsigned target) {
+  // prims sit below Core ATen: a graph already at prims level is also a Core ATen-level graph.
+  // Library kernels (matrix multiply, convolution, ...) stay at every level, as in PyTorch's prims
+  // graphs; composite prims (var) expand at the prims level, where lowering needs primitives.
+  const unsigned accepted = target == level::core_aten ? (level::core_aten | level::prims) : target;
   Graph cur = eliminate_dead_nodes(g);
   for (int round = 0; round < 16; ++round) {
     bool changed = false;
-    cur = sweep(cur, target, changed);
+    auto keep = [&](int i) {
+      const Node& n = cur.nodes[i];
+      if (n.is_placeholder() || n.op->kind == OpKind::extern_kernel || n.op->kind == OpKind::getitem) return true;
+      if (target == level::prims && n.op->kind == OpKind::composite) return false;
+      return n.op->in(accepted);
+    };
+    cur = sweep(cur, keep, std::string("to ") + level_name(target), changed);
     if (!changed) {
       cur = eliminate_dead_nodes(cur);
       verify(cur);
@@ -99,6 +102,21 @@ Graph decompose(const Graph& g, unsigned target) {
     }
   }
   throw std::runtime_error(std::string("decomposition to ") + level_name(target) + " did not settle after 16 rounds");
+}
+
+Graph decompose_if(const Graph& g, const std::function<std::vector<bool>(const Graph&)>& select) {
+  Graph cur = g;
+  for (int round = 0; round < 16; ++round) {
+    bool changed = false;
+    const std::vector<bool> marked = select(cur);
+    auto keep = [&](int i) {
+      const Node& n = cur.nodes[i];
+      return n.is_placeholder() || n.op->kind == OpKind::getitem || !marked.at(i);
+    };
+    cur = sweep(cur, keep, "(needed: it has no derivative rule)", changed);
+    if (!changed) return cur;
+  }
+  throw std::runtime_error("expanding ops without derivative rules did not settle after 16 rounds");
 }
 
 }  // namespace ls

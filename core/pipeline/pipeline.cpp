@@ -4,6 +4,7 @@
 #include <iomanip>
 #include <sstream>
 
+#include "autodiff/training_step.h"
 #include "compile/cpu_compiler.h"
 #include "exec/executor.h"
 #include "interp/reference.h"
@@ -35,13 +36,14 @@ class Recorder {
     return out;
   }
 
-  void graph(const std::string& name, const std::string& title, const Graph& g) {
+  void graph(const std::string& name, const std::string& title, const Graph& g, const DotMarks& marks = {},
+             const std::string& note = {}) {
     Stage s;
     s.name = name;
     s.title = title;
     s.kind = Stage::Kind::graph;
-    s.text = print_readable(g);
-    s.dot = graph_to_dot(g);
+    s.text = print_readable(g) + note;
+    s.dot = graph_to_dot(g, marks);
     s.ms = last_ms;
     s.nodes = static_cast<int>(g.nodes.size());
     s.ops = op_histogram(g);
@@ -69,6 +71,16 @@ std::string run_table(const CompileResult& r) {
   for (const KernelReport& k : r.kernels)
     os << std::left << std::setw(48) << k.name << std::setw(10) << k.kind << std::right << std::setw(8) << k.ms
        << std::setw(11) << k.bytes << std::setw(11) << std::setprecision(2) << k.gbps << std::setprecision(4) << '\n';
+  if (r.train) {
+    os << "\nkernels per phase:";
+    for (Phase p : {Phase::forward, Phase::backward, Phase::update}) {
+      int k = 0, x = 0;
+      for (const Kernel& kr : r.schedule.kernels)
+        if (kr.phase == p) (kr.is_extern ? x : k) += 1;
+      if (k + x) os << "  " << phase_name(p) << " " << k << "k/" << x << "x";
+    }
+    os << '\n';
+  }
   os << "\nwhole model: " << r.run_ms << " ms (median)\ncompiled with " << r.compiler << "\n";
   if (!r.compile_log.empty()) os << "\ncompiler messages:\n" << r.compile_log;
   os << "\n";
@@ -83,14 +95,70 @@ std::string run_table(const CompileResult& r) {
     os << "output " << i << " vs " << c.against << ": max abs err " << c.cmp.max_abs_err << ", rel err " << c.cmp.rel_err
        << (c.cmp.ok ? "  OK" : "  FAILED: " + c.cmp.why) << '\n';
   }
+  for (const auto& c : r.check.gradients)
+    os << "gradient of " << c.input << " vs " << c.against << ": max abs err " << c.cmp.max_abs_err << ", rel err "
+       << c.cmp.rel_err << (c.cmp.ok ? "  OK" : "  FAILED: " + c.cmp.why) << '\n';
   return os.str();
+}
+
+std::string bytes_text(int64_t b) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(1);
+  if (b >= (int64_t(1) << 20)) os << b / 1048576.0 << " MiB";
+  else if (b >= 1024) os << b / 1024.0 << " KiB";
+  else os << b << " B";
+  return os.str();
+}
+
+// The partition as comment lines under the forward and backward graphs.
+std::string partition_note(const TrainingRecord& t) {
+  std::ostringstream os;
+  const Partition& p = t.partition();
+  os << "\n# Partition (" << partitioner_name(p.partitioner) << "): " << p.saved.size() << " saved tensors, "
+     << bytes_text(p.saved_bytes) << " (" << bytes_text(p.saved_activation_bytes) << " of them activations)\n";
+  for (const SavedTensor& s : p.saved)
+    os << "#   " << std::left << std::setw(22) << s.name << std::right << std::setw(11) << bytes_text(s.bytes) << "  " << s.why << '\n';
+  if (!p.recomputed.empty()) {
+    os << "# Recomputed in the backward:";
+    for (const auto& n : p.recomputed) os << ' ' << n;
+    os << '\n';
+  }
+  os << "# Partitioners side by side:\n";
+  for (const Partition& q : t.partitions)
+    os << "#   " << std::left << std::setw(10) << partitioner_name(q.partitioner) << std::right << std::setw(4) << q.saved.size()
+       << " saved  " << std::setw(11) << bytes_text(q.saved_bytes) << "  (activations " << bytes_text(q.saved_activation_bytes)
+       << ")  " << q.recomputed.size() << " recomputed\n";
+  return os.str();
+}
+
+DotMarks saved_marks(const Partition& p) {
+  DotMarks m;
+  for (const SavedTensor& s : p.saved) m.saved[s.name] = "saved " + bytes_text(s.bytes);
+  for (const auto& n : p.recomputed) m.notes[n] = "recomputed";
+  return m;
+}
+
+// The tangents of a training step: ones for the first output (the gradient of its sum), zeros
+// for the others.
+std::vector<Tensor> tangent_values(const JointGraph& j) {
+  std::vector<Tensor> v;
+  for (size_t k = 0; k < j.tangents.size(); ++k) {
+    const TensorMeta& m = j.graph.nodes.at(j.graph.find(j.tangents[k])).meta();
+    Tensor t(m.dtype, m.shape);
+    if (j.tangent_of[k] == 0)
+      for (int64_t i = 0; i < t.numel(); ++i) t.set(i, 1.0);
+    v.push_back(t);
+  }
+  return v;
 }
 
 }  // namespace
 
-const std::vector<std::string>& stage_names() {
+const std::vector<std::string>& stage_names(bool train) {
   static const std::vector<std::string> n = {"capture", "aten", "core_aten", "prims", "loop_ir", "fused", "source", "asm", "run"};
-  return n;
+  static const std::vector<std::string> t = {"capture", "aten",  "joint",  "forward", "backward", "core_aten",
+                                             "prims",   "loop_ir", "fused", "source",  "asm",      "run"};
+  return train ? t : n;
 }
 
 const Stage* CompileResult::stage(const std::string& name) const {
@@ -113,7 +181,37 @@ CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const st
     r.aten = rec.step("aten", [&] { return normalize_to_aten(r.model.graph); });
     rec.graph("aten", "ATen graph", r.aten);
 
-    r.core_aten = rec.step("core_aten", [&] { return decompose(r.aten, level::core_aten); });
+    const Graph* to_compile = &r.aten;
+    if (o.train) {
+      r.train = true;
+      TrainingRecord& t = r.training;
+      t.joint = rec.step("joint", [&] { return build_joint(r.aten); });
+      const double joint_ms = rec.last_ms;
+      t.partitions = rec.step("forward", [&] {
+        return std::vector<Partition>{partition_joint(t.joint, Partitioner::default_partition),
+                                      partition_joint(t.joint, Partitioner::min_cut)};
+      });
+      t.chosen = o.partitioner == Partitioner::min_cut ? 1 : 0;
+      const double partition_ms = rec.last_ms;
+      std::string expanded;
+      if (!t.joint.expanded.empty()) {
+        expanded = "\n# Differentiated through their decompositions (no derivative rule of their own):\n";
+        for (const auto& e : t.joint.expanded) expanded += "#   " + e + "\n";
+      }
+      rec.last_ms = joint_ms;
+      rec.graph("joint", "Joint forward + backward graph", t.joint.graph, saved_marks(t.partition()), expanded);
+      rec.last_ms = partition_ms;
+      const std::string note = partition_note(t);
+      rec.graph("forward", "Forward graph (partitioned)", t.partition().forward, saved_marks(t.partition()), note);
+      rec.last_ms = 0;
+      rec.graph("backward", "Backward graph (partitioned)", t.partition().backward, saved_marks(t.partition()), note);
+      t.step = training_step(t.joint, t.partition(), o.sgd_lr);
+      t.num_gradients = static_cast<int>(t.joint.grad_of.size());
+      t.num_updates = static_cast<int>(t.step.outputs.size()) - t.joint.num_forward_outputs - t.num_gradients;
+      to_compile = &t.step;
+    }
+
+    r.core_aten = rec.step("core_aten", [&] { return decompose(*to_compile, level::core_aten); });
     rec.graph("core_aten", "Core ATen graph", r.core_aten);
 
     const bool to_prims = o.decompose_to == 0 || o.decompose_to == level::prims;
@@ -194,9 +292,28 @@ CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const st
 
     const auto t_run = Clock::now();
     CpuExecutable exe(r.loops, r.schedule, r.source, *compiled.code);
-    const std::vector<Tensor> all_inputs = bind_inputs(lowered_from, r.model.inputs);
+    std::vector<Tensor> user_inputs = r.model.inputs;
+    if (r.train)
+      for (const Tensor& t : tangent_values(r.training.joint)) user_inputs.push_back(t);
+    const std::vector<Tensor> all_inputs = bind_inputs(lowered_from, user_inputs);
     r.outputs = exe.run(all_inputs);
-    r.reference_outputs = run_reference(r.aten, r.model.inputs);
+    if (r.train) {
+      // The reference runs the joint graph: it checks the partition, the decompositions and the
+      // kernels; the expected gradients (grad_in*.npy) check the derivative rules.
+      const TrainingRecord& t = r.training;
+      r.reference_outputs = run_reference(t.joint.graph, user_inputs);
+      const Graph& j = t.joint.graph;
+      for (size_t k = 0; o.sgd_lr > 0 && k < t.joint.grad_of.size(); ++k) {
+        if (t.joint.grad_of_user_input[k] || j.outputs[t.joint.num_forward_outputs + k] < 0) continue;
+        const Tensor& p = j.weights.at(t.joint.grad_of[k]);
+        const Tensor& gr = r.reference_outputs.at(t.joint.num_forward_outputs + k);
+        Tensor u(p.dtype(), p.shape());
+        for (int64_t i = 0; i < p.numel(); ++i) u.set(i, p.get(i) - o.sgd_lr * gr.get(i));
+        r.reference_outputs.push_back(u);
+      }
+    } else {
+      r.reference_outputs = run_reference(r.aten, r.model.inputs);
+    }
     TimingOptions to;
     to.budget_ms = o.timing_budget_ms;
     const Timings t = exe.benchmark(all_inputs, to);
@@ -206,6 +323,7 @@ CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const st
       KernelReport rep;
       rep.name = kr.name;
       rep.kind = kr.is_extern ? "extern" : "generated";
+      rep.phase = phase_name(kr.phase);
       rep.nodes = kr.origins;
       for (int n : kr.nodes) rep.loop_nodes.push_back(r.loops.nodes[n].name);
       rep.numel = kr.numel;
@@ -230,13 +348,31 @@ CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const st
         r.check.rel_err = std::max(r.check.rel_err, c.cmp.rel_err);
         r.check.outputs.push_back(c);
       }
-      OutputCheck c{"reference interpreter", compare(r.outputs[i], r.reference_outputs.at(i))};
+      OutputCheck c{r.train ? "reference interpreter (joint graph)" : "reference interpreter",
+                    compare(r.outputs[i], r.reference_outputs.at(i))};
       r.check.ok = r.check.ok && c.cmp.ok;
       if (r.model.expected.empty()) {
         r.check.max_abs_err = std::max(r.check.max_abs_err, c.cmp.max_abs_err);
         r.check.rel_err = std::max(r.check.rel_err, c.cmp.rel_err);
       }
       r.check.reference.push_back(c);
+    }
+    if (r.train) {
+      // Gradients of user inputs against the files that came with the model (grad_in<i>.npy).
+      const TrainingRecord& t = r.training;
+      const std::vector<int> users = r.model.graph.user_inputs();
+      for (size_t k = 0; k < t.joint.grad_of.size(); ++k) {
+        const size_t out = static_cast<size_t>(t.joint.num_forward_outputs) + k;
+        if (!t.joint.grad_of_user_input[k] || out >= r.outputs.size() || !r.outputs[out].defined()) continue;
+        for (size_t u = 0; u < users.size() && u < r.model.expected_grads.size(); ++u) {
+          if (r.model.graph.nodes[users[u]].name != t.joint.grad_of[k]) continue;
+          GradientCheck c{t.joint.grad_of[k], "grad_in" + std::to_string(u) + ".npy", compare(r.outputs[out], r.model.expected_grads[u])};
+          r.check.ok = r.check.ok && c.cmp.ok;
+          r.check.max_abs_err = std::max(r.check.max_abs_err, c.cmp.max_abs_err);
+          r.check.rel_err = std::max(r.check.rel_err, c.cmp.rel_err);
+          r.check.gradients.push_back(c);
+        }
+      }
     }
     rec.last_ms = std::chrono::duration<double, std::milli>(Clock::now() - t_run).count();
     Stage s;

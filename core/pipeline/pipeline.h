@@ -2,6 +2,11 @@
 // the CLI, its --dump folder and the tests all read this record.
 //
 //   capture -> aten -> core_aten -> prims -> loop_ir -> fused -> source -> asm -> run
+//
+// In training mode the ATen graph is differentiated and partitioned first, and the training
+// step (forward, backward, optional SGD update) is what goes on down the pipeline:
+//
+//   capture -> aten -> joint -> forward, backward -> core_aten -> prims -> ... -> run
 #pragma once
 #include <atomic>
 #include <functional>
@@ -9,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "autodiff/joint.h"
+#include "autodiff/partition.h"
 #include "codegen/cpp_codegen.h"
 #include "frontend/load_model.h"
 #include "ir/graph.h"
@@ -34,6 +41,7 @@ struct Stage {
 struct KernelReport {
   std::string name;
   std::string kind = "generated";          // generated | extern
+  std::string phase = "forward";           // forward | backward | update
   std::vector<std::string> nodes;          // graph nodes it covers (provenance)
   std::vector<std::string> loop_nodes;     // loop IR nodes fused into it
   int64_t numel = 0, rnumel = 0;
@@ -48,8 +56,15 @@ struct OutputCheck {
   Comparison cmp;
 };
 
+struct GradientCheck {
+  std::string input;    // the input it is the gradient of
+  std::string against;  // "grad_in0.npy" or "reference interpreter (joint graph)"
+  Comparison cmp;
+};
+
 struct Check {
   std::vector<OutputCheck> outputs;  // per output: against the expected file, else the reference
+  std::vector<GradientCheck> gradients;  // training: each gradient against the expected file and the reference
   std::vector<OutputCheck> reference;  // per output: against the reference interpreter
   bool ok = false;
   double max_abs_err = 0, rel_err = 0;
@@ -62,10 +77,26 @@ struct PipelineOptions {
   bool external_compiler = false;  // build kernels with an external c++ instead of the in-process JIT
   bool run = true;
   int timing_budget_ms = 300;
+  // Training: differentiate, partition (the chosen partitioner compiles; both are reported) and
+  // compile the whole step. The tangent of the first output is ones (the gradient of its sum).
+  bool train = false;
+  Partitioner partitioner = Partitioner::min_cut;
+  double sgd_lr = 0;  // > 0: the step ends with an SGD update of every parameter
+};
+
+struct TrainingRecord {
+  JointGraph joint;
+  std::vector<Partition> partitions;  // default, then min_cut
+  int chosen = 1;                     // index into partitions
+  Graph step;                         // what goes on down the pipeline
+  int num_gradients = 0, num_updates = 0;
+  const Partition& partition() const { return partitions.at(static_cast<size_t>(chosen)); }
 };
 
 struct CompileResult {
   LoadedModel model;
+  bool train = false;
+  TrainingRecord training;  // train only
   std::vector<Stage> stages;
   Graph aten, core_aten, prims;
   LoopProgram loops;
@@ -84,7 +115,7 @@ struct CompileResult {
 };
 
 // Stage names in pipeline order, for documentation and the GUI's list.
-const std::vector<std::string>& stage_names();
+const std::vector<std::string>& stage_names(bool train = false);
 
 // Never throws for a bad model: errors land in result.error with the stage that raised them.
 // `cancelled` is polled between stages.

@@ -32,7 +32,7 @@ std::string report_json(const CompileResult& r) {
   }
   j["kernels"] = json::array();
   for (const KernelReport& k : r.kernels)
-    j["kernels"].push_back({{"name", k.name}, {"kind", k.kind}, {"nodes", k.nodes}, {"loop_nodes", k.loop_nodes},
+    j["kernels"].push_back({{"name", k.name}, {"kind", k.kind}, {"phase", k.phase}, {"nodes", k.nodes}, {"loop_nodes", k.loop_nodes},
                             {"numel", k.numel}, {"rnumel", k.rnumel}, {"bytes", k.bytes}, {"ms", k.ms}, {"gbps", k.gbps}});
   size_t ext = 0;
   for (const Kernel& k : r.schedule.kernels) ext += k.is_extern;
@@ -50,6 +50,44 @@ std::string report_json(const CompileResult& r) {
                 {"outputs", json::array()}, {"reference", json::array()}};
   for (const auto& c : r.check.outputs) check["outputs"].push_back(cmp_json(c));
   for (const auto& c : r.check.reference) check["reference"].push_back(cmp_json(c));
+  if (r.train) {
+    check["gradients"] = json::array();
+    for (const auto& c : r.check.gradients)
+      check["gradients"].push_back({{"input", c.input}, {"against", c.against}, {"max_abs_err", c.cmp.max_abs_err},
+                                    {"rel_err", c.cmp.rel_err}, {"mismatches", c.cmp.mismatches}, {"ok", c.cmp.ok}});
+    // Each gradient against the reference interpreter run on the joint graph.
+    const TrainingRecord& t = r.training;
+    for (size_t k = 0; k < t.joint.grad_of.size(); ++k) {
+      const size_t i = static_cast<size_t>(t.joint.num_forward_outputs) + k;
+      if (i >= r.check.reference.size()) break;
+      json c = cmp_json(r.check.reference[i]);
+      c["input"] = t.joint.grad_of[k];
+      check["gradients"].push_back(c);
+    }
+    json tr;
+    tr["tangents"] = t.joint.tangents;
+    tr["gradients_of"] = t.joint.grad_of;
+    tr["expanded_for_autodiff"] = t.joint.expanded;
+    tr["chosen_partitioner"] = partitioner_name(t.partition().partitioner);
+    tr["partitioners"] = json::object();
+    for (const Partition& p : t.partitions) {
+      json saved = json::array();
+      for (const SavedTensor& s : p.saved)
+        saved.push_back({{"name", s.name}, {"op", s.op}, {"bytes", s.bytes}, {"is_input", s.is_input}, {"why", s.why}});
+      tr["partitioners"][partitioner_name(p.partitioner)] = {{"saved", saved},
+                                                             {"saved_bytes", p.saved_bytes},
+                                                             {"saved_activation_bytes", p.saved_activation_bytes},
+                                                             {"recomputed", p.recomputed}};
+    }
+    j["training"] = tr;
+    json phases = json::object();
+    for (const Kernel& k : r.schedule.kernels) {
+      json& ph = phases[phase_name(k.phase)];
+      if (ph.is_null()) ph = {{"generated", 0}, {"extern", 0}};
+      ph[k.is_extern ? "extern" : "generated"] = ph[k.is_extern ? "extern" : "generated"].get<int>() + 1;
+    }
+    j["kernels_per_phase"] = phases;
+  }
   j["check"] = check;
   j["compiler"] = r.compiler;
   j["compile_ms"] = r.compile_ms;

@@ -106,6 +106,10 @@ class Scheduler {
 
   FusionVerdict can_fuse(int ga, int gb) const {
     if (ga > gb) std::swap(ga, gb);
+    const Phase pa = p_.nodes[groups_[ga].nodes[0]].phase, pb = p_.nodes[groups_[gb].nodes[0]].phase;
+    if (pa != pb)
+      return {false, std::string(phase_name(pa)) + " and " + phase_name(pb) +
+                         " are separate graphs: the later one runs afterwards, reading what the earlier one saved"};
     for (int g : {ga, gb})
       if (const LoopNode* e = extern_in(g))
         return {false, "extern kernel " + e->ext.op->name + " is a library call: generated code cannot be fused into it"};
@@ -244,6 +248,7 @@ class Scheduler {
   Kernel make_kernel(const Group& g, size_t) const {
     Kernel k;
     k.nodes = g.nodes;
+    k.phase = p_.nodes[g.nodes[0]].phase;
     if (g.nodes.size() == 1 && p_.nodes[g.nodes[0]].kind == LoopNode::Kind::extern_kernel) {
       const LoopNode& n = p_.nodes[g.nodes[0]];
       k.is_extern = true;
@@ -278,13 +283,16 @@ class Scheduler {
     return k;
   }
 
+  // Both in r loops, but not the same one: registers do not carry the value across.
   bool needs_memory_within(int prod, int cons, const Kernel& k) const {
-    const Placement a = place(p_.nodes[prod], k.numel, k.rnumel), b = place(p_.nodes[cons], k.numel, k.rnumel);
-    if (!a.inner || !b.inner) return false;
-    // Both in r loops: the same loop unless a reduction the consumer depends on lies between.
-    for (int n : k.nodes)
-      if (n > prod && n < cons && p_.nodes[n].kind == LoopNode::Kind::reduction) return true;
-    return false;
+    int lp = -1, lc = -1;
+    const std::vector<KernelLoop> loops = kernel_loops(p_, k.nodes, k.numel, k.rnumel);
+    for (size_t l = 0; l < loops.size(); ++l)
+      for (int n : loops[l].nodes) {
+        if (n == prod) lp = static_cast<int>(l);
+        if (n == cons) lc = static_cast<int>(l);
+      }
+    return lp != lc && loops.at(lp).inner && loops.at(lc).inner;
   }
 
   void rename(Kernel& k, size_t index) const {
@@ -372,6 +380,25 @@ class Scheduler {
 };
 
 }  // namespace
+
+std::vector<KernelLoop> kernel_loops(const LoopProgram& p, const std::vector<int>& nodes, int64_t numel, int64_t rnumel) {
+  std::vector<KernelLoop> loops;
+  std::set<std::string> reduced_in_current;
+  for (int n : nodes) {
+    const Placement pl = place(p.nodes[n], numel, rnumel);
+    bool needs_new = loops.empty() || loops.back().inner != pl.inner;
+    if (pl.inner && !needs_new)
+      for (const auto& d : extract_dependencies(p.nodes[n]).reads)
+        if (reduced_in_current.count(d.buffer)) needs_new = true;
+    if (needs_new) {
+      loops.push_back({pl.inner, {}});
+      reduced_in_current.clear();
+    }
+    loops.back().nodes.push_back(n);
+    if (p.nodes[n].kind == LoopNode::Kind::reduction) reduced_in_current.insert(p.nodes[n].buffer);
+  }
+  return loops;
+}
 
 Placement place(const LoopNode& n, int64_t numel, int64_t rnumel) {
   Placement pl;

@@ -24,6 +24,7 @@ struct Kernel {
   std::vector<std::string> writes;    // buffers written to memory
   std::vector<std::string> removed;   // buffers that live only in registers inside this kernel
   std::vector<std::string> origins;   // graph nodes covered
+  Phase phase = Phase::forward;
 };
 
 struct EdgeDecision {
@@ -60,6 +61,15 @@ struct Placement {
   std::vector<Expr> idx, ridx;
 };
 Placement place(const LoopNode& n, int64_t numel, int64_t rnumel);
+
+// The loops a kernel's nodes run in, in order: runs of outer-level (x) nodes, and reduction (r)
+// loops; a new r loop starts when a node reads a reduction finished in the current one. The
+// scheduler (which values need memory) and the code generators read this one answer.
+struct KernelLoop {
+  bool inner = false;  // an r loop
+  std::vector<int> nodes;
+};
+std::vector<KernelLoop> kernel_loops(const LoopProgram& p, const std::vector<int>& nodes, int64_t numel, int64_t rnumel);
 
 std::string print_schedule(const LoopProgram& p, const Schedule& s);  // ir_post_fusion.txt style
 std::string schedule_to_dot(const LoopProgram& p, const Schedule& s);  // kernels as clusters

@@ -1,0 +1,389 @@
+// The op table's derivative rules (reverse mode), one per differentiable op, as
+// torch/csrc/autograd's derivatives.yaml gives them: each emits its vector-Jacobian product as
+// calls of other ops of the table, so the backward graph decomposes, lowers and fuses like any
+// other graph. Fused backward ops (threshold_backward, native_layer_norm_backward,
+// convolution_backward, _softmax_backward_data, ...) are used where PyTorch uses them.
+// Tested per op against central finite differences in float64 (tests/test_autodiff.cpp).
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "ir/builder.h"
+#include "ops/op_table.h"
+
+namespace ls {
+namespace {
+
+using Args = std::vector<Arg>;
+const Arg kNone = Arg::none();
+
+Arg num(double v) { return Arg::of_real(v); }
+Arg ints(const std::vector<int64_t>& v) { return Arg::of_ints(v); }
+Arg call(DerivCtx& c, const char* op, Args a) { return c.b.call(op, std::move(a)); }
+const Shape& shape_of(DerivCtx& c, const Arg& a) { return c.b.meta(a).shape; }
+bool wants(const DerivCtx& c, size_t i) { return i < c.wanted.size() && c.wanted[i] && c.args[i].is_node(); }
+
+// A tensor of zeros: a 0-d constant expanded (a view: nothing is stored).
+Arg zeros(DerivCtx& c, const Shape& shape, DType t) {
+  Arg z = c.b.constant("zeros", Tensor(t, {}));
+  return shape.empty() ? z : call(c, "aten.expand.default", {z, ints(shape)});
+}
+
+// The gradient of a broadcast operand: g summed over the dimensions the broadcast added or widened.
+Arg sum_to(DerivCtx& c, Arg g, const Shape& to) {
+  const Shape from = shape_of(c, g);
+  if (from == to) return g;
+  const size_t lead = from.size() - to.size();
+  std::vector<int64_t> dims;
+  for (size_t d = 0; d < from.size(); ++d)
+    if (d < lead || (to[d - lead] == 1 && from[d] != 1)) dims.push_back(static_cast<int64_t>(d));
+  if (!dims.empty()) g = call(c, "aten.sum.dim_IntList", {g, ints(dims), Arg::of_bool(true)});
+  return call(c, "aten.view.default", {g, ints(to)});
+}
+Arg grad_for(DerivCtx& c, size_t i, Arg g) { return wants(c, i) ? sum_to(c, g, shape_of(c, c.args[i])) : kNone; }
+
+// A gradient shaped like a reduction's output, put back over the reduced dimensions.
+Arg unreduce(DerivCtx& c, Arg g, const Shape& in, const std::vector<int64_t>& dims) {
+  Shape kept = in;
+  for (int64_t d : dims) kept[d] = 1;
+  if (dims.empty()) std::fill(kept.begin(), kept.end(), 1);
+  return call(c, "aten.expand.default", {call(c, "aten.view.default", {g, ints(kept)}), ints(in)});
+}
+
+Args one(Arg g, size_t nparams) {
+  Args r(nparams, kNone);
+  r[0] = std::move(g);
+  return r;
+}
+
+// ---- pointwise ------------------------------------------------------------------------------
+
+Args d_sin(DerivCtx& c) { return one(call(c, "aten.mul.Tensor", {c.grads[0], call(c, "aten.cos.default", {c.args[0]})}), 1); }
+Args d_cos(DerivCtx& c) {
+  return one(call(c, "aten.neg.default", {call(c, "aten.mul.Tensor", {c.grads[0], call(c, "aten.sin.default", {c.args[0]})})}), 1);
+}
+Args d_exp(DerivCtx& c) { return one(call(c, "aten.mul.Tensor", {c.grads[0], c.out(0)}), 1); }
+Args d_log(DerivCtx& c) { return one(call(c, "aten.div.Tensor", {c.grads[0], c.args[0]}), 1); }
+Args d_neg(DerivCtx& c) { return one(call(c, "aten.neg.default", {c.grads[0]}), 1); }
+Args d_abs(DerivCtx& c) { return one(call(c, "aten.mul.Tensor", {c.grads[0], call(c, "aten.sgn.default", {c.args[0]})}), 1); }
+Args d_sqrt(DerivCtx& c) {
+  return one(call(c, "aten.div.Tensor", {c.grads[0], call(c, "aten.mul.Tensor", {c.out(0), num(2.0)})}), 1);
+}
+Args d_rsqrt(DerivCtx& c) {  // d/dx x^-1/2 = -1/2 y^3
+  const Arg y3 = call(c, "aten.pow.Tensor_Scalar", {c.out(0), num(3.0)});
+  return one(call(c, "aten.mul.Tensor", {call(c, "aten.mul.Tensor", {c.grads[0], y3}), num(-0.5)}), 1);
+}
+Args d_tanh(DerivCtx& c) {  // g (1 - y^2)
+  const Arg gy = call(c, "aten.mul.Tensor", {c.grads[0], c.out(0)});
+  return one(call(c, "aten.sub.Tensor", {c.grads[0], call(c, "aten.mul.Tensor", {gy, c.out(0)})}), 1);
+}
+Args d_sigmoid(DerivCtx& c) {  // g y (1 - y)
+  const Arg y = c.out(0);
+  return one(call(c, "aten.mul.Tensor", {c.grads[0], call(c, "aten.sub.Tensor", {y, call(c, "aten.mul.Tensor", {y, y})})}), 1);
+}
+Args d_reciprocal(DerivCtx& c) {  // -g y^2
+  const Arg gy = call(c, "aten.mul.Tensor", {c.grads[0], c.out(0)});
+  return one(call(c, "aten.neg.default", {call(c, "aten.mul.Tensor", {gy, c.out(0)})}), 1);
+}
+Args d_erf(DerivCtx& c) {  // g 2/sqrt(pi) exp(-x^2)
+  const Arg x = c.args[0];
+  const Arg e = call(c, "aten.exp.default", {call(c, "aten.neg.default", {call(c, "aten.mul.Tensor", {x, x})})});
+  return one(call(c, "aten.mul.Tensor", {call(c, "aten.mul.Tensor", {c.grads[0], e}), num(M_2_SQRTPI)}), 1);
+}
+Args d_relu(DerivCtx& c) { return one(call(c, "aten.threshold_backward.default", {c.grads[0], c.out(0), Arg::of_int(0)}), 1); }
+Args d_gelu(DerivCtx& c) {
+  Args r(2, kNone);
+  r[0] = c.b.call("aten.gelu_backward.default", {c.grads[0], c.args[0]}, {{"approximate", c.args[1]}});
+  return r;
+}
+Args d_hardswish(DerivCtx& c) { return one(call(c, "aten.hardswish_backward.default", {c.grads[0], c.args[0]}), 1); }
+Args d_hardsigmoid(DerivCtx& c) { return one(call(c, "aten.hardsigmoid_backward.default", {c.grads[0], c.args[0]}), 1); }
+Args d_identity(DerivCtx& c) { return one(c.grads[0], c.op.params.size()); }
+
+// Binary ops: each operand's gradient is summed back to its own shape (it may have been broadcast).
+Args d_add(DerivCtx& c) {
+  const double alpha = c.op.params.size() > 2 ? c.args[2].number() : 1.0;
+  Args r(c.op.params.size(), kNone);
+  r[0] = grad_for(c, 0, c.grads[0]);
+  if (wants(c, 1)) r[1] = grad_for(c, 1, alpha == 1.0 ? c.grads[0] : call(c, "aten.mul.Tensor", {c.grads[0], num(alpha)}));
+  return r;
+}
+Args d_sub(DerivCtx& c) {
+  const double alpha = c.op.params.size() > 2 ? c.args[2].number() : 1.0;
+  Args r(c.op.params.size(), kNone);
+  r[0] = grad_for(c, 0, c.grads[0]);
+  if (wants(c, 1)) r[1] = grad_for(c, 1, call(c, "aten.mul.Tensor", {c.grads[0], num(-alpha)}));
+  return r;
+}
+Args d_mul(DerivCtx& c) {
+  Args r(2, kNone);
+  if (wants(c, 0)) r[0] = grad_for(c, 0, call(c, "aten.mul.Tensor", {c.grads[0], c.args[1]}));
+  if (wants(c, 1)) r[1] = grad_for(c, 1, call(c, "aten.mul.Tensor", {c.grads[0], c.args[0]}));
+  return r;
+}
+Args d_div(DerivCtx& c) {  // d(a/b)/db = -y/b
+  Args r(2, kNone);
+  if (wants(c, 0)) r[0] = grad_for(c, 0, call(c, "aten.div.Tensor", {c.grads[0], c.args[1]}));
+  if (wants(c, 1)) {
+    const Arg gy = call(c, "aten.mul.Tensor", {c.grads[0], c.out(0)});
+    r[1] = grad_for(c, 1, call(c, "aten.neg.default", {call(c, "aten.div.Tensor", {gy, c.args[1]})}));
+  }
+  return r;
+}
+Args d_pow_scalar(DerivCtx& c) {  // g e x^(e-1)
+  const double e = c.args[1].number();
+  if (e == 0.0) return one(zeros(c, shape_of(c, c.args[0]), c.b.meta(c.args[0]).dtype), 2);
+  const Arg xe = e == 2.0 ? c.args[0] : call(c, "aten.pow.Tensor_Scalar", {c.args[0], num(e - 1.0)});
+  return one(call(c, "aten.mul.Tensor", {call(c, "aten.mul.Tensor", {c.grads[0], xe}), num(e)}), 2);
+}
+Args d_pow_tensor(DerivCtx& c) {  // x: g e x^(e-1); e: g y log(x)
+  Args r(2, kNone);
+  const Arg &x = c.args[0], &e = c.args[1];
+  if (wants(c, 0)) {
+    const Arg xe = call(c, "aten.pow.Tensor_Tensor", {x, call(c, "aten.sub.Tensor", {e, num(1.0)})});
+    r[0] = grad_for(c, 0, call(c, "aten.mul.Tensor", {c.grads[0], call(c, "aten.mul.Tensor", {e, xe})}));
+  }
+  if (wants(c, 1))
+    r[1] = grad_for(c, 1, call(c, "aten.mul.Tensor", {call(c, "aten.mul.Tensor", {c.grads[0], c.out(0)}), call(c, "aten.log.default", {x})}));
+  return r;
+}
+// maximum/minimum: the gradient goes to the operand that was chosen (ties to the second).
+template <bool Max>
+Args d_extremum(DerivCtx& c) {
+  Args r(2, kNone);
+  const Arg first = call(c, Max ? "aten.gt.Tensor" : "aten.lt.Tensor", {c.args[0], c.args[1]});
+  const Arg zero = num(0.0);
+  if (wants(c, 0)) r[0] = grad_for(c, 0, call(c, "aten.where.self", {first, c.grads[0], zero}));
+  if (wants(c, 1)) r[1] = grad_for(c, 1, call(c, "aten.where.self", {first, zero, c.grads[0]}));
+  return r;
+}
+Args d_where(DerivCtx& c) {
+  Args r(3, kNone);
+  if (wants(c, 1)) r[1] = grad_for(c, 1, call(c, "aten.where.self", {c.args[0], c.grads[0], num(0.0)}));
+  if (wants(c, 2)) r[2] = grad_for(c, 2, call(c, "aten.where.self", {c.args[0], num(0.0), c.grads[0]}));
+  return r;
+}
+
+// ---- reductions -----------------------------------------------------------------------------
+
+std::vector<int64_t> reduced_dims(DerivCtx& c) {
+  const int64_t rank = static_cast<int64_t>(shape_of(c, c.args[0]).size());
+  return reduction_dims(c.op, c.args, rank);
+}
+Args d_sum(DerivCtx& c) {
+  return one(unreduce(c, c.grads[0], shape_of(c, c.args[0]), reduced_dims(c)), c.op.params.size());
+}
+Args d_mean(DerivCtx& c) {
+  const Shape& in = shape_of(c, c.args[0]);
+  const auto dims = reduced_dims(c);
+  int64_t n = 1;
+  for (size_t d = 0; d < in.size(); ++d)
+    if (dims.empty() || std::count(dims.begin(), dims.end(), static_cast<int64_t>(d))) n *= in[d];
+  const Arg g = unreduce(c, c.grads[0], in, dims);
+  return one(call(c, "aten.div.Tensor", {g, num(static_cast<double>(n))}), c.op.params.size());
+}
+// amax/amin: the gradient goes to every element equal to the extremum, shared evenly among ties.
+Args d_amax(DerivCtx& c) {
+  const Shape& in = shape_of(c, c.args[0]);
+  const auto dims = reduced_dims(c);
+  const Arg y = unreduce(c, c.out(0), in, dims);
+  const Arg hit = call(c, "aten.where.self", {call(c, "aten.eq.Tensor", {c.args[0], y}), num(1.0), num(0.0)});
+  const Arg count = unreduce(c, call(c, "aten.sum.dim_IntList", {hit, ints(dims), Arg::of_bool(false)}), in, dims);
+  const Arg g = call(c, "aten.div.Tensor", {unreduce(c, c.grads[0], in, dims), count});
+  return one(call(c, "aten.mul.Tensor", {g, hit}), c.op.params.size());
+}
+
+// ---- views ----------------------------------------------------------------------------------
+
+Args d_view(DerivCtx& c) { return one(call(c, "aten.view.default", {c.grads[0], ints(shape_of(c, c.args[0]))}), 2); }
+Args d_reshape(DerivCtx& c) { return one(call(c, "aten.reshape.default", {c.grads[0], ints(shape_of(c, c.args[0]))}), c.op.params.size()); }
+Args d_permute(DerivCtx& c) {
+  const auto p = c.args[1].ints();
+  const int64_t rank = static_cast<int64_t>(p.size());
+  std::vector<int64_t> inv(p.size());
+  for (int64_t i = 0; i < rank; ++i) inv[wrap_dim(c.op, p[i], rank)] = i;
+  return one(call(c, "aten.permute.default", {c.grads[0], ints(inv)}), 2);
+}
+Args d_t(DerivCtx& c) { return one(call(c, "aten.t.default", {c.grads[0]}), 1); }
+Args d_transpose(DerivCtx& c) { return one(call(c, "aten.transpose.int", {c.grads[0], c.args[1], c.args[2]}), 3); }
+Args d_expand(DerivCtx& c) { return one(sum_to(c, c.grads[0], shape_of(c, c.args[0])), c.op.params.size()); }
+Args d_unsqueeze(DerivCtx& c) { return one(call(c, "aten.squeeze.dim", {c.grads[0], c.args[1]}), 2); }
+Args d_squeeze(DerivCtx& c) { return one(call(c, "aten.view.default", {c.grads[0], ints(shape_of(c, c.args[0]))}), 2); }
+// slice: the gradient is zero outside the slice (step 1: zeros, the gradient, zeros).
+Args d_slice(DerivCtx& c) {
+  const Shape& in = shape_of(c, c.args[0]);
+  const int64_t dim = wrap_dim(c.op, c.args[1].i, static_cast<int64_t>(in.size()));
+  if (c.args[4].i != 1) throw std::invalid_argument(c.op.name + ": the derivative of a strided slice is not supported");
+  const Shape& out = shape_of(c, c.out(0));
+  int64_t start = c.args[2].is_none() ? 0 : c.args[2].i;
+  if (start < 0) start += in[dim];
+  start = std::clamp<int64_t>(start, 0, in[dim]);
+  Arg parts;
+  parts.kind = Arg::Kind::list;
+  const DType t = c.b.meta(c.grads[0]).dtype;
+  Shape before = in, after = in;
+  before[dim] = start;
+  after[dim] = in[dim] - start - out[dim];
+  if (before[dim] > 0) parts.list.push_back(zeros(c, before, t));
+  parts.list.push_back(c.grads[0]);
+  if (after[dim] > 0) parts.list.push_back(zeros(c, after, t));
+  if (parts.list.size() == 1) return one(c.grads[0], 5);
+  return one(call(c, "aten.cat.default", {parts, Arg::of_int(dim)}), 5);
+}
+// split: the pieces' gradients side by side (zeros for a piece without one).
+Args d_split(DerivCtx& c) {
+  const Shape& in = shape_of(c, c.args[0]);
+  const int64_t dim = wrap_dim(c.op, c.args[2].i, static_cast<int64_t>(in.size()));
+  Arg parts;
+  parts.kind = Arg::Kind::list;
+  for (size_t i = 0; i < c.grads.size(); ++i)
+    parts.list.push_back(c.grads[i].is_none() ? zeros(c, shape_of(c, c.out(static_cast<int>(i))), c.b.meta(c.args[0]).dtype)
+                                              : c.grads[i]);
+  return one(parts.list.size() == 1 ? parts.list[0] : call(c, "aten.cat.default", {parts, Arg::of_int(dim)}), 3);
+}
+Args d_cat(DerivCtx& c) {
+  const Arg& list = c.args[0];
+  const int64_t rank = static_cast<int64_t>(shape_of(c, c.out(0)).size());
+  const int64_t dim = wrap_dim(c.op, c.args[1].i, rank);
+  Arg grads;
+  grads.kind = Arg::Kind::list;
+  int64_t at = 0;
+  for (const Arg& x : list.list) {
+    const int64_t n = shape_of(c, x)[dim];
+    grads.list.push_back(call(c, "aten.slice.Tensor", {c.grads[0], Arg::of_int(dim), Arg::of_int(at), Arg::of_int(at + n), Arg::of_int(1)}));
+    at += n;
+  }
+  return {grads, kNone};
+}
+
+// ---- matrix multiply, convolution, normalization, pooling, softmax ---------------------------
+
+Arg transposed(DerivCtx& c, const Arg& m) {
+  const size_t rank = shape_of(c, m).size();
+  return rank == 2 ? call(c, "aten.permute.default", {m, ints({1, 0})}) : call(c, "aten.permute.default", {m, ints({0, 2, 1})});
+}
+Args d_mm(DerivCtx& c) {  // a @ b: ga = g b^T, gb = a^T g
+  const char* mm = shape_of(c, c.args[0]).size() == 3 ? "aten.bmm.default" : "aten.mm.default";
+  Args r(2, kNone);
+  if (wants(c, 0)) r[0] = call(c, mm, {c.grads[0], transposed(c, c.args[1])});
+  if (wants(c, 1)) r[1] = call(c, mm, {transposed(c, c.args[0]), c.grads[0]});
+  return r;
+}
+Args d_addmm(DerivCtx& c) {  // beta * bias + alpha * m1 @ m2
+  const double beta = c.args[3].number(), alpha = c.args[4].number();
+  Args r(5, kNone);
+  auto scaled = [&](Arg g, double s) { return s == 1.0 ? g : call(c, "aten.mul.Tensor", {g, num(s)}); };
+  if (wants(c, 0)) r[0] = sum_to(c, scaled(c.grads[0], beta), shape_of(c, c.args[0]));
+  if (wants(c, 1)) r[1] = scaled(call(c, "aten.mm.default", {c.grads[0], transposed(c, c.args[2])}), alpha);
+  if (wants(c, 2)) r[2] = scaled(call(c, "aten.mm.default", {transposed(c, c.args[1]), c.grads[0]}), alpha);
+  return r;
+}
+Args d_convolution(DerivCtx& c) {
+  const Args& a = c.args;
+  Args r(9, kNone);
+  const bool gi = wants(c, 0), gw = wants(c, 1), gb = wants(c, 2);
+  if (!gi && !gw && !gb) return r;
+  Arg mask;
+  mask.kind = Arg::Kind::list;
+  for (bool m : {gi, gw, gb}) mask.list.push_back(Arg::of_bool(m));
+  const Arg bias_sizes = a[2].is_node() ? ints(shape_of(c, a[2])) : kNone;
+  const Arg cb = call(c, "aten.convolution_backward.default",
+                      {c.grads[0], a[0], a[1], bias_sizes, a[3], a[4], a[5], a[6], a[7], a[8], mask});
+  if (gi) r[0] = c.b.get(cb, 0);
+  if (gw) r[1] = c.b.get(cb, 1);
+  if (gb) r[2] = c.b.get(cb, 2);
+  return r;
+}
+// Eval-mode batch norm is an affine map per channel: y = (x - mean) * invstd * w + b.
+Args d_batch_norm_eval(DerivCtx& c) {
+  const Args& a = c.args;  // input, weight, bias, running_mean, running_var, momentum, eps
+  const Shape& xs = shape_of(c, a[0]);
+  Shape cs(xs.size(), 1);
+  cs[1] = xs[1];
+  std::vector<int64_t> dims;
+  for (size_t d = 0; d < xs.size(); ++d)
+    if (d != 1) dims.push_back(static_cast<int64_t>(d));
+  auto per_channel = [&](const Arg& v) { return call(c, "aten.view.default", {v, ints(cs)}); };
+  const Arg invstd = call(c, "aten.rsqrt.default", {call(c, "aten.add.Tensor", {a[4], a[6]})});
+  Args r(7, kNone);
+  const Arg g = c.grads[0];
+  if (wants(c, 0)) {
+    const Arg scale = a[1].is_node() ? call(c, "aten.mul.Tensor", {a[1], invstd}) : invstd;
+    r[0] = call(c, "aten.mul.Tensor", {g, per_channel(scale)});
+  }
+  if (wants(c, 1)) {
+    const Arg xhat = call(c, "aten.mul.Tensor", {call(c, "aten.sub.Tensor", {a[0], per_channel(a[3])}), per_channel(invstd)});
+    r[1] = call(c, "aten.sum.dim_IntList", {call(c, "aten.mul.Tensor", {g, xhat}), ints(dims), Arg::of_bool(false)});
+  }
+  if (wants(c, 2)) r[2] = call(c, "aten.sum.dim_IntList", {g, ints(dims), Arg::of_bool(false)});
+  return r;
+}
+Args d_native_layer_norm(DerivCtx& c) {
+  const Args& a = c.args;  // input, normalized_shape, weight, bias, eps
+  Args r(5, kNone);
+  Arg mask;
+  mask.kind = Arg::Kind::list;
+  for (size_t i : {0, 2, 3}) mask.list.push_back(Arg::of_bool(wants(c, i)));
+  const Arg g = c.grads[0].is_none() ? zeros(c, shape_of(c, a[0]), c.b.meta(a[0]).dtype) : c.grads[0];
+  const Arg lb = call(c, "aten.native_layer_norm_backward.default", {g, a[0], a[1], c.out(1), c.out(2), a[2], a[3], mask});
+  if (wants(c, 0)) r[0] = c.b.get(lb, 0);
+  if (wants(c, 2)) r[2] = c.b.get(lb, 1);
+  if (wants(c, 3)) r[3] = c.b.get(lb, 2);
+  return r;
+}
+Args d_softmax(DerivCtx& c) {
+  return one(call(c, "aten._softmax_backward_data.default",
+                  {c.grads[0], c.out(0), c.args[1], Arg::of_string(std::string(dtype_torch(c.b.meta(c.args[0]).dtype)))}),
+             3);
+}
+Args d_max_pool(DerivCtx& c) {
+  const Args& a = c.args;  // self, kernel_size, stride, padding, dilation, ceil_mode
+  return one(call(c, "aten.max_pool2d_with_indices_backward.default", {c.grads[0], a[0], a[1], a[2], a[3], a[4], a[5], c.out(1)}), 6);
+}
+Args d_mse_loss(DerivCtx& c) {
+  Args r(3, kNone);
+  const Arg gx = call(c, "aten.mse_loss_backward.default", {c.grads[0], c.args[0], c.args[1], c.args[2]});
+  if (wants(c, 0)) r[0] = gx;
+  if (wants(c, 1)) r[1] = call(c, "aten.neg.default", {gx});
+  return r;
+}
+
+}  // namespace
+
+void add_derivatives(std::vector<OpDef>& table) {
+  static const std::pair<const char*, DerivFn> rules[] = {
+      // pointwise
+      {"aten.sin.default", d_sin}, {"aten.cos.default", d_cos}, {"aten.exp.default", d_exp}, {"aten.log.default", d_log},
+      {"aten.neg.default", d_neg}, {"aten.abs.default", d_abs}, {"aten.sqrt.default", d_sqrt}, {"aten.rsqrt.default", d_rsqrt},
+      {"aten.tanh.default", d_tanh}, {"aten.sigmoid.default", d_sigmoid}, {"aten.reciprocal.default", d_reciprocal},
+      {"aten.erf.default", d_erf}, {"aten.relu.default", d_relu}, {"aten.gelu.default", d_gelu},
+      {"aten.hardswish.default", d_hardswish}, {"aten.hardsigmoid.default", d_hardsigmoid},
+      {"aten.clone.default", d_identity}, {"aten.alias.default", d_identity},
+      {"aten.add.Tensor", d_add}, {"aten.add.Scalar", d_add}, {"aten.sub.Tensor", d_sub}, {"aten.sub.Scalar", d_sub},
+      {"aten.mul.Tensor", d_mul}, {"aten.mul.Scalar", d_mul}, {"aten.div.Tensor", d_div}, {"aten.div.Scalar", d_div},
+      {"aten.pow.Tensor_Scalar", d_pow_scalar}, {"aten.pow.Tensor_Tensor", d_pow_tensor},
+      {"aten.maximum.default", d_extremum<true>}, {"aten.minimum.default", d_extremum<false>}, {"aten.where.self", d_where},
+      // reductions
+      {"aten.sum.default", d_sum}, {"aten.sum.dim_IntList", d_sum}, {"aten.mean.default", d_mean}, {"aten.mean.dim", d_mean},
+      {"aten.amax.default", d_amax}, {"aten.amin.default", d_amax},
+      // views
+      {"aten.view.default", d_view}, {"aten._unsafe_view.default", d_view}, {"aten.reshape.default", d_reshape},
+      {"aten.permute.default", d_permute}, {"aten.t.default", d_t}, {"aten.transpose.int", d_transpose},
+      {"aten.expand.default", d_expand}, {"aten.unsqueeze.default", d_unsqueeze}, {"aten.squeeze.dim", d_squeeze},
+      {"aten.slice.Tensor", d_slice}, {"aten.split.Tensor", d_split}, {"aten.split_with_sizes.default", d_split},
+      {"aten.cat.default", d_cat},
+      // library ops and normalization
+      {"aten.mm.default", d_mm}, {"aten.bmm.default", d_mm}, {"aten.addmm.default", d_addmm},
+      {"aten.convolution.default", d_convolution},
+      {"aten._native_batch_norm_legit_no_training.default", d_batch_norm_eval},
+      {"aten.native_layer_norm.default", d_native_layer_norm}, {"aten._softmax.default", d_softmax},
+      {"aten.max_pool2d_with_indices.default", d_max_pool}, {"aten.mse_loss.default", d_mse_loss},
+  };
+  for (const auto& [name, fn] : rules) {
+    auto it = std::find_if(table.begin(), table.end(), [&](const OpDef& op) { return op.name == name; });
+    if (it == table.end()) throw std::logic_error(std::string("derivative rule for unknown op ") + name);
+    it->derivative = fn;
+  }
+}
+
+}  // namespace ls
