@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 #include <stdexcept>
+#include <tuple>
 
 #include "ops/op_table.h"
 
@@ -109,18 +110,28 @@ class Lowering {
   }
 
   // The node a permutation view swaps the last two dimensions of (identity elsewhere), or -1.
-  int transposed_base(int id) const {
-    const Node& n = g_.nodes[id];
-    if (n.is_placeholder() || n.op->kind != OpKind::view) return -1;
-    if (n.op->name != "aten.permute.default" && n.op->name != "prims.transpose.default") return -1;
-    const auto p = n.args[1].ints();
-    const int64_t r = static_cast<int64_t>(p.size());
-    if (r < 2) return -1;
-    for (int64_t i = 0; i < r; ++i) {
-      const int64_t want = i == r - 2 ? r - 1 : i == r - 1 ? r - 2 : i;
-      if ((p[i] < 0 ? p[i] + r : p[i]) != want) return -1;
+  // A matrix operand seen through permutations that swap its last two dims or change nothing:
+  // the value underneath, and whether an odd number of swaps lies between (t(t(w)) is w).
+  std::pair<int, bool> matrix_source(int id) const {
+    bool t = false;
+    while (!realized_.count(id)) {
+      const Node& n = g_.nodes[id];
+      if (n.is_placeholder() || n.op->kind != OpKind::view) break;
+      if (n.op->name != "aten.permute.default" && n.op->name != "prims.transpose.default") break;
+      const auto p = n.args[1].ints();
+      const int64_t r = static_cast<int64_t>(p.size());
+      if (r < 2) break;
+      bool identity = true, swap = true;
+      for (int64_t i = 0; i < r; ++i) {
+        const int64_t d = p[i] < 0 ? p[i] + r : p[i];
+        identity = identity && d == i;
+        swap = swap && d == (i == r - 2 ? r - 1 : i == r - 1 ? r - 2 : i);
+      }
+      if (!identity && !swap) break;
+      t = t != swap;
+      id = n.args[0].node;
     }
-    return n.args[0].node;
+    return {id, t};
   }
 
   // A whole, contiguous buffer holding a graph value: extern kernels take their inputs so.
@@ -150,12 +161,7 @@ class Lowering {
       if (a.is_node()) {
         int src = a.node;
         bool t = false;
-        if (matrix && !realized_.count(src)) {
-          if (const int base = transposed_base(src); base >= 0) {
-            src = base;
-            t = true;
-          }
-        }
+        if (matrix) std::tie(src, t) = matrix_source(src);
         ln.ext.inputs.push_back(realize(src));  // may add copy nodes: name this one after
         ln.ext.transposed.push_back(t);
         a.node = static_cast<int>(ln.ext.inputs.size()) - 1;

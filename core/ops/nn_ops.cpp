@@ -365,8 +365,10 @@ std::vector<Tensor> ref_convolution(const OpDef&, const std::vector<Arg>& a, con
   const int64_t O = w.shape()[0], CG = w.shape()[1], KH = w.shape()[2], KW = w.shape()[3];
   Tensor y(outs[0].dtype, outs[0].shape);
   const int64_t OH = y.shape()[2], OW = y.shape()[3], OG = O / G;
-  const float* xp = static_cast<const float*>(x.data());
-  const float* wp = static_cast<const float*>(w.data());
+  // In double, whatever the element type (float64 graphs check derivatives against finite differences).
+  std::vector<double> xp(static_cast<size_t>(x.numel())), wp(static_cast<size_t>(w.numel()));
+  for (int64_t i = 0; i < x.numel(); ++i) xp[i] = x.get(i);
+  for (int64_t i = 0; i < w.numel(); ++i) wp[i] = w.get(i);
   for (int64_t n = 0; n < N; ++n)
     for (int64_t o = 0; o < O; ++o) {
       const int64_t g = o / OG;
@@ -380,7 +382,7 @@ std::vector<Tensor> ref_convolution(const OpDef&, const std::vector<Arg>& a, con
               for (int64_t kw = 0; kw < KW; ++kw) {
                 const int64_t iw = ow * st[1] - pad[1] + kw * dil[1];
                 if (iw < 0 || iw >= W) continue;
-                acc += double(xp[((n * C + g * CG + c) * H + ih) * W + iw]) * wp[((o * CG + c) * KH + kh) * KW + kw];
+                acc += xp[((n * C + g * CG + c) * H + ih) * W + iw] * wp[((o * CG + c) * KH + kh) * KW + kw];
               }
             }
           y.set(((n * O + o) * OH + oh) * OW + ow, acc);

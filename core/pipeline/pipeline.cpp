@@ -12,6 +12,7 @@
 #include "lower/lower.h"
 #include "ops/op_table.h"
 #include "passes/decompose.h"
+#include "passes/fold_transposed_products.h"
 #include "passes/normalize_to_aten.h"
 
 namespace ls {
@@ -211,7 +212,7 @@ CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const st
       to_compile = &t.step;
     }
 
-    r.core_aten = rec.step("core_aten", [&] { return decompose(*to_compile, level::core_aten); });
+    r.core_aten = rec.step("core_aten", [&] { return fold_transposed_products(decompose(*to_compile, level::core_aten)); });
     rec.graph("core_aten", "Core ATen graph", r.core_aten);
 
     const bool to_prims = o.decompose_to == 0 || o.decompose_to == level::prims;

@@ -199,6 +199,116 @@ class TestCpu : public QObject {
              qPrintable(QString("%1k/%2x, Inductor %3k/%4x").arg(gen).arg(ext).arg(generated).arg(external)));
   }
 
+  // Training: the gradients of out.sum() computed by our kernels (forward, then backward, as one
+  // compiled step) match PyTorch's grad_in*.npy, for both compile paths.
+  void testTrainingGradientsMatchPyTorch_data() {
+    QTest::addColumn<QString>("model");
+    QTest::addColumn<QStringList>("inputs");
+    QTest::addColumn<QStringList>("grads");
+    QTest::addColumn<bool>("external");
+    for (bool ext : {false, true}) {
+      if (!ext && !have_clang_jit()) continue;
+      const char* how = ext ? " (external c++)" : "";
+      QTest::newRow((std::string("sincos") + how).c_str())
+          << "sincos/1_dynamo_fx_0.txt" << QStringList{"sincos/in0.npy"} << QStringList{"sincos/grad_in0.npy"} << ext;
+      QTest::newRow((std::string("softmax") + how).c_str()) << "models/softmax/model.pt2" << QStringList{} << QStringList{} << ext;
+    }
+    QTest::newRow("mse_loss") << "mse_loss/1_dynamo_fx_0.txt" << QStringList{"mse_loss/in0.npy", "mse_loss/in1.npy"}
+                              << QStringList{"mse_loss/grad_in0.npy", "mse_loss/grad_in1.npy"} << false;
+    QTest::newRow("res_block") << "models/res_block/model.pt2" << QStringList{} << QStringList{} << false;
+    QTest::newRow("cifar_net") << "models/cifar_net/model.onnx" << QStringList{} << QStringList{} << false;
+  }
+  void testTrainingGradientsMatchPyTorch() {
+    QFETCH(QString, model);
+    QFETCH(QStringList, inputs);
+    QFETCH(QStringList, grads);
+    QFETCH(bool, external);
+    LoadOptions lo;
+    for (const QString& f : inputs) lo.inputs.push_back(data(f.toStdString()));
+    for (const QString& f : grads) lo.expect_grads.push_back(data(f.toStdString()));
+    PipelineOptions o;
+    o.train = true;
+    o.external_compiler = external;
+    o.timing_budget_ms = 20;
+    const CompileResult r = run_pipeline(load_model(data(model.toStdString()), lo), o);
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    QVERIFY2(!r.check.gradients.empty(), "no expected gradients were compared");
+    for (const GradientCheck& c : r.check.gradients) QVERIFY2(c.cmp.ok, (c.input + " vs " + c.against + ": " + c.cmp.why).c_str());
+    QVERIFY2(r.check.ok, "the compiled step differs from the reference interpreter run on the joint graph");
+    int backward = 0;
+    for (const KernelReport& k : r.kernels) backward += k.phase == "backward";
+    QVERIFY(backward > 0);
+    for (const char* stage : {"joint", "forward", "backward"}) QVERIFY(r.stage(stage) != nullptr);
+  }
+
+  // An SGD step updates every parameter by -lr * its gradient (checked against the reference
+  // gradients of the joint graph), and only parameters.
+  void testSgdStep() {
+    PipelineOptions o;
+    o.train = true;
+    o.sgd_lr = 0.1;
+    o.timing_budget_ms = 20;
+    const CompileResult r = run_pipeline(load_model(data("models/res_block/model.pt2")), o);
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    int params = 0;
+    for (const Node& n : r.model.graph.nodes) params += n.input_kind == InputKind::parameter;
+    QVERIFY(params > 0);
+    QCOMPARE(r.training.num_updates, params);
+    QVERIFY(r.check.ok);
+    // The last output is the last parameter after the step: it moved.
+    std::string last;
+    for (size_t k = 0; k < r.training.joint.grad_of.size(); ++k)
+      if (!r.training.joint.grad_of_user_input[k]) last = r.training.joint.grad_of[k];
+    const Tensor& before = r.training.joint.graph.weights.at(last);
+    const Tensor& updated = r.outputs.back();
+    QCOMPARE(updated.shape(), before.shape());
+    QVERIFY(!compare(updated, before, Tolerance{0, 0}).ok);
+  }
+
+  // Training kernel counts that meet Inductor's (train, CPU: the fixtures' README).
+  void testTrainingKernelCountsWithinInductor_data() {
+    QTest::addColumn<QString>("model");
+    QTest::addColumn<int>("generated");
+    QTest::addColumn<int>("external");
+    QTest::newRow("sincos") << "sincos/1_dynamo_fx_0.txt" << 2 << 0;
+    QTest::newRow("mse_loss") << "mse_loss/1_dynamo_fx_0.txt" << 2 << 0;
+    QTest::newRow("softmax") << "models/softmax/model.pt2" << 2 << 0;
+  }
+  void testTrainingKernelCountsWithinInductor() {
+    QFETCH(QString, model);
+    QFETCH(int, generated);
+    QFETCH(int, external);
+    PipelineOptions o;
+    o.train = true;
+    o.run = false;
+    const CompileResult r = run_pipeline(load_model(data(model.toStdString())), o);
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    int gen = 0, ext = 0;
+    for (const Kernel& k : r.schedule.kernels) (k.is_extern ? ext : gen)++;
+    QVERIFY2(gen <= generated && ext <= external,
+             qPrintable(QString("%1k/%2x, Inductor %3k/%4x").arg(gen).arg(ext).arg(generated).arg(external)));
+  }
+
+  // `compile --train`: exit 0 with the gradients and both partitioners in the report; exit 1,
+  // naming the gradient, when the expected gradient is wrong.
+  void testCliTrain() {
+    const QString report = QDir::temp().filePath("lowerscope_train_report.json");
+    QProcess cli;
+    cli.start(LS_CLI, {"compile", QString(LS_TEST_DATA) + "/models/softmax", "--train", "--quiet", "--report", report});
+    QVERIFY(cli.waitForFinished(120000));
+    QCOMPARE(cli.exitCode(), 0);
+    QFile f(report);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QByteArray j = f.readAll();
+    for (const char* key : {"\"gradients\"", "\"min_cut\"", "\"default\"", "\"saved_bytes\"", "grad_in0.npy"})
+      QVERIFY2(j.contains(key), key);
+    cli.start(LS_CLI, {"compile", QString(LS_TEST_DATA) + "/models/softmax", "--train", "--quiet", "--expect-grads",
+                       QString(LS_TEST_DATA) + "/models/softmax/out.npy"});
+    QVERIFY(cli.waitForFinished(120000));
+    QCOMPARE(cli.exitCode(), 1);
+    QVERIFY(cli.readAllStandardError().contains("gradient of x"));
+  }
+
   void testReportHasContract() {
     const CompileResult r = compile_fixture("sincos/3_core_aten.txt", 1);
     const std::string j = report_json(r);

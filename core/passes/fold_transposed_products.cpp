@@ -1,0 +1,62 @@
+#include "passes/fold_transposed_products.h"
+
+#include <functional>
+
+#include "ir/builder.h"
+#include "ops/op_table.h"
+#include "passes/eliminate_dead_nodes.h"
+
+namespace ls {
+namespace {
+
+bool is_2d_transpose(const Node& n) {
+  if (n.is_placeholder() || n.op->name != "aten.permute.default" || n.meta().shape.size() != 2) return false;
+  const auto p = n.args[1].ints();
+  return p.size() == 2 && (p[0] == 1 || p[0] == -1);
+}
+
+}  // namespace
+
+Graph fold_transposed_products(const Graph& g) {
+  Graph out;
+  out.name = g.name;
+  out.tuple_output = g.tuple_output;
+  out.weights = g.weights;
+  GraphBuilder b(out);
+  std::vector<int> map(g.nodes.size(), -1);
+  std::vector<int> uses(g.nodes.size(), 0);
+  for (const Node& n : g.nodes)
+    for (int a : node_inputs(n)) ++uses[a];
+  for (int o : g.outputs)
+    if (o >= 0) ++uses[o];
+  std::function<void(Arg&)> remap = [&](Arg& a) {
+    if (a.is_node()) a.node = map.at(a.node);
+    for (Arg& x : a.list) remap(x);
+  };
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    if (is_2d_transpose(n)) {
+      const Node& mm = g.nodes[n.args[0].node];
+      if (!mm.is_placeholder() && mm.op->name == "aten.mm.default" && uses[n.args[0].node] == 1) {
+        b.origins = n.origins;
+        b.stack = n.stack;
+        b.phase = n.phase;
+        const Arg t = Arg::of_ints({1, 0});
+        const Arg bt = b.call("aten.permute.default", {Arg::of_node(map[mm.args[1].node]), t});
+        const Arg at = b.call("aten.permute.default", {Arg::of_node(map[mm.args[0].node]), t});
+        map[i] = b.call("aten.mm.default", {bt, at}).node;
+        continue;
+      }
+    }
+    Node c = n;
+    for (Arg& a : c.args) remap(a);
+    if (out.find(c.name) >= 0) c.name = b.fresh_name(c.name);  // taken by a node made above
+    map[i] = out.add(std::move(c));
+  }
+  for (int o : g.outputs) out.outputs.push_back(o < 0 ? -1 : map[o]);
+  Graph r = eliminate_dead_nodes(out);
+  verify(r);
+  return r;
+}
+
+}  // namespace ls

@@ -1,0 +1,363 @@
+// Autodiff without a backend: every derivative rule of the op table against central finite
+// differences in float64 (one row per op, generated from the table), the partitioners against
+// each other and against PyTorch's partitioned forwards, and the passes training mode adds.
+#include <QtTest>
+
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <random>
+#include <sstream>
+
+#include "autodiff/joint.h"
+#include "autodiff/partition.h"
+#include "autodiff/training_step.h"
+#include "frontend/load_model.h"
+#include "interp/reference.h"
+#include "ir/builder.h"
+#include "ops/op_table.h"
+#include "passes/fold_transposed_products.h"
+
+using namespace ls;
+
+namespace {
+
+std::string data(const std::string& rel) { return std::string(LS_TEST_DATA) + "/" + rel; }
+
+// A small float64 graph calling one op: its inputs, and the call.
+struct Sample {
+  std::vector<Shape> inputs;
+  std::vector<bool> buffers;  // inputs that are not differentiated (running statistics)
+  std::function<std::vector<Arg>(GraphBuilder&, const std::vector<Arg>&)> call;  // the values to return
+};
+
+Arg num(double v) { return Arg::of_real(v); }
+Arg ints(std::vector<int64_t> v) { return Arg::of_ints(v); }
+Arg list(std::vector<Arg> v) {
+  Arg a;
+  a.kind = Arg::Kind::list;
+  a.list = std::move(v);
+  return a;
+}
+// |x| + 0.5: an input kept away from zero, for ops defined on positive numbers.
+Arg positive(GraphBuilder& b, const Arg& x) { return b.call("aten.add.Tensor", {b.call("aten.abs.default", {x}), num(0.5)}); }
+
+Sample unary(const char* op, bool pos = false) {
+  return {{{2, 3}}, {}, [op, pos](GraphBuilder& b, const std::vector<Arg>& x) {
+            return std::vector<Arg>{b.call(op, {pos ? positive(b, x[0]) : x[0]})};
+          }};
+}
+Sample binary(const char* op, Shape a, Shape c, std::vector<std::pair<std::string, Arg>> kw = {}, bool pos_second = false) {
+  return {{a, c}, {}, [op, kw, pos_second](GraphBuilder& b, const std::vector<Arg>& x) {
+            return std::vector<Arg>{b.call(op, {x[0], pos_second ? positive(b, x[1]) : x[1]}, kw)};
+          }};
+}
+Sample with_args(const char* op, std::vector<Shape> shapes, std::vector<Arg> extra, int outputs = 1) {
+  return {shapes, {}, [op, extra, outputs, n = shapes.size()](GraphBuilder& b, const std::vector<Arg>& x) {
+            std::vector<Arg> a(x.begin(), x.begin() + static_cast<long>(n));
+            a.insert(a.end(), extra.begin(), extra.end());
+            const Arg r = b.call(op, a);
+            if (outputs == 1) return std::vector<Arg>{r};
+            std::vector<Arg> outs;
+            for (int i = 0; i < outputs; ++i) outs.push_back(b.get(r, i));
+            return outs;
+          }};
+}
+
+// One sample per differentiable op. A rule added to the table without a sample here fails
+// testEveryRuleHasASample.
+const std::map<std::string, Sample>& samples() {
+  static const std::map<std::string, Sample> s = [] {
+    std::map<std::string, Sample> m;
+    m["aten.sin.default"] = unary("aten.sin.default");
+    m["aten.cos.default"] = unary("aten.cos.default");
+    m["aten.exp.default"] = unary("aten.exp.default");
+    m["aten.neg.default"] = unary("aten.neg.default");
+    m["aten.abs.default"] = unary("aten.abs.default");
+    m["aten.tanh.default"] = unary("aten.tanh.default");
+    m["aten.sigmoid.default"] = unary("aten.sigmoid.default");
+    m["aten.erf.default"] = unary("aten.erf.default");
+    m["aten.relu.default"] = unary("aten.relu.default");
+    m["aten.gelu.default"] = unary("aten.gelu.default");
+    m["aten.hardswish.default"] = unary("aten.hardswish.default");
+    m["aten.hardsigmoid.default"] = unary("aten.hardsigmoid.default");
+    m["aten.clone.default"] = unary("aten.clone.default");
+    m["aten.alias.default"] = unary("aten.alias.default");
+    m["aten.log.default"] = unary("aten.log.default", true);
+    m["aten.sqrt.default"] = unary("aten.sqrt.default", true);
+    m["aten.rsqrt.default"] = unary("aten.rsqrt.default", true);
+    m["aten.reciprocal.default"] = unary("aten.reciprocal.default", true);
+    m["aten.add.Tensor"] = binary("aten.add.Tensor", {2, 3}, {3}, {{"alpha", num(2.0)}});
+    m["aten.sub.Tensor"] = binary("aten.sub.Tensor", {2, 1}, {2, 3}, {{"alpha", num(0.5)}});
+    m["aten.mul.Tensor"] = binary("aten.mul.Tensor", {2, 3}, {2, 1});
+    m["aten.div.Tensor"] = binary("aten.div.Tensor", {2, 3}, {3}, {}, true);
+    m["aten.pow.Tensor_Tensor"] = {{{2, 3}, {2, 3}}, {}, [](GraphBuilder& b, const std::vector<Arg>& x) {
+                                     return std::vector<Arg>{b.call("aten.pow.Tensor_Tensor", {positive(b, x[0]), x[1]})};
+                                   }};
+    m["aten.maximum.default"] = binary("aten.maximum.default", {2, 3}, {2, 3});
+    m["aten.minimum.default"] = binary("aten.minimum.default", {2, 3}, {3});
+    m["aten.add.Scalar"] = with_args("aten.add.Scalar", {{2, 3}}, {num(2.0)});
+    m["aten.sub.Scalar"] = with_args("aten.sub.Scalar", {{2, 3}}, {num(2.0)});
+    m["aten.mul.Scalar"] = with_args("aten.mul.Scalar", {{2, 3}}, {num(3.0)});
+    m["aten.div.Scalar"] = with_args("aten.div.Scalar", {{2, 3}}, {num(4.0)});
+    m["aten.pow.Tensor_Scalar"] = with_args("aten.pow.Tensor_Scalar", {{2, 3}}, {num(3.0)});
+    m["aten.where.self"] = {{{2, 3}, {2, 3}, {2, 3}}, {}, [](GraphBuilder& b, const std::vector<Arg>& x) {
+                              return std::vector<Arg>{b.call("aten.where.self", {b.call("aten.gt.Scalar", {x[0], num(0.0)}), x[1], x[2]})};
+                            }};
+    m["aten.sum.default"] = with_args("aten.sum.default", {{2, 3}}, {});
+    m["aten.sum.dim_IntList"] = with_args("aten.sum.dim_IntList", {{2, 3, 2}}, {ints({1}), Arg::of_bool(false)});
+    m["aten.mean.default"] = with_args("aten.mean.default", {{2, 3}}, {});
+    m["aten.mean.dim"] = with_args("aten.mean.dim", {{2, 3}}, {ints({0}), Arg::of_bool(true)});
+    m["aten.amax.default"] = with_args("aten.amax.default", {{2, 4}}, {ints({1})});
+    m["aten.amin.default"] = with_args("aten.amin.default", {{2, 4}}, {ints({0}), Arg::of_bool(true)});
+    m["aten.view.default"] = with_args("aten.view.default", {{2, 3}}, {ints({3, 2})});
+    m["aten._unsafe_view.default"] = with_args("aten._unsafe_view.default", {{2, 3}}, {ints({6})});
+    m["aten.reshape.default"] = with_args("aten.reshape.default", {{2, 3}}, {ints({3, 2})});
+    m["aten.permute.default"] = with_args("aten.permute.default", {{2, 3, 2}}, {ints({2, 0, 1})});
+    m["aten.t.default"] = with_args("aten.t.default", {{2, 3}}, {});
+    m["aten.transpose.int"] = with_args("aten.transpose.int", {{2, 3, 2}}, {Arg::of_int(0), Arg::of_int(2)});
+    m["aten.expand.default"] = with_args("aten.expand.default", {{3, 1}}, {ints({2, 3, 4})});
+    m["aten.unsqueeze.default"] = with_args("aten.unsqueeze.default", {{2, 3}}, {Arg::of_int(1)});
+    m["aten.squeeze.dim"] = with_args("aten.squeeze.dim", {{2, 1, 3}}, {Arg::of_int(1)});
+    m["aten.slice.Tensor"] = with_args("aten.slice.Tensor", {{5, 2}}, {Arg::of_int(0), Arg::of_int(1), Arg::of_int(3)});
+    m["aten.split.Tensor"] = with_args("aten.split.Tensor", {{5, 2}}, {Arg::of_int(2)}, 3);
+    m["aten.split_with_sizes.default"] = {{{5, 2}}, {}, [](GraphBuilder& b, const std::vector<Arg>& x) {
+                                            // only the second piece is used: the first gets a zero gradient
+                                            const Arg r = b.call("aten.split_with_sizes.default", {x[0], ints({2, 3})});
+                                            return std::vector<Arg>{b.get(r, 1)};
+                                          }};
+    m["aten.cat.default"] = {{{2, 3}, {2, 2}}, {}, [](GraphBuilder& b, const std::vector<Arg>& x) {
+                               return std::vector<Arg>{b.call("aten.cat.default", {list({x[0], x[1]}), Arg::of_int(1)})};
+                             }};
+    m["aten.mm.default"] = binary("aten.mm.default", {2, 3}, {3, 4});
+    m["aten.bmm.default"] = binary("aten.bmm.default", {2, 2, 3}, {2, 3, 2});
+    m["aten.addmm.default"] = {{{4}, {2, 3}, {3, 4}}, {}, [](GraphBuilder& b, const std::vector<Arg>& x) {
+                                 return std::vector<Arg>{
+                                     b.call("aten.addmm.default", {x[0], x[1], x[2]}, {{"beta", num(0.5)}, {"alpha", num(2.0)}})};
+                               }};
+    m["aten.convolution.default"] = with_args(
+        "aten.convolution.default", {{1, 2, 5, 5}, {3, 2, 3, 3}, {3}},
+        {ints({2, 2}), ints({1, 1}), ints({1, 1}), Arg::of_bool(false), ints({0, 0}), Arg::of_int(1)});
+    m["aten._native_batch_norm_legit_no_training.default"] = {
+        {{2, 3, 2, 2}, {3}, {3}, {3}, {3}}, {false, false, false, true, true}, [](GraphBuilder& b, const std::vector<Arg>& x) {
+          const Arg r = b.call("aten._native_batch_norm_legit_no_training.default",
+                               {x[0], x[1], x[2], x[3], positive(b, x[4]), num(0.1), num(1e-5)});
+          return std::vector<Arg>{b.get(r, 0)};
+        }};
+    m["aten.native_layer_norm.default"] = {{{2, 3, 4}, {4}, {4}}, {}, [](GraphBuilder& b, const std::vector<Arg>& x) {
+                                             const Arg r = b.call("aten.native_layer_norm.default", {x[0], ints({4}), x[1], x[2], num(1e-5)});
+                                             return std::vector<Arg>{b.get(r, 0)};
+                                           }};
+    m["aten._softmax.default"] = with_args("aten._softmax.default", {{2, 5}}, {Arg::of_int(1), Arg::of_bool(false)});
+    m["aten.max_pool2d_with_indices.default"] = {{{1, 2, 4, 4}}, {}, [](GraphBuilder& b, const std::vector<Arg>& x) {
+                                                   const Arg r = b.call("aten.max_pool2d_with_indices.default",
+                                                                        {x[0], ints({2, 2}), ints({2, 2})});
+                                                   return std::vector<Arg>{b.get(r, 0)};
+                                                 }};
+    m["aten.mse_loss.default"] = binary("aten.mse_loss.default", {2, 3}, {2, 3});
+    return m;
+  }();
+  return s;
+}
+
+Tensor random_tensor(DType t, const Shape& s, std::mt19937_64& rng) {
+  std::normal_distribution<double> nd;
+  Tensor x(t, s);
+  for (int64_t i = 0; i < x.numel(); ++i) x.set(i, nd(rng));
+  return x;
+}
+
+// sum(outputs * tangents): the scalar whose gradient the joint graph computes.
+double loss(const Graph& g, const std::vector<Tensor>& inputs, const std::vector<Tensor>& tangents) {
+  const std::vector<Tensor> out = run_reference(g, inputs);
+  double l = 0;
+  for (size_t k = 0; k < out.size(); ++k)
+    for (int64_t i = 0; i < out[k].numel(); ++i) l += out[k].get(i) * tangents[k].get(i);
+  return l;
+}
+
+int saved_in_pytorch_forward(const std::string& path, int outputs) {
+  std::ifstream f(path);
+  std::string line, ret;
+  while (std::getline(f, line))
+    if (line.find("return (") != std::string::npos) ret = line;
+  return static_cast<int>(std::count(ret.begin(), ret.end(), ',')) + 1 - outputs;
+}
+
+}  // namespace
+
+class TestAutodiff : public QObject {
+  Q_OBJECT
+ private slots:
+  void testEveryRuleHasASample() {
+    int rules = 0;
+    for (const OpDef& op : all_ops()) {
+      if (!op.derivative) continue;
+      ++rules;
+      QVERIFY2(samples().count(op.name), ("no finite-difference sample for " + op.name).c_str());
+    }
+    QVERIFY(rules >= 50);
+  }
+
+  void testDerivativeMatchesFiniteDifferences_data() {
+    QTest::addColumn<QString>("op");
+    for (const OpDef& op : all_ops())
+      if (op.derivative) QTest::newRow(op.name.c_str()) << QString::fromStdString(op.name);
+  }
+  void testDerivativeMatchesFiniteDifferences() {
+    QFETCH(QString, op);
+    const Sample& s = samples().at(op.toStdString());
+    Graph g;
+    GraphBuilder b(g);
+    std::vector<Arg> in;
+    for (size_t i = 0; i < s.inputs.size(); ++i) {
+      const int id = b.placeholder("x" + std::to_string(i), TensorMeta::contiguous(DType::f64, s.inputs[i]));
+      if (i < s.buffers.size() && s.buffers[i]) g.nodes[id].input_kind = InputKind::buffer;
+      in.push_back(Arg::of_node(id));
+    }
+    for (const Arg& o : s.call(b, in)) g.outputs.push_back(o.node);
+    const JointGraph j = build_joint(g);
+    QCOMPARE(j.num_forward_outputs, static_cast<int>(g.outputs.size()));
+
+    std::mt19937_64 rng(42);
+    std::vector<Tensor> x, tangents;
+    for (const Shape& sh : s.inputs) x.push_back(random_tensor(DType::f64, sh, rng));
+    for (int o : g.outputs) tangents.push_back(random_tensor(DType::f64, g.nodes[o].meta().shape, rng));
+    std::vector<Tensor> joint_in = x;
+    for (size_t k = 0; k < j.tangents.size(); ++k) joint_in.push_back(tangents.at(j.tangent_of[k]));
+    const std::vector<Tensor> r = run_reference(j.graph, joint_in);
+
+    int checked = 0;
+    for (size_t k = 0; k < j.grad_of.size(); ++k) {
+      const int input = g.find(j.grad_of[k]);
+      const Tensor& grad = r.at(j.num_forward_outputs + k);
+      for (int64_t e = 0; e < x[input].numel(); ++e) {
+        const double h = 1e-6, v = x[input].get(e);
+        x[input].set(e, v + h);
+        const double up = loss(g, x, tangents);
+        x[input].set(e, v - h);
+        const double down = loss(g, x, tangents);
+        x[input].set(e, v);
+        const double fd = (up - down) / (2 * h);
+        const double got = grad.defined() ? grad.get(e) : 0.0;
+        if (std::abs(got - fd) > 1e-6 + 1e-5 * std::abs(fd))
+          QFAIL(qPrintable(QString("d/d%1[%2]: rule gives %3, finite differences %4")
+                               .arg(QString::fromStdString(j.grad_of[k])).arg(e).arg(got, 0, 'g', 10).arg(fd, 0, 'g', 10)));
+        ++checked;
+      }
+    }
+    QVERIFY(checked > 0);
+  }
+
+  // Running statistics are buffers: no gradient, and none asked for.
+  void testBuffersGetNoGradient() {
+    Graph g;
+    GraphBuilder b(g);
+    const int x = b.placeholder("x", TensorMeta::contiguous(DType::f32, {4}));
+    const int w = b.placeholder("running_mean", TensorMeta::contiguous(DType::f32, {4}));
+    g.nodes[w].input_kind = InputKind::buffer;
+    g.outputs.push_back(b.call("aten.mul.Tensor", {Arg::of_node(x), Arg::of_node(w)}).node);
+    const JointGraph j = build_joint(g);
+    QCOMPARE(j.grad_of, std::vector<std::string>{"x"});
+  }
+
+  void testOpWithoutRuleIsNamed() {
+    Graph g;
+    GraphBuilder b(g);
+    const int x = b.placeholder("x", TensorMeta::contiguous(DType::f32, {4, 4}));
+    const int i = b.placeholder("idx", TensorMeta::contiguous(DType::i64, {4, 4}));
+    g.outputs.push_back(b.call("aten.gather.default", {Arg::of_node(x), Arg::of_int(1), Arg::of_node(i)}).node);
+    try {
+      build_joint(g);
+      QFAIL("gather has no derivative rule; building the joint graph should fail");
+    } catch (const std::runtime_error& e) {
+      const std::string m = e.what();
+      QVERIFY2(m.find("aten.gather.default") != std::string::npos && m.find("gather") != std::string::npos, e.what());
+    }
+  }
+
+  // Both partitioners on the models of tests/data: the min-cut one saves no more bytes than the
+  // default one, and no more tensors than PyTorch's own partitioned forward returns.
+  void testPartitioners_data() {
+    QTest::addColumn<QString>("model");
+    QTest::addColumn<QString>("pytorch_forward");
+    QTest::newRow("sincos") << "sincos/1_dynamo_fx_0.txt" << "sincos/2_aot_forward_0.txt";
+    QTest::newRow("mse_loss") << "mse_loss/1_dynamo_fx_0.txt" << "mse_loss/2_aot_forward_0.txt";
+    for (const char* m : {"softmax", "res_block", "cifar_net"})
+      QTest::newRow(m) << QString("models/%1/model.pt2").arg(m) << QString("models/%1/2_aot_forward_0.txt").arg(m);
+  }
+  void testPartitioners() {
+    QFETCH(QString, model);
+    QFETCH(QString, pytorch_forward);
+    const LoadedModel m = load_model(data(model.toStdString()));
+    const JointGraph j = build_joint(m.graph);
+    const Partition def = partition_joint(j, Partitioner::default_partition);
+    const Partition cut = partition_joint(j, Partitioner::min_cut);
+    QVERIFY2(cut.saved_bytes <= def.saved_bytes,
+             qPrintable(QString("min-cut saves %1 bytes, default %2").arg(cut.saved_bytes).arg(def.saved_bytes)));
+    const int pytorch = saved_in_pytorch_forward(data(pytorch_forward.toStdString()), j.num_forward_outputs);
+    QVERIFY(pytorch > 0);
+    QVERIFY2(static_cast<int>(cut.saved.size()) <= pytorch,
+             qPrintable(QString("min-cut saves %1 tensors, PyTorch's forward %2").arg(cut.saved.size()).arg(pytorch)));
+    for (const Partition* p : {&def, &cut}) {
+      // The forward returns the model's outputs, then exactly the saved tensors; the backward
+      // takes the saved tensors, then the tangents, and returns one gradient per input.
+      QCOMPARE(p->forward.outputs.size(), size_t(j.num_forward_outputs) + p->saved.size());
+      const std::vector<int> bw_in = p->backward.inputs();
+      QVERIFY(bw_in.size() >= p->saved.size() + j.tangents.size());
+      for (size_t k = 0; k < p->saved.size(); ++k) {
+        QCOMPARE(p->backward.nodes[bw_in[k]].name, p->saved[k].name);
+        QVERIFY(!p->saved[k].why.empty());
+        QVERIFY(p->saved[k].bytes > 0);
+      }
+      QCOMPARE(p->backward.outputs.size(), j.grad_of.size());
+    }
+  }
+
+  // sin(x)^2 + cos(x)^2: the min-cut partitioner saves x alone and recomputes sin and cos; the
+  // default one saves what the backward reads. Both steps compute the same gradient.
+  void testMinCutRecomputesPointwise() {
+    const LoadedModel m = load_model(data("sincos/1_dynamo_fx_0.txt"), LoadOptions{{data("sincos/in0.npy")}, {}, {}});
+    const JointGraph j = build_joint(m.graph);
+    const Partition cut = partition_joint(j, Partitioner::min_cut);
+    QCOMPARE(cut.saved.size(), size_t(1));
+    QVERIFY(cut.saved[0].is_input);
+    QVERIFY(cut.recomputed.size() >= 2);
+    const Partition def = partition_joint(j, Partitioner::default_partition);
+    QVERIFY(def.saved.size() > 1);
+    Tensor ones(DType::f32, m.graph.nodes[m.graph.outputs[0]].meta().shape);
+    for (int64_t i = 0; i < ones.numel(); ++i) ones.set(i, 1.0);
+    const std::vector<Tensor> in = {m.inputs[0], ones};
+    const std::vector<Tensor> a = run_reference(training_step(j, cut), in), b = run_reference(training_step(j, def), in);
+    const Tensor expected = load_npy_for_test();
+    QVERIFY(compare(a.at(1), expected).ok);
+    QVERIFY(compare(b.at(1), expected).ok);
+  }
+
+  // (a @ b)^T becomes b^T @ a^T, and the value stays the same.
+  void testFoldTransposedProducts() {
+    Graph g;
+    GraphBuilder b(g);
+    const Arg a = Arg::of_node(b.placeholder("a", TensorMeta::contiguous(DType::f64, {3, 4})));
+    const Arg c = Arg::of_node(b.placeholder("c", TensorMeta::contiguous(DType::f64, {4, 5})));
+    g.outputs.push_back(b.call("aten.permute.default", {b.call("aten.mm.default", {a, c}), ints({1, 0})}).node);
+    const Graph f = fold_transposed_products(g);
+    const Node& out = f.nodes[f.outputs[0]];
+    QCOMPARE(out.op->name, std::string("aten.mm.default"));
+    QCOMPARE(out.meta().shape, (Shape{5, 3}));
+    std::mt19937_64 rng(1);
+    const std::vector<Tensor> in = {random_tensor(DType::f64, {3, 4}, rng), random_tensor(DType::f64, {4, 5}, rng)};
+    QVERIFY(compare(run_reference(f, in)[0], run_reference(g, in)[0]).ok);
+  }
+
+ private:
+  static Tensor load_npy_for_test() {
+    const LoadedModel m = load_model(data("sincos/1_dynamo_fx_0.txt"),
+                                     LoadOptions{{data("sincos/in0.npy")}, {}, {data("sincos/grad_in0.npy")}});
+    return m.expected_grads.at(0);
+  }
+};
+
+QTEST_GUILESS_MAIN(TestAutodiff)
+#include "test_autodiff.moc"
