@@ -1,5 +1,5 @@
 // lowerscope: the desktop application.
-//   lowerscope [MODEL] [--stage NAME] [--select NODE] [--screenshot FILE.png]
+//   lowerscope [MODEL] [--train] [--stage NAME] [--select NODE] [--screenshot FILE.png]
 // With --screenshot it opens MODEL, shows the stage, writes a picture of the whole window and exits.
 #include <QApplication>
 #include <QCommandLineParser>
@@ -22,6 +22,8 @@ int main(int argc, char** argv) {
   QCommandLineOption stage("stage", "Stage to show (a name or a unique prefix).", "name");
   QCommandLineOption shot("screenshot", "Write a picture of the window to FILE and exit.", "file");
   QCommandLineOption select("select", "Select a node (by name) and mark what it became.", "node");
+  QCommandLineOption train("train", "Compile a training step (joint graph, forward/backward partition).");
+  cli.addOption(train);
   cli.addOption(stage);
   cli.addOption(select);
   cli.addOption(shot);
@@ -29,6 +31,7 @@ int main(int argc, char** argv) {
 
   ls::MainWindow w;
   w.show();
+  if (cli.isSet(train)) w.setTraining(true);
   const QStringList args = cli.positionalArguments();
   const QString stage_name = cli.value(stage), shot_file = cli.value(shot), select_node = cli.value(select);
   int exit_code = 0;

@@ -52,6 +52,8 @@ LaidOutGraph parse_dot_json(const QByteArray& data) {
     const double w = std::stod(o.value("width", std::string("1"))) * 72, hh = std::stod(o.value("height", std::string("0.5"))) * 72;
     n.rect = QRectF(c.x() - w / 2, c.y() - hh / 2, w, hh);
     n.fill = QColor(QString::fromStdString(o.value("fillcolor", std::string("#eef3fb"))));
+    if (o.contains("color")) n.stroke = QColor(QString::fromStdString(o["color"].get<std::string>()));
+    if (o.contains("penwidth")) n.stroke_width = std::stod(o["penwidth"].get<std::string>());
     n.dashed = o.value("style", std::string()).find("dashed") != std::string::npos;
     n.ellipse = o.value("shape", std::string()) == "oval" || o.value("shape", std::string()) == "ellipse";
     g.nodes.push_back(n);

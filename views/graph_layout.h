@@ -17,6 +17,8 @@ struct LaidOutGraph {
     QString id, label;
     QRectF rect;
     QColor fill;
+    QColor stroke;        // the outline, where the graph gives one (saved tensors: red)
+    double stroke_width = 1.0;
     bool dashed = false, ellipse = false;
   };
   struct Cluster {

@@ -69,7 +69,7 @@ void GraphView::showGraph(const LaidOutGraph& g) {
     }
   }
   for (const auto& n : g.nodes) {
-    QPen pen(QColor("#5b6b8c"), 1.0);
+    QPen pen(n.stroke.isValid() ? n.stroke : QColor("#5b6b8c"), n.stroke_width);
     if (n.dashed) pen.setStyle(Qt::DashLine);
     QAbstractGraphicsShapeItem* item;
     if (n.ellipse) item = s->addEllipse(n.rect, pen, QBrush(n.fill));
@@ -130,6 +130,12 @@ void GraphView::mousePressEvent(QMouseEvent* e) {
       return;
     }
   }
+}
+
+int GraphView::nodesOutlined(const QColor& c) const {
+  int n = 0;
+  for (auto it = pens_.begin(); it != pens_.end(); ++it) n += it.value().color() == c;
+  return n;
 }
 
 }  // namespace ls

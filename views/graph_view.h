@@ -22,6 +22,8 @@ class GraphView : public QGraphicsView {
   int highlight(const QSet<QString>& ids);
   int nodeCount() const { return node_count_; }
   int clusterCount() const { return cluster_count_; }
+  // Nodes drawn with an outline of this colour (the saved tensors of a training step are red).
+  int nodesOutlined(const QColor& c) const;
 
  signals:
   void nodeClicked(const QString& id);

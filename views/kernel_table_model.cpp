@@ -34,7 +34,7 @@ QVariant KernelTableModel::data(const QModelIndex& index, int role) const {
   if (role != Qt::DisplayRole && role != Qt::ToolTipRole) return {};
   switch (index.column()) {
     case Name: return QString::fromStdString(k.name);
-    case Kind: return QString::fromStdString(k.kind);
+    case Kind: return QString::fromStdString(r_->train ? k.kind + " · " + k.phase : k.kind);
     case Ms: return QString::number(k.ms * 1000.0, 'f', 2) + " µs";
     case Share: return total > 0 ? QString::number(100.0 * k.ms / total, 'f', 1) + " %" : QString("-");
     case Bytes: return QString::number(k.bytes);

@@ -22,6 +22,7 @@
 #include "graph_layout.h"
 #include "graph_view.h"
 #include "kernel_table_model.h"
+#include "partition_model.h"
 #include "stage_list_model.h"
 
 #include "ops/op_table.h"
@@ -79,6 +80,31 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   kd->setObjectName("kernels");
   kd->setWidget(runw);
   addDockWidget(Qt::BottomDockWidgetArea, kd);
+
+  // Training: what the partitioner saves between the forward and the backward.
+  partition_model_ = new PartitionModel(this);
+  auto* partw = new QWidget(this);
+  auto* pv = new QVBoxLayout(partw);
+  pv->setContentsMargins(4, 4, 4, 4);
+  partition_summary_ = new QLabel(partw);
+  partition_summary_->setWordWrap(true);
+  partition_summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  pv->addWidget(partition_summary_);
+  partition_ = new QTableView(partw);
+  partition_->setModel(partition_model_);
+  partition_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  partition_->horizontalHeader()->setStretchLastSection(true);
+  partition_->verticalHeader()->hide();
+  pv->addWidget(partition_);
+  auto* partd = new QDockWidget(tr("Saved for backward"), this);
+  partd->setObjectName("partition");
+  partd->setWidget(partw);
+  addDockWidget(Qt::BottomDockWidgetArea, partd);
+  tabifyDockWidget(kd, partd);
+  kd->raise();
+  connect(partition_, &QTableView::clicked, this, [this](const QModelIndex& i) {
+    selectNode(partition_model_->index(i.row(), PartitionModel::Name).data().toString());
+  });
 
   provenance_ = new QTreeWidget(this);
   provenance_->setHeaderLabels({tr("Node"), tr("Op")});
@@ -196,6 +222,31 @@ void MainWindow::buildActions() {
     session_->options.decompose_to = a == to_core ? level::core_aten : level::prims;
     if (!path_.isEmpty()) openModel(path_);
   });
+  compile->addSeparator();
+  // Training: the joint graph, its partition, and the whole step compiled.
+  train_action_ = compile->addAction(tr("&Training Mode (forward + backward)"));
+  train_action_->setCheckable(true);
+  train_action_->setObjectName("train");
+  train_action_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_T));
+  connect(train_action_, &QAction::toggled, this, [this](bool on) {
+    session_->options.train = on;
+    if (!path_.isEmpty()) openModel(path_);
+  });
+  auto* parts = new QActionGroup(this);
+  min_cut_action_ = compile->addAction(tr("Partitioner: &Min-Cut Rematerialization"));
+  default_partition_action_ = compile->addAction(tr("Partitioner: &Default (save what the backward reads)"));
+  for (QAction* a : {min_cut_action_, default_partition_action_}) {
+    a->setCheckable(true);
+    parts->addAction(a);
+  }
+  min_cut_action_->setChecked(true);
+  min_cut_action_->setObjectName("partitioner_min_cut");
+  default_partition_action_->setObjectName("partitioner_default");
+  connect(parts, &QActionGroup::triggered, this, [this](QAction* a) {
+    session_->options.partitioner = a == min_cut_action_ ? Partitioner::min_cut : Partitioner::default_partition;
+    if (!path_.isEmpty() && session_->options.train) openModel(path_);
+  });
+  compile->addSeparator();
   QAction* fusion = compile->addAction(tr("&Fusion"));
   fusion->setCheckable(true);
   fusion->setChecked(true);
@@ -205,6 +256,21 @@ void MainWindow::buildActions() {
     if (!path_.isEmpty()) openModel(path_);
   });
 }
+
+void MainWindow::setTraining(bool on) {
+  if (train_action_->isChecked() == on) {
+    session_->options.train = on;
+    if (!path_.isEmpty()) openModel(path_);
+  } else {
+    train_action_->setChecked(on);  // recompiles through the toggled handler
+  }
+}
+
+void MainWindow::setPartitioner(bool min_cut) {
+  (min_cut ? min_cut_action_ : default_partition_action_)->trigger();
+}
+
+QString MainWindow::partitionSummary() const { return partition_summary_->text(); }
 
 void MainWindow::openModel(const QString& path) {
   path_ = path;
@@ -220,6 +286,9 @@ void MainWindow::onFinished() {
   stages_model_->setResult(r);
   kernels_model_->setResult(r);
   kernels_->resizeColumnsToContents();
+  partition_model_->setResult(r);
+  partition_->resizeColumnsToContents();
+  partition_summary_->setText(partition_model_->summary());
   cancel_->hide();
   summary_->setText(tr("<b>Check %1</b> &nbsp; max abs err %2 · rel err %3 &nbsp;|&nbsp; compile %4 ms · run %5 µs · %6 kernel(s) · %7")
                         .arg(r->check.ok ? "<span style='color:#1e7e34'>passed</span>" : "<span style='color:#b00'>FAILED</span>")
@@ -228,7 +297,11 @@ void MainWindow::onFinished() {
                         .arg(r->compile_ms, 0, 'f', 1)
                         .arg(r->run_ms * 1000.0, 0, 'f', 2)
                         .arg(r->kernels.size())
-                        .arg(QString::fromStdString(r->compiler)));
+                        .arg(QString::fromStdString(r->compiler)) +
+                    (r->train ? tr(" &nbsp;|&nbsp; training step: %1 gradient check(s), %2 against PyTorch's files")
+                                    .arg(r->check.gradients.size() + r->training.num_gradients)
+                                    .arg(r->check.gradients.size())
+                              : QString()));
   progress_->setText(tr("Compiled %1").arg(QString::fromStdString(r->model.path)));
   if (!r->check.ok) showError(tr("The compiled model's output does not match its reference. See the run stage."));
   const int row = !prev.isEmpty() && stages_model_->rowOf(prev) >= 0 ? stages_model_->rowOf(prev) : 0;
@@ -240,6 +313,8 @@ void MainWindow::onFailed(const QString& stage, const QString& message) {
   const CompileResult* r = session_->result();
   stages_model_->setResult(r);
   kernels_model_->setResult(r);
+  partition_model_->setResult(r);
+  partition_summary_->setText(partition_model_->summary());
   cancel_->hide();
   summary_->setText(tr("<b style='color:#b00'>Stage '%1' failed.</b>").arg(stage));
   showError(tr("Stage '%1' failed for %2:\n%3").arg(stage, QString::fromStdString(r ? r->model.path : ""), message));
@@ -293,6 +368,11 @@ void MainWindow::showStage(int row) {
 
 namespace {
 const Graph* graph_of(const CompileResult& r, const std::string& stage) {
+  if (r.train && !r.training.partitions.empty()) {
+    if (stage == "joint") return &r.training.joint.graph;
+    if (stage == "forward") return &r.training.partition().forward;
+    if (stage == "backward") return &r.training.partition().backward;
+  }
   if (stage == "capture") return &r.model.graph;
   if (stage == "aten") return &r.aten;
   if (stage == "core_aten") return &r.core_aten;
@@ -338,7 +418,7 @@ void MainWindow::buildProvenance() {
     const int src = r->model.graph.find(o.toStdString());
     auto* top = new QTreeWidgetItem(provenance_, {o, src >= 0 && !r->model.graph.nodes[src].is_placeholder()
                                                          ? QString::fromStdString(r->model.graph.nodes[src].target) : tr("input")});
-    for (const char* stage : {"aten", "core_aten", "prims"}) {
+    for (const char* stage : {"aten", "joint", "forward", "backward", "core_aten", "prims"}) {
       const Graph* g = graph_of(*r, stage);
       if (!g || g->nodes.empty()) continue;
       auto* st = new QTreeWidgetItem(top, {QString::fromLatin1(stage), QString()});

@@ -17,6 +17,7 @@ class CompileSession;
 class GraphLayouter;
 class GraphView;
 class KernelTableModel;
+class PartitionModel;
 class StageListModel;
 
 class MainWindow : public QMainWindow {
@@ -36,6 +37,11 @@ class MainWindow : public QMainWindow {
   void selectNode(const QString& id);
   QStringList selectedOrigins() const { return origins_; }
   QTreeWidget* provenanceTree() const { return provenance_; }
+  QTableView* partitionTable() const { return partition_; }
+  QString partitionSummary() const;
+  // Training mode and the partitioner (recompiles the open model).
+  void setTraining(bool on);
+  void setPartitioner(bool min_cut);
   int highlightedCount() const { return highlighted_; }
   int markedSourceLines() const { return marked_lines_; }
 
@@ -61,6 +67,12 @@ class MainWindow : public QMainWindow {
   GraphView* graph_;
   CodeView* code_;
   QTableView* kernels_;
+  PartitionModel* partition_model_;
+  QTableView* partition_;
+  QLabel* partition_summary_;
+  class QAction* train_action_ = nullptr;
+  class QAction* min_cut_action_ = nullptr;
+  class QAction* default_partition_action_ = nullptr;
   QLabel* banner_;
   QLabel* summary_;
   QLabel* progress_;

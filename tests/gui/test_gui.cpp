@@ -127,6 +127,46 @@ class TestGui : public QObject {
     QVERIFY(w.kernelTable()->model()->rowCount() > 1);
   }
 
+  // Training mode: the joint graph (forward and backward as clusters), the partitioned forward
+  // and backward with the saved tensors outlined in red, and the saved tensors listed with both
+  // partitioners side by side; switching the partitioner recompiles.
+  void testTrainingModeShowsPartition() {
+    MainWindow w;
+    w.show();
+    QSignalSpy done(&w, &MainWindow::compileDone);
+    w.openModel(QString(LS_SAMPLES) + "/mse_loss");
+    QVERIFY(done.wait(60000));
+    w.setTraining(true);
+    QVERIFY(done.wait(60000));
+    QCOMPARE(done.last().at(0).toBool(), true);
+    auto* stages = w.findChild<QListView*>();
+    QCOMPARE(stages->model()->rowCount(), int(stage_names(true).size()));
+    const CompileResult* r = w.session()->result();
+    QVERIFY(r->train);
+    const int saved = static_cast<int>(r->training.partition().saved.size());
+    QVERIFY(saved > 0);
+    QCOMPARE(w.partitionTable()->model()->rowCount(), saved);
+    QVERIFY(w.partitionSummary().contains("min_cut") && w.partitionSummary().contains("default"));
+    auto show = [&](const char* stage) {
+      QSignalSpy shown(&w, &MainWindow::stageShown);
+      QVERIFY(w.selectStage(stage));
+      QVERIFY(shown.count() > 0 || shown.wait(30000));
+    };
+    show("joint");
+    QVERIFY(w.graphView()->clusterCount() >= 2);  // forward and backward
+    QCOMPARE(w.graphView()->nodesOutlined(QColor("#c0392b")), saved);
+    show("forward");
+    QCOMPARE(w.graphView()->nodesOutlined(QColor("#c0392b")), saved);
+    show("backward");
+    QCOMPARE(w.graphView()->nodesOutlined(QColor("#c0392b")), saved);
+    if (qEnvironmentVariableIsSet("LS_SCREENSHOT_DIR")) w.grab().save(qEnvironmentVariable("LS_SCREENSHOT_DIR") + "/training.png");
+    w.setPartitioner(false);  // the default partitioner saves more
+    QVERIFY(done.wait(60000));
+    QCOMPARE(done.last().at(0).toBool(), true);
+    QVERIFY(w.session()->result()->training.partition().partitioner == Partitioner::default_partition);
+    QVERIFY(w.partitionTable()->model()->rowCount() > saved);
+  }
+
   void testOpensExportedModel() {
     MainWindow w;
     w.show();
