@@ -71,6 +71,9 @@ float* f32(Tensor& t) { return static_cast<float*>(t.data()); }
 bool all_f32(const RefInputs& in, const std::vector<Tensor>& outs) {
   for (const Tensor& t : in.t)
     if (t.defined() && t.dtype() != DType::f32) return false;
+  for (const auto& l : in.lists)
+    for (const Tensor& t : l)
+      if (t.dtype() != DType::f32) return false;
   for (const Tensor& t : outs)
     if (t.dtype() != DType::f32) return false;
   return true;
@@ -114,33 +117,47 @@ void matmul(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs)
 }
 
 
+// The window geometry of a 2-D convolution: cols[r, p] is the input under kernel tap r
+// (channel, kh, kw) at output position p (oh, ow).
+struct ConvShape {
+  std::vector<int64_t> st, pad, dil;
+  int64_t N, C, H, W, O, CG, KH, KW, OH, OW, G, OG, P, R;
+  ConvShape(const Tensor& x, const Tensor& w, const Shape& y, const Arg& stride, const Arg& padding, const Arg& dilation, int64_t groups)
+      : st(spatial_pair(stride)), pad(spatial_pair(padding)), dil(spatial_pair(dilation)),
+        N(x.shape()[0]), C(x.shape()[1]), H(x.shape()[2]), W(x.shape()[3]), O(w.shape()[0]), CG(w.shape()[1]),
+        KH(w.shape()[2]), KW(w.shape()[3]), OH(y[2]), OW(y[3]), G(groups), OG(O / groups), P(OH * OW), R(CG * KH * KW) {}
+
+  // Visits every (r, p) with the input offset it reads within one image and group (-1: padding).
+  template <typename F>
+  void each_tap(int64_t r0, int64_t r1, F f) const {
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t ci = r / (KH * KW), kh = (r / KW) % KH, kw = r % KW;
+      for (int64_t oh = 0; oh < OH; ++oh) {
+        const int64_t ih = oh * st[0] - pad[0] + kh * dil[0];
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          const int64_t iw = ow * st[1] - pad[1] + kw * dil[1];
+          f(r, oh * OW + ow, ih >= 0 && ih < H && iw >= 0 && iw < W ? (ci * H + ih) * W + iw : -1);
+        }
+      }
+    }
+  }
+  void im2col(const float* xp, float* cols) const {
+    parallel_for(R, R * P, [=, this](int64_t r0, int64_t r1) {
+      each_tap(r0, r1, [&](int64_t r, int64_t p, int64_t off) { cols[r * P + p] = off >= 0 ? xp[off] : 0.f; });
+    });
+  }
+};
+
 // im2col per image and group, then one matrix multiply: weight[O/G, C/G*KH*KW] @ cols[C/G*KH*KW, OH*OW].
 void convolution(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs) {
   const Tensor &x = in[0], &w = in[1];
   Tensor& y = outs[0];
-  const auto st = spatial_pair(c.args[3]), pad = spatial_pair(c.args[4]), dil = spatial_pair(c.args[5]);
-  const int64_t G = c.args[8].i;
-  const int64_t N = x.shape()[0], C = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
-  const int64_t O = w.shape()[0], CG = w.shape()[1], KH = w.shape()[2], KW = w.shape()[3];
-  const int64_t OH = y.shape()[2], OW = y.shape()[3], OG = O / G, P = OH * OW, R = CG * KH * KW;
+  const ConvShape s(x, w, y.shape(), c.args[3], c.args[4], c.args[5], c.args[8].i);
+  const int64_t N = s.N, C = s.C, H = s.H, W = s.W, O = s.O, CG = s.CG, G = s.G, OG = s.OG, P = s.P, R = s.R;
   std::vector<float> cols(static_cast<size_t>(R * P));
   for (int64_t n = 0; n < N; ++n)
     for (int64_t g = 0; g < G; ++g) {
-      const float* xp = f32(x) + (n * C + g * CG) * H * W;
-      float* colp = cols.data();
-      parallel_for(R, R * P, [=](int64_t r0, int64_t r1) {
-        for (int64_t r = r0; r < r1; ++r) {
-          const int64_t ci = r / (KH * KW), kh = (r / KW) % KH, kw = r % KW;
-          float* col = colp + r * P;
-          for (int64_t oh = 0; oh < OH; ++oh) {
-            const int64_t ih = oh * st[0] - pad[0] + kh * dil[0];
-            for (int64_t ow = 0; ow < OW; ++ow) {
-              const int64_t iw = ow * st[1] - pad[1] + kw * dil[1];
-              col[oh * OW + ow] = ih >= 0 && ih < H && iw >= 0 && iw < W ? xp[(ci * H + ih) * W + iw] : 0.f;
-            }
-          }
-        }
-      });
+      s.im2col(f32(x) + (n * C + g * CG) * H * W, cols.data());
       float* yp = f32(y) + (n * O + g * OG) * P;
       float beta = 0.f;
       if (c.args[2].is_node()) {
@@ -150,6 +167,59 @@ void convolution(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& 
         beta = 1.f;
       }
       sgemm(OG, P, R, 1.f, f32(w) + g * OG * R, cols.data(), beta, yp);
+    }
+}
+
+// cat: for each index of the dims before `dim`, each input's contiguous block in turn.
+void cat(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs) {
+  Tensor& y = outs[0];
+  const int64_t rank = y.dim();
+  int64_t dim = c.args[1].i;
+  if (dim < 0) dim += rank;
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < dim; ++d) outer *= y.shape()[d];
+  for (int64_t d = dim + 1; d < rank; ++d) inner *= y.shape()[d];
+  const int64_t row = y.shape()[dim] * inner;
+  int64_t at = 0;
+  for (const Tensor& t : in.lists.at(0)) {
+    if (t.numel() == 0) continue;
+    const int64_t block = t.shape()[dim] * inner;
+    const float* src = f32(t);
+    float* dst = f32(y) + at;
+    for (int64_t o = 0; o < outer; ++o) std::memcpy(dst + o * row, src + o * block, static_cast<size_t>(block) * sizeof(float));
+    at += block;
+  }
+}
+
+// convolution_backward through the same columns: per image and group,
+//   grad_weight[OG, R] += grad_y[OG, P] @ cols^T,   grad_cols[R, P] = weight^T @ grad_y (then col2im),
+//   grad_bias[o] = sum of grad_y over images and positions.
+void convolution_backward(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs) {
+  const Tensor &gy = in[0], &x = in[1], &w = in[2];
+  const ConvShape s(x, w, gy.shape(), c.args[4], c.args[5], c.args[6], c.args[9].i);
+  const auto mask = c.args[10].list;
+  auto wanted = [&](size_t i) { return i >= mask.size() || mask[i].b; };
+  for (Tensor& t : outs) std::memset(t.data(), 0, static_cast<size_t>(t.nbytes()));
+  std::vector<float> cols(static_cast<size_t>(s.R * s.P)), gcols(static_cast<size_t>(s.R * s.P));
+  for (int64_t n = 0; n < s.N; ++n)
+    for (int64_t g = 0; g < s.G; ++g) {
+      const float* gyp = f32(gy) + (n * s.O + g * s.OG) * s.P;
+      if (wanted(1)) {
+        s.im2col(f32(x) + (n * s.C + g * s.CG) * s.H * s.W, cols.data());
+        sgemm(s.OG, s.R, s.P, 1.f, gyp, false, cols.data(), true, 1.f, f32(outs[1]) + g * s.OG * s.R);
+      }
+      if (wanted(0)) {
+        sgemm(s.R, s.P, s.OG, 1.f, f32(w) + g * s.OG * s.R, true, gyp, false, 0.f, gcols.data());
+        float* gxp = f32(outs[0]) + (n * s.C + g * s.CG) * s.H * s.W;
+        const float* gc = gcols.data();
+        s.each_tap(0, s.R, [&](int64_t r, int64_t p, int64_t off) { if (off >= 0) gxp[off] += gc[r * s.P + p]; });
+      }
+      if (wanted(2))
+        for (int64_t o = 0; o < s.OG; ++o) {
+          float acc = 0;
+          for (int64_t p = 0; p < s.P; ++p) acc += gyp[o * s.P + p];
+          f32(outs[2])[g * s.OG + o] += acc;
+        }
     }
 }
 
@@ -168,6 +238,8 @@ void run_extern(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& o
   if (all_f32(in, outs)) {
     if (n == "aten.mm.default" || n == "aten.addmm.default" || n == "aten.bmm.default") return matmul(c, in, outs);
     if (n == "aten.convolution.default" && !c.args[6].b) return convolution(c, in, outs);
+    if (n == "aten.convolution_backward.default" && !c.args[7].b) return convolution_backward(c, in, outs);
+    if (n == "aten.cat.default") return cat(c, in, outs);
   }
   RefInputs logical = in;  // the reference kernels take every operand as it is meant
   for (size_t i = 0; i < c.args.size(); ++i)
