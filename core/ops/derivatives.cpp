@@ -379,10 +379,11 @@ void add_derivatives(std::vector<OpDef>& table) {
       {"aten.native_layer_norm.default", d_native_layer_norm}, {"aten._softmax.default", d_softmax},
       {"aten.max_pool2d_with_indices.default", d_max_pool}, {"aten.mse_loss.default", d_mse_loss},
   };
-  for (const auto& [name, fn] : rules) {
-    auto it = std::find_if(table.begin(), table.end(), [&](const OpDef& op) { return op.name == name; });
-    if (it == table.end()) throw std::logic_error(std::string("derivative rule for unknown op ") + name);
-    it->derivative = fn;
+  for (const auto& rule : rules) {
+    const std::string name = rule.first;
+    auto it = std::find_if(table.begin(), table.end(), [&name](const OpDef& op) { return op.name == name; });
+    if (it == table.end()) throw std::logic_error("derivative rule for unknown op " + name);
+    it->derivative = rule.second;
   }
 }
 
