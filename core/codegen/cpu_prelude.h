@@ -5,23 +5,58 @@ typedef __INT64_TYPE__ int64_t;
 typedef __INT32_TYPE__ int32_t;
 typedef __UINT8_TYPE__ uint8_t;
 
-static inline float ls_sin(float x) { return __builtin_sinf(x); }
+#if defined(__GNUC__) && !defined(__clang__)
+// GCC (the external compile path) maps a call onto libmvec's vector variants only when the
+// function is declared with the simd attribute, as glibc's <math.h> does under -ffast-math.
+extern "C" {
+float sinf(float) __attribute__((__simd__("notinbranch"), __nothrow__, __const__));
+float cosf(float) __attribute__((__simd__("notinbranch"), __nothrow__, __const__));
+float expf(float) __attribute__((__simd__("notinbranch"), __nothrow__, __const__));
+float logf(float) __attribute__((__simd__("notinbranch"), __nothrow__, __const__));
+float powf(float, float) __attribute__((__simd__("notinbranch"), __nothrow__, __const__));
+}
+#define LS_F32(name) name##f
+#else
+#define LS_F32(name) __builtin_##name##f
+#endif
+
+static inline float ls_sin(float x) { return LS_F32(sin)(x); }
 static inline double ls_sin(double x) { return __builtin_sin(x); }
-static inline float ls_cos(float x) { return __builtin_cosf(x); }
+static inline float ls_cos(float x) { return LS_F32(cos)(x); }
 static inline double ls_cos(double x) { return __builtin_cos(x); }
-static inline float ls_exp(float x) { return __builtin_expf(x); }
+static inline float ls_exp(float x) { return LS_F32(exp)(x); }
 static inline double ls_exp(double x) { return __builtin_exp(x); }
-static inline float ls_log(float x) { return __builtin_logf(x); }
+static inline float ls_log(float x) { return LS_F32(log)(x); }
 static inline double ls_log(double x) { return __builtin_log(x); }
 static inline float ls_sqrt(float x) { return __builtin_sqrtf(x); }
 static inline double ls_sqrt(double x) { return __builtin_sqrt(x); }
 static inline float ls_rsqrt(float x) { return 1.0f / __builtin_sqrtf(x); }
 static inline double ls_rsqrt(double x) { return 1.0 / __builtin_sqrt(x); }
-static inline float ls_tanh(float x) { return __builtin_tanhf(x); }
+// tanh and erf in float: glibc has no vector versions (libmvec), and a scalar call in a loop
+// stops it vectorizing. Both branches are computed and one is picked, so the loop stays a
+// straight line: an odd polynomial near zero (relative accuracy), elsewhere through exp (which
+// libmvec vectorizes). Max error about 2e-7 absolute, checked in tests/core against the library.
+static inline float ls_tanh(float x) {
+  const float a = __builtin_fabsf(x), x2 = x * x;
+  const float small = x * (1.0f + x2 * (-0.333333333f + x2 * (0.133333333f + x2 * (-0.0539682540f + x2 * (0.0218694885f +
+                                                                                                          x2 * -0.00886323553f)))));
+  const float large = __builtin_copysignf(1.0f - 2.0f / (ls_exp(2.0f * a) + 1.0f), x);
+  return a < 0.4f ? small : large;
+}
 static inline double ls_tanh(double x) { return __builtin_tanh(x); }
-static inline float ls_erf(float x) { return __builtin_erff(x); }
+static inline float ls_erf(float x) {
+  const float a = __builtin_fabsf(x), x2 = x * x;
+  // 2/sqrt(pi) * (x - x^3/3 + x^5/10 - x^7/42 + x^9/216 - x^11/1320)
+  const float small = x * 1.12837917f * (1.0f + x2 * (-0.333333333f + x2 * (0.1f + x2 * (-0.0238095238f + x2 * (0.00462962963f +
+                                                                                                            x2 * -0.000757575758f)))));
+  // Abramowitz & Stegun 7.1.26
+  const float t = 1.0f / (1.0f + 0.3275911f * a);
+  const float poly = t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f + t * 1.061405429f))));
+  const float large = __builtin_copysignf(1.0f - poly * ls_exp(-x2), x);
+  return a < 0.5f ? small : large;
+}
 static inline double ls_erf(double x) { return __builtin_erf(x); }
-static inline float ls_pow(float x, float y) { return __builtin_powf(x, y); }
+static inline float ls_pow(float x, float y) { return LS_F32(pow)(x, y); }
 static inline double ls_pow(double x, double y) { return __builtin_pow(x, y); }
 static inline float ls_abs(float x) { return __builtin_fabsf(x); }
 static inline double ls_abs(double x) { return __builtin_fabs(x); }

@@ -51,6 +51,7 @@ class JitCode : public LoadedCode {
 void init_once() {
   static std::once_flag once;
   std::call_once(once, [] {
+    prefer_short_openmp_spin();
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
     // Runtime libraries the kernels call into, made visible to the JIT's symbol lookup.

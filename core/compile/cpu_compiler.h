@@ -17,6 +17,10 @@ struct CpuCompileOptions {
   bool external = false;       // force the external compiler
   std::string external_cxx = "c++";
   std::string opt_level = "-O3";
+  // External path: compiled libraries are kept in this folder, keyed by source and command, and
+  // loaded from there next time. Empty: $LOWERSCOPE_CACHE_DIR, else $XDG_CACHE_HOME/lowerscope/cpu,
+  // else ~/.cache/lowerscope/cpu; "off" (here or in $LOWERSCOPE_CACHE_DIR) disables it.
+  std::string cache_dir;
 };
 
 struct CpuCompileResult {
@@ -26,6 +30,7 @@ struct CpuCompileResult {
   std::string llvm_ir;   // the optimized LLVM IR (in-process path only)
   std::string assembly;  // the x86 assembly Clang made of it (in-process path only)
   double ms = 0;
+  bool from_cache = false;
 };
 
 // The compiler's own diagnostics, and the source line they point at.
@@ -36,6 +41,8 @@ struct CompileError : std::runtime_error {
 };
 
 bool have_clang_jit();
+// Sets short OpenMP spin waits (unless the user chose) before an OpenMP runtime loads: see the .cpp.
+void prefer_short_openmp_spin();
 CpuCompileResult compile_cpp(const std::string& source, const CpuCompileOptions& opts);
 
 // Used by compile_cpp when the in-process JIT is built in (compile/clang_jit.cpp).

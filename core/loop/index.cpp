@@ -21,6 +21,7 @@ namespace ls {
 //   (c*a + b) // (c*m)    -> a // m               when 0 <= b < c
 //   (c*a + b) % (c*m)     -> c*(a % m) + b        when 0 <= b < c
 //   c*k*(a // k) + c*(a % k) -> c*a
+//   c*k*((a // k) % m) + c*(a % k) -> c*(a % (k*m))   (an index split into digits, put back)
 //   c                     folds: constant terms are summed, like terms are collected
 
 namespace {
@@ -143,6 +144,25 @@ void Expr::normalize() {
         terms_ = rest;
         for (const Term& t : inner.terms_) add_term(t.coeff * c, t.atom);
         constant_ += inner.constant_ * c;
+        changed = true;
+      }
+      // c*k*((a // k) % m) + c*(a % k) -> c*(a % (k*m))
+      for (size_t j = 0; j < terms_.size() && !changed; ++j) {
+        const Atom& dm = terms_[j].atom;
+        if (j == i || dm.kind != Atom::Kind::mod) continue;
+        const Expr& q = *dm.inner;
+        if (q.terms_.size() != 1 || q.constant_ != 0 || q.terms_[0].coeff != 1) continue;
+        const Atom& d = q.terms_[0].atom;
+        if (d.kind != Atom::Kind::floordiv || d.k != m.k || *d.inner != *m.inner) continue;
+        const int64_t c = terms_[i].coeff;
+        if (terms_[j].coeff != c * m.k) continue;
+        const Expr merged = m.inner->mod(m.k * dm.k) * c;
+        std::vector<Term> rest;
+        for (size_t t = 0; t < terms_.size(); ++t)
+          if (t != i && t != j) rest.push_back(terms_[t]);
+        terms_ = rest;
+        for (const Term& t : merged.terms_) add_term(t.coeff, t.atom);
+        constant_ += merged.constant_;
         changed = true;
       }
     }

@@ -117,6 +117,8 @@ class TestCore : public QObject {
     row("(a % (k*m)) % m", x.mod(64).mod(8), "(x % 8)");
     row("recombine div/mod", x.floordiv(512) * 512 + x.mod(512), "x");
     row("unflatten then flatten", linear_index(unflatten(x, {64, 512}), {512, 1}), "x");
+    row("digits put back", x.floordiv(16).mod(16) * 16 + x.mod(16), "(x % 256)");
+    row("unflatten 4-d then flatten", linear_index(unflatten(x, {4, 32, 16, 16}), {8192, 256, 16, 1}), "x");
     row("flat of (x, r)", (p * 512 + r).floordiv(512) * 512 + (p * 512 + r).mod(512), "512*p + r");
     row("broadcast row", unflatten(p * 512 + r, {64, 512})[0], "p");
     row("constant fold", Expr(3) + Expr(4) * 2, "11");

@@ -3,10 +3,12 @@
 #include <QProcess>
 #include <QtTest>
 
+#include <cmath>
 #include <fstream>
 
 #include "compile/cpu_compiler.h"
 #include "frontend/load_model.h"
+#include "ir/builder.h"
 #include "pipeline/pipeline.h"
 #include "report/report.h"
 #include "sched/schedule.h"
@@ -307,6 +309,60 @@ class TestCpu : public QObject {
     QVERIFY(cli.waitForFinished(120000));
     QCOMPARE(cli.exitCode(), 1);
     QVERIFY(cli.readAllStandardError().contains("gradient of x"));
+  }
+
+  // The vectorizable float erf and tanh of the kernels' prelude, against the C library in double
+  // over [-8, 8] and near zero: absolute error under 3e-7, relative under 1e-6 for small inputs.
+  void testVectorMathAccuracy_data() {
+    QTest::addColumn<QString>("op");
+    QTest::newRow("erf") << "aten.erf.default";
+    QTest::newRow("tanh") << "aten.tanh.default";
+  }
+  void testVectorMathAccuracy() {
+    QFETCH(QString, op);
+    LoadedModel m;
+    m.path = "generated";
+    const int64_t n = 16384;
+    GraphBuilder b(m.graph);
+    const Arg x = Arg::of_node(b.placeholder("x", TensorMeta::contiguous(DType::f32, {n})));
+    m.graph.outputs.push_back(b.call(op.toStdString(), {x}).node);
+    Tensor in(DType::f32, {n});
+    for (int64_t i = 0; i < n; ++i) in.set(i, i < n / 2 ? -8.0 + 16.0 * i / (n / 2) : std::ldexp(1.0, -int(i % 40)) * (i % 3 ? 1 : -1));
+    m.inputs = {in};
+    PipelineOptions o;
+    o.timing_budget_ms = 1;
+    const CompileResult r = run_pipeline(m, o);
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    double worst_abs = 0, worst_rel = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const double v = static_cast<float>(in.get(i));
+      const double want = op.contains("erf") ? std::erf(v) : std::tanh(v), got = r.outputs[0].get(i);
+      worst_abs = std::max(worst_abs, std::abs(got - want));
+      if (std::abs(v) < 0.5 && want != 0) worst_rel = std::max(worst_rel, std::abs(got - want) / std::abs(want));
+    }
+    QVERIFY2(worst_abs < 3e-7, qPrintable(QString("max abs error %1").arg(worst_abs)));
+    QVERIFY2(worst_rel < 1e-6, qPrintable(QString("max rel error near zero %1").arg(worst_rel)));
+  }
+
+  // The external path keeps what it built, keyed by source and command: the second compile loads
+  // the library from the cache, and it computes the same.
+  void testExternalCompileCache() {
+    QTemporaryDir dir;
+    CpuCompileOptions co;
+    co.external = true;
+    co.cache_dir = dir.path().toStdString();
+    const CompileResult r = compile_fixture("sincos/3_core_aten.txt", 1);
+    const CpuCompileResult first = compile_cpp(r.source.code, co);
+    QVERIFY(!first.from_cache);
+    const CpuCompileResult second = compile_cpp(r.source.code, co);
+    QVERIFY(second.from_cache);
+    QVERIFY(second.ms < first.ms);
+    QVERIFY(QDir(dir.path()).entryList({"*.so"}).size() == 1);
+    co.opt_level = "-O2";  // another command: another entry
+    QVERIFY(!compile_cpp(r.source.code, co).from_cache);
+    QVERIFY(compile_cpp(r.source.code, co).from_cache);
+    for (const CpuCompileResult* c : {&first, &second})
+      QVERIFY(c->code->symbol(r.source.kernels.at(0).name) != nullptr);
   }
 
   void testReportHasContract() {

@@ -148,10 +148,12 @@ def ours(cli, model, extra, tmp):
     t0 = time.perf_counter()
     p = subprocess.run(cmd, capture_output=True, text=True)
     wall = (time.perf_counter() - t0) * 1e3
-    if p.returncode != 0:
+    if p.returncode not in (0, 1) or not os.path.exists(report):
         return None, None, f"rc={p.returncode}: {p.stderr.strip()[:200]}"
     r = json.load(open(report))
-    return r["run_ms"], r["compile_ms"], "ok" if r["check"]["ok"] else "check FAILED"
+    status = "ok" if r["check"]["ok"] else "check failed: " + p.stderr.strip().splitlines()[-1][:160]
+    os.remove(report)
+    return r["run_ms"], r["compile_ms"], status
 
 
 def torch_side(fn, inputs):
