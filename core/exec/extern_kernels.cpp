@@ -1,37 +1,137 @@
 #include "exec/extern_kernels.h"
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstring>
+#include <functional>
+#include <mutex>
 #include <thread>
 #include <stdexcept>
 
 #ifdef LOWERSCOPE_HAVE_CBLAS
 #include <cblas.h>
+extern "C" void openblas_set_num_threads(int);  // in libopenblas, which the build links
 #endif
 
 namespace ls {
 namespace {
 
+// The library calls' worker threads: started once, asleep between calls. OpenBLAS runs on one
+// thread per call and the calls are split here instead: OpenBLAS's own pool spins its threads
+// for a long while after each call (set only by environment, read before main), and they held
+// the cores the next generated kernel's OpenMP threads needed (16 cores: a GELU kernel after a
+// matrix multiply took 8.6 ms instead of 0.4).
+class Pool {
+ public:
+  static Pool& get() {
+    static Pool* p = new Pool;  // never destroyed: its sleeping workers wait on it until the process ends
+    return *p;
+  }
+  int size() const { return static_cast<int>(workers_.size()) + 1; }
+  // Runs task(i) for i in [0, n), the calling thread taking part; returns when all are done.
+  void run(int n, const std::function<void(int)>& task) {
+    if (n <= 1 || workers_.empty()) {
+      for (int i = 0; i < n; ++i) task(i);
+      return;
+    }
+    std::unique_lock<std::mutex> lk(m_);
+    task_ = &task;
+    n_ = n;
+    next_ = 0;
+    pending_ = n;
+    ++generation_;
+    cv_.notify_all();
+    lk.unlock();
+    work();
+    lk.lock();
+    done_.wait(lk, [this] { return pending_ == 0; });
+    task_ = nullptr;
+  }
+
+ private:
+  Pool() {
+    const int n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+#ifdef LOWERSCOPE_HAVE_CBLAS
+    openblas_set_num_threads(1);
+#endif
+    for (int i = 1; i < n; ++i) workers_.emplace_back([this] { loop(); });
+    for (auto& w : workers_) w.detach();  // they sleep until the process ends
+  }
+  void loop() {
+    uint64_t seen = 0;
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lk(m_);
+        cv_.wait(lk, [&] { return generation_ != seen && task_ != nullptr; });
+        seen = generation_;
+      }
+      work();
+    }
+  }
+  void work() {
+    for (;;) {
+      int i;
+      const std::function<void(int)>* t;
+      {
+        std::lock_guard<std::mutex> lk(m_);
+        if (!task_ || next_ >= n_) return;
+        i = next_++;
+        t = task_;
+      }
+      (*t)(i);
+      std::lock_guard<std::mutex> lk(m_);
+      if (--pending_ == 0) done_.notify_all();
+    }
+  }
+  std::vector<std::thread> workers_;
+  std::mutex m_;
+  std::condition_variable cv_, done_;
+  const std::function<void(int)>* task_ = nullptr;
+  int n_ = 0, next_ = 0, pending_ = 0;
+  uint64_t generation_ = 0;
+};
+
 // Runs fn(begin, end) over [0, n) on the machine's cores when the work is large enough.
 template <typename F>
 void parallel_for(int64_t n, int64_t work, F fn) {
-  const int64_t threads = std::min<int64_t>(std::max(1u, std::thread::hardware_concurrency()), n);
-  if (threads <= 1 || work < (1 << 16)) return fn(0, n);
-  std::vector<std::thread> pool;
-  const int64_t chunk = (n + threads - 1) / threads;
-  for (int64_t t = 0; t < threads; ++t) {
+  Pool& pool = Pool::get();
+  const int64_t parts = std::min<int64_t>(pool.size(), n);
+  if (parts <= 1 || work < (1 << 16)) return fn(0, n);
+  const int64_t chunk = (n + parts - 1) / parts;
+  pool.run(static_cast<int>(parts), [&](int t) {
     const int64_t b = t * chunk, e = std::min(n, b + chunk);
-    if (b < e) pool.emplace_back([=] { fn(b, e); });
-  }
-  for (auto& th : pool) th.join();
+    if (b < e) fn(b, e);
+  });
 }
 
-// C[M,N] = alpha * op(A)[M,K] @ op(B)[K,N] + beta * C, row-major; op(X) = X^T when ta/tb.
+// C[M,N] = alpha * op(A)[M,K] @ op(B)[K,N] + beta * C, row-major; op(X) = X^T when ta/tb. Large
+// products are split into blocks of rows (or of columns, when there are few rows), one
+// single-threaded BLAS call per block.
 void sgemm(int64_t M, int64_t N, int64_t K, float alpha, const float* A, bool ta, const float* B, bool tb, float beta, float* C) {
 #ifdef LOWERSCOPE_HAVE_CBLAS
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(M),
-              static_cast<int>(N), static_cast<int>(K), alpha, A, static_cast<int>(ta ? M : K), B, static_cast<int>(tb ? K : N), beta, C,
-              static_cast<int>(N));
+  const int lda = static_cast<int>(ta ? M : K), ldb = static_cast<int>(tb ? K : N), ldc = static_cast<int>(N);
+  auto call = [&](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+    const float* a = ta ? A + m0 : A + m0 * K;
+    const float* b = tb ? B + n0 * K : B + n0;
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(m1 - m0),
+                static_cast<int>(n1 - n0), static_cast<int>(K), alpha, a, lda, b, ldb, beta, C + m0 * N + n0, ldc);
+  };
+  const int64_t flops = M * N * K;
+  const int64_t parts = std::min<int64_t>(Pool::get().size(), std::max<int64_t>(1, flops / (1 << 18)));
+  if (parts <= 1) return call(0, M, 0, N);
+  if (M >= parts * 16) {
+    const int64_t chunk = (M + parts - 1) / parts;
+    Pool::get().run(static_cast<int>(parts), [&](int t) {
+      const int64_t b = t * chunk, e = std::min(M, b + chunk);
+      if (b < e) call(b, e, 0, N);
+    });
+  } else {
+    const int64_t chunk = ((N + parts - 1) / parts + 15) / 16 * 16;
+    Pool::get().run(static_cast<int>(parts), [&](int t) {
+      const int64_t b = t * chunk, e = std::min(N, b + chunk);
+      if (b < e) call(0, M, b, e);
+    });
+  }
 #else
   parallel_for(M, M * N * K, [=](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) {
