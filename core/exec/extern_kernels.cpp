@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <stdexcept>
 
@@ -21,6 +23,15 @@ namespace {
 // for a long while after each call (set only by environment, read before main), and they held
 // the cores the next generated kernel's OpenMP threads needed (16 cores: a GELU kernel after a
 // matrix multiply took 8.6 ms instead of 0.4).
+// LOWERSCOPE_BLAS=library leaves each matrix multiply to OpenBLAS's own threads instead.
+bool split_blas() {
+  static const bool split = [] {
+    const char* e = std::getenv("LOWERSCOPE_BLAS");
+    return !(e && std::string(e) == "library");
+  }();
+  return split;
+}
+
 class Pool {
  public:
   static Pool& get() {
@@ -52,7 +63,7 @@ class Pool {
   Pool() {
     const int n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 #ifdef LOWERSCOPE_HAVE_CBLAS
-    openblas_set_num_threads(1);
+    if (split_blas()) openblas_set_num_threads(1);
 #endif
     for (int i = 1; i < n; ++i) workers_.emplace_back([this] { loop(); });
     for (auto& w : workers_) w.detach();  // they sleep until the process ends
@@ -117,7 +128,7 @@ void sgemm(int64_t M, int64_t N, int64_t K, float alpha, const float* A, bool ta
                 static_cast<int>(n1 - n0), static_cast<int>(K), alpha, a, lda, b, ldb, beta, C + m0 * N + n0, ldc);
   };
   const int64_t flops = M * N * K;
-  const int64_t parts = std::min<int64_t>(Pool::get().size(), std::max<int64_t>(1, flops / (1 << 18)));
+  const int64_t parts = split_blas() ? std::min<int64_t>(Pool::get().size(), std::max<int64_t>(1, flops / (1 << 18))) : 1;
   if (parts <= 1) return call(0, M, 0, N);
   if (M >= parts * 16) {
     const int64_t chunk = (M + parts - 1) / parts;
@@ -205,12 +216,17 @@ void matmul(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs)
     const Tensor& bias = in[0];
     float* yp = f32(y);
     const float* bp = f32(bias);
-    for (int64_t i = 0; i < M; ++i)
-      for (int64_t j = 0; j < N; ++j) {
-        const int64_t r = bias.dim() == 2 && bias.shape()[0] != 1 ? i : 0;
-        const int64_t col = bias.dim() >= 1 && bias.shape().back() != 1 ? j : 0;
-        yp[i * N + j] = bp[bias.dim() == 2 ? r * bias.shape()[1] + col : col];
+    const bool per_row = bias.dim() == 2 && bias.shape()[0] != 1;
+    const bool per_col = bias.dim() >= 1 && bias.shape().back() != 1;
+    const int64_t row_stride = bias.dim() == 2 ? bias.shape()[1] : 0;
+    parallel_for(M, M * N, [=](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) {
+        const float* src = bp + (per_row ? i * row_stride : 0);
+        float* dst = yp + i * N;
+        if (per_col) std::memcpy(dst, src, static_cast<size_t>(N) * sizeof(float));
+        else std::fill(dst, dst + N, src[0]);
       }
+    });
     beta = static_cast<float>(c.args[3].number());
   }
   sgemm(M, N, K, addmm ? static_cast<float>(c.args[4].number()) : 1.f, f32(a), ta, f32(b), tb, beta, f32(y));
