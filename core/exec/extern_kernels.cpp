@@ -41,7 +41,8 @@ class Pool {
   int size() const { return static_cast<int>(workers_.size()) + 1; }
   // Runs task(i) for i in [0, n), the calling thread taking part; returns when all are done.
   void run(int n, const std::function<void(int)>& task) {
-    if (n <= 1 || workers_.empty()) {
+    // A task that asks for parallel work again runs it itself: the pool is busy with its caller.
+    if (n <= 1 || workers_.empty() || inside_) {
       for (int i = 0; i < n; ++i) task(i);
       return;
     }
@@ -89,11 +90,14 @@ class Pool {
         i = next_++;
         t = task_;
       }
+      inside_ = true;
       (*t)(i);
+      inside_ = false;
       std::lock_guard<std::mutex> lk(m_);
       if (--pending_ == 0) done_.notify_all();
     }
   }
+  static thread_local bool inside_;
   std::vector<std::thread> workers_;
   std::mutex m_;
   std::condition_variable cv_, done_;
@@ -101,6 +105,8 @@ class Pool {
   int n_ = 0, next_ = 0, pending_ = 0;
   uint64_t generation_ = 0;
 };
+
+thread_local bool Pool::inside_ = false;
 
 // Runs fn(begin, end) over [0, n) on the machine's cores when the work is large enough.
 template <typename F>
@@ -270,20 +276,46 @@ void convolution(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& 
   Tensor& y = outs[0];
   const ConvShape s(x, w, y.shape(), c.args[3], c.args[4], c.args[5], c.args[8].i);
   const int64_t N = s.N, C = s.C, H = s.H, W = s.W, O = s.O, CG = s.CG, G = s.G, OG = s.OG, P = s.P, R = s.R;
-  std::vector<float> cols(static_cast<size_t>(R * P));
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t g = 0; g < G; ++g) {
-      s.im2col(f32(x) + (n * C + g * CG) * H * W, cols.data());
-      float* yp = f32(y) + (n * O + g * OG) * P;
-      float beta = 0.f;
-      if (c.args[2].is_node()) {
-        const float* bp = f32(in[2]) + g * OG;
-        for (int64_t o = 0; o < OG; ++o)
-          for (int64_t p = 0; p < P; ++p) yp[o * P + p] = bp[o];
-        beta = 1.f;
+  const float* bias = c.args[2].is_node() ? f32(in[2]) : nullptr;
+  if (CG == 1 && OG == 1) {
+    // Depthwise: one small window per channel, computed directly, channels across the cores.
+    const float* xp = f32(x);
+    const float* wp = f32(w);
+    float* yp = f32(y);
+    parallel_for(N * G, N * G * P * R, [&](int64_t b, int64_t e) {
+      for (int64_t ng = b; ng < e; ++ng) {
+        const int64_t g = ng % G;
+        const float* xi = xp + ng * H * W;
+        const float* wi = wp + g * R;
+        float* yo = yp + ng * P;
+        for (int64_t p = 0; p < P; ++p) yo[p] = bias ? bias[g] : 0.f;
+        s.each_tap(0, R, [&](int64_t r, int64_t p, int64_t off) { if (off >= 0) yo[p] += wi[r] * xi[off]; });
       }
-      sgemm(OG, P, R, 1.f, f32(w) + g * OG * R, cols.data(), beta, yp);
+    });
+    return;
+  }
+  // One image and group: im2col, then one matrix multiply.
+  auto one = [&](int64_t n, int64_t g, float* cols) {
+    s.im2col(f32(x) + (n * C + g * CG) * H * W, cols);
+    float* yp = f32(y) + (n * O + g * OG) * P;
+    float beta = 0.f;
+    if (bias) {
+      for (int64_t o = 0; o < OG; ++o) std::fill(yp + o * P, yp + (o + 1) * P, bias[g * OG + o]);
+      beta = 1.f;
     }
+    sgemm(OG, P, R, 1.f, f32(w) + g * OG * R, cols, beta, yp);
+  };
+  if (N * G >= 2 && N * G * OG * P * R >= (1 << 16)) {
+    // Several images or groups: one per core, each with its own columns (the work inside runs
+    // on that core alone).
+    parallel_for(N * G, N * G * OG * P * R, [&](int64_t b, int64_t e) {
+      std::vector<float> cols(static_cast<size_t>(R * P));
+      for (int64_t ng = b; ng < e; ++ng) one(ng / G, ng % G, cols.data());
+    });
+    return;
+  }
+  std::vector<float> cols(static_cast<size_t>(R * P));
+  for (int64_t ng = 0; ng < N * G; ++ng) one(ng / G, ng % G, cols.data());
 }
 
 // cat: for each index of the dims before `dim`, each input's contiguous block in turn.
