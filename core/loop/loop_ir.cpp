@@ -14,6 +14,17 @@ void LoopNode::run(OpsHandler& h, const std::vector<Expr>& idx, const std::vecto
     for (const auto& b : ext.outputs) h.store(b, Expr(0), V{});
     return;
   }
+  if (!iter_order.empty()) {  // the body and the buffer see the buffer's own order
+    std::vector<Expr> bidx(idx.size());
+    Shape shape(ranges.size());
+    for (size_t i = 0; i < idx.size(); ++i) {
+      bidx[iter_order[i]] = idx[i];
+      shape[iter_order[i]] = ranges[i];
+    }
+    const V v = inner(h, bidx, ridx);
+    h.store(buffer, linear_index(bidx, contiguous_strides(shape)), v);
+    return;
+  }
   const V v = inner(h, idx, ridx);
   const Expr out = linear_index(idx, contiguous_strides(ranges));
   if (kind == Kind::pointwise) h.store(buffer, out, v);

@@ -42,7 +42,10 @@ struct LoopNode {
   std::string name;    // "op0"
   std::string buffer;  // the buffer it writes
   Kind kind = Kind::pointwise;
-  Shape ranges;            // pointwise iteration sizes (= the buffer's shape)
+  Shape ranges;            // pointwise iteration sizes (= the buffer's shape, in iteration order)
+  // Iteration dim i walks buffer dim iter_order[i]; empty: the buffer's own order. A pointwise
+  // node read by a reduction over its leading dim iterates that dim last (loop/reorder_loops.h).
+  std::vector<int> iter_order;
   Shape reduction_ranges;  // empty for pointwise
   Reduce reduce = Reduce::none;
   DType dtype = DType::f32;

@@ -9,6 +9,7 @@
 #include "exec/executor.h"
 #include "interp/reference.h"
 #include "loop/inline_pointwise.h"
+#include "loop/reorder_loops.h"
 #include "lower/lower.h"
 #include "ops/op_table.h"
 #include "passes/decompose.h"
@@ -235,8 +236,10 @@ CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const st
     }
 
     std::vector<std::pair<std::string, std::vector<std::string>>> inlined;
+    std::vector<std::string> reordered;
     r.schedule = rec.step("fused", [&] {
       if (o.fusion) inlined = inline_pointwise(r.loops);
+      if (o.fusion) reordered = reorder_for_column_reductions(r.loops);
       return schedule(r.loops, ScheduleOptions{o.fusion});
     });
     {
@@ -252,6 +255,10 @@ CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const st
           for (size_t i = 0; i < into.size(); ++i) s.text += (i ? ", " : "") + into[i];
           s.text += "\n";
         }
+      }
+      if (!reordered.empty()) {
+        s.text += "\n# Reordered (iterate columns outer, so the reduction over rows that reads them fuses)\n";
+        for (const auto& n : reordered) s.text += n + "\n";
       }
       s.dot = schedule_to_dot(r.loops, r.schedule);
       s.nodes = static_cast<int>(r.schedule.kernels.size());

@@ -275,6 +275,8 @@ class TestCpu : public QObject {
     QTest::newRow("sincos") << "sincos/1_dynamo_fx_0.txt" << 2 << 0;
     QTest::newRow("mse_loss") << "mse_loss/1_dynamo_fx_0.txt" << 2 << 0;
     QTest::newRow("softmax") << "models/softmax/model.pt2" << 2 << 0;
+    // The bias gradients (sums over the batch) fuse with the masked gradient that feeds them.
+    QTest::newRow("mlp") << "stages/mlp/3_core_aten.txt" << 3 << 6;
   }
   void testTrainingKernelCountsWithinInductor() {
     QFETCH(QString, model);

@@ -1,0 +1,53 @@
+#include "loop/reorder_loops.h"
+
+#include "loop/dependencies.h"
+#include "loop/index.h"
+
+namespace ls {
+
+std::vector<std::string> reorder_for_column_reductions(LoopProgram& p) {
+  std::vector<std::string> done;
+  std::vector<Dependencies> deps;
+  for (const LoopNode& n : p.nodes) deps.push_back(extract_dependencies(n));
+  // Last to first: a producer is decided after its readers, so a chain of pointwise nodes feeding
+  // the reduction (a mask, then the masked gradient) is reordered as a whole.
+  for (size_t ni = p.nodes.size(); ni-- > 0;) {
+    LoopNode& n = p.nodes[ni];
+    if (n.kind != LoopNode::Kind::pointwise || n.ranges.size() != 2 || !n.iter_order.empty() || p.buffer(n.buffer).is_output) continue;
+    const int64_t B = n.ranges[0], N = n.ranges[1];
+    if (B <= 1 || N <= 1) continue;
+    // The reordered node as it would run in a kernel iterating x over N and r over B.
+    LoopNode t = n;
+    t.iter_order = {1, 0};
+    t.ranges = {N, B};
+    const Expr x = Expr::var("x0", N), r = Expr::var("r0", B);
+    const Expr writes = extract_dependencies(t, {x, r}, {}).writes.at(0).index;
+    bool any = false, all = true;
+    for (size_t c = 0; c < p.nodes.size() && all; ++c) {
+      const LoopNode& rd = p.nodes[c];
+      bool reads = false;
+      for (const MemDep& d : deps[c].reads) reads = reads || d.buffer == n.buffer;
+      if (!reads || rd.kind == LoopNode::Kind::extern_kernel) continue;
+      // A reduction over B with one result per column, or a node already reordered to iterate
+      // the same way, reading exactly what the reordered node writes in the same iteration.
+      const bool column_reduction = rd.kind == LoopNode::Kind::reduction && rd.numel() == N && rd.rnumel() == B;
+      const bool reordered = rd.kind == LoopNode::Kind::pointwise && rd.iter_order == std::vector<int>{1, 0} &&
+                             rd.ranges == Shape{N, B};
+      if (!column_reduction && !reordered) {
+        all = false;
+        break;
+      }
+      const Dependencies rdd = reordered ? extract_dependencies(rd, {x, r}, {})
+                                         : extract_dependencies(rd, unflatten(x, rd.ranges), unflatten(r, rd.reduction_ranges));
+      for (const MemDep& d : rdd.reads)
+        if (d.buffer == n.buffer && d.index != writes) all = false;
+      any = true;
+    }
+    if (!any || !all) continue;
+    n = t;
+    done.insert(done.begin(), n.name);
+  }
+  return done;
+}
+
+}  // namespace ls
