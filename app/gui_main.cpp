@@ -12,6 +12,7 @@
 int main(int argc, char** argv) {
   QApplication app(argc, argv);
   QApplication::setApplicationName("Lowerscope");
+  QApplication::setOrganizationName("Lowerscope");
   QApplication::setApplicationVersion("0.1.0");
   QApplication::setWindowIcon(QIcon(":/lowerscope.svg"));
   QCommandLineParser cli;

@@ -138,4 +138,11 @@ int GraphView::nodesOutlined(const QColor& c) const {
   return n;
 }
 
+bool GraphView::focusNode(const QString& id) {
+  auto it = items_.find(id);
+  if (it == items_.end()) return false;
+  centerOn(it.value());
+  return true;
+}
+
 }  // namespace ls

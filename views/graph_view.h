@@ -24,6 +24,8 @@ class GraphView : public QGraphicsView {
   int clusterCount() const { return cluster_count_; }
   // Nodes drawn with an outline of this colour (the saved tensors of a training step are red).
   int nodesOutlined(const QColor& c) const;
+  // Scrolls the node with this id into the middle of the view; false when it is not drawn.
+  bool focusNode(const QString& id);
 
  signals:
   void nodeClicked(const QString& id);

@@ -7,8 +7,15 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QHeaderView>
+#include <QDragEnterEvent>
+#include <QDropEvent>
 #include <QLabel>
+#include <QLineEdit>
+#include <QMimeData>
+#include <QSettings>
+#include <QToolBar>
 #include <QListView>
+#include <QMenu>
 #include <QMenuBar>
 #include <QPushButton>
 #include <QSplitter>
@@ -18,6 +25,7 @@
 #include <QVBoxLayout>
 
 #include "code_view.h"
+#include "export_folder.h"
 #include "compile_session.h"
 #include "graph_layout.h"
 #include "graph_view.h"
@@ -170,7 +178,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
       if (QString::fromStdString(r->kernels[k].name) == id) markKernel(static_cast<int>(k));
   });
   buildActions();
-  graph_->showMessage(tr("Open a model: File > Open (Ctrl+O)"));
+  setAcceptDrops(true);
+  graph_->showMessage(tr("Open a model: File > Open (Ctrl+O), or drop a .pt2, .onnx or .txt file here"));
 }
 
 void MainWindow::buildActions() {
@@ -186,11 +195,35 @@ void MainWindow::buildActions() {
     const QString p = QFileDialog::getExistingDirectory(this, tr("Open model folder"));
     if (!p.isEmpty()) openModel(p);
   });
+  recent_menu_ = file->addMenu(tr("Open &Recent"));
+  rebuildRecentMenu();
   QAction* reload = file->addAction(tr("&Recompile"), this, [this] { if (!path_.isEmpty()) openModel(path_); });
   reload->setShortcut(QKeySequence::Refresh);
+  QAction* exp = file->addAction(tr("&Export Compile Folder…"), this, [this] {
+    if (!session_->result()) return;
+    const QString d = QFileDialog::getExistingDirectory(this, tr("Export the compile into a folder"));
+    if (!d.isEmpty()) exportFolder(d);
+  });
+  exp->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
   file->addSeparator();
   QAction* quit = file->addAction(tr("&Quit"), qApp, &QApplication::quit);
   quit->setShortcut(QKeySequence::Quit);
+
+  // Find: nodes of the shown stage by name, op or module path (Enter: next match).
+  QToolBar* bar = addToolBar(tr("Find"));
+  bar->setObjectName("find");
+  find_ = new QLineEdit(bar);
+  find_->setPlaceholderText(tr("Find node (name, op, module)…  Ctrl+F"));
+  find_->setClearButtonEnabled(true);
+  find_->setMaximumWidth(320);
+  bar->addWidget(find_);
+  connect(find_, &QLineEdit::returnPressed, this, [this] { findNodes(find_->text()); });
+  QMenu* edit = menuBar()->addMenu(tr("&Edit"));
+  QAction* find = edit->addAction(tr("&Find Node…"), this, [this] {
+    find_->setFocus();
+    find_->selectAll();
+  });
+  find->setShortcut(QKeySequence::Find);
 
   QMenu* view = menuBar()->addMenu(tr("&View"));
   QAction* fit = view->addAction(tr("Zoom to &Fit"), graph_, &GraphView::zoomToFit);
@@ -274,6 +307,7 @@ QString MainWindow::partitionSummary() const { return partition_summary_->text()
 
 void MainWindow::openModel(const QString& path) {
   path_ = path;
+  rememberRecent(path);
   setWindowTitle(tr("%1 — Lowerscope").arg(QFileInfo(path).fileName()));
   session_->open(path);
 }
@@ -475,6 +509,82 @@ void MainWindow::markKernel(int k) {
   if (!r || k < 0 || k >= static_cast<int>(r->kernels.size())) return;
   if (currentStage() != "source") selectStage("source");
   code_->markLines(r->kernels[k].first_line, r->kernels[k].last_line);
+}
+
+int MainWindow::findNodes(const QString& text) {
+  const CompileResult* r = session_->result();
+  if (!r || text.trimmed().isEmpty()) return 0;
+  const std::string stage = currentStage().toStdString();
+  const QString t = text.trimmed();
+  QStringList hits;
+  auto match = [&](const std::string& s) { return QString::fromStdString(s).contains(t, Qt::CaseInsensitive); };
+  if (const Graph* g = graph_of(*r, stage)) {
+    for (const Node& n : g->nodes)
+      if (match(n.name) || match(n.target) || match(n.module_path) || match(n.param_name)) hits << QString::fromStdString(n.name);
+  } else {
+    for (const LoopNode& n : r->loops.nodes)
+      if (match(n.name) || match(n.graph_node) || match(n.buffer)) hits << QString::fromStdString(n.name);
+    for (const Kernel& k : r->schedule.kernels)
+      if (match(k.name)) hits << QString::fromStdString(k.name);
+  }
+  if (hits.isEmpty()) {
+    progress_->setText(tr("No node of stage '%1' matches '%2'.").arg(currentStage(), t));
+    return 0;
+  }
+  // Enter again: the next match.
+  static QString last_text;
+  static int last_index = -1;
+  last_index = t == last_text ? (last_index + 1) % hits.size() : 0;
+  last_text = t;
+  const QString id = hits[last_index];
+  selectNode(id);
+  graph_->focusNode(id);
+  progress_->setText(tr("%1 of %2 matches for '%3': %4").arg(last_index + 1).arg(hits.size()).arg(t, id));
+  return static_cast<int>(hits.size());
+}
+
+QString MainWindow::exportFolder(const QString& dir) {
+  const CompileResult* r = session_->result();
+  if (!r) return {};
+  const ExportResult e = export_compile_folder(*r, dir);
+  QString msg = tr("Exported %1 files to %2").arg(e.written.size()).arg(dir);
+  if (!e.problems.isEmpty()) {
+    msg += tr(" (%1 problem(s))").arg(e.problems.size());
+    showError(tr("Export to %1:\n%2").arg(dir, e.problems.join("\n")));
+  }
+  progress_->setText(msg);
+  return msg;
+}
+
+QStringList MainWindow::recentFiles() const { return QSettings().value("recentFiles").toStringList(); }
+
+void MainWindow::rememberRecent(const QString& path) {
+  QStringList r = recentFiles();
+  const QString abs = QFileInfo(path).absoluteFilePath();
+  r.removeAll(abs);
+  r.prepend(abs);
+  while (r.size() > 10) r.removeLast();
+  QSettings().setValue("recentFiles", r);
+  rebuildRecentMenu();
+}
+
+void MainWindow::rebuildRecentMenu() {
+  if (!recent_menu_) return;
+  recent_menu_->clear();
+  for (const QString& p : recentFiles())
+    recent_menu_->addAction(QFileInfo(p).fileName() + "  —  " + QFileInfo(p).absolutePath(), this, [this, p] { openModel(p); });
+  recent_menu_->setEnabled(!recent_menu_->isEmpty());
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* e) {
+  if (e->mimeData()->hasUrls() && e->mimeData()->urls().first().isLocalFile()) e->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* e) {
+  const QList<QUrl> urls = e->mimeData()->urls();
+  if (urls.isEmpty() || !urls.first().isLocalFile()) return;
+  openModel(urls.first().toLocalFile());
+  e->acceptProposedAction();
 }
 
 }  // namespace ls

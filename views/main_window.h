@@ -3,7 +3,12 @@
 #pragma once
 #include <QMainWindow>
 
+class QAction;
+class QDragEnterEvent;
+class QDropEvent;
 class QLabel;
+class QLineEdit;
+class QMenu;
 class QTreeWidget;
 class QListView;
 class QTableView;
@@ -42,6 +47,13 @@ class MainWindow : public QMainWindow {
   // Training mode and the partitioner (recompiles the open model).
   void setTraining(bool on);
   void setPartitioner(bool min_cut);
+  // Nodes of the shown stage whose name, op or module path contains `text`; the first is
+  // selected and scrolled into view. Returns how many matched.
+  int findNodes(const QString& text);
+  // Writes the compile as a folder (stages, .dot and .svg, source, report.json); the message
+  // that says what was written goes to the status bar and is returned.
+  QString exportFolder(const QString& dir);
+  QStringList recentFiles() const;
   int highlightedCount() const { return highlighted_; }
   int markedSourceLines() const { return marked_lines_; }
 
@@ -58,6 +70,10 @@ class MainWindow : public QMainWindow {
   void markKernel(int kernel);
   void applyHighlight();
   void buildProvenance();
+  void rememberRecent(const QString& path);
+  void rebuildRecentMenu();
+  void dragEnterEvent(QDragEnterEvent* e) override;
+  void dropEvent(QDropEvent* e) override;
 
   CompileSession* session_;
   GraphLayouter* layouter_;
@@ -70,9 +86,9 @@ class MainWindow : public QMainWindow {
   PartitionModel* partition_model_;
   QTableView* partition_;
   QLabel* partition_summary_;
-  class QAction* train_action_ = nullptr;
-  class QAction* min_cut_action_ = nullptr;
-  class QAction* default_partition_action_ = nullptr;
+  QAction* train_action_ = nullptr;
+  QAction* min_cut_action_ = nullptr;
+  QAction* default_partition_action_ = nullptr;
   QLabel* banner_;
   QLabel* summary_;
   QLabel* progress_;
@@ -84,6 +100,8 @@ class MainWindow : public QMainWindow {
   int marked_lines_ = 0;
   bool syncing_ = false;  // set while one view updates another, so they do not echo
   QString path_;
+  QMenu* recent_menu_ = nullptr;
+  QLineEdit* find_ = nullptr;
 };
 
 }  // namespace ls

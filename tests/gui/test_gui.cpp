@@ -6,6 +6,11 @@
 #include <QTableView>
 #include <QTreeWidget>
 #include <QtTest>
+#include <QDir>
+#include <QFileInfo>
+#include <QTemporaryDir>
+#include <QStandardPaths>
+#include <QSettings>
 
 #include "code_view.h"
 #include "compile_session.h"
@@ -165,6 +170,42 @@ class TestGui : public QObject {
     QCOMPARE(done.last().at(0).toBool(), true);
     QVERIFY(w.session()->result()->training.partition().partitioner == Partitioner::default_partition);
     QVERIFY(w.partitionTable()->model()->rowCount() > saved);
+  }
+
+  // Find by name or op selects the node (and what it became); export writes every stage, the
+  // source, report.json and an SVG per graph; the model is remembered among the recent files.
+  void testFindExportAndRecent() {
+    QStandardPaths::setTestModeEnabled(true);
+    QSettings().remove("recentFiles");
+    MainWindow w;
+    w.show();
+    QSignalSpy done(&w, &MainWindow::compileDone);
+    w.openModel(QString(LS_SAMPLES) + "/mse_loss");
+    QVERIFY(done.wait(60000));
+    QSignalSpy shown(&w, &MainWindow::stageShown);
+    QVERIFY(w.selectStage("core_aten"));
+    QVERIFY(shown.count() > 0 || shown.wait(30000));
+    int pows = 0;
+    for (const Node& n : w.session()->result()->core_aten.nodes) pows += QString::fromStdString(n.target).contains("aten.pow");
+    QVERIFY(pows >= 1);
+    QCOMPARE(w.findNodes("aten.pow"), pows);         // by op
+    QVERIFY(!w.selectedOrigins().isEmpty());
+    QVERIFY(w.findNodes("no-such-node") == 0);
+    QVERIFY(w.findNodes("sub") >= 1);                // by name
+    QTemporaryDir dir;
+    const QString msg = w.exportFolder(dir.path());
+    QVERIFY2(msg.startsWith("Exported"), qPrintable(msg));
+    const QDir d(dir.path());
+    QVERIFY(d.exists("report.json"));
+    QVERIFY(!d.entryList({"*_source.cpp"}).isEmpty());
+    const QStringList dots = d.entryList({"*.dot"}), svgs = d.entryList({"*.svg"});
+    QVERIFY(dots.size() >= 5);
+    QCOMPARE(svgs.size(), dots.size());
+    QFile svg(d.filePath(svgs.first()));
+    QVERIFY(svg.open(QIODevice::ReadOnly));
+    QVERIFY(svg.readAll().contains("<svg"));
+    QVERIFY(w.errorText().isEmpty());
+    QCOMPARE(w.recentFiles().value(0), QFileInfo(QString(LS_SAMPLES) + "/mse_loss").absoluteFilePath());
   }
 
   void testOpensExportedModel() {

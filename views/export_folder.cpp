@@ -1,0 +1,42 @@
+#include "export_folder.h"
+
+#include <QDir>
+#include <QProcess>
+
+#include "pipeline/pipeline.h"
+#include "report/report.h"
+
+namespace ls {
+
+ExportResult export_compile_folder(const CompileResult& r, const QString& dir, int layout_timeout_ms) {
+  ExportResult out;
+  try {
+    write_dump(r, dir.toStdString());
+  } catch (const std::exception& e) {
+    out.problems << QString::fromStdString(e.what());
+    return out;
+  }
+  const QDir d(dir);
+  for (const QString& f : d.entryList(QDir::Files, QDir::Name)) out.written << f;
+  for (const QString& f : d.entryList({"*.dot"}, QDir::Files, QDir::Name)) {
+    const QString svg = f.left(f.size() - 4) + ".svg";
+    QProcess dot;
+    dot.start("dot", {"-Tsvg", "-o", d.filePath(svg), d.filePath(f)});
+    if (!dot.waitForStarted(5000)) {
+      out.problems << QObject::tr("%1: Graphviz's dot could not be started (is graphviz installed?)").arg(svg);
+      break;
+    }
+    if (!dot.waitForFinished(layout_timeout_ms)) {
+      dot.kill();
+      dot.waitForFinished(1000);
+      QFile::remove(d.filePath(svg));
+      out.problems << QObject::tr("%1: the layout took longer than %2 s and was stopped").arg(svg).arg(layout_timeout_ms / 1000);
+      continue;
+    }
+    if (dot.exitCode() != 0) out.problems << svg + ": " + QString::fromLocal8Bit(dot.readAllStandardError()).trimmed();
+    else out.written << svg;
+  }
+  return out;
+}
+
+}  // namespace ls
