@@ -1,5 +1,7 @@
 #include "loop/reorder_loops.h"
 
+#include <algorithm>
+
 #include "loop/dependencies.h"
 #include "loop/index.h"
 
@@ -13,39 +15,50 @@ std::vector<std::string> reorder_for_column_reductions(LoopProgram& p) {
   // the reduction (a mask, then the masked gradient) is reordered as a whole.
   for (size_t ni = p.nodes.size(); ni-- > 0;) {
     LoopNode& n = p.nodes[ni];
-    if (n.kind != LoopNode::Kind::pointwise || n.ranges.size() != 2 || !n.iter_order.empty() || p.buffer(n.buffer).is_output) continue;
-    const int64_t B = n.ranges[0], N = n.ranges[1];
-    if (B <= 1 || N <= 1) continue;
-    // The reordered node as it would run in a kernel iterating x over N and r over B.
-    LoopNode t = n;
-    t.iter_order = {1, 0};
-    t.ranges = {N, B};
-    const Expr x = Expr::var("x0", N), r = Expr::var("r0", B);
-    const Expr writes = extract_dependencies(t, {x, r}, {}).writes.at(0).index;
-    bool any = false, all = true;
-    for (size_t c = 0; c < p.nodes.size() && all; ++c) {
-      const LoopNode& rd = p.nodes[c];
-      bool reads = false;
-      for (const MemDep& d : deps[c].reads) reads = reads || d.buffer == n.buffer;
-      if (!reads || rd.kind == LoopNode::Kind::extern_kernel) continue;
-      // A reduction over B with one result per column, or a node already reordered to iterate
-      // the same way, reading exactly what the reordered node writes in the same iteration.
-      const bool column_reduction = rd.kind == LoopNode::Kind::reduction && rd.numel() == N && rd.rnumel() == B;
-      const bool reordered = rd.kind == LoopNode::Kind::pointwise && rd.iter_order == std::vector<int>{1, 0} &&
-                             rd.ranges == Shape{N, B};
-      if (!column_reduction && !reordered) {
-        all = false;
-        break;
+    if (n.kind != LoopNode::Kind::pointwise || n.ranges.size() < 2 || !n.iter_order.empty() || p.buffer(n.buffer).is_output) continue;
+    // Kept dim j outer (N = its size), the others (B in all) inner, in their order: the last dim
+    // first (a bias gradient), then any other (a per-channel sum over N, H, W).
+    const int k = static_cast<int>(n.ranges.size());
+    for (int j = k - 1; j >= 0; --j) {
+      const int64_t N = n.ranges[j], B = n.numel() / std::max<int64_t>(N, 1);
+      if (B <= 1 || N <= 1) continue;
+      // The reordered node as it would run in a kernel iterating x over N and r over B.
+      LoopNode t = n;
+      t.iter_order = {j};
+      t.ranges = {N};
+      for (int d = 0; d < k; ++d)
+        if (d != j) {
+          t.iter_order.push_back(d);
+          t.ranges.push_back(n.ranges[d]);
+        }
+      const Expr x = Expr::var("x0", N), r = Expr::var("r0", B);
+      const std::vector<Expr> at = unflatten(x * B + r, t.ranges);
+      const Expr writes = extract_dependencies(t, at, {}).writes.at(0).index;
+      bool any = false, all = true;
+      for (size_t c = 0; c < p.nodes.size() && all; ++c) {
+        const LoopNode& rd = p.nodes[c];
+        bool reads = false;
+        for (const MemDep& d : deps[c].reads) reads = reads || d.buffer == n.buffer;
+        if (!reads || rd.kind == LoopNode::Kind::extern_kernel) continue;
+        // A reduction over B with one result per kept index, or a node already reordered to
+        // iterate the same way, reading exactly what the reordered node writes in the same iteration.
+        const bool column_reduction = rd.kind == LoopNode::Kind::reduction && rd.numel() == N && rd.rnumel() == B;
+        const bool reordered = rd.kind == LoopNode::Kind::pointwise && rd.iter_order == t.iter_order && rd.ranges == t.ranges;
+        if (!column_reduction && !reordered) {
+          all = false;
+          break;
+        }
+        const Dependencies rdd = reordered ? extract_dependencies(rd, at, {})
+                                           : extract_dependencies(rd, unflatten(x, rd.ranges), unflatten(r, rd.reduction_ranges));
+        for (const MemDep& d : rdd.reads)
+          if (d.buffer == n.buffer && d.index != writes) all = false;
+        any = true;
       }
-      const Dependencies rdd = reordered ? extract_dependencies(rd, {x, r}, {})
-                                         : extract_dependencies(rd, unflatten(x, rd.ranges), unflatten(r, rd.reduction_ranges));
-      for (const MemDep& d : rdd.reads)
-        if (d.buffer == n.buffer && d.index != writes) all = false;
-      any = true;
+      if (!any || !all) continue;
+      n = t;
+      done.insert(done.begin(), n.name);
+      break;
     }
-    if (!any || !all) continue;
-    n = t;
-    done.insert(done.begin(), n.name);
   }
   return done;
 }

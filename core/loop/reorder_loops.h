@@ -1,5 +1,5 @@
-// Loop reordering for column reductions: a pointwise node [B, N] whose generated readers are all
-// reductions over B (a bias gradient summing a backward value over the batch) iterates N outer
+// Loop reordering for column reductions: a pointwise node [B..., N] whose generated readers are all
+// reductions over its leading dims B (a bias gradient summing a backward value over the batch) iterates N outer
 // and B inner instead, so it computes each value in the iteration of the reduction that reads it
 // and the two fuse into one kernel, as Inductor's loop reordering does.
 // Test: tests/cpu/test_cpu.cpp (testTrainingKernelCountsWithinInductor: mlp, the bias gradients).
