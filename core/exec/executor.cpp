@@ -41,7 +41,11 @@ void CpuExecutable::step(size_t k) {
   in.t.resize(c.args.size());
   in.lists.resize(c.args.size());
   for (size_t i = 0; i < c.args.size(); ++i) {
-    if (c.args[i].is_node()) in.t[i] = buffers_.at(c.inputs.at(c.args[i].node));
+    if (c.args[i].is_node()) {
+      const size_t k = static_cast<size_t>(c.args[i].node);
+      const Tensor& buf = buffers_.at(c.inputs.at(k));
+      in.t[i] = k < c.shapes.size() && buf.shape() != c.shapes[k] ? buf.reshaped(c.shapes[k]) : buf;
+    }
     for (const Arg& x : c.args[i].list)
       if (x.is_node()) in.lists[i].push_back(buffers_.at(c.inputs.at(x.node)));
   }

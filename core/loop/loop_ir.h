@@ -33,6 +33,8 @@ struct ExternCall {
   std::vector<Arg> args;                 // the op's arguments; node arguments index `inputs`
   std::vector<std::string> inputs;       // buffer per tensor argument
   std::vector<bool> transposed;          // per input: the buffer holds the operand with its last two dims swapped
+  std::vector<Shape> shapes;             // per input: the shape the kernel sees it in (a buffer of the same
+                                         // size may hold it under another shape: a flattening view)
   std::vector<std::string> outputs;      // buffer per output
   std::vector<TensorMeta> output_metas;
 };

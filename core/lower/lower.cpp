@@ -117,6 +117,16 @@ class Lowering {
     while (!realized_.count(id)) {
       const Node& n = g_.nodes[id];
       if (n.is_placeholder() || n.op->kind != OpKind::view) break;
+      // A reshape of a value stored whole is the same memory under another shape (a transpose
+      // seen above it applies to the reshaped matrix); not a reshape of a view, which would move data.
+      const bool reshape = n.op->name == "aten.view.default" || n.op->name == "prims.reshape.default" ||
+                           n.op->name == "prims.collapse_view.default" || n.op->name == "prims.split_dim.default";
+      if (reshape) {
+        const int in = n.args[0].node;
+        if (!(realized_.count(in) || g_.nodes[in].is_placeholder())) break;
+        id = in;
+        continue;
+      }
       if (n.op->name != "aten.permute.default" && n.op->name != "prims.transpose.default") break;
       const auto p = n.args[1].ints();
       const int64_t r = static_cast<int64_t>(p.size());
@@ -162,8 +172,11 @@ class Lowering {
         int src = a.node;
         bool t = false;
         if (matrix) std::tie(src, t) = matrix_source(src);
+        Shape seen = g_.nodes[a.node].meta().shape;
+        if (t) std::swap(seen[seen.size() - 1], seen[seen.size() - 2]);
         ln.ext.inputs.push_back(realize(src));  // may add copy nodes: name this one after
         ln.ext.transposed.push_back(t);
+        ln.ext.shapes.push_back(seen);
         a.node = static_cast<int>(ln.ext.inputs.size()) - 1;
       }
       for (Arg& x : a.list) self(x, self, false);

@@ -32,6 +32,14 @@ std::string shape_str(const Shape& shape) {
   return os.str();
 }
 
+Tensor Tensor::reshaped(Shape shape) const {
+  if (numel_of(shape) != numel()) throw std::invalid_argument("cannot see " + shape_str(shape_) + " as " + shape_str(shape));
+  Tensor t = *this;
+  t.strides_ = contiguous_strides(shape);
+  t.shape_ = std::move(shape);
+  return t;
+}
+
 Tensor::Tensor(DType dtype, Shape shape)
     : dtype_(dtype), shape_(std::move(shape)), strides_(contiguous_strides(shape_)) {
   for (int64_t d : shape_)

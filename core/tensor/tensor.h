@@ -32,6 +32,9 @@ class Tensor {
   const void* data() const { return storage_.get(); }
   int64_t nbytes() const { return numel() * dtype_size(dtype_); }
 
+  // The same storage seen with another shape of as many elements (contiguous).
+  Tensor reshaped(Shape shape) const;
+
   // Element access by linear (row-major) index, converted through double.
   double get(int64_t linear) const;
   void set(int64_t linear, double v);
