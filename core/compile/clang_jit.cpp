@@ -91,10 +91,48 @@ llvm::Expected<llvm::orc::JITTargetMachineBuilder> host_machine() {
   return jtmb;
 }
 
+
+// A JIT over this process (libm, OpenMP) holding one object file.
+std::unique_ptr<LoadedCode> jit_with_object(const std::string& object, std::string& diagnostics) {
+  init_once();
+  auto jtmb = host_machine();
+  if (!jtmb) {
+    diagnostics += llvm::toString(jtmb.takeError());
+    return nullptr;
+  }
+  auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(*jtmb)).create();
+  if (!jit) {
+    diagnostics += llvm::toString(jit.takeError());
+    return nullptr;
+  }
+  auto gen = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess((*jit)->getDataLayout().getGlobalPrefix());
+  if (!gen) {
+    diagnostics += llvm::toString(gen.takeError());
+    return nullptr;
+  }
+  (*jit)->getMainJITDylib().addGenerator(std::move(*gen));
+  if (auto err = (*jit)->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(object, "kernels.o"))) {
+    diagnostics += llvm::toString(std::move(err));
+    return nullptr;
+  }
+  return std::make_unique<JitCode>(std::move(*jit));
+}
+
 }  // namespace
 
+std::string clang_jit_target() {
+  std::string t = llvm::sys::getProcessTriple() + " " + host_cpu();
+  for (const auto& f : host_features()) t += " " + f;
+  return t;
+}
+
+std::unique_ptr<LoadedCode> clang_jit_load_object(const std::string& object, std::string& diagnostics) {
+  return jit_with_object(object, diagnostics);
+}
+
 std::unique_ptr<LoadedCode> clang_jit_compile(const std::string& source, const std::string& opt_level,
-                                              std::string& diagnostics, std::string* llvm_ir, std::string* assembly) {
+                                              std::string& diagnostics, std::string* llvm_ir, std::string* assembly,
+                                              std::string* object_out) {
   init_once();
   llvm::raw_string_ostream diag_os(diagnostics);
   auto diag_opts = llvm::makeIntrusiveRefCnt<clang::DiagnosticOptions>();
@@ -138,47 +176,38 @@ std::unique_ptr<LoadedCode> clang_jit_compile(const std::string& source, const s
     diagnostics += llvm::toString(jtmb.takeError());
     return nullptr;
   }
-  auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(*jtmb)).create();
-  if (!jit) {
-    diagnostics += llvm::toString(jit.takeError());
+  jtmb->setRelocationModel(llvm::Reloc::PIC_);
+  auto tm = jtmb->createTargetMachine();
+  if (!tm) {
+    diagnostics += llvm::toString(tm.takeError());
     return nullptr;
   }
-  auto gen = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess((*jit)->getDataLayout().getGlobalPrefix());
-  if (!gen) {
-    diagnostics += llvm::toString(gen.takeError());
-    return nullptr;
-  }
-  (*jit)->getMainJITDylib().addGenerator(std::move(*gen));
-  module->setDataLayout((*jit)->getDataLayout());
+  module->setDataLayout((*tm)->createDataLayout());
   if (llvm_ir) {  // what Clang's optimizer made of the kernels
     llvm::raw_string_ostream os(*llvm_ir);
     module->print(os, nullptr);
   }
-  if (assembly) {  // and the machine code, printed by a target machine like the JIT's
-    auto jtmb2 = host_machine();
-    if (jtmb2) {
-      if (auto tm = jtmb2->createTargetMachine()) {
-        std::unique_ptr<llvm::Module> copy = llvm::CloneModule(*module);
-        llvm::SmallString<0> buf;
-        llvm::raw_svector_ostream os(buf);
-        llvm::legacy::PassManager pm;
-        if (!(*tm)->addPassesToEmitFile(pm, os, nullptr, llvm::CGFT_AssemblyFile)) {
-          pm.run(*copy);
-          *assembly = std::string(buf.str());
-        }
-      } else {
-        llvm::consumeError(tm.takeError());
-      }
-    } else {
-      llvm::consumeError(jtmb2.takeError());
-    }
-  }
-  if (auto err = (*jit)->addIRModule(llvm::orc::ThreadSafeModule(std::move(module), std::move(ctx)))) {
-    diagnostics += llvm::toString(std::move(err));
+  // Machine code, once as text for the user and once as the object the JIT links (and the cache keeps).
+  auto emit = [&](llvm::CodeGenFileType type, std::string& out) {
+    std::unique_ptr<llvm::Module> copy = llvm::CloneModule(*module);
+    llvm::SmallString<0> buf;
+    llvm::raw_svector_ostream os(buf);
+    llvm::legacy::PassManager pm;
+    if ((*tm)->addPassesToEmitFile(pm, os, nullptr, type)) return false;
+    pm.run(*copy);
+    out = std::string(buf.str());
+    return true;
+  };
+  if (assembly) emit(llvm::CGFT_AssemblyFile, *assembly);
+  std::string object;
+  if (!emit(llvm::CGFT_ObjectFile, object)) {
+    diagnostics += "the target machine cannot emit object files";
     return nullptr;
   }
   diag_os.flush();
-  return std::make_unique<JitCode>(std::move(*jit));
+  std::unique_ptr<LoadedCode> code = jit_with_object(object, diagnostics);
+  if (code && object_out) *object_out = std::move(object);
+  return code;
 }
 
 }  // namespace ls

@@ -129,11 +129,43 @@ CpuCompileResult compile_cpp(const std::string& source, const CpuCompileOptions&
   const auto t0 = std::chrono::steady_clock::now();
   CpuCompileResult r;
   if (have_clang_jit() && !o.external) {
+    namespace fs = std::filesystem;
+    const fs::path cache = cache_folder(o);
+    const std::string key = "jit-" + fnv1a_hex("clang14 " + o.opt_level + " " + clang_jit_target() + "\n" + source);
+    std::error_code ec;
     std::string diag;
-    r.code = clang_jit_compile(source, o.opt_level, diag, &r.llvm_ir, &r.assembly);
-    if (!r.code) throw CompileError("Clang rejected the generated kernels", diag);
-    r.log = diag;
-    r.compiler = "clang 14 (in-process, ORC JIT)";
+    if (!cache.empty() && fs::exists(cache / (key + ".o"), ec) && read_file(cache / (key + ".cpp")) == source) {
+      r.code = clang_jit_load_object(read_file(cache / (key + ".o")), diag);
+      if (r.code) {
+        r.from_cache = true;
+        r.llvm_ir = read_file(cache / (key + ".ll"));
+        r.assembly = read_file(cache / (key + ".s"));
+        r.log = read_file(cache / (key + ".log"));
+        r.compiler = "clang 14 (in-process, ORC JIT; from the disk cache)";
+      }
+    }
+    if (!r.code) {
+      std::string object;
+      diag.clear();
+      r.code = clang_jit_compile(source, o.opt_level, diag, &r.llvm_ir, &r.assembly, &object);
+      if (!r.code) throw CompileError("Clang rejected the generated kernels", diag);
+      r.log = diag;
+      r.compiler = "clang 14 (in-process, ORC JIT)";
+      if (!cache.empty() && (fs::create_directories(cache, ec), !ec)) {
+        // The source last: a reader takes an entry only when its source is there and equal.
+        const std::string tmp = "." + std::to_string(getpid());
+        auto put = [&](const std::string& ext, const std::string& text) {
+          const fs::path dst = cache / (key + ext);
+          { std::ofstream(dst.string() + tmp, std::ios::binary) << text; }
+          fs::rename(dst.string() + tmp, dst, ec);
+        };
+        put(".o", object);
+        put(".ll", r.llvm_ir);
+        put(".s", r.assembly);
+        put(".log", r.log);
+        put(".cpp", source);
+      }
+    }
   } else {
     r.code = external_compile(source, o, r.from_cache);
     r.compiler = o.external_cxx + (r.from_cache ? " (external, dlopen; from the disk cache)" : " (external, dlopen)");
@@ -144,10 +176,15 @@ CpuCompileResult compile_cpp(const std::string& source, const CpuCompileOptions&
 
 #ifndef LOWERSCOPE_HAVE_CLANG_JIT
 std::unique_ptr<LoadedCode> clang_jit_compile(const std::string&, const std::string&, std::string& diagnostics, std::string*,
-                                              std::string*) {
+                                              std::string*, std::string*) {
   diagnostics = "this build has no in-process Clang JIT";
   return nullptr;
 }
+std::unique_ptr<LoadedCode> clang_jit_load_object(const std::string&, std::string& diagnostics) {
+  diagnostics = "this build has no in-process Clang JIT";
+  return nullptr;
+}
+std::string clang_jit_target() { return {}; }
 #endif
 
 }  // namespace ls

@@ -17,8 +17,9 @@ struct CpuCompileOptions {
   bool external = false;       // force the external compiler
   std::string external_cxx = "c++";
   std::string opt_level = "-O3";
-  // External path: compiled libraries are kept in this folder, keyed by source and command, and
-  // loaded from there next time. Empty: $LOWERSCOPE_CACHE_DIR, else $XDG_CACHE_HOME/lowerscope/cpu,
+  // Compiled code (the external path's libraries, the JIT's object files with their IR and
+  // assembly) is kept in this folder, keyed by source, compiler and target, and loaded from there
+  // next time. Empty: $LOWERSCOPE_CACHE_DIR, else $XDG_CACHE_HOME/lowerscope/cpu,
   // else ~/.cache/lowerscope/cpu; "off" (here or in $LOWERSCOPE_CACHE_DIR) disables it.
   std::string cache_dir;
 };
@@ -45,9 +46,13 @@ bool have_clang_jit();
 void prefer_short_openmp_spin();
 CpuCompileResult compile_cpp(const std::string& source, const CpuCompileOptions& opts);
 
-// Used by compile_cpp when the in-process JIT is built in (compile/clang_jit.cpp).
+// Used by compile_cpp when the in-process JIT is built in (compile/clang_jit.cpp): compile to an
+// object file and link it in; load an object compiled before; the target the objects are for
+// (part of the cache key).
 std::unique_ptr<LoadedCode> clang_jit_compile(const std::string& source, const std::string& opt_level,
                                               std::string& diagnostics, std::string* llvm_ir = nullptr,
-                                              std::string* assembly = nullptr);
+                                              std::string* assembly = nullptr, std::string* object = nullptr);
+std::unique_ptr<LoadedCode> clang_jit_load_object(const std::string& object, std::string& diagnostics);
+std::string clang_jit_target();
 
 }  // namespace ls

@@ -367,6 +367,27 @@ class TestCpu : public QObject {
       QVERIFY(c->code->symbol(r.source.kernels.at(0).name) != nullptr);
   }
 
+  // The in-process path keeps its object file with the IR and assembly it showed: the second
+  // compile links the object from the cache and shows the same machine code.
+  void testJitCompileCache() {
+    if (!have_clang_jit()) QSKIP("no in-process Clang in this build");
+    QTemporaryDir dir;
+    CpuCompileOptions co;
+    co.cache_dir = dir.path().toStdString();
+    const CompileResult r = compile_fixture("mse_loss/3_core_aten.txt", 2);
+    const CpuCompileResult first = compile_cpp(r.source.code, co);
+    QVERIFY(!first.from_cache);
+    const CpuCompileResult second = compile_cpp(r.source.code, co);
+    QVERIFY(second.from_cache);
+    QVERIFY(second.ms < first.ms);
+    QVERIFY(!second.assembly.empty());
+    QCOMPARE(second.assembly, first.assembly);
+    QCOMPARE(second.llvm_ir, first.llvm_ir);
+    QVERIFY(second.code->symbol(r.source.kernels.at(0).name) != nullptr);
+    co.opt_level = "-O1";  // other options: another entry
+    QVERIFY(!compile_cpp(r.source.code, co).from_cache);
+  }
+
   void testReportHasContract() {
     const CompileResult r = compile_fixture("sincos/3_core_aten.txt", 1);
     const std::string j = report_json(r);
