@@ -115,7 +115,13 @@ def fixture_models():
             b, t, d = x.shape
             q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
             q, k, v = (z.view(b, t, self.h, d // self.h).transpose(1, 2) for z in (q, k, v))
-            y = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, t, d)
+            if hasattr(F, "scaled_dot_product_attention"):
+                y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            else:  # torch 1.13
+                s = (q @ k.transpose(-2, -1)) * (q.shape[-1] ** -0.5)
+                s = s.masked_fill(torch.ones(t, t, dtype=torch.bool).triu(1), float("-inf"))
+                y = torch.softmax(s, dim=-1) @ v
+            y = y.transpose(1, 2).reshape(b, t, d)
             x = x + self.proj(y)
             return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
 
@@ -142,9 +148,12 @@ def fixture_models():
     return models
 
 
+EXTERNAL = ["--external-compiler"]
+
+
 def ours(cli, model, extra, tmp):
     report = os.path.join(tmp, "report.json")
-    cmd = [cli, "compile", model, "--external-compiler", "--quiet", "--report", report] + extra
+    cmd = [cli, "compile", model, "--quiet", "--report", report] + EXTERNAL + extra
     # A fresh compile cache each time: the compile column is a cold compile.
     env = dict(os.environ, LOWERSCOPE_CACHE_DIR=tempfile.mkdtemp(dir=tmp))
     t0 = time.perf_counter()
@@ -160,6 +169,8 @@ def ours(cli, model, extra, tmp):
 
 def torch_side(fn, inputs):
     eager = median_ms(lambda: fn(*inputs))
+    if not hasattr(torch, "compile"):  # Debian 12's torch 1.13: eager only
+        return eager, None, None
     torch._dynamo.reset()
     compiled = torch.compile(fn)
     t0 = time.perf_counter()
@@ -172,7 +183,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cli", required=True)
     ap.add_argument("--out")
+    ap.add_argument("--in-process", action="store_true", help="compile with the in-process Clang JIT (default: external c++)")
     args = ap.parse_args()
+    if args.in_process:
+        EXTERNAL.clear()
     torch.manual_seed(0)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -203,27 +217,30 @@ def main():
                 model.zero_grad(set_to_none=True)
                 model(x).sum().backward()
             e = median_ms(lambda: step(x))
-            torch._dynamo.reset()
-            cm = torch.compile(model)
+            c = cms = None
+            if hasattr(torch, "compile"):
+                torch._dynamo.reset()
+                cm = torch.compile(model)
 
-            def cstep(x):
-                cm.zero_grad(set_to_none=True)
-                cm(x).sum().backward()
-            t0 = time.perf_counter()
-            cstep(x)
-            cms = (time.perf_counter() - t0) * 1e3
-            c = median_ms(lambda: cstep(x))
+                def cstep(x):
+                    cm.zero_grad(set_to_none=True)
+                    cm(x).sum().backward()
+                t0 = time.perf_counter()
+                cstep(x)
+                cms = (time.perf_counter() - t0) * 1e3
+                c = median_ms(lambda: cstep(x))
             o, oms, status = ours(args.cli, graph, ["--train"], tmp)
             rows.append((m + " train", e, c, o, cms, oms, status))
             print(rows[-1], flush=True)
 
     def f(v, p=3):
         return "-" if v is None else f"{v:.{p}f}"
-    out = ["| case | eager ms | torch.compile ms | Lowerscope ms | ours / Inductor | Inductor compile ms | Lowerscope compile ms | check |",
-           "|---|---|---|---|---|---|---|---|"]
+    out = ["| case | eager ms | torch.compile ms | Lowerscope ms | ours / Inductor | ours / eager | Inductor compile ms | Lowerscope compile ms | check |",
+           "|---|---|---|---|---|---|---|---|---|"]
     for name, e, c, o, cms, oms, status in rows:
-        ratio = "-" if o is None else f"{o / c:.2f}x"
-        out.append(f"| {name} | {f(e)} | {f(c)} | {f(o)} | {ratio} | {f(cms, 0)} | {f(oms, 0)} | {status} |")
+        ratio = "-" if o is None or c is None else f"{o / c:.2f}x"
+        ratio_e = "-" if o is None else f"{o / e:.2f}x"
+        out.append(f"| {name} | {f(e)} | {f(c)} | {f(o)} | {ratio} | {ratio_e} | {f(cms, 0)} | {f(oms, 0)} | {status} |")
     head = (f"torch {torch.__version__}, {torch.get_num_threads()} threads, "
             f"{os.cpu_count()} CPUs; {os.uname().nodename}")
     text = head + "\n\n" + "\n".join(out) + "\n"
