@@ -1,6 +1,9 @@
 #include "frontend/load_model.h"
 
 #include <algorithm>
+#include <cmath>
+
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -49,9 +52,15 @@ std::vector<Tensor> random_inputs(const Graph& g, uint64_t seed) {
     const TensorMeta& m = g.nodes[id].meta();
     // A stand-in for a batch norm's running variance must be positive, or the model yields NaN.
     const bool variance = g.nodes[id].name.find("running_var") != std::string::npos;
+    // A stand-in for a weight matrix or filter is scaled by 1/sqrt(fan-in), as PyTorch's layers
+    // initialise theirs: unscaled weights blow activations up layer after layer (rms in the
+    // thousands after a transformer block), past what float32 can compare at 1e-4.
+    double scale = 1.0;
+    if (g.nodes[id].name.find("weight") != std::string::npos && m.shape.size() >= 2)
+      scale = 1.0 / std::sqrt(static_cast<double>(std::max<int64_t>(1, m.numel() / std::max<int64_t>(1, m.shape[0]))));
     Tensor t(m.dtype, m.shape);
     for (int64_t i = 0; i < t.numel(); ++i)
-      t.set(i, !dtype_is_float(m.dtype) ? static_cast<double>(rng() % 10) : variance ? positive(rng) : nd(rng));
+      t.set(i, !dtype_is_float(m.dtype) ? static_cast<double>(rng() % 10) : variance ? positive(rng) : scale * nd(rng));
     out.push_back(t);
   }
   return out;
