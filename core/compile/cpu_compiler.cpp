@@ -54,6 +54,39 @@ std::string read_file(const std::filesystem::path& p) {
   return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
 }
 
+// Compiled code on disk: each entry is files key.<ext> beside key.cpp, its source. The source is
+// written last and compared on every lookup, so an entry counts only when complete and only for
+// the source it was made from; every file is renamed into place, so no reader sees half of one.
+// A cache folder that cannot be written is skipped.
+class DiskCache {
+ public:
+  DiskCache(std::filesystem::path dir, std::string key) : dir_(std::move(dir)), key_(std::move(key)) {}
+  bool has(const std::string& ext, const std::string& source) const {
+    std::error_code ec;
+    return !dir_.empty() && std::filesystem::exists(path(ext), ec) && read_file(path(".cpp")) == source;
+  }
+  std::filesystem::path path(const std::string& ext) const { return dir_ / (key_ + ext); }
+  std::string get(const std::string& ext) const { return read_file(path(ext)); }
+  // Writes the entry's files, then its source; false when the folder cannot be written.
+  bool put(const std::vector<std::pair<std::string, std::string>>& files, const std::string& source) const {
+    std::error_code ec;
+    if (dir_.empty() || (std::filesystem::create_directories(dir_, ec), ec)) return false;
+    const std::string tmp = "." + std::to_string(getpid());
+    auto write = [&](const std::string& ext, const std::string& bytes) {
+      { std::ofstream(path(ext).string() + tmp, std::ios::binary) << bytes; }
+      std::filesystem::rename(path(ext).string() + tmp, path(ext), ec);
+      return !ec;
+    };
+    for (const auto& [ext, bytes] : files)
+      if (!write(ext, bytes)) return false;
+    return write(".cpp", source);
+  }
+
+ private:
+  std::filesystem::path dir_;
+  std::string key_;
+};
+
 std::unique_ptr<LoadedCode> load_library(const std::filesystem::path& lib) {
   prefer_short_openmp_spin();
   void* h = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -69,12 +102,10 @@ std::unique_ptr<LoadedCode> external_compile(const std::string& source, const Cp
   namespace fs = std::filesystem;
   const std::string flags = o.external_cxx + " " + o.opt_level + " -march=native -fopenmp -fno-math-errno -fno-trapping-math -shared -fPIC";
   const std::string libs = " -lmvec";  // after the source: linkers with --as-needed drop earlier ones
-  const fs::path cache = cache_folder(o);
-  const std::string key = fnv1a_hex(flags + libs + "\n" + source);
-  std::error_code ec;
-  if (!cache.empty() && fs::exists(cache / (key + ".so"), ec) && read_file(cache / (key + ".cpp")) == source) {
+  const DiskCache cache(cache_folder(o), fnv1a_hex(flags + libs + "\n" + source));
+  if (cache.has(".so", source)) {
     from_cache = true;
-    return load_library(cache / (key + ".so"));
+    return load_library(cache.path(".so"));
   }
   const fs::path dir = fs::temp_directory_path() /
                        ("lowerscope-" + std::to_string(getpid()) + "-" + std::to_string(std::hash<std::string>{}(source)));
@@ -89,19 +120,9 @@ std::unique_ptr<LoadedCode> external_compile(const std::string& source, const Cp
     std::string diag((std::istreambuf_iterator<char>(l)), std::istreambuf_iterator<char>());
     throw CompileError("the external compiler (" + o.external_cxx + ") rejected the generated kernels", diag);
   }
-  // Into the cache: source beside the library, both renamed into place so that a reader never
-  // sees half a file. A cache that cannot be written is skipped.
-  fs::path to_load = lib;
-  if (!cache.empty() && (fs::create_directories(cache, ec), !ec)) {
-    const fs::path so = cache / (key + ".so"), cpp = cache / (key + ".cpp");
-    const std::string tmp = "." + std::to_string(getpid());
-    fs::copy_file(src, cpp.string() + tmp, fs::copy_options::overwrite_existing, ec);
-    if (!ec) fs::rename(cpp.string() + tmp, cpp, ec);
-    if (!ec) fs::copy_file(lib, so.string() + tmp, fs::copy_options::overwrite_existing, ec);
-    if (!ec) fs::rename(so.string() + tmp, so, ec);
-    if (!ec) to_load = so;
-  }
+  const fs::path to_load = cache.put({{".so", read_file(lib)}}, source) ? cache.path(".so") : lib;
   std::unique_ptr<LoadedCode> code = load_library(to_load);
+  std::error_code ec;
   fs::remove_all(dir, ec);
   return code;
 }
@@ -129,18 +150,15 @@ CpuCompileResult compile_cpp(const std::string& source, const CpuCompileOptions&
   const auto t0 = std::chrono::steady_clock::now();
   CpuCompileResult r;
   if (have_clang_jit() && !o.external) {
-    namespace fs = std::filesystem;
-    const fs::path cache = cache_folder(o);
-    const std::string key = "jit-" + fnv1a_hex("clang14 " + o.opt_level + " " + clang_jit_target() + "\n" + source);
-    std::error_code ec;
+    const DiskCache cache(cache_folder(o), "jit-" + fnv1a_hex("clang14 " + o.opt_level + " " + clang_jit_target() + "\n" + source));
     std::string diag;
-    if (!cache.empty() && fs::exists(cache / (key + ".o"), ec) && read_file(cache / (key + ".cpp")) == source) {
-      r.code = clang_jit_load_object(read_file(cache / (key + ".o")), diag);
+    if (cache.has(".o", source)) {
+      r.code = clang_jit_load_object(cache.get(".o"), diag);
       if (r.code) {
         r.from_cache = true;
-        r.llvm_ir = read_file(cache / (key + ".ll"));
-        r.assembly = read_file(cache / (key + ".s"));
-        r.log = read_file(cache / (key + ".log"));
+        r.llvm_ir = cache.get(".ll");
+        r.assembly = cache.get(".s");
+        r.log = cache.get(".log");
         r.compiler = "clang 14 (in-process, ORC JIT; from the disk cache)";
       }
     }
@@ -151,20 +169,7 @@ CpuCompileResult compile_cpp(const std::string& source, const CpuCompileOptions&
       if (!r.code) throw CompileError("Clang rejected the generated kernels", diag);
       r.log = diag;
       r.compiler = "clang 14 (in-process, ORC JIT)";
-      if (!cache.empty() && (fs::create_directories(cache, ec), !ec)) {
-        // The source last: a reader takes an entry only when its source is there and equal.
-        const std::string tmp = "." + std::to_string(getpid());
-        auto put = [&](const std::string& ext, const std::string& text) {
-          const fs::path dst = cache / (key + ext);
-          { std::ofstream(dst.string() + tmp, std::ios::binary) << text; }
-          fs::rename(dst.string() + tmp, dst, ec);
-        };
-        put(".o", object);
-        put(".ll", r.llvm_ir);
-        put(".s", r.assembly);
-        put(".log", r.log);
-        put(".cpp", source);
-      }
+      cache.put({{".o", object}, {".ll", r.llvm_ir}, {".s", r.assembly}, {".log", r.log}}, source);
     }
   } else {
     r.code = external_compile(source, o, r.from_cache);
