@@ -65,7 +65,7 @@ void print_result(const ls::CompileResult& r) {
   }
   if (const ls::Stage* run = r.stage("run")) std::cout << '\n' << run->text;
   std::cout << "\ncompile: " << std::fixed << std::setprecision(1) << r.compile_ms << " ms   run: " << std::setprecision(4)
-            << r.run_ms << " ms   check: " << (r.check.ok ? "ok" : "FAILED") << '\n';
+            << r.run_ms << " ms   check: " << (!r.not_run.empty() ? "not run" : r.check.ok ? "ok" : "FAILED") << '\n';
 }
 
 int compile_command(int argc, char** argv) {
@@ -127,6 +127,10 @@ int compile_command(int argc, char** argv) {
   if (!r.error.empty()) {
     std::cerr << "lowerscope-cli: stage '" << r.error_stage << "' failed: " << r.error << '\n';
     return 2;
+  }
+  if (!r.not_run.empty()) {
+    std::cout << "\nnot run: " << r.not_run << '\n';
+    return 0;
   }
   if (!r.check.ok && po.run) {
     std::cerr << "lowerscope-cli: the compiled model's output does not match:\n";

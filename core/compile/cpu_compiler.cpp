@@ -1,5 +1,7 @@
 #include "compile/cpu_compiler.h"
 
+#include "compile/disk_cache.h"
+
 #include <dlfcn.h>
 #include <unistd.h>
 
@@ -29,64 +31,6 @@ std::string shell_quote(const std::string& s) {
   return o + "'";
 }
 
-// FNV-1a, 64 bits: the cache key (a hit is confirmed by comparing the stored source).
-std::string fnv1a_hex(const std::string& s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return buf;
-}
-
-std::filesystem::path cache_folder(const CpuCompileOptions& o) {
-  std::string d = o.cache_dir;
-  if (d.empty())
-    if (const char* e = std::getenv("LOWERSCOPE_CACHE_DIR")) d = e;
-  if (d == "off") return {};
-  if (!d.empty()) return d;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::filesystem::path(x) / "lowerscope" / "cpu";
-  if (const char* h = std::getenv("HOME"); h && *h) return std::filesystem::path(h) / ".cache" / "lowerscope" / "cpu";
-  return {};
-}
-
-std::string read_file(const std::filesystem::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-}
-
-// Compiled code on disk: each entry is files key.<ext> beside key.cpp, its source. The source is
-// written last and compared on every lookup, so an entry counts only when complete and only for
-// the source it was made from; every file is renamed into place, so no reader sees half of one.
-// A cache folder that cannot be written is skipped.
-class DiskCache {
- public:
-  DiskCache(std::filesystem::path dir, std::string key) : dir_(std::move(dir)), key_(std::move(key)) {}
-  bool has(const std::string& ext, const std::string& source) const {
-    std::error_code ec;
-    return !dir_.empty() && std::filesystem::exists(path(ext), ec) && read_file(path(".cpp")) == source;
-  }
-  std::filesystem::path path(const std::string& ext) const { return dir_ / (key_ + ext); }
-  std::string get(const std::string& ext) const { return read_file(path(ext)); }
-  // Writes the entry's files, then its source; false when the folder cannot be written.
-  bool put(const std::vector<std::pair<std::string, std::string>>& files, const std::string& source) const {
-    std::error_code ec;
-    if (dir_.empty() || (std::filesystem::create_directories(dir_, ec), ec)) return false;
-    const std::string tmp = "." + std::to_string(getpid());
-    auto write = [&](const std::string& ext, const std::string& bytes) {
-      { std::ofstream(path(ext).string() + tmp, std::ios::binary) << bytes; }
-      std::filesystem::rename(path(ext).string() + tmp, path(ext), ec);
-      return !ec;
-    };
-    for (const auto& [ext, bytes] : files)
-      if (!write(ext, bytes)) return false;
-    return write(".cpp", source);
-  }
-
- private:
-  std::filesystem::path dir_;
-  std::string key_;
-};
-
 std::unique_ptr<LoadedCode> load_library(const std::filesystem::path& lib) {
   prefer_short_openmp_spin();
   void* h = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -102,7 +46,7 @@ std::unique_ptr<LoadedCode> external_compile(const std::string& source, const Cp
   namespace fs = std::filesystem;
   const std::string flags = o.external_cxx + " " + o.opt_level + " -march=native -fopenmp -fno-math-errno -fno-trapping-math -shared -fPIC";
   const std::string libs = " -lmvec";  // after the source: linkers with --as-needed drop earlier ones
-  const DiskCache cache(cache_folder(o), fnv1a_hex(flags + libs + "\n" + source));
+  const DiskCache cache(cache_folder(o.cache_dir, "cpu"), fnv1a_hex(flags + libs + "\n" + source));
   if (cache.has(".so", source)) {
     from_cache = true;
     return load_library(cache.path(".so"));
@@ -150,7 +94,7 @@ CpuCompileResult compile_cpp(const std::string& source, const CpuCompileOptions&
   const auto t0 = std::chrono::steady_clock::now();
   CpuCompileResult r;
   if (have_clang_jit() && !o.external) {
-    const DiskCache cache(cache_folder(o), "jit-" + fnv1a_hex("clang14 " + o.opt_level + " " + clang_jit_target() + "\n" + source));
+    const DiskCache cache(cache_folder(o.cache_dir, "cpu"), "jit-" + fnv1a_hex("clang14 " + o.opt_level + " " + clang_jit_target() + "\n" + source));
     std::string diag;
     if (cache.has(".o", source)) {
       r.code = clang_jit_load_object(cache.get(".o"), diag);

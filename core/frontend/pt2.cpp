@@ -1,6 +1,9 @@
 #include "frontend/pt2.h"
 
+#include <algorithm>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -15,22 +18,38 @@
 
 namespace ls {
 
-#ifndef LOWERSCOPE_HAVE_LIBZIP
-bool have_pt2() { return false; }
-Graph import_pt2(const std::string& path) {
-  throw std::runtime_error(path + ": this build cannot read .pt2 archives (it was built without libzip)");
-}
+bool have_pt2() {
+#ifdef LOWERSCOPE_HAVE_LIBZIP
+  return true;
 #else
-bool have_pt2() { return true; }
+  return false;
+#endif
+}
 
 namespace {
 
 using nlohmann::json;
+
 constexpr uint64_t kMaxEntry = uint64_t(1) << 32;  // 4 GiB: anything larger is refused
 
+// The archive's entries: read from the zip file (libzip), or from a folder it was unpacked into
+// (`unzip model.pt2 -d model.pt2.d`: any build reads that, libzip or not).
 class Archive {
  public:
   explicit Archive(const std::string& path) : path_(path) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (fs::is_directory(path, ec)) {
+      folder_ = true;
+      for (auto it = fs::recursive_directory_iterator(path, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
+        if (it->is_regular_file(ec)) {
+          std::string rel = fs::relative(it->path(), path, ec).generic_string();
+          // An archive unpacked with its top folder, or the top folder's contents alone.
+          names_.push_back(rel.find('/') == std::string::npos ? "./" + rel : rel);
+        }
+      return;
+    }
+#ifdef LOWERSCOPE_HAVE_LIBZIP
     int err = 0;
     z_ = zip_open(path.c_str(), ZIP_RDONLY, &err);
     if (!z_) {
@@ -43,9 +62,15 @@ class Archive {
     const zip_int64_t n = zip_get_num_entries(z_, 0);
     for (zip_int64_t i = 0; i < n; ++i)
       if (const char* name = zip_get_name(z_, static_cast<zip_uint64_t>(i), 0)) names_.emplace_back(name);
+#else
+    throw std::runtime_error(path + ": this build cannot read .pt2 archives (it was built without libzip); "
+                             "unpack it (unzip FILE.pt2 -d FILE.pt2.d) and open the folder");
+#endif
   }
   ~Archive() {
+#ifdef LOWERSCOPE_HAVE_LIBZIP
     if (z_) zip_discard(z_);
+#endif
   }
   Archive(const Archive&) = delete;
   Archive& operator=(const Archive&) = delete;
@@ -60,13 +85,13 @@ class Archive {
   }
 
   std::string read(const std::string& name, uint64_t expect_size = UINT64_MAX) const {
+    if (folder_) return read_file(name, expect_size);
+#ifdef LOWERSCOPE_HAVE_LIBZIP
     zip_stat_t st;
     if (zip_stat(z_, name.c_str(), 0, &st) != 0) throw std::runtime_error(path_ + ": the archive has no entry '" + name + "'");
     if (!(st.valid & ZIP_STAT_SIZE) || st.size > kMaxEntry)
       throw std::runtime_error(path_ + ": entry '" + name + "' is too large");
-    if (expect_size != UINT64_MAX && st.size != expect_size)
-      throw std::runtime_error(path_ + ": entry '" + name + "' has " + std::to_string(st.size) + " bytes but its tensor needs " +
-                               std::to_string(expect_size));
+    check_size(name, st.size, expect_size);
     std::unique_ptr<zip_file_t, int (*)(zip_file_t*)> f(zip_fopen(z_, name.c_str(), 0), zip_fclose);
     if (!f) throw std::runtime_error(path_ + ": cannot open entry '" + name + "'");
     std::string data(st.size, '\0');
@@ -77,11 +102,36 @@ class Archive {
       got += r;
     }
     return data;
+#else
+    return {};
+#endif
   }
 
  private:
+  void check_size(const std::string& name, uint64_t size, uint64_t expect_size) const {
+    if (expect_size != UINT64_MAX && size != expect_size)
+      throw std::runtime_error(path_ + ": entry '" + name + "' has " + std::to_string(size) + " bytes but its tensor needs " +
+                               std::to_string(expect_size));
+  }
+  std::string read_file(const std::string& name, uint64_t expect_size) const {
+    namespace fs = std::filesystem;
+    if (std::find(names_.begin(), names_.end(), name) == names_.end())
+      throw std::runtime_error(path_ + ": the archive has no entry '" + name + "'");
+    const fs::path p = fs::path(path_) / (name.rfind("./", 0) == 0 ? name.substr(2) : name);
+    std::error_code ec;
+    const uint64_t size = fs::file_size(p, ec);
+    if (ec || size > kMaxEntry) throw std::runtime_error(path_ + ": entry '" + name + "' is unreadable or too large");
+    check_size(name, size, expect_size);
+    std::ifstream f(p, std::ios::binary);
+    std::string data(size, '\0');
+    if (!f.read(data.data(), static_cast<std::streamsize>(size))) throw std::runtime_error(path_ + ": cannot read entry '" + name + "'");
+    return data;
+  }
   std::string path_;
+  bool folder_ = false;
+#ifdef LOWERSCOPE_HAVE_LIBZIP
   zip_t* z_ = nullptr;
+#endif
   std::vector<std::string> names_;
 };
 
@@ -394,6 +444,6 @@ Graph import_pt2(const std::string& path) {
     throw std::runtime_error(path + ": malformed model.json: " + e.what());
   }
 }
-#endif
+
 
 }  // namespace ls

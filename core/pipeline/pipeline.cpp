@@ -5,7 +5,11 @@
 #include <sstream>
 
 #include "autodiff/training_step.h"
+#include "codegen/cuda_codegen.h"
 #include "compile/cpu_compiler.h"
+#include "cuda/driver.h"
+#include "cuda/nvrtc_compiler.h"
+#include "exec/cuda_executor.h"
 #include "exec/executor.h"
 #include "interp/reference.h"
 #include "loop/inline_pointwise.h"
@@ -69,10 +73,14 @@ class Recorder {
 std::string run_table(const CompileResult& r) {
   std::ostringstream os;
   os << std::fixed << std::setprecision(4);
-  os << "kernel                                          kind        ms      bytes       GB/s\n";
-  for (const KernelReport& k : r.kernels)
-    os << std::left << std::setw(48) << k.name << std::setw(10) << k.kind << std::right << std::setw(8) << k.ms
-       << std::setw(11) << k.bytes << std::setw(11) << std::setprecision(2) << k.gbps << std::setprecision(4) << '\n';
+  const bool cuda = !r.cuda.launch.empty();
+  os << "kernel                                          how           ms      bytes       GB/s" << (cuda ? "  regs  launch" : "") << "\n";
+  for (const KernelReport& k : r.kernels) {
+    os << std::left << std::setw(48) << k.name << std::setw(10) << (k.how.empty() ? k.kind : k.how) << std::right << std::setw(8)
+       << k.ms << std::setw(11) << k.bytes << std::setw(11) << std::setprecision(2) << k.gbps << std::setprecision(4);
+    if (cuda) os << std::setw(6) << k.registers << "  " << k.launch;
+    os << '\n';
+  }
   if (r.train) {
     os << "\nkernels per phase:";
     for (Phase p : {Phase::forward, Phase::backward, Phase::update}) {
@@ -172,11 +180,13 @@ const Stage* CompileResult::stage(const std::string& name) const {
 CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const std::function<bool()>& cancelled) {
   CompileResult r;
   r.model = std::move(model);
+  r.device = o.device;
   Recorder rec(r, cancelled);
   const auto t_compile = Clock::now();
   try {
-    if (o.device != "cpu")
-      throw std::runtime_error("device '" + o.device + "' is not available in this build (the CUDA backend is not built yet)");
+    if (o.device != "cpu" && o.device != "cuda") throw std::runtime_error("unknown device '" + o.device + "' (cpu or cuda)");
+    if (o.device == "cuda" && !have_nvrtc())
+      throw std::runtime_error("this build has no CUDA support: NVRTC was not found when it was configured");
     rec.step("capture", [&] { return 0; });
     rec.graph("capture", "Captured graph (as imported)", r.model.graph);
 
@@ -240,7 +250,7 @@ CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const st
     r.schedule = rec.step("fused", [&] {
       if (o.fusion) inlined = inline_pointwise(r.loops);
       if (o.fusion) reordered = reorder_for_column_reductions(r.loops);
-      return schedule(r.loops, ScheduleOptions{o.fusion});
+      return schedule(r.loops, ScheduleOptions{o.fusion, o.device == "cuda" ? "cuda" : "cpp"});
     });
     {
       Stage s;
@@ -265,25 +275,57 @@ CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const st
       rec.add(std::move(s));
     }
 
-    r.source = rec.step("source", [&] { return generate_cpp(r.loops, r.schedule); });
+    const bool cuda = o.device == "cuda";
+    CudaDriver* driver = nullptr;
+    std::string no_gpu;
+    CudaCodegenOptions cuda_opts;
+    if (cuda) {
+      driver = CudaDriver::get(&no_gpu);
+      if (driver) cuda_opts.sm_count = driver->device().sm_count;
+    }
+    r.source = rec.step("source", [&] {
+      if (!cuda) return generate_cpp(r.loops, r.schedule);
+      r.cuda = generate_cuda(r.loops, r.schedule, cuda_opts);
+      return r.cuda.source;
+    });
     {
       Stage s;
       s.name = "source";
-      s.title = "Generated C++ (OpenMP)";
+      s.title = cuda ? "Generated CUDA C++ (NVRTC)" : "Generated C++ (OpenMP)";
       s.kind = Stage::Kind::source;
       s.text = r.source.code;
       s.nodes = static_cast<int>(r.source.kernels.size());
       rec.add(std::move(s));
     }
 
-    rec.current = "run";
+    rec.current = "asm";
     if (cancelled && cancelled()) throw Cancelled{};
-    CpuCompileOptions co;
-    co.external = o.external_compiler;
-    CpuCompileResult compiled = compile_cpp(r.source.code, co);
-    r.compiler = compiled.compiler;
-    r.compile_log = compiled.log;
-    {
+    std::unique_ptr<LoadedCode> cpu_code;
+    std::string cubin;
+    if (cuda) {
+      CudaCompileOptions co;
+      co.sm = driver ? driver->device().sm() : 90;
+      co.cubin = driver != nullptr;  // the machine code is only needed to run (and for SASS)
+      CudaCompileResult compiled = compile_cuda(r.source.code, co);
+      r.compiler = compiled.compiler + (driver ? " for " + driver->device().name : " (no GPU here: PTX for the H100's sm_90)");
+      r.compile_log = compiled.log;
+      cubin = compiled.cubin;
+      Stage s;
+      s.name = "asm";
+      s.title = "PTX and SASS";
+      s.kind = Stage::Kind::assembly;
+      s.text = "// PTX (" + compiled.compiler + ")\n" + compiled.ptx;
+      if (!compiled.sass.empty()) s.text += "\n\n// ---- SASS (cuobjdump -sass) ----\n" + compiled.sass;
+      s.nodes = static_cast<int>(r.source.kernels.size());
+      rec.last_ms = compiled.ms;
+      rec.add(std::move(s));
+    } else {
+      CpuCompileOptions co;
+      co.external = o.external_compiler;
+      CpuCompileResult compiled = compile_cpp(r.source.code, co);
+      r.compiler = compiled.compiler;
+      r.compile_log = compiled.log;
+      cpu_code = std::move(compiled.code);
       Stage s;
       s.name = "asm";
       s.title = "Machine code (x86 assembly, LLVM IR)";
@@ -297,14 +339,35 @@ CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const st
     }
     r.compile_ms = std::chrono::duration<double, std::milli>(Clock::now() - t_compile).count();
     if (!o.run) return r;
+    rec.current = "run";
+    if (cuda && !driver) {
+      r.not_run = "running CUDA kernels needs a GPU: " + no_gpu;
+      return r;
+    }
 
     const auto t_run = Clock::now();
-    CpuExecutable exe(r.loops, r.schedule, r.source, *compiled.code);
     std::vector<Tensor> user_inputs = r.model.inputs;
     if (r.train)
       for (const Tensor& t : tangent_values(r.training.joint)) user_inputs.push_back(t);
     const std::vector<Tensor> all_inputs = bind_inputs(lowered_from, user_inputs);
-    r.outputs = exe.run(all_inputs);
+    TimingOptions to;
+    to.budget_ms = o.timing_budget_ms;
+    Timings t;
+    std::vector<std::string> how(r.schedule.kernels.size());
+    std::vector<int> registers(r.schedule.kernels.size(), 0);
+    if (cuda) {
+      CudaModule module(*driver, cubin);
+      CudaExecutable exe(r.loops, r.schedule, r.cuda, *driver, module);
+      r.outputs = exe.run(all_inputs);
+      t = exe.benchmark(all_inputs, to);
+      how = exe.how;
+      registers = exe.registers;
+    } else {
+      CpuExecutable exe(r.loops, r.schedule, r.source, *cpu_code);
+      r.outputs = exe.run(all_inputs);
+      t = exe.benchmark(all_inputs, to);
+      for (size_t k = 0; k < how.size(); ++k) how[k] = r.schedule.kernels[k].is_extern ? "library" : "generated";
+    }
     if (r.train) {
       // The reference runs the joint graph: it checks the partition, the decompositions and the
       // kernels; the expected gradients (grad_in*.npy) check the derivative rules.
@@ -322,15 +385,13 @@ CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const st
     } else {
       r.reference_outputs = run_reference(r.aten, r.model.inputs);
     }
-    TimingOptions to;
-    to.budget_ms = o.timing_budget_ms;
-    const Timings t = exe.benchmark(all_inputs, to);
     r.run_ms = t.total_ms;
     for (size_t k = 0; k < r.schedule.kernels.size(); ++k) {
       const Kernel& kr = r.schedule.kernels[k];
       KernelReport rep;
       rep.name = kr.name;
       rep.kind = kr.is_extern ? "extern" : "generated";
+      rep.how = how[k];
       rep.phase = phase_name(kr.phase);
       rep.nodes = kr.origins;
       for (int n : kr.nodes) rep.loop_nodes.push_back(r.loops.nodes[n].name);
@@ -342,6 +403,13 @@ CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const st
       rep.gbps = rep.ms > 0 ? rep.bytes / (rep.ms * 1e6) : 0;
       rep.first_line = r.source.kernels[k].first_line;
       rep.last_line = r.source.kernels[k].last_line;
+      if (cuda) {
+        const CudaLaunch& l = r.cuda.launch.at(k);
+        rep.registers = registers[k];
+        if (!kr.is_extern)
+          rep.launch = l.form + ": grid " + std::to_string(l.grid) + " x " + std::to_string(l.block) + " threads" +
+                       (l.split ? ", " + std::to_string(l.split) + " slices a row" : "");
+      }
       r.kernels.push_back(rep);
     }
     // The check: against the expected outputs when the model came with them, and always against

@@ -17,6 +17,7 @@
 #include "autodiff/joint.h"
 #include "autodiff/partition.h"
 #include "codegen/cpp_codegen.h"
+#include "codegen/cuda_codegen.h"
 #include "frontend/load_model.h"
 #include "ir/graph.h"
 #include "loop/loop_ir.h"
@@ -41,6 +42,9 @@ struct Stage {
 struct KernelReport {
   std::string name;
   std::string kind = "generated";          // generated | extern
+  std::string how;                         // generated | library | cuBLAS | host (reference kernel)
+  std::string launch;                      // CUDA: form, grid and block
+  int registers = 0;                       // CUDA: registers per thread
   std::string phase = "forward";           // forward | backward | update
   std::vector<std::string> nodes;          // graph nodes it covers (provenance)
   std::vector<std::string> loop_nodes;     // loop IR nodes fused into it
@@ -102,6 +106,8 @@ struct CompileResult {
   LoopProgram loops;
   Schedule schedule;
   GeneratedSource source;
+  GeneratedCuda cuda;       // device cuda: the source (also in `source`) and each kernel's launch
+  std::string device = "cpu";  // cpu | cuda
   std::string compiler;
   std::string compile_log;  // the C++ compiler's warnings and remarks
   std::vector<KernelReport> kernels;
@@ -110,6 +116,7 @@ struct CompileResult {
   double compile_ms = 0, run_ms = 0;
   std::string error;        // set when a stage failed; the stages before it are kept
   std::string error_stage;  // the stage that failed
+  std::string not_run;      // why the compiled code was not run (a CUDA compile without a GPU)
   bool ok() const { return error.empty() && check.ok; }
   const Stage* stage(const std::string& name) const;
 };

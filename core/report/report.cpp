@@ -33,7 +33,8 @@ std::string report_json(const CompileResult& r) {
   j["kernels"] = json::array();
   for (const KernelReport& k : r.kernels)
     j["kernels"].push_back({{"name", k.name}, {"kind", k.kind}, {"phase", k.phase}, {"nodes", k.nodes}, {"loop_nodes", k.loop_nodes},
-                            {"numel", k.numel}, {"rnumel", k.rnumel}, {"bytes", k.bytes}, {"ms", k.ms}, {"gbps", k.gbps}});
+                            {"numel", k.numel}, {"rnumel", k.rnumel}, {"bytes", k.bytes}, {"ms", k.ms}, {"gbps", k.gbps},
+                            {"how", k.how}, {"launch", k.launch}, {"registers", k.registers}});
   size_t ext = 0;
   for (const Kernel& k : r.schedule.kernels) ext += k.is_extern;
   j["generated_kernels"] = r.schedule.kernels.size() - ext;
@@ -92,6 +93,8 @@ std::string report_json(const CompileResult& r) {
   j["compiler"] = r.compiler;
   j["compile_ms"] = r.compile_ms;
   j["run_ms"] = r.run_ms;
+  j["device"] = r.device;
+  if (!r.not_run.empty()) j["not_run"] = r.not_run;
   j["ok"] = r.ok();
   if (!r.error.empty()) j["error"] = {{"stage", r.error_stage}, {"message", r.error}};
   return j.dump(2);
@@ -109,7 +112,9 @@ void write_dump(const CompileResult& r, const std::string& dir) {
     std::ostringstream prefix;
     prefix << std::setw(2) << std::setfill('0') << i << '_' << r.stages[i].name;
     const Stage::Kind k = r.stages[i].kind;
-    write(prefix.str() + (k == Stage::Kind::source ? ".cpp" : k == Stage::Kind::assembly ? ".s" : ".txt"), r.stages[i].text);
+    const bool cuda = r.device == "cuda";
+    const char* ext = k == Stage::Kind::source ? (cuda ? ".cu" : ".cpp") : k == Stage::Kind::assembly ? (cuda ? ".ptx" : ".s") : ".txt";
+    write(prefix.str() + ext, r.stages[i].text);
     if (!r.stages[i].dot.empty()) write(prefix.str() + ".dot", r.stages[i].dot);
   }
   write("report.json", report_json(r));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <functional>
 #include <set>
 #include <sstream>
 
@@ -285,14 +286,17 @@ class Scheduler {
 
   // Both in r loops, but not the same one: registers do not carry the value across.
   bool needs_memory_within(int prod, int cons, const Kernel& k) const {
-    int lp = -1, lc = -1;
+    // A finished reduction is a value of the x iteration: every later loop sees it.
+    if (p_.nodes[prod].kind == LoopNode::Kind::reduction) return false;
     const std::vector<KernelLoop> loops = kernel_loops(p_, k.nodes, k.numel, k.rnumel);
-    for (size_t l = 0; l < loops.size(); ++l)
-      for (int n : loops[l].nodes) {
-        if (n == prod) lp = static_cast<int>(l);
-        if (n == cons) lc = static_cast<int>(l);
-      }
-    return lp != lc && loops.at(lp).inner && loops.at(lc).inner;
+    bool prod_inner = false;
+    for (const KernelLoop& l : loops)
+      if (l.inner && std::count(l.nodes.begin(), l.nodes.end(), prod)) prod_inner = true;
+    if (!prod_inner) return false;  // an outer value: in a register for the whole x iteration
+    for (const KernelLoop& l : loops)
+      if (l.inner && std::count(l.nodes.begin(), l.nodes.end(), cons) && !std::count(l.nodes.begin(), l.nodes.end(), prod))
+        return true;
+    return false;
   }
 
   void rename(Kernel& k, size_t index) const {
@@ -306,7 +310,7 @@ class Scheduler {
       while (!base.empty() && (std::isdigit(static_cast<unsigned char>(base.back())) || base.back() == '_')) base.pop_back();
       if (!base.empty()) names.insert(base);
     }
-    k.name = "cpp_fused";
+    k.name = opts_.prefix + "_fused";
     int count = 0;
     for (const auto& n : names) {
       if (++count > 6) break;
@@ -384,6 +388,7 @@ class Scheduler {
 std::vector<KernelLoop> kernel_loops(const LoopProgram& p, const std::vector<int>& nodes, int64_t numel, int64_t rnumel) {
   std::vector<KernelLoop> loops;
   std::set<std::string> reduced_in_current;
+  std::map<std::string, int> inner_pointwise;  // buffer -> the pointwise r-loop node computing it
   for (int n : nodes) {
     const Placement pl = place(p.nodes[n], numel, rnumel);
     bool needs_new = loops.empty() || loops.back().inner != pl.inner;
@@ -391,11 +396,32 @@ std::vector<KernelLoop> kernel_loops(const LoopProgram& p, const std::vector<int
       for (const auto& d : extract_dependencies(p.nodes[n]).reads)
         if (reduced_in_current.count(d.buffer)) needs_new = true;
     if (needs_new) {
-      loops.push_back({pl.inner, {}});
+      loops.push_back({pl.inner, {}, {}});
       reduced_in_current.clear();
     }
     loops.back().nodes.push_back(n);
     if (p.nodes[n].kind == LoopNode::Kind::reduction) reduced_in_current.insert(p.nodes[n].buffer);
+    else if (pl.inner) inner_pointwise[p.nodes[n].buffer] = n;
+  }
+  // A pointwise value an r loop reads from an earlier r loop is recomputed there from what that
+  // loop read (as Inductor's loop bodies do), instead of going through memory: a softmax reads
+  // its input twice and writes only its result.
+  for (KernelLoop& l : loops) {
+    if (!l.inner) continue;
+    std::set<int> have(l.nodes.begin(), l.nodes.end()), add;
+    std::function<void(int)> need = [&](int n) {
+      for (const auto& d : extract_dependencies(p.nodes[n]).reads) {
+        auto it = inner_pointwise.find(d.buffer);
+        if (it == inner_pointwise.end() || have.count(it->second) || it->second > n) continue;
+        have.insert(it->second);
+        add.insert(it->second);
+        need(it->second);
+      }
+    };
+    for (int n : std::vector<int>(l.nodes)) need(n);
+    if (add.empty()) continue;
+    l.recomputed = add;
+    l.nodes.insert(l.nodes.begin(), add.begin(), add.end());  // node order is topological
   }
   return loops;
 }

@@ -1,6 +1,7 @@
 // Scheduling: groups loop nodes into fused kernels (vertical and horizontal fusion, as Inductor's
 // scheduler does), records why every edge between two kernels was not fused, and plans memory.
 #pragma once
+#include <set>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,7 @@ struct MemoryPlan {
 
 struct ScheduleOptions {
   bool fusion = true;
+  std::string prefix = "cpp";  // kernel names: cpp_fused_..., cuda_fused_...
 };
 
 struct Schedule {
@@ -68,6 +70,7 @@ Placement place(const LoopNode& n, int64_t numel, int64_t rnumel);
 struct KernelLoop {
   bool inner = false;  // an r loop
   std::vector<int> nodes;
+  std::set<int> recomputed;  // nodes of an earlier r loop run again here (their value, not their stores)
 };
 std::vector<KernelLoop> kernel_loops(const LoopProgram& p, const std::vector<int>& nodes, int64_t numel, int64_t rnumel);
 

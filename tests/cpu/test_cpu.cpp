@@ -144,10 +144,10 @@ class TestCpu : public QObject {
            "        y: \"f32[4]\" = torch.ops.aten.sin.default(x)\n        return (y,)\n";
     }
     PipelineOptions o;
-    o.device = "cuda";
+    o.device = "tpu";
     const CompileResult r = run_pipeline(load_model(path), o);
     QVERIFY(!r.error.empty());
-    QVERIFY(r.error.find("cuda") != std::string::npos);
+    QVERIFY(r.error.find("tpu") != std::string::npos);
     QVERIFY_THROWS_EXCEPTION(std::runtime_error, load_model(data("sincos/in0.npy")));
   }
 

@@ -1,0 +1,309 @@
+#include "codegen/cuda_codegen.h"
+
+#include <algorithm>
+#include <climits>
+#include <stdexcept>
+
+#include "codegen/emitter.h"
+
+extern const char kCudaPrelude[];
+
+namespace ls {
+namespace {
+
+int reduce_op(Reduce r) { return r == Reduce::max ? 1 : r == Reduce::min ? 2 : 0; }
+
+int64_t next_pow2(int64_t v) {
+  int64_t p = 1;
+  while (p < v) p *= 2;
+  return p;
+}
+
+class CudaKernelWriter {
+ public:
+  CudaKernelWriter(const LoopProgram& p, const Kernel& k, const CudaCodegenOptions& o) : p_(p), k_(k), o_(o) {}
+
+  GeneratedKernel write(std::vector<Emitted>& out, CudaLaunch& launch) {
+    GeneratedKernel gk;
+    gk.name = k_.name;
+    gk.launcher = k_.name;  // the __global__ function, found in the module by this name
+    const int64_t X = k_.numel, R = k_.rnumel;
+    const std::vector<KernelLoop> segs = kernel_loops(p_, k_.nodes, X, R);
+
+    // 32-bit index arithmetic when every buffer and the iteration fit (64-bit division is slow).
+    bool small = X * R < INT_MAX;
+    std::map<std::string, std::string> ptrs;
+    std::string params;
+    int n_in = 0, n_out = 0;
+    auto add_arg = [&](const std::string& buf, bool write) {
+      const std::string ptr = write ? "out_ptr" + std::to_string(n_out++) : "in_ptr" + std::to_string(n_in++);
+      ptrs[buf] = ptr;
+      const LoopBuffer& b = p_.buffer(buf);
+      small = small && numel_of(b.shape) < INT_MAX;
+      params += std::string(params.empty() ? "" : ", ") + (write ? "" : "const ") + std::string(dtype_c(b.dtype)) + "* __restrict__ " + ptr;
+      gk.args.push_back(buf);
+    };
+    for (const auto& b : k_.reads) add_arg(b, false);
+    for (const auto& b : k_.writes) add_arg(b, true);
+    idx_ = small ? "int" : "int64_t";
+
+    // The form.
+    int inner_segs = 0;
+    for (const KernelLoop& s : segs) inner_segs += s.inner;
+    const bool splittable = R > 1 && inner_segs == 1 && segs.front().inner;
+    if (R == 1) {
+      launch.form = "pointwise";
+      launch.block = o_.pointwise_block;
+      launch.threads_per_row = 1;
+      const int64_t per_block = int64_t(o_.pointwise_block) * o_.pointwise_unroll;
+      launch.grid = (X + per_block - 1) / per_block;
+    } else if (splittable && R >= 16384 && X < 2 * o_.sm_count) {
+      launch.form = "split";
+      launch.block = 512;
+      launch.threads_per_row = 512;
+      const int64_t want = std::max<int64_t>(1, 4 * o_.sm_count / X);                 // fill the device
+      const int64_t useful = std::max<int64_t>(1, R / (int64_t(launch.block) * 8));   // >= 8 elements a thread
+      launch.split = std::clamp<int64_t>(std::min(want, useful), 1, 1024);
+      launch.grid = X * launch.split;
+    } else {
+      launch.form = "row";
+      const int64_t t = std::min<int64_t>(1024, next_pow2((R + 7) / 8));
+      launch.threads_per_row = static_cast<int>(std::max<int64_t>(1, t));
+      launch.block = launch.threads_per_row > 32 ? launch.threads_per_row : 256;
+      const int64_t rows_per_block = launch.block / launch.threads_per_row;
+      launch.grid = (X + rows_per_block - 1) / rows_per_block;
+    }
+    if (launch.form == "split" && launch.split == 1) {  // nothing to split: one block per row
+      launch.form = "row";
+      launch.grid = X;
+    }
+    T_ = launch.threads_per_row;
+    if (launch.form == "split") {
+      // Partials (one slot per row and slice, per reduction, 8-byte aligned), then the counters.
+      int64_t off = 0;
+      for (int n : segs.front().nodes)
+        if (p_.nodes[n].kind == LoopNode::Kind::reduction) {
+          scratch_off_[n] = off;
+          off += X * launch.split * 8;
+        }
+      counter_off_ = off;
+      launch.scratch_bytes = off + X * 4;
+      params += ", char* __restrict__ ls_ws";
+    }
+
+    LoopEmitter e(ptrs, std::set<std::string>(k_.writes.begin(), k_.writes.end()), Dialect::cuda);
+    std::string origins;
+    for (const auto& o : k_.origins) origins += (origins.empty() ? "" : ", ") + o;
+    e.lines.push_back({"// " + k_.name + ": iteration (" + std::to_string(X) + ", " + std::to_string(R) + "), " + launch.form +
+                       " form, grid " + std::to_string(launch.grid) + " x block " + std::to_string(launch.block) +
+                       (launch.form == "split" ? ", " + std::to_string(launch.split) + " slices a row" : "") + ", from " +
+                       origins});
+    e.lines.push_back({"extern \"C\" __global__ void __launch_bounds__(" + std::to_string(launch.block) + ") " + k_.name + "(" +
+                       params + ") {"});
+    e.push_scope();
+    const std::string Xs = std::to_string(X), Rs = std::to_string(R);
+    if (launch.form == "pointwise") {
+      const std::string B = std::to_string(o_.pointwise_block);
+      e.line("const " + idx_ + " ls_base = (" + idx_ + ")blockIdx.x * " + std::to_string(o_.pointwise_block * o_.pointwise_unroll) +
+             " + threadIdx.x;");
+      e.line("#pragma unroll");
+      e.line("for (int ls_u = 0; ls_u < " + std::to_string(o_.pointwise_unroll) + "; ++ls_u) {");
+      e.indent += "    ";
+      e.line("const " + idx_ + " x0 = ls_base + ls_u * " + B + ";");
+      e.line("if (x0 < " + Xs + ") {");
+      e.indent += "    ";
+      e.push_scope();
+      emit_segments(e, segs, X, R, ptrs, 0);
+      e.pop_scope();
+      close(e);
+      close(e);
+    } else if (launch.form == "row") {
+      const int rows_per_block = launch.block / T_;
+      e.line("const int ls_rt = threadIdx.x" + (rows_per_block > 1 ? " % " + std::to_string(T_) : std::string()) + ";");
+      e.line("const " + idx_ + " x0 = " +
+             (rows_per_block > 1 ? "(" + idx_ + ")blockIdx.x * " + std::to_string(rows_per_block) + " + threadIdx.x / " + std::to_string(T_)
+                                 : std::string("blockIdx.x")) + ";");
+      const bool guard = rows_per_block > 1 && X % rows_per_block != 0;
+      if (guard) {
+        e.line("if (x0 < " + Xs + ") {");
+        e.indent += "    ";
+      }
+      e.push_scope();
+      emit_segments(e, segs, X, R, ptrs, 0);
+      e.pop_scope();
+      if (guard) close(e);
+    } else {
+      const std::string S = std::to_string(launch.split);
+      e.line("const int ls_rt = threadIdx.x;");
+      e.line("const " + idx_ + " x0 = blockIdx.x / " + S + ";");
+      e.line("const int ls_slice = blockIdx.x % " + S + ";");
+      split_ = launch.split;
+      emit_segments(e, segs, X, R, ptrs, 0);
+    }
+    e.pop_scope();
+    e.node = -1;
+    e.lines.push_back({"}"});
+    out.insert(out.end(), e.lines.begin(), e.lines.end());
+    return gk;
+  }
+
+ private:
+  static void close(LoopEmitter& e) {
+    e.indent.resize(e.indent.size() - 4);
+    e.line("}");
+  }
+
+  void emit_segments(LoopEmitter& e, const std::vector<KernelLoop>& segs, int64_t X, int64_t R,
+                     const std::map<std::string, std::string>& ptrs, size_t first) {
+    const std::string guard = T_ > 1 ? "ls_rt == 0" : "";
+    for (size_t si = first; si < segs.size(); ++si) {
+      const KernelLoop& s = segs[si];
+      if (!s.inner) {
+        e.store_guard = guard;  // values of the row: every thread of the row has them, one stores
+        for (int n : s.nodes) run_node(e, n, X, R);
+        e.store_guard.clear();
+        continue;
+      }
+      std::vector<int> reductions;
+      for (int n : s.nodes) {
+        const LoopNode& ln = p_.nodes[n];
+        if (ln.kind != LoopNode::Kind::reduction) continue;
+        accs_[n] = "acc" + std::to_string(n);
+        reductions.push_back(n);
+        e.node = n;
+        e.line(std::string(dtype_c(ln.dtype)) + " " + accs_[n] + " = " + reduce_identity(ln.reduce, ln.dtype, Dialect::cuda) + ";");
+      }
+      e.node = -1;
+      const std::string start = split_ ? "(" + idx_ + ")ls_slice * " + std::to_string(T_) + " + ls_rt" : T_ > 1 ? "ls_rt" : "0";
+      const std::string step = split_ ? std::to_string(split_ * T_) : std::to_string(T_);
+      e.line("for (" + idx_ + " r0 = " + start + "; r0 < " + std::to_string(R) + "; r0 += " + step + ") {");
+      e.indent += "    ";
+      e.push_scope();
+      for (int n : s.nodes) {
+        e.memory_stores = !s.recomputed.count(n);
+        run_node(e, n, X, R);
+      }
+      e.memory_stores = true;
+      e.pop_scope();
+      close(e);
+      for (int n : reductions) {
+        const LoopNode& ln = p_.nodes[n];
+        e.node = n;
+        e.line(accs_[n] + " = " + across(ln) + ";");
+      }
+      if (split_) finish_split(e, reductions);
+      e.node = -1;
+      for (auto& [key, acc] : e.pending_reduction) {
+        const auto bar = key.find('|');
+        const std::string k = key.substr(0, bar), idx_cpp = key.substr(bar + 1);
+        const std::string buf = k.substr(0, k.find('['));
+        e.bind(k, acc);
+        if (std::count(k_.writes.begin(), k_.writes.end(), buf))
+          e.line((guard.empty() ? "" : "if (" + guard + ") ") + ptrs.at(buf) + "[" + idx_cpp + "] = " + acc + ";");
+      }
+      e.pending_reduction.clear();
+    }
+  }
+
+  // The reduction of one accumulator across the threads of its row.
+  std::string across(const LoopNode& ln) const {
+    const std::string op = std::to_string(reduce_op(ln.reduce));
+    if (T_ <= 1) return accs_.at(index_of(ln));
+    if (T_ <= 32) return "ls_warp_reduce<" + op + ", " + std::to_string(T_) + ">(" + accs_.at(index_of(ln)) + ")";
+    return "ls_block_reduce<" + op + ">(" + accs_.at(index_of(ln)) + ", " + reduce_identity(ln.reduce, ln.dtype, Dialect::cuda) + ")";
+  }
+  int index_of(const LoopNode& ln) const { return static_cast<int>(&ln - p_.nodes.data()); }
+
+  // Split form: publish this block's partials; the last block of the row combines them.
+  void finish_split(LoopEmitter& e, const std::vector<int>& reductions) {
+    const std::string S = std::to_string(split_);
+    for (int n : reductions) {
+      const LoopNode& ln = p_.nodes[n];
+      const std::string t(dtype_c(ln.dtype));
+      e.line(t + "* ls_part" + std::to_string(n) + " = reinterpret_cast<" + t + "*>(ls_ws + " + std::to_string(scratch_off_.at(n)) + ");");
+      e.line("if (ls_rt == 0) ls_part" + std::to_string(n) + "[x0 * " + S + " + ls_slice] = " + accs_.at(n) + ";");
+    }
+    e.line("unsigned* ls_count = reinterpret_cast<unsigned*>(ls_ws + " + std::to_string(counter_off_) + ");");
+    e.line("__shared__ bool ls_last;");
+    e.line("if (ls_rt == 0) {");
+    e.line("    __threadfence();");
+    e.line("    ls_last = atomicAdd(&ls_count[x0], 1u) == " + S + "u - 1u;");
+    e.line("}");
+    e.line("__syncthreads();");
+    e.line("if (!ls_last) return;  // the row's last block finishes it");
+    e.line("__threadfence();");
+    for (int n : reductions) {
+      const LoopNode& ln = p_.nodes[n];
+      const std::string acc = accs_.at(n), part = "ls_part" + std::to_string(n);
+      e.line(acc + " = " + reduce_identity(ln.reduce, ln.dtype, Dialect::cuda) + ";");
+      e.line("for (int s = ls_rt; s < " + S + "; s += " + std::to_string(T_) + ") " + acc + " = ls_combine<" +
+             std::to_string(reduce_op(ln.reduce)) + ">(" + acc + ", __ldcg(&" + part + "[x0 * " + S + " + s]));");
+      e.line(acc + " = " + across(ln) + ";");
+    }
+    e.line("if (ls_rt == 0) ls_count[x0] = 0;  // ready for the next launch");
+  }
+
+  void run_node(LoopEmitter& e, int n, int64_t X, int64_t R) {
+    const LoopNode& ln = p_.nodes[n];
+    const Placement pl = place(ln, X, R);
+    e.node = n;
+    if (ln.kind == LoopNode::Kind::reduction) e.acc = accs_.at(n);
+    e.line("// " + ln.name + ": " + ln.graph_node);
+    ln.run(e, pl.idx, pl.ridx);
+    e.node = -1;
+  }
+
+  const LoopProgram& p_;
+  const Kernel& k_;
+  const CudaCodegenOptions& o_;
+  std::string idx_ = "int64_t";
+  int T_ = 1;
+  int64_t split_ = 0;
+  std::map<int, std::string> accs_;
+  std::map<int, int64_t> scratch_off_;
+  int64_t counter_off_ = 0;
+};
+
+}  // namespace
+
+GeneratedCuda generate_cuda(const LoopProgram& p, const Schedule& s, const CudaCodegenOptions& o) {
+  GeneratedCuda g;
+  std::vector<Emitted> lines;
+  std::istringstream prelude(kCudaPrelude);
+  std::string l;
+  lines.push_back({"// Generated by Lowerscope for NVRTC: one kernel per fused group."});
+  while (std::getline(prelude, l)) lines.push_back({l});
+  for (const Kernel& k : s.kernels) {
+    CudaLaunch launch;
+    if (k.is_extern) {  // a library call (cuBLAS, cuDNN, or the host): nothing to generate
+      GeneratedKernel gk;
+      gk.name = k.name;
+      gk.args = k.reads;
+      gk.args.insert(gk.args.end(), k.writes.begin(), k.writes.end());
+      launch.form = "extern";
+      g.source.kernels.push_back(gk);
+      g.launch.push_back(launch);
+      continue;
+    }
+    lines.push_back({""});
+    const int first = static_cast<int>(lines.size()) + 1;
+    GeneratedKernel gk;
+    try {
+      gk = CudaKernelWriter(p, k, o).write(lines, launch);
+    } catch (const std::out_of_range& e) {
+      throw std::logic_error("kernel " + k.name + ": a value it reads has no variable or buffer (" + e.what() + ")");
+    }
+    gk.first_line = first;
+    gk.last_line = static_cast<int>(lines.size());
+    for (int i = first; i <= gk.last_line; ++i)
+      if (lines[i - 1].node >= 0) gk.line_nodes.emplace_back(i, lines[i - 1].node);
+    g.source.kernels.push_back(gk);
+    g.launch.push_back(launch);
+  }
+  std::ostringstream os;
+  for (const Emitted& e : lines) os << e.text << '\n';
+  g.source.code = os.str();
+  return g;
+}
+
+}  // namespace ls

@@ -1,0 +1,44 @@
+// Scheduled loop IR -> one CUDA C++ translation unit (for NVRTC) with a __global__ kernel per
+// fused group. Emitting is only text: cuda/ compiles it to PTX and cubins and runs it.
+//
+// Kernel forms, chosen per kernel from its iteration (x over numel, r over rnumel):
+//   pointwise   one thread per x element, each thread UNROLL elements a block apart (coalesced,
+//               several loads in flight); tails masked.
+//   row         a reduction: T threads per row (a power of two), T <= 32 reduce with warp
+//               shuffles and pack several rows into a block; T > 32 take a block per row and
+//               reduce through shared memory. Loops over r are strided by T (coalesced).
+//   split       few rows, long ones (a full sum, a per-channel sum over a batch): each row is cut
+//               into S slices reduced by S blocks; each block publishes its partial, and the last
+//               block of the row (an atomic counter) combines them and finishes the row: one
+//               kernel, deterministic.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "codegen/cpp_codegen.h"
+
+namespace ls {
+
+struct CudaCodegenOptions {
+  int sm_count = 132;     // the device's multiprocessors (the H100 has 132); sizes split reductions
+  int pointwise_block = 256;
+  int pointwise_unroll = 4;
+};
+
+struct CudaLaunch {
+  std::string form;        // pointwise | row | split | extern
+  int64_t grid = 0;
+  int block = 0;
+  int threads_per_row = 0; // row/split forms
+  int64_t split = 0;       // split form: slices per row
+  int64_t scratch_bytes = 0;  // split form: partials and counters, zeroed once (the kernel leaves them zero)
+};
+
+struct GeneratedCuda {
+  GeneratedSource source;         // kernels in schedule order (extern kernels have no launcher)
+  std::vector<CudaLaunch> launch; // per kernel
+};
+
+GeneratedCuda generate_cuda(const LoopProgram& p, const Schedule& s, const CudaCodegenOptions& o = {});
+
+}  // namespace ls

@@ -1,0 +1,154 @@
+// The loop-body emitter the C++ and CUDA generators share: runs a loop node's body under an
+// OpsHandler that writes one statement per op (loads cached per scope, stores to memory only for
+// buffers the kernel writes). Internal to codegen/.
+#pragma once
+#include <cmath>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "loop/loop_ir.h"
+
+namespace ls {
+
+enum class Dialect : uint8_t { cpp, cuda };
+
+inline std::string literal(double v, DType t, Dialect d = Dialect::cpp) {
+  std::ostringstream os;
+  if (d == Dialect::cuda && (std::isinf(v) || std::isnan(v))) {  // NVRTC has no __builtin_inf
+    const char* bits = std::isnan(v) ? (t == DType::f32 ? "0x7fc00000" : "0x7ff8000000000000LL")
+                                     : (t == DType::f32 ? "0x7f800000" : "0x7ff0000000000000LL");
+    const std::string e = t == DType::f32 ? std::string("__int_as_float(") + bits + ")" : std::string("__longlong_as_double(") + bits + ")";
+    return std::isinf(v) && v < 0 ? "(-" + e + ")" : e;
+  }
+  if (std::isinf(v)) return std::string(v > 0 ? "" : "-") + (t == DType::f32 ? "__builtin_inff()" : "__builtin_inf()");
+  if (std::isnan(v)) return t == DType::f32 ? "__builtin_nanf(\"\")" : "__builtin_nan(\"\")";
+  if (t == DType::b8) return v != 0 ? "true" : "false";
+  if (!dtype_is_float(t)) {
+    os << static_cast<int64_t>(v);
+    return os.str();
+  }
+  os.precision(t == DType::f32 ? 9 : 17);
+  os << v;
+  std::string s = os.str();
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return t == DType::f32 ? s + "f" : s;
+}
+
+struct Emitted {
+  std::string text;
+  int node = -1;  // loop node that produced the line
+};
+
+class LoopEmitter : public OpsHandler {
+ public:
+  LoopEmitter(std::map<std::string, std::string> ptrs, std::set<std::string> in_memory, Dialect d = Dialect::cpp)
+      : ptrs_(std::move(ptrs)), in_memory_(std::move(in_memory)), dialect_(d) {}
+
+  std::vector<Emitted> lines;
+  std::string indent = "    ";
+  int node = -1;                 // loop node whose body is running
+  std::string acc;               // accumulator of the reduction node whose body is running
+  std::map<std::string, std::string> pending_reduction;  // buffer@index -> accumulator
+  bool memory_stores = true;  // false while re-running a node recomputed in a later loop
+  std::string store_guard;  // a condition every store to memory waits on (CUDA: one thread per row stores)
+
+  void push_scope() { scopes_.emplace_back(); }
+  void pop_scope() { scopes_.pop_back(); }
+  void bind(const std::string& key, const std::string& var) { scopes_.back()[key] = var; }
+  void line(const std::string& s) { lines.push_back({indent + s, node}); }
+  std::string fresh(const std::string& base = "tmp") { return base + std::to_string(counter_++); }
+
+  V load(const std::string& buf, const Expr& index) override {
+    const std::string key = buf + "[" + index.str() + "]";
+    for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it)
+      if (auto f = it->find(key); f != it->end()) return value(f->second);
+    const std::string v = fresh();
+    line("auto " + v + " = " + ptrs_.at(buf) + "[" + index.cpp() + "];");
+    scopes_.back()[key] = v;
+    return value(v);
+  }
+  V constant(double v, DType t) override {
+    V r = value(literal(v, t, dialect_));
+    consts_[r.id] = v;
+    return r;
+  }
+  V math(Math m, const std::vector<V>& a, DType t) override {
+    auto s = [&](int i) { return names_.at(a.at(i).id); };
+    std::string e;
+    switch (m) {
+      case Math::neg: e = "-" + s(0); break;
+      case Math::identity: e = s(0); break;
+      case Math::add: e = s(0) + " + " + s(1); break;
+      case Math::sub: e = s(0) + " - " + s(1); break;
+      case Math::mul: e = s(0) + " * " + s(1); break;
+      case Math::div: e = s(0) + " / " + s(1); break;
+      case Math::lt: e = s(0) + " < " + s(1); break;
+      case Math::le: e = s(0) + " <= " + s(1); break;
+      case Math::gt: e = s(0) + " > " + s(1); break;
+      case Math::ge: e = s(0) + " >= " + s(1); break;
+      case Math::eq: e = s(0) + " == " + s(1); break;
+      case Math::ne: e = s(0) + " != " + s(1); break;
+      case Math::where: e = s(0) + " ? " + s(1) + " : " + s(2); break;
+      case Math::reciprocal: e = literal(1.0, t, dialect_) + " / " + s(0); break;
+      case Math::pow: {
+        // Small constant exponents become multiplications, as Inductor does.
+        auto c = consts_.find(a.at(1).id);
+        if (c != consts_.end() && c->second == 2.0) e = s(0) + " * " + s(0);
+        else if (c != consts_.end() && c->second == 1.0) e = s(0);
+        else if (c != consts_.end() && c->second == 3.0) e = s(0) + " * " + s(0) + " * " + s(0);
+        else if (c != consts_.end() && c->second == 0.5) e = "ls_sqrt(" + s(0) + ")";
+        else e = "ls_pow(" + s(0) + ", static_cast<" + std::string(dtype_c(t)) + ">(" + s(1) + "))";
+        break;
+      }
+      default: {
+        e = "ls_" + std::string(math_name(m)) + "(";
+        for (size_t i = 0; i < a.size(); ++i) e += (i ? ", " : "") + s(static_cast<int>(i));
+        e += ")";
+      }
+    }
+    const std::string v = fresh();
+    line("auto " + v + " = static_cast<" + std::string(dtype_c(t)) + ">(" + e + ");");
+    return value(v);
+  }
+  V reduction(Reduce r, DType, V v) override {
+    const std::string x = names_.at(v.id);
+    switch (r) {
+      case Reduce::max: line(acc + " = " + acc + " > " + x + " ? " + acc + " : " + x + ";"); break;
+      case Reduce::min: line(acc + " = " + acc + " < " + x + " ? " + acc + " : " + x + ";"); break;
+      default: line(acc + " = " + acc + " + " + x + ";"); break;
+    }
+    return value(acc);
+  }
+  void store(const std::string& buf, const Expr& index, V v) override {
+    if (memory_stores && in_memory_.count(buf))
+      line((store_guard.empty() ? "" : "if (" + store_guard + ") ") + ptrs_.at(buf) + "[" + index.cpp() + "] = " + names_.at(v.id) + ";");
+    scopes_.back()[buf + "[" + index.str() + "]"] = names_.at(v.id);
+  }
+  void store_reduction(const std::string& buf, const Expr& index, V) override {
+    pending_reduction[buf + "[" + index.str() + "]|" + index.cpp()] = acc;
+  }
+
+ private:
+  V value(const std::string& s) {
+    names_.push_back(s);
+    return V{static_cast<int>(names_.size()) - 1};
+  }
+  std::map<std::string, std::string> ptrs_;
+  std::set<std::string> in_memory_;
+  Dialect dialect_;
+  std::vector<std::map<std::string, std::string>> scopes_;
+  std::vector<std::string> names_;
+  std::map<int, double> consts_;
+  int counter_ = 0;
+};
+
+inline std::string reduce_identity(Reduce r, DType t, Dialect d = Dialect::cpp) {
+  if (r == Reduce::max) return literal(-INFINITY, t, d);
+  if (r == Reduce::min) return literal(INFINITY, t, d);
+  return literal(0, t, d);
+}
+
+}  // namespace ls

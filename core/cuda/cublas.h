@@ -1,0 +1,28 @@
+// cuBLAS, loaded at run time, for the matrix multiplies behind extern kernels. Row-major
+// operands, as the loop IR's buffers are; FP32 math (no TF32), as PyTorch's default.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "cuda/driver.h"
+
+namespace ls {
+
+class Cublas {
+ public:
+  static Cublas* get(std::string* why = nullptr);  // nullptr (with the reason) when not loadable
+  // C[b] (M x N) = alpha * op(A[b]) @ op(B[b]) + beta * C[b], for b < batch; ta: A is stored
+  // transposed (K x M), tb: B is stored transposed (N x K). Strides in elements.
+  void sgemm(int64_t batch, int64_t M, int64_t N, int64_t K, float alpha, DevicePtr A, bool ta, int64_t stride_a, DevicePtr B,
+             bool tb, int64_t stride_b, float beta, DevicePtr C, int64_t stride_c);
+  std::string library;  // the file it was loaded from
+
+ private:
+  void* lib_ = nullptr;
+  void* handle_ = nullptr;
+  int (*create_)(void**) = nullptr;
+  int (*gemm_)(void*, int, int, int, int, int, const float*, const float*, int, long long, const float*, int, long long,
+               const float*, float*, int, long long, int) = nullptr;
+};
+
+}  // namespace ls

@@ -1,0 +1,231 @@
+#include "cuda/driver.h"
+
+#include <dlfcn.h>
+
+#include <mutex>
+#include <stdexcept>
+
+namespace ls {
+
+// The driver functions used, with the ABI of cuda.h (CUresult is an int, handles are pointers,
+// CUdevice an int, CUdeviceptr an unsigned 64-bit integer).
+struct CudaDriver::Api {
+  void* lib = nullptr;
+  int (*cuInit)(unsigned);
+  int (*cuDeviceGetCount)(int*);
+  int (*cuDeviceGet)(int*, int);
+  int (*cuDeviceGetName)(char*, int, int);
+  int (*cuDeviceGetAttribute)(int*, int, int);
+  int (*cuDeviceTotalMem)(size_t*, int);
+  int (*cuDevicePrimaryCtxRetain)(void**, int);
+  int (*cuDevicePrimaryCtxReset)(int);
+  int (*cuCtxSetCurrent)(void*);
+  int (*cuCtxSynchronize)();
+  int (*cuModuleLoadData)(void**, const void*);
+  int (*cuModuleUnload)(void*);
+  int (*cuModuleGetFunction)(void**, void*, const char*);
+  int (*cuFuncGetAttribute)(int*, int, void*);
+  int (*cuLaunchKernel)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void**, void**);
+  int (*cuMemAlloc)(DevicePtr*, size_t);
+  int (*cuMemFree)(DevicePtr);
+  int (*cuMemcpyHtoD)(DevicePtr, const void*, size_t);
+  int (*cuMemcpyDtoH)(void*, DevicePtr, size_t);
+  int (*cuMemcpyDtoD)(DevicePtr, DevicePtr, size_t);
+  int (*cuMemsetD8)(DevicePtr, unsigned char, size_t);
+  int (*cuEventCreate)(void**, unsigned);
+  int (*cuEventRecord)(void*, void*);
+  int (*cuEventSynchronize)(void*);
+  int (*cuEventElapsedTime)(float*, void*, void*);
+  int (*cuEventDestroy)(void*);
+  int (*cuGetErrorString)(int, const char**);
+  int (*cuGetErrorName)(int, const char**);
+};
+
+namespace {
+constexpr int kAttrSmCount = 16, kAttrCcMajor = 75, kAttrCcMinor = 76, kFuncNumRegs = 4;
+
+template <typename F>
+bool resolve(void* lib, F& f, const char* name, std::string& missing) {
+  f = reinterpret_cast<F>(dlsym(lib, name));
+  if (!f) missing += std::string(missing.empty() ? "" : ", ") + name;
+  return f != nullptr;
+}
+
+// Errors after which the context is unusable (an illegal address, a misaligned access, an
+// illegal instruction, a failed launch): only a reset brings the device back.
+bool sticky(int r) { return r == 700 || (r >= 714 && r <= 719); }
+}  // namespace
+
+CudaDriver* CudaDriver::get(std::string* why) {
+  static std::mutex m;
+  static std::unique_ptr<CudaDriver> d;
+  static std::string error;
+  static bool tried = false;
+  std::lock_guard<std::mutex> lock(m);
+  if (!tried) {
+    tried = true;
+    std::unique_ptr<CudaDriver> c(new CudaDriver);
+    try {
+      c->init();
+      d = std::move(c);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }
+  if (!d) {
+    if (why) *why = error;
+    return nullptr;
+  }
+  d->api_->cuCtxSetCurrent(d->ctx_);  // the calling thread (a GUI worker) uses the device's context
+  return d.get();
+}
+
+void CudaDriver::init() {
+  api_ = std::make_unique<Api>();
+  Api& a = *api_;
+  for (const char* name : {"libcuda.so.1", "libcuda.so"})
+    if ((a.lib = dlopen(name, RTLD_NOW | RTLD_LOCAL))) break;
+  if (!a.lib) throw std::runtime_error("no CUDA driver on this machine (libcuda.so.1 not found)");
+  std::string missing;
+  resolve(a.lib, a.cuInit, "cuInit", missing);
+  resolve(a.lib, a.cuDeviceGetCount, "cuDeviceGetCount", missing);
+  resolve(a.lib, a.cuDeviceGet, "cuDeviceGet", missing);
+  resolve(a.lib, a.cuDeviceGetName, "cuDeviceGetName", missing);
+  resolve(a.lib, a.cuDeviceGetAttribute, "cuDeviceGetAttribute", missing);
+  resolve(a.lib, a.cuDeviceTotalMem, "cuDeviceTotalMem_v2", missing);
+  resolve(a.lib, a.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", missing);
+  resolve(a.lib, a.cuDevicePrimaryCtxReset, "cuDevicePrimaryCtxReset_v2", missing);
+  resolve(a.lib, a.cuCtxSetCurrent, "cuCtxSetCurrent", missing);
+  resolve(a.lib, a.cuCtxSynchronize, "cuCtxSynchronize", missing);
+  resolve(a.lib, a.cuModuleLoadData, "cuModuleLoadData", missing);
+  resolve(a.lib, a.cuModuleUnload, "cuModuleUnload", missing);
+  resolve(a.lib, a.cuModuleGetFunction, "cuModuleGetFunction", missing);
+  resolve(a.lib, a.cuFuncGetAttribute, "cuFuncGetAttribute", missing);
+  resolve(a.lib, a.cuLaunchKernel, "cuLaunchKernel", missing);
+  resolve(a.lib, a.cuMemAlloc, "cuMemAlloc_v2", missing);
+  resolve(a.lib, a.cuMemFree, "cuMemFree_v2", missing);
+  resolve(a.lib, a.cuMemcpyHtoD, "cuMemcpyHtoD_v2", missing);
+  resolve(a.lib, a.cuMemcpyDtoH, "cuMemcpyDtoH_v2", missing);
+  resolve(a.lib, a.cuMemcpyDtoD, "cuMemcpyDtoD_v2", missing);
+  resolve(a.lib, a.cuMemsetD8, "cuMemsetD8_v2", missing);
+  resolve(a.lib, a.cuEventCreate, "cuEventCreate", missing);
+  resolve(a.lib, a.cuEventRecord, "cuEventRecord", missing);
+  resolve(a.lib, a.cuEventSynchronize, "cuEventSynchronize", missing);
+  resolve(a.lib, a.cuEventElapsedTime, "cuEventElapsedTime", missing);
+  resolve(a.lib, a.cuEventDestroy, "cuEventDestroy_v2", missing);
+  resolve(a.lib, a.cuGetErrorString, "cuGetErrorString", missing);
+  resolve(a.lib, a.cuGetErrorName, "cuGetErrorName", missing);
+  if (!missing.empty()) throw std::runtime_error("the CUDA driver lacks " + missing);
+  check(a.cuInit(0), "cuInit");
+  int count = 0;
+  check(a.cuDeviceGetCount(&count), "cuDeviceGetCount");
+  if (count == 0) throw std::runtime_error("the CUDA driver found no GPU");
+  check(a.cuDeviceGet(&dev_, 0), "cuDeviceGet");
+  char name[256] = {};
+  check(a.cuDeviceGetName(name, sizeof name - 1, dev_), "cuDeviceGetName");
+  info_.name = name;
+  check(a.cuDeviceGetAttribute(&info_.sm_count, kAttrSmCount, dev_), "cuDeviceGetAttribute");
+  check(a.cuDeviceGetAttribute(&info_.cc_major, kAttrCcMajor, dev_), "cuDeviceGetAttribute");
+  check(a.cuDeviceGetAttribute(&info_.cc_minor, kAttrCcMinor, dev_), "cuDeviceGetAttribute");
+  check(a.cuDeviceTotalMem(&info_.memory_bytes, dev_), "cuDeviceTotalMem");
+  check(a.cuDevicePrimaryCtxRetain(&ctx_, dev_), "cuDevicePrimaryCtxRetain");
+  check(a.cuCtxSetCurrent(ctx_), "cuCtxSetCurrent");
+}
+
+void CudaDriver::check(int r, const char* what) const {
+  if (r == 0) return;
+  const char* name = "?";
+  const char* msg = "";
+  if (api_ && api_->cuGetErrorName) api_->cuGetErrorName(r, &name);
+  if (api_ && api_->cuGetErrorString) api_->cuGetErrorString(r, &msg);
+  std::string text = std::string(what) + " failed: " + name + " (" + msg + ")";
+  if (sticky(r) && ctx_) {
+    const_cast<CudaDriver*>(this)->reset_after_fault();
+    text += "; the device was reset";
+  }
+  throw std::runtime_error(text);
+}
+
+void CudaDriver::reset_after_fault() {
+  // Every allocation and module died with the context: forget them, take a fresh context.
+  free_.clear();
+  ++generation_;
+  api_->cuDevicePrimaryCtxReset(dev_);
+  api_->cuDevicePrimaryCtxRetain(&ctx_, dev_);
+  api_->cuCtxSetCurrent(ctx_);
+}
+
+DevicePtr CudaDriver::alloc(size_t bytes) {
+  bytes = (bytes + 511) / 512 * 512;
+  if (auto it = free_.find(bytes); it != free_.end()) {
+    const DevicePtr p = it->second;
+    free_.erase(it);
+    return p;
+  }
+  DevicePtr p = 0;
+  int r = api_->cuMemAlloc(&p, bytes);
+  if (r == 2 /* out of memory */ && !free_.empty()) {  // give the cache back and try again
+    for (auto& [n, q] : free_) api_->cuMemFree(q);
+    free_.clear();
+    r = api_->cuMemAlloc(&p, bytes);
+  }
+  check(r, ("cuMemAlloc of " + std::to_string(bytes) + " bytes").c_str());
+  return p;
+}
+
+void CudaDriver::free(DevicePtr p, size_t bytes) { free_.emplace((bytes + 511) / 512 * 512, p); }
+void CudaDriver::upload(DevicePtr dst, const void* src, size_t n) { check(api_->cuMemcpyHtoD(dst, src, n), "cuMemcpyHtoD"); }
+void CudaDriver::download(void* dst, DevicePtr src, size_t n) { check(api_->cuMemcpyDtoH(dst, src, n), "cuMemcpyDtoH"); }
+void CudaDriver::copy(DevicePtr dst, DevicePtr src, size_t n) { check(api_->cuMemcpyDtoD(dst, src, n), "cuMemcpyDtoD"); }
+void CudaDriver::zero(DevicePtr dst, size_t n) { check(api_->cuMemsetD8(dst, 0, n), "cuMemsetD8"); }
+void CudaDriver::synchronize() { check(api_->cuCtxSynchronize(), "cuCtxSynchronize"); }
+
+void CudaDriver::launch(void* f, int64_t grid, int block, void** params, const char* name) {
+  if (grid <= 0) return;
+  if (grid > 0x7fffffff) throw std::runtime_error(std::string("kernel ") + name + ": grid of " + std::to_string(grid) + " blocks is too large");
+  check(api_->cuLaunchKernel(f, static_cast<unsigned>(grid), 1, 1, static_cast<unsigned>(block), 1, 1, 0, nullptr, params, nullptr),
+        (std::string("launching kernel ") + name).c_str());
+}
+
+void* CudaDriver::event() {
+  void* e = nullptr;
+  check(api_->cuEventCreate(&e, 0), "cuEventCreate");
+  return e;
+}
+void CudaDriver::record(void* e) { check(api_->cuEventRecord(e, nullptr), "cuEventRecord"); }
+float CudaDriver::elapsed_ms(void* a, void* b) {
+  check(api_->cuEventSynchronize(b), "cuEventSynchronize");
+  float ms = 0;
+  check(api_->cuEventElapsedTime(&ms, a, b), "cuEventElapsedTime");
+  return ms;
+}
+void CudaDriver::destroy_event(void* e) { api_->cuEventDestroy(e); }
+
+void* CudaDriver::load_module(const std::string& image) {
+  void* m = nullptr;
+  check(api_->cuModuleLoadData(&m, image.data()), "cuModuleLoadData");
+  return m;
+}
+void CudaDriver::unload_module(void* m) { api_->cuModuleUnload(m); }
+void* CudaDriver::function(void* m, const std::string& name) {
+  void* f = nullptr;
+  if (api_->cuModuleGetFunction(&f, m, name.c_str()) != 0) return nullptr;
+  return f;
+}
+int CudaDriver::registers(void* f) {
+  int n = 0;
+  api_->cuFuncGetAttribute(&n, kFuncNumRegs, f);
+  return n;
+}
+
+CudaModule::CudaModule(CudaDriver& d, const std::string& image) : d_(d), m_(d.load_module(image)), generation_(d.generation()) {}
+CudaModule::~CudaModule() {
+  if (m_ && d_.generation() == generation_) d_.unload_module(m_);
+}
+void* CudaModule::function(const std::string& name) {
+  void* f = d_.function(m_, name);
+  if (!f) throw std::runtime_error("the compiled CUDA module has no kernel '" + name + "'");
+  return f;
+}
+
+}  // namespace ls

@@ -1,0 +1,113 @@
+// The CUDA driver API, loaded at run time (libcuda.so.1): the binary runs where no driver exists,
+// and says so. One device (the first), its primary context, the default stream.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ls {
+
+using DevicePtr = unsigned long long;
+
+struct CudaDeviceInfo {
+  std::string name;
+  int sm_count = 0, cc_major = 0, cc_minor = 0;
+  size_t memory_bytes = 0;
+  int sm() const { return cc_major * 10 + cc_minor; }
+};
+
+class CudaModule;
+
+class CudaDriver {
+ public:
+  // The driver with its device and context ready, or nullptr with the reason in `why` (no
+  // libcuda, no device, the driver refused).
+  static CudaDriver* get(std::string* why = nullptr);
+  const CudaDeviceInfo& device() const { return info_; }
+
+  // Errors throw std::runtime_error naming the call and the driver's message. An error that
+  // spoils the context (an illegal address in a kernel) also resets the device, so the next
+  // compile starts clean; everything allocated before is gone.
+  void check(int result, const char* what) const;
+
+  DevicePtr alloc(size_t bytes);  // from the caching allocator
+  void free(DevicePtr p, size_t bytes);
+  void upload(DevicePtr dst, const void* src, size_t bytes);
+  void download(void* dst, DevicePtr src, size_t bytes);
+  void copy(DevicePtr dst, DevicePtr src, size_t bytes);
+  void zero(DevicePtr dst, size_t bytes);
+  void synchronize();
+  void launch(void* function, int64_t grid, int block, void** params, const char* name);
+
+  // Events for timing on the default stream.
+  void* event();
+  void record(void* ev);
+  float elapsed_ms(void* start, void* end);
+  void destroy_event(void* ev);
+
+  void* load_module(const std::string& image);  // cubin or PTX
+  void unload_module(void* module);
+  void* function(void* module, const std::string& name);
+  int registers(void* function);
+  int generation() const { return generation_; }  // bumps at each reset
+
+  struct Api;
+
+ private:
+  CudaDriver() = default;
+  void init();
+  void reset_after_fault();
+  std::unique_ptr<Api> api_;
+  CudaDeviceInfo info_;
+  int dev_ = 0;
+  void* ctx_ = nullptr;
+  int generation_ = 0;
+  std::multimap<size_t, DevicePtr> free_;  // caching allocator: freed blocks by size
+};
+
+// Compiled kernels loaded on the device.
+class CudaModule {
+ public:
+  CudaModule(CudaDriver& d, const std::string& image);
+  ~CudaModule();
+  CudaModule(const CudaModule&) = delete;
+  CudaModule& operator=(const CudaModule&) = delete;
+  void* function(const std::string& name);  // throws naming a missing kernel
+
+ private:
+  CudaDriver& d_;
+  void* m_ = nullptr;
+  int generation_ = 0;
+};
+
+// A device allocation that goes back to the cache when dropped.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(CudaDriver& d, size_t bytes) : d_(&d), bytes_(bytes), p_(bytes ? d.alloc(bytes) : 0), gen_(d.generation()) {}
+  ~DeviceBuffer() { release(); }
+  DeviceBuffer(DeviceBuffer&& o) noexcept { *this = std::move(o); }
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+    release();
+    d_ = o.d_, bytes_ = o.bytes_, p_ = o.p_, gen_ = o.gen_;
+    o.p_ = 0;
+    return *this;
+  }
+  DevicePtr ptr() const { return p_; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  void release() {
+    if (p_ && d_ && d_->generation() == gen_) d_->free(p_, bytes_);
+    p_ = 0;
+  }
+  CudaDriver* d_ = nullptr;
+  size_t bytes_ = 0;
+  DevicePtr p_ = 0;
+  int gen_ = 0;
+};
+
+}  // namespace ls

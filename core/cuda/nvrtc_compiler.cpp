@@ -1,0 +1,138 @@
+#include "cuda/nvrtc_compiler.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <vector>
+
+#include "compile/cpu_compiler.h"
+#include "compile/disk_cache.h"
+
+#ifdef LOWERSCOPE_HAVE_NVRTC
+#include <nvrtc.h>
+#endif
+
+namespace ls {
+
+#ifdef LOWERSCOPE_HAVE_NVRTC
+namespace {
+
+struct Built {
+  std::string code, log;
+  bool ok = false;
+};
+
+// One NVRTC compile: PTX for a virtual architecture, or a cubin for a real one.
+Built nvrtc_build(const std::string& source, const std::string& arch, bool want_cubin) {
+  Built b;
+  nvrtcProgram prog = nullptr;
+  if (nvrtcCreateProgram(&prog, source.c_str(), "lowerscope_kernels.cu", 0, nullptr, nullptr) != NVRTC_SUCCESS) {
+    b.log = "nvrtcCreateProgram failed";
+    return b;
+  }
+  const std::string arch_opt = "-arch=" + arch;
+  const std::vector<const char*> opts = {arch_opt.c_str(), "-std=c++17", "-default-device", "--extra-device-vectorization"};
+  const nvrtcResult r = nvrtcCompileProgram(prog, static_cast<int>(opts.size()), opts.data());
+  size_t n = 0;
+  nvrtcGetProgramLogSize(prog, &n);
+  b.log.assign(n, '\0');
+  if (n) nvrtcGetProgramLog(prog, b.log.data());
+  while (!b.log.empty() && (b.log.back() == '\0' || b.log.back() == '\n')) b.log.pop_back();
+  if (r == NVRTC_SUCCESS) {
+    if (want_cubin) {
+      nvrtcGetCUBINSize(prog, &n);
+      b.code.assign(n, '\0');
+      nvrtcGetCUBIN(prog, b.code.data());
+    } else {
+      nvrtcGetPTXSize(prog, &n);
+      b.code.assign(n, '\0');
+      nvrtcGetPTX(prog, b.code.data());
+      while (!b.code.empty() && b.code.back() == '\0') b.code.pop_back();
+    }
+    b.ok = true;
+  }
+  nvrtcDestroyProgram(&prog);
+  return b;
+}
+
+// cuobjdump's SASS listing of a cubin, when the tool is there (the GPU machine has it).
+std::string disassemble(const std::string& cubin) {
+  namespace fs = std::filesystem;
+  std::string tool;
+  for (const char* dir : {LOWERSCOPE_CUDA_BIN, "/usr/local/cuda/bin"})
+    if (fs::exists(fs::path(dir) / "cuobjdump")) {
+      tool = (fs::path(dir) / "cuobjdump").string();
+      break;
+    }
+  if (tool.empty() || cubin.empty()) return {};
+  const fs::path f = fs::temp_directory_path() / ("lowerscope-" + std::to_string(getpid()) + ".cubin");
+  { std::ofstream(f, std::ios::binary) << cubin; }
+  std::string out;
+  if (FILE* p = popen((tool + " -sass '" + f.string() + "' 2>&1").c_str(), "r")) {
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    pclose(p);
+  }
+  std::error_code ec;
+  fs::remove(f, ec);
+  return out;
+}
+
+}  // namespace
+
+bool have_nvrtc() { return true; }
+
+std::string nvrtc_version() {
+  int major = 0, minor = 0;
+  if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return {};
+  return std::to_string(major) + "." + std::to_string(minor);
+}
+
+CudaCompileResult compile_cuda(const std::string& source, const CudaCompileOptions& o) {
+  const auto t0 = std::chrono::steady_clock::now();
+  CudaCompileResult r;
+  const std::string sm = std::to_string(o.sm);
+  r.compiler = "NVRTC " + nvrtc_version() + ", compute_" + sm + (o.cubin ? " + sm_" + sm : "");
+  const DiskCache cache(cache_folder(o.cache_dir, "cuda"), fnv1a_hex(r.compiler + "\n" + source), ".cu");
+  if (cache.has(".ptx", source) && (!o.cubin || cache.has(".cubin", source))) {
+    r.ptx = cache.get(".ptx");
+    if (o.cubin) r.cubin = cache.get(".cubin");
+    r.log = cache.get(".log");
+    r.from_cache = true;
+  } else {
+    // PTX and the cubin are two independent compiles: run them side by side.
+    auto cubin = o.cubin ? std::async(std::launch::async, nvrtc_build, source, "sm_" + sm, true) : std::future<Built>();
+    const Built ptx = nvrtc_build(source, "compute_" + sm, false);
+    if (!ptx.ok) throw CompileError("NVRTC rejected the generated CUDA kernels", ptx.log);
+    r.ptx = ptx.code;
+    r.log = ptx.log;
+    if (o.cubin) {
+      const Built c = cubin.get();
+      if (!c.ok) throw CompileError("NVRTC could not build a cubin for sm_" + sm, c.log);
+      r.cubin = c.code;
+    }
+    std::vector<std::pair<std::string, std::string>> files = {{".ptx", r.ptx}, {".log", r.log}};
+    if (o.cubin) files.push_back({".cubin", r.cubin});
+    cache.put(files, source);
+  }
+  r.sass = disassemble(r.cubin);
+  r.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+#else
+
+bool have_nvrtc() { return false; }
+std::string nvrtc_version() { return {}; }
+CudaCompileResult compile_cuda(const std::string&, const CudaCompileOptions&) {
+  throw std::runtime_error("this build has no NVRTC (the CUDA toolkit was not found when it was configured)");
+}
+
+#endif
+
+}  // namespace ls

@@ -1,0 +1,29 @@
+// CUDA C++ source -> PTX (and a cubin for the target GPU) with NVRTC, in-process, cached on disk
+// keyed by source, options and NVRTC version. Needs no GPU.
+#pragma once
+#include <string>
+
+namespace ls {
+
+struct CudaCompileOptions {
+  int sm = 90;            // compute capability (major*10 + minor): sm_90 for the H100
+  bool cubin = true;      // also build the cubin (machine code) the runtime loads
+  std::string cache_dir;  // as CpuCompileOptions::cache_dir (kind "cuda")
+};
+
+struct CudaCompileResult {
+  std::string ptx;        // for compute_<sm>
+  std::string cubin;      // for sm_<sm>; empty unless asked
+  std::string sass;       // cuobjdump -sass of the cubin, when that tool is found
+  std::string compiler;   // "NVRTC 13.0, sm_90"
+  std::string log;        // NVRTC's warnings
+  double ms = 0;
+  bool from_cache = false;
+};
+
+bool have_nvrtc();
+std::string nvrtc_version();  // "13.0", or empty without NVRTC
+// Throws CompileError (compile/cpu_compiler.h) with NVRTC's log when the source does not compile.
+CudaCompileResult compile_cuda(const std::string& source, const CudaCompileOptions& o = {});
+
+}  // namespace ls

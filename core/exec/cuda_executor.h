@@ -1,0 +1,47 @@
+// Runs compiled CUDA kernels over device buffers and times them with CUDA events (warm-up, then
+// the median of repeated runs, per kernel and for the whole model). Matrix multiplies go to
+// cuBLAS; other library calls run on the host (their inputs copied down, outputs up), and say so.
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "codegen/cuda_codegen.h"
+#include "cuda/driver.h"
+#include "exec/executor.h"
+#include "loop/loop_ir.h"
+#include "sched/schedule.h"
+#include "tensor/tensor.h"
+
+namespace ls {
+
+class CudaExecutable {
+ public:
+  // Loads the module's kernels; throws std::runtime_error naming a missing one.
+  CudaExecutable(const LoopProgram& p, const Schedule& s, const GeneratedCuda& g, CudaDriver& d, CudaModule& m);
+  // One checked run: synchronizes after every kernel, so a fault names the kernel that made it.
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs);
+  Timings benchmark(const std::vector<Tensor>& inputs, const TimingOptions& o = {});
+
+  std::vector<std::string> how;  // per kernel: "generated", "cuBLAS", "host (reference kernel)"
+  std::vector<int> registers;    // per generated kernel, from the driver (0 for others)
+
+ private:
+  void bind(const std::vector<Tensor>& inputs);
+  void step(size_t k);
+  void host_extern(size_t k);
+  void cublas_extern(size_t k);
+  const LoopProgram& p_;
+  const GeneratedCuda& g_;
+  CudaDriver& d_;
+  std::vector<void*> functions_;           // nullptr for extern kernels
+  std::vector<const LoopNode*> externs_;
+  void* bias_kernel_ = nullptr;
+  std::map<std::string, DeviceBuffer> buffers_;
+  std::vector<DeviceBuffer> scratch_;      // per kernel (split reductions)
+  std::vector<std::vector<DevicePtr>> arg_values_;
+  std::vector<std::vector<void*>> arg_ptrs_;
+};
+
+}  // namespace ls

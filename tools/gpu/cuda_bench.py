@@ -1,0 +1,271 @@
+#!/usr/bin/env python3
+"""CUDA benchmark on the GPU machine: PyTorch eager, torch.compile (default; and dynamic=False) and
+Lowerscope, side by side, in one run, timed with CUDA events (median of many runs after warm-up).
+
+    python3 tools/gpu/cuda_bench.py --cli build-gpu/app/lowerscope-cli [--out results.md] [--quick]
+
+Cases (issue 8): sin^2+cos^2 and mse_loss at 2^26 float32 elements, softmax(x*0.125) at 16384x4096,
+LayerNorm(1024)+GELU at 8x1024x1024, the transformer block at 16x512x512 (inference and training),
+and every fixture model at the fixtures' sizes (inference and training). Every model is exported
+with torch.export on the CPU, as the fixtures were, and Lowerscope compiles that .pt2 (unpacked:
+the build there has no libzip) with the same weights; PyTorch's output is passed as --expect, so
+the check column compares our CUDA result with PyTorch's. Lowerscope's time is its executor's
+(CUDA events around the whole model, library calls included), its compile time a cold compile
+(fresh cache) of the whole pipeline, NVRTC included. Copy bandwidth is measured with
+torch (a device-to-device copy of 1 GiB: read + write bytes / time).
+"""
+import argparse, json, os, statistics, subprocess, sys, tempfile, time, zipfile
+
+import numpy as np
+import torch
+
+nn, F = torch.nn, torch.nn.functional
+
+
+def cuda_ms(fn, min_runs=20, budget_s=1.0):
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    times, start = [], time.perf_counter()
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    while len(times) < min_runs or (time.perf_counter() - start < budget_s and len(times) < 1000):
+        s.record()
+        fn()
+        e.record()
+        e.synchronize()
+        times.append(s.elapsed_time(e))
+    return statistics.median(times)
+
+
+class SinCos(nn.Module):
+    def forward(self, x):
+        return torch.sin(x) ** 2 + torch.cos(x) ** 2
+
+
+class Mse(nn.Module):
+    def forward(self, x, y):
+        return F.mse_loss(torch.sin(x) ** 2 + torch.cos(x) ** 2, y)
+
+
+class Softmax(nn.Module):
+    def forward(self, x):
+        return torch.softmax(x * 0.125, dim=-1)
+
+
+class LnGeluOnly(nn.Module):
+    def __init__(self, h):
+        super().__init__()
+        self.ln = nn.LayerNorm(h)
+
+    def forward(self, x):
+        return F.gelu(self.ln(x))
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(784, 256), nn.Linear(256, 10)
+
+    def forward(self, x):
+        return self.fc2(F.relu(self.fc1(x)))
+
+
+class Cifar(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1, self.conv2 = nn.Conv2d(3, 6, 5), nn.Conv2d(6, 16, 5)
+        self.fc1, self.fc2, self.fc3 = nn.Linear(400, 120), nn.Linear(120, 84), nn.Linear(84, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.conv1(x)), 2)
+        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
+        x = torch.flatten(x, 1)
+        return self.fc3(F.relu(self.fc2(F.relu(self.fc1(x)))))
+
+
+class LnGelu(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ln, self.fc = nn.LayerNorm(256), nn.Linear(256, 1024)
+
+    def forward(self, x):
+        return F.gelu(self.fc(self.ln(x)))
+
+
+class Attn(nn.Module):
+    def __init__(self, d=128, h=4):
+        super().__init__()
+        self.h = h
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.fc1, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
+        q, k, v = (z.view(b, t, self.h, d // self.h).transpose(1, 2) for z in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        y = y.transpose(1, 2).reshape(b, t, d)
+        x = x + self.proj(y)
+        return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+
+
+class Res(nn.Module):
+    def __init__(self, c=32):
+        super().__init__()
+        self.conv1, self.conv2 = nn.Conv2d(c, c, 3, padding=1, bias=False), nn.Conv2d(c, c, 3, padding=1, bias=False)
+        self.bn1, self.bn2 = nn.BatchNorm2d(c), nn.BatchNorm2d(c)
+
+    def forward(self, x):
+        y = F.relu(self.bn1(self.conv1(x)))
+        y = self.bn2(self.conv2(y))
+        return F.relu(x + y)
+
+
+def cases(quick):
+    n = 1 << (20 if quick else 26)
+    yield "sincos 2^26", SinCos(), [(n,)], True
+    yield "mse_loss 2^26", Mse(), [(n,), (n,)], True
+    yield "softmax 16384x4096", Softmax(), [(16384 if not quick else 1024, 4096)], False
+    yield "layernorm+gelu 8x1024x1024", LnGeluOnly(1024), [(8, 1024, 1024)], True
+    yield "transformer block 16x512x512", Attn(512, 8), [(16, 512, 512)], True
+    yield "mlp", MLP(), [(64, 784)], True
+    yield "cifar_net", Cifar(), [(8, 3, 32, 32)], True
+    yield "layernorm_gelu", LnGelu(), [(32, 64, 256)], True
+    yield "softmax", Softmax(), [(64, 512)], True
+    yield "attn_block", Attn(), [(4, 64, 128)], True
+    yield "res_block", Res(), [(4, 32, 16, 16)], True
+    try:
+        import torchvision
+        yield "mobilenet_v3_small", torchvision.models.mobilenet_v3_small(), [(1, 3, 224, 224)], False
+    except ImportError:
+        pass
+
+
+def export_case(model, inputs, folder):
+    """torch.export on the CPU (as the fixtures), unpacked into folder/model.pt2/, inputs beside."""
+    os.makedirs(folder, exist_ok=True)
+    ep = torch.export.export(model, tuple(inputs))
+    path = os.path.join(folder, "model.zip")
+    torch.export.save(ep, path)
+    zipfile.ZipFile(path).extractall(os.path.join(folder, "model.pt2"))
+    os.remove(path)
+    for i, x in enumerate(inputs):
+        np.save(os.path.join(folder, f"in{i}.npy"), x.numpy())
+
+
+def ours(cli, folder, extra):
+    report = os.path.join(folder, "report.json")
+    env = dict(os.environ, LOWERSCOPE_CACHE_DIR=tempfile.mkdtemp())
+    p = subprocess.run([cli, "compile", folder, "--device", "cuda", "--quiet", "--report", report] + extra,
+                       capture_output=True, text=True, env=env)
+    if not os.path.exists(report):
+        return None, None, f"rc={p.returncode}: {(p.stderr or p.stdout).strip()[-200:]}", None
+    r = json.load(open(report))
+    os.remove(report)
+    if "error" in r:
+        return None, None, "error: " + r["error"]["message"][:160], r
+    if r["check"]["ok"]:
+        status = "ok (%.1e)" % r["check"]["max_abs_err"]
+    else:
+        status = "CHECK FAILED: " + p.stderr.strip().splitlines()[-1][:160] if p.stderr.strip() else "CHECK FAILED"
+    return r["run_ms"], r["compile_ms"], status, r
+
+
+def torch_side(model, xs, train, dynamic=None):
+    if train:
+        def step(*a, m=model):
+            m.zero_grad(set_to_none=True)
+            m(*a).sum().backward()
+        fn = step
+    else:
+        fn = model
+    torch._dynamo.reset()
+    cm = torch.compile(model, dynamic=dynamic)
+    if train:
+        def cfn(*a):
+            cm.zero_grad(set_to_none=True)
+            cm(*a).sum().backward()
+    else:
+        cfn = cm
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    cfn(*xs)
+    torch.cuda.synchronize()
+    compile_ms = (time.perf_counter() - t0) * 1e3
+    return cuda_ms(lambda: cfn(*xs)), compile_ms
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cli", required=True)
+    ap.add_argument("--out")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--kernels", help="write each case's per-kernel table (ours) to this file")
+    args = ap.parse_args()
+    torch.manual_seed(0)
+    dev = torch.device("cuda")
+    big = torch.empty(1 << 28, device=dev)
+    copy_ms = cuda_ms(lambda: big.clone())
+    copy_gbps = 2 * big.numel() * 4 / (copy_ms * 1e6)
+    del big
+    rows, kernel_tables = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, model, shapes, trainable in cases(args.quick):
+            model = model.eval()
+            xs_cpu = [torch.randn(*s) for s in shapes]
+            folder = os.path.join(tmp, name.split()[0].replace("+", "_") + str(len(rows)))
+            try:
+                with torch.no_grad():
+                    export_case(model, xs_cpu, folder)
+                    expected = model(*xs_cpu)
+                np.save(os.path.join(folder, "out.npy"), expected.numpy())
+            except Exception as e:  # noqa: BLE001
+                rows.append((name, None, None, None, None, None, None, None, f"export failed: {e}"[:160]))
+                continue
+            m = model.to(dev)
+            xs = [x.to(dev) for x in xs_cpu]
+            for train in ([False, True] if trainable else [False]):
+                label = name + (" train" if train else "")
+                ctx = torch.enable_grad() if train else torch.no_grad()
+                with ctx:
+                    if train:
+                        xs_g = [x.clone().requires_grad_(True) for x in xs]
+                        e = cuda_ms(lambda: (m.zero_grad(set_to_none=True), m(*xs_g).sum().backward()))
+                        c, cms = torch_side(m, xs_g, True)
+                        cs = None
+                    else:
+                        e = cuda_ms(lambda: m(*xs))
+                        c, cms = torch_side(m, xs, False)
+                        cs, _ = torch_side(m, xs, False, dynamic=False)
+                o, oms, status, rep = ours(args.cli, folder, ["--train"] if train else ["--expect", os.path.join(folder, "out.npy")])
+                rows.append((label, e, c, cs, o, cms, oms, rep, status))
+                print(rows[-1][:7], status, flush=True)
+                if rep and args.kernels:
+                    lines = [f"## {label}", "", "| kernel | how | ms | GB/s | % of copy | regs | launch |", "|---|---|---|---|---|---|---|"]
+                    for k in rep["kernels"]:
+                        lines.append(f"| {k['name']} | {k['how']} | {k['ms']:.4f} | {k['gbps']:.0f} | {100 * k['gbps'] / copy_gbps:.0f}% | "
+                                     f"{k['registers']} | {k['launch']} |")
+                    kernel_tables.append("\n".join(lines) + "\n")
+
+    def f(v, p=3):
+        return "-" if v is None else f"{v:.{p}f}"
+    out = ["| case | eager ms | torch.compile ms | compile dynamic=False ms | Lowerscope ms | ours / Inductor | Inductor compile ms | Lowerscope compile ms | kernels (ours) | check |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    for name, e, c, cs, o, cms, oms, rep, status in rows:
+        best = min([v for v in (c, cs) if v is not None], default=None)
+        ratio = "-" if o is None or best is None else f"{o / best:.2f}x"
+        kern = "-" if not rep else f"{rep['generated_kernels']}k/{rep['extern_kernels']}x"
+        out.append(f"| {name} | {f(e)} | {f(c)} | {f(cs)} | {f(o)} | {ratio} | {f(cms, 0)} | {f(oms, 0)} | {kern} | {status} |")
+    head = (f"{torch.cuda.get_device_name()}, torch {torch.__version__}, CUDA {torch.version.cuda}; "
+            f"measured device copy bandwidth {copy_gbps:.0f} GB/s")
+    text = head + "\n\n" + "\n".join(out) + "\n"
+    print(text)
+    if args.out:
+        open(args.out, "w").write(text)
+    if args.kernels:
+        open(args.kernels, "w").write(head + "\n\n" + "\n".join(kernel_tables))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
