@@ -20,7 +20,7 @@ const char* kUsage = R"(usage:
                                [--train [--expect-grads G0.npy,G1.npy] [--partitioner min_cut|default]
                                         [--sgd LR]]
                                [--report FILE.json] [--dump DIR] [--decompose core_aten|prims]
-                               [--no-fusion] [--external-compiler] [--no-run] [--quiet]
+                               [--no-fusion] [--external-compiler] [--no-run] [--no-reference] [--quiet]
   lowerscope-cli stages        list the stage names, in pipeline order
   lowerscope-cli ops           list the op table
 
@@ -109,6 +109,7 @@ int compile_command(int argc, char** argv) {
     } else if (a == "--no-fusion") po.fusion = false;
     else if (a == "--external-compiler") po.external_compiler = true;
     else if (a == "--no-run") po.run = false;
+    else if (a == "--no-reference") po.reference = false;
     else if (a == "--quiet") quiet = true;
     else throw std::invalid_argument("unknown option '" + a + "'");
   }

@@ -81,6 +81,9 @@ struct PipelineOptions {
   bool external_compiler = false;  // build kernels with an external c++ instead of the in-process JIT
   bool run = true;
   int timing_budget_ms = 300;
+  // Also run the reference interpreter and compare (off for models too large for it: the
+  // expected files that came with the model are then the only check).
+  bool reference = true;
   // Training: differentiate, partition (the chosen partitioner compiles; both are reported) and
   // compile the whole step. The tangent of the first output is ones (the gradient of its sum).
   bool train = false;

@@ -8,8 +8,9 @@ Cases (issue 8): sin^2+cos^2 and mse_loss at 2^26 float32 elements, softmax(x*0.
 LayerNorm(1024)+GELU at 8x1024x1024, the transformer block at 16x512x512 (inference and training),
 and every fixture model at the fixtures' sizes (inference and training). Every model is exported
 with torch.export on the CPU, as the fixtures were, and Lowerscope compiles that .pt2 (unpacked:
-the build there has no libzip) with the same weights; PyTorch's output is passed as --expect, so
-the check column compares our CUDA result with PyTorch's. Lowerscope's time is its executor's
+the build there has no libzip) with the same weights; PyTorch's output (and, for training, its
+gradients of out.sum() for each input) lie beside the model, so the check column compares our
+CUDA results with PyTorch's (--no-reference: the interpreter would take minutes on the big cases). Lowerscope's time is its executor's
 (CUDA events around the whole model, library calls included), its compile time a cold compile
 (fresh cache) of the whole pipeline, NVRTC included. Copy bandwidth is measured with
 torch (a device-to-device copy of 1 GiB: read + write bytes / time).
@@ -220,6 +221,12 @@ def main():
                     export_case(model, xs_cpu, folder)
                     expected = model(*xs_cpu)
                 np.save(os.path.join(folder, "out.npy"), expected.numpy())
+                if trainable:  # PyTorch's gradients of out.sum() for each input, on the CPU
+                    xg = [x.clone().requires_grad_(True) for x in xs_cpu]
+                    model(*xg).sum().backward()
+                    model.zero_grad(set_to_none=True)
+                    for i, x in enumerate(xg):
+                        np.save(os.path.join(folder, f"grad_in{i}.npy"), x.grad.numpy())
             except Exception as e:  # noqa: BLE001
                 rows.append((name, None, None, None, None, None, None, None, f"export failed: {e}"[:160]))
                 continue
@@ -238,7 +245,9 @@ def main():
                         e = cuda_ms(lambda: m(*xs))
                         c, cms = torch_side(m, xs, False)
                         cs, _ = torch_side(m, xs, False, dynamic=False)
-                o, oms, status, rep = ours(args.cli, folder, ["--train"] if train else ["--expect", os.path.join(folder, "out.npy")])
+                grads = ",".join(os.path.join(folder, f"grad_in{i}.npy") for i in range(len(xs)))
+                o, oms, status, rep = ours(args.cli, folder, ["--no-reference"] +
+                                           (["--train", "--expect-grads", grads] if train else []))
                 rows.append((label, e, c, cs, o, cms, oms, rep, status))
                 print(rows[-1][:7], status, flush=True)
                 if rep and args.kernels:
