@@ -92,3 +92,70 @@ extern "C" __global__ void ls_add_channel_bias(float* __restrict__ y, const floa
   const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i < total) y[i] += b[(i / P) % C];
 }
+// Convolution as im2col + one batched matrix multiply (cuBLAS): the columns of every image of
+// one group, cols[n][r][p], r = (ci, kh, kw), p = (oh, ow); zero where the window is off the image.
+extern "C" __global__ void ls_im2col(const float* __restrict__ x, float* __restrict__ cols, int N, int CG, int H, int W, int KH,
+                                     int KW, int OH, int OW, int sh, int sw, int ph, int pw, int dh, int dw, long long x_image) {
+  const long long P = (long long)OH * OW, R = (long long)CG * KH * KW, total = N * R * P;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (long long)gridDim.x * blockDim.x) {
+    const long long n = i / (R * P), rp = i % (R * P), r = rp / P, p = rp % P;
+    const int ci = (int)(r / (KH * KW)), kh = (int)((r / KW) % KH), kw = (int)(r % KW);
+    const int oh = (int)(p / OW), ow = (int)(p % OW);
+    const int ih = oh * sh - ph + kh * dh, iw = ow * sw - pw + kw * dw;
+    cols[i] = ih >= 0 && ih < H && iw >= 0 && iw < W ? x[n * x_image + ((long long)ci * H + ih) * W + iw] : 0.0f;
+  }
+}
+// Depthwise convolution (one input channel per output channel): one thread per output.
+extern "C" __global__ void ls_depthwise_conv(const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ y, int N,
+                                             int C, int H, int W, int KH, int KW, int OH, int OW, int sh, int sw, int ph, int pw,
+                                             int dh, int dw) {
+  const long long total = (long long)N * C * OH * OW;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (long long)gridDim.x * blockDim.x) {
+    const int ow = (int)(i % OW), oh = (int)((i / OW) % OH);
+    const long long plane = i / ((long long)OH * OW);
+    const int c = (int)(plane % C);
+    const float* xp = x + plane * H * W;
+    const float* wp = w + (long long)c * KH * KW;
+    float acc = 0.0f;
+    for (int kh = 0; kh < KH; ++kh) {
+      const int ih = oh * sh - ph + kh * dh;
+      if (ih < 0 || ih >= H) continue;
+      for (int kw = 0; kw < KW; ++kw) {
+        const int iw = ow * sw - pw + kw * dw;
+        if (iw >= 0 && iw < W) acc += xp[ih * W + iw] * wp[kh * KW + kw];
+      }
+    }
+    y[i] = acc;
+  }
+}
+// 2-D max pooling with the flat index (ih * W + iw) of each maximum, as PyTorch returns it.
+extern "C" __global__ void ls_max_pool2d(const float* __restrict__ x, float* __restrict__ y, long long* __restrict__ idx,
+                                         long long planes, int H, int W, int OH, int OW, int KH, int KW, int sh, int sw, int ph,
+                                         int pw, int dh, int dw) {
+  const long long total = planes * OH * OW;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (long long)gridDim.x * blockDim.x) {
+    const int ow = (int)(i % OW), oh = (int)((i / OW) % OH);
+    const float* xp = x + (i / ((long long)OH * OW)) * H * W;
+    float best = -__int_as_float(0x7f800000);
+    long long arg = -1;
+    for (int kh = 0; kh < KH; ++kh)
+      for (int kw = 0; kw < KW; ++kw) {
+        const int ih = oh * sh - ph + kh * dh, iw = ow * sw - pw + kw * dw;
+        if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+        const float v = xp[ih * W + iw];
+        if (v > best || v != v || arg < 0) {
+          best = v;
+          arg = (long long)ih * W + iw;
+        }
+      }
+    y[i] = best;
+    idx[i] = arg;
+  }
+}
+// Concatenation: copies rows of one input into their place in the output (4-byte words).
+extern "C" __global__ void ls_copy_rows(unsigned* __restrict__ dst, const unsigned* __restrict__ src, long long rows,
+                                        long long src_row, long long dst_row, long long offset) {
+  const long long total = rows * src_row;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (long long)gridDim.x * blockDim.x)
+    dst[(i / src_row) * dst_row + offset + i % src_row] = src[i];
+}

@@ -31,6 +31,44 @@ bool transposed(const ExternCall& c, size_t arg) {
   return a.is_node() && static_cast<size_t>(a.node) < c.transposed.size() && c.transposed[a.node];
 }
 
+// The shape a library call sees its tensor argument `arg` in.
+Shape seen_shape(const LoopProgram& p, const ExternCall& c, size_t arg) {
+  const size_t i = static_cast<size_t>(c.args.at(arg).node);
+  return i < c.shapes.size() ? c.shapes[i] : p.buffer(c.inputs.at(i)).shape;
+}
+
+std::vector<int64_t> pair_of(const Arg& a, int64_t dflt) {
+  std::vector<int64_t> v = a.kind == Arg::Kind::none ? std::vector<int64_t>{} : a.ints();
+  if (v.empty()) v = {dflt, dflt};
+  if (v.size() == 1) v.push_back(v[0]);
+  return v;
+}
+
+// Where a library call runs: on the device when we have a kernel or cuBLAS for it, else on the
+// host through the reference kernels (its operands copied down and the results back up).
+std::string device_how(const LoopProgram& p, const ExternCall& c, bool blas) {
+  const std::string& n = c.op->name;
+  const bool f32 = all_f32(p, c);
+  if (is_matmul(n) && f32 && blas) return "cuBLAS";
+  if (n == "aten.convolution.default" && f32 && !c.args[6].b && c.output_metas.at(0).shape.size() == 4) {
+    const Shape w = seen_shape(p, c, 1);
+    const int64_t groups = c.args[8].i, C = seen_shape(p, c, 0).at(1);
+    if (groups == C && w[1] == 1 && w[0] == C) return "depthwise kernel";
+    if (blas) return "im2col + cuBLAS";
+  }
+  if (n == "aten.max_pool2d_with_indices.default" && p.buffer(c.inputs.at(0)).dtype == DType::f32 &&
+      seen_shape(p, c, 0).size() == 4 && !c.args[5].b)
+    return "pool kernel";
+  if (n == "aten.cat.default") {
+    bool words = true;
+    for (const auto& b : c.inputs) words = words && dtype_size(p.buffer(b).dtype) == 4;
+    if (words && dtype_size(p.buffer(c.outputs.at(0)).dtype) == 4) return "device copies";
+  }
+  return "host (reference kernel)";
+}
+
+int64_t grid_for(int64_t total) { return std::clamp<int64_t>((total + 255) / 256, 1, 132 * 32); }
+
 }  // namespace
 
 CudaExecutable::CudaExecutable(const LoopProgram& p, const Schedule& s, const GeneratedCuda& g, CudaDriver& d, CudaModule& m)
@@ -43,7 +81,7 @@ CudaExecutable::CudaExecutable(const LoopProgram& p, const Schedule& s, const Ge
       functions_.push_back(nullptr);
       externs_.push_back(n);
       registers.push_back(0);
-      how.push_back(blas && is_matmul(n->ext.op->name) && all_f32(p, n->ext) ? "cuBLAS" : "host (reference kernel)");
+      how.push_back(device_how(p, n->ext, blas != nullptr));
     } else {
       void* f = m.function(g.source.kernels[i].launcher);
       functions_.push_back(f);
@@ -53,6 +91,7 @@ CudaExecutable::CudaExecutable(const LoopProgram& p, const Schedule& s, const Ge
     }
   }
   bias_kernel_ = m.function("ls_broadcast_bias");
+  for (const char* k : {"ls_add_channel_bias", "ls_im2col", "ls_depthwise_conv", "ls_max_pool2d", "ls_copy_rows"}) helpers_[k] = m.function(k);
 }
 
 void CudaExecutable::bind(const std::vector<Tensor>& inputs) {
@@ -97,7 +136,8 @@ void CudaExecutable::step(size_t k) {
   }
   try {
     if (how[k] == "cuBLAS") cublas_extern(k);
-    else host_extern(k);
+    else if (how[k] == "host (reference kernel)") host_extern(k);
+    else device_extern(k);
   } catch (const std::exception& e) {
     throw std::runtime_error("extern kernel " + externs_[k]->ext.op->name + " (" + externs_[k]->graph_node + "): " + e.what());
   }
@@ -137,6 +177,87 @@ void CudaExecutable::cublas_extern(size_t k) {
     alpha = static_cast<float>(c.args[4].number());
   }
   blas.sgemm(1, M, N, K, alpha, a, ta, 0, b, tb, 0, beta, y, 0);
+}
+
+void CudaExecutable::device_extern(size_t k) {
+  const ExternCall& c = externs_[k]->ext;
+  const std::string& n = c.op->name;
+  auto ptr = [&](size_t arg) { return buffers_.at(c.inputs.at(static_cast<size_t>(c.args.at(arg).node))).ptr(); };
+  if (n == "aten.cat.default") {
+    const Shape& ys = p_.buffer(c.outputs[0]).shape;
+    int64_t dim = c.args[1].i;
+    if (dim < 0) dim += static_cast<int64_t>(ys.size());
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < dim; ++d) outer *= ys[d];
+    for (int64_t d = dim + 1; d < static_cast<int64_t>(ys.size()); ++d) inner *= ys[d];
+    long long dst_row = ys[dim] * inner, at = 0;
+    DevicePtr y = buffers_.at(c.outputs[0]).ptr();
+    for (const Arg& a : c.args[0].list) {
+      const LoopBuffer& b = p_.buffer(c.inputs.at(static_cast<size_t>(a.node)));
+      long long rows = outer, src_row = numel_of(b.shape) / std::max<int64_t>(outer, 1);
+      if (src_row == 0) continue;
+      DevicePtr src = buffers_.at(b.name).ptr();
+      void* params[] = {&y, &src, &rows, &src_row, &dst_row, &at};
+      d_.launch(helpers_.at("ls_copy_rows"), grid_for(rows * src_row), 256, params, "ls_copy_rows");
+      at += src_row;
+    }
+    return;
+  }
+  if (n == "aten.max_pool2d_with_indices.default") {
+    const Shape xs = seen_shape(p_, c, 0);
+    const Shape& ys = c.output_metas.at(0).shape;
+    const std::vector<int64_t> ks = pair_of(c.args[1], 1), st = pair_of(c.args[2], 0), pad = pair_of(c.args[3], 0), dil = pair_of(c.args[4], 1);
+    long long planes = xs[0] * xs[1];
+    int H = static_cast<int>(xs[2]), W = static_cast<int>(xs[3]), OH = static_cast<int>(ys[2]), OW = static_cast<int>(ys[3]);
+    int KH = static_cast<int>(ks[0]), KW = static_cast<int>(ks[1]);
+    int sh = static_cast<int>(st[0] ? st[0] : ks[0]), sw = static_cast<int>(st[1] ? st[1] : ks[1]);
+    int ph = static_cast<int>(pad[0]), pw = static_cast<int>(pad[1]), dh = static_cast<int>(dil[0]), dw = static_cast<int>(dil[1]);
+    DevicePtr x = ptr(0), y = buffers_.at(c.outputs.at(0)).ptr();
+    DevicePtr idx = c.outputs.size() > 1 ? buffers_.at(c.outputs[1]).ptr() : 0;
+    if (!idx) {  // the indices are not wanted: somewhere to write them all the same
+      DeviceBuffer& spare = cols_[k];
+      if (spare.bytes() < static_cast<size_t>(planes * OH * OW * 8)) spare = DeviceBuffer(d_, static_cast<size_t>(planes * OH * OW * 8));
+      idx = spare.ptr();
+    }
+    void* params[] = {&x, &y, &idx, &planes, &H, &W, &OH, &OW, &KH, &KW, &sh, &sw, &ph, &pw, &dh, &dw};
+    d_.launch(helpers_.at("ls_max_pool2d"), grid_for(planes * OH * OW), 256, params, "ls_max_pool2d");
+    return;
+  }
+  // Convolution (2-D, not transposed).
+  const Shape xs = seen_shape(p_, c, 0);
+  const Shape ws = seen_shape(p_, c, 1);
+  const Shape& ys = c.output_metas.at(0).shape;
+  const std::vector<int64_t> st = pair_of(c.args[3], 1), pad = pair_of(c.args[4], 0), dil = pair_of(c.args[5], 1);
+  int N = static_cast<int>(xs[0]), C = static_cast<int>(xs[1]), H = static_cast<int>(xs[2]), W = static_cast<int>(xs[3]);
+  int KH = static_cast<int>(ws[2]), KW = static_cast<int>(ws[3]), OH = static_cast<int>(ys[2]), OW = static_cast<int>(ys[3]);
+  int sh = static_cast<int>(st[0]), sw = static_cast<int>(st[1]), ph = static_cast<int>(pad[0]), pw = static_cast<int>(pad[1]);
+  int dh = static_cast<int>(dil[0]), dw = static_cast<int>(dil[1]);
+  const int64_t O = ws[0], G = c.args[8].i, CG = ws[1], OG = O / G, P = int64_t(OH) * OW, R = CG * KH * KW;
+  DevicePtr x = ptr(0), w = ptr(1), y = buffers_.at(c.outputs.at(0)).ptr();
+  if (how[k] == "depthwise kernel") {
+    void* params[] = {&x, &w, &y, &N, &C, &H, &W, &KH, &KW, &OH, &OW, &sh, &sw, &ph, &pw, &dh, &dw};
+    d_.launch(helpers_.at("ls_depthwise_conv"), grid_for(int64_t(N) * C * P), 256, params, "ls_depthwise_conv");
+  } else {
+    DeviceBuffer& cols = cols_[k];
+    const size_t need = static_cast<size_t>(N * R * P * 4);
+    if (cols.bytes() < need) cols = DeviceBuffer(d_, need);
+    for (int64_t g = 0; g < G; ++g) {
+      DevicePtr xg = x + static_cast<DevicePtr>(g * CG * H * W * 4), colp = cols.ptr();
+      int cg = static_cast<int>(CG);
+      long long x_image = int64_t(C) * H * W;
+      void* params[] = {&xg, &colp, &N, &cg, &H, &W, &KH, &KW, &OH, &OW, &sh, &sw, &ph, &pw, &dh, &dw, &x_image};
+      d_.launch(helpers_.at("ls_im2col"), grid_for(N * R * P), 256, params, "ls_im2col");
+      // y[n, g*OG:(g+1)*OG, :] = W_g[OG, R] @ cols[n][R, P], for every image n.
+      Cublas::get()->sgemm(N, OG, P, R, 1.f, w + static_cast<DevicePtr>(g * OG * R * 4), false, 0, cols.ptr(), false, R * P, 0.f,
+                           y + static_cast<DevicePtr>(g * OG * P * 4), O * P);
+    }
+  }
+  if (c.args[2].is_node()) {
+    DevicePtr b = ptr(2);
+    long long OO = O, PP = P, total = int64_t(N) * O * P;
+    void* params[] = {&y, &b, &OO, &PP, &total};
+    d_.launch(helpers_.at("ls_add_channel_bias"), (total + 255) / 256, 256, params, "ls_add_channel_bias");
+  }
 }
 
 void CudaExecutable::host_extern(size_t k) {

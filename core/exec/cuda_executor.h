@@ -1,6 +1,8 @@
 // Runs compiled CUDA kernels over device buffers and times them with CUDA events (warm-up, then
 // the median of repeated runs, per kernel and for the whole model). Matrix multiplies go to
-// cuBLAS; other library calls run on the host (their inputs copied down, outputs up), and say so.
+// cuBLAS, convolutions to im2col + cuBLAS (depthwise ones to a direct kernel), max pooling and
+// concatenation to helper kernels; other library calls run on the host (their inputs copied
+// down, outputs up), and the kernel table says so.
 #pragma once
 #include <map>
 #include <memory>
@@ -32,12 +34,15 @@ class CudaExecutable {
   void step(size_t k);
   void host_extern(size_t k);
   void cublas_extern(size_t k);
+  void device_extern(size_t k);  // convolution, max pooling, cat: kernels of the prelude (and cuBLAS)
   const LoopProgram& p_;
   const GeneratedCuda& g_;
   CudaDriver& d_;
   std::vector<void*> functions_;           // nullptr for extern kernels
   std::vector<const LoopNode*> externs_;
   void* bias_kernel_ = nullptr;
+  std::map<std::string, void*> helpers_;   // the prelude's helper kernels
+  std::map<size_t, DeviceBuffer> cols_;    // im2col columns per convolution
   std::map<std::string, DeviceBuffer> buffers_;
   std::vector<DeviceBuffer> scratch_;      // per kernel (split reductions)
   std::vector<std::vector<DevicePtr>> arg_values_;

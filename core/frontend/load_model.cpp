@@ -69,7 +69,9 @@ std::vector<Tensor> random_inputs(const Graph& g, uint64_t seed) {
 LoadedModel load_model(const std::string& path_in, const LoadOptions& o) {
   if (!fs::exists(path_in)) throw std::runtime_error(path_in + ": no such file or folder");
   LoadedModel m;
-  m.path = fs::is_directory(path_in) ? find_model_file(path_in) : path_in;
+  // A folder is searched for a model file, unless it is an unpacked .pt2 archive itself.
+  const bool unpacked_pt2 = fs::path(path_in).extension() == ".pt2";
+  m.path = fs::is_directory(path_in) && !unpacked_pt2 ? find_model_file(path_in) : path_in;
   const fs::path dir = fs::path(m.path).parent_path();
   const std::string ext = fs::path(m.path).extension().string();
   if (ext == ".onnx") {
