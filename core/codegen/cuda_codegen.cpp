@@ -106,17 +106,31 @@ class CudaKernelWriter {
       const std::string B = std::to_string(o_.pointwise_block);
       e.line("const " + idx_ + " ls_base = (" + idx_ + ")blockIdx.x * " + std::to_string(o_.pointwise_block * o_.pointwise_unroll) +
              " + threadIdx.x;");
-      e.line("#pragma unroll");
-      e.line("for (int ls_u = 0; ls_u < " + std::to_string(o_.pointwise_unroll) + "; ++ls_u) {");
-      e.indent += "    ";
-      e.line("const " + idx_ + " x0 = ls_base + ls_u * " + B + ";");
-      e.line("if (x0 < " + Xs + ") {");
-      e.indent += "    ";
-      e.push_scope();
-      emit_segments(e, segs, X, R, ptrs, 0);
-      e.pop_scope();
-      close(e);
-      close(e);
+      const std::string U = std::to_string(o_.pointwise_unroll);
+      // Whole blocks take a path without bounds checks, so the unrolled loads can all be issued
+      // before the first store; the last block checks every element.
+      const bool tail = X % (int64_t(o_.pointwise_block) * o_.pointwise_unroll) != 0;
+      for (int guarded = 0; guarded <= (tail ? 1 : 0); ++guarded) {
+        if (tail) {
+          e.line(guarded ? "} else {" : "if (ls_base + " + std::to_string(int64_t(o_.pointwise_unroll - 1) * o_.pointwise_block) + " < " + Xs + ") {");
+          e.indent += "    ";
+        }
+        e.line("#pragma unroll");
+        e.line("for (int ls_u = 0; ls_u < " + U + "; ++ls_u) {");
+        e.indent += "    ";
+        e.line("const " + idx_ + " x0 = ls_base + ls_u * " + B + ";");
+        if (guarded) {
+          e.line("if (x0 < " + Xs + ") {");
+          e.indent += "    ";
+        }
+        e.push_scope();
+        emit_segments(e, segs, X, R, ptrs, 0);
+        e.pop_scope();
+        if (guarded) close(e);
+        close(e);
+        if (tail) e.indent.resize(e.indent.size() - 4);
+      }
+      if (tail) e.line("}");
     } else if (launch.form == "row") {
       const int rows_per_block = launch.block / T_;
       e.line("const int ls_rt = threadIdx.x" + (rows_per_block > 1 ? " % " + std::to_string(T_) : std::string()) + ";");
@@ -176,6 +190,7 @@ class CudaKernelWriter {
       e.node = -1;
       const std::string start = split_ ? "(" + idx_ + ")ls_slice * " + std::to_string(T_) + " + ls_rt" : T_ > 1 ? "ls_rt" : "0";
       const std::string step = split_ ? std::to_string(split_ * T_) : std::to_string(T_);
+      e.line("#pragma unroll 4");  // several loads in flight per thread
       e.line("for (" + idx_ + " r0 = " + start + "; r0 < " + std::to_string(R) + "; r0 += " + step + ") {");
       e.indent += "    ";
       e.push_scope();
