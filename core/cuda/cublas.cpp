@@ -39,11 +39,21 @@ Cublas* Cublas::get(std::string* why) {
         b->gemm_ = reinterpret_cast<decltype(b->gemm_)>(dlsym(b->lib_, "cublasSgemmStridedBatched"));
         if (!b->create_ || !b->gemm_) error = "cuBLAS lacks cublasCreate_v2 or cublasSgemmStridedBatched";
         else if (int r = b->create_(&b->handle_); r != 0) error = "cublasCreate failed (status " + std::to_string(r) + ")";
-        else c = std::move(b);
+        else {
+          b->generation_ = CudaDriver::get()->generation();
+          c = std::move(b);
+        }
       }
     }
   }
   if (!c && why) *why = error;
+  if (c) {
+    CudaDriver* d = CudaDriver::get();
+    if (d && d->generation() != c->generation_) {  // the device was reset: the old handle died with it
+      c->generation_ = d->generation();
+      c->create_(&c->handle_);
+    }
+  }
   return c.get();
 }
 

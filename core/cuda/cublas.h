@@ -20,6 +20,7 @@ class Cublas {
  private:
   void* lib_ = nullptr;
   void* handle_ = nullptr;
+  int generation_ = 0;  // the device context the handle belongs to (a reset after a fault makes a new one)
   int (*create_)(void**) = nullptr;
   int (*gemm_)(void*, int, int, int, int, int, const float*, const float*, int, long long, const float*, int, long long,
                const float*, float*, int, long long, int) = nullptr;

@@ -19,6 +19,7 @@ struct CudaDriver::Api {
   int (*cuDeviceTotalMem)(size_t*, int);
   int (*cuDevicePrimaryCtxRetain)(void**, int);
   int (*cuDevicePrimaryCtxReset)(int);
+  int (*cuDevicePrimaryCtxRelease)(int);
   int (*cuCtxSetCurrent)(void*);
   int (*cuCtxSynchronize)();
   int (*cuModuleLoadData)(void**, const void*);
@@ -95,6 +96,7 @@ void CudaDriver::init() {
   resolve(a.lib, a.cuDeviceTotalMem, "cuDeviceTotalMem_v2", missing);
   resolve(a.lib, a.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", missing);
   resolve(a.lib, a.cuDevicePrimaryCtxReset, "cuDevicePrimaryCtxReset_v2", missing);
+  resolve(a.lib, a.cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", missing);
   resolve(a.lib, a.cuCtxSetCurrent, "cuCtxSetCurrent", missing);
   resolve(a.lib, a.cuCtxSynchronize, "cuCtxSynchronize", missing);
   resolve(a.lib, a.cuModuleLoadData, "cuModuleLoadData", missing);
@@ -148,11 +150,14 @@ void CudaDriver::check(int r, const char* what) const {
 
 void CudaDriver::reset_after_fault() {
   // Every allocation and module died with the context: forget them, take a fresh context.
+  // Our reference goes first, then the reset, then a fresh context.
   free_.clear();
   ++generation_;
+  api_->cuCtxSetCurrent(nullptr);
+  api_->cuDevicePrimaryCtxRelease(dev_);
   api_->cuDevicePrimaryCtxReset(dev_);
-  api_->cuDevicePrimaryCtxRetain(&ctx_, dev_);
-  api_->cuCtxSetCurrent(ctx_);
+  ctx_ = nullptr;
+  if (api_->cuDevicePrimaryCtxRetain(&ctx_, dev_) == 0) api_->cuCtxSetCurrent(ctx_);
 }
 
 DevicePtr CudaDriver::alloc(size_t bytes) {
