@@ -73,11 +73,16 @@ CudaDriver* CudaDriver::get(std::string* why) {
       error = e.what();
     }
   }
-  if (!d) {
-    if (why) *why = error;
+  if (!d || !d->lost_.empty()) {
+    if (why) *why = d ? d->lost_ : error;
     return nullptr;
   }
-  d->api_->cuCtxSetCurrent(d->ctx_);  // the calling thread (a GUI worker) uses the device's context
+  d->api_->cuCtxSetCurrent(d->ctx_);
+  if (d->generation_ > 0 && d->api_->cuCtxSynchronize() != 0) {  // after a reset: is the context usable?
+    d->lost_ = "the GPU context was lost after a kernel fault; restart Lowerscope to run CUDA kernels again";
+    if (why) *why = d->lost_;
+    return nullptr;
+  }  // the calling thread (a GUI worker) uses the device's context
   return d.get();
 }
 
@@ -155,9 +160,13 @@ void CudaDriver::reset_after_fault() {
   ++generation_;
   api_->cuCtxSetCurrent(nullptr);
   api_->cuDevicePrimaryCtxRelease(dev_);
-  api_->cuDevicePrimaryCtxReset(dev_);
+  const int reset = api_->cuDevicePrimaryCtxReset(dev_);
   ctx_ = nullptr;
-  if (api_->cuDevicePrimaryCtxRetain(&ctx_, dev_) == 0) api_->cuCtxSetCurrent(ctx_);
+  const int retain = api_->cuDevicePrimaryCtxRetain(&ctx_, dev_);
+  const int current = retain == 0 ? api_->cuCtxSetCurrent(ctx_) : retain;
+  // A context other libraries still hold (cuBLAS) may not come back: say so from now on.
+  if (reset != 0 || current != 0 || api_->cuCtxSynchronize() != 0)
+    lost_ = "the GPU context was lost after a kernel fault and could not be reset; restart Lowerscope to run CUDA kernels again";
 }
 
 DevicePtr CudaDriver::alloc(size_t bytes) {

@@ -65,6 +65,7 @@ class CudaDriver {
   int dev_ = 0;
   void* ctx_ = nullptr;
   int generation_ = 0;
+  std::string lost_;  // set when a fault left the device unusable in this process
   std::multimap<size_t, DevicePtr> free_;  // caching allocator: freed blocks by size
 };
 

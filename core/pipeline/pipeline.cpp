@@ -341,7 +341,7 @@ CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const st
     if (!o.run) return r;
     rec.current = "run";
     if (cuda && !driver) {
-      r.not_run = "running CUDA kernels needs a GPU: " + no_gpu;
+      r.not_run = no_gpu.find("fault") != std::string::npos ? "not run: " + no_gpu : "running CUDA kernels needs a GPU: " + no_gpu;
       return r;
     }
 
