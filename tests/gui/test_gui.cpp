@@ -8,6 +8,8 @@
 #include <QTableView>
 #include <QTreeWidget>
 #include <QtTest>
+
+#include "cuda/nvrtc_compiler.h"
 #include <QDir>
 #include <QFileInfo>
 #include <QTemporaryDir>
@@ -132,6 +134,34 @@ class TestGui : public QObject {
     w.findChild<QAction*>("fusion")->trigger();  // off: one kernel per loop node
     QVERIFY(done.wait(60000));
     QVERIFY(w.kernelTable()->model()->rowCount() > 1);
+  }
+
+  // Target CUDA: the source stage holds CUDA C++, the asm stage NVRTC's PTX with an entry per
+  // generated kernel; without a GPU the summary says the run needs one, with one the check passes.
+  void testCudaTarget() {
+    if (!have_nvrtc()) QSKIP("this build has no NVRTC");
+    MainWindow w;
+    w.show();
+    QSignalSpy done(&w, &MainWindow::compileDone);
+    w.openModel(QString(LS_SAMPLES) + "/mse_loss");
+    QVERIFY(done.wait(60000));
+    w.findChild<QAction*>("target_cuda")->trigger();
+    QVERIFY(done.wait(60000));
+    QCOMPARE(done.last().at(0).toBool(), true);
+    const CompileResult* r = w.session()->result();
+    QCOMPARE(QString::fromStdString(r->device), QString("cuda"));
+    QVERIFY(r->stage("source")->text.find("__global__") != std::string::npos);
+    for (const Kernel& k : r->schedule.kernels)
+      if (!k.is_extern) QVERIFY(r->stage("asm")->text.find(".entry " + k.name) != std::string::npos);
+    QVERIFY(w.selectStage("source"));
+    if (qEnvironmentVariableIsSet("LS_SCREENSHOT_DIR")) {
+      QApplication::processEvents();
+      w.grab().save(qEnvironmentVariable("LS_SCREENSHOT_DIR") + "/cuda.png");
+    }
+    w.findChild<QAction*>("target_cpu")->trigger();
+    QVERIFY(done.wait(60000));
+    QCOMPARE(QString::fromStdString(w.session()->result()->device), QString("cpu"));
+    QVERIFY(w.session()->result()->check.ok);
   }
 
   // Training mode: the joint graph (forward and backward as clusters), the partitioned forward
