@@ -2,6 +2,7 @@
 // OpsHandler that writes one statement per op (loads cached per scope, stores to memory only for
 // buffers the kernel writes). Internal to codegen/.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
@@ -9,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/cpp_codegen.h"
 #include "loop/loop_ir.h"
 
 namespace ls {
@@ -54,6 +56,20 @@ class LoopEmitter : public OpsHandler {
   std::map<std::string, std::string> pending_reduction;  // buffer@index -> accumulator
   bool memory_stores = true;  // false while re-running a node recomputed in a later loop
   std::string store_guard;  // a condition every store to memory waits on (CUDA: one thread per row stores)
+
+  // After an r loop: each finished reduction becomes a value of the x iteration, and is stored
+  // (behind store_guard) when the kernel writes its buffer.
+  void bind_finished_reductions(const std::vector<std::string>& writes, const std::string& guard = {}) {
+    for (auto& [key, accumulator] : pending_reduction) {
+      const auto bar = key.find('|');
+      const std::string k = key.substr(0, bar), idx_cpp = key.substr(bar + 1);
+      const std::string buf = k.substr(0, k.find('['));
+      bind(k, accumulator);
+      if (std::count(writes.begin(), writes.end(), buf))
+        line((guard.empty() ? "" : "if (" + guard + ") ") + ptrs_.at(buf) + "[" + idx_cpp + "] = " + accumulator + ";");
+    }
+    pending_reduction.clear();
+  }
 
   void push_scope() { scopes_.emplace_back(); }
   void pop_scope() { scopes_.pop_back(); }
@@ -149,6 +165,46 @@ inline std::string reduce_identity(Reduce r, DType t, Dialect d = Dialect::cpp) 
   if (r == Reduce::max) return literal(-INFINITY, t, d);
   if (r == Reduce::min) return literal(INFINITY, t, d);
   return literal(0, t, d);
+}
+
+// One translation unit: a header line and the prelude, then every kernel of the schedule, in
+// order: a library call gets an entry with its buffers and no code; a generated kernel gets the
+// lines `write(index, kernel, lines)` appends, with their line range and the loop node behind
+// each line recorded.
+template <typename Write>
+GeneratedSource assemble_source(const Schedule& s, const std::string& header, const char* prelude, Write write) {
+  GeneratedSource src;
+  std::vector<Emitted> lines;
+  lines.push_back({header});
+  std::istringstream pre(prelude);
+  for (std::string l; std::getline(pre, l);) lines.push_back({l});
+  for (size_t i = 0; i < s.kernels.size(); ++i) {
+    const Kernel& k = s.kernels[i];
+    GeneratedKernel gk;
+    if (k.is_extern) {
+      gk.name = k.name;
+      gk.args = k.reads;
+      gk.args.insert(gk.args.end(), k.writes.begin(), k.writes.end());
+      src.kernels.push_back(gk);
+      continue;
+    }
+    lines.push_back({""});
+    const int first = static_cast<int>(lines.size()) + 1;
+    try {
+      gk = write(i, k, lines);
+    } catch (const std::out_of_range& e) {
+      throw std::logic_error("kernel " + k.name + ": a value it reads has no variable or buffer (" + e.what() + ")");
+    }
+    gk.first_line = first;
+    gk.last_line = static_cast<int>(lines.size());
+    for (int l = first; l <= gk.last_line; ++l)
+      if (lines[l - 1].node >= 0) gk.line_nodes.emplace_back(l, lines[l - 1].node);
+    src.kernels.push_back(gk);
+  }
+  std::ostringstream os;
+  for (const Emitted& e : lines) os << e.text << '\n';
+  src.code = os.str();
+  return src;
 }
 
 }  // namespace ls

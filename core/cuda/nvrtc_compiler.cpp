@@ -103,6 +103,7 @@ CudaCompileResult compile_cuda(const std::string& source, const CudaCompileOptio
     r.ptx = cache.get(".ptx");
     if (o.cubin) r.cubin = cache.get(".cubin");
     r.log = cache.get(".log");
+    r.sass = cache.get(".sass");
     r.from_cache = true;
   } else {
     // PTX and the cubin are two independent compiles: run them side by side.
@@ -116,11 +117,11 @@ CudaCompileResult compile_cuda(const std::string& source, const CudaCompileOptio
       if (!c.ok) throw CompileError("NVRTC could not build a cubin for sm_" + sm, c.log);
       r.cubin = c.code;
     }
-    std::vector<std::pair<std::string, std::string>> files = {{".ptx", r.ptx}, {".log", r.log}};
+    r.sass = disassemble(r.cubin);
+    std::vector<std::pair<std::string, std::string>> files = {{".ptx", r.ptx}, {".log", r.log}, {".sass", r.sass}};
     if (o.cubin) files.push_back({".cubin", r.cubin});
     cache.put(files, source);
   }
-  r.sass = disassemble(r.cubin);
   r.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }

@@ -10,12 +10,6 @@
 namespace ls {
 namespace {
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 bool is_matmul(const std::string& n) { return n == "aten.mm.default" || n == "aten.addmm.default" || n == "aten.bmm.default"; }
 
 bool all_f32(const LoopProgram& p, const ExternCall& c) {
@@ -74,7 +68,8 @@ int64_t grid_for(int64_t total) { return std::clamp<int64_t>((total + 255) / 256
 CudaExecutable::CudaExecutable(const LoopProgram& p, const Schedule& s, const GeneratedCuda& g, CudaDriver& d, CudaModule& m)
     : p_(p), g_(g), d_(d) {
   std::string why;
-  Cublas* blas = Cublas::get(&why);
+  blas_ = Cublas::get(&why);
+  Cublas* blas = blas_;
   for (size_t i = 0; i < g.source.kernels.size(); ++i) {
     if (s.kernels.at(i).is_extern) {
       const LoopNode* n = &p.nodes.at(s.kernels[i].nodes.at(0));
@@ -150,7 +145,7 @@ void CudaExecutable::cublas_extern(size_t k) {
     return std::make_pair(buffers_.at(c.inputs.at(i)).ptr(), i < c.shapes.size() ? c.shapes[i] : p_.buffer(c.inputs[i]).shape);
   };
   const DevicePtr y = buffers_.at(c.outputs.at(0)).ptr();
-  Cublas& blas = *Cublas::get();
+  Cublas& blas = *blas_;
   const std::string& n = c.op->name;
   if (n == "aten.bmm.default") {
     const auto [a, as] = operand(0);
@@ -248,7 +243,7 @@ void CudaExecutable::device_extern(size_t k) {
       void* params[] = {&xg, &colp, &N, &cg, &H, &W, &KH, &KW, &OH, &OW, &sh, &sw, &ph, &pw, &dh, &dw, &x_image};
       d_.launch(helpers_.at("ls_im2col"), grid_for(N * R * P), 256, params, "ls_im2col");
       // y[n, g*OG:(g+1)*OG, :] = W_g[OG, R] @ cols[n][R, P], for every image n.
-      Cublas::get()->sgemm(N, OG, P, R, 1.f, w + static_cast<DevicePtr>(g * OG * R * 4), false, 0, cols.ptr(), false, R * P, 0.f,
+      blas_->sgemm(N, OG, P, R, 1.f, w + static_cast<DevicePtr>(g * OG * R * 4), false, 0, cols.ptr(), false, R * P, 0.f,
                            y + static_cast<DevicePtr>(g * OG * P * 4), O * P);
     }
   }
@@ -342,8 +337,8 @@ Timings CudaExecutable::benchmark(const std::vector<Tensor>& inputs, const Timin
   }
   for (auto& e : ev) d_.destroy_event(e);
   Timings t;
-  for (auto& v : per) t.kernel_ms.push_back(median(v));
-  t.total_ms = median(total);
+  for (auto& v : per) t.kernel_ms.push_back(median_of(v));
+  t.total_ms = median_of(total);
   t.runs = static_cast<int>(total.size());
   return t;
 }

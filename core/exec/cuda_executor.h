@@ -18,6 +18,8 @@
 
 namespace ls {
 
+class Cublas;
+
 class CudaExecutable {
  public:
   // Loads the module's kernels; throws std::runtime_error naming a missing one.
@@ -40,6 +42,7 @@ class CudaExecutable {
   CudaDriver& d_;
   std::vector<void*> functions_;           // nullptr for extern kernels
   std::vector<const LoopNode*> externs_;
+  Cublas* blas_ = nullptr;              // looked up once: not on the launch path
   void* bias_kernel_ = nullptr;
   std::map<std::string, void*> helpers_;   // the prelude's helper kernels
   std::map<size_t, DeviceBuffer> cols_;    // im2col columns per convolution

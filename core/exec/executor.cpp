@@ -8,12 +8,13 @@
 #include "loop/dependencies.h"
 
 namespace ls {
-namespace {
-double median(std::vector<double> v) {
+double median_of(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
 }
+
+namespace {
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 }  // namespace
@@ -110,8 +111,8 @@ Timings CpuExecutable::benchmark(const std::vector<Tensor>& inputs, const Timing
     total.push_back(ms_since(t0));
   }
   Timings t;
-  for (auto& v : per) t.kernel_ms.push_back(median(v));
-  t.total_ms = median(total);
+  for (auto& v : per) t.kernel_ms.push_back(median_of(v));
+  t.total_ms = median_of(total);
   t.runs = static_cast<int>(total.size());
   return t;
 }

@@ -19,6 +19,8 @@ struct TimingOptions {
   double budget_ms = 300;  // stop repeating once this much time was spent
 };
 
+double median_of(std::vector<double> v);  // 0 for none
+
 struct Timings {
   std::vector<double> kernel_ms;  // median per kernel
   double total_ms = 0;            // median of whole runs

@@ -20,7 +20,8 @@ import argparse, json, os, statistics, subprocess, sys, tempfile, time, zipfile
 import numpy as np
 import torch
 
-nn, F = torch.nn, torch.nn.functional
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
+from models import Attn, LnGeluOnly, Mse, SinCos, Softmax, fixture_models  # noqa: E402
 
 
 def cuda_ms(fn, min_runs=20, budget_s=1.0):
@@ -38,91 +39,6 @@ def cuda_ms(fn, min_runs=20, budget_s=1.0):
     return statistics.median(times)
 
 
-class SinCos(nn.Module):
-    def forward(self, x):
-        return torch.sin(x) ** 2 + torch.cos(x) ** 2
-
-
-class Mse(nn.Module):
-    def forward(self, x, y):
-        return F.mse_loss(torch.sin(x) ** 2 + torch.cos(x) ** 2, y)
-
-
-class Softmax(nn.Module):
-    def forward(self, x):
-        return torch.softmax(x * 0.125, dim=-1)
-
-
-class LnGeluOnly(nn.Module):
-    def __init__(self, h):
-        super().__init__()
-        self.ln = nn.LayerNorm(h)
-
-    def forward(self, x):
-        return F.gelu(self.ln(x))
-
-
-class MLP(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc1, self.fc2 = nn.Linear(784, 256), nn.Linear(256, 10)
-
-    def forward(self, x):
-        return self.fc2(F.relu(self.fc1(x)))
-
-
-class Cifar(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv1, self.conv2 = nn.Conv2d(3, 6, 5), nn.Conv2d(6, 16, 5)
-        self.fc1, self.fc2, self.fc3 = nn.Linear(400, 120), nn.Linear(120, 84), nn.Linear(84, 10)
-
-    def forward(self, x):
-        x = F.max_pool2d(F.relu(self.conv1(x)), 2)
-        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
-        x = torch.flatten(x, 1)
-        return self.fc3(F.relu(self.fc2(F.relu(self.fc1(x)))))
-
-
-class LnGelu(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.ln, self.fc = nn.LayerNorm(256), nn.Linear(256, 1024)
-
-    def forward(self, x):
-        return F.gelu(self.fc(self.ln(x)))
-
-
-class Attn(nn.Module):
-    def __init__(self, d=128, h=4):
-        super().__init__()
-        self.h = h
-        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
-        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
-        self.fc1, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
-
-    def forward(self, x):
-        b, t, d = x.shape
-        q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
-        q, k, v = (z.view(b, t, self.h, d // self.h).transpose(1, 2) for z in (q, k, v))
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        y = y.transpose(1, 2).reshape(b, t, d)
-        x = x + self.proj(y)
-        return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
-
-
-class Res(nn.Module):
-    def __init__(self, c=32):
-        super().__init__()
-        self.conv1, self.conv2 = nn.Conv2d(c, c, 3, padding=1, bias=False), nn.Conv2d(c, c, 3, padding=1, bias=False)
-        self.bn1, self.bn2 = nn.BatchNorm2d(c), nn.BatchNorm2d(c)
-
-    def forward(self, x):
-        y = F.relu(self.bn1(self.conv1(x)))
-        y = self.bn2(self.conv2(y))
-        return F.relu(x + y)
-
-
 def cases(quick):
     n = 1 << (20 if quick else 26)
     yield "sincos 2^26", SinCos(), [(n,)], True
@@ -130,17 +46,8 @@ def cases(quick):
     yield "softmax 16384x4096", Softmax(), [(16384 if not quick else 1024, 4096)], False
     yield "layernorm+gelu 8x1024x1024", LnGeluOnly(1024), [(8, 1024, 1024)], True
     yield "transformer block 16x512x512", Attn(512, 8), [(16, 512, 512)], True
-    yield "mlp", MLP(), [(64, 784)], True
-    yield "cifar_net", Cifar(), [(8, 3, 32, 32)], True
-    yield "layernorm_gelu", LnGelu(), [(32, 64, 256)], True
-    yield "softmax", Softmax(), [(64, 512)], True
-    yield "attn_block", Attn(), [(4, 64, 128)], True
-    yield "res_block", Res(), [(4, 32, 16, 16)], True
-    try:
-        import torchvision
-        yield "mobilenet_v3_small", torchvision.models.mobilenet_v3_small(), [(1, 3, 224, 224)], False
-    except ImportError:
-        pass
+    for name, (model, shape) in fixture_models().items():
+        yield name, model, [shape], name != "mobilenet_v3_small"  # MobileNet: inference only in the fixtures
 
 
 def export_case(model, inputs, folder):
