@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds everything and runs all tests (ctest: core, import, cpu, gui on the offscreen platform),
+# Builds everything and runs all tests (ctest: core, import, cpu, gui on the offscreen platform,
+# autodiff, cuda: NVRTC compiles every fixture to PTX here, and runs it where there is a GPU),
 # then replays the fuzz corpus of every parser under AddressSanitizer and UBSan.
 set -euo pipefail
 cd "$(dirname "$0")/.."
