@@ -93,6 +93,19 @@ bool recomputable(const Node& n) {
   return views.count(op.name) > 0;
 }
 
+// Fusible with its users in generated code: what a library call reads must be in memory.
+// Max-pool backward is generated code too (lower/lower.cpp), and reads only the indices.
+// Composite ops decompose into generated code, except those that become library calls.
+bool fusible(const Node& n) {
+  static const std::set<std::string> library_composites = {
+      "aten.linear.default", "aten.conv2d.default", "aten.matmul.default", "aten.scaled_dot_product_attention.default",
+      "aten._scaled_dot_product_efficient_attention.default", "aten.max_pool2d.default"};
+  const OpKind k = n.op->kind;
+  if (k == OpKind::composite) return !library_composites.count(n.op->name);
+  return k == OpKind::pointwise || k == OpKind::reduction || k == OpKind::view || k == OpKind::getitem ||
+         n.op->name == "aten.max_pool2d_with_indices_backward.default";
+}
+
 struct Classes {
   std::vector<bool> primal, constant, tangent, backward, fw_required;
   std::vector<std::vector<int>> users;
@@ -197,6 +210,26 @@ Graph extract(const Graph& j, const Classes& c, const std::vector<int>& inputs, 
   return out;
 }
 
+// As torch's partitioner (is_materialized_backwards): a forward value the backward hands to a
+// library call (through views) must be in memory there, so computing it again is not free: it
+// is saved instead. Returns that call, or -1.
+int materialized_backwards(const Graph& g, const Classes& c, int i) {
+  if (g.nodes[i].is_placeholder() || g.nodes[i].op->kind == OpKind::view) return -1;
+  std::vector<int> cur = {i};
+  std::set<int> seen;
+  while (!cur.empty()) {
+    const int x = cur.back();
+    cur.pop_back();
+    for (int u : c.users[x]) {
+      if (!seen.insert(u).second) continue;
+      const Node& un = g.nodes[u];
+      if (!c.fw_required[u] && !fusible(un)) return u;
+      if (un.op->kind == OpKind::view) cur.push_back(u);
+    }
+  }
+  return -1;
+}
+
 std::string user_list(const Graph& g, const Classes& c, int i, const std::function<bool(int)>& outside) {
   std::string s;
   int shown = 0, more = 0;
@@ -251,7 +284,8 @@ Partition partition_joint(const JointGraph& joint, Partitioner which) {
       f.add_edge(2 * i, 2 * i + 1, nd.outs.size() > 1 ? kInf : bytes_of(nd));
       // As torch's partitioner: only the forward's own inputs and the forward values that may not
       // be recomputed are tied to the source; any other value may move to the backward.
-      if (c.primal[i] || (c.fw_required[i] && !recomputable(nd))) f.add_edge(S, 2 * i, kInf);
+      if (c.primal[i] || (c.fw_required[i] && (!recomputable(nd) || materialized_backwards(g, c, i) >= 0)))
+        f.add_edge(S, 2 * i, kInf);
       for (int u : c.users[i]) f.add_edge(2 * i + 1, 2 * u, kInf);
     }
     f.run(S, T);
@@ -268,6 +302,9 @@ Partition partition_joint(const JointGraph& joint, Partitioner which) {
       if (c.primal[i]) why[i] = "a forward input the backward reads";
       else if (!recomputable(nd))
         why[i] = "made by " + nd.op->name + " (a library call or reduction), which is never recomputed; the backward reads it";
+      else if (const int u = materialized_backwards(g, c, i); u >= 0)
+        why[i] = "the backward passes it to " + g.nodes[u].name + " (" + g.nodes[u].op->name +
+                 "), a library call that needs it in memory: computing it again would save nothing";
       else
         why[i] = "on the minimum cut: of all sets of values the backward could recompute the rest from, this one is smallest (" +
                  std::to_string(total) + " bytes)";

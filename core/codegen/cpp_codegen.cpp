@@ -44,16 +44,30 @@ class KernelWriter {
     LoopEmitter e(ptrs, in_memory);
     std::string origins;
     for (const auto& o : k_.origins) origins += (origins.empty() ? "" : ", ") + o;
-    e.lines.push_back({"// " + k_.name + ": iteration (" + std::to_string(k_.numel) + ", " + std::to_string(k_.rnumel) +
-                       "), from " + origins});
+    std::string iter;
+    for (const LoopNest& n : k_.loop_nests())
+      iter += (iter.empty() ? "(" : " then (") + std::to_string(n.numel) + ", " + std::to_string(n.rnumel) + ")";
+    e.lines.push_back({"// " + k_.name + ": iteration " + iter + ", from " + origins});
     e.lines.push_back({"extern \"C\" void " + k_.name + "(" + params + ") {"});
     e.push_scope();
-    const int64_t X = k_.numel, R = k_.rnumel;
+    for (const LoopNest& nest : k_.loop_nests()) {
+      e.push_scope();  // values of one nest are not visible in the next
+      write_nest(e, nest);
+      e.pop_scope();
+    }
+    e.pop_scope();
+    e.node = -1;
+    e.lines.push_back({"}"});
+    e.lines.push_back({"extern \"C\" void " + gk.launcher + "(void** a) { " + k_.name + "(" + casts + "); }"});
+    out.insert(out.end(), e.lines.begin(), e.lines.end());
+    return gk;
+  }
+
+ private:
+  void write_nest(LoopEmitter& e, const LoopNest& nest) {
+    const int64_t X = nest.numel, R = nest.rnumel;
     const bool parallel_outer = X > 1 && X * R >= o_.parallel_threshold;
-    const Expr x = Expr::var("x0", X);
-
-    const std::vector<KernelLoop> segs = kernel_loops(p_, k_.nodes, X, R);
-
+    const std::vector<KernelLoop> segs = kernel_loops(p_, nest.nodes, X, R);
     if (X > 1) {
       if (R == 1)
         e.line(parallel_outer ? "#pragma omp parallel for simd schedule(static)" : "#pragma omp simd");
@@ -100,15 +114,8 @@ class KernelWriter {
       e.indent.resize(e.indent.size() - 4);
       e.line("}");
     }
-    e.pop_scope();
-    e.node = -1;
-    e.lines.push_back({"}"});
-    e.lines.push_back({"extern \"C\" void " + gk.launcher + "(void** a) { " + k_.name + "(" + casts + "); }"});
-    out.insert(out.end(), e.lines.begin(), e.lines.end());
-    return gk;
   }
 
- private:
   void run_node(LoopEmitter& e, int n, int64_t X, int64_t R) {
     const LoopNode& ln = p_.nodes[n];
     const Placement pl = place(ln, X, R);

@@ -91,6 +91,11 @@ class LoopEmitter : public OpsHandler {
     consts_[r.id] = v;
     return r;
   }
+  V index_expr(const Expr& e, DType t) override {
+    const std::string v = fresh();
+    line("auto " + v + " = static_cast<" + std::string(dtype_c(t)) + ">(" + e.cpp() + ");");
+    return value(v);
+  }
   V math(Math m, const std::vector<V>& a, DType t) override {
     auto s = [&](int i) { return names_.at(a.at(i).id); };
     std::string e;

@@ -13,6 +13,7 @@ class RecordingHandler : public OpsHandler {
     return V{};
   }
   V constant(double, DType) override { return V{}; }
+  V index_expr(const Expr&, DType) override { return V{}; }
   V math(Math, const std::vector<V>&, DType) override { return V{}; }
   V reduction(Reduce, DType, V) override { return V{}; }
   void store(const std::string& b, const Expr& i, V) override { deps.writes.push_back({b, i}); }

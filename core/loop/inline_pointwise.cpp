@@ -18,6 +18,7 @@ class CountingHandler : public OpsHandler {
   int ops = 0, loads = 0;
   V load(const std::string&, const Expr&) override { ++loads; return V{}; }
   V constant(double, DType) override { return V{}; }
+  V index_expr(const Expr&, DType) override { ++ops; return V{}; }
   V math(Math, const std::vector<V>&, DType) override { ++ops; return V{}; }
   V reduction(Reduce, DType, V) override { ++ops; return V{}; }
   void store(const std::string&, const Expr&, V) override {}
@@ -37,6 +38,7 @@ class InlineHandler : public OpsHandler {
     return p.inner(*this, unflatten(i, p.ranges), {});
   }
   V constant(double v, DType t) override { return h_.constant(v, t); }
+  V index_expr(const Expr& e, DType t) override { return h_.index_expr(e, t); }
   V math(Math m, const std::vector<V>& a, DType t) override { return h_.math(m, a, t); }
   V reduction(Reduce r, DType t, V v) override { return h_.reduction(r, t, v); }
   void store(const std::string& b, const Expr& i, V v) override { h_.store(b, i, v); }

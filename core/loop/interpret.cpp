@@ -20,6 +20,10 @@ class EvalHandler : public OpsHandler {
     return value(t.get(i.constant()));
   }
   V constant(double v, DType) override { return value(v); }
+  V index_expr(const Expr& e, DType) override {
+    if (!e.is_constant()) throw std::logic_error("loop interpreter: index " + e.str() + " is not a constant");
+    return value(static_cast<double>(e.constant()));
+  }
   V math(Math m, const std::vector<V>& a, DType t) override {
     double x[3] = {0, 0, 0};
     for (size_t k = 0; k < a.size() && k < 3; ++k) x[k] = vals_.at(a[k].id);

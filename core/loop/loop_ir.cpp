@@ -71,6 +71,9 @@ class PrintHandler : public OpsHandler {
     c << "ops.constant(" << v << ", " << dtype_torch(t) << ")";
     return emit(c.str(), "constant");
   }
+  V index_expr(const Expr& e, DType t) override {
+    return emit("ops.index_expr(" + e.str() + ", " + std::string(dtype_torch(t)) + ")", "index_expr");
+  }
   V math(Math m, const std::vector<V>& a, DType) override {
     std::string s = "ops." + std::string(math_name(m)) + "(";
     for (size_t i = 0; i < a.size(); ++i) s += (i ? ", " : "") + name(a[i]);

@@ -20,6 +20,9 @@ class OpsHandler {
   virtual ~OpsHandler() = default;
   virtual V load(const std::string& buffer, const Expr& index) = 0;
   virtual V constant(double value, DType dtype) = 0;
+  // The value of an index expression over the loop variables (a position compared with a stored
+  // index, as max-pool backward does), converted to dtype.
+  virtual V index_expr(const Expr& e, DType dtype) = 0;
   virtual V math(Math m, const std::vector<V>& args, DType dtype) = 0;
   virtual V reduction(Reduce r, DType dtype, V value) = 0;
   virtual void store(const std::string& buffer, const Expr& index, V value) = 0;

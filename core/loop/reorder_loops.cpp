@@ -6,6 +6,20 @@
 #include "loop/index.h"
 
 namespace ls {
+namespace {
+
+// Node c's value is read only from memory: by library calls or in another phase (or nobody).
+bool only_memory_readers(const LoopProgram& p, const std::vector<Dependencies>& deps, size_t c) {
+  const LoopNode& n = p.nodes[c];
+  for (size_t u = 0; u < p.nodes.size(); ++u) {
+    if (u == c || p.nodes[u].kind == LoopNode::Kind::extern_kernel || p.nodes[u].phase != n.phase) continue;
+    for (const MemDep& d : deps[u].reads)
+      if (d.buffer == n.buffer) return false;
+  }
+  return true;
+}
+
+}  // namespace
 
 std::vector<std::string> reorder_for_column_reductions(LoopProgram& p) {
   std::vector<std::string> done;
@@ -35,6 +49,7 @@ std::vector<std::string> reorder_for_column_reductions(LoopProgram& p) {
       const std::vector<Expr> at = unflatten(x * B + r, t.ranges);
       const Expr writes = extract_dependencies(t, at, {}).writes.at(0).index;
       bool any = false, all = true;
+      std::vector<size_t> along;  // same-shape pointwise readers that only memory reads: they turn with it
       for (size_t c = 0; c < p.nodes.size() && all; ++c) {
         const LoopNode& rd = p.nodes[c];
         bool reads = false;
@@ -44,17 +59,32 @@ std::vector<std::string> reorder_for_column_reductions(LoopProgram& p) {
         // iterate the same way, reading exactly what the reordered node writes in the same iteration.
         const bool column_reduction = rd.kind == LoopNode::Kind::reduction && rd.numel() == N && rd.rnumel() == B;
         const bool reordered = rd.kind == LoopNode::Kind::pointwise && rd.iter_order == t.iter_order && rd.ranges == t.ranges;
-        if (!column_reduction && !reordered) {
+        // A pointwise node of the same shape reading it elementwise, whose own value goes only to
+        // library calls, the model's outputs or another phase (all through memory): the order it
+        // runs in is free, so it turns with this node (a BatchNorm's input gradient, computed
+        // beside the per-channel sums that read the same masked gradient).
+        const bool free_order = rd.kind == LoopNode::Kind::pointwise && rd.iter_order.empty() && rd.ranges == n.ranges &&
+                                rd.phase == n.phase && only_memory_readers(p, deps, c);
+        if (!column_reduction && !reordered && !free_order) {
           all = false;
           break;
         }
-        const Dependencies rdd = reordered ? extract_dependencies(rd, at, {})
-                                           : extract_dependencies(rd, unflatten(x, rd.ranges), unflatten(r, rd.reduction_ranges));
+        const Dependencies rdd = free_order    ? extract_dependencies(rd)
+                                 : reordered   ? extract_dependencies(rd, at, {})
+                                               : extract_dependencies(rd, unflatten(x, rd.ranges), unflatten(r, rd.reduction_ranges));
+        const Expr expect = free_order ? extract_dependencies(n).writes.at(0).index : writes;
         for (const MemDep& d : rdd.reads)
-          if (d.buffer == n.buffer && d.index != writes) all = false;
-        any = true;
+          if (d.buffer == n.buffer && d.index != expect) all = false;
+        if (free_order) along.push_back(c);
+        else any = true;
       }
       if (!any || !all) continue;
+      for (size_t c : along) {
+        LoopNode& f = p.nodes[c];
+        f.iter_order = t.iter_order;
+        f.ranges = t.ranges;
+        done.insert(done.begin(), f.name);
+      }
       n = t;
       done.insert(done.begin(), n.name);
       break;

@@ -73,11 +73,16 @@ class Lowering {
 
  private:
   // Max pooling as generated code (a maximum over the window's loads), as Inductor lowers it, when
-  // only the values are used and every window lies inside the input (no padding to mask).
+  // every window lies inside the input (no padding to mask). When the indices are used (training
+  // saves them for the backward) a second node computes them: the position of the first maximum
+  // in the window (a later NaN wins, as in PyTorch), h * W + w within the plane.
   bool lower_max_pool(int id) {
     const Node& n = g_.nodes[id];
-    for (int u : g_.users(id))
-      if (g_.nodes[u].op->kind != OpKind::getitem || g_.nodes[u].args[1].i != 0) return false;
+    bool indices = false;
+    for (int u : g_.users(id)) {
+      if (g_.nodes[u].op->kind != OpKind::getitem) return false;
+      indices = indices || g_.nodes[u].args[1].i != 0;
+    }
     const auto k = spatial_pair(n.args[1]);
     auto st = n.args[2].kind == Arg::Kind::list && n.args[2].list.empty() ? k : spatial_pair(n.args[2]);
     const auto pad = spatial_pair(n.args[3]), dil = spatial_pair(n.args[4]);
@@ -89,14 +94,18 @@ class Lowering {
       if (pad[d] != 0 || (out[r - 2 + d] - 1) * st[d] + (k[d] - 1) * dil[d] >= in[r - 2 + d]) return false;
     const Reader x = readers_[n.args[0].node];
     const DType dt = n.outs[0].dtype;
-    auto body = [x, k, st, dil, r](OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>&) {
+    const int64_t W = in[r - 1];
+    auto window = [k, st, dil, r](const std::vector<Expr>& idx, int64_t i, int64_t j) {
+      std::vector<Expr> at = idx;
+      at[r - 2] = idx[r - 2] * st[0] + i * dil[0];
+      at[r - 1] = idx[r - 1] * st[1] + j * dil[1];
+      return at;
+    };
+    auto body = [x, k, window](OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>&) {
       V best{};
       for (int64_t i = 0; i < k[0]; ++i)
         for (int64_t j = 0; j < k[1]; ++j) {
-          std::vector<Expr> at = idx;
-          at[r - 2] = idx[r - 2] * st[0] + i * dil[0];
-          at[r - 1] = idx[r - 1] * st[1] + j * dil[1];
-          const V v = x.load(h, at);
+          const V v = x.load(h, window(idx, i, j));
           best = i == 0 && j == 0 ? v : h.math(Math::maximum, {best, v}, x.dtype);
         }
       return best;
@@ -104,7 +113,61 @@ class Lowering {
     const std::string buf = add_node(n, LoopNode::Kind::pointwise, out, {}, Reduce::none, dt, body);
     outs_[id] = {buffer_reader(buf, out, dt), Reader{}};
     out_bufs_[id] = {buf};
+    if (indices) {
+      auto arg = [x, k, window, W, r](OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>&) {
+        V best{}, at{};
+        for (int64_t i = 0; i < k[0]; ++i)
+          for (int64_t j = 0; j < k[1]; ++j) {
+            const std::vector<Expr> p = window(idx, i, j);
+            const V v = x.load(h, p);
+            const V pos = h.index_expr(p[r - 2] * W + p[r - 1], DType::i64);
+            if (i == 0 && j == 0) {
+              best = v;
+              at = pos;
+              continue;
+            }
+            const V take = h.math(Math::where, {h.math(Math::gt, {v, best}, DType::b8), h.constant(1, DType::b8),
+                                                h.math(Math::ne, {v, v}, DType::b8)}, DType::b8);
+            best = h.math(Math::where, {take, v, best}, x.dtype);
+            at = h.math(Math::where, {take, pos, at}, DType::i64);
+          }
+        return at;
+      };
+      const std::string ibuf = add_node(n, LoopNode::Kind::pointwise, out, {}, Reduce::none, DType::i64, arg);
+      outs_[id][1] = buffer_reader(ibuf, out, DType::i64);
+      out_bufs_[id].push_back(ibuf);
+    }
     readers_[id] = outs_[id][0];
+    realized_[id] = buf;
+    return true;
+  }
+
+  // Max-pool backward as generated code when the windows tile the input exactly (stride = kernel,
+  // no padding or dilation): each input position lies in one window, and takes that window's
+  // gradient if it was the window's maximum (its index was saved), else 0. Inductor lowers it the
+  // same way; overlapping windows stay a library call.
+  bool lower_max_pool_backward(int id) {
+    const Node& n = g_.nodes[id];
+    const auto k = spatial_pair(n.args[2]);
+    auto st = n.args[3].kind == Arg::Kind::list && n.args[3].list.empty() ? k : spatial_pair(n.args[3]);
+    const auto pad = spatial_pair(n.args[4]), dil = spatial_pair(n.args[5]);
+    const Shape& in = g_.nodes[n.args[1].node].meta().shape;
+    const Shape& gout = g_.nodes[n.args[0].node].meta().shape;
+    const size_t r = in.size();
+    for (int d = 0; d < 2; ++d)
+      if (st[d] != k[d] || pad[d] != 0 || dil[d] != 1 || gout[r - 2 + d] * k[d] != in[r - 2 + d]) return false;
+    const Reader g = readers_[n.args[0].node], ind = readers_[n.args[7].node];
+    const DType dt = n.outs[0].dtype;
+    const int64_t W = in[r - 1];
+    auto body = [g, ind, k, W, r, dt](OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>&) {
+      std::vector<Expr> o = idx;
+      o[r - 2] = idx[r - 2].floordiv(k[0]);
+      o[r - 1] = idx[r - 1].floordiv(k[1]);
+      const V hit = h.math(Math::eq, {ind.load(h, o), h.index_expr(idx[r - 2] * W + idx[r - 1], DType::i64)}, DType::b8);
+      return h.math(Math::where, {hit, g.load(h, o), h.constant(0, dt)}, dt);
+    };
+    const std::string buf = add_node(n, LoopNode::Kind::pointwise, in, {}, Reduce::none, dt, body);
+    readers_[id] = buffer_reader(buf, in, dt);
     realized_[id] = buf;
     return true;
   }
@@ -319,6 +382,7 @@ class Lowering {
       }
       case OpKind::extern_kernel:
         if (op.name == "aten.max_pool2d_with_indices.default" && lower_max_pool(id)) return;
+        if (op.name == "aten.max_pool2d_with_indices_backward.default" && lower_max_pool_backward(id)) return;
         lower_extern(id);
         return;
       case OpKind::getitem: {

@@ -250,7 +250,11 @@ CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const st
     r.schedule = rec.step("fused", [&] {
       if (o.fusion) inlined = inline_pointwise(r.loops);
       if (o.fusion) reordered = reorder_for_column_reductions(r.loops);
-      return schedule(r.loops, ScheduleOptions{o.fusion, o.device == "cuda" ? "cuda" : "cpp"});
+      ScheduleOptions so;
+      so.fusion = o.fusion;
+      so.prefix = o.device == "cuda" ? "cuda" : "cpp";
+      so.max_loop_nests = o.device == "cuda" ? 1 : 16;
+      return schedule(r.loops, so);
     });
     {
       Stage s;

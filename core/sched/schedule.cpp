@@ -50,6 +50,7 @@ class Scheduler {
       s.kernels.push_back(make_kernel(groups_[g], s.kernels.size()));
     }
     order_topologically(s.kernels);
+    if (opts_.fusion && opts_.max_loop_nests > 1) group_loop_nests(s.kernels);
     for (size_t k = 0; k < s.kernels.size(); ++k) rename(s.kernels[k], k);
     for (const auto& e : edges_) {
       EdgeDecision d;
@@ -182,6 +183,41 @@ class Scheduler {
       out.push_back(ks[pick]);
     }
     ks = std::move(out);
+  }
+
+  // Consecutive generated kernels that share a buffer become one kernel of several loop nests.
+  // They are adjacent in a valid order, so grouping them creates no cycle; a buffer one nest
+  // writes and a later one reads stays in memory (written, not read, by the group).
+  void group_loop_nests(std::vector<Kernel>& ks) const {
+    std::vector<Kernel> out;
+    for (Kernel& k : ks) {
+      if (!out.empty() && !k.is_extern && !out.back().is_extern && out.back().phase == k.phase &&
+          static_cast<int>(out.back().loop_nests().size()) < opts_.max_loop_nests && share_buffers(out.back(), k)) {
+        Kernel& g = out.back();
+        if (g.nests.empty()) g.nests = g.loop_nests();
+        g.nests.push_back({k.nodes, k.numel, k.rnumel});
+        g.nodes.insert(g.nodes.end(), k.nodes.begin(), k.nodes.end());
+        std::set<std::string> writes(g.writes.begin(), g.writes.end()), reads(g.reads.begin(), g.reads.end()),
+            origins(g.origins.begin(), g.origins.end());
+        writes.insert(k.writes.begin(), k.writes.end());
+        reads.insert(k.reads.begin(), k.reads.end());
+        origins.insert(k.origins.begin(), k.origins.end());
+        for (const auto& w : writes) reads.erase(w);
+        g.writes.assign(writes.begin(), writes.end());
+        g.reads.assign(reads.begin(), reads.end());
+        g.origins.assign(origins.begin(), origins.end());
+        g.removed.insert(g.removed.end(), k.removed.begin(), k.removed.end());
+        continue;
+      }
+      out.push_back(std::move(k));
+    }
+    ks = std::move(out);
+  }
+
+  static bool share_buffers(const Kernel& a, const Kernel& b) {
+    for (const auto& r : b.reads)
+      if (std::count(a.reads.begin(), a.reads.end(), r) || std::count(a.writes.begin(), a.writes.end(), r)) return true;
+    return false;
   }
 
   bool has_reduction(const std::vector<int>& nodes) const {
@@ -449,6 +485,11 @@ Placement place(const LoopNode& n, int64_t numel, int64_t rnumel) {
   return pl;
 }
 
+std::vector<LoopNest> Kernel::loop_nests() const {
+  if (!nests.empty()) return nests;
+  return {LoopNest{nodes, numel, rnumel}};
+}
+
 int Schedule::kernel_of(int node) const {
   for (size_t k = 0; k < kernels.size(); ++k)
     if (std::count(kernels[k].nodes.begin(), kernels[k].nodes.end(), node)) return static_cast<int>(k);
@@ -464,7 +505,12 @@ std::string print_schedule(const LoopProgram& p, const Schedule& s) {
       os << k.name << ": ExternKernelSchedulerNode\n  " << print_loop_node(p, p.nodes[k.nodes[0]]) << '\n';
       continue;
     }
-    os << k.name << ": FusedSchedulerNode(" << k.nodes.size() << " nodes), iteration = (" << k.numel << ", " << k.rnumel << ")\n";
+    os << k.name << ": FusedSchedulerNode(" << k.nodes.size() << " nodes), iteration = (" << k.numel << ", " << k.rnumel << ")";
+    if (k.nests.size() > 1) {
+      os << ", " << k.nests.size() << " loop nests:";
+      for (const LoopNest& n : k.nests) os << " (" << n.numel << ", " << n.rnumel << ")";
+    }
+    os << "\n";
     os << "  reads  = [";
     for (size_t i = 0; i < k.reads.size(); ++i) os << (i ? ", " : "") << k.reads[i];
     os << "]\n  writes = [";
@@ -510,8 +556,11 @@ std::string schedule_to_dot(const LoopProgram& p, const Schedule& s) {
            << "\" [arrowhead=none, style=dotted];\n";
       continue;
     }
-    os << "  subgraph cluster_" << k << " {\n    id=\"" << kr.name << "\"; label=\"" << kr.name << "\\n(" << kr.numel
-       << (kr.rnumel > 1 ? " x " + std::to_string(kr.rnumel) : std::string()) << ")\"; style=\"rounded,filled\"; "
+    std::string iter;
+    for (const LoopNest& n : kr.loop_nests())
+      iter += (iter.empty() ? "(" : " then (") + std::to_string(n.numel) + (n.rnumel > 1 ? " x " + std::to_string(n.rnumel) : std::string()) + ")";
+    os << "  subgraph cluster_" << k << " {\n    id=\"" << kr.name << "\"; label=\"" << kr.name << "\\n" << iter
+       << "\"; style=\"rounded,filled\"; "
        << "fillcolor=\"#f5f0ff\"; color=\"#8a6fd1\"; fontname=\"Helvetica\"; fontsize=10;\n";
     for (int n : kr.nodes) {
       const LoopNode& ln = p.nodes[n];

@@ -15,6 +15,12 @@ struct FusionVerdict {
   std::string reason;
 };
 
+// One loop nest of a kernel: its nodes and the iteration they run in.
+struct LoopNest {
+  std::vector<int> nodes;
+  int64_t numel = 1, rnumel = 1;
+};
+
 struct Kernel {
   std::string name;          // "cpp_fused_add_cos_pow_sin_0", or "extern_addmm_3"
   bool is_extern = false;    // a library call (one extern loop node), not generated code
@@ -26,6 +32,11 @@ struct Kernel {
   std::vector<std::string> removed;   // buffers that live only in registers inside this kernel
   std::vector<std::string> origins;   // graph nodes covered
   Phase phase = Phase::forward;
+  // CPU kernels may run several loop nests one after the other in one function (Inductor's C++
+  // backend does: one OpenMP parallel region, a worksharing loop per nest). Empty: one nest, the
+  // kernel's own nodes and iteration. Otherwise numel/rnumel are those of the first nest.
+  std::vector<LoopNest> nests;
+  std::vector<LoopNest> loop_nests() const;  // nests, or the kernel as its one nest
 };
 
 struct EdgeDecision {
@@ -44,6 +55,11 @@ struct MemoryPlan {
 struct ScheduleOptions {
   bool fusion = true;
   std::string prefix = "cpp";  // kernel names: cpp_fused_..., cuda_fused_...
+  // Consecutive generated kernels of one phase that share a buffer (one reads what the other
+  // reads or writes) become one kernel of several loop nests, up to this many (Inductor's
+  // cpp.max_horizontal_fusion_size). 1: never. Only where kernels are plain functions (CPU): a
+  // CUDA grid cannot wait for itself between two nests.
+  int max_loop_nests = 1;
 };
 
 struct Schedule {
