@@ -45,7 +45,8 @@ void CpuExecutable::step(size_t k) {
     if (c.args[i].is_node()) {
       const size_t k = static_cast<size_t>(c.args[i].node);
       const Tensor& buf = buffers_.at(c.inputs.at(k));
-      in.t[i] = k < c.shapes.size() && buf.shape() != c.shapes[k] ? buf.reshaped(c.shapes[k]) : buf;
+      const bool strided = k < c.strides.size() && !c.strides[k].empty();  // the kernel takes the buffer and its strides
+      in.t[i] = !strided && k < c.shapes.size() && buf.shape() != c.shapes[k] ? buf.reshaped(c.shapes[k]) : buf;
     }
     for (const Arg& x : c.args[i].list)
       if (x.is_node()) in.lists[i].push_back(buffers_.at(c.inputs.at(x.node)));

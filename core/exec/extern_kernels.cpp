@@ -1,5 +1,7 @@
 #include "exec/extern_kernels.h"
 
+#include "exec/attention.h"
+
 #include <algorithm>
 #include <condition_variable>
 #include <cstdlib>
@@ -371,6 +373,104 @@ void convolution_backward(const ExternCall& c, const RefInputs& in, std::vector<
     }
 }
 
+// Fused attention, one query row at a time: the scores of the row, its softmax and the weighted
+// sum of values never leave the core (FlashAttention's row form, without tiling: the rows of a
+// CPU are long enough). Writes the output [B, L, H, Ev] and the log-sum-exp of each row.
+void attention_forward(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs) {
+  const size_t iq = c.args[0].node, ik = c.args[1].node, iv = c.args[2].node;
+  const AttnGeom g = attn_geom(c.shapes[iq], c.shapes[ik], c.shapes[iv], c, false);
+  const AttnOperand q = attn_operand(c, iq, c.shapes[iq]), k = attn_operand(c, ik, c.shapes[ik]), v = attn_operand(c, iv, c.shapes[iv]);
+  const AttnOperand o = attn_output(g, attention_output_heads_inner(c));
+  const float *qp = f32(in.t[0]) + q.offset, *kp = f32(in.t[1]) + k.offset, *vp = f32(in.t[2]) + v.offset;
+  float *op = f32(outs[0]), *lse = f32(outs[1]);
+  const float scale = static_cast<float>(g.scale);
+  const int64_t rows = g.B * g.H * g.L;
+  parallel_for(rows, rows * g.S * (g.E + g.Ev), [&](int64_t b0, int64_t e0) {
+    std::vector<float> w(static_cast<size_t>(g.S)), acc(static_cast<size_t>(g.Ev));
+    for (int64_t row = b0; row < e0; ++row) {
+      const int64_t b = row / (g.H * g.L), h = row / g.L % g.H, i = row % g.L;
+      const float* qi = qp + b * q.sb + h * q.sh + i * q.sl;
+      const float *kb = kp + b * k.sb + h * k.sh, *vb = vp + b * v.sb + h * v.sh;
+      float* oi = op + b * o.sb + h * o.sh + i * o.sl;
+      const int64_t lim = g.causal ? std::min(g.S, i + g.S - g.L + 1) : g.S;
+      float m = -INFINITY, sum = 0;
+      for (int64_t j = 0; j < lim; ++j) {
+        float s = 0;
+        for (int64_t e = 0; e < g.E; ++e) s += qi[e * q.se] * kb[j * k.sl + e * k.se];
+        w[j] = s * scale;
+        m = std::max(m, w[j]);
+      }
+      std::fill(acc.begin(), acc.end(), 0.f);
+      for (int64_t j = 0; j < lim; ++j) {
+        const float p = std::exp(w[j] - m);
+        sum += p;
+        for (int64_t e = 0; e < g.Ev; ++e) acc[e] += p * vb[j * v.sl + e * v.se];
+      }
+      for (int64_t e = 0; e < g.Ev; ++e) oi[e * o.se] = lim > 0 ? acc[e] / sum : 0.f;
+      lse[row] = lim > 0 ? m + std::log(sum) : -INFINITY;
+    }
+  });
+}
+
+// Its backward from the saved output and log-sum-exp (the probabilities are recomputed, never
+// stored): per (batch, head), D_i = dO_i . O_i, dS_ij = P_ij (dO_i . v_j - D_i), dq = dS k s,
+// dk = dS^T q s, dv = P^T dO. Gradients come out contiguous.
+void attention_backward(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs) {
+  const size_t igo = c.args[0].node, iq = c.args[1].node, ik = c.args[2].node, iv = c.args[3].node, io = c.args[5].node;
+  const AttnGeom g = attn_geom(c.shapes[iq], c.shapes[ik], c.shapes[iv], c, true);
+  const AttnOperand go = attn_operand(c, igo, c.shapes[igo]), q = attn_operand(c, iq, c.shapes[iq]),
+                    k = attn_operand(c, ik, c.shapes[ik]), v = attn_operand(c, iv, c.shapes[iv]), o = attn_operand(c, io, c.shapes[io]);
+  const float *gop = f32(in.t[0]) + go.offset, *qp = f32(in.t[1]) + q.offset, *kp = f32(in.t[2]) + k.offset,
+              *vp = f32(in.t[3]) + v.offset, *opp = f32(in.t[5]) + o.offset, *lse = f32(in.t[6]);
+  float *dq = f32(outs[0]), *dk = f32(outs[1]), *dv = f32(outs[2]);
+  for (int i = 0; i < 3; ++i) std::memset(outs[i].data(), 0, static_cast<size_t>(outs[i].nbytes()));
+  const float scale = static_cast<float>(g.scale);
+  parallel_for(g.B * g.H, g.B * g.H * g.L * g.S * (2 * g.E + 2 * g.Ev), [&](int64_t b0, int64_t e0) {
+    std::vector<float> D(static_cast<size_t>(g.L));
+    for (int64_t bh = b0; bh < e0; ++bh) {
+      const int64_t b = bh / g.H, h = bh % g.H;
+      const float *gob = gop + b * go.sb + h * go.sh, *qb = qp + b * q.sb + h * q.sh, *kb = kp + b * k.sb + h * k.sh,
+                  *vb = vp + b * v.sb + h * v.sh, *ob = opp + b * o.sb + h * o.sh;
+      float *dqb = dq + bh * g.L * g.E, *dkb = dk + bh * g.S * g.E, *dvb = dv + bh * g.S * g.Ev;
+      for (int64_t i = 0; i < g.L; ++i) {
+        float d = 0;
+        for (int64_t e = 0; e < g.Ev; ++e) d += gob[i * go.sl + e * go.se] * ob[i * o.sl + e * o.se];
+        D[i] = d;
+      }
+      for (int64_t i = 0; i < g.L; ++i) {
+        const int64_t lim = g.causal ? std::min(g.S, i + g.S - g.L + 1) : g.S;
+        const float l = lse[bh * g.L + i];
+        for (int64_t j = 0; j < lim; ++j) {
+          float s = 0, dp = 0;
+          for (int64_t e = 0; e < g.E; ++e) s += qb[i * q.sl + e * q.se] * kb[j * k.sl + e * k.se];
+          for (int64_t e = 0; e < g.Ev; ++e) dp += gob[i * go.sl + e * go.se] * vb[j * v.sl + e * v.se];
+          const float p = std::exp(s * scale - l), ds = p * (dp - D[i]) * scale;
+          for (int64_t e = 0; e < g.E; ++e) {
+            dqb[i * g.E + e] += ds * kb[j * k.sl + e * k.se];
+            dkb[j * g.E + e] += ds * qb[i * q.sl + e * q.se];
+          }
+          for (int64_t e = 0; e < g.Ev; ++e) dvb[j * g.Ev + e] += p * gob[i * go.sl + e * go.se];
+        }
+      }
+    }
+  });
+}
+
+// A strided input gathered into a contiguous tensor of its logical shape (for the reference kernels).
+Tensor gather_view(const Tensor& buf, const Shape& shape, const std::vector<int64_t>& strides, int64_t offset) {
+  Tensor t(buf.dtype(), shape);
+  const int64_t n = t.numel();
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t rem = i, at = offset;
+    for (size_t d = shape.size(); d-- > 0;) {
+      at += rem % shape[d] * strides[d];
+      rem /= shape[d];
+    }
+    t.set(i, buf.get(at));
+  }
+  return t;
+}
+
 }  // namespace
 
 bool have_blas() {
@@ -389,10 +489,27 @@ void run_extern(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& o
     if (n == "aten.convolution_backward.default" && !c.args[7].b) return convolution_backward(c, in, outs);
     if (n == "aten.cat.default") return cat(c, in, outs);
   }
+  const bool f32_operands = !in.t.empty() && in.t[0].dtype() == DType::f32 && in.t[1].dtype() == DType::f32;
+  if (is_attention(n) && f32_operands && !c.args[3].is_node()) return attention_forward(c, in, outs);
+  if (is_attention_backward(n) && f32_operands && !c.args[4].is_node()) return attention_backward(c, in, outs);
   RefInputs logical = in;  // the reference kernels take every operand as it is meant
-  for (size_t i = 0; i < c.args.size(); ++i)
+  for (size_t i = 0; i < c.args.size(); ++i) {
     if (is_transposed(c, i)) logical.t[i] = untranspose(in.t[i]);
+    if (!c.args[i].is_node()) continue;
+    const size_t k = static_cast<size_t>(c.args[i].node);
+    if (k < c.strides.size() && !c.strides[k].empty()) logical.t[i] = gather_view(in.t[i], c.shapes[k], c.strides[k], c.offsets[k]);
+  }
   std::vector<Tensor> r = run_reference_kernel(*c.op, c.args, logical, c.output_metas);
+  if (attention_output_heads_inner(c)) {  // stored [..., L, H, D]
+    const Shape s = r[0].shape();
+    const size_t rk = s.size();
+    Shape stored = s;
+    std::swap(stored[rk - 3], stored[rk - 2]);
+    // stored element (.., l, h, d) is logical element (.., h, l, d)
+    std::vector<int64_t> perm = contiguous_strides(s);
+    std::swap(perm[rk - 3], perm[rk - 2]);
+    r[0] = gather_view(r[0], stored, perm, 0);
+  }
   for (size_t i = 0; i < outs.size(); ++i) {
     if (r[i].nbytes() != outs[i].nbytes()) throw std::logic_error(n + ": output " + std::to_string(i) + " has the wrong size");
     std::memcpy(outs[i].data(), r[i].data(), static_cast<size_t>(r[i].nbytes()));

@@ -8,6 +8,14 @@
 
 namespace ls {
 
+bool is_attention(const std::string& op) { return op == "aten._scaled_dot_product_efficient_attention.default"; }
+bool is_attention_backward(const std::string& op) {
+  return op == "aten._scaled_dot_product_efficient_attention_backward.default";
+}
+bool attention_output_heads_inner(const ExternCall& c) {
+  return c.op && is_attention(c.op->name) && !c.output_metas.empty() && c.output_metas[0].shape.size() >= 4;
+}
+
 void LoopNode::run(OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>& ridx) const {
   if (kind == Kind::extern_kernel) {  // reads and writes whole buffers
     for (const auto& b : ext.inputs) h.load(b, Expr(0));

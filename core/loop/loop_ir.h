@@ -35,9 +35,21 @@ struct ExternCall {
   std::vector<bool> transposed;          // per input: the buffer holds the operand with its last two dims swapped
   std::vector<Shape> shapes;             // per input: the shape the kernel sees it in (a buffer of the same
                                          // size may hold it under another shape: a flattening view)
+  // Per input, where the kernel reads it: no strides: the whole buffer (under `shapes`); else
+  // element strides and an offset into the buffer, a strided view read in place (attention takes
+  // q, k and v straight out of the qkv projection). Only kernels that take strides get them.
+  std::vector<std::vector<int64_t>> strides;
+  std::vector<int64_t> offsets;
   std::vector<std::string> outputs;      // buffer per output
   std::vector<TensorMeta> output_metas;
 };
+
+// Attention (aten._scaled_dot_product_efficient_attention) writes its output [..., H, L, D] in
+// [..., L, H, D] order, as PyTorch's does (its output's strides): the heads' outputs, transposed
+// back and flattened for the output projection, are then read in place.
+bool attention_output_heads_inner(const ExternCall& c);
+bool is_attention(const std::string& op);           // the forward op
+bool is_attention_backward(const std::string& op);  // its backward
 
 struct LoopNode {
   enum class Kind : uint8_t { pointwise, reduction, extern_kernel };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <tuple>
 
@@ -30,6 +31,51 @@ std::vector<Expr> broadcast_index(const Shape& in, const std::vector<Expr>& idx)
   const size_t off = idx.size() - in.size();
   for (size_t i = 0; i < in.size(); ++i) r[i] = in[i] == 1 ? Expr(0) : idx[off + i];
   return r;
+}
+
+// Records the one load a view reader makes; anything else means it is not a plain view.
+class ViewCapture : public OpsHandler {
+ public:
+  std::string buffer;
+  Expr index;
+  int loads = 0;
+  bool other = false;
+  V load(const std::string& b, const Expr& i) override {
+    buffer = b;
+    index = i;
+    ++loads;
+    return V{0};
+  }
+  V constant(double, DType) override { other = true; return V{1}; }
+  V index_expr(const Expr&, DType) override { other = true; return V{1}; }
+  V math(Math, const std::vector<V>&, DType) override { other = true; return V{1}; }
+  V reduction(Reduce, DType, V) override { other = true; return V{1}; }
+  void store(const std::string&, const Expr&, V) override {}
+  void store_reduction(const std::string&, const Expr&, V) override {}
+};
+
+// A value that is a strided view of a buffer: element i reads buffer[offset + sum(i_d * strides_d)].
+struct StridedView {
+  std::string buffer;
+  int64_t offset = 0;
+  std::vector<int64_t> strides;
+};
+std::optional<StridedView> strided_view(const Reader& r) {
+  if (!r.load) return std::nullopt;
+  std::vector<Expr> idx;
+  std::vector<std::string> names;
+  for (size_t d = 0; d < r.shape.size(); ++d) {
+    names.push_back("v" + std::to_string(d));
+    idx.push_back(Expr::var(names.back(), std::max<int64_t>(r.shape[d], 1)));
+  }
+  ViewCapture h;
+  const V v = r.load(h, idx);
+  if (h.loads != 1 || h.other || v.id != 0) return std::nullopt;
+  for (const auto& t : h.index.terms())
+    if (t.atom.kind != Atom::Kind::var) return std::nullopt;  // a floor division or modulo: not strided
+  StridedView s{h.buffer, h.index.constant(), {}};
+  for (size_t d = 0; d < r.shape.size(); ++d) s.strides.push_back(r.shape[d] == 1 ? 0 : h.index.coefficient(names[d]));
+  return s;
 }
 
 class Lowering {
@@ -172,6 +218,54 @@ class Lowering {
     return true;
   }
 
+  // Concatenation of a few inputs as generated code (Inductor's pointwise cat): each position
+  // takes the input whose range along the dimension holds it. Every input is read at an index
+  // kept inside its bounds (a modulo), and the one that holds the position is selected, so the
+  // views feeding the cat (transposes, reshapes) fuse into it instead of being copied first.
+  bool lower_cat(int id) {
+    const Node& n = g_.nodes[id];
+    const Shape& out = n.outs[0].shape;
+    const int64_t r = static_cast<int64_t>(out.size());
+    int64_t d = n.args[1].i;
+    if (d < 0) d += r;
+    std::vector<Reader> ins;
+    std::vector<int64_t> offs;
+    int64_t at = 0;
+    for (const Arg& a : n.args[0].list) {
+      const Reader& in = readers_[a.node];
+      if (numel_of(in.shape) == 0) continue;
+      if (static_cast<int64_t>(in.shape.size()) != r || in.dtype != n.outs[0].dtype || !in.load) return false;
+      ins.push_back(in);
+      offs.push_back(at);
+      at += in.shape[d];
+    }
+    if (ins.empty() || ins.size() > 8) return false;  // Inductor's max_pointwise_cat_inputs
+    const DType dt = n.outs[0].dtype;
+    auto body = [ins, offs, d, out](OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>&) {
+      V v{};
+      for (size_t k = ins.size(); k-- > 0;) {
+        const int64_t size = ins[k].shape[d];
+        // (i - off) mod size, kept non-negative: i + size * ceil(off / size) - off.
+        const int64_t lift = (offs[k] + size - 1) / size * size - offs[k];
+        std::vector<Expr> at = idx;
+        at[d] = (idx[d] + lift).mod(size);
+        if (ins.size() == 1) return ins[k].load(h, at);
+        const V mine = ins[k].load(h, at);
+        if (k == ins.size() - 1) {
+          v = mine;
+          continue;
+        }
+        const V in_range = h.math(Math::lt, {h.index_expr(idx[d], DType::i64), h.constant(static_cast<double>(offs[k + 1]), DType::i64)}, DType::b8);
+        v = h.math(Math::where, {in_range, mine, v}, ins[k].dtype);
+      }
+      return v;
+    };
+    const std::string buf = add_node(n, LoopNode::Kind::pointwise, out, {}, Reduce::none, dt, body);
+    readers_[id] = buffer_reader(buf, out, dt);
+    realized_[id] = buf;
+    return true;
+  }
+
   // The node a permutation view swaps the last two dimensions of (identity elsewhere), or -1.
   // A matrix operand seen through permutations that swap its last two dims or change nothing:
   // the value underneath, and whether an odd number of swaps lies between (t(t(w)) is w).
@@ -212,6 +306,16 @@ class Lowering {
     if (auto it = realized_.find(id); it != realized_.end()) return it->second;
     if (g_.nodes[id].is_placeholder()) return g_.nodes[id].name;
     const Reader r = readers_[id];
+    // A view that reads a whole buffer in its own order (a flatten, a transpose undone) is that buffer.
+    if (auto v = strided_view(r); v && v->offset == 0 && numel_of(p_.buffer(v->buffer).shape) == numel_of(r.shape)) {
+      const Shape cs = contiguous_strides(r.shape);
+      bool same = true;
+      for (size_t d = 0; d < cs.size(); ++d) same = same && (r.shape[d] == 1 || v->strides[d] == cs[d]);
+      if (same) {
+        realized_[id] = v->buffer;
+        return v->buffer;
+      }
+    }
     const std::string buf = add_node(g_.nodes[id], LoopNode::Kind::pointwise, r.shape, {}, Reduce::none, r.dtype,
                                      [r](OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>&) { return r.load(h, idx); });
     realized_[id] = buf;
@@ -227,31 +331,54 @@ class Lowering {
     // Matrix operands that are transposes of a buffer go to BLAS as transposed operands instead of
     // being copied (a weight's t() before addmm, k^T in attention).
     const std::string& name = n.op->name;
-    std::vector<size_t> matrices;
+    std::vector<size_t> matrices, strided;
     if (name == "aten.mm.default" || name == "aten.bmm.default") matrices = {0, 1};
     if (name == "aten.addmm.default") matrices = {1, 2};
-    auto bind = [&](Arg& a, auto& self, bool matrix) -> void {
+    if (is_attention(name)) strided = {0, 1, 2};                  // q, k, v
+    if (is_attention_backward(name)) strided = {0, 1, 2, 3, 5};  // grad_out, q, k, v, out
+    auto bind = [&](Arg& a, auto& self, bool matrix, bool may_stride) -> void {
       if (a.is_node()) {
         int src = a.node;
         bool t = false;
         if (matrix) std::tie(src, t) = matrix_source(src);
         Shape seen = g_.nodes[a.node].meta().shape;
         if (t) std::swap(seen[seen.size() - 1], seen[seen.size() - 2]);
-        ln.ext.inputs.push_back(realize(src));  // may add copy nodes: name this one after
+        std::optional<StridedView> view;
+        if (may_stride && !realized_.count(src) && !g_.nodes[src].is_placeholder()) view = strided_view(readers_[src]);
+        ln.ext.inputs.push_back(view ? view->buffer : realize(src));  // may add copy nodes: name this one after
         ln.ext.transposed.push_back(t);
         ln.ext.shapes.push_back(seen);
+        ln.ext.strides.push_back(view ? view->strides : std::vector<int64_t>{});
+        ln.ext.offsets.push_back(view ? view->offset : 0);
         a.node = static_cast<int>(ln.ext.inputs.size()) - 1;
       }
-      for (Arg& x : a.list) self(x, self, false);
+      for (Arg& x : a.list) self(x, self, false, false);
     };
     for (size_t i = 0; i < ln.ext.args.size(); ++i)
-      bind(ln.ext.args[i], bind, std::count(matrices.begin(), matrices.end(), i) > 0);
+      bind(ln.ext.args[i], bind, std::count(matrices.begin(), matrices.end(), i) > 0, std::count(strided.begin(), strided.end(), i) > 0);
     const int k = static_cast<int>(p_.nodes.size());
     ln.name = "op" + std::to_string(k);
+    for (size_t o = 0; o < n.outs.size(); ++o) ln.ext.output_metas.push_back(n.outs[o]);
+    const bool heads_inner = attention_output_heads_inner(ln.ext);
     for (size_t o = 0; o < n.outs.size(); ++o) {
       const std::string buf = "buf" + std::to_string(k) + (o ? "_" + std::to_string(o) : "");
       ln.ext.outputs.push_back(buf);
-      ln.ext.output_metas.push_back(n.outs[o]);
+      if (o == 0 && heads_inner) {  // stored [..., L, H, D]: read as [..., H, L, D] through a view
+        const Shape logical = n.outs[0].shape;
+        const size_t r = logical.size();
+        Shape stored = logical;
+        std::swap(stored[r - 3], stored[r - 2]);
+        p_.buffers.push_back({buf, n.outs[o].dtype, stored, false, false});
+        const Shape st = contiguous_strides(stored);
+        outs_[id].push_back({[buf, st, r](OpsHandler& h, const std::vector<Expr>& idx) {
+                               std::vector<Expr> at = idx;
+                               std::swap(at[r - 3], at[r - 2]);
+                               return h.load(buf, linear_index(at, st));
+                             },
+                             logical, n.outs[0].dtype});
+        out_bufs_[id].push_back("");  // no buffer holds the value in its own order
+        continue;
+      }
       p_.buffers.push_back({buf, n.outs[o].dtype, n.outs[o].shape, false, false});
       outs_[id].push_back(buffer_reader(buf, n.outs[o].shape, n.outs[o].dtype));
       out_bufs_[id].push_back(buf);
@@ -264,7 +391,7 @@ class Lowering {
     ln.phase = n.phase;
     p_.nodes.push_back(std::move(ln));
     readers_[id] = outs_[id][0];
-    realized_[id] = p_.nodes.back().buffer;
+    if (!heads_inner) realized_[id] = p_.nodes.back().buffer;
   }
 
   std::string add_node(const Node& gn, LoopNode::Kind kind, const Shape& ranges, const Shape& rranges, Reduce r,
@@ -383,6 +510,7 @@ class Lowering {
       case OpKind::extern_kernel:
         if (op.name == "aten.max_pool2d_with_indices.default" && lower_max_pool(id)) return;
         if (op.name == "aten.max_pool2d_with_indices_backward.default" && lower_max_pool_backward(id)) return;
+        if (op.name == "aten.cat.default" && lower_cat(id)) return;
         lower_extern(id);
         return;
       case OpKind::getitem: {
@@ -391,7 +519,7 @@ class Lowering {
         if (outs_[src].empty() || i >= static_cast<int64_t>(outs_[src].size()))
           throw std::invalid_argument("output " + std::to_string(i) + " of '" + g_.nodes[src].name + "' cannot be read");
         readers_[id] = outs_[src][i];
-        if (i < static_cast<int64_t>(out_bufs_[src].size())) realized_[id] = out_bufs_[src][i];
+        if (i < static_cast<int64_t>(out_bufs_[src].size()) && !out_bufs_[src][i].empty()) realized_[id] = out_bufs_[src][i];
         return;
       }
       case OpKind::composite:

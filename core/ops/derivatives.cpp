@@ -19,7 +19,7 @@ const Arg kNone = Arg::none();
 
 Arg num(double v) { return Arg::of_real(v); }
 Arg ints(const std::vector<int64_t>& v) { return Arg::of_ints(v); }
-Arg call(DerivCtx& c, const char* op, Args a) { return c.b.call(op, std::move(a)); }
+Arg call(DerivCtx& c, const char* op, Args a, const std::vector<std::pair<std::string, Arg>>& kw = {}) { return c.b.call(op, std::move(a), kw); }
 const Shape& shape_of(DerivCtx& c, const Arg& a) { return c.b.meta(a).shape; }
 bool wants(const DerivCtx& c, size_t i) { return i < c.wanted.size() && c.wanted[i] && c.args[i].is_node(); }
 
@@ -340,6 +340,22 @@ Args d_max_pool(DerivCtx& c) {
   const Args& a = c.args;  // self, kernel_size, stride, padding, dilation, ceil_mode
   return one(call(c, "aten.max_pool2d_with_indices_backward.default", {c.grads[0], a[0], a[1], a[2], a[3], a[4], a[5], c.out(1)}), 6);
 }
+// Efficient attention: one backward kernel for q, k and v, from the output and its log-sum-exp.
+Args d_attention(DerivCtx& c) {
+  const Args& a = c.args;  // q, k, v, attn_bias, compute_log_sumexp, dropout_p, is_causal, scale
+  Args r(a.size(), kNone);
+  Arg mask;
+  mask.kind = Arg::Kind::list;
+  for (size_t i : {0, 1, 2}) mask.list.push_back(Arg::of_bool(wants(c, i)));
+  mask.list.push_back(Arg::of_bool(false));
+  const Arg g = c.grads[0].is_none() ? zeros(c, shape_of(c, c.out(0)), c.b.meta(a[0]).dtype) : c.grads[0];
+  const Arg bw = call(c, "aten._scaled_dot_product_efficient_attention_backward.default",
+                      {g, a[0], a[1], a[2], kNone, c.out(0), c.out(1), c.out(2), c.out(3), num(0.0), mask, a[6]},
+                      {{"scale", a[7]}});
+  for (size_t i : {0, 1, 2})
+    if (wants(c, i)) r[i] = c.b.get(bw, static_cast<int>(i));
+  return r;
+}
 Args d_mse_loss(DerivCtx& c) {
   Args r(3, kNone);
   const Arg gx = call(c, "aten.mse_loss_backward.default", {c.grads[0], c.args[0], c.args[1], c.args[2]});
@@ -378,6 +394,7 @@ void add_derivatives(std::vector<OpDef>& table) {
       {"aten._native_batch_norm_legit_no_training.default", d_batch_norm_eval},
       {"aten.native_layer_norm.default", d_native_layer_norm}, {"aten._softmax.default", d_softmax},
       {"aten.max_pool2d_with_indices.default", d_max_pool}, {"aten.mse_loss.default", d_mse_loss},
+      {"aten._scaled_dot_product_efficient_attention.default", d_attention},
   };
   for (const auto& rule : rules) {
     const std::string name = rule.first;

@@ -703,6 +703,15 @@ std::vector<Arg> decomp_sdpa(GraphBuilder& b, const OpDef& op, const std::vector
   const SdpaArgs ix = sdpa_args(op);
   if (op.name == "aten.scaled_dot_product_attention.default" && a[4].number() != 0.0)
     bad(op, "attention dropout is not supported");
+  // No mask, same head count and float32: the fused attention kernel (its log-sum-exp kept for the
+  // backward), as PyTorch dispatches to efficient attention.
+  if (!a[ix.mask].is_node() && b.meta(a[0]).dtype == DType::f32 && b.meta(a[0]).shape.size() >= 3 &&
+      b.meta(a[0]).shape == b.meta(a[1]).shape && b.meta(a[1]).shape == b.meta(a[2]).shape) {
+    const Arg r = b.call("aten._scaled_dot_product_efficient_attention.default",
+                         {a[0], a[1], a[2], Arg::none(), Arg::of_bool(true), Arg::of_real(0.0), a[ix.causal]},
+                         {{"scale", a[ix.scale]}});
+    return {b.get(r, 0)};
+  }
   const Shape qs = b.meta(a[0]).shape, ks = b.meta(a[1]).shape, vs = b.meta(a[2]).shape;
   const size_t r = qs.size();
   const int64_t L = qs[r - 2], E = qs[r - 1], S = ks[r - 2], Ev = vs[r - 1];
@@ -1229,11 +1238,13 @@ void add_nn_ops(std::vector<OpDef>& t) {
            "scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool "
            "is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor",
            kAten, infer_sdpa, ref_sdpa, decomp_sdpa),
-      comp("aten._scaled_dot_product_efficient_attention.default",
-           "_scaled_dot_product_efficient_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_bias, bool "
-           "compute_log_sumexp, float dropout_p=0.0, bool is_causal=False, *, float? scale=None) -> (Tensor output, Tensor "
-           "log_sumexp, Tensor philox_seed, Tensor philox_offset)",
-           kCore, infer_sdpa, ref_sdpa, decomp_sdpa),
+      // Attention without a mask or dropout is one library kernel (fused: the scores never reach
+      // memory), as PyTorch's efficient attention; with a mask it is matrix multiplies and a softmax.
+      ext("aten._scaled_dot_product_efficient_attention.default",
+          "_scaled_dot_product_efficient_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_bias, bool "
+          "compute_log_sumexp, float dropout_p=0.0, bool is_causal=False, *, float? scale=None) -> (Tensor output, Tensor "
+          "log_sumexp, Tensor philox_seed, Tensor philox_offset)",
+          kCore, infer_sdpa, ref_sdpa),
   };
   t.insert(t.end(), ops.begin(), ops.end());
 }

@@ -156,6 +156,13 @@ const std::map<std::string, Sample>& samples() {
                                                    return std::vector<Arg>{b.get(r, 0)};
                                                  }};
     m["aten.mse_loss.default"] = binary("aten.mse_loss.default", {2, 3}, {2, 3});
+    // Causal attention over 2 heads, 3 positions (its backward recomputes the probabilities).
+    m["aten._scaled_dot_product_efficient_attention.default"] = {
+        {{1, 2, 3, 4}, {1, 2, 3, 4}, {1, 2, 3, 4}}, {}, [](GraphBuilder& b, const std::vector<Arg>& x) {
+          const Arg r = b.call("aten._scaled_dot_product_efficient_attention.default",
+                               {x[0], x[1], x[2], Arg::none(), Arg::of_bool(true), Arg::of_real(0.0), Arg::of_bool(true)});
+          return std::vector<Arg>{b.get(r, 0)};
+        }};
     return m;
   }();
   return s;
