@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <climits>
+#include <set>
 #include <stdexcept>
 
 #include "codegen/emitter.h"
+#include "ops/op_table.h"
 
 extern const char kCudaPrelude[];
 
@@ -271,6 +273,23 @@ class CudaKernelWriter {
 
 }  // namespace
 
+int attention_head_dim(const LoopProgram& p, const ExternCall& c) {
+  if (!c.op) return 0;
+  const bool fwd = is_attention(c.op->name), bwd = is_attention_backward(c.op->name);
+  if (!fwd && !bwd) return 0;
+  const size_t first = bwd ? 1 : 0;  // the backward takes grad_out first
+  if (c.args.at(first + 3).is_node()) return 0;  // a mask
+  int64_t d = 0;
+  for (size_t a = first; a < first + 3; ++a) {
+    const size_t i = static_cast<size_t>(c.args.at(a).node);
+    if (p.buffer(c.inputs.at(i)).dtype != DType::f32) return 0;
+    const int64_t e = c.shapes.at(i).back();
+    if (d && e != d) return 0;
+    d = e;
+  }
+  return d == 16 || d == 32 || d == 64 || d == 128 ? static_cast<int>(d) : 0;
+}
+
 GeneratedCuda generate_cuda(const LoopProgram& p, const Schedule& s, const CudaCodegenOptions& o) {
   GeneratedCuda g;
   g.launch.assign(s.kernels.size(), CudaLaunch{"extern"});  // library calls: cuBLAS, helper kernels, or the host
@@ -278,6 +297,12 @@ GeneratedCuda generate_cuda(const LoopProgram& p, const Schedule& s, const CudaC
                              [&](size_t i, const Kernel& k, std::vector<Emitted>& lines) {
                                return CudaKernelWriter(p, k, o).write(lines, g.launch[i]);
                              });
+  // The fused attention kernels, for each head size the schedule's attention calls use.
+  std::set<int> dims;
+  for (const Kernel& k : s.kernels)
+    if (k.is_extern)
+      if (const int d = attention_head_dim(p, p.nodes.at(k.nodes.at(0)).ext)) dims.insert(d);
+  for (int d : dims) g.source.code += "LS_ATTENTION(" + std::to_string(d) + ")\n";
   return g;
 }
 

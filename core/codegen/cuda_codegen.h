@@ -34,6 +34,10 @@ struct CudaLaunch {
   int64_t scratch_bytes = 0;  // split form: partials and counters, zeroed once (the kernel leaves them zero)
 };
 
+// The head size of an attention call (forward or backward) the prelude's fused attention kernels
+// take (float32, q, k and v of one head size among 16, 32, 64, 128, no mask); 0: they do not.
+int attention_head_dim(const LoopProgram& p, const ExternCall& c);
+
 struct GeneratedCuda {
   GeneratedSource source;         // kernels in schedule order (extern kernels have no launcher)
   std::vector<CudaLaunch> launch; // per kernel

@@ -159,3 +159,215 @@ extern "C" __global__ void ls_copy_rows(unsigned* __restrict__ dst, const unsign
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (long long)gridDim.x * blockDim.x)
     dst[(i / src_row) * dst_row + offset + i % src_row] = src[i];
 }
+// Fused attention (FlashAttention's forward, one query row per thread): each block holds
+// LS_ATT_BQ rows of q in registers and walks the keys in tiles of LS_ATT_BK staged in shared
+// memory, keeping a running maximum and sum (the scores never reach memory). The backward
+// recomputes the probabilities from the saved log-sum-exp: one kernel for dq (and the row dots
+// D_i = dO_i . O_i), one for dk and dv, a key row per thread. Views: element strides (batch,
+// head, row, element) so q, k and v are read in place. Instantiated per head size by
+// LS_ATTENTION(D) in the generated file.
+struct LsAttnView {
+  long long sb, sh, sl, se;
+};
+#define LS_ATT_BQ 64
+#define LS_ATT_BK 32
+template <int D>
+LS_DEV void ls_attention_fwd(const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
+                             float* __restrict__ o, float* __restrict__ lse, LsAttnView qs, LsAttnView ks, LsAttnView vs,
+                             LsAttnView os, long long H, long long L, long long S, float scale, int causal) {
+  __shared__ float Ks[LS_ATT_BK][D];
+  __shared__ float Vs[LS_ATT_BK][D];
+  const long long tiles = (L + LS_ATT_BQ - 1) / LS_ATT_BQ, bh = blockIdx.x / tiles, tile = blockIdx.x % tiles;
+  const long long b = bh / H, h = bh % H, i = tile * LS_ATT_BQ + threadIdx.x;
+  const bool active = i < L;
+  const float* qb = q + b * qs.sb + h * qs.sh;
+  const float* kb = k + b * ks.sb + h * ks.sh;
+  const float* vb = v + b * vs.sb + h * vs.sh;
+  const float log2e = 1.4426950408889634f, s2 = scale * log2e;
+  float qr[D], acc[D];
+#pragma unroll
+  for (int e = 0; e < D; ++e) {
+    qr[e] = active ? qb[i * qs.sl + e * qs.se] * s2 : 0.f;
+    acc[e] = 0.f;
+  }
+  const float NEG = -__int_as_float(0x7f800000);
+  float m = NEG, l = 0.f;
+  const long long last = min(L - 1, tile * LS_ATT_BQ + LS_ATT_BQ - 1);
+  const long long kend = causal ? min(S, last + S - L + 1) : S;
+  const long long lim = causal ? min(S, i + S - L + 1) : S;
+  for (long long j0 = 0; j0 < kend; j0 += LS_ATT_BK) {
+    __syncthreads();
+    for (int t = threadIdx.x; t < LS_ATT_BK * D; t += LS_ATT_BQ) {
+      const int jj = t / D, e = t % D;
+      const long long j = j0 + jj;
+      Ks[jj][e] = j < S ? kb[j * ks.sl + e * ks.se] : 0.f;
+      Vs[jj][e] = j < S ? vb[j * vs.sl + e * vs.se] : 0.f;
+    }
+    __syncthreads();
+    if (!active) continue;
+    float s[LS_ATT_BK];
+    float mt = m;
+#pragma unroll
+    for (int jj = 0; jj < LS_ATT_BK; ++jj) {
+      float d = 0.f;
+#pragma unroll
+      for (int e = 0; e < D; ++e) d += qr[e] * Ks[jj][e];
+      s[jj] = j0 + jj < lim ? d : NEG;
+      mt = fmaxf(mt, s[jj]);
+    }
+    if (mt == NEG) continue;  // no visible key yet
+    const float corr = exp2f(m - mt);
+    l *= corr;
+#pragma unroll
+    for (int e = 0; e < D; ++e) acc[e] *= corr;
+#pragma unroll
+    for (int jj = 0; jj < LS_ATT_BK; ++jj) {
+      const float p = exp2f(s[jj] - mt);
+      l += p;
+#pragma unroll
+      for (int e = 0; e < D; ++e) acc[e] += p * Vs[jj][e];
+    }
+    m = mt;
+  }
+  if (!active) return;
+  float* ob = o + b * os.sb + h * os.sh + i * os.sl;
+  const float inv = l > 0.f ? 1.f / l : 0.f;
+#pragma unroll
+  for (int e = 0; e < D; ++e) ob[e * os.se] = acc[e] * inv;
+  lse[bh * L + i] = l > 0.f ? (m + log2f(l)) / log2e : NEG;
+}
+template <int D>
+LS_DEV void ls_attention_bwd_dq(const float* __restrict__ go, const float* __restrict__ q, const float* __restrict__ k,
+                                const float* __restrict__ v, const float* __restrict__ o, const float* __restrict__ lse,
+                                float* __restrict__ dq, float* __restrict__ drow, LsAttnView gs, LsAttnView qs, LsAttnView ks,
+                                LsAttnView vs, LsAttnView os, long long H, long long L, long long S, float scale, int causal) {
+  __shared__ float Ks[LS_ATT_BK][D];
+  __shared__ float Vs[LS_ATT_BK][D];
+  const long long tiles = (L + LS_ATT_BQ - 1) / LS_ATT_BQ, bh = blockIdx.x / tiles, tile = blockIdx.x % tiles;
+  const long long b = bh / H, h = bh % H, i = tile * LS_ATT_BQ + threadIdx.x;
+  const bool active = i < L;
+  const float* kb = k + b * ks.sb + h * ks.sh;
+  const float* vb = v + b * vs.sb + h * vs.sh;
+  float qr[D], gr[D], dqr[D], Di = 0.f;
+#pragma unroll
+  for (int e = 0; e < D; ++e) {
+    qr[e] = active ? q[b * qs.sb + h * qs.sh + i * qs.sl + e * qs.se] : 0.f;
+    gr[e] = active ? go[b * gs.sb + h * gs.sh + i * gs.sl + e * gs.se] : 0.f;
+    Di += active ? gr[e] * o[b * os.sb + h * os.sh + i * os.sl + e * os.se] : 0.f;
+    dqr[e] = 0.f;
+  }
+  const float li = active ? lse[bh * L + i] : 0.f;
+  const long long last = min(L - 1, tile * LS_ATT_BQ + LS_ATT_BQ - 1);
+  const long long kend = causal ? min(S, last + S - L + 1) : S;
+  const long long lim = causal ? min(S, i + S - L + 1) : S;
+  for (long long j0 = 0; j0 < kend; j0 += LS_ATT_BK) {
+    __syncthreads();
+    for (int t = threadIdx.x; t < LS_ATT_BK * D; t += LS_ATT_BQ) {
+      const int jj = t / D, e = t % D;
+      const long long j = j0 + jj;
+      Ks[jj][e] = j < S ? kb[j * ks.sl + e * ks.se] : 0.f;
+      Vs[jj][e] = j < S ? vb[j * vs.sl + e * vs.se] : 0.f;
+    }
+    __syncthreads();
+    if (!active) continue;
+#pragma unroll 4
+    for (int jj = 0; jj < LS_ATT_BK; ++jj) {
+      if (j0 + jj >= lim) break;
+      float s = 0.f, dp = 0.f;
+#pragma unroll
+      for (int e = 0; e < D; ++e) {
+        s += qr[e] * Ks[jj][e];
+        dp += gr[e] * Vs[jj][e];
+      }
+      const float p = __expf(s * scale - li), ds = p * (dp - Di) * scale;
+#pragma unroll
+      for (int e = 0; e < D; ++e) dqr[e] += ds * Ks[jj][e];
+    }
+  }
+  if (!active) return;
+#pragma unroll
+  for (int e = 0; e < D; ++e) dq[(bh * L + i) * D + e] = dqr[e];
+  drow[bh * L + i] = Di;
+}
+template <int D>
+LS_DEV void ls_attention_bwd_dkv(const float* __restrict__ go, const float* __restrict__ q, const float* __restrict__ k,
+                                 const float* __restrict__ v, const float* __restrict__ lse, const float* __restrict__ drow,
+                                 float* __restrict__ dk, float* __restrict__ dv, LsAttnView gs, LsAttnView qs, LsAttnView ks,
+                                 LsAttnView vs, long long H, long long L, long long S, float scale, int causal) {
+  __shared__ float Qs[LS_ATT_BK][D];
+  __shared__ float Gs[LS_ATT_BK][D];
+  __shared__ float Ls[LS_ATT_BK], Ds[LS_ATT_BK];
+  const long long tiles = (S + LS_ATT_BQ - 1) / LS_ATT_BQ, bh = blockIdx.x / tiles, tile = blockIdx.x % tiles;
+  const long long b = bh / H, h = bh % H, j = tile * LS_ATT_BQ + threadIdx.x;
+  const bool active = j < S;
+  const float* qb = q + b * qs.sb + h * qs.sh;
+  const float* gb = go + b * gs.sb + h * gs.sh;
+  float kr[D], vr[D], dkr[D], dvr[D];
+#pragma unroll
+  for (int e = 0; e < D; ++e) {
+    kr[e] = active ? k[b * ks.sb + h * ks.sh + j * ks.sl + e * ks.se] : 0.f;
+    vr[e] = active ? v[b * vs.sb + h * vs.sh + j * vs.sl + e * vs.se] : 0.f;
+    dkr[e] = dvr[e] = 0.f;
+  }
+  // Query i sees key j when j <= i + S - L: the block's first key bounds the first query tile.
+  long long i_begin = causal ? max(0LL, tile * LS_ATT_BQ - (S - L)) : 0;
+  i_begin = i_begin / LS_ATT_BK * LS_ATT_BK;
+  const long long first = causal ? j - (S - L) : 0;  // this thread's first visible query
+  for (long long i0 = i_begin; i0 < L; i0 += LS_ATT_BK) {
+    __syncthreads();
+    for (int t = threadIdx.x; t < LS_ATT_BK * D; t += LS_ATT_BQ) {
+      const int ii = t / D, e = t % D;
+      const long long i = i0 + ii;
+      Qs[ii][e] = i < L ? qb[i * qs.sl + e * qs.se] : 0.f;
+      Gs[ii][e] = i < L ? gb[i * gs.sl + e * gs.se] : 0.f;
+    }
+    for (int t = threadIdx.x; t < LS_ATT_BK; t += LS_ATT_BQ) {
+      const long long i = i0 + t;
+      Ls[t] = i < L ? lse[bh * L + i] : 0.f;
+      Ds[t] = i < L ? drow[bh * L + i] : 0.f;
+    }
+    __syncthreads();
+    if (!active) continue;
+#pragma unroll 4
+    for (int ii = 0; ii < LS_ATT_BK; ++ii) {
+      const long long i = i0 + ii;
+      if (i >= L || i < first) continue;
+      float s = 0.f, dp = 0.f;
+#pragma unroll
+      for (int e = 0; e < D; ++e) {
+        s += Qs[ii][e] * kr[e];
+        dp += Gs[ii][e] * vr[e];
+      }
+      const float p = __expf(s * scale - Ls[ii]), ds = p * (dp - Ds[ii]) * scale;
+#pragma unroll
+      for (int e = 0; e < D; ++e) {
+        dvr[e] += p * Gs[ii][e];
+        dkr[e] += ds * Qs[ii][e];
+      }
+    }
+  }
+  if (!active) return;
+#pragma unroll
+  for (int e = 0; e < D; ++e) {
+    dk[(bh * S + j) * D + e] = dkr[e];
+    dv[(bh * S + j) * D + e] = dvr[e];
+  }
+}
+#define LS_ATTENTION(D)                                                                                                       \
+  extern "C" __global__ void __launch_bounds__(LS_ATT_BQ) ls_attention_fwd_##D(                                              \
+      const float* q, const float* k, const float* v, float* o, float* lse, LsAttnView qs, LsAttnView ks, LsAttnView vs,    \
+      LsAttnView os, long long H, long long L, long long S, float scale, int causal) {                                      \
+    ls_attention_fwd<D>(q, k, v, o, lse, qs, ks, vs, os, H, L, S, scale, causal);                                            \
+  }                                                                                                                           \
+  extern "C" __global__ void __launch_bounds__(LS_ATT_BQ) ls_attention_bwd_dq_##D(                                           \
+      const float* go, const float* q, const float* k, const float* v, const float* o, const float* lse, float* dq,         \
+      float* drow, LsAttnView gs, LsAttnView qs, LsAttnView ks, LsAttnView vs, LsAttnView os, long long H, long long L,      \
+      long long S, float scale, int causal) {                                                                                 \
+    ls_attention_bwd_dq<D>(go, q, k, v, o, lse, dq, drow, gs, qs, ks, vs, os, H, L, S, scale, causal);                       \
+  }                                                                                                                           \
+  extern "C" __global__ void __launch_bounds__(LS_ATT_BQ) ls_attention_bwd_dkv_##D(                                          \
+      const float* go, const float* q, const float* k, const float* v, const float* lse, const float* drow, float* dk,      \
+      float* dv, LsAttnView gs, LsAttnView qs, LsAttnView ks, LsAttnView vs, long long H, long long L, long long S,          \
+      float scale, int causal) {                                                                                              \
+    ls_attention_bwd_dkv<D>(go, q, k, v, lse, drow, dk, dv, gs, qs, ks, vs, H, L, S, scale, causal);                         \
+  }

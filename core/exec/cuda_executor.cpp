@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "cuda/cublas.h"
+#include "exec/attention.h"
 #include "exec/extern_kernels.h"
 
 namespace ls {
@@ -44,6 +45,7 @@ std::string device_how(const LoopProgram& p, const ExternCall& c, bool blas) {
   const std::string& n = c.op->name;
   const bool f32 = all_f32(p, c);
   if (is_matmul(n) && f32 && blas) return "cuBLAS";
+  if (attention_head_dim(p, c)) return "attention kernel";
   if (n == "aten.convolution.default" && f32 && !c.args[6].b && c.output_metas.at(0).shape.size() == 4) {
     const Shape w = seen_shape(p, c, 1);
     const int64_t groups = c.args[8].i, C = seen_shape(p, c, 0).at(1);
@@ -85,6 +87,11 @@ CudaExecutable::CudaExecutable(const LoopProgram& p, const Schedule& s, const Ge
       how.push_back("generated");
     }
   }
+  for (size_t i = 0; i < how.size(); ++i)
+    if (how[i] == "attention kernel") {
+      const std::string d = std::to_string(attention_head_dim(p, externs_[i]->ext));
+      for (const char* k : {"ls_attention_fwd_", "ls_attention_bwd_dq_", "ls_attention_bwd_dkv_"}) helpers_[k + d] = m.function(k + d);
+    }
   bias_kernel_ = m.function("ls_broadcast_bias");
   for (const char* k : {"ls_add_channel_bias", "ls_im2col", "ls_depthwise_conv", "ls_max_pool2d", "ls_copy_rows"}) helpers_[k] = m.function(k);
 }
@@ -132,6 +139,7 @@ void CudaExecutable::step(size_t k) {
   try {
     if (how[k] == "cuBLAS") cublas_extern(k);
     else if (how[k] == "host (reference kernel)") host_extern(k);
+    else if (how[k] == "attention kernel") attention_extern(k);
     else device_extern(k);
   } catch (const std::exception& e) {
     throw std::runtime_error("extern kernel " + externs_[k]->ext.op->name + " (" + externs_[k]->graph_node + "): " + e.what());
@@ -253,6 +261,57 @@ void CudaExecutable::device_extern(size_t k) {
     void* params[] = {&y, &b, &OO, &PP, &total};
     d_.launch(helpers_.at("ls_add_channel_bias"), (total + 255) / 256, 256, params, "ls_add_channel_bias");
   }
+}
+
+// The prelude's fused attention kernels (LS_ATTENTION), operands read in place through their strides.
+void CudaExecutable::attention_extern(size_t k) {
+  const ExternCall& c = externs_[k]->ext;
+  const bool bwd = is_attention_backward(c.op->name);
+  const size_t first = bwd ? 1 : 0;
+  auto input = [&](size_t arg) { return static_cast<size_t>(c.args.at(arg).node); };
+  const AttnGeom g = attn_geom(c.shapes.at(input(first)), c.shapes.at(input(first + 1)), c.shapes.at(input(first + 2)), c, bwd);
+  struct View {
+    long long sb, sh, sl, se;
+  };
+  // A device pointer at the operand's offset, and its strides.
+  auto operand = [&](size_t arg, DevicePtr& ptr, View& v) {
+    const size_t i = input(arg);
+    const AttnOperand o = attn_operand(c, i, c.shapes.at(i));
+    ptr = buffers_.at(c.inputs.at(i)).ptr() + static_cast<DevicePtr>(o.offset * 4);
+    v = {o.sb, o.sh, o.sl, o.se};
+  };
+  const std::string d = std::to_string(g.E);
+  long long H = g.H, L = g.L, S = g.S;
+  float scale = static_cast<float>(g.scale);
+  int causal = g.causal ? 1 : 0;
+  const int64_t bh = g.B * g.H, q_tiles = (g.L + 63) / 64, k_tiles = (g.S + 63) / 64;
+  if (!bwd) {
+    DevicePtr q, kk, v, o = buffers_.at(c.outputs.at(0)).ptr(), lse = buffers_.at(c.outputs.at(1)).ptr();
+    View qs, ks, vs;
+    operand(0, q, qs);
+    operand(1, kk, ks);
+    operand(2, v, vs);
+    const AttnOperand ov = attn_output(g, attention_output_heads_inner(c));
+    View os{ov.sb, ov.sh, ov.sl, ov.se};
+    void* params[] = {&q, &kk, &v, &o, &lse, &qs, &ks, &vs, &os, &H, &L, &S, &scale, &causal};
+    return d_.launch(helpers_.at("ls_attention_fwd_" + d), bh * q_tiles, 64, params, "ls_attention_fwd");
+  }
+  DevicePtr go, q, kk, v, o;
+  View gs, qs, ks, vs, os;
+  operand(0, go, gs);
+  operand(1, q, qs);
+  operand(2, kk, ks);
+  operand(3, v, vs);
+  operand(5, o, os);
+  DevicePtr lse = buffers_.at(c.inputs.at(input(6))).ptr(), dq = buffers_.at(c.outputs.at(0)).ptr(), dk = buffers_.at(c.outputs.at(1)).ptr(),
+            dv = buffers_.at(c.outputs.at(2)).ptr();
+  DeviceBuffer& rows = cols_[k];  // D_i = dO_i . O_i, from the dq kernel to the dk/dv kernel
+  if (rows.bytes() < static_cast<size_t>(bh * g.L * 4)) rows = DeviceBuffer(d_, static_cast<size_t>(bh * g.L * 4));
+  DevicePtr drow = rows.ptr();
+  void* p1[] = {&go, &q, &kk, &v, &o, &lse, &dq, &drow, &gs, &qs, &ks, &vs, &os, &H, &L, &S, &scale, &causal};
+  d_.launch(helpers_.at("ls_attention_bwd_dq_" + d), bh * q_tiles, 64, p1, "ls_attention_bwd_dq");
+  void* p2[] = {&go, &q, &kk, &v, &lse, &drow, &dk, &dv, &gs, &qs, &ks, &vs, &H, &L, &S, &scale, &causal};
+  d_.launch(helpers_.at("ls_attention_bwd_dkv_" + d), bh * k_tiles, 64, p2, "ls_attention_bwd_dkv");
 }
 
 void CudaExecutable::host_extern(size_t k) {

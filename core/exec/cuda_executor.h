@@ -36,7 +36,8 @@ class CudaExecutable {
   void step(size_t k);
   void host_extern(size_t k);
   void cublas_extern(size_t k);
-  void device_extern(size_t k);  // convolution, max pooling, cat: kernels of the prelude (and cuBLAS)
+  void device_extern(size_t k);
+  void attention_extern(size_t k);  // the prelude's fused attention kernels  // convolution, max pooling, cat: kernels of the prelude (and cuBLAS)
   const LoopProgram& p_;
   const GeneratedCuda& g_;
   CudaDriver& d_;

@@ -10,6 +10,7 @@
 #include "frontend/load_model.h"
 #include "ir/builder.h"
 #include "pipeline/pipeline.h"
+#include "../inductor_counts.h"
 #include "report/report.h"
 #include "sched/schedule.h"
 #include "tensor/npy.h"
@@ -170,35 +171,36 @@ class TestCpu : public QObject {
     QVERIFY2(r.check.ok, r.stage("run")->text.c_str());
   }
 
-  // Inductor's kernel counts for inference on CPU (PyTorch 2.11, the fixtures' README): ours must
-  // be no more, generated and extern alike.
+  // Inductor's kernel counts, graph by graph (tests/inductor_counts.h: its generated kernels,
+  // and its extern calls plus ATen fallbacks), inference and training, CPU scheduling.
   void testKernelCountsWithinInductor_data() {
     QTest::addColumn<QString>("model");
-    QTest::addColumn<int>("generated");
-    QTest::addColumn<int>("external");
-    QTest::newRow("sincos") << "stages/sincos/3_core_aten.txt" << 1 << 0;
-    QTest::newRow("mse_loss") << "stages/mse_loss/3_core_aten.txt" << 1 << 0;
-    QTest::newRow("softmax") << "models/softmax/model.pt2" << 1 << 0;
-    QTest::newRow("mlp") << "stages/mlp/3_core_aten.txt" << 1 << 2;
-    QTest::newRow("layernorm_gelu") << "stages/layernorm_gelu/3_core_aten.txt" << 2 << 1;
-    QTest::newRow("res_block") << "models/res_block/model.pt2" << 3 << 2;
-    QTest::newRow("cifar_net") << "models/cifar_net/model.pt2" << 5 << 5;
-    QTest::newRow("attn_block") << "stages/attn_block/3_core_aten.txt" << 4 << 4;
+    QTest::addColumn<QString>("name");
+    QTest::addColumn<bool>("train");
+    const std::pair<const char*, const char*> models[] = {
+        {"sincos", "stages/sincos/3_core_aten.txt"},       {"mse_loss", "stages/mse_loss/3_core_aten.txt"},
+        {"softmax", "models/softmax/model.pt2"},            {"mlp", "stages/mlp/3_core_aten.txt"},
+        {"layernorm_gelu", "stages/layernorm_gelu/3_core_aten.txt"}, {"res_block", "models/res_block/model.pt2"},
+        {"cifar_net", "models/cifar_net/model.pt2"},        {"attn_block", "stages/attn_block/3_core_aten.txt"}};
+    for (const auto& [name, path] : models)
+      for (bool train : {false, true})
+        QTest::newRow((std::string(name) + (train ? " train" : "")).c_str()) << path << name << train;
   }
   void testKernelCountsWithinInductor() {
     QFETCH(QString, model);
-    QFETCH(int, generated);
-    QFETCH(int, external);
+    QFETCH(QString, name);
+    QFETCH(bool, train);
     PipelineOptions o;
     o.run = false;
+    o.train = train;
     const CompileResult r = run_pipeline(load_model(data(model.toStdString())), o);
     QVERIFY2(r.error.empty(), r.error.c_str());
-    int gen = 0, ext = 0;
-    for (const Kernel& k : r.schedule.kernels) (k.is_extern ? ext : gen)++;
-    if (model.contains("attn_block"))
-      QEXPECT_FAIL("", "attention: the q/k/v views feeding bmm are copied (no strided operands yet), Inductor passes them as strided views", Abort);
-    QVERIFY2(gen <= generated && ext <= external,
-             qPrintable(QString("%1k/%2x, Inductor %3k/%4x").arg(gen).arg(ext).arg(generated).arg(external)));
+    const auto rows = ls_test::inductor_counts(data("inductor_counts.tsv"), name.toStdString(), train, "cpu");
+    QVERIFY(!rows.empty());
+    int compared = 0;
+    const std::string over = ls_test::counts_within(r, rows, compared);
+    QVERIFY2(over.empty(), over.c_str());
+    QCOMPARE(compared, static_cast<int>(rows.size()));
   }
 
   // Training: the gradients of out.sum() computed by our kernels (forward, then backward, as one
@@ -278,32 +280,6 @@ class TestCpu : public QObject {
     QVERIFY2(r.error.empty(), r.error.c_str());
     for (const OutputCheck& c : r.check.reference) QVERIFY2(c.cmp.ok, c.cmp.why.c_str());
     QVERIFY(r.check.ok);
-  }
-
-  // Training kernel counts that meet Inductor's (train, CPU: the fixtures' README).
-  void testTrainingKernelCountsWithinInductor_data() {
-    QTest::addColumn<QString>("model");
-    QTest::addColumn<int>("generated");
-    QTest::addColumn<int>("external");
-    QTest::newRow("sincos") << "sincos/1_dynamo_fx_0.txt" << 2 << 0;
-    QTest::newRow("mse_loss") << "mse_loss/1_dynamo_fx_0.txt" << 2 << 0;
-    QTest::newRow("softmax") << "models/softmax/model.pt2" << 2 << 0;
-    // The bias gradients (sums over the batch) fuse with the masked gradient that feeds them.
-    QTest::newRow("mlp") << "stages/mlp/3_core_aten.txt" << 3 << 6;
-  }
-  void testTrainingKernelCountsWithinInductor() {
-    QFETCH(QString, model);
-    QFETCH(int, generated);
-    QFETCH(int, external);
-    PipelineOptions o;
-    o.train = true;
-    o.run = false;
-    const CompileResult r = run_pipeline(load_model(data(model.toStdString())), o);
-    QVERIFY2(r.error.empty(), r.error.c_str());
-    int gen = 0, ext = 0;
-    for (const Kernel& k : r.schedule.kernels) (k.is_extern ? ext : gen)++;
-    QVERIFY2(gen <= generated && ext <= external,
-             qPrintable(QString("%1k/%2x, Inductor %3k/%4x").arg(gen).arg(ext).arg(generated).arg(external)));
   }
 
   // `compile --train`: exit 0 with the gradients and both partitioners in the report; exit 1,
