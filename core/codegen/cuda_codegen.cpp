@@ -290,6 +290,19 @@ int attention_head_dim(const LoopProgram& p, const ExternCall& c) {
   return d == 16 || d == 32 || d == 64 || d == 128 ? static_cast<int>(d) : 0;
 }
 
+std::string attention_cuda_path(const LoopProgram& p, const ExternCall& c) {
+  if (!c.op || !(is_attention(c.op->name) || is_attention_backward(c.op->name))) return "";
+  const size_t first = is_attention_backward(c.op->name) ? 1 : 0;
+  const Shape& q = c.shapes.at(static_cast<size_t>(c.args.at(first).node));
+  const Shape& k = c.shapes.at(static_cast<size_t>(c.args.at(first + 1).node));
+  const int64_t L = q.at(q.size() - 2), S = k.at(k.size() - 2);
+  if (attention_head_dim(p, c) && L * S <= 128 * 128) return "fused";
+  if (c.args.at(first + 3).is_node()) return "";
+  for (size_t i = 0; i < c.inputs.size(); ++i)
+    if (p.buffer(c.inputs[i]).dtype != DType::f32 && !(first == 1 && i == 6)) return "";
+  return "cublas";
+}
+
 GeneratedCuda generate_cuda(const LoopProgram& p, const Schedule& s, const CudaCodegenOptions& o) {
   GeneratedCuda g;
   g.launch.assign(s.kernels.size(), CudaLaunch{"extern"});  // library calls: cuBLAS, helper kernels, or the host
@@ -301,7 +314,7 @@ GeneratedCuda generate_cuda(const LoopProgram& p, const Schedule& s, const CudaC
   std::set<int> dims;
   for (const Kernel& k : s.kernels)
     if (k.is_extern)
-      if (const int d = attention_head_dim(p, p.nodes.at(k.nodes.at(0)).ext)) dims.insert(d);
+      if (attention_cuda_path(p, p.nodes.at(k.nodes.at(0)).ext) == "fused") dims.insert(attention_head_dim(p, p.nodes.at(k.nodes.at(0)).ext));
   for (int d : dims) g.source.code += "LS_ATTENTION(" + std::to_string(d) + ")\n";
   return g;
 }

@@ -37,6 +37,11 @@ struct CudaLaunch {
 // The head size of an attention call (forward or backward) the prelude's fused attention kernels
 // take (float32, q, k and v of one head size among 16, 32, 64, 128, no mask); 0: they do not.
 int attention_head_dim(const LoopProgram& p, const ExternCall& c);
+// How the CUDA runtime runs an attention call: "fused" (those kernels: short sequences, where
+// one launch beats materialising the scores), "cublas" (long sequences: the scores in memory,
+// batched cuBLAS products around a softmax kernel, as PyTorch's math path; float32, no mask),
+// or "" (neither: the host runs it).
+std::string attention_cuda_path(const LoopProgram& p, const ExternCall& c);
 
 struct GeneratedCuda {
   GeneratedSource source;         // kernels in schedule order (extern kernels have no launcher)

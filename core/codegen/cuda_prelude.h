@@ -205,29 +205,32 @@ LS_DEV void ls_attention_fwd(const float* __restrict__ q, const float* __restric
     }
     __syncthreads();
     if (!active) continue;
-    float s[LS_ATT_BK];
-    float mt = m;
+#pragma unroll 1
+    for (int c0 = 0; c0 < LS_ATT_BK; c0 += 8) {  // 8 keys at a time: one rescale per 8
+      if (j0 + c0 >= lim) break;
+      float s[8];
+      float mt = m;
 #pragma unroll
-    for (int jj = 0; jj < LS_ATT_BK; ++jj) {
-      float d = 0.f;
+      for (int jj = 0; jj < 8; ++jj) {
+        float d = 0.f;
 #pragma unroll
-      for (int e = 0; e < D; ++e) d += qr[e] * Ks[jj][e];
-      s[jj] = j0 + jj < lim ? d : NEG;
-      mt = fmaxf(mt, s[jj]);
+        for (int e = 0; e < D; ++e) d += qr[e] * Ks[c0 + jj][e];
+        s[jj] = j0 + c0 + jj < lim ? d : NEG;
+        mt = fmaxf(mt, s[jj]);
+      }
+      const float corr = exp2f(m - mt);
+      l *= corr;
+#pragma unroll
+      for (int e = 0; e < D; ++e) acc[e] *= corr;
+#pragma unroll
+      for (int jj = 0; jj < 8; ++jj) {
+        const float p = exp2f(s[jj] - mt);
+        l += p;
+#pragma unroll
+        for (int e = 0; e < D; ++e) acc[e] += p * Vs[c0 + jj][e];
+      }
+      m = mt;
     }
-    if (mt == NEG) continue;  // no visible key yet
-    const float corr = exp2f(m - mt);
-    l *= corr;
-#pragma unroll
-    for (int e = 0; e < D; ++e) acc[e] *= corr;
-#pragma unroll
-    for (int jj = 0; jj < LS_ATT_BK; ++jj) {
-      const float p = exp2f(s[jj] - mt);
-      l += p;
-#pragma unroll
-      for (int e = 0; e < D; ++e) acc[e] += p * Vs[jj][e];
-    }
-    m = mt;
   }
   if (!active) return;
   float* ob = o + b * os.sb + h * os.sh + i * os.sl;
@@ -270,7 +273,7 @@ LS_DEV void ls_attention_bwd_dq(const float* __restrict__ go, const float* __res
     }
     __syncthreads();
     if (!active) continue;
-#pragma unroll 4
+#pragma unroll 1
     for (int jj = 0; jj < LS_ATT_BK; ++jj) {
       if (j0 + jj >= lim) break;
       float s = 0.f, dp = 0.f;
@@ -328,7 +331,7 @@ LS_DEV void ls_attention_bwd_dkv(const float* __restrict__ go, const float* __re
     }
     __syncthreads();
     if (!active) continue;
-#pragma unroll 4
+#pragma unroll 1
     for (int ii = 0; ii < LS_ATT_BK; ++ii) {
       const long long i = i0 + ii;
       if (i >= L || i < first) continue;
@@ -371,3 +374,86 @@ LS_DEV void ls_attention_bwd_dkv(const float* __restrict__ go, const float* __re
       float scale, int causal) {                                                                                              \
     ls_attention_bwd_dkv<D>(go, q, k, v, lse, drow, dk, dv, gs, qs, ks, vs, H, L, S, scale, causal);                         \
   }
+// Attention through cuBLAS for long sequences (the scores in memory, as PyTorch's math path):
+// a 4-D strided copy packs operands per (batch, head) and unpacks the output; a softmax over each
+// score row (causal mask, log-sum-exp kept); the backward's probabilities from the log-sum-exp and
+// its dS = P (dP - D) scale.
+extern "C" __global__ void ls_strided_copy4(float* __restrict__ dst, const float* __restrict__ src, long long n0, long long n1,
+                                            long long n2, long long n3, long long s0, long long s1, long long s2, long long s3,
+                                            long long d0, long long d1, long long d2, long long d3) {
+  const long long total = n0 * n1 * n2 * n3;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (long long)gridDim.x * blockDim.x) {
+    const long long a3 = i % n3, a2 = i / n3 % n2, a1 = i / (n3 * n2) % n1, a0 = i / (n3 * n2 * n1);
+    dst[a0 * d0 + a1 * d1 + a2 * d2 + a3 * d3] = src[a0 * s0 + a1 * s1 + a2 * s2 + a3 * s3];
+  }
+}
+// One block per score row: P = softmax(row) over the visible keys (0 elsewhere), lse of the row.
+extern "C" __global__ void ls_attn_softmax(float* __restrict__ sc, float* __restrict__ lse, long long L, long long S, int causal) {
+  const long long row = blockIdx.x, i = row % L;
+  float* r = sc + row * S;
+  const long long lim = causal ? min(S, i + S - L + 1) : S;
+  const float NEG = -__int_as_float(0x7f800000);
+  float m = NEG;
+  for (long long j = threadIdx.x; j < lim; j += blockDim.x) m = fmaxf(m, r[j]);
+  m = ls_block_reduce<1>(m, NEG);
+  float s = 0.f;
+  for (long long j = threadIdx.x; j < lim; j += blockDim.x) s += __expf(r[j] - m);
+  s = ls_block_reduce<0>(s, 0.f);
+  const float inv = s > 0.f ? 1.f / s : 0.f;
+  for (long long j = threadIdx.x; j < S; j += blockDim.x) r[j] = j < lim ? __expf(r[j] - m) * inv : 0.f;
+  if (threadIdx.x == 0) lse[row] = s > 0.f ? m + __logf(s) : NEG;
+}
+// Backward: P from the scores and lse (in place), D_i = dO_i . O_i, then dS = P (dP - D) scale.
+extern "C" __global__ void ls_attn_probs(float* __restrict__ sc, const float* __restrict__ lse, long long L, long long S,
+                                         long long total, int causal) {
+  for (long long x = (long long)blockIdx.x * blockDim.x + threadIdx.x; x < total; x += (long long)gridDim.x * blockDim.x) {
+    const long long row = x / S, j = x % S, i = row % L;
+    sc[x] = !causal || j <= i + S - L ? __expf(sc[x] - lse[row]) : 0.f;
+  }
+}
+extern "C" __global__ void ls_attn_rowdot(float* __restrict__ d, const float* __restrict__ a, const float* __restrict__ b, long long rows,
+                                          long long n) {
+  for (long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x; r < rows; r += (long long)gridDim.x * blockDim.x) {
+    float s = 0.f;
+    for (long long e = 0; e < n; ++e) s += a[r * n + e] * b[r * n + e];
+    d[r] = s;
+  }
+}
+extern "C" __global__ void ls_attn_dscores(float* __restrict__ dp, const float* __restrict__ p, const float* __restrict__ drow,
+                                           long long S, long long total, float scale) {
+  for (long long x = (long long)blockIdx.x * blockDim.x + threadIdx.x; x < total; x += (long long)gridDim.x * blockDim.x)
+    dp[x] = p[x] * (dp[x] - drow[x / S]) * scale;
+}
+// Convolution backward's input gradient from the gradient columns (N x R x P per group): each
+// input position gathers the column entries that read it (no atomics).
+extern "C" __global__ void ls_col2im(const float* __restrict__ cols, float* __restrict__ x, int N, int CG, int H, int W, int KH, int KW,
+                                     int OH, int OW, int sh, int sw, int ph, int pw, int dh, int dw, long long x_image) {
+  const long long P = (long long)OH * OW, R = (long long)CG * KH * KW, total = (long long)N * CG * H * W;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (long long)gridDim.x * blockDim.x) {
+    const int iw = (int)(i % W), ih = (int)((i / W) % H), ci = (int)((i / ((long long)W * H)) % CG);
+    const long long n = i / ((long long)CG * H * W);
+    float acc = 0.f;
+    for (int kh = 0; kh < KH; ++kh) {
+      const int th = ih + ph - kh * dh;
+      if (th < 0 || th % sh) continue;
+      const int oh = th / sh;
+      if (oh >= OH) continue;
+      for (int kw = 0; kw < KW; ++kw) {
+        const int tw = iw + pw - kw * dw;
+        if (tw < 0 || tw % sw) continue;
+        const int ow = tw / sw;
+        if (ow >= OW) continue;
+        acc += cols[n * R * P + ((long long)(ci * KH + kh) * KW + kw) * P + (long long)oh * OW + ow];
+      }
+    }
+    x[n * x_image + ((long long)ci * H + ih) * W + iw] = acc;
+  }
+}
+// Bias gradient: the sum of the output gradient over images and positions, a block per channel.
+extern "C" __global__ void ls_channel_sum(const float* __restrict__ gy, float* __restrict__ gb, int N, long long O, long long P) {
+  const long long o = blockIdx.x;
+  float s = 0.f;
+  for (long long i = threadIdx.x; i < N * P; i += blockDim.x) s += gy[(i / P) * O * P + o * P + i % P];
+  s = ls_block_reduce<0>(s, 0.f);
+  if (threadIdx.x == 0) gb[o] = s;
+}

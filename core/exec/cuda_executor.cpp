@@ -45,13 +45,17 @@ std::string device_how(const LoopProgram& p, const ExternCall& c, bool blas) {
   const std::string& n = c.op->name;
   const bool f32 = all_f32(p, c);
   if (is_matmul(n) && f32 && blas) return "cuBLAS";
-  if (attention_head_dim(p, c)) return "attention kernel";
+  const std::string attention = attention_cuda_path(p, c);
+  if (attention == "fused") return "attention kernel";
+  if (attention == "cublas" && blas) return "attention (cuBLAS)";
   if (n == "aten.convolution.default" && f32 && !c.args[6].b && c.output_metas.at(0).shape.size() == 4) {
     const Shape w = seen_shape(p, c, 1);
     const int64_t groups = c.args[8].i, C = seen_shape(p, c, 0).at(1);
     if (groups == C && w[1] == 1 && w[0] == C) return "depthwise kernel";
     if (blas) return "im2col + cuBLAS";
   }
+  if (n == "aten.convolution_backward.default" && f32 && blas && !c.args[7].b && seen_shape(p, c, 1).size() == 4)
+    return "im2col + cuBLAS + col2im";
   if (n == "aten.max_pool2d_with_indices.default" && p.buffer(c.inputs.at(0)).dtype == DType::f32 &&
       seen_shape(p, c, 0).size() == 4 && !c.args[5].b)
     return "pool kernel";
@@ -93,7 +97,9 @@ CudaExecutable::CudaExecutable(const LoopProgram& p, const Schedule& s, const Ge
       for (const char* k : {"ls_attention_fwd_", "ls_attention_bwd_dq_", "ls_attention_bwd_dkv_"}) helpers_[k + d] = m.function(k + d);
     }
   bias_kernel_ = m.function("ls_broadcast_bias");
-  for (const char* k : {"ls_add_channel_bias", "ls_im2col", "ls_depthwise_conv", "ls_max_pool2d", "ls_copy_rows"}) helpers_[k] = m.function(k);
+  for (const char* k : {"ls_add_channel_bias", "ls_im2col", "ls_depthwise_conv", "ls_max_pool2d", "ls_copy_rows", "ls_strided_copy4",
+                        "ls_attn_softmax", "ls_attn_probs", "ls_attn_rowdot", "ls_attn_dscores", "ls_col2im", "ls_channel_sum"})
+    helpers_[k] = m.function(k);
 }
 
 void CudaExecutable::bind(const std::vector<Tensor>& inputs) {
@@ -140,6 +146,7 @@ void CudaExecutable::step(size_t k) {
     if (how[k] == "cuBLAS") cublas_extern(k);
     else if (how[k] == "host (reference kernel)") host_extern(k);
     else if (how[k] == "attention kernel") attention_extern(k);
+    else if (how[k] == "attention (cuBLAS)") attention_cublas(k);
     else device_extern(k);
   } catch (const std::exception& e) {
     throw std::runtime_error("extern kernel " + externs_[k]->ext.op->name + " (" + externs_[k]->graph_node + "): " + e.what());
@@ -206,6 +213,7 @@ void CudaExecutable::device_extern(size_t k) {
     }
     return;
   }
+  if (n == "aten.convolution_backward.default") return convolution_backward(k);
   if (n == "aten.max_pool2d_with_indices.default") {
     const Shape xs = seen_shape(p_, c, 0);
     const Shape& ys = c.output_metas.at(0).shape;
@@ -312,6 +320,124 @@ void CudaExecutable::attention_extern(size_t k) {
   d_.launch(helpers_.at("ls_attention_bwd_dq_" + d), bh * q_tiles, 64, p1, "ls_attention_bwd_dq");
   void* p2[] = {&go, &q, &kk, &v, &lse, &drow, &dk, &dv, &gs, &qs, &ks, &vs, &H, &L, &S, &scale, &causal};
   d_.launch(helpers_.at("ls_attention_bwd_dkv_" + d), bh * k_tiles, 64, p2, "ls_attention_bwd_dkv");
+}
+
+// Attention for long sequences through cuBLAS: operands packed per (batch, head), the scores and
+// probabilities in scratch memory, batched products; the output unpacked heads-inner.
+void CudaExecutable::attention_cublas(size_t k) {
+  const ExternCall& c = externs_[k]->ext;
+  const bool bwd = is_attention_backward(c.op->name);
+  const size_t first = bwd ? 1 : 0;
+  auto input = [&](size_t arg) { return static_cast<size_t>(c.args.at(arg).node); };
+  const AttnGeom g = attn_geom(c.shapes.at(input(first)), c.shapes.at(input(first + 1)), c.shapes.at(input(first + 2)), c, bwd);
+  const int64_t BH = g.B * g.H;
+  std::vector<DeviceBuffer>& ws = attn_ws_[k];
+  auto scratch = [&](size_t i, int64_t floats) {
+    if (ws.size() <= i) ws.resize(i + 1);
+    if (ws[i].bytes() < static_cast<size_t>(floats * 4)) ws[i] = DeviceBuffer(d_, static_cast<size_t>(floats * 4));
+    return ws[i].ptr();
+  };
+  auto copy4 = [&](DevicePtr dst, DevicePtr src, const AttnOperand& s, const AttnOperand& d, int64_t rows, int64_t cols) {
+    long long n0 = g.B, n1 = g.H, n2 = rows, n3 = cols;
+    long long s0 = s.sb, s1 = s.sh, s2 = s.sl, s3 = s.se, d0 = d.sb, d1 = d.sh, d2 = d.sl, d3 = d.se;
+    void* params[] = {&dst, &src, &n0, &n1, &n2, &n3, &s0, &s1, &s2, &s3, &d0, &d1, &d2, &d3};
+    d_.launch(helpers_.at("ls_strided_copy4"), grid_for(g.B * g.H * rows * cols), 256, params, "ls_strided_copy4");
+  };
+  auto packed = [&](int64_t rows, int64_t cols) {
+    AttnOperand o;
+    o.sb = g.H * rows * cols;
+    o.sh = rows * cols;
+    o.sl = cols;
+    return o;
+  };
+  // Packs operand `arg` (rows x cols per head) into scratch slot `slot`.
+  auto pack = [&](size_t arg, size_t slot, int64_t rows, int64_t cols) {
+    const size_t i = input(arg);
+    const AttnOperand o = attn_operand(c, i, c.shapes.at(i));
+    const DevicePtr dst = scratch(slot, BH * rows * cols);
+    copy4(dst, buffers_.at(c.inputs.at(i)).ptr() + static_cast<DevicePtr>(o.offset * 4), o, packed(rows, cols), rows, cols);
+    return dst;
+  };
+  Cublas& blas = *blas_;
+  const float scale = static_cast<float>(g.scale);
+  long long L = g.L, S = g.S;
+  int causal = g.causal ? 1 : 0;
+  if (!bwd) {
+    const DevicePtr q = pack(0, 0, g.L, g.E), kk = pack(1, 1, g.S, g.E), v = pack(2, 2, g.S, g.Ev);
+    const DevicePtr sc = scratch(3, BH * g.L * g.S), op = scratch(4, BH * g.L * g.Ev);
+    DevicePtr scp = sc, lse = buffers_.at(c.outputs.at(1)).ptr();
+    blas.sgemm(BH, g.L, g.S, g.E, scale, q, false, g.L * g.E, kk, true, g.S * g.E, 0.f, sc, g.L * g.S);
+    void* sp[] = {&scp, &lse, &L, &S, &causal};
+    d_.launch(helpers_.at("ls_attn_softmax"), BH * g.L, 256, sp, "ls_attn_softmax");
+    blas.sgemm(BH, g.L, g.Ev, g.S, 1.f, sc, false, g.L * g.S, v, false, g.S * g.Ev, 0.f, op, g.L * g.Ev);
+    copy4(buffers_.at(c.outputs.at(0)).ptr(), op, packed(g.L, g.Ev), attn_output(g, attention_output_heads_inner(c)), g.L, g.Ev);
+    return;
+  }
+  const DevicePtr go = pack(0, 0, g.L, g.Ev), q = pack(1, 1, g.L, g.E), kk = pack(2, 2, g.S, g.E), v = pack(3, 3, g.S, g.Ev),
+                  o = pack(5, 4, g.L, g.Ev);
+  const DevicePtr p = scratch(5, BH * g.L * g.S), dp = scratch(6, BH * g.L * g.S), drow = scratch(7, BH * g.L);
+  DevicePtr pp = p, dpp = dp, dr = drow, gop = go, opp = o, lse = buffers_.at(c.inputs.at(input(6))).ptr();
+  const DevicePtr dq = buffers_.at(c.outputs.at(0)).ptr(), dk = buffers_.at(c.outputs.at(1)).ptr(), dv = buffers_.at(c.outputs.at(2)).ptr();
+  blas.sgemm(BH, g.L, g.S, g.E, scale, q, false, g.L * g.E, kk, true, g.S * g.E, 0.f, p, g.L * g.S);
+  long long total = BH * g.L * g.S, rows = BH * g.L, n = g.Ev;
+  void* pr[] = {&pp, &lse, &L, &S, &total, &causal};
+  d_.launch(helpers_.at("ls_attn_probs"), grid_for(total), 256, pr, "ls_attn_probs");
+  void* rd[] = {&dr, &gop, &opp, &rows, &n};
+  d_.launch(helpers_.at("ls_attn_rowdot"), grid_for(rows), 256, rd, "ls_attn_rowdot");
+  blas.sgemm(BH, g.S, g.Ev, g.L, 1.f, p, true, g.L * g.S, go, false, g.L * g.Ev, 0.f, dv, g.S * g.Ev);      // dV = P^T dO
+  blas.sgemm(BH, g.L, g.S, g.Ev, 1.f, go, false, g.L * g.Ev, v, true, g.S * g.Ev, 0.f, dp, g.L * g.S);     // dP = dO V^T
+  float sc = scale;
+  void* ds[] = {&dpp, &pp, &dr, &S, &total, &sc};
+  d_.launch(helpers_.at("ls_attn_dscores"), grid_for(total), 256, ds, "ls_attn_dscores");                  // dS
+  blas.sgemm(BH, g.L, g.E, g.S, 1.f, dp, false, g.L * g.S, kk, false, g.S * g.E, 0.f, dq, g.L * g.E);      // dQ = dS K
+  blas.sgemm(BH, g.S, g.E, g.L, 1.f, dp, true, g.L * g.S, q, false, g.L * g.E, 0.f, dk, g.S * g.E);        // dK = dS^T Q
+}
+
+// convolution_backward(grad_y, x, w, ...) per group through the same columns as the forward:
+// grad_w[g] = sum over images of grad_y[n, g] (OG x P) @ cols[n]^T, grad_cols[n] = w[g]^T @
+// grad_y[n, g] (one batched product), then col2im; grad_b the per-channel sum of grad_y.
+void CudaExecutable::convolution_backward(size_t k) {
+  const ExternCall& c = externs_[k]->ext;
+  const Shape gys = seen_shape(p_, c, 0), xs = seen_shape(p_, c, 1), ws = seen_shape(p_, c, 2);
+  const std::vector<int64_t> st = pair_of(c.args[4], 1), pad = pair_of(c.args[5], 0), dil = pair_of(c.args[6], 1);
+  const auto mask = c.args[10].list;
+  auto wanted = [&](size_t i) { return i >= mask.size() || mask[i].b; };
+  int N = static_cast<int>(xs[0]), C = static_cast<int>(xs[1]), H = static_cast<int>(xs[2]), W = static_cast<int>(xs[3]);
+  int KH = static_cast<int>(ws[2]), KW = static_cast<int>(ws[3]), OH = static_cast<int>(gys[2]), OW = static_cast<int>(gys[3]);
+  int sh = static_cast<int>(st[0]), sw = static_cast<int>(st[1]), ph = static_cast<int>(pad[0]), pw = static_cast<int>(pad[1]);
+  int dh = static_cast<int>(dil[0]), dw = static_cast<int>(dil[1]);
+  const int64_t O = ws[0], G = c.args[9].i, CG = ws[1], OG = O / G, P = int64_t(OH) * OW, R = CG * KH * KW;
+  auto in = [&](size_t arg) { return buffers_.at(c.inputs.at(static_cast<size_t>(c.args.at(arg).node))).ptr(); };
+  const DevicePtr gy = in(0), x = in(1), w = in(2);
+  DeviceBuffer& cols = cols_[k];
+  const size_t need = static_cast<size_t>(N * R * P * 4);
+  if (cols.bytes() < need) cols = DeviceBuffer(d_, need);
+  for (int64_t g = 0; g < G; ++g) {
+    int cg = static_cast<int>(CG);
+    long long x_image = int64_t(C) * H * W;
+    const DevicePtr gyg = gy + static_cast<DevicePtr>(g * OG * P * 4);
+    if (wanted(1)) {
+      DevicePtr xg = x + static_cast<DevicePtr>(g * CG * H * W * 4), colp = cols.ptr();
+      void* params[] = {&xg, &colp, &N, &cg, &H, &W, &KH, &KW, &OH, &OW, &sh, &sw, &ph, &pw, &dh, &dw, &x_image};
+      d_.launch(helpers_.at("ls_im2col"), grid_for(N * R * P), 256, params, "ls_im2col");
+      const DevicePtr gw = buffers_.at(c.outputs.at(1)).ptr() + static_cast<DevicePtr>(g * OG * R * 4);
+      for (int n = 0; n < N; ++n)  // accumulate over images: one product each
+        blas_->sgemm(1, OG, R, P, 1.f, gyg + static_cast<DevicePtr>(int64_t(n) * O * P * 4), false, 0,
+                     cols.ptr() + static_cast<DevicePtr>(int64_t(n) * R * P * 4), true, 0, n ? 1.f : 0.f, gw, 0);
+    }
+    if (wanted(0)) {
+      blas_->sgemm(N, R, P, OG, 1.f, w + static_cast<DevicePtr>(g * OG * R * 4), true, 0, gyg, false, O * P, 0.f, cols.ptr(), R * P);
+      DevicePtr colp = cols.ptr(), gx = buffers_.at(c.outputs.at(0)).ptr() + static_cast<DevicePtr>(g * CG * H * W * 4);
+      void* params[] = {&colp, &gx, &N, &cg, &H, &W, &KH, &KW, &OH, &OW, &sh, &sw, &ph, &pw, &dh, &dw, &x_image};
+      d_.launch(helpers_.at("ls_col2im"), grid_for(int64_t(N) * CG * H * W), 256, params, "ls_col2im");
+    }
+  }
+  if (wanted(2) && c.outputs.size() > 2 && p_.buffer(c.outputs[2]).bytes() > 0) {
+    DevicePtr gb = buffers_.at(c.outputs[2]).ptr(), gyp = gy;
+    long long OO = O, PP = P;
+    void* params[] = {&gyp, &gb, &N, &OO, &PP};
+    d_.launch(helpers_.at("ls_channel_sum"), O, 256, params, "ls_channel_sum");
+  }
 }
 
 void CudaExecutable::host_extern(size_t k) {

@@ -37,7 +37,9 @@ class CudaExecutable {
   void host_extern(size_t k);
   void cublas_extern(size_t k);
   void device_extern(size_t k);
-  void attention_extern(size_t k);  // the prelude's fused attention kernels  // convolution, max pooling, cat: kernels of the prelude (and cuBLAS)
+  void attention_extern(size_t k);  // the prelude's fused attention kernels
+  void attention_cublas(size_t k);
+  void convolution_backward(size_t k);  // im2col + cuBLAS + col2im  // long sequences: cuBLAS around softmax kernels  // convolution, max pooling, cat: kernels of the prelude (and cuBLAS)
   const LoopProgram& p_;
   const GeneratedCuda& g_;
   CudaDriver& d_;
@@ -47,6 +49,7 @@ class CudaExecutable {
   void* bias_kernel_ = nullptr;
   std::map<std::string, void*> helpers_;   // the prelude's helper kernels
   std::map<size_t, DeviceBuffer> cols_;    // im2col columns per convolution
+  std::map<size_t, std::vector<DeviceBuffer>> attn_ws_;  // attention through cuBLAS: packed operands, scores
   std::map<std::string, DeviceBuffer> buffers_;
   std::vector<DeviceBuffer> scratch_;      // per kernel (split reductions)
   std::vector<std::vector<DevicePtr>> arg_values_;

@@ -181,6 +181,30 @@ void run_or_say_why_not(const std::string& model, bool train) {
     if (k.kind == "generated") VERIFY2(k.registers > 0 && k.ms > 0, k.name);
 }
 
+// Attention on the device, both ways it runs there: the fused kernels for short sequences (the
+// transformer block's 64 positions) and cuBLAS around softmax kernels for long ones (256), with
+// q, k, v read in place through their strides; outputs and gradients against the reference
+// interpreter (float64 kernels of its own).
+void attention_runs_on_the_device(const std::string& model, bool train, const std::string& how) {
+  const CompileResult r = compile_cuda_model(model, train, true);
+  VERIFY2(r.error.empty(), r.error_stage + ": " + r.error);
+  std::string why;
+  if (!CudaDriver::get(&why)) {
+    VERIFY2(r.not_run.find("needs a GPU") != std::string::npos, r.not_run);
+    return;
+  }
+  VERIFY2(r.not_run.empty(), r.not_run);
+  VERIFY2(r.check.ok, r.stage("run")->text);
+  VERIFY(!r.check.reference.empty());
+  int attention = 0;
+  for (const KernelReport& k : r.kernels)
+    if (k.name.find("efficient_attention") != std::string::npos) {
+      VERIFY2(k.how == how, k.name + " ran as " + k.how);
+      ++attention;
+    }
+  VERIFY(attention == (train ? 2 : 1));
+}
+
 // A kernel that faults is named, and the device works again for the next compile.
 void faulting_kernel_is_named_and_device_recovers() {
   std::string why;
@@ -234,6 +258,12 @@ int main(int argc, char** argv) {
   for (const char* m : {"models/softmax", "models/res_block", "models/cifar_net", "mse_loss/1_dynamo_fx_0.txt", "sincos/1_dynamo_fx_0.txt"})
     for (bool t : {false, true})
       cases.push_back({std::string("run ") + m + (t ? " train" : ""), [=] { run_or_say_why_not(m, t); }});
+  for (bool t : {false, true}) {
+    cases.push_back({std::string("attention fused") + (t ? " train" : ""),
+                     [=] { attention_runs_on_the_device("stages/attn_block/3_core_aten.txt", t, "attention kernel"); }});
+    cases.push_back({std::string("attention cuBLAS") + (t ? " train" : ""),
+                     [=] { attention_runs_on_the_device("stages/extra/attention_long.txt", t, "attention (cuBLAS)"); }});
+  }
   cases.push_back({"faulting kernel is named, device recovers", faulting_kernel_is_named_and_device_recovers});
   int failed = 0, passed = 0, xfail = 0, skipped = 0;
   for (auto& [name, fn] : cases) {
