@@ -298,8 +298,10 @@ std::string attention_cuda_path(const LoopProgram& p, const ExternCall& c) {
   const int64_t L = q.at(q.size() - 2), S = k.at(k.size() - 2);
   if (attention_head_dim(p, c) && L * S <= 128 * 128) return "fused";
   if (c.args.at(first + 3).is_node()) return "";
-  for (size_t i = 0; i < c.inputs.size(); ++i)
-    if (p.buffer(c.inputs[i]).dtype != DType::f32 && !(first == 1 && i == 6)) return "";
+  // float32 operands (the backward's philox seed and offset, integers, are not read)
+  const std::vector<size_t> tensors = first ? std::vector<size_t>{0, 1, 2, 3, 5, 6} : std::vector<size_t>{0, 1, 2};
+  for (size_t a : tensors)
+    if (!c.args.at(a).is_node() || p.buffer(c.inputs.at(static_cast<size_t>(c.args[a].node))).dtype != DType::f32) return "";
   return "cublas";
 }
 

@@ -17,7 +17,7 @@ CLI=$ROOT/build-gpu/app/lowerscope-cli
 unpacked() {
   local src=$1 dst=$2
   rm -rf "$dst" && cp -r "$src" "$dst"
-  find "$dst" -name '*.pt2' -type f | while read -r f; do
+  find "$dst" -name '*.pt2' -type f -not -path '*/bad/*' | while read -r f; do
     python3 -c "import sys, zipfile, os; f=sys.argv[1]; os.rename(f, f + '.zip'); zipfile.ZipFile(f + '.zip').extractall(f); os.remove(f + '.zip')" "$f"
   done
 }
