@@ -63,9 +63,11 @@ void print_result(const ls::CompileResult& r) {
                 << p.saved_activation_bytes << ")  " << p.recomputed.size() << " recomputed"
                 << (&p == &r.training.partition() ? "   <- compiled" : "") << '\n';
   }
-  if (const ls::Stage* run = r.stage("run")) std::cout << '\n' << run->text;
+  const ls::Stage* run = r.stage("run");
+  if (run) std::cout << '\n' << run->text;
+  const char* check = !r.not_run.empty() ? "not run" : !run ? "not run (--no-run)" : r.check.ok ? "ok" : "FAILED";
   std::cout << "\ncompile: " << std::fixed << std::setprecision(1) << r.compile_ms << " ms   run: " << std::setprecision(4)
-            << r.run_ms << " ms   check: " << (!r.not_run.empty() ? "not run" : r.check.ok ? "ok" : "FAILED") << '\n';
+            << r.run_ms << " ms   check: " << check << '\n';
 }
 
 int compile_command(int argc, char** argv) {

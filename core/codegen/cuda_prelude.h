@@ -382,26 +382,39 @@ extern "C" __global__ void ls_strided_copy4(float* __restrict__ dst, const float
                                             long long n2, long long n3, long long s0, long long s1, long long s2, long long s3,
                                             long long d0, long long d1, long long d2, long long d3) {
   const long long total = n0 * n1 * n2 * n3;
+  if (total < (1ll << 31)) {  // 32-bit division where the sizes allow: several times fewer instructions
+    const unsigned m3 = (unsigned)n3, m2 = (unsigned)n2, m1 = (unsigned)n1;
+    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < (unsigned)total; i += gridDim.x * blockDim.x) {
+      const unsigned a3 = i % m3, t = i / m3, a2 = t % m2, t2 = t / m2, a1 = t2 % m1, a0 = t2 / m1;
+      dst[a0 * d0 + a1 * d1 + a2 * d2 + a3 * d3] = src[a0 * s0 + a1 * s1 + a2 * s2 + a3 * s3];
+    }
+    return;
+  }
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (long long)gridDim.x * blockDim.x) {
     const long long a3 = i % n3, a2 = i / n3 % n2, a1 = i / (n3 * n2) % n1, a0 = i / (n3 * n2 * n1);
     dst[a0 * d0 + a1 * d1 + a2 * d2 + a3 * d3] = src[a0 * s0 + a1 * s1 + a2 * s2 + a3 * s3];
   }
 }
-// One block per score row: P = softmax(row) over the visible keys (0 elsewhere), lse of the row.
-extern "C" __global__ void ls_attn_softmax(float* __restrict__ sc, float* __restrict__ lse, long long L, long long S, int causal) {
-  const long long row = blockIdx.x, i = row % L;
+// A warp per score row (8 rows a block): P = softmax(row) over the visible keys (0 elsewhere),
+// and the row's log-sum-exp; lanes read consecutive scores, the row's max and sum by shuffles.
+extern "C" __global__ void ls_attn_softmax(float* __restrict__ sc, float* __restrict__ lse, long long rows, long long L, long long S,
+                                           int causal) {
+  const long long row = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+  if (row >= rows) return;
+  const int lane = threadIdx.x & 31;
+  const long long i = row % L;
   float* r = sc + row * S;
   const long long lim = causal ? min(S, i + S - L + 1) : S;
   const float NEG = -__int_as_float(0x7f800000);
   float m = NEG;
-  for (long long j = threadIdx.x; j < lim; j += blockDim.x) m = fmaxf(m, r[j]);
-  m = ls_block_reduce<1>(m, NEG);
+  for (long long j = lane; j < lim; j += 32) m = fmaxf(m, r[j]);
+  m = ls_warp_reduce<1, 32>(m);
   float s = 0.f;
-  for (long long j = threadIdx.x; j < lim; j += blockDim.x) s += __expf(r[j] - m);
-  s = ls_block_reduce<0>(s, 0.f);
+  for (long long j = lane; j < lim; j += 32) s += __expf(r[j] - m);
+  s = ls_warp_reduce<0, 32>(s);
   const float inv = s > 0.f ? 1.f / s : 0.f;
-  for (long long j = threadIdx.x; j < S; j += blockDim.x) r[j] = j < lim ? __expf(r[j] - m) * inv : 0.f;
-  if (threadIdx.x == 0) lse[row] = s > 0.f ? m + __logf(s) : NEG;
+  for (long long j = lane; j < S; j += 32) r[j] = j < lim ? __expf(r[j] - m) * inv : 0.f;
+  if (lane == 0) lse[row] = s > 0.f ? m + __logf(s) : NEG;
 }
 // Backward: P from the scores and lse (in place), D_i = dO_i . O_i, then dS = P (dP - D) scale.
 extern "C" __global__ void ls_attn_probs(float* __restrict__ sc, const float* __restrict__ lse, long long L, long long S,

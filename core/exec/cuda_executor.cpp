@@ -367,8 +367,9 @@ void CudaExecutable::attention_cublas(size_t k) {
     const DevicePtr sc = scratch(3, BH * g.L * g.S), op = scratch(4, BH * g.L * g.Ev);
     DevicePtr scp = sc, lse = buffers_.at(c.outputs.at(1)).ptr();
     blas.sgemm(BH, g.L, g.S, g.E, scale, q, false, g.L * g.E, kk, true, g.S * g.E, 0.f, sc, g.L * g.S);
-    void* sp[] = {&scp, &lse, &L, &S, &causal};
-    d_.launch(helpers_.at("ls_attn_softmax"), BH * g.L, 256, sp, "ls_attn_softmax");
+    long long rows = BH * g.L;
+    void* sp[] = {&scp, &lse, &rows, &L, &S, &causal};
+    d_.launch(helpers_.at("ls_attn_softmax"), (rows + 7) / 8, 256, sp, "ls_attn_softmax");
     blas.sgemm(BH, g.L, g.Ev, g.S, 1.f, sc, false, g.L * g.S, v, false, g.S * g.Ev, 0.f, op, g.L * g.Ev);
     copy4(buffers_.at(c.outputs.at(0)).ptr(), op, packed(g.L, g.Ev), attn_output(g, attention_output_heads_inner(c)), g.L, g.Ev);
     return;
