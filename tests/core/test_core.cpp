@@ -18,6 +18,7 @@
 #include "passes/decompose.h"
 #include "passes/eliminate_dead_nodes.h"
 #include "passes/normalize_to_aten.h"
+#include "pipeline/pipeline.h"
 #include "sched/schedule.h"
 #include "tensor/npy.h"
 
@@ -324,11 +325,19 @@ class TestCore : public QObject {
   }
 
   // The loop IR's own interpreter (bodies run under an evaluating handler) agrees with the
-  // reference interpreter: lowering, inlining and index simplification keep the numbers.
+  // reference interpreter: lowering, inlining and index simplification keep the numbers. Every
+  // fixture's inference graph, and the backward graphs whose saved inputs may be random (not
+  // cifar_net's max-pool indices, which must point into their window, nor attention's saved
+  // output and log-sum-exp, which must belong to q, k and v: those are checked through whole
+  // training steps, tests/cpu testTrainingGradientsMatchPyTorch and testTextGraphTrainingStep).
   void testLoopInterpreter_data() {
     QTest::addColumn<QString>("graph");
     for (const char* g : {"stages/sincos/1_dynamo_fx_0.txt", "stages/mse_loss/3_core_aten.txt", "stages/softmax/3_core_aten.txt",
-                          "stages/mlp/3_core_aten.txt", "stages/toy_example/1_dynamo_fx_0.txt", "stages/softmax/2_aot_backward_0.txt"})
+                          "stages/mlp/3_core_aten.txt", "stages/toy_example/1_dynamo_fx_0.txt", "stages/softmax/2_aot_backward_0.txt",
+                          "stages/layernorm_gelu/3_core_aten.txt", "stages/cifar_net/3_core_aten.txt", "stages/attn_block/3_core_aten.txt",
+                          "stages/res_block/2_aot_forward_0.txt", "stages/mobilenet_v3_small/3_core_aten.txt",
+                          "stages/mlp/2_aot_backward_0.txt", "stages/layernorm_gelu/2_aot_backward_0.txt",
+                          "stages/res_block/2_aot_backward_0.txt"})
       QTest::newRow(g) << g;
   }
   void testLoopInterpreter() {
@@ -414,6 +423,56 @@ class TestCore : public QObject {
     for (const EdgeDecision& e : s.edges)
       if (!e.verdict.ok && e.verdict.reason.find("fits neither") != std::string::npos) found = true;
     QVERIFY2(found, print_schedule(lower_to_loops(g), s).c_str());
+  }
+
+  // Each reason the scheduler gives for not fusing two nodes, from a small graph that makes it
+  // (the training phases' reason from a training step). The other two have their own tests above.
+  void testEveryFusionRefusalReason_data() {
+    QTest::addColumn<QString>("graph");
+    QTest::addColumn<QString>("reason");
+    const std::string head = "class G(torch.nn.Module):\n    def forward(self, x: \"f32[4, 4]\", y: \"f32[4]\"):\n";
+    QTest::newRow("library call") << QString::fromStdString(
+        head + "        m: \"f32[4, 4]\" = torch.ops.aten.mm.default(x, x)\n"
+               "        r: \"f32[4, 4]\" = torch.ops.prims.sin.default(m)\n        return (r,)\n")
+                                  << "is a library call";
+    QTest::newRow("different iteration sizes") << QString::fromStdString(
+        head + "        a: \"f32[4]\" = torch.ops.prims.sin.default(y)\n"
+               "        b: \"f32[4, 4]\" = torch.ops.prims.broadcast_in_dim.default(a, [4, 4], [1])\n"
+               "        c: \"f32[4, 4]\" = torch.ops.prims.add.default(x, b)\n        return (c,)\n")
+                                               << "different iteration sizes (4 vs 16)";
+    QTest::newRow("values from other iterations") << QString::fromStdString(
+        head + "        a: \"f32[4, 4]\" = torch.ops.prims.sin.default(x)\n"
+               "        t: \"f32[4, 4]\" = torch.ops.aten.permute.default(a, [1, 0])\n"
+               "        c: \"f32[4, 4]\" = torch.ops.prims.add.default(t, x)\n        return (c,)\n")
+                                                  << "values from other iterations are needed";
+    QTest::newRow("cycle through another kernel") << QString::fromStdString(
+        head + "        a: \"f32[4, 4]\" = torch.ops.prims.sin.default(x)\n"
+               "        m: \"f32[4, 4]\" = torch.ops.aten.mm.default(a, a)\n"
+               "        c: \"f32[4, 4]\" = torch.ops.prims.add.default(a, m)\n        return (c,)\n")
+                                                  << "would create a cycle";
+    QTest::newRow("forward and backward") << "train:models/softmax/model.pt2" << "are separate graphs";
+  }
+  void testEveryFusionRefusalReason() {
+    QFETCH(QString, graph);
+    QFETCH(QString, reason);
+    LoopProgram p;
+    Schedule s;
+    if (graph.startsWith("train:")) {
+      PipelineOptions o;
+      o.train = true;
+      o.run = false;
+      CompileResult r = run_pipeline(load_model(data(graph.mid(6).toStdString())), o);
+      QVERIFY2(r.error.empty(), r.error.c_str());
+      p = std::move(r.loops);
+      s = std::move(r.schedule);
+    } else {
+      p = lower_to_loops(import_fx_text(graph.toStdString()));
+      s = schedule(p);
+    }
+    bool found = false;
+    for (const EdgeDecision& e : s.edges)
+      found = found || (!e.verdict.ok && e.verdict.reason.find(reason.toStdString()) != std::string::npos);
+    QVERIFY2(found, print_schedule(p, s).c_str());
   }
 };
 
