@@ -9,6 +9,7 @@
 #include "ops/op_table.h"
 
 extern const char kCudaPrelude[];
+extern const char kCudaHelpers[];
 
 namespace ls {
 namespace {
@@ -272,6 +273,8 @@ class CudaKernelWriter {
 };
 
 }  // namespace
+
+std::string cuda_helpers_source() { return std::string("// Lowerscope's CUDA helper kernels\n") + kCudaPrelude + kCudaHelpers; }
 
 int attention_head_dim(const LoopProgram& p, const ExternCall& c) {
   if (!c.op) return 0;

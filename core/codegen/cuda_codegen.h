@@ -43,6 +43,10 @@ int attention_head_dim(const LoopProgram& p, const ExternCall& c);
 // or "" (neither: the host runs it).
 std::string attention_cuda_path(const LoopProgram& p, const ExternCall& c);
 
+// The runtime's helper kernels (codegen/cuda_helpers.h after the prelude): one module, compiled
+// once per machine and cached, loaded beside each model's kernels.
+std::string cuda_helpers_source();
+
 struct GeneratedCuda {
   GeneratedSource source;         // kernels in schedule order (extern kernels have no launcher)
   std::vector<CudaLaunch> launch; // per kernel

@@ -97,10 +97,10 @@ CudaCompileResult compile_cuda(const std::string& source, const CudaCompileOptio
   const auto t0 = std::chrono::steady_clock::now();
   CudaCompileResult r;
   const std::string sm = std::to_string(o.sm);
-  r.compiler = "NVRTC " + nvrtc_version() + ", compute_" + sm + (o.cubin ? " + sm_" + sm : "");
+  r.compiler = "NVRTC " + nvrtc_version() + (o.ptx ? ", compute_" + sm : ",") + (o.cubin ? " + sm_" + sm : "");
   const DiskCache cache(cache_folder(o.cache_dir, "cuda"), fnv1a_hex(r.compiler + "\n" + source), ".cu");
-  if (cache.has(".ptx", source) && (!o.cubin || cache.has(".cubin", source))) {
-    r.ptx = cache.get(".ptx");
+  if ((!o.ptx || cache.has(".ptx", source)) && (!o.cubin || cache.has(".cubin", source))) {
+    if (o.ptx) r.ptx = cache.get(".ptx");
     if (o.cubin) r.cubin = cache.get(".cubin");
     r.log = cache.get(".log");
     r.sass = cache.get(".sass");
@@ -108,17 +108,21 @@ CudaCompileResult compile_cuda(const std::string& source, const CudaCompileOptio
   } else {
     // PTX and the cubin are two independent compiles: run them side by side.
     auto cubin = o.cubin ? std::async(std::launch::async, nvrtc_build, source, "sm_" + sm, true) : std::future<Built>();
-    const Built ptx = nvrtc_build(source, "compute_" + sm, false);
-    if (!ptx.ok) throw CompileError("NVRTC rejected the generated CUDA kernels", ptx.log);
-    r.ptx = ptx.code;
-    r.log = ptx.log;
+    if (o.ptx) {
+      const Built ptx = nvrtc_build(source, "compute_" + sm, false);
+      if (!ptx.ok) throw CompileError("NVRTC rejected the generated CUDA kernels", ptx.log);
+      r.ptx = ptx.code;
+      r.log = ptx.log;
+    }
     if (o.cubin) {
       const Built c = cubin.get();
       if (!c.ok) throw CompileError("NVRTC could not build a cubin for sm_" + sm, c.log);
       r.cubin = c.code;
+      if (!o.ptx) r.log = c.log;
     }
-    r.sass = disassemble(r.cubin);
-    std::vector<std::pair<std::string, std::string>> files = {{".ptx", r.ptx}, {".log", r.log}, {".sass", r.sass}};
+    if (o.sass) r.sass = disassemble(r.cubin);
+    std::vector<std::pair<std::string, std::string>> files = {{".log", r.log}, {".sass", r.sass}};
+    if (o.ptx) files.push_back({".ptx", r.ptx});
     if (o.cubin) files.push_back({".cubin", r.cubin});
     cache.put(files, source);
   }

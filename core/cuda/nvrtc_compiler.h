@@ -9,6 +9,8 @@ struct CudaCompileOptions {
   int sm = 90;            // compute capability (major*10 + minor): sm_90 for the H100
   bool cubin = true;      // also build the cubin (machine code) the runtime loads
   std::string cache_dir;  // as CpuCompileOptions::cache_dir (kind "cuda")
+  bool ptx = true;        // build the PTX (what the explorer shows); off for the helper module
+  bool sass = true;       // list the cubin's SASS (cuobjdump)
 };
 
 struct CudaCompileResult {

@@ -71,7 +71,8 @@ int64_t grid_for(int64_t total) { return std::clamp<int64_t>((total + 255) / 256
 
 }  // namespace
 
-CudaExecutable::CudaExecutable(const LoopProgram& p, const Schedule& s, const GeneratedCuda& g, CudaDriver& d, CudaModule& m)
+CudaExecutable::CudaExecutable(const LoopProgram& p, const Schedule& s, const GeneratedCuda& g, CudaDriver& d, CudaModule& m,
+                               CudaModule& helpers)
     : p_(p), g_(g), d_(d) {
   std::string why;
   blas_ = Cublas::get(&why);
@@ -96,10 +97,10 @@ CudaExecutable::CudaExecutable(const LoopProgram& p, const Schedule& s, const Ge
       const std::string d = std::to_string(attention_head_dim(p, externs_[i]->ext));
       for (const char* k : {"ls_attention_fwd_", "ls_attention_bwd_dq_", "ls_attention_bwd_dkv_"}) helpers_[k + d] = m.function(k + d);
     }
-  bias_kernel_ = m.function("ls_broadcast_bias");
+  bias_kernel_ = helpers.function("ls_broadcast_bias");
   for (const char* k : {"ls_add_channel_bias", "ls_im2col", "ls_depthwise_conv", "ls_max_pool2d", "ls_copy_rows", "ls_strided_copy4",
                         "ls_attn_softmax", "ls_attn_probs", "ls_attn_rowdot", "ls_attn_dscores", "ls_col2im", "ls_channel_sum"})
-    helpers_[k] = m.function(k);
+    helpers_[k] = helpers.function(k);
 }
 
 void CudaExecutable::bind(const std::vector<Tensor>& inputs) {

@@ -22,8 +22,9 @@ class Cublas;
 
 class CudaExecutable {
  public:
-  // Loads the module's kernels; throws std::runtime_error naming a missing one.
-  CudaExecutable(const LoopProgram& p, const Schedule& s, const GeneratedCuda& g, CudaDriver& d, CudaModule& m);
+  // Loads the model module's kernels and the helper module's (cuda_helpers_source()); throws
+  // std::runtime_error naming a missing one.
+  CudaExecutable(const LoopProgram& p, const Schedule& s, const GeneratedCuda& g, CudaDriver& d, CudaModule& m, CudaModule& helpers);
   // One checked run: synchronizes after every kernel, so a fault names the kernel that made it.
   std::vector<Tensor> run(const std::vector<Tensor>& inputs);
   Timings benchmark(const std::vector<Tensor>& inputs, const TimingOptions& o = {});

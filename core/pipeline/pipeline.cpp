@@ -1,6 +1,7 @@
 #include "pipeline/pipeline.h"
 
 #include <chrono>
+#include <future>
 #include <iomanip>
 #include <sstream>
 
@@ -305,12 +306,20 @@ CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const st
     rec.current = "asm";
     if (cancelled && cancelled()) throw Cancelled{};
     std::unique_ptr<LoadedCode> cpu_code;
-    std::string cubin;
+    std::string cubin, helpers_cubin;
     if (cuda) {
       CudaCompileOptions co;
       co.sm = driver ? driver->device().sm() : 90;
       co.cubin = driver != nullptr;  // the machine code is only needed to run (and for SASS)
+      // The helper kernels' module, beside the model's (once per machine: then from the cache).
+      std::future<CudaCompileResult> helpers;
+      if (driver) {
+        CudaCompileOptions ho = co;
+        ho.ptx = ho.sass = false;
+        helpers = std::async(std::launch::async, [ho] { return compile_cuda(cuda_helpers_source(), ho); });
+      }
       CudaCompileResult compiled = compile_cuda(r.source.code, co);
+      if (helpers.valid()) helpers_cubin = helpers.get().cubin;
       r.compiler = compiled.compiler + (driver ? " for " + driver->device().name : " (no GPU here: PTX for the H100's sm_90)");
       r.compile_log = compiled.log;
       cubin = compiled.cubin;
@@ -360,8 +369,8 @@ CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const st
     std::vector<std::string> how(r.schedule.kernels.size());
     std::vector<int> registers(r.schedule.kernels.size(), 0);
     if (cuda) {
-      CudaModule module(*driver, cubin);
-      CudaExecutable exe(r.loops, r.schedule, r.cuda, *driver, module);
+      CudaModule module(*driver, cubin), helper_module(*driver, helpers_cubin);
+      CudaExecutable exe(r.loops, r.schedule, r.cuda, *driver, module, helper_module);
       r.outputs = exe.run(all_inputs);
       t = exe.benchmark(all_inputs, to);
       how = exe.how;

@@ -1,0 +1,182 @@
+// The runtime's helper kernels around library calls (bias broadcasts, im2col / col2im, pooling,
+// copies, attention's softmax pieces), compiled by NVRTC once per machine as their own module
+// (after the prelude, cached on disk) and loaded beside each model's kernels, so a model's compile
+// builds only its own kernels.
+// Helper kernels the runtime launches around library calls.
+// y[m, n] = bias broadcast to (M, N): bias is (N), (1), (M, N) or (M, 1) / (1, N).
+extern "C" __global__ void ls_broadcast_bias(float* __restrict__ y, const float* __restrict__ b, long long M, long long N,
+                                             int per_row, int per_col, long long row_stride) {
+  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= M * N) return;
+  const long long m = i / N, n = i % N;
+  y[i] = b[(per_row ? m * row_stride : 0) + (per_col ? n : 0)];
+}
+// Per-channel bias of a convolution output (N, C, P).
+extern "C" __global__ void ls_add_channel_bias(float* __restrict__ y, const float* __restrict__ b, long long C, long long P,
+                                               long long total) {
+  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < total) y[i] += b[(i / P) % C];
+}
+// Convolution as im2col + one batched matrix multiply (cuBLAS): the columns of every image of
+// one group, cols[n][r][p], r = (ci, kh, kw), p = (oh, ow); zero where the window is off the image.
+extern "C" __global__ void ls_im2col(const float* __restrict__ x, float* __restrict__ cols, int N, int CG, int H, int W, int KH,
+                                     int KW, int OH, int OW, int sh, int sw, int ph, int pw, int dh, int dw, long long x_image) {
+  const long long P = (long long)OH * OW, R = (long long)CG * KH * KW, total = N * R * P;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (long long)gridDim.x * blockDim.x) {
+    const long long n = i / (R * P), rp = i % (R * P), r = rp / P, p = rp % P;
+    const int ci = (int)(r / (KH * KW)), kh = (int)((r / KW) % KH), kw = (int)(r % KW);
+    const int oh = (int)(p / OW), ow = (int)(p % OW);
+    const int ih = oh * sh - ph + kh * dh, iw = ow * sw - pw + kw * dw;
+    cols[i] = ih >= 0 && ih < H && iw >= 0 && iw < W ? x[n * x_image + ((long long)ci * H + ih) * W + iw] : 0.0f;
+  }
+}
+// Depthwise convolution (one input channel per output channel): one thread per output.
+extern "C" __global__ void ls_depthwise_conv(const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ y, int N,
+                                             int C, int H, int W, int KH, int KW, int OH, int OW, int sh, int sw, int ph, int pw,
+                                             int dh, int dw) {
+  const long long total = (long long)N * C * OH * OW;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (long long)gridDim.x * blockDim.x) {
+    const int ow = (int)(i % OW), oh = (int)((i / OW) % OH);
+    const long long plane = i / ((long long)OH * OW);
+    const int c = (int)(plane % C);
+    const float* xp = x + plane * H * W;
+    const float* wp = w + (long long)c * KH * KW;
+    float acc = 0.0f;
+    for (int kh = 0; kh < KH; ++kh) {
+      const int ih = oh * sh - ph + kh * dh;
+      if (ih < 0 || ih >= H) continue;
+      for (int kw = 0; kw < KW; ++kw) {
+        const int iw = ow * sw - pw + kw * dw;
+        if (iw >= 0 && iw < W) acc += xp[ih * W + iw] * wp[kh * KW + kw];
+      }
+    }
+    y[i] = acc;
+  }
+}
+// 2-D max pooling with the flat index (ih * W + iw) of each maximum, as PyTorch returns it.
+extern "C" __global__ void ls_max_pool2d(const float* __restrict__ x, float* __restrict__ y, long long* __restrict__ idx,
+                                         long long planes, int H, int W, int OH, int OW, int KH, int KW, int sh, int sw, int ph,
+                                         int pw, int dh, int dw) {
+  const long long total = planes * OH * OW;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (long long)gridDim.x * blockDim.x) {
+    const int ow = (int)(i % OW), oh = (int)((i / OW) % OH);
+    const float* xp = x + (i / ((long long)OH * OW)) * H * W;
+    float best = -__int_as_float(0x7f800000);
+    long long arg = -1;
+    for (int kh = 0; kh < KH; ++kh)
+      for (int kw = 0; kw < KW; ++kw) {
+        const int ih = oh * sh - ph + kh * dh, iw = ow * sw - pw + kw * dw;
+        if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+        const float v = xp[ih * W + iw];
+        if (v > best || v != v || arg < 0) {
+          best = v;
+          arg = (long long)ih * W + iw;
+        }
+      }
+    y[i] = best;
+    idx[i] = arg;
+  }
+}
+// Concatenation: copies rows of one input into their place in the output (4-byte words).
+extern "C" __global__ void ls_copy_rows(unsigned* __restrict__ dst, const unsigned* __restrict__ src, long long rows,
+                                        long long src_row, long long dst_row, long long offset) {
+  const long long total = rows * src_row;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (long long)gridDim.x * blockDim.x)
+    dst[(i / src_row) * dst_row + offset + i % src_row] = src[i];
+}
+// Attention through cuBLAS for long sequences (the scores in memory, as PyTorch's math path):
+// a 4-D strided copy packs operands per (batch, head) and unpacks the output; a softmax over each
+// score row (causal mask, log-sum-exp kept); the backward's probabilities from the log-sum-exp and
+// its dS = P (dP - D) scale.
+extern "C" __global__ void ls_strided_copy4(float* __restrict__ dst, const float* __restrict__ src, long long n0, long long n1,
+                                            long long n2, long long n3, long long s0, long long s1, long long s2, long long s3,
+                                            long long d0, long long d1, long long d2, long long d3) {
+  const long long total = n0 * n1 * n2 * n3;
+  if (total < (1ll << 31)) {  // 32-bit division where the sizes allow: several times fewer instructions
+    const unsigned m3 = (unsigned)n3, m2 = (unsigned)n2, m1 = (unsigned)n1;
+    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < (unsigned)total; i += gridDim.x * blockDim.x) {
+      const unsigned a3 = i % m3, t = i / m3, a2 = t % m2, t2 = t / m2, a1 = t2 % m1, a0 = t2 / m1;
+      dst[a0 * d0 + a1 * d1 + a2 * d2 + a3 * d3] = src[a0 * s0 + a1 * s1 + a2 * s2 + a3 * s3];
+    }
+    return;
+  }
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (long long)gridDim.x * blockDim.x) {
+    const long long a3 = i % n3, a2 = i / n3 % n2, a1 = i / (n3 * n2) % n1, a0 = i / (n3 * n2 * n1);
+    dst[a0 * d0 + a1 * d1 + a2 * d2 + a3 * d3] = src[a0 * s0 + a1 * s1 + a2 * s2 + a3 * s3];
+  }
+}
+// A warp per score row (8 rows a block): P = softmax(row) over the visible keys (0 elsewhere),
+// and the row's log-sum-exp; lanes read consecutive scores, the row's max and sum by shuffles.
+extern "C" __global__ void ls_attn_softmax(float* __restrict__ sc, float* __restrict__ lse, long long rows, long long L, long long S,
+                                           int causal) {
+  const long long row = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+  if (row >= rows) return;
+  const int lane = threadIdx.x & 31;
+  const long long i = row % L;
+  float* r = sc + row * S;
+  const long long lim = causal ? min(S, i + S - L + 1) : S;
+  const float NEG = -__int_as_float(0x7f800000);
+  float m = NEG;
+  for (long long j = lane; j < lim; j += 32) m = fmaxf(m, r[j]);
+  m = ls_warp_reduce<1, 32>(m);
+  float s = 0.f;
+  for (long long j = lane; j < lim; j += 32) s += __expf(r[j] - m);
+  s = ls_warp_reduce<0, 32>(s);
+  const float inv = s > 0.f ? 1.f / s : 0.f;
+  for (long long j = lane; j < S; j += 32) r[j] = j < lim ? __expf(r[j] - m) * inv : 0.f;
+  if (lane == 0) lse[row] = s > 0.f ? m + __logf(s) : NEG;
+}
+// Backward: P from the scores and lse (in place), D_i = dO_i . O_i, then dS = P (dP - D) scale.
+extern "C" __global__ void ls_attn_probs(float* __restrict__ sc, const float* __restrict__ lse, long long L, long long S,
+                                         long long total, int causal) {
+  for (long long x = (long long)blockIdx.x * blockDim.x + threadIdx.x; x < total; x += (long long)gridDim.x * blockDim.x) {
+    const long long row = x / S, j = x % S, i = row % L;
+    sc[x] = !causal || j <= i + S - L ? __expf(sc[x] - lse[row]) : 0.f;
+  }
+}
+extern "C" __global__ void ls_attn_rowdot(float* __restrict__ d, const float* __restrict__ a, const float* __restrict__ b, long long rows,
+                                          long long n) {
+  for (long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x; r < rows; r += (long long)gridDim.x * blockDim.x) {
+    float s = 0.f;
+    for (long long e = 0; e < n; ++e) s += a[r * n + e] * b[r * n + e];
+    d[r] = s;
+  }
+}
+extern "C" __global__ void ls_attn_dscores(float* __restrict__ dp, const float* __restrict__ p, const float* __restrict__ drow,
+                                           long long S, long long total, float scale) {
+  for (long long x = (long long)blockIdx.x * blockDim.x + threadIdx.x; x < total; x += (long long)gridDim.x * blockDim.x)
+    dp[x] = p[x] * (dp[x] - drow[x / S]) * scale;
+}
+// Convolution backward's input gradient from the gradient columns (N x R x P per group): each
+// input position gathers the column entries that read it (no atomics).
+extern "C" __global__ void ls_col2im(const float* __restrict__ cols, float* __restrict__ x, int N, int CG, int H, int W, int KH, int KW,
+                                     int OH, int OW, int sh, int sw, int ph, int pw, int dh, int dw, long long x_image) {
+  const long long P = (long long)OH * OW, R = (long long)CG * KH * KW, total = (long long)N * CG * H * W;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (long long)gridDim.x * blockDim.x) {
+    const int iw = (int)(i % W), ih = (int)((i / W) % H), ci = (int)((i / ((long long)W * H)) % CG);
+    const long long n = i / ((long long)CG * H * W);
+    float acc = 0.f;
+    for (int kh = 0; kh < KH; ++kh) {
+      const int th = ih + ph - kh * dh;
+      if (th < 0 || th % sh) continue;
+      const int oh = th / sh;
+      if (oh >= OH) continue;
+      for (int kw = 0; kw < KW; ++kw) {
+        const int tw = iw + pw - kw * dw;
+        if (tw < 0 || tw % sw) continue;
+        const int ow = tw / sw;
+        if (ow >= OW) continue;
+        acc += cols[n * R * P + ((long long)(ci * KH + kh) * KW + kw) * P + (long long)oh * OW + ow];
+      }
+    }
+    x[n * x_image + ((long long)ci * H + ih) * W + iw] = acc;
+  }
+}
+// Bias gradient: the sum of the output gradient over images and positions, a block per channel.
+extern "C" __global__ void ls_channel_sum(const float* __restrict__ gy, float* __restrict__ gb, int N, long long O, long long P) {
+  const long long o = blockIdx.x;
+  float s = 0.f;
+  for (long long i = threadIdx.x; i < N * P; i += blockDim.x) s += gy[(i / P) * O * P + o * P + i % P];
+  s = ls_block_reduce<0>(s, 0.f);
+  if (threadIdx.x == 0) gb[o] = s;
+}
