@@ -89,6 +89,18 @@ struct LsAttnView {
 };
 #define LS_ATT_BQ 64
 #define LS_ATT_BK 32
+// Stages rows r0 .. r0 + LS_ATT_BK of two operands (rows past n as zeros) in shared memory, the
+// block's threads striding over the elements.
+template <int D>
+LS_DEV void ls_attn_stage(float (*A)[D], const float* a, LsAttnView as, float (*B)[D], const float* b, LsAttnView bs, long long r0,
+                          long long n) {
+  for (int t = threadIdx.x; t < LS_ATT_BK * D; t += LS_ATT_BQ) {
+    const int rr = t / D, e = t % D;
+    const long long r = r0 + rr;
+    A[rr][e] = r < n ? a[r * as.sl + e * as.se] : 0.f;
+    B[rr][e] = r < n ? b[r * bs.sl + e * bs.se] : 0.f;
+  }
+}
 template <int D>
 LS_DEV void ls_attention_fwd(const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
                              float* __restrict__ o, float* __restrict__ lse, LsAttnView qs, LsAttnView ks, LsAttnView vs,
@@ -115,12 +127,7 @@ LS_DEV void ls_attention_fwd(const float* __restrict__ q, const float* __restric
   const long long lim = causal ? min(S, i + S - L + 1) : S;
   for (long long j0 = 0; j0 < kend; j0 += LS_ATT_BK) {
     __syncthreads();
-    for (int t = threadIdx.x; t < LS_ATT_BK * D; t += LS_ATT_BQ) {
-      const int jj = t / D, e = t % D;
-      const long long j = j0 + jj;
-      Ks[jj][e] = j < S ? kb[j * ks.sl + e * ks.se] : 0.f;
-      Vs[jj][e] = j < S ? vb[j * vs.sl + e * vs.se] : 0.f;
-    }
+    ls_attn_stage<D>(Ks, kb, ks, Vs, vb, vs, j0, S);
     __syncthreads();
     if (!active) continue;
 #pragma unroll 1
@@ -183,12 +190,7 @@ LS_DEV void ls_attention_bwd_dq(const float* __restrict__ go, const float* __res
   const long long lim = causal ? min(S, i + S - L + 1) : S;
   for (long long j0 = 0; j0 < kend; j0 += LS_ATT_BK) {
     __syncthreads();
-    for (int t = threadIdx.x; t < LS_ATT_BK * D; t += LS_ATT_BQ) {
-      const int jj = t / D, e = t % D;
-      const long long j = j0 + jj;
-      Ks[jj][e] = j < S ? kb[j * ks.sl + e * ks.se] : 0.f;
-      Vs[jj][e] = j < S ? vb[j * vs.sl + e * vs.se] : 0.f;
-    }
+    ls_attn_stage<D>(Ks, kb, ks, Vs, vb, vs, j0, S);
     __syncthreads();
     if (!active) continue;
 #pragma unroll 1
@@ -236,12 +238,7 @@ LS_DEV void ls_attention_bwd_dkv(const float* __restrict__ go, const float* __re
   const long long first = causal ? j - (S - L) : 0;  // this thread's first visible query
   for (long long i0 = i_begin; i0 < L; i0 += LS_ATT_BK) {
     __syncthreads();
-    for (int t = threadIdx.x; t < LS_ATT_BK * D; t += LS_ATT_BQ) {
-      const int ii = t / D, e = t % D;
-      const long long i = i0 + ii;
-      Qs[ii][e] = i < L ? qb[i * qs.sl + e * qs.se] : 0.f;
-      Gs[ii][e] = i < L ? gb[i * gs.sl + e * gs.se] : 0.f;
-    }
+    ls_attn_stage<D>(Qs, qb, qs, Gs, gb, gs, i0, L);
     for (int t = threadIdx.x; t < LS_ATT_BK; t += LS_ATT_BQ) {
       const long long i = i0 + t;
       Ls[t] = i < L ? lse[bh * L + i] : 0.f;

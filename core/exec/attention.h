@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "loop/loop_ir.h"
+#include "ops/op_table.h"
 
 namespace ls {
 
@@ -51,9 +52,14 @@ inline AttnOperand attn_output(const AttnGeom& g, bool heads_inner) {
   return o;
 }
 
-// Sizes from the logical shapes of q, k, v; causal and scale from the call's arguments (forward:
-// is_causal at 6, scale at 7; backward: 11 and 12).
-inline AttnGeom attn_geom(const Shape& q, const Shape& k, const Shape& v, const ExternCall& c, bool backward) {
+// Sizes from the logical shapes of q, k, v (the forward's operands 0-2, the backward's 1-3: it
+// takes grad_out first); causal and scale from the arguments (forward: is_causal at 6, scale at
+// 7; backward: 11 and 12).
+inline AttnGeom attn_geom(const ExternCall& c) {
+  const bool backward = is_attention_backward(c.op->name);
+  const size_t first = backward ? 1 : 0;
+  auto shape = [&](size_t arg) -> const Shape& { return c.shapes.at(static_cast<size_t>(c.args.at(arg).node)); };
+  const Shape &q = shape(first), &k = shape(first + 1), &v = shape(first + 2);
   AttnGeom g;
   const size_t r = q.size();
   g.B = q[0];

@@ -276,9 +276,8 @@ void CudaExecutable::device_extern(size_t k) {
 void CudaExecutable::attention_extern(size_t k) {
   const ExternCall& c = externs_[k]->ext;
   const bool bwd = is_attention_backward(c.op->name);
-  const size_t first = bwd ? 1 : 0;
   auto input = [&](size_t arg) { return static_cast<size_t>(c.args.at(arg).node); };
-  const AttnGeom g = attn_geom(c.shapes.at(input(first)), c.shapes.at(input(first + 1)), c.shapes.at(input(first + 2)), c, bwd);
+  const AttnGeom g = attn_geom(c);
   struct View {
     long long sb, sh, sl, se;
   };
@@ -328,9 +327,8 @@ void CudaExecutable::attention_extern(size_t k) {
 void CudaExecutable::attention_cublas(size_t k) {
   const ExternCall& c = externs_[k]->ext;
   const bool bwd = is_attention_backward(c.op->name);
-  const size_t first = bwd ? 1 : 0;
   auto input = [&](size_t arg) { return static_cast<size_t>(c.args.at(arg).node); };
-  const AttnGeom g = attn_geom(c.shapes.at(input(first)), c.shapes.at(input(first + 1)), c.shapes.at(input(first + 2)), c, bwd);
+  const AttnGeom g = attn_geom(c);
   const int64_t BH = g.B * g.H;
   std::vector<DeviceBuffer>& ws = attn_ws_[k];
   auto scratch = [&](size_t i, int64_t floats) {

@@ -378,7 +378,7 @@ void convolution_backward(const ExternCall& c, const RefInputs& in, std::vector<
 // CPU are long enough). Writes the output [B, L, H, Ev] and the log-sum-exp of each row.
 void attention_forward(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs) {
   const size_t iq = c.args[0].node, ik = c.args[1].node, iv = c.args[2].node;
-  const AttnGeom g = attn_geom(c.shapes[iq], c.shapes[ik], c.shapes[iv], c, false);
+  const AttnGeom g = attn_geom(c);
   const AttnOperand q = attn_operand(c, iq, c.shapes[iq]), k = attn_operand(c, ik, c.shapes[ik]), v = attn_operand(c, iv, c.shapes[iv]);
   const AttnOperand o = attn_output(g, attention_output_heads_inner(c));
   const float *qp = f32(in.t[0]) + q.offset, *kp = f32(in.t[1]) + k.offset, *vp = f32(in.t[2]) + v.offset;
@@ -417,7 +417,7 @@ void attention_forward(const ExternCall& c, const RefInputs& in, std::vector<Ten
 // dk = dS^T q s, dv = P^T dO. Gradients come out contiguous.
 void attention_backward(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs) {
   const size_t igo = c.args[0].node, iq = c.args[1].node, ik = c.args[2].node, iv = c.args[3].node, io = c.args[5].node;
-  const AttnGeom g = attn_geom(c.shapes[iq], c.shapes[ik], c.shapes[iv], c, true);
+  const AttnGeom g = attn_geom(c);
   const AttnOperand go = attn_operand(c, igo, c.shapes[igo]), q = attn_operand(c, iq, c.shapes[iq]),
                     k = attn_operand(c, ik, c.shapes[ik]), v = attn_operand(c, iv, c.shapes[iv]), o = attn_operand(c, io, c.shapes[io]);
   const float *gop = f32(in.t[0]) + go.offset, *qp = f32(in.t[1]) + q.offset, *kp = f32(in.t[2]) + k.offset,
