@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <numeric>
 #include <set>
 #include <sstream>
 
 #include "codegen/emitter.h"
 #include "loop/dependencies.h"
+#include "loop/index.h"
 
 extern const char kCpuPrelude[];
 
@@ -15,6 +17,19 @@ namespace ls {
 namespace {
 
 const char* omp_reduction_op(Reduce r) { return r == Reduce::max ? "max" : r == Reduce::min ? "min" : "+"; }
+
+// The divisors of the floor divisions and moduli of `var` inside an index (a broadcast channel:
+// (x0 // 256) % 32).
+void collect_divisors(const Expr& e, const std::string& var, std::vector<int64_t>& out) {
+  for (const Expr::Term& t : e.terms()) {
+    if (t.atom.kind == Atom::Kind::var || !t.atom.inner) continue;
+    // A modulus of a quotient ((x0 // 256) % 32) folds once the quotient does: only a modulus of
+    // x0 itself bounds the inner block.
+    const bool divides = t.atom.kind == Atom::Kind::floordiv ? t.atom.inner->depends_on(var) : t.atom.inner->coefficient(var) != 0;
+    if (divides) out.push_back(t.atom.k);
+    collect_divisors(*t.atom.inner, var, out);
+  }
+}
 
 class KernelWriter {
  public:
@@ -64,10 +79,43 @@ class KernelWriter {
   }
 
  private:
+  // A pointwise nest whose indices divide x0 (a per-channel parameter broadcast over positions)
+  // splits x0 into an outer and an inner loop of the divisors' common factor, so the divisions
+  // fold away: the inner loop reads contiguous memory and a channel's parameters once (hoisted).
+  int64_t inner_block(const LoopNest& nest) const {
+    std::vector<int64_t> ks;
+    for (int n : nest.nodes) {
+      const Placement pl = place(p_.nodes[n], nest.numel, 1);
+      const Dependencies d = extract_dependencies(p_.nodes[n], pl.idx, pl.ridx);
+      for (const auto* list : {&d.reads, &d.writes})
+        for (const MemDep& m : *list) collect_divisors(m.index, "x0", ks);
+    }
+    int64_t g = 0;
+    for (int64_t k : ks) g = std::gcd(g, k);
+    g = std::gcd(g, nest.numel);
+    return g >= 16 && nest.numel / g >= 2 ? g : 0;
+  }
+
   void write_nest(LoopEmitter& e, const LoopNest& nest) {
     const int64_t X = nest.numel, R = nest.rnumel;
     const bool parallel_outer = X > 1 && X * R >= o_.parallel_threshold;
     const std::vector<KernelLoop> segs = kernel_loops(p_, nest.nodes, X, R);
+    if (const int64_t I = R == 1 && X > 1 ? inner_block(nest) : 0) {
+      const Expr xo = Expr::var("x0o", X / I), xi = Expr::var("x0i", I);
+      subst_ = {{"x0", xo * I + xi}};
+      if (parallel_outer) e.line("#pragma omp parallel for schedule(static)");
+      e.line("for (int64_t x0o = 0; x0o < " + std::to_string(X / I) + "; ++x0o) {");
+      e.line("    #pragma omp simd");
+      e.line("    for (int64_t x0i = 0; x0i < " + std::to_string(I) + "; ++x0i) {");
+      e.indent += "        ";
+      for (const KernelLoop& s : segs)
+        for (int n : s.nodes) run_node(e, n, X, R);
+      e.indent.resize(e.indent.size() - 8);
+      e.line("    }");
+      e.line("}");
+      subst_.clear();
+      return;
+    }
     if (X > 1) {
       if (R == 1)
         e.line(parallel_outer ? "#pragma omp parallel for simd schedule(static)" : "#pragma omp simd");
@@ -124,12 +172,10 @@ class KernelWriter {
       e.acc = accs_.at(n);
     }
     e.line("// " + ln.name + ": " + ln.graph_node);
-    if (X == 1) {  // no x loop: x0 is 0
-      std::vector<Expr> idx = pl.idx;
-      ln.run(e, idx, pl.ridx);
-    } else {
-      ln.run(e, pl.idx, pl.ridx);
-    }
+    std::vector<Expr> idx = pl.idx;
+    if (!subst_.empty())
+      for (Expr& x : idx) x = x.substitute(subst_);
+    ln.run(e, idx, pl.ridx);
     e.node = -1;
   }
 
@@ -137,6 +183,7 @@ class KernelWriter {
   const Kernel& k_;
   const CppCodegenOptions& o_;
   std::map<int, std::string> accs_;
+  std::map<std::string, Expr> subst_;  // x0 split into outer and inner loops (inner_block)
 };
 
 }  // namespace

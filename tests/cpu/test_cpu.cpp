@@ -109,6 +109,24 @@ class TestCpu : public QObject {
     QVERIFY(big.source.code.find("#pragma omp simd") != std::string::npos);
   }
 
+  // A per-channel broadcast (BatchNorm over N, C, H, W) runs as an outer loop over planes and a
+  // contiguous inner SIMD loop over a plane's positions: no index division per element, the
+  // channel's parameters read once per plane. Its numbers match PyTorch's out.npy.
+  void testBroadcastLoopSplitsByPlane() {
+    PipelineOptions o;
+    o.timing_budget_ms = 5;
+    const CompileResult r = run_pipeline(load_model(data("models/res_block/model.pt2")), o);
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    QVERIFY(r.check.ok && !r.check.outputs.empty());
+    const std::string& src = r.source.code;
+    const size_t k = src.find("extern \"C\" void cpp_fused_batch_norm_relu");
+    QVERIFY(k != std::string::npos);
+    const std::string kernel = src.substr(k, src.find("\n}\n", k) - k);
+    QVERIFY2(kernel.find("for (int64_t x0i = 0; x0i < 256; ++x0i)") != std::string::npos, kernel.c_str());
+    QVERIFY2(kernel.find(" / 256") == std::string::npos, kernel.c_str());
+    QVERIFY2(kernel.find("[(x0o % 32)]") != std::string::npos, kernel.c_str());
+  }
+
   void testMachineCodeIsShown() {
     if (!have_clang_jit()) QSKIP("the assembly comes from the in-process Clang path");
     const CompileResult r = compile_fixture("sincos/3_core_aten.txt", 1);
