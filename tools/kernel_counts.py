@@ -16,8 +16,6 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(__file__))
-
 
 def inductor(fix):
     out = subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__), "inductor-counts.py"), fix],

@@ -147,13 +147,7 @@ class KernelWriter {
       else e.line("#pragma omp simd" + clauses);
       e.line("for (int64_t r0 = 0; r0 < " + std::to_string(R) + "; ++r0) {");
       e.indent += "    ";
-      e.push_scope();
-      for (int n : s.nodes) {
-        e.memory_stores = !s.recomputed.count(n);
-        run_node(e, n, X, R);
-      }
-      e.memory_stores = true;
-      e.pop_scope();
+      e.run_loop_nodes(s, [&](int n) { run_node(e, n, X, R); });
       e.indent.resize(e.indent.size() - 4);
       e.line("}");
       e.bind_finished_reductions(k_.writes);

@@ -194,13 +194,7 @@ class CudaKernelWriter {
       e.line("#pragma unroll 4");  // several loads in flight per thread
       e.line("for (" + idx_ + " r0 = " + start + "; r0 < " + std::to_string(R) + "; r0 += " + step + ") {");
       e.indent += "    ";
-      e.push_scope();
-      for (int n : s.nodes) {
-        e.memory_stores = !s.recomputed.count(n);
-        run_node(e, n, X, R);
-      }
-      e.memory_stores = true;
-      e.pop_scope();
+      e.run_loop_nodes(s, [&](int n) { run_node(e, n, X, R); });
       close(e);
       for (int n : reductions) {
         const LoopNode& ln = p_.nodes[n];

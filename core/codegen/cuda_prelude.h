@@ -89,6 +89,8 @@ struct LsAttnView {
 };
 #define LS_ATT_BQ 64
 #define LS_ATT_BK 32
+// How many keys query row i sees: all, or (causal) those up to i + S - L.
+LS_DEV long long ls_attn_keys(long long i, long long L, long long S, int causal) { return causal ? min(S, i + S - L + 1) : S; }
 // Stages rows r0 .. r0 + LS_ATT_BK of two operands (rows past n as zeros) in shared memory, the
 // block's threads striding over the elements.
 template <int D>
@@ -122,9 +124,8 @@ LS_DEV void ls_attention_fwd(const float* __restrict__ q, const float* __restric
   }
   const float NEG = -__int_as_float(0x7f800000);
   float m = NEG, l = 0.f;
-  const long long last = min(L - 1, tile * LS_ATT_BQ + LS_ATT_BQ - 1);
-  const long long kend = causal ? min(S, last + S - L + 1) : S;
-  const long long lim = causal ? min(S, i + S - L + 1) : S;
+  const long long kend = ls_attn_keys(min(L - 1, tile * LS_ATT_BQ + LS_ATT_BQ - 1), L, S, causal);  // the block's
+  const long long lim = ls_attn_keys(i, L, S, causal);                                                  // this row's
   for (long long j0 = 0; j0 < kend; j0 += LS_ATT_BK) {
     __syncthreads();
     ls_attn_stage<D>(Ks, kb, ks, Vs, vb, vs, j0, S);
@@ -185,9 +186,8 @@ LS_DEV void ls_attention_bwd_dq(const float* __restrict__ go, const float* __res
     dqr[e] = 0.f;
   }
   const float li = active ? lse[bh * L + i] : 0.f;
-  const long long last = min(L - 1, tile * LS_ATT_BQ + LS_ATT_BQ - 1);
-  const long long kend = causal ? min(S, last + S - L + 1) : S;
-  const long long lim = causal ? min(S, i + S - L + 1) : S;
+  const long long kend = ls_attn_keys(min(L - 1, tile * LS_ATT_BQ + LS_ATT_BQ - 1), L, S, causal);  // the block's
+  const long long lim = ls_attn_keys(i, L, S, causal);                                                  // this row's
   for (long long j0 = 0; j0 < kend; j0 += LS_ATT_BK) {
     __syncthreads();
     ls_attn_stage<D>(Ks, kb, ks, Vs, vb, vs, j0, S);

@@ -71,6 +71,19 @@ class LoopEmitter : public OpsHandler {
     pending_reduction.clear();
   }
 
+  // The nodes of an r loop, in a scope of their own; those recomputed there give their values,
+  // not their stores.
+  template <typename RunNode>
+  void run_loop_nodes(const KernelLoop& l, RunNode run_node) {
+    push_scope();
+    for (int n : l.nodes) {
+      memory_stores = !l.recomputed.count(n);
+      run_node(n);
+    }
+    memory_stores = true;
+    pop_scope();
+  }
+
   void push_scope() { scopes_.emplace_back(); }
   void pop_scope() { scopes_.pop_back(); }
   void bind(const std::string& key, const std::string& var) { scopes_.back()[key] = var; }

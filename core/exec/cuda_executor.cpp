@@ -442,11 +442,11 @@ void CudaExecutable::convolution_backward(size_t k) {
 
 void CudaExecutable::host_extern(size_t k) {
   const ExternCall& c = externs_[k]->ext;
-  auto download = [&](const std::string& name, const Shape& seen) {
+  auto download = [&](const std::string& name) {
     const LoopBuffer& b = p_.buffer(name);
     Tensor t(b.dtype, b.shape);
     if (t.nbytes()) d_.download(t.data(), buffers_.at(name).ptr(), static_cast<size_t>(t.nbytes()));
-    return seen != b.shape && numel_of(seen) == numel_of(b.shape) ? t.reshaped(seen) : t;
+    return t;
   };
   RefInputs in;
   in.t.resize(c.args.size());
@@ -454,10 +454,10 @@ void CudaExecutable::host_extern(size_t k) {
   for (size_t i = 0; i < c.args.size(); ++i) {
     if (c.args[i].is_node()) {
       const size_t j = static_cast<size_t>(c.args[i].node);
-      in.t[i] = download(c.inputs.at(j), j < c.shapes.size() ? c.shapes[j] : p_.buffer(c.inputs[j]).shape);
+      in.t[i] = extern_operand(c, j, download(c.inputs.at(j)));
     }
     for (const Arg& x : c.args[i].list)
-      if (x.is_node()) in.lists[i].push_back(download(c.inputs.at(x.node), p_.buffer(c.inputs.at(x.node)).shape));
+      if (x.is_node()) in.lists[i].push_back(download(c.inputs.at(x.node)));
   }
   std::vector<Tensor> outs;
   for (const auto& o : c.outputs) outs.emplace_back(p_.buffer(o).dtype, p_.buffer(o).shape);
@@ -521,11 +521,7 @@ Timings CudaExecutable::benchmark(const std::vector<Tensor>& inputs, const Timin
     total.push_back(d_.elapsed_ms(ev[0], ev[n]));
   }
   for (auto& e : ev) d_.destroy_event(e);
-  Timings t;
-  for (auto& v : per) t.kernel_ms.push_back(median_of(v));
-  t.total_ms = median_of(total);
-  t.runs = static_cast<int>(total.size());
-  return t;
+  return timings_of(per, total);
 }
 
 }  // namespace ls

@@ -14,6 +14,14 @@ double median_of(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+Timings timings_of(const std::vector<std::vector<double>>& per_kernel, const std::vector<double>& total) {
+  Timings t;
+  for (const auto& v : per_kernel) t.kernel_ms.push_back(median_of(v));
+  t.total_ms = median_of(total);
+  t.runs = static_cast<int>(total.size());
+  return t;
+}
+
 namespace {
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
@@ -44,9 +52,7 @@ void CpuExecutable::step(size_t k) {
   for (size_t i = 0; i < c.args.size(); ++i) {
     if (c.args[i].is_node()) {
       const size_t k = static_cast<size_t>(c.args[i].node);
-      const Tensor& buf = buffers_.at(c.inputs.at(k));
-      const bool strided = k < c.strides.size() && !c.strides[k].empty();  // the kernel takes the buffer and its strides
-      in.t[i] = !strided && k < c.shapes.size() && buf.shape() != c.shapes[k] ? buf.reshaped(c.shapes[k]) : buf;
+      in.t[i] = extern_operand(c, k, buffers_.at(c.inputs.at(k)));
     }
     for (const Arg& x : c.args[i].list)
       if (x.is_node()) in.lists[i].push_back(buffers_.at(c.inputs.at(x.node)));
@@ -111,11 +117,7 @@ Timings CpuExecutable::benchmark(const std::vector<Tensor>& inputs, const Timing
     }
     total.push_back(ms_since(t0));
   }
-  Timings t;
-  for (auto& v : per) t.kernel_ms.push_back(median_of(v));
-  t.total_ms = median_of(total);
-  t.runs = static_cast<int>(total.size());
-  return t;
+  return timings_of(per, total);
 }
 
 }  // namespace ls

@@ -26,6 +26,8 @@ struct Timings {
   double total_ms = 0;            // median of whole runs
   int runs = 0;
 };
+// The medians of per-kernel and whole-model times, and how many runs they came from.
+Timings timings_of(const std::vector<std::vector<double>>& per_kernel, const std::vector<double>& total);
 
 class CpuExecutable {
  public:

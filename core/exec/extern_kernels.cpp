@@ -473,6 +473,12 @@ Tensor gather_view(const Tensor& buf, const Shape& shape, const std::vector<int6
 
 }  // namespace
 
+Tensor extern_operand(const ExternCall& c, size_t input, const Tensor& buffer) {
+  const bool strided = input < c.strides.size() && !c.strides[input].empty();
+  if (strided || input >= c.shapes.size() || buffer.shape() == c.shapes[input]) return buffer;
+  return buffer.reshaped(c.shapes[input]);
+}
+
 bool have_blas() {
 #ifdef LOWERSCOPE_HAVE_CBLAS
   return true;

@@ -82,11 +82,9 @@ std::vector<Tensor> interpret_loops(const LoopProgram& p, const std::vector<Tens
       in.t.resize(n.ext.args.size());
       in.lists.resize(n.ext.args.size());
       for (size_t i = 0; i < n.ext.args.size(); ++i) {
-        if (n.ext.args[i].is_node()) {  // as the executors pass it: under the shape the call sees, unless strided
+        if (n.ext.args[i].is_node()) {
           const size_t k = static_cast<size_t>(n.ext.args[i].node);
-          const Tensor& buf = bufs.at(n.ext.inputs.at(k));
-          const bool strided = k < n.ext.strides.size() && !n.ext.strides[k].empty();
-          in.t[i] = !strided && k < n.ext.shapes.size() && buf.shape() != n.ext.shapes[k] ? buf.reshaped(n.ext.shapes[k]) : buf;
+          in.t[i] = extern_operand(n.ext, k, bufs.at(n.ext.inputs.at(k)));
         }
         for (const Arg& x : n.ext.args[i].list)
           if (x.is_node()) in.lists[i].push_back(bufs.at(n.ext.inputs.at(x.node)));
