@@ -2,6 +2,7 @@
 // prints the stage table, the kernels with their times, and the check against the reference.
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -12,6 +13,7 @@
 #include "ops/op_table.h"
 #include "pipeline/pipeline.h"
 #include "report/report.h"
+#include "script/script.h"
 
 namespace {
 
@@ -21,6 +23,7 @@ const char* kUsage = R"(usage:
                                         [--sgd LR]]
                                [--report FILE.json] [--dump DIR] [--decompose core_aten|prims]
                                [--no-fusion] [--external-compiler] [--no-run] [--no-reference] [--quiet]
+  lowerscope-cli run SCRIPT.py [--report FILE.json] [--device cpu|cuda] [--quiet]
   lowerscope-cli stages        list the stage names, in pipeline order
   lowerscope-cli ops           list the op table
 
@@ -30,6 +33,9 @@ MODEL is a graph printed by PyTorch's print_readable() (a .txt file), or a folde
 and a backward, with the gradient of the sum of the first output checked against
 grad_in0.npy, ... (found beside the inputs, or given with --expect-grads); --sgd LR adds the
 parameter update.
+`run` runs a PyTorch-style script in the embedded Python against Lowerscope's torch: each
+torch.compile'd call is captured (graphs, guards, graph breaks, recompiles), compiled by the
+pipeline and run; the compile log follows the script's output, and --report writes it as JSON.
 Exit status: 0 when the model compiled, ran and matched; 1 when the check failed; 2 when the
 model could not be loaded or compiled (the reason goes to stderr).
 )";
@@ -148,6 +154,69 @@ int compile_command(int argc, char** argv) {
   return 0;
 }
 
+int run_command(int argc, char** argv) {
+  if (argc < 3) {
+    std::cerr << kUsage;
+    return 2;
+  }
+  const std::string path = argv[2];
+  std::string report;
+  bool quiet = false;
+  ls::ScriptOptions o;
+  for (int i = 3; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--report") report = value();
+    else if (a == "--device") o.device = value();
+    else if (a == "--quiet") quiet = true;
+    else throw std::invalid_argument("unknown option '" + a + "'");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(path + ": cannot read the script");
+  std::stringstream source;
+  source << in.rdbuf();
+  if (!quiet) o.on_output = [](const std::string& s) { std::cout << s << std::flush; };
+  const ls::ScriptRun r = ls::run_script(source.str(), path, o);
+  if (!quiet) {
+    std::cout << "\n---- compile log: " << r.graphs.size() << " graph(s), " << r.breaks.size() << " graph break(s), "
+              << r.recompiles << " recompile(s) ----\n";
+    for (const ls::CapturedGraph& g : r.graphs) {
+      std::cout << "\n[graph " << g.id << "] " << g.function << " at " << g.location << "  (" << g.reason
+                << (g.train ? "; training step" : "") << "; " << g.calls << " call(s))\n";
+      if (g.result) {
+        int generated = 0, externs = 0;
+        for (const auto& k : g.result->kernels) (k.kind == "extern" ? externs : generated)++;
+        std::cout << "  compiled: " << generated << " kernel(s), " << externs << " library call(s), " << std::fixed
+                  << std::setprecision(1) << g.result->compile_ms << " ms; check vs reference: "
+                  << (g.result->check.ok ? "ok" : "FAILED") << '\n';
+      }
+      std::cout << "  guards:\n";
+      for (const auto& x : g.guards) std::cout << "    " << x << '\n';
+      std::cout << g.graph_text;
+    }
+    for (const ls::GraphBreak& b : r.breaks)
+      std::cout << "\n[graph break] in " << b.function << " at " << b.location << ": " << b.reason << "\n    " << b.code << '\n';
+  }
+  if (!report.empty()) {
+    std::ofstream f(report);
+    if (!f) throw std::runtime_error(report + ": cannot write the report");
+    f << ls::script_report_json(r);
+  }
+  if (!r.ok) {
+    std::cerr << r.error;
+    return 2;
+  }
+  for (const ls::CapturedGraph& g : r.graphs)
+    if (g.result && !g.result->check.ok) {
+      std::cerr << "lowerscope-cli: graph " << g.id << " (" << g.function << ") does not match the reference\n";
+      return 1;
+    }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -158,6 +227,7 @@ int main(int argc, char** argv) {
   const std::string cmd = argv[1];
   try {
     if (cmd == "compile") return compile_command(argc, argv);
+    if (cmd == "run") return run_command(argc, argv);
     if (cmd == "stages") {
       const bool train = argc > 2 && std::string(argv[2]) == "--train";
       for (const auto& s : ls::stage_names(train)) std::cout << s << '\n';

@@ -163,6 +163,25 @@ std::vector<Tensor> tangent_values(const JointGraph& j) {
   return v;
 }
 
+// The CPU code of one compile, owning what its executable refers to.
+class CpuProgram final : public CompiledProgram {
+ public:
+  CpuProgram(const Graph& lowered_from, const CompileResult& r, std::unique_ptr<LoadedCode> code)
+      : graph_(lowered_from), loops_(r.loops), schedule_(r.schedule), source_(r.source), code_(std::move(code)),
+        exe_(loops_, schedule_, source_, *code_) {}
+  std::vector<Tensor> run(const std::vector<Tensor>& user_inputs) override {
+    return exe_.run(bind_inputs(graph_, user_inputs));
+  }
+
+ private:
+  Graph graph_;
+  LoopProgram loops_;
+  Schedule schedule_;
+  GeneratedSource source_;
+  std::unique_ptr<LoadedCode> code_;
+  CpuExecutable exe_;
+};
+
 }  // namespace
 
 const std::vector<std::string>& stage_names(bool train) {
@@ -380,6 +399,7 @@ CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const st
       r.outputs = exe.run(all_inputs);
       t = exe.benchmark(all_inputs, to);
       for (size_t k = 0; k < how.size(); ++k) how[k] = r.schedule.kernels[k].is_extern ? "library" : "generated";
+      if (o.keep_program) r.program = std::make_shared<CpuProgram>(lowered_from, r, std::move(cpu_code));
     }
     if (!o.reference) {
       // No reference run (a model too large for the interpreter): only the expected files check.

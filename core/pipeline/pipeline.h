@@ -89,6 +89,17 @@ struct PipelineOptions {
   bool train = false;
   Partitioner partitioner = Partitioner::min_cut;
   double sgd_lr = 0;  // > 0: the step ends with an SGD update of every parameter
+  // Keep the compiled code in CompileResult::program, to run again on other inputs (CPU).
+  bool keep_program = false;
+};
+
+// A compiled model kept to run again: user inputs (then the tangents, for a training step) in,
+// the outputs of the compiled graph out (a training step: outputs, gradients, updates). Not
+// thread-safe: one run at a time.
+class CompiledProgram {
+ public:
+  virtual ~CompiledProgram() = default;
+  virtual std::vector<Tensor> run(const std::vector<Tensor>& user_inputs) = 0;
 };
 
 struct TrainingRecord {
@@ -120,6 +131,7 @@ struct CompileResult {
   std::string error;        // set when a stage failed; the stages before it are kept
   std::string error_stage;  // the stage that failed
   std::string not_run;      // why the compiled code was not run (a CUDA compile without a GPU)
+  std::shared_ptr<CompiledProgram> program;  // keep_program: the compiled code, ready to run again
   bool ok() const { return error.empty() && check.ok; }
   const Stage* stage(const std::string& name) const;
 };

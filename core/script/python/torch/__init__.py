@@ -1,0 +1,1010 @@
+"""Lowerscope's torch: the part of PyTorch's Python API that the walkthrough scripts use.
+
+Tensors hold buffers of the core (`_lowerscope`). Every op is spelled as the line TorchDynamo
+would record for it (`torch.sin(x)`, `x + 1`, `x.sum()`), and that one line is what runs: in
+eager mode as a one-op graph through the reference interpreter, under torch.compile as a node of
+the graph being captured (torch._dynamo). Gradients come from the same one-op graphs,
+differentiated by the core's derivative rules. What is missing raises NotImplementedError naming it.
+"""
+import builtins as _bi
+import math as _math
+import sys as _sys
+import weakref as _weakref
+
+import _lowerscope as _ls
+
+__version__ = "2.11.0+lowerscope"
+
+# ---- dtypes, sizes, devices ---------------------------------------------------------------------
+
+
+class dtype:
+    __slots__ = ("name", "short", "is_floating_point", "itemsize")
+
+    def __init__(self, name, short, fp, size):
+        self.name, self.short, self.is_floating_point, self.itemsize = name, short, fp, size
+
+    def __repr__(self):
+        return "torch." + self.name
+
+
+float32 = dtype("float32", "f32", True, 4)
+float64 = dtype("float64", "f64", True, 8)
+int64 = dtype("int64", "i64", False, 8)
+int32 = dtype("int32", "i32", False, 4)
+uint8 = dtype("uint8", "u8", False, 1)
+_bool_dtype = dtype("bool", "b8", False, 1)
+_DTYPES = {d.short: d for d in (float32, float64, int64, int32, uint8, _bool_dtype)}
+
+
+class Size(tuple):
+    def __repr__(self):
+        return "torch.Size([%s])" % ", ".join(_bi.str(d) for d in self)
+
+    def numel(self):
+        n = 1
+        for d in self:
+            n *= d
+        return n
+
+
+class device:
+    def __init__(self, type="cpu", index=None):
+        if isinstance(type, device):
+            type, index = type.type, type.index
+        self.type, self.index = _bi.str(type).split(":")[0], index
+
+    def __repr__(self):
+        return "device(type='%s')" % self.type
+
+    def __eq__(self, other):
+        return isinstance(other, device) and other.type == self.type
+
+
+class _Cuda:
+    """Tensors live on the host: compiled code runs on the CPU (the app compiles CUDA separately)."""
+
+    @staticmethod
+    def is_available():
+        return False
+
+    @staticmethod
+    def synchronize():
+        pass
+
+    @staticmethod
+    def manual_seed(seed):
+        manual_seed(seed)
+
+
+cuda = _Cuda()
+
+# ---- grad mode --------------------------------------------------------------------------------
+
+_grad_enabled = True
+
+
+class _GradMode:
+    def __init__(self, enabled):
+        self.enabled = enabled
+
+    def __enter__(self):
+        global _grad_enabled
+        self.prev, _grad_enabled = _grad_enabled, self.enabled
+
+    def __exit__(self, *exc):
+        global _grad_enabled
+        _grad_enabled = self.prev
+        return False
+
+    def __call__(self, fn):
+        def wrapper(*a, **k):
+            with _GradMode(self.enabled):
+                return fn(*a, **k)
+
+        wrapper.__name__ = getattr(fn, "__name__", "wrapper")
+        return wrapper
+
+
+def no_grad(fn=None):
+    return _GradMode(False)(fn) if callable(fn) else _GradMode(False)
+
+
+def enable_grad(fn=None):
+    return _GradMode(True)(fn) if callable(fn) else _GradMode(True)
+
+
+def is_grad_enabled():
+    return _grad_enabled
+
+
+def set_grad_enabled(mode):
+    global _grad_enabled
+    _grad_enabled = _bi.bool(mode)
+
+
+# ---- how ops are spelled ------------------------------------------------------------------------
+
+
+def _float_text(v):
+    if v != v:
+        raise NotImplementedError("NaN as an argument of an op")
+    if v in (_math.inf, -_math.inf):
+        return "inf" if v > 0 else "-inf"
+    return repr(v)
+
+
+def _text(a, ref):
+    """An argument as Dynamo's graph prints it; tensors (and symbolic ints) through ref()."""
+    if isinstance(a, Tensor):
+        return ref(a)
+    if _dynamo._is_symint(a):
+        return _bi.str(_bi.int(a))
+    if a is None or isinstance(a, _bi.bool):
+        return repr(a)
+    if isinstance(a, _bi.int):
+        return repr(a)
+    if isinstance(a, _bi.float):
+        return _float_text(a)
+    if isinstance(a, dtype):
+        return repr(a)
+    if isinstance(a, _bi.str):
+        return repr(a)
+    if isinstance(a, list):
+        return "[" + ", ".join(_text(x, ref) for x in a) + "]"
+    if isinstance(a, tuple):
+        inner = ", ".join(_text(x, ref) for x in a)
+        return "(" + inner + ("," if len(a) == 1 else "") + ")"
+    raise NotImplementedError("an argument of type %s in a torch call" % type(a).__name__)
+
+
+def _tensors_in(args, kwargs):
+    """The tensors among an op's arguments, in order, each once. (No recursive closure here: its
+    reference cycle would keep the tensors alive, and a captured graph's outputs are the tensors
+    still alive.)"""
+    out, seen = [], set()
+    work = list(args) + list((kwargs or {}).values())
+    work.reverse()
+    while work:
+        a = work.pop()
+        if isinstance(a, Tensor):
+            if id(a) not in seen:
+                seen.add(id(a))
+                out.append(a)
+        elif isinstance(a, (list, tuple)):
+            work.extend(reversed(a))
+    return out
+
+
+def _render(kind, callee, args, kwargs, ref):
+    """The expression of one op: kind is 'call' (callee(args)), 'method' (args[0].callee(...)),
+    'binop' (args[0] callee args[1]) or 'neg'."""
+    if kind == "binop":
+        return "%s %s %s" % (_text(args[0], ref), callee, _text(args[1], ref))
+    if kind == "neg":
+        return "-" + _text(args[0], ref)
+    parts = [_text(a, ref) for a in (args[1:] if kind == "method" else args)]
+    parts += ["%s = %s" % (k, _text(v, ref)) for k, v in (kwargs or {}).items()]
+    if kind == "method":
+        return "%s.%s(%s)" % (_text(args[0], ref), callee, ", ".join(parts))
+    return "%s(%s)" % (callee, ", ".join(parts))
+
+
+def _op(kind, callee, base, args, kwargs=None, multi=False):
+    """Runs (or, under torch.compile, records) one op. base names its node in a captured graph."""
+    frame = _dynamo._active
+    if frame is not None:
+        return frame.record(kind, callee, base, args, kwargs, multi)
+    tensors = _tensors_in(args, kwargs)
+    names = {id(t): "a%d" % i for i, t in enumerate(tensors)}
+    expr = _render(kind, callee, args, kwargs, lambda t: names[id(t)])
+    metas = [(t._dt, t._shape) for t in tensors]
+    try:
+        outs = _ls.stmt(expr, metas, [t._buf for t in tensors])
+    except RuntimeError as e:
+        raise RuntimeError("%s: %s" % (expr, e)) from None
+    results = [Tensor._make(b, d, s) for d, s, b in outs]
+    if _grad_enabled and _bi.any(t.requires_grad for t in tensors):
+        fn = _OpBackward(callee, expr, metas, tensors, len(results))
+        for i, r in enumerate(results):
+            if _DTYPES[r._dt].is_floating_point:
+                r.requires_grad, r.grad_fn, r._out = True, fn, i
+    return tuple(results) if multi else results[0]
+
+
+def _unsupported(what):
+    raise NotImplementedError("%s is not supported by Lowerscope's torch" % what)
+
+
+# ---- autograd -----------------------------------------------------------------------------------
+
+
+class _OpBackward:
+    """The backward of one eager op: its one-op graph differentiated by the core."""
+
+    def __init__(self, callee, expr, metas, inputs, nout):
+        self.callee, self.expr, self.metas, self.inputs, self.nout = callee, expr, metas, inputs, nout
+        self.bufs = [t._buf for t in inputs]
+
+    def name(self):
+        return self.callee.split(".")[-1].capitalize() + "Backward0"
+
+    def __repr__(self):
+        return "<%s>" % self.name()
+
+    def apply(self, grads):
+        out = _ls.vjp(self.expr, self.metas, self.bufs, [g._buf if g is not None else None for g in grads])
+        return [None if b is None else Tensor._make(b, m[0], m[1]) for b, m in zip(out, self.metas)]
+
+
+def _accumulate(a, b):
+    if a is None:
+        return b
+    with no_grad():
+        return a + b
+
+
+def _run_backward(roots, grads):
+    """Reverse-mode over the recorded grad_fn graph, in an order where every node's output grads
+    are complete before it runs."""
+    deps, seen, stack = {}, set(), []
+    for r in roots:
+        if r.grad_fn is not None and id(r.grad_fn) not in seen:
+            seen.add(id(r.grad_fn))
+            stack.append(r.grad_fn)
+    fns = {}
+    while stack:
+        fn = stack.pop()
+        fns[id(fn)] = fn
+        for t in fn.inputs:
+            if t.requires_grad and t.grad_fn is not None:
+                deps[id(t.grad_fn)] = deps.get(id(t.grad_fn), 0) + 1
+                if id(t.grad_fn) not in seen:
+                    seen.add(id(t.grad_fn))
+                    stack.append(t.grad_fn)
+    pending = {}
+    with no_grad():
+        for r, g in zip(roots, grads):
+            if r.grad_fn is None:
+                if r.requires_grad:
+                    r.grad = _accumulate(r.grad, g)
+                continue
+            slot = pending.setdefault(id(r.grad_fn), [None] * r.grad_fn.nout)
+            slot[r._out] = _accumulate(slot[r._out], g)
+        ready = [fns[k] for k in fns if deps.get(k, 0) == 0]
+        while ready:
+            fn = ready.pop()
+            outs = fn.apply(pending.pop(id(fn), [None] * fn.nout))
+            for t, g in zip(fn.inputs, outs):
+                if not t.requires_grad:
+                    continue
+                if t.grad_fn is None:
+                    if g is not None:
+                        t.grad = _accumulate(t.grad, g)
+                    continue
+                if g is not None:
+                    slot = pending.setdefault(id(t.grad_fn), [None] * t.grad_fn.nout)
+                    slot[t._out] = _accumulate(slot[t._out], g)
+                deps[id(t.grad_fn)] -= 1
+                if deps[id(t.grad_fn)] == 0:
+                    ready.append(t.grad_fn)
+
+
+# ---- tensors ------------------------------------------------------------------------------------
+
+_BUILTIN_NAMES = set(dir(_bi))
+
+
+class Tensor:
+    __slots__ = ("_buf", "_dt", "_shape", "_node", "_graph", "requires_grad", "grad", "grad_fn", "_out", "__weakref__")
+
+    def __init__(self, *args, **kwargs):
+        _unsupported("torch.Tensor(...) (use torch.tensor or torch.zeros)")
+
+    @staticmethod
+    def _make(buf, dt, shape, cls=None):
+        t = object.__new__(cls or Tensor)
+        t._buf, t._dt, t._shape = buf, dt, tuple(shape)
+        t._node = t._graph = None
+        t.requires_grad, t.grad, t.grad_fn, t._out = False, None, None, 0
+        return t
+
+    def _value(self, reason="Tensor value needed"):
+        """The buffer, computing a captured tensor's graph first (a graph break)."""
+        if self._buf is None:
+            if _dynamo._active is None:
+                raise RuntimeError("this tensor belongs to a captured graph that failed to compile")
+            _dynamo._active.graph_break_for(self, reason)
+        return self._buf
+
+    # metadata
+    @property
+    def shape(self):
+        return Size(self._shape)
+
+    def size(self, dim=None):
+        return Size(self._shape) if dim is None else self._shape[dim]
+
+    @property
+    def dtype(self):
+        return _DTYPES[self._dt]
+
+    @property
+    def device(self):
+        return device("cpu")
+
+    @property
+    def ndim(self):
+        return len(self._shape)
+
+    def dim(self):
+        return len(self._shape)
+
+    def numel(self):
+        return Size(self._shape).numel()
+
+    def __len__(self):
+        if not self._shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self._shape[0]
+
+    @property
+    def is_leaf(self):
+        return self.grad_fn is None
+
+    @property
+    def data(self):
+        return Tensor._make(self._value(), self._dt, self._shape)
+
+    @data.setter
+    def data(self, other):
+        self._set(other)
+
+    def is_floating_point(self):
+        return self.dtype.is_floating_point
+
+    def _set(self, other):
+        """In-place update: this tensor now holds other's value (under capture: other's node)."""
+        self._buf, self._dt, self._shape = other._buf, other._dt, other._shape
+        self._node, self._graph = other._node, other._graph
+        if other._graph is not None:
+            other._graph.produced.append((other._node, _weakref.ref(self)))
+        return self
+
+    # values
+    def item(self):
+        if self.numel() != 1:
+            raise RuntimeError("a Tensor with %d elements cannot be converted to Scalar" % self.numel())
+        return _ls.tolist(self._value("Tensor.item() with capture_scalar_outputs=False"))[0]
+
+    def tolist(self):
+        flat = _ls.tolist(self._value("Tensor.tolist()"))
+
+        def nest(off, dims):
+            if not dims:
+                return flat[off], off + 1
+            out = []
+            for _ in range(dims[0]):
+                v, off = nest(off, dims[1:])
+                out.append(v)
+            return out, off
+
+        return nest(0, list(self._shape))[0]
+
+    def numpy(self):
+        _unsupported("Tensor.numpy() (there is no NumPy in the app's Python)")
+
+    def __bool__(self):
+        if self.numel() != 1:
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+        frame = _dynamo._active if self._buf is None else None
+        v = _bi.bool(_ls.tolist(self._value("generic_jump TensorVariable()"))[0])
+        if frame is not None:
+            frame.site += ":%s" % v
+        return v
+
+    def __float__(self):
+        return _bi.float(self.item())
+
+    def __int__(self):
+        return _bi.int(self.item())
+
+    def __index__(self):
+        if self._dt not in ("i64", "i32", "u8", "b8"):
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return _bi.int(self.item())
+
+    def __format__(self, spec):
+        if spec and self.numel() == 1:
+            return format(self.item(), spec)
+        return format(_bi.str(self), spec)
+
+    def __repr__(self):
+        self._value("str() of a Tensor (printing)")
+        return _format_tensor(self)
+
+    __str__ = __repr__
+    __hash__ = object.__hash__
+
+    # autograd
+    def requires_grad_(self, requires_grad=True):
+        if not self.dtype.is_floating_point and requires_grad:
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        self.requires_grad = requires_grad
+        return self
+
+    def detach(self):
+        return Tensor._make(self._value(), self._dt, self._shape)
+
+    def backward(self, gradient=None, retain_graph=None):
+        self._value("Tensor.backward()")
+        if not self.requires_grad:
+            raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
+        if gradient is None:
+            if self.numel() != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            gradient = ones_like(self)
+        _run_backward([self], [gradient])
+
+    def retain_grad(self):
+        _unsupported("Tensor.retain_grad()")
+
+    # conversions
+    def to(self, *args, **kwargs):
+        for a in list(args) + list(kwargs.values()):
+            if isinstance(a, dtype) and a.short != self._dt:
+                _unsupported("Tensor.to(%r) (dtype conversion)" % a)
+        return self
+
+    def cpu(self):
+        return self
+
+    def cuda(self, *a, **k):
+        return self
+
+    def float(self):
+        return self.to(float32)
+
+    def type_as(self, other):
+        return self.to(other.dtype)
+
+    def clone(self):
+        return _op("method", "contiguous", "clone", [self]) if self.requires_grad else Tensor._make(self._value(), self._dt, self._shape)
+
+    # in-place (functional underneath: the tensor object takes the new value)
+    def zero_(self):
+        with no_grad():
+            return self._set(zeros(self._shape, dtype=self.dtype))
+
+    def fill_(self, v):
+        with no_grad():
+            return self._set(full(self._shape, v, dtype=self.dtype))
+
+    def copy_(self, src):
+        return self._set(src.expand(*self._shape) if tuple(src._shape) != self._shape else src)
+
+    def add_(self, other, alpha=1):
+        return self._set(self + (other * alpha if alpha != 1 else other))
+
+    def sub_(self, other, alpha=1):
+        return self._set(self - (other * alpha if alpha != 1 else other))
+
+    def mul_(self, other):
+        return self._set(self * other)
+
+    def div_(self, other):
+        return self._set(self / other)
+
+    def __iadd__(self, other):
+        return self.add_(other)
+
+    def __isub__(self, other):
+        return self.sub_(other)
+
+    def __imul__(self, other):
+        return self.mul_(other)
+
+    def __itruediv__(self, other):
+        return self.div_(other)
+
+    # operators
+    def __add__(self, o):
+        return _op("binop", "+", "add", [self, o])
+
+    def __radd__(self, o):
+        return _op("binop", "+", "add", [o, self])
+
+    def __sub__(self, o):
+        return _op("binop", "-", "sub", [self, o])
+
+    def __rsub__(self, o):
+        return -self + o
+
+    def __mul__(self, o):
+        return _op("binop", "*", "mul", [self, o])
+
+    def __rmul__(self, o):
+        return _op("binop", "*", "mul", [o, self])
+
+    def __truediv__(self, o):
+        return _op("binop", "/", "truediv", [self, o])
+
+    def __rtruediv__(self, o):
+        return reciprocal(self) * o
+
+    def __pow__(self, o):
+        return _op("binop", "**", "pow", [self, o])
+
+    def __neg__(self):
+        return _op("neg", "neg", "neg", [self])
+
+    def __abs__(self):
+        return abs(self)
+
+    def __matmul__(self, o):
+        return matmul(self, o)
+
+    def __lt__(self, o):
+        return _op("binop", "<", "lt", [self, o])
+
+    def __le__(self, o):
+        return _op("binop", "<=", "le", [self, o])
+
+    def __gt__(self, o):
+        return _op("binop", ">", "gt", [self, o])
+
+    def __ge__(self, o):
+        return _op("binop", ">=", "ge", [self, o])
+
+    def __eq__(self, o):
+        return _op("binop", "==", "eq", [self, o])
+
+    def __ne__(self, o):
+        return _op("binop", "!=", "ne", [self, o])
+
+    def __getitem__(self, idx):
+        return _index(self, idx)
+
+    def __iter__(self):
+        return iter([self[i] for i in range(len(self))])
+
+    # methods
+    def sum(self, dim=None, keepdim=False, dtype=None):
+        if dim is None:
+            return _op("method", "sum", "sum", [self])
+        return _op("method", "sum", "sum", [self, dim] + ([keepdim] if keepdim else []))
+
+    def mean(self, dim=None, keepdim=False):
+        if dim is None:
+            return _op("call", "torch.ops.aten.mean.default", "mean", [self])
+        return _op("method", "mean", "mean", [self, dim] + ([keepdim] if keepdim else []))
+
+    def amax(self, dim=(), keepdim=False):
+        return _op("call", "torch.ops.aten.amax.default", "amax", [self, list(_dims(dim)), keepdim])
+
+    def view(self, *shape):
+        return _op("method", "view", "view", [self] + _sizes(shape))
+
+    def reshape(self, *shape):
+        return _op("method", "reshape", "reshape", [self] + _sizes(shape))
+
+    def permute(self, *dims):
+        return _op("method", "permute", "permute", [self] + _sizes(dims))
+
+    def transpose(self, d0, d1):
+        return _op("method", "transpose", "transpose", [self, d0, d1])
+
+    @property
+    def T(self):
+        return self.t()
+
+    def t(self):
+        return _op("call", "torch.ops.aten.t.default", "t", [self])
+
+    def contiguous(self):
+        return _op("method", "contiguous", "contiguous", [self])
+
+    def split(self, size, dim=0):
+        return _op("method", "split", "split", [self, size], {"dim": dim}, multi=True)
+
+    def chunk(self, chunks, dim=0):
+        return self.split(-(-self._shape[dim] // chunks), dim)
+
+    def unsqueeze(self, dim):
+        return _op("method", "unsqueeze", "unsqueeze", [self, dim])
+
+    def squeeze(self, dim):
+        return _op("call", "torch.ops.aten.squeeze.dim", "squeeze", [self, dim])
+
+    def flatten(self, start_dim=0, end_dim=-1):
+        return _op("method", "flatten", "flatten", [self, start_dim, end_dim])
+
+    def expand(self, *sizes):
+        return _op("call", "torch.ops.aten.expand.default", "expand", [self, _sizes(sizes)])
+
+    def softmax(self, dim):
+        return _op("method", "softmax", "softmax", [self, dim])
+
+    def pow(self, e):
+        return self ** e
+
+    def add(self, o, alpha=1):
+        return self + (o * alpha if alpha != 1 else o)
+
+    def sub(self, o, alpha=1):
+        return self - (o * alpha if alpha != 1 else o)
+
+    def mul(self, o):
+        return self * o
+
+    def div(self, o):
+        return self / o
+
+    def clamp(self, min=None, max=None):
+        return clamp(self, min, max)
+
+    def max(self, dim=None, keepdim=False):
+        if dim is None:
+            return self.amax()
+        _unsupported("Tensor.max(dim) (values and indices)")
+
+
+def _sizes(args):
+    if len(args) == 1 and isinstance(args[0], (list, tuple)):
+        return [list(args[0])]
+    return list(args)
+
+
+def _dims(dim):
+    return dim if isinstance(dim, (list, tuple)) else (dim,)
+
+
+for _name in ("sin", "cos", "exp", "log", "neg", "abs", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "reciprocal", "erf"):
+    def _method(self, _n=_name):
+        return _op("method", _n, _n, [self])
+
+    setattr(Tensor, _name, _method)
+
+
+def _index(t, idx):
+    """x[i], x[a:b], x[:, i], x[None]: select, slice and unsqueeze ops."""
+    if not isinstance(idx, tuple):
+        idx = (idx,)
+    out, dim = t, 0
+    for i in idx:
+        if i is None:
+            out = out.unsqueeze(dim)
+            dim += 1
+        elif i is Ellipsis:
+            dim = out.dim() - (len(idx) - 1 - idx.index(Ellipsis))
+        elif isinstance(i, slice):
+            if i != slice(None):
+                start = 0 if i.start is None else i.start
+                stop = out._shape[dim] if i.stop is None else i.stop
+                out = _op("call", "torch.ops.aten.slice.Tensor", "slice", [out, dim, start, stop, i.step or 1])
+            dim += 1
+        elif isinstance(i, _bi.int) or _dynamo._is_symint(i):
+            out = _op("call", "torch.ops.aten.select.int", "select", [out, dim, _bi.int(i)])
+        else:
+            _unsupported("indexing with %s" % type(i).__name__)
+    return out
+
+
+def _format_tensor(t):
+    vals = _ls.tolist(t._buf)
+    fl = _DTYPES[t._dt].is_floating_point
+
+    def one(v):
+        if t._dt == "b8":
+            return repr(_bi.bool(v))
+        return ("%.4f" % v) if fl else repr(_bi.int(v))
+
+    def rows(off, dims, depth):
+        if not dims:
+            return one(vals[off])
+        n = dims[0]
+        step = 1
+        for d in dims[1:]:
+            step *= d
+        items = range(n)
+        if len(vals) > 1000 and n > 6:
+            items = list(range(3)) + [None] + list(range(n - 3, n))
+        parts = ["..." if i is None else rows(off + i * step, dims[1:], depth + 1) for i in items]
+        sep = ", " if len(dims) == 1 else ",\n" + " " * (depth + 8)
+        return "[" + sep.join(parts) + "]"
+
+    body = rows(0, list(t._shape), 0)
+    extra = ""
+    if t._dt not in ("f32", "i64", "b8"):
+        extra += ", dtype=%r" % t.dtype
+    if t.grad_fn is not None:
+        extra += ", grad_fn=%r" % t.grad_fn
+    elif t.requires_grad:
+        extra += ", requires_grad=True"
+    return "tensor(%s%s)" % (body, extra)
+
+
+# ---- creation -----------------------------------------------------------------------------------
+
+
+def _shape_args(size):
+    if len(size) == 1 and isinstance(size[0], (list, tuple)):
+        size = size[0]
+    return tuple(_bi.int(s) for s in size)
+
+
+def _new(buf, dt, shape, requires_grad=False):
+    t = Tensor._make(buf, dt, shape)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def manual_seed(seed):
+    _ls.seed(_bi.int(seed))
+
+
+def seed():
+    return 0
+
+
+def randn(*size, dtype=None, device=None, requires_grad=False, generator=None):
+    shape = _shape_args(size)
+    return _new(_ls.random("normal", shape, 0.0, 1.0), "f32", shape, requires_grad)
+
+
+def rand(*size, dtype=None, device=None, requires_grad=False, generator=None):
+    shape = _shape_args(size)
+    return _new(_ls.random("uniform", shape, 0.0, 1.0), "f32", shape, requires_grad)
+
+
+def _uniform(shape, lo, hi):
+    return _new(_ls.random("uniform", tuple(shape), lo, hi), "f32", shape)
+
+
+def full(size, fill_value, dtype=None, device=None, requires_grad=False):
+    shape = tuple(size)
+    if dtype is None:
+        dtype = _bool_dtype if isinstance(fill_value, _bi.bool) else int64 if isinstance(fill_value, _bi.int) else float32
+    return _new(_ls.full(dtype.short, shape, _bi.float(fill_value)), dtype.short, shape, requires_grad)
+
+
+def zeros(*size, dtype=None, device=None, requires_grad=False):
+    shape = _shape_args(size)
+    dt = (dtype or float32).short
+    return _new(_ls.full(dt, shape, 0.0), dt, shape, requires_grad)
+
+
+def ones(*size, dtype=None, device=None, requires_grad=False):
+    shape = _shape_args(size)
+    dt = (dtype or float32).short
+    return _new(_ls.full(dt, shape, 1.0), dt, shape, requires_grad)
+
+
+empty = zeros
+
+
+def zeros_like(t, dtype=None, **kw):
+    return zeros(t._shape, dtype=dtype or t.dtype)
+
+
+def ones_like(t, dtype=None, **kw):
+    return ones(t._shape, dtype=dtype or t.dtype)
+
+
+def randn_like(t, **kw):
+    return randn(t._shape)
+
+
+def arange(start, end=None, step=1, dtype=None, device=None):
+    if end is None:
+        start, end = 0, start
+    vals = []
+    v = start
+    while (step > 0 and v < end) or (step < 0 and v > end):
+        vals.append(v)
+        v += step
+    isfloat = _bi.any(isinstance(x, _bi.float) for x in (start, end, step))
+    dt = (dtype or (float32 if isfloat else int64)).short
+    return _new(_ls.buffer(dt, (len(vals),), [_bi.float(x) for x in vals]), dt, (len(vals),))
+
+
+def tensor(data, dtype=None, device=None, requires_grad=False):
+    if isinstance(data, Tensor):
+        return data.detach().requires_grad_(requires_grad)
+    shape, flat = [], []
+
+    def walk(x, depth):
+        if isinstance(x, (list, tuple)):
+            if len(shape) <= depth:
+                shape.append(len(x))
+            elif shape[depth] != len(x):
+                raise ValueError("expected a rectangular nested list")
+            for y in x:
+                walk(y, depth + 1)
+        else:
+            flat.append(x)
+
+    walk(data, 0)
+    if dtype is None:
+        if _bi.all(isinstance(x, _bi.bool) for x in flat) and flat:
+            dtype = _bool_dtype
+        elif _bi.all(isinstance(x, _bi.int) for x in flat) and flat:
+            dtype = int64
+        else:
+            dtype = float32
+    return _new(_ls.buffer(dtype.short, tuple(shape), [_bi.float(x) for x in flat]), dtype.short, tuple(shape), requires_grad)
+
+
+def is_tensor(x):
+    return isinstance(x, Tensor)
+
+
+def numel(x):
+    return x.numel()
+
+
+# ---- functions ------------------------------------------------------------------------------------
+
+
+def _unary(name):
+    def fn(input):
+        return _op("call", "torch." + name, name, [input])
+
+    fn.__name__ = name
+    return fn
+
+
+for _name in ("sin", "cos", "exp", "log", "neg", "abs", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "reciprocal", "erf"):
+    globals()[_name] = _unary(_name)
+
+
+def add(a, b, alpha=1):
+    return a + (b * alpha if alpha != 1 else b) if isinstance(a, Tensor) else b + a
+
+
+def sub(a, b, alpha=1):
+    return a - (b * alpha if alpha != 1 else b)
+
+
+def mul(a, b):
+    return a * b if isinstance(a, Tensor) else b * a
+
+
+def div(a, b):
+    return a / b
+
+
+def pow(a, e):
+    return a ** e
+
+
+def maximum(a, b):
+    return _op("call", "torch.maximum", "maximum", [a, b])
+
+
+def minimum(a, b):
+    return _op("call", "torch.minimum", "minimum", [a, b])
+
+
+def where(cond, a, b):
+    return _op("call", "torch.where", "where", [cond, a, b])
+
+
+def clamp(x, min=None, max=None):
+    return _op("call", "torch.ops.aten.clamp.default", "clamp", [x, min, max])
+
+
+def cat(tensors, dim=0):
+    return _op("call", "torch.cat", "cat", [list(tensors), dim])
+
+
+def flatten(x, start_dim=0, end_dim=-1):
+    return _op("call", "torch.flatten", "flatten", [x, start_dim] + ([end_dim] if end_dim != -1 else []))
+
+
+def softmax(x, dim, dtype=None):
+    return _op("call", "torch.softmax", "softmax", [x], {"dim": dim})
+
+
+def sum(x, dim=None, keepdim=False):
+    return x.sum(dim, keepdim)
+
+
+def mean(x, dim=None, keepdim=False):
+    return x.mean(dim, keepdim)
+
+
+def amax(x, dim=(), keepdim=False):
+    return x.amax(dim, keepdim)
+
+
+def transpose(x, d0, d1):
+    return x.transpose(d0, d1)
+
+
+def reshape(x, shape):
+    return x.reshape(shape)
+
+
+def permute(x, dims):
+    return x.permute(dims)
+
+
+def unsqueeze(x, dim):
+    return x.unsqueeze(dim)
+
+
+def split(x, size, dim=0):
+    return x.split(size, dim)
+
+
+def matmul(a, b):
+    if a.dim() == 2 and b.dim() == 2:
+        return _op("call", "torch.ops.aten.mm.default", "mm", [a, b])
+    if a.dim() == 3 and b.dim() == 3:
+        return _op("call", "torch.ops.aten.bmm.default", "bmm", [a, b])
+    if b.dim() == 2:
+        lead = a._shape[:-1]
+        return matmul(a.reshape(-1, a._shape[-1]), b).view(*lead, b._shape[-1])
+    _unsupported("torch.matmul of %d-d and %d-d tensors" % (a.dim(), b.dim()))
+
+
+mm = matmul
+bmm = matmul
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    two = lambda v: tuple(v) if isinstance(v, (list, tuple)) else (v, v)
+    return _op("call", "torch.conv2d", "conv2d", [input, weight, bias, two(stride), two(padding), two(dilation), groups])
+
+
+def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    x, y = a.tolist() if isinstance(a, Tensor) else a, b.tolist() if isinstance(b, Tensor) else b
+
+    def flat(v):
+        return [z for w in v for z in flat(w)] if isinstance(v, list) else [v]
+
+    xs, ys = flat(x), flat(y)
+    if len(ys) == 1 and len(xs) > 1:
+        ys = ys * len(xs)
+    return len(xs) == len(ys) and _bi.all(_bi.abs(p - q) <= atol + rtol * _bi.abs(q) for p, q in zip(xs, ys))
+
+
+def equal(a, b):
+    return a._shape == b._shape and a.tolist() == b.tolist()
+
+
+class _Testing:
+    @staticmethod
+    def assert_close(actual, expected, rtol=1.3e-6, atol=1e-5, **kw):
+        if tuple(actual._shape) != tuple(expected._shape):
+            raise AssertionError("shapes differ: %s vs %s" % (actual.shape, expected.shape))
+        xs, ys = _ls.tolist(actual.detach()._buf), _ls.tolist(expected.detach()._buf)
+        worst = _bi.max([_bi.abs(p - q) - (atol + rtol * _bi.abs(q)) for p, q in zip(xs, ys)] or [0])
+        if worst > 0:
+            raise AssertionError("Tensor-likes are not close! (worst excess over tolerance %g)" % worst)
+
+
+testing = _Testing()
+
+
+def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None, options=None, disable=False):
+    """Compiles a function or module: each call captures its graphs (torch._dynamo), and the
+    pipeline compiles and runs them."""
+    if model is None:
+        return lambda m: compile(m, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode)
+    if disable:
+        return model
+    return _dynamo.optimize(model, fullgraph=fullgraph, dynamic=dynamic, mode=mode, backend=backend)
+
+
+float = float32
+double = float64
+long = int64
+int = int32
+bool = _bool_dtype
+
+from torch import _dynamo  # noqa: E402  (filled in after this module)
+from torch import nn  # noqa: E402
+from torch import optim  # noqa: E402

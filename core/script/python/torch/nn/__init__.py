@@ -1,0 +1,396 @@
+"""torch.nn: Module with parameters, buffers and state_dict, and the layers the fixtures use."""
+import collections as _collections
+import math as _math
+
+import torch
+from torch.nn import functional  # noqa: F401
+from torch.nn import functional as F
+
+
+class Parameter(torch.Tensor):
+    __slots__ = ()
+
+    def __new__(cls, data=None, requires_grad=True):
+        data = torch.zeros(0) if data is None else data
+        p = torch.Tensor._make(data._value(), data._dt, data._shape, cls)
+        p.requires_grad = requires_grad
+        return p
+
+    def __init__(self, *a, **k):
+        pass
+
+    def __repr__(self):
+        return "Parameter containing:\n" + torch.Tensor.__repr__(self)
+
+
+class Module:
+    def __init__(self, *args, **kwargs):
+        object.__setattr__(self, "_parameters", _collections.OrderedDict())
+        object.__setattr__(self, "_buffers", _collections.OrderedDict())
+        object.__setattr__(self, "_modules", _collections.OrderedDict())
+        object.__setattr__(self, "training", True)
+
+    def __setattr__(self, name, value):
+        if "_parameters" not in self.__dict__:
+            raise AttributeError("cannot assign before Module.__init__() call")
+        for d in (self._parameters, self._buffers, self._modules):
+            d.pop(name, None)
+        if isinstance(value, Parameter):
+            self._parameters[name] = value
+        elif isinstance(value, Module):
+            self._modules[name] = value
+        elif name in self.__dict__.get("_buffer_names", ()):
+            self._buffers[name] = value
+        else:
+            object.__setattr__(self, name, value)
+
+    def __getattr__(self, name):
+        d = self.__dict__
+        for key in ("_parameters", "_buffers", "_modules"):
+            if key in d and name in d[key]:
+                return d[key][name]
+        raise AttributeError("'%s' object has no attribute '%s'" % (type(self).__name__, name))
+
+    def register_buffer(self, name, tensor, persistent=True):
+        self.__dict__.setdefault("_buffer_names", set()).add(name)
+        self._buffers[name] = tensor
+
+    def register_parameter(self, name, param):
+        self._parameters[name] = param
+
+    def add_module(self, name, module):
+        self._modules[name] = module
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError("%s.forward() is not defined" % type(self).__name__)
+
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+    def named_modules(self, memo=None, prefix=""):
+        memo = set() if memo is None else memo
+        if id(self) in memo:
+            return
+        memo.add(id(self))
+        yield prefix, self
+        for name, m in self._modules.items():
+            if m is not None:
+                yield from m.named_modules(memo, prefix + ("." if prefix else "") + name)
+
+    def modules(self):
+        for _, m in self.named_modules():
+            yield m
+
+    def named_children(self):
+        yield from self._modules.items()
+
+    def children(self):
+        for _, m in self.named_children():
+            yield m
+
+    def _named(self, attr, prefix="", recurse=True):
+        seen = set()
+        mods = self.named_modules(prefix=prefix) if recurse else [(prefix, self)]
+        for mp, m in mods:
+            for n, v in getattr(m, attr).items():
+                if v is None or id(v) in seen:
+                    continue
+                seen.add(id(v))
+                yield (mp + "." if mp else "") + n, v
+
+    def named_parameters(self, prefix="", recurse=True):
+        yield from self._named("_parameters", prefix, recurse)
+
+    def parameters(self, recurse=True):
+        for _, p in self.named_parameters(recurse=recurse):
+            yield p
+
+    def named_buffers(self, prefix="", recurse=True):
+        yield from self._named("_buffers", prefix, recurse)
+
+    def buffers(self, recurse=True):
+        for _, b in self.named_buffers(recurse=recurse):
+            yield b
+
+    def train(self, mode=True):
+        for m in self.modules():
+            object.__setattr__(m, "training", mode)
+        return self
+
+    def eval(self):
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad=True):
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        return self
+
+    def zero_grad(self, set_to_none=True):
+        for p in self.parameters():
+            p.grad = None
+
+    def to(self, *args, **kwargs):
+        return self
+
+    def cuda(self, *a, **k):
+        return self
+
+    def cpu(self):
+        return self
+
+    def state_dict(self):
+        sd = _collections.OrderedDict()
+        for n, p in self.named_parameters():
+            sd[n] = p.detach()
+        for n, b in self.named_buffers():
+            sd[n] = b
+        return sd
+
+    def load_state_dict(self, state_dict, strict=True):
+        own = dict(self.named_parameters())
+        own.update(dict(self.named_buffers()))
+        missing = [k for k in own if k not in state_dict]
+        unexpected = [k for k in state_dict if k not in own]
+        if strict and (missing or unexpected):
+            raise RuntimeError("Error(s) in loading state_dict for %s: missing keys %s, unexpected keys %s"
+                               % (type(self).__name__, missing, unexpected))
+        for k, t in own.items():
+            if k in state_dict:
+                v = state_dict[k]
+                if tuple(v._shape) != tuple(t._shape):
+                    raise RuntimeError("size mismatch for %s: copying a param with shape %s, the shape in current "
+                                       "model is %s" % (k, v.shape, t.shape))
+                t._buf, t._dt = v._value(), v._dt
+        return _collections.namedtuple("IncompatibleKeys", "missing_keys unexpected_keys")(missing, unexpected)
+
+    def extra_repr(self):
+        return ""
+
+    def __repr__(self):
+        lines = []
+        for name, m in self._modules.items():
+            sub = repr(m).replace("\n", "\n  ")
+            lines.append("(%s): %s" % (name, sub))
+        head = type(self).__name__ + "(" + self.extra_repr()
+        if not lines:
+            return head + ")"
+        return head + "\n  " + "\n  ".join(lines) + "\n)"
+
+
+def _uniform_param(shape, bound):
+    return Parameter(torch._uniform(shape, -bound, bound))
+
+
+class Linear(Module):
+    def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
+        super().__init__()
+        self.in_features, self.out_features = in_features, out_features
+        bound = 1 / _math.sqrt(in_features) if in_features else 0
+        self.weight = _uniform_param((out_features, in_features), bound)
+        self.bias = _uniform_param((out_features,), bound) if bias else None
+
+    def forward(self, x):
+        return F.linear(x, self.weight, self.bias)
+
+    def extra_repr(self):
+        return "in_features=%d, out_features=%d, bias=%s" % (self.in_features, self.out_features, self.bias is not None)
+
+
+class Conv2d(Module):
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
+                 padding_mode="zeros", device=None, dtype=None):
+        super().__init__()
+        k = F._pair(kernel_size)
+        self.in_channels, self.out_channels, self.kernel_size = in_channels, out_channels, k
+        self.stride, self.padding, self.dilation, self.groups = F._pair(stride), F._pair(padding), F._pair(dilation), groups
+        if padding_mode != "zeros" or isinstance(padding, str):
+            torch._unsupported("Conv2d(padding=%r, padding_mode=%r)" % (padding, padding_mode))
+        bound = 1 / _math.sqrt(in_channels // groups * k[0] * k[1])
+        self.weight = _uniform_param((out_channels, in_channels // groups, k[0], k[1]), bound)
+        self.bias = _uniform_param((out_channels,), bound) if bias else None
+
+    def forward(self, x):
+        return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+    def extra_repr(self):
+        return "%d, %d, kernel_size=%s, stride=%s" % (self.in_channels, self.out_channels, self.kernel_size, self.stride)
+
+
+class BatchNorm2d(Module):
+    def __init__(self, num_features, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True, device=None, dtype=None):
+        super().__init__()
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.weight = Parameter(torch.ones(num_features)) if affine else None
+        self.bias = Parameter(torch.zeros(num_features)) if affine else None
+        self.register_buffer("running_mean", torch.zeros(num_features))
+        self.register_buffer("running_var", torch.ones(num_features))
+
+    def forward(self, x):
+        if self.training:
+            # Batch statistics normalize; the running statistics move towards them.
+            mean = x.mean([0, 2, 3])
+            n = x.numel() // x.shape[1]
+            var = ((x - mean.view(1, -1, 1, 1)) ** 2).mean([0, 2, 3])
+            with torch.no_grad():
+                m = self.momentum
+                self.running_mean.copy_(self.running_mean * (1 - m) + mean.detach() * m)
+                self.running_var.copy_(self.running_var * (1 - m) + var.detach() * (m * n / max(n - 1, 1)))
+        return F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias, self.training,
+                            self.momentum, self.eps)
+
+    def extra_repr(self):
+        return "%d, eps=%g, momentum=%g" % (self.num_features, self.eps, self.momentum)
+
+
+class LayerNorm(Module):
+    def __init__(self, normalized_shape, eps=1e-05, elementwise_affine=True, bias=True, device=None, dtype=None):
+        super().__init__()
+        shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+        self.normalized_shape, self.eps = shape, eps
+        self.weight = Parameter(torch.ones(*shape)) if elementwise_affine else None
+        self.bias = Parameter(torch.zeros(*shape)) if elementwise_affine and bias else None
+
+    def forward(self, x):
+        return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return "%s, eps=%g" % (self.normalized_shape, self.eps)
+
+
+class MaxPool2d(Module):
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False):
+        super().__init__()
+        self.kernel_size, self.stride, self.padding, self.dilation = kernel_size, stride or kernel_size, padding, dilation
+        self.ceil_mode = ceil_mode
+        if return_indices:
+            torch._unsupported("MaxPool2d(return_indices=True)")
+
+    def forward(self, x):
+        return F.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode)
+
+    def extra_repr(self):
+        return "kernel_size=%s, stride=%s" % (self.kernel_size, self.stride)
+
+
+class AdaptiveAvgPool2d(Module):
+    def __init__(self, output_size):
+        super().__init__()
+        self.output_size = output_size
+
+    def forward(self, x):
+        return F.adaptive_avg_pool2d(x, self.output_size)
+
+
+def _activation(name, fn):
+    class Act(Module):
+        def __init__(self, *args, **kwargs):
+            super().__init__()
+
+        def forward(self, x):
+            return fn(x)
+
+    Act.__name__ = Act.__qualname__ = name
+    return Act
+
+
+ReLU = _activation("ReLU", F.relu)
+GELU = _activation("GELU", F.gelu)
+Sigmoid = _activation("Sigmoid", torch.sigmoid)
+Tanh = _activation("Tanh", torch.tanh)
+Hardswish = _activation("Hardswish", F.hardswish)
+Hardsigmoid = _activation("Hardsigmoid", F.hardsigmoid)
+Identity = _activation("Identity", lambda x: x)
+
+
+class Dropout(Module):
+    def __init__(self, p=0.5, inplace=False):
+        super().__init__()
+        self.p = p
+
+    def forward(self, x):
+        return F.dropout(x, self.p, self.training)
+
+
+class Flatten(Module):
+    def __init__(self, start_dim=1, end_dim=-1):
+        super().__init__()
+        self.start_dim, self.end_dim = start_dim, end_dim
+
+    def forward(self, x):
+        return torch.flatten(x, self.start_dim, self.end_dim)
+
+
+class Softmax(Module):
+    def __init__(self, dim=None):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        return F.softmax(x, self.dim)
+
+
+class MSELoss(Module):
+    def __init__(self, reduction="mean"):
+        super().__init__()
+        self.reduction = reduction
+
+    def forward(self, input, target):
+        return F.mse_loss(input, target, reduction=self.reduction)
+
+
+class Sequential(Module):
+    def __init__(self, *mods):
+        super().__init__()
+        if len(mods) == 1 and isinstance(mods[0], _collections.OrderedDict):
+            mods = list(mods[0].items())
+        else:
+            mods = [(str(i), m) for i, m in enumerate(mods)]
+        for name, m in mods:
+            self._modules[name] = m
+
+    def forward(self, x):
+        for m in self._modules.values():
+            x = m(x)
+        return x
+
+    def __getitem__(self, i):
+        return list(self._modules.values())[i]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+
+class ModuleList(Module):
+    def __init__(self, mods=()):
+        super().__init__()
+        for m in mods:
+            self.append(m)
+
+    def append(self, m):
+        self._modules[str(len(self._modules))] = m
+        return self
+
+    def __getitem__(self, i):
+        return list(self._modules.values())[i]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+
+def _missing(name):
+    class Missing(Module):
+        def __init__(self, *a, **k):
+            torch._unsupported("torch.nn." + name)
+
+    Missing.__name__ = name
+    return Missing
+
+
+for _n in ("Embedding", "CrossEntropyLoss", "LSTM", "GRU", "Conv1d", "MultiheadAttention", "AvgPool2d", "SiLU"):
+    globals()[_n] = _missing(_n)

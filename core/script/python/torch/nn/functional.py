@@ -1,0 +1,98 @@
+"""torch.nn.functional: each function records the call Dynamo's graphs show for it."""
+import torch
+from torch import _op
+
+
+def _pair(v):
+    return tuple(v) if isinstance(v, (list, tuple)) else (v, v)
+
+
+def relu(input, inplace=False):
+    return _op("call", "torch.nn.functional.relu", "relu", [input])
+
+
+def gelu(input, approximate="none"):
+    kw = {"approximate": approximate} if approximate != "none" else None
+    return _op("call", "torch._C._nn.gelu", "gelu", [input], kw)
+
+
+def sigmoid(input):
+    return torch.sigmoid(input)
+
+
+def tanh(input):
+    return torch.tanh(input)
+
+
+def hardswish(input, inplace=False):
+    return _op("call", "torch.nn.functional.hardswish", "hardswish", [input])
+
+
+def hardsigmoid(input, inplace=False):
+    return _op("call", "torch.nn.functional.hardsigmoid", "hardsigmoid", [input])
+
+
+def linear(input, weight, bias=None):
+    return _op("call", "torch._C._nn.linear", "linear", [input, weight, bias])
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return torch.conv2d(input, weight, bias, stride, padding, dilation, groups)
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    if return_indices:
+        torch._unsupported("max_pool2d(return_indices=True)")
+    return _op("call", "torch.nn.functional.max_pool2d", "max_pool2d",
+               [input, kernel_size, stride if stride is not None else kernel_size, padding, dilation],
+               {"ceil_mode": ceil_mode, "return_indices": False})
+
+
+def adaptive_avg_pool2d(input, output_size):
+    return _op("call", "torch.nn.functional.adaptive_avg_pool2d", "adaptive_avg_pool2d", [input, output_size])
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-05):
+    return _op("call", "torch.nn.functional.batch_norm", "batch_norm",
+               [input, running_mean, running_var, weight, bias, training, momentum, eps])
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
+    return _op("call", "torch.nn.functional.layer_norm", "layer_norm",
+               [input, tuple(normalized_shape), weight, bias, eps])
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    if not training or p == 0:
+        return input
+    return _op("call", "torch.nn.functional.dropout", "dropout", [input, p, training])
+
+
+def softmax(input, dim=None, dtype=None):
+    return _op("call", "torch.nn.functional.softmax", "softmax", [input], {"dim": dim})
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    kw = {"reduction": reduction} if reduction != "mean" else None
+    return _op("call", "torch.nn.functional.mse_loss", "mse_loss", [input, target], kw)
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
+    if attn_mask is not None or dropout_p:
+        torch._unsupported("scaled_dot_product_attention with attn_mask or dropout_p")
+    kw = {"is_causal": True} if is_causal else {}
+    if scale is not None:
+        kw["scale"] = scale
+    return _op("call", "torch._C._nn.scaled_dot_product_attention", "scaled_dot_product_attention",
+               [query, key, value], kw or None)
+
+
+def _missing(name):
+    def fn(*a, **k):
+        torch._unsupported("torch.nn.functional." + name)
+    return fn
+
+
+for _n in ("cross_entropy", "nll_loss", "log_softmax", "embedding", "avg_pool2d", "silu", "leaky_relu", "pad",
+           "interpolate", "normalize", "l1_loss", "binary_cross_entropy"):
+    globals()[_n] = _missing(_n)
