@@ -467,15 +467,16 @@ class _Frame:
         key = (self.code, self.site)
         entries = _cache.setdefault(key, [])
         metas = [(i["dt"], tuple(i["shape"]), i["requires_grad"]) for i in g.inputs]
-        for e in entries:
-            if e["text"] == text and e["metas"] == metas:
-                return e
-        reason = "first call" if not entries else self.why_recompile(entries[-1], g, guards)
         train = g.train and torch._grad_enabled
+        for e in entries:
+            if e["text"] == text and e["metas"] == metas and e["train"] == train:
+                return e
+        reason = "first call" if not entries else self.why_recompile(entries[-1], g, guards, train)
         name = "%s (graph %d)" % (g.function, len(_graphs))
         guard_text = [_tensor_guard(i) for i in g.inputs if i["symbol"] is None]
         guard_text += ["%s: TYPE_MATCH int" % ("L['%s']" % s) for s in sorted({i["symbol"] for i in g.inputs if i["symbol"]})]
         guard_text += [_display(e) if r else "not (%s)" % _display(e) for e, r in guards]
+        guard_text.append("GLOBAL_STATE: grad_mode=%s" % torch._grad_enabled)
         log = {"id": len(_graphs), "function": g.function, "location": g.location, "text": text, "guards": guard_text,
                "reason": reason, "recompile": _bi.bool(entries), "train": train, "calls": 0, "result": -1}
         if len(entries) >= config.cache_size_limit:
@@ -497,7 +498,9 @@ class _Frame:
         entries.append(entry)
         return entry
 
-    def why_recompile(self, old, g, guards):
+    def why_recompile(self, old, g, guards, train):
+        if old["train"] != train:
+            return "GLOBAL_STATE changed: grad_mode (%s)" % ("enabled, inputs require grad: a training step" if train else "no grad")
         now = {i["source"]: i for i in g.inputs}
         for i in old["inputs"]:
             j = now.get(i["source"])
@@ -686,7 +689,7 @@ class ExplainOutput:
 
 def explain(fn, *extra_args, **extra_kwargs):
     def run(*args, **kwargs):
-        saved = dict(_cache)
+        saved, logged = dict(_cache), len(_graphs)
         _cache.clear()
         c = optimize(fn)
         try:
@@ -694,6 +697,7 @@ def explain(fn, *extra_args, **extra_kwargs):
         finally:
             _cache.clear()
             _cache.update(saved)
+            del _graphs[logged:]  # explain's own compiles stay out of the compile log
         frame = c._compiled._last_frame if isinstance(c, OptimizedModule) else c._last_frame
         return ExplainOutput([t for t, _ in frame.flushed], frame.breaks, _bi.sum(n for _, n in frame.flushed))
 

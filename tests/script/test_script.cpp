@@ -1,0 +1,263 @@
+// Capture from Python programs (core/script/): the walkthrough samples run with their graph, break
+// and recompile counts; captured graphs match TorchDynamo's (the fixtures' 1_dynamo_fx_N.txt);
+// compiled results and gradients match the fixtures' PyTorch outputs and finite differences; a
+// failing or endless script is reported and the host goes on.
+#include <QtTest>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "frontend/fx_text.h"
+#include "script/script.h"
+#include "tensor/npy.h"
+
+namespace {
+
+std::string read(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+ls::ScriptRun run_sample(const std::string& name) {
+  const std::string path = std::string(LS_SAMPLES) + "/python/" + name;
+  return ls::run_script(read(path), path);
+}
+
+// Callee and node name of every op node, in order.
+std::vector<std::pair<std::string, std::string>> ops_of(const ls::Graph& g) {
+  std::vector<std::pair<std::string, std::string>> v;
+  for (const ls::Node& n : g.nodes)
+    if (!n.is_placeholder()) v.emplace_back(n.target, n.name);
+  return v;
+}
+
+}  // namespace
+
+class TestScript : public QObject {
+  Q_OBJECT
+ private slots:
+  void initTestCase() {
+    if (!ls::have_python()) QSKIP("this build has no embedded Python (python3-dev)");
+  }
+
+  void testSincosSample() {
+    const ls::ScriptRun r = run_sample("sincos.py");
+    QVERIFY2(r.ok, r.error.c_str());
+    QCOMPARE(r.graphs.size(), size_t(1));
+    QCOMPARE(r.breaks.size(), size_t(0));
+    QVERIFY(r.graphs[0].result && r.graphs[0].result->check.ok);
+    QVERIFY2(r.output.find("sin^2 + cos^2 == 1: True") != std::string::npos, r.output.c_str());
+    // The same ops, in the same order and with the same names, as TorchDynamo's graph.
+    const ls::Graph ours = ls::import_fx_text(r.graphs[0].graph_text, "captured");
+    const ls::Graph dynamo = ls::import_fx_text(read(std::string(LS_TEST_DATA) + "/stages/sincos/1_dynamo_fx_0.txt"));
+    QCOMPARE(ops_of(ours), ops_of(dynamo));
+    // One kernel, as Inductor.
+    int generated = 0;
+    for (const auto& k : r.graphs[0].result->kernels) generated += k.kind == "generated";
+    QCOMPARE(generated, 1);
+  }
+
+  void testMseLossSample() {
+    const ls::ScriptRun r = run_sample("mse_loss.py");
+    QVERIFY2(r.ok, r.error.c_str());
+    QCOMPARE(r.graphs.size(), size_t(1));
+    QVERIFY2(r.output.find("matches eager: True") != std::string::npos, r.output.c_str());
+    const ls::Graph ours = ls::import_fx_text(r.graphs[0].graph_text, "captured");
+    const ls::Graph dynamo = ls::import_fx_text(read(std::string(LS_TEST_DATA) + "/stages/mse_loss/1_dynamo_fx_0.txt"));
+    QCOMPARE(ops_of(ours), ops_of(dynamo));
+  }
+
+  // toy_example: 2 graphs and 1 break, as 1_dynamo_explain.txt; both graphs as Dynamo's.
+  void testToyExampleBreaks() {
+    const ls::ScriptRun r = run_sample("toy_example.py");
+    QVERIFY2(r.ok, r.error.c_str());
+    QCOMPARE(r.graphs.size(), size_t(2));
+    QCOMPARE(r.breaks.size(), size_t(1));
+    QCOMPARE(r.breaks[0].reason, std::string("generic_jump TensorVariable()"));
+    QVERIFY2(r.breaks[0].code.find("if b.sum() < 0:") != std::string::npos, r.breaks[0].code.c_str());
+    QVERIFY2(r.output.find("Graph Count: 2") != std::string::npos, r.output.c_str());
+    QVERIFY(r.output.find("Graph Break Count: 1") != std::string::npos);
+    QVERIFY(r.output.find("matches eager: True") != std::string::npos);
+    QCOMPARE(r.graphs[1].function.rfind("torch_dynamo_resume_in_toy_example_at_", 0), size_t(0));
+    for (int k = 0; k < 2; ++k) {
+      const ls::Graph ours = ls::import_fx_text(r.graphs[k].graph_text, "captured");
+      const ls::Graph dynamo = ls::import_fx_text(
+          read(std::string(LS_TEST_DATA) + "/stages/toy_example/1_dynamo_fx_" + std::to_string(k) + ".txt"));
+      QCOMPARE(ops_of(ours), ops_of(dynamo));
+      QCOMPARE(ours.user_inputs().size(), dynamo.user_inputs().size());
+      QVERIFY(r.graphs[k].result && r.graphs[k].result->check.ok);
+    }
+  }
+
+  // fn(x, 2), fn(x, 3), fn(x, 6) share a graph; fn(x, -3) recompiles, naming the failed guard.
+  void testRecompileOnIntGuard() {
+    const ls::ScriptRun r = run_sample("recompile.py");
+    QVERIFY2(r.ok, r.error.c_str());
+    QCOMPARE(r.graphs.size(), size_t(2));
+    QCOMPARE(r.recompiles, 1);
+    QCOMPARE(r.graphs[0].calls, 3);
+    QCOMPARE(r.graphs[1].calls, 1);
+    QVERIFY2(r.graphs[1].reason.find("L['n'] >= 0") != std::string::npos, r.graphs[1].reason.c_str());
+    QVERIFY(r.output.find("False") == std::string::npos);
+    QCOMPARE(std::count(r.output.begin(), r.output.end(), '\n'), 4L);
+  }
+
+  void testMlpTrainingLoop() {
+    const ls::ScriptRun r = run_sample("mlp_training.py");
+    QVERIFY2(r.ok, r.error.c_str());
+    QCOMPARE(r.graphs.size(), size_t(1));
+    QVERIFY(r.graphs[0].train);
+    QCOMPARE(r.graphs[0].calls, 5);
+    QVERIFY(r.graphs[0].result && r.graphs[0].result->stage("backward"));
+    QVERIFY2(r.output.find("weights after training match eager: True") != std::string::npos, r.output.c_str());
+  }
+
+  void testCifarSample() {
+    const ls::ScriptRun r = run_sample("cifar_cnn.py");
+    QVERIFY2(r.ok, r.error.c_str());
+    QCOMPARE(r.graphs.size(), size_t(2));  // inference (no_grad), then the training step
+    QVERIFY(!r.graphs[0].train && r.graphs[1].train);
+    QVERIFY2(r.graphs[1].reason.find("grad_mode") != std::string::npos, r.graphs[1].reason.c_str());
+    QVERIFY(r.output.find("False") == std::string::npos);
+    QVERIFY2(r.output.find("weights after one step match eager: True") != std::string::npos, r.output.c_str());
+  }
+
+  // Compiled outputs and gradients against PyTorch's own (the fixtures' .npy files).
+  void testFixtureNumbers_data() {
+    QTest::addColumn<QString>("name");
+    QTest::addColumn<QString>("call");
+    QTest::newRow("toy_example") << "toy_example"
+                                 << "def f(a, b):\n    x = a / (torch.abs(a) + 1)\n    if b.sum() < 0:\n        b = b * -1\n"
+                                    "    return x * b\n";
+    QTest::newRow("mse_loss") << "mse_loss"
+                              << "def f(x, y):\n    return F.mse_loss(torch.sin(x) ** 2 + torch.cos(x) ** 2, y)\n";
+  }
+  void testFixtureNumbers() {
+    QFETCH(QString, name);
+    QFETCH(QString, call);
+    const std::string dir = std::string(LS_TEST_DATA) + "/script/" + name.toStdString();
+    const std::string out = QDir::tempPath().toStdString() + "/ls_script_" + name.toStdString();
+    std::filesystem::create_directories(out);
+    const std::string script = "import torch\nimport torch.nn.functional as F\nimport lowerscope\n" + call.toStdString() +
+                               "a = lowerscope.load_npy('" + dir + "/in0.npy').requires_grad_()\n"
+                               "b = lowerscope.load_npy('" + dir + "/in1.npy').requires_grad_()\n"
+                               "r = torch.compile(f)(a, b)\n"
+                               "r.sum().backward()\n"
+                               "lowerscope.save_npy('" + out + "/out.npy', r)\n"
+                               "lowerscope.save_npy('" + out + "/grad_in0.npy', a.grad)\n"
+                               "lowerscope.save_npy('" + out + "/grad_in1.npy', b.grad)\n";
+    const ls::ScriptRun r = ls::run_script(script, "fixture.py");
+    QVERIFY2(r.ok, r.error.c_str());
+    for (const auto& g : r.graphs) QVERIFY(g.train && g.result && g.result->check.ok);
+    for (const char* f : {"out.npy", "grad_in0.npy", "grad_in1.npy"}) {
+      const ls::Comparison c = ls::compare(ls::load_npy(out + "/" + f), ls::load_npy(dir + "/" + f));
+      QVERIFY2(c.ok, (std::string(f) + ": " + c.why).c_str());
+    }
+  }
+
+  // Eager autograd (one-op graphs differentiated by the core) against central differences.
+  void testEagerGradientsAgainstFiniteDifferences() {
+    const std::string script = R"(
+import torch, torch.nn.functional as F
+torch.manual_seed(1)
+x = torch.randn(3, 5).requires_grad_()
+w = torch.randn(4, 5).requires_grad_()
+def loss_of(x, w):
+    h = F.gelu(F.linear(x, w)) * torch.sigmoid(x.sum(1, keepdim=True))
+    return (h.softmax(-1) * torch.arange(4.0)).sum() + (x ** 2).mean()
+loss_of(x, w).backward()
+worst = 0.0
+eps = 1e-2
+with torch.no_grad():
+    for t, g in ((x, x.grad), (w, w.grad)):
+        flat = t.tolist()
+        for i in range(len(flat)):
+            for j in range(len(flat[0])):
+                def at(d):
+                    v = [row[:] for row in flat]; v[i][j] += d
+                    tt = torch.tensor(v)
+                    return (loss_of(tt, w) if t is x else loss_of(x, tt)).item()
+                fd = (at(eps) - at(-eps)) / (2 * eps)
+                worst = max(worst, abs(fd - g.tolist()[i][j]))
+print("worst", worst)
+assert worst < 2e-3, worst
+)";
+    const ls::ScriptRun r = ls::run_script(script, "fd.py");
+    QVERIFY2(r.ok, (r.error + r.output).c_str());
+  }
+
+  void testFullgraphTurnsABreakIntoAnError() {
+    const std::string script =
+        "import torch\n"
+        "@torch.compile(fullgraph=True)\n"
+        "def f(a, b):\n"
+        "    if b.sum() < 0:\n"
+        "        b = -b\n"
+        "    return a * b\n"
+        "f(torch.randn(4), torch.randn(4))\n";
+    const ls::ScriptRun r = ls::run_script(script, "full.py");
+    QVERIFY(!r.ok);
+    QVERIFY2(r.error.find("Unsupported") != std::string::npos, r.error.c_str());
+    QVERIFY2(r.error.find("generic_jump") != std::string::npos, r.error.c_str());
+    QVERIFY2(r.error.find("full.py:4") != std::string::npos, r.error.c_str());
+  }
+
+  // A script's error is a traceback naming the line; a missing function is named; the next
+  // script runs as if nothing happened.
+  void testErrorsAreReportedAndTheHostGoesOn() {
+    ls::ScriptRun r = ls::run_script("import torch\nx = torch.randn(3)\n\nraise ValueError('bad value')\n", "err.py");
+    QVERIFY(!r.ok);
+    QVERIFY2(r.error.find("err.py\", line 4") != std::string::npos, r.error.c_str());
+    QVERIFY(r.error.find("ValueError: bad value") != std::string::npos);
+    r = ls::run_script("import torch.nn.functional as F\nimport torch\nF.cross_entropy(torch.randn(2, 3), torch.randn(2, 3))\n",
+                       "missing.py");
+    QVERIFY(!r.ok);
+    QVERIFY2(r.error.find("NotImplementedError") != std::string::npos, r.error.c_str());
+    QVERIFY2(r.error.find("torch.nn.functional.cross_entropy") != std::string::npos, r.error.c_str());
+    r = ls::run_script("import torch\nprint(torch.ones(2) * 3)\n", "ok.py");
+    QVERIFY2(r.ok, r.error.c_str());
+    QCOMPARE(r.output, std::string("tensor([3.0000, 3.0000])\n"));
+  }
+
+  void testAnEndlessScriptCanBeStopped() {
+    std::atomic<bool> done{false};
+    ls::ScriptRun r;
+    std::thread t([&] {
+      r = ls::run_script("import torch\nwhile True:\n    pass\n", "loop.py");
+      done = true;
+    });
+    QTest::qWait(300);
+    QVERIFY(!done);
+    ls::interrupt_script();
+    for (int i = 0; i < 100 && !done; ++i) QTest::qWait(50);
+    QVERIFY(done);
+    t.join();
+    QVERIFY(!r.ok);
+    QVERIFY2(r.error.find("KeyboardInterrupt") != std::string::npos, r.error.c_str());
+  }
+
+  void testCliReport() {
+    const std::string report = QDir::tempPath().toStdString() + "/ls_script_report.json";
+    const std::string cmd = std::string(LS_CLI) + " run " + LS_SAMPLES + "/python/toy_example.py --quiet --report " + report;
+    QCOMPARE(std::system(cmd.c_str()), 0);
+    const auto j = nlohmann::json::parse(read(report));
+    QCOMPARE(j["graph_count"].get<int>(), 2);
+    QCOMPARE(j["graph_break_count"].get<int>(), 1);
+    QCOMPARE(j["graphs"][0]["check"].get<std::string>(), std::string("ok"));
+    QVERIFY(j["graphs"][0]["guards"].size() >= 2);
+    // A failing script: exit status 2.
+    const std::string bad = QDir::tempPath().toStdString() + "/ls_bad_script.py";
+    std::ofstream(bad) << "import torch\ntorch.nn.Embedding(3, 4)\n";
+    QCOMPARE(WEXITSTATUS(std::system((std::string(LS_CLI) + " run " + bad + " --quiet 2>/dev/null").c_str())), 2);
+  }
+};
+
+QTEST_GUILESS_MAIN(TestScript)
+#include "test_script.moc"
