@@ -41,6 +41,17 @@ void CompileSession::open(const QString& path) {
   }));
 }
 
+void CompileSession::showRecord(std::shared_ptr<const CompileResult> r) {
+  if (!r) return;
+  cancel();
+  watcher_.waitForFinished();
+  previous_ = std::move(result_);
+  result_ = std::const_pointer_cast<CompileResult>(r);  // the views only read it
+  emit started(QString::fromStdString(r->model.path));
+  if (!r->error.empty()) emit failed(QString::fromStdString(r->error_stage), QString::fromStdString(r->error));
+  else emit finished();
+}
+
 void CompileSession::cancel() {
   if (cancel_) cancel_->store(true);
 }

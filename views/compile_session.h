@@ -19,6 +19,8 @@ class CompileSession : public QObject {
 
   void open(const QString& path);  // loads and compiles; finished() or failed() follows
   void cancel();
+  // Shows a record compiled elsewhere (a graph captured from a Python script): finished() follows.
+  void showRecord(std::shared_ptr<const CompileResult> r);
   bool busy() const { return watcher_.isRunning(); }
   const CompileResult* result() const { return result_.get(); }
   PipelineOptions options;

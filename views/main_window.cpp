@@ -6,6 +6,7 @@
 #include <QActionGroup>
 #include <QApplication>
 #include <QDockWidget>
+#include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QHeaderView>
@@ -31,6 +32,7 @@
 #include "compile_session.h"
 #include "graph_layout.h"
 #include "graph_view.h"
+#include "script_panel.h"
 #include "kernel_table_model.h"
 #include "partition_model.h"
 #include "stage_list_model.h"
@@ -124,6 +126,34 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   pd->setWidget(provenance_);
   addDockWidget(Qt::LeftDockWidgetArea, pd);
 
+  // Python scripts: the editor, what they print, and the compile log of their torch.compile calls.
+  script_ = new ScriptPanel(this);
+  script_dock_ = new QDockWidget(tr("Python script"), this);
+  script_dock_->setObjectName("script");
+  script_dock_->setWidget(script_);
+  addDockWidget(Qt::RightDockWidgetArea, script_dock_);
+  script_dock_->hide();
+  connect(script_, &ScriptPanel::graphChosen, this, [this](int i) {
+    const ScriptRun& run = script_->lastRun();
+    if (i < 0 || static_cast<size_t>(i) >= run.graphs.size() || !run.graphs[static_cast<size_t>(i)].result) return;
+    session_->showRecord(run.graphs[static_cast<size_t>(i)].result);
+  });
+  connect(script_, &ScriptPanel::finished, this, [this](bool ok) {
+    const ScriptRun& run = script_->lastRun();
+    progress_->setText(tr("%1: %2 graph(s), %3 graph break(s), %4 recompile(s)")
+                           .arg(QFileInfo(script_->path()).fileName())
+                           .arg(run.graphs.size())
+                           .arg(run.breaks.size())
+                           .arg(run.recompiles));
+    if (!run.graphs.empty() && run.graphs.front().result) {
+      script_->chooseGraph(0);
+      return;
+    }
+    if (!ok) showError(tr("The script failed:\n%1").arg(QString::fromStdString(run.error)));
+    else graph_->showMessage(tr("The script compiled nothing: call a function wrapped by torch.compile"));
+    emit compileDone(false);
+  });
+
   progress_ = new QLabel(this);
   cancel_ = new QPushButton(tr("Cancel"), this);
   cancel_->hide();
@@ -189,7 +219,7 @@ void MainWindow::buildActions() {
   QAction* open = file->addAction(tr("&Open Model File…"), this, [this] {
     const QString p = QFileDialog::getOpenFileName(
         this, tr("Open model"), QString(),
-        tr("Models (*.pt2 *.onnx *.txt);;torch.export archives (*.pt2);;ONNX models (*.onnx);;FX graph text (*.txt);;All files (*)"));
+        tr("Models and scripts (*.pt2 *.onnx *.txt *.py);;torch.export archives (*.pt2);;ONNX models (*.onnx);;FX graph text (*.txt);;Python scripts (*.py);;All files (*)"));
     if (!p.isEmpty()) openModel(p);
   });
   open->setShortcut(QKeySequence::Open);
@@ -197,6 +227,11 @@ void MainWindow::buildActions() {
     const QString p = QFileDialog::getExistingDirectory(this, tr("Open model folder"));
     if (!p.isEmpty()) openModel(p);
   });
+  QAction* open_script = file->addAction(tr("Open &Python Script…"), this, [this] {
+    const QString p = QFileDialog::getOpenFileName(this, tr("Open a PyTorch-style script"), QString(), tr("Python scripts (*.py)"));
+    if (!p.isEmpty()) openScript(p);
+  });
+  open_script->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O));
   recent_menu_ = file->addMenu(tr("Open &Recent"));
   rebuildRecentMenu();
   QAction* reload = file->addAction(tr("&Recompile"), this, [this] { if (!path_.isEmpty()) openModel(path_); });
@@ -242,6 +277,23 @@ void MainWindow::buildActions() {
   prev->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_BracketLeft));
 
   // The level the graph is decomposed to before lowering, as a backend author chooses it.
+  QMenu* script = menuBar()->addMenu(tr("&Script"));
+  script->addAction(tr("&New Script (the walkthrough's sin/cos)"), this, [this] {
+    script_->setScript("import torch\n\n\ndef f(x):\n    return torch.sin(x) ** 2 + torch.cos(x) ** 2\n\n\n"
+                       "compiled = torch.compile(f)\nprint(compiled(torch.randn(1000))[:4])\n",
+                       "script.py");
+    script_dock_->show();
+    script_dock_->raise();
+  });
+  QAction* run_script_action = script->addAction(tr("&Run"), this, [this] {
+    script_dock_->show();
+    script_->run();
+  });
+  run_script_action->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_R));
+  QAction* stop_script = script->addAction(tr("&Stop"), this, [this] { script_->stop(); });
+  stop_script->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Period));
+  script->addAction(script_dock_->toggleViewAction());
+
   QMenu* compile = menuBar()->addMenu(tr("&Compile"));
   auto* level = new QActionGroup(this);
   QAction* to_prims = compile->addAction(tr("Decompose to &prims"));
@@ -325,7 +377,25 @@ void MainWindow::setPartitioner(bool min_cut) {
 
 QString MainWindow::partitionSummary() const { return partition_summary_->text(); }
 
+void MainWindow::openScript(const QString& path) {
+  QFile f(path);
+  if (!f.open(QIODevice::ReadOnly)) {
+    showError(tr("Cannot read %1: %2").arg(path, f.errorString()));
+    return;
+  }
+  rememberRecent(path);
+  setWindowTitle(tr("%1 — Lowerscope").arg(QFileInfo(path).fileName()));
+  script_->setScript(QString::fromUtf8(f.readAll()), path);
+  script_dock_->show();
+  script_dock_->raise();
+  script_->run();
+}
+
 void MainWindow::openModel(const QString& path) {
+  if (path.endsWith(".py", Qt::CaseInsensitive)) {
+    openScript(path);
+    return;
+  }
   path_ = path;
   rememberRecent(path);
   setWindowTitle(tr("%1 — Lowerscope").arg(QFileInfo(path).fileName()));

@@ -4,6 +4,7 @@
 #include <QMainWindow>
 
 class QAction;
+class QDockWidget;
 class QDragEnterEvent;
 class QDropEvent;
 class QLabel;
@@ -23,13 +24,17 @@ class GraphLayouter;
 class GraphView;
 class KernelTableModel;
 class PartitionModel;
+class ScriptPanel;
 class StageListModel;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
  public:
   explicit MainWindow(QWidget* parent = nullptr);
-  void openModel(const QString& path);
+  void openModel(const QString& path);  // a .py file opens as a script and runs
+  // Loads a Python script into the script panel and runs it; its first compiled graph is shown.
+  void openScript(const QString& path);
+  ScriptPanel* scriptPanel() const { return script_; }
   bool selectStage(const QString& name_or_prefix);  // false when no stage matches
   QString currentStage() const;
   CompileSession* session() const { return session_; }
@@ -102,6 +107,8 @@ class MainWindow : public QMainWindow {
   QString path_;
   QMenu* recent_menu_ = nullptr;
   QLineEdit* find_ = nullptr;
+  ScriptPanel* script_ = nullptr;
+  QDockWidget* script_dock_ = nullptr;
 };
 
 }  // namespace ls

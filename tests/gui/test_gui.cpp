@@ -21,6 +21,9 @@
 #include "graph_layout.h"
 #include "graph_view.h"
 #include "main_window.h"
+#include "script/script.h"
+#include "script_panel.h"
+#include <QPlainTextEdit>
 #include "pipeline/pipeline.h"
 
 using namespace ls;
@@ -273,6 +276,42 @@ class TestGui : public QObject {
     QCOMPARE(g.edges.size(), 1);
     QCOMPARE(g.edges[0].arrow_to, QPointF(50, 180));
     QVERIFY_THROWS_EXCEPTION(std::exception, parse_dot_json("{not json"));
+  }
+
+  // A script runs from the editor: its compile log lists the graphs and the break, the first
+  // graph's stages are in the explorer, choosing the second shows it; an edited script that
+  // raises shows its traceback and the window goes on.
+  void testScriptFromEditor() {
+    if (!have_python()) QSKIP("no embedded Python in this build");
+    MainWindow w;
+    w.show();
+    QSignalSpy done(&w, &MainWindow::compileDone);
+    w.openModel(QString(LS_SAMPLES) + "/python/toy_example.py");
+    QVERIFY(done.wait(60000));
+    ScriptPanel* p = w.scriptPanel();
+    QVERIFY(p->isVisible());
+    QCOMPARE(p->log()->topLevelItemCount(), 3);  // graph 0, graph 1, the break
+    QVERIFY(p->log()->topLevelItem(2)->text(1).contains("generic_jump"));
+    QVERIFY(p->output()->toPlainText().contains("matches eager: True"));
+    const CompileResult* r = w.session()->result();
+    QVERIFY(r);
+    QCOMPARE(r->model.format, std::string("python-capture"));
+    QVERIFY(r->model.graph.find("lt") >= 0);  // graph 0 ends with the branch condition
+    QVERIFY(w.selectStage("fused"));
+    QSignalSpy shown(&w, &MainWindow::compileDone);
+    p->chooseGraph(1);
+    QTRY_VERIFY(w.session()->result() != r);
+    QVERIFY(w.session()->result()->model.graph.find("mul_1") >= 0);
+
+    QSignalSpy finished(p, &ScriptPanel::finished);
+    p->setScript("import torch\nx = torch.ones(3)\nprint('before')\nx.no_such_method()\n", "edited.py");
+    p->run();
+    QVERIFY(finished.wait(30000));
+    QCOMPARE(finished.takeFirst().at(0).toBool(), false);
+    QVERIFY(p->output()->toPlainText().contains("before"));
+    QVERIFY2(p->output()->toPlainText().contains("edited.py\", line 4"), qPrintable(p->output()->toPlainText()));
+    QVERIFY(p->output()->toPlainText().contains("AttributeError"));
+    QVERIFY(w.isVisible());
   }
 };
 
