@@ -243,6 +243,37 @@ assert worst < 2e-3, worst
     QVERIFY2(r.error.find("KeyboardInterrupt") != std::string::npos, r.error.c_str());
   }
 
+  // Every sample through the CLI, as CI users run it: exit status 0 (the script ran and every
+  // compiled graph matched the reference interpreter) and the counts in its report.
+  void testSamplesThroughCli_data() {
+    QTest::addColumn<QString>("sample");
+    QTest::addColumn<int>("graphs");
+    QTest::addColumn<int>("breaks");
+    QTest::addColumn<int>("recompiles");
+    QTest::newRow("sincos") << "sincos.py" << 1 << 0 << 0;
+    QTest::newRow("mse_loss") << "mse_loss.py" << 1 << 0 << 0;
+    QTest::newRow("toy_example") << "toy_example.py" << 2 << 1 << 0;
+    QTest::newRow("recompile") << "recompile.py" << 2 << 0 << 1;
+    QTest::newRow("mlp_training") << "mlp_training.py" << 1 << 0 << 0;
+    QTest::newRow("cifar_cnn") << "cifar_cnn.py" << 2 << 0 << 1;
+  }
+  void testSamplesThroughCli() {
+    QFETCH(QString, sample);
+    QFETCH(int, graphs);
+    QFETCH(int, breaks);
+    QFETCH(int, recompiles);
+    const std::string report = QDir::tempPath().toStdString() + "/ls_sample_" + sample.toStdString() + ".json";
+    const std::string cmd = std::string(LS_CLI) + " run " + LS_SAMPLES + "/python/" + sample.toStdString() +
+                            " --quiet --report " + report;
+    QCOMPARE(std::system(cmd.c_str()), 0);
+    const auto j = nlohmann::json::parse(read(report));
+    QCOMPARE(j["graph_count"].get<int>(), graphs);
+    QCOMPARE(j["graph_break_count"].get<int>(), breaks);
+    QCOMPARE(j["recompiles"].get<int>(), recompiles);
+    QVERIFY(j["output"].get<std::string>().find("False") == std::string::npos);
+    for (const auto& g : j["graphs"]) QCOMPARE(g["check"].get<std::string>(), std::string("ok"));
+  }
+
   void testCliReport() {
     const std::string report = QDir::tempPath().toStdString() + "/ls_script_report.json";
     const std::string cmd = std::string(LS_CLI) + " run " + LS_SAMPLES + "/python/toy_example.py --quiet --report " + report;
