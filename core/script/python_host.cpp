@@ -372,7 +372,11 @@ PyObject* py_compile(PyObject*, PyObject* args) {
     Py_END_ALLOW_THREADS;
     if (!r->error.empty())
       throw std::runtime_error("compiling " + std::string(name) + " failed at stage '" + r->error_stage + "': " + r->error);
-    if (!r->program) throw std::runtime_error("compiling " + std::string(name) + ": " + (r->not_run.empty() ? "not run" : r->not_run));
+    if (!r->program)
+      throw std::runtime_error("compiled " + std::string(name) + " for " + o.device +
+                               ", but a script's compiled graphs run on the CPU (open a captured graph in the explorer "
+                               "and choose Target: CUDA to compile it for a GPU)" +
+                               (r->not_run.empty() ? std::string() : ": " + r->not_run));
     g_session->results.push_back(r);
     PyObject* tangent_of = PyList_New(0);
     PyObject* grad_of = PyList_New(0);

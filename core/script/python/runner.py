@@ -55,10 +55,10 @@ def main(source, filename, sources):
     saved = sys.stdout, sys.stderr
     sys.stdout = sys.stderr = _Output()
     ok, error = True, ""
+    folder = os.path.dirname(os.path.abspath(filename))
     try:
         _load(sources)
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-        folder = os.path.dirname(os.path.abspath(filename))
         if folder not in sys.path:
             sys.path.insert(0, folder)
         sys.argv = [filename]
@@ -73,6 +73,11 @@ def main(source, filename, sources):
         ok, error = False, _traceback(e)
     finally:
         sys.stdout, sys.stderr = saved
+        # The script's own modules are read afresh by the next run (the user may have edited them).
+        for name, m in list(sys.modules.items()):
+            f = getattr(m, "__file__", None) or ""
+            if f.startswith(folder + os.sep):
+                del sys.modules[name]
     dyn = sys.modules.get("torch._dynamo")
     log = dyn._log() if dyn is not None and hasattr(dyn, "_log") else {"graphs": [], "breaks": []}
     return {"ok": ok, "error": error, "graphs": log["graphs"], "breaks": log["breaks"]}
