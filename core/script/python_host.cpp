@@ -94,6 +94,21 @@ PyObject* guarded(F&& f) {
   }
 }
 
+// Runs f with the GIL released (so another thread can stop the script), and takes it back
+// whether f returns or throws.
+template <class F>
+auto without_gil(F&& f) {
+  PyThreadState* saved = PyEval_SaveThread();
+  try {
+    auto r = f();
+    PyEval_RestoreThread(saved);
+    return r;
+  } catch (...) {
+    PyEval_RestoreThread(saved);
+    throw;
+  }
+}
+
 // ---- one-op graphs (eager mode and its autograd) ---------------------------------------------
 
 struct OneOp {
@@ -191,14 +206,7 @@ PyObject* py_stmt(PyObject*, PyObject* args) {
     std::vector<Tensor> values;
     if (bufs != Py_None) {
       const std::vector<Tensor> in = tensors_of(bufs);
-      Py_BEGIN_ALLOW_THREADS;
-      try {
-        values = run_reference(op.graph, in);
-      } catch (...) {
-        Py_BLOCK_THREADS;
-        throw;
-      }
-      Py_END_ALLOW_THREADS;
+      values = without_gil([&] { return run_reference(op.graph, in); });
     }
     PyObject* l = PyList_New(static_cast<Py_ssize_t>(n.outs.size()));
     for (size_t k = 0; k < n.outs.size(); ++k) {
@@ -230,15 +238,7 @@ PyObject* py_vjp(PyObject*, PyObject* args) {
         in.emplace_back(tm.dtype, tm.shape);
       }
     }
-    std::vector<Tensor> out;
-    Py_BEGIN_ALLOW_THREADS;
-    try {
-      out = run_reference(j.graph, in);
-    } catch (...) {
-      Py_BLOCK_THREADS;
-      throw;
-    }
-    Py_END_ALLOW_THREADS;
+    const std::vector<Tensor> out = without_gil([&] { return run_reference(j.graph, in); });
     std::vector<Tensor> per_input(m.size());
     for (size_t k = 0; k < j.grad_of.size(); ++k) {
       const size_t o = static_cast<size_t>(j.num_forward_outputs) + k;
@@ -366,10 +366,7 @@ PyObject* py_compile(PyObject*, PyObject* args) {
     o.train = train != 0;
     o.keep_program = true;
     o.timing_budget_ms = 20;
-    auto r = std::make_shared<CompileResult>();
-    Py_BEGIN_ALLOW_THREADS;
-    *r = run_pipeline(std::move(m), o);
-    Py_END_ALLOW_THREADS;
+    auto r = without_gil([&] { return std::make_shared<CompileResult>(run_pipeline(std::move(m), o)); });
     if (!r->error.empty())
       throw std::runtime_error("compiling " + std::string(name) + " failed at stage '" + r->error_stage + "': " + r->error);
     if (!r->program)
@@ -413,16 +410,7 @@ PyObject* py_run(PyObject*, PyObject* args) {  // run(id, buffers) -> outputs
   return guarded([&]() -> PyObject* {
     auto& r = g_session->results.at(static_cast<size_t>(id));
     const std::vector<Tensor> in = tensors_of(bufs);
-    std::vector<Tensor> out;
-    Py_BEGIN_ALLOW_THREADS;
-    try {
-      out = r->program->run(in);
-    } catch (...) {
-      Py_BLOCK_THREADS;
-      throw;
-    }
-    Py_END_ALLOW_THREADS;
-    return buffers_list(out);
+    return buffers_list(without_gil([&] { return r->program->run(in); }));
   });
 }
 

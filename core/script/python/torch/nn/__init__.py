@@ -338,7 +338,20 @@ class MSELoss(Module):
         return F.mse_loss(input, target, reduction=self.reduction)
 
 
-class Sequential(Module):
+class _Container(Module):
+    """Submodules by position."""
+
+    def __getitem__(self, i):
+        return list(self._modules.values())[i]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+
+class Sequential(_Container):
     def __init__(self, *mods):
         super().__init__()
         if len(mods) == 1 and isinstance(mods[0], _collections.OrderedDict):
@@ -353,17 +366,8 @@ class Sequential(Module):
             x = m(x)
         return x
 
-    def __getitem__(self, i):
-        return list(self._modules.values())[i]
 
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
-
-
-class ModuleList(Module):
+class ModuleList(_Container):
     def __init__(self, mods=()):
         super().__init__()
         for m in mods:
@@ -372,15 +376,6 @@ class ModuleList(Module):
     def append(self, m):
         self._modules[str(len(self._modules))] = m
         return self
-
-    def __getitem__(self, i):
-        return list(self._modules.values())[i]
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
 
 
 def _missing(name):
