@@ -298,7 +298,6 @@ class TestGui : public QObject {
     QCOMPARE(r->model.format, std::string("python-capture"));
     QVERIFY(r->model.graph.find("lt") >= 0);  // graph 0 ends with the branch condition
     QVERIFY(w.selectStage("fused"));
-    QSignalSpy shown(&w, &MainWindow::compileDone);
     p->chooseGraph(1);
     QTRY_VERIFY(w.session()->result() != r);
     QVERIFY(w.session()->result()->model.graph.find("mul_1") >= 0);

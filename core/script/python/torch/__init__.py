@@ -292,9 +292,6 @@ def _run_backward(roots, grads):
 
 # ---- tensors ------------------------------------------------------------------------------------
 
-_BUILTIN_NAMES = set(dir(_bi))
-
-
 class Tensor:
     __slots__ = ("_buf", "_dt", "_shape", "_node", "_graph", "requires_grad", "grad", "grad_fn", "_out", "__weakref__")
 
@@ -508,32 +505,18 @@ class Tensor:
         return self.div_(other)
 
     # operators
-    def __add__(self, o):
-        return _op("binop", "+", "add", [self, o])
-
+    # __add__, __lt__, ...: the binary operators, generated below the class.
     def __radd__(self, o):
         return _op("binop", "+", "add", [o, self])
-
-    def __sub__(self, o):
-        return _op("binop", "-", "sub", [self, o])
 
     def __rsub__(self, o):
         return -self + o
 
-    def __mul__(self, o):
-        return _op("binop", "*", "mul", [self, o])
-
     def __rmul__(self, o):
         return _op("binop", "*", "mul", [o, self])
 
-    def __truediv__(self, o):
-        return _op("binop", "/", "truediv", [self, o])
-
     def __rtruediv__(self, o):
         return reciprocal(self) * o
-
-    def __pow__(self, o):
-        return _op("binop", "**", "pow", [self, o])
 
     def __neg__(self):
         return _op("neg", "neg", "neg", [self])
@@ -543,24 +526,6 @@ class Tensor:
 
     def __matmul__(self, o):
         return matmul(self, o)
-
-    def __lt__(self, o):
-        return _op("binop", "<", "lt", [self, o])
-
-    def __le__(self, o):
-        return _op("binop", "<=", "le", [self, o])
-
-    def __gt__(self, o):
-        return _op("binop", ">", "gt", [self, o])
-
-    def __ge__(self, o):
-        return _op("binop", ">=", "ge", [self, o])
-
-    def __eq__(self, o):
-        return _op("binop", "==", "eq", [self, o])
-
-    def __ne__(self, o):
-        return _op("binop", "!=", "ne", [self, o])
 
     def __getitem__(self, idx):
         return _index(self, idx)
@@ -647,6 +612,14 @@ class Tensor:
         if dim is None:
             return self.amax()
         _unsupported("Tensor.max(dim) (values and indices)")
+
+
+for _name, _sym in (("add", "+"), ("sub", "-"), ("mul", "*"), ("truediv", "/"), ("pow", "**"), ("lt", "<"),
+                   ("le", "<="), ("gt", ">"), ("ge", ">="), ("eq", "=="), ("ne", "!=")):
+    def _binary(self, o, _n=_name, _s=_sym):
+        return _op("binop", _s, _n, [self, o])
+
+    setattr(Tensor, "__%s__" % _name, _binary)
 
 
 def _sizes(args):

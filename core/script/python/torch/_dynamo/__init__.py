@@ -275,7 +275,6 @@ class _Frame:
         self.guards = []            # (expr, result) since the last flush
         self.flushed = []           # (text, ops) of each graph this call ran
         self.breaks = []            # the breaks this call took
-        self.keep = []              # SymInt placeholders' tensors
 
     # recording
     def guard(self, expr, result):
@@ -345,7 +344,6 @@ class _Frame:
         for sym, node in g.sym_nodes.items():
             t = torch.Tensor._make(None, "i64", ())
             t._node, t._graph = node, g
-            self.keep.append(t)
             env[sym] = t
         return eval(compile(expr, "<lowerscope: symbolic int>", "eval"), {"__builtins__": {}}, env)
 
@@ -445,7 +443,7 @@ class _Frame:
         text = g.render(outputs)
         values = [i["buf"] if i["symbol"] is None else _ls.full("i64", (), _bi.float(self.symbols[i["symbol"]]))
                   for i in g.inputs]
-        entry = self.lookup(g, text, guards, values)
+        entry = self.lookup(g, text, guards, values, [(holders[id(n)][0]._dt, holders[id(n)][0]._shape) for n in outputs])
         entry["log"]["calls"] += 1
         fwd = entry["num_forward"]
         if entry.get("first_outputs") is not None:
@@ -461,9 +459,8 @@ class _Frame:
                 if backward is not None and t.requires_grad:
                     t.grad_fn, t._out = backward, k
         self.flushed.append((text, _bi.sum(1 for l in g.lines if not _is_getitem(l))))
-        self.keep = []
 
-    def lookup(self, g, text, guards, values):
+    def lookup(self, g, text, guards, values, output_metas):
         key = (self.code, self.site)
         entries = _cache.setdefault(key, [])
         metas = [(i["dt"], tuple(i["shape"]), i["requires_grad"]) for i in g.inputs]
@@ -493,8 +490,7 @@ class _Frame:
                  "train": train, "num_forward": info["num_forward"], "tangent_of": info["tangent_of"],
                  "grad_of": info["grad_of"], "first_outputs": info["outputs"][:info["num_forward"]]}
         if train:
-            metas_out = [(o["dt"], o["shape"]) for o in _output_metas(text, info)]
-            entry["zero_tangents"] = [_ls.full(metas_out[k][0], metas_out[k][1], 0.0) for k in info["tangent_of"]]
+            entry["zero_tangents"] = [_ls.full(*output_metas[k], 0.0) for k in info["tangent_of"]]
         entries.append(entry)
         return entry
 
@@ -531,22 +527,6 @@ def _display(expr):
     for s in sorted(_active.symbols if _active else [], key=len, reverse=True):
         out = out.replace(s, "L['%s']" % s)
     return out
-
-
-def _output_metas(text, info):
-    """Shapes of a graph's outputs, from the captured text's annotations."""
-    lines = text.splitlines()
-    ret = lines[-1].strip()[len("return ("):-1]
-    names = [n.strip() for n in ret.split(",") if n.strip()]
-    ann = {}
-    for l in lines:
-        l = l.strip()
-        if ": \"" in l and " = " in l and not l.startswith("def"):
-            name, rest = l.split(":", 1)
-            a = rest.split('"')[1]
-            dt, dims = a.split("[", 1)
-            ann[name] = {"dt": dt, "shape": tuple(_bi.int(d) for d in dims[:-1].split(",") if d.strip())}
-    return [ann[n] for n in names]
 
 
 class _CompiledBackward:
