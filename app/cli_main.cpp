@@ -12,6 +12,7 @@
 #include "frontend/load_model.h"
 #include "ops/op_table.h"
 #include "pipeline/pipeline.h"
+#include "report/diff.h"
 #include "report/report.h"
 #include "script/script.h"
 
@@ -23,6 +24,7 @@ const char* kUsage = R"(usage:
                                         [--sgd LR]]
                                [--report FILE.json] [--dump DIR] [--decompose core_aten|prims]
                                [--no-fusion] [--external-compiler] [--no-run] [--no-reference] [--quiet]
+  lowerscope-cli diff MODEL [--stage S | --stages A,B] [compile options] [--right "OPTIONS"]
   lowerscope-cli run SCRIPT.py [--report FILE.json] [--device cpu|cuda] [--quiet]
   lowerscope-cli stages        list the stage names, in pipeline order
   lowerscope-cli ops           list the op table
@@ -33,6 +35,10 @@ MODEL is a graph printed by PyTorch's print_readable() (a .txt file), or a folde
 and a backward, with the gradient of the sum of the first output checked against
 grad_in0.npy, ... (found beside the inputs, or given with --expect-grads); --sgd LR adds the
 parameter update.
+`diff` compiles MODEL and diffs a stage (default: fused) with the same stage of a second compile
+that adds --right's options (e.g. --right "--no-fusion", --right "--device cuda"), or two stages
+of one compile (--stages core_aten,prims): graph nodes matched by provenance, then structure;
+kernels by the nodes they cover; the stage text line by line.
 `run` runs a PyTorch-style script in the embedded Python against Lowerscope's torch: each
 torch.compile'd call is captured (graphs, guards, graph breaks, recompiles), compiled by the
 pipeline and run; the compile log follows the script's output, and --report writes it as JSON.
@@ -76,6 +82,43 @@ void print_result(const ls::CompileResult& r) {
             << r.run_ms << " ms   check: " << check << '\n';
 }
 
+// One option of the pipeline or the loader at args[i] (its value, if any, after it); false when
+// it is none of theirs. Shared by compile and diff.
+bool pipeline_option(const std::vector<std::string>& args, size_t& i, ls::LoadOptions& lo, ls::PipelineOptions& po) {
+  const std::string& a = args[i];
+  auto value = [&]() -> std::string {
+    if (i + 1 >= args.size()) throw std::invalid_argument(a + " needs a value");
+    return args[++i];
+  };
+  if (a == "--device") po.device = value();
+  else if (a == "--train") po.train = true;
+  else if (a == "--expect-grads") lo.expect_grads = split(value(), ',');
+  else if (a == "--partitioner") {
+    const std::string v = value();
+    if (v == "min_cut" || v == "min-cut") po.partitioner = ls::Partitioner::min_cut;
+    else if (v == "default") po.partitioner = ls::Partitioner::default_partition;
+    else throw std::invalid_argument("--partitioner takes min_cut or default");
+  } else if (a == "--sgd") {
+    const std::string v = value();
+    char* end = nullptr;
+    po.sgd_lr = std::strtod(v.c_str(), &end);
+    if (end == v.c_str() || *end || !(po.sgd_lr > 0)) throw std::invalid_argument("--sgd takes a positive learning rate");
+  }
+  else if (a == "--inputs") lo.inputs = split(value(), ',');
+  else if (a == "--expect") lo.expect = value();
+  else if (a == "--decompose") {
+    const std::string v = value();
+    if (v == "core_aten") po.decompose_to = ls::level::core_aten;
+    else if (v == "prims") po.decompose_to = ls::level::prims;
+    else throw std::invalid_argument("--decompose takes core_aten or prims");
+  } else if (a == "--no-fusion") po.fusion = false;
+  else if (a == "--external-compiler") po.external_compiler = true;
+  else if (a == "--no-run") po.run = false;
+  else if (a == "--no-reference") po.reference = false;
+  else return false;
+  return true;
+}
+
 int compile_command(int argc, char** argv) {
   if (argc < 3) {
     std::cerr << kUsage;
@@ -85,39 +128,13 @@ int compile_command(int argc, char** argv) {
   ls::LoadOptions lo;
   ls::PipelineOptions po;
   bool quiet = false;
-  for (int i = 3; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
-      return argv[++i];
-    };
-    if (a == "--device") po.device = value();
-    else if (a == "--train") po.train = true;
-    else if (a == "--expect-grads") lo.expect_grads = split(value(), ',');
-    else if (a == "--partitioner") {
-      const std::string v = value();
-      if (v == "min_cut" || v == "min-cut") po.partitioner = ls::Partitioner::min_cut;
-      else if (v == "default") po.partitioner = ls::Partitioner::default_partition;
-      else throw std::invalid_argument("--partitioner takes min_cut or default");
-    } else if (a == "--sgd") {
-      const std::string v = value();
-      char* end = nullptr;
-      po.sgd_lr = std::strtod(v.c_str(), &end);
-      if (end == v.c_str() || *end || !(po.sgd_lr > 0)) throw std::invalid_argument("--sgd takes a positive learning rate");
-    }
-    else if (a == "--inputs") lo.inputs = split(value(), ',');
-    else if (a == "--expect") lo.expect = value();
-    else if (a == "--report") report = value();
-    else if (a == "--dump") dump = value();
-    else if (a == "--decompose") {
-      const std::string v = value();
-      if (v == "core_aten") po.decompose_to = ls::level::core_aten;
-      else if (v == "prims") po.decompose_to = ls::level::prims;
-      else throw std::invalid_argument("--decompose takes core_aten or prims");
-    } else if (a == "--no-fusion") po.fusion = false;
-    else if (a == "--external-compiler") po.external_compiler = true;
-    else if (a == "--no-run") po.run = false;
-    else if (a == "--no-reference") po.reference = false;
+  const std::vector<std::string> args(argv, argv + argc);
+  for (size_t i = 3; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (pipeline_option(args, i, lo, po)) continue;
+    if ((a == "--report" || a == "--dump") && i + 1 >= args.size()) throw std::invalid_argument(a + " needs a value");
+    if (a == "--report") report = args[++i];
+    else if (a == "--dump") dump = args[++i];
     else if (a == "--quiet") quiet = true;
     else throw std::invalid_argument("unknown option '" + a + "'");
   }
@@ -151,6 +168,46 @@ int compile_command(int argc, char** argv) {
       if (!c.cmp.ok) std::cerr << "  gradient of " << c.input << " vs " << c.against << ": " << c.cmp.why << '\n';
     return 1;
   }
+  return 0;
+}
+
+// Two compiles of one model (the right one with --right's options added) or two stages of one
+// compile, diffed: graph nodes matched by provenance, kernels by what they cover, text by lines.
+int diff_command(int argc, char** argv) {
+  if (argc < 3) {
+    std::cerr << kUsage;
+    return 2;
+  }
+  const std::vector<std::string> args(argv, argv + argc);
+  ls::LoadOptions lo;
+  ls::PipelineOptions left, right;
+  std::string stage_a = "fused", stage_b, right_opts;
+  for (size_t i = 3; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (pipeline_option(args, i, lo, left)) continue;
+    if (i + 1 >= args.size()) throw std::invalid_argument("unknown option '" + a + "' (or it needs a value)");
+    if (a == "--stage") stage_a = args[++i];
+    else if (a == "--stages") {
+      const auto v = split(args[++i], ',');
+      if (v.size() != 2) throw std::invalid_argument("--stages takes two stage names: A,B");
+      stage_a = v[0], stage_b = v[1];
+    } else if (a == "--right") right_opts = args[++i];
+    else throw std::invalid_argument("unknown option '" + a + "'");
+  }
+  if (stage_b.empty()) stage_b = stage_a;
+  right = left;
+  ls::LoadOptions rlo = lo;
+  std::vector<std::string> extra{"", "", ""};
+  for (const auto& w : split(right_opts, ' ')) extra.push_back(w);
+  for (size_t i = 3; i < extra.size(); ++i)
+    if (!pipeline_option(extra, i, rlo, right)) throw std::invalid_argument("--right: unknown option '" + extra[i] + "'");
+  const ls::LoadedModel model = ls::load_model(args[2], lo);
+  const ls::CompileResult ra = ls::run_pipeline(model, left);
+  const ls::CompileResult rb = right_opts.empty() ? ra : ls::run_pipeline(model, right);
+  for (const ls::CompileResult* r : {&ra, &rb})
+    if (!r->error.empty()) throw std::runtime_error("stage '" + r->error_stage + "' failed: " + r->error);
+  std::cout << "left:  " << stage_a << "\nright: " << stage_b << (right_opts.empty() ? "" : " with " + right_opts) << "\n"
+            << ls::diff_report(ra, stage_a, rb, stage_b);
   return 0;
 }
 
@@ -228,6 +285,7 @@ int main(int argc, char** argv) {
   try {
     if (cmd == "compile") return compile_command(argc, argv);
     if (cmd == "run") return run_command(argc, argv);
+    if (cmd == "diff") return diff_command(argc, argv);
     if (cmd == "stages") {
       const bool train = argc > 2 && std::string(argv[2]) == "--train";
       for (const auto& s : ls::stage_names(train)) std::cout << s << '\n';

@@ -1,5 +1,5 @@
 // lowerscope: the desktop application.
-//   lowerscope [MODEL] [--train] [--stage NAME] [--select NODE] [--screenshot FILE.png]
+//   lowerscope [MODEL] [--train] [--stage NAME] [--select NODE] [--diff VARIANT] [--screenshot FILE.png]
 // With --screenshot it opens MODEL, shows the stage, writes a picture of the whole window and exits.
 #include <QApplication>
 #include <QCommandLineParser>
@@ -7,6 +7,9 @@
 #include <QTimer>
 #include <cstdio>
 
+#include <QTabWidget>
+
+#include "diff_panel.h"
 #include "main_window.h"
 
 int main(int argc, char** argv) {
@@ -24,6 +27,11 @@ int main(int argc, char** argv) {
   QCommandLineOption shot("screenshot", "Write a picture of the window to FILE and exit.", "file");
   QCommandLineOption select("select", "Select a node (by name) and mark what it became.", "node");
   QCommandLineOption train("train", "Compile a training step (joint graph, forward/backward partition).");
+  QCommandLineOption diff("diff", "Show the Diff tab: the stage against the same stage compiled as VARIANT "
+                                  "(\"Fusion off\", \"Training step\", \"Target CUDA\", \"Core ATen only\"; "
+                                  "\"This compile (another stage)\" diffs --stage against the next stage); "
+                                  "VARIANT:STAGE names the right side's stage.", "variant");
+  cli.addOption(diff);
   cli.addOption(train);
   cli.addOption(stage);
   cli.addOption(select);
@@ -34,7 +42,8 @@ int main(int argc, char** argv) {
   w.show();
   if (cli.isSet(train)) w.setTraining(true);
   const QStringList args = cli.positionalArguments();
-  const QString stage_name = cli.value(stage), shot_file = cli.value(shot), select_node = cli.value(select);
+  const QString stage_name = cli.value(stage), shot_file = cli.value(shot), select_node = cli.value(select),
+                diff_variant = cli.value(diff);
   int exit_code = 0;
   if (!shot_file.isEmpty()) {
     if (args.isEmpty()) {
@@ -48,14 +57,31 @@ int main(int argc, char** argv) {
         app.exit(ok ? 0 : 2);
       });
     };
-    QObject::connect(&w, &ls::MainWindow::compileDone, &w, [&w, stage_name, take, &exit_code](bool) {
+    QObject::connect(w.diffPanel(), &ls::DiffPanel::compared, &w, [take](bool) { take(); });
+    QObject::connect(&w, &ls::MainWindow::compileDone, &w, [&w, stage_name, diff_variant, &exit_code, &app](bool) {
+      if (!diff_variant.isEmpty()) {
+        const QString a = stage_name.isEmpty() ? QStringLiteral("fused") : stage_name;
+        const QString variant = diff_variant.section(':', 0, 0);
+        QString b = diff_variant.contains(':') ? diff_variant.section(':', 1) : a;
+        const QStringList stages = w.diffPanel()->stages();
+        if (!diff_variant.contains(':') && variant.startsWith("This compile") && stages.indexOf(a) >= 0 &&
+            stages.indexOf(a) + 1 < stages.size())
+          b = stages[stages.indexOf(a) + 1];
+        w.tabs()->setCurrentIndex(1);
+        if (!w.diffPanel()->compare(a, variant, b)) {
+          std::fprintf(stderr, "lowerscope: cannot diff stage '%s' with variant '%s' (variants: %s)\n", qPrintable(a),
+                       qPrintable(diff_variant), qPrintable(w.diffPanel()->variants().join(", ")));
+          app.exit(2);
+        }
+        return;
+      }
       if (!stage_name.isEmpty() && !w.selectStage(stage_name)) {
         std::fprintf(stderr, "lowerscope: no stage '%s'\n", qPrintable(stage_name));
         exit_code = 2;
       }
     });
-    QObject::connect(&w, &ls::MainWindow::stageShown, &w, [&w, stage_name, select_node, take](const QString& name) {
-      if (!stage_name.isEmpty() && !name.startsWith(stage_name)) return;
+    QObject::connect(&w, &ls::MainWindow::stageShown, &w, [&w, stage_name, select_node, take, diff_variant](const QString& name) {
+      if (!diff_variant.isEmpty() || (!stage_name.isEmpty() && !name.startsWith(stage_name))) return;
       if (!select_node.isEmpty()) w.selectNode(select_node);
       take();
     });

@@ -25,6 +25,16 @@ void CodeView::markLineSet(const QList<int>& lines) {
   if (!lines.isEmpty()) setFirstVisibleLine(std::max(0, lines.front() - 3));
 }
 
+int CodeView::defineMark(const QColor& background) {
+  const int m = markerDefine(QsciScintilla::Background);
+  setMarkerBackgroundColor(background, m);
+  return m;
+}
+
+void CodeView::addMarks(const QList<int>& lines, int mark) {
+  for (int l : lines) markerAdd(l - 1, mark);
+}
+
 void CodeView::showText(const QString& text, Language lang) {
   QFont mono("DejaVu Sans Mono", 9);
   QsciLexer* old = lexer();
@@ -42,7 +52,7 @@ void CodeView::showText(const QString& text, Language lang) {
   setReadOnly(false);
   setText(text);
   setReadOnly(true);
-  markerDeleteAll(marker_);
+  markerDeleteAll();
 }
 
 void CodeView::markLines(int first, int last) {

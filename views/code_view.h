@@ -13,6 +13,9 @@ class CodeView : public QsciScintilla {
   void showText(const QString& text, Language lang);
   void markLines(int first, int last);  // 1-based, inclusive; scrolls to them
   void markLineSet(const QList<int>& lines);  // 1-based; scrolls to the first
+  // Background marks of other colours (a diff's removed and added lines): define once, then add.
+  int defineMark(const QColor& background);
+  void addMarks(const QList<int>& lines, int mark);  // 1-based; does not scroll
 
  signals:
   void lineClicked(int line);  // 1-based

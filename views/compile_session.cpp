@@ -21,19 +21,28 @@ CompileSession::~CompileSession() {
 }
 
 void CompileSession::open(const QString& path) {
+  const std::string p = path.toStdString();
+  start(path, [p] { return load_model(p); });
+}
+
+void CompileSession::compileModel(const LoadedModel& model) {
+  start(QString::fromStdString(model.path), [model] { return model; });
+}
+
+void CompileSession::start(const QString& label, std::function<LoadedModel()> load) {
   cancel();
   watcher_.waitForFinished();
   cancel_ = std::make_shared<std::atomic<bool>>(false);
-  emit started(path);
-  const std::string p = path.toStdString();
+  emit started(label);
   const PipelineOptions o = options;
   auto flag = cancel_;
-  watcher_.setFuture(QtConcurrent::run([p, o, flag]() -> std::shared_ptr<CompileResult> {
+  const std::string name = label.toStdString();
+  watcher_.setFuture(QtConcurrent::run([load = std::move(load), name, o, flag]() -> std::shared_ptr<CompileResult> {
     auto r = std::make_shared<CompileResult>();
     try {
-      *r = run_pipeline(load_model(p), o, [flag] { return flag->load(); });
+      *r = run_pipeline(load(), o, [flag] { return flag->load(); });
     } catch (const std::exception& e) {  // the model could not be loaded
-      r->model.path = p;
+      r->model.path = name;
       r->error = e.what();
       r->error_stage = "capture";
     }

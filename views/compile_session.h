@@ -5,6 +5,7 @@
 #include <QObject>
 #include <QString>
 #include <atomic>
+#include <functional>
 #include <memory>
 
 #include "pipeline/pipeline.h"
@@ -18,11 +19,14 @@ class CompileSession : public QObject {
   ~CompileSession() override;
 
   void open(const QString& path);  // loads and compiles; finished() or failed() follows
+  // Compiles a model already loaded (a captured graph, or the other side of a diff) with options.
+  void compileModel(const LoadedModel& model);
   void cancel();
   // Shows a record compiled elsewhere (a graph captured from a Python script): finished() follows.
   void showRecord(std::shared_ptr<const CompileResult> r);
   bool busy() const { return watcher_.isRunning(); }
   const CompileResult* result() const { return result_.get(); }
+  std::shared_ptr<const CompileResult> shared() const { return result_; }
   PipelineOptions options;
 
  signals:
@@ -31,6 +35,7 @@ class CompileSession : public QObject {
   void failed(const QString& stage, const QString& message); // result() holds the stages before it
 
  private:
+  void start(const QString& label, std::function<LoadedModel()> load);
   QFutureWatcher<std::shared_ptr<CompileResult>> watcher_;
   std::shared_ptr<CompileResult> result_;
   std::shared_ptr<CompileResult> previous_;

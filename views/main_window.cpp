@@ -23,11 +23,13 @@
 #include <QPushButton>
 #include <QSplitter>
 #include <QStatusBar>
+#include <QTabWidget>
 #include <QTableView>
 #include <QTreeWidget>
 #include <QVBoxLayout>
 
 #include "code_view.h"
+#include "diff_panel.h"
 #include "export_folder.h"
 #include "compile_session.h"
 #include "graph_layout.h"
@@ -38,6 +40,7 @@
 #include "stage_list_model.h"
 
 #include "ops/op_table.h"
+#include "report/diff.h"
 
 namespace ls {
 
@@ -65,7 +68,12 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   split_->addWidget(code_);
   split_->setSizes({700, 600});
   v->addWidget(split_, 1);
-  setCentralWidget(central);
+  tabs_ = new QTabWidget(this);
+  tabs_->setDocumentMode(true);
+  tabs_->addTab(central, tr("Explorer"));
+  diff_ = new DiffPanel(session_, tabs_);
+  tabs_->addTab(diff_, tr("Diff"));
+  setCentralWidget(tabs_);
 
   stages_ = new QListView(this);
   stages_->setModel(stages_model_);
@@ -275,6 +283,11 @@ void MainWindow::buildActions() {
     if (r > 0) stages_->setCurrentIndex(stages_model_->index(r - 1));
   });
   prev->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_BracketLeft));
+  view->addSeparator();
+  QAction* explorer = view->addAction(tr("&Explorer"), this, [this] { tabs_->setCurrentIndex(0); });
+  explorer->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_1));
+  QAction* diff = view->addAction(tr("&Diff (stages or modes)"), this, [this] { tabs_->setCurrentIndex(1); });
+  diff->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_2));
 
   // The level the graph is decomposed to before lowering, as a backend author chooses it.
   QMenu* script = menuBar()->addMenu(tr("&Script"));
@@ -436,6 +449,7 @@ void MainWindow::onFinished() {
   } else if (!r->check.ok) {
     showError(tr("The compiled model's output does not match its reference. See the run stage."));
   }
+  diff_->leftChanged();
   const int row = !prev.isEmpty() && stages_model_->rowOf(prev) >= 0 ? stages_model_->rowOf(prev) : 0;
   stages_->setCurrentIndex(stages_model_->index(row));
   emit compileDone(r->check.ok || !r->not_run.empty());
@@ -499,18 +513,6 @@ void MainWindow::showStage(int row) {
 }
 
 namespace {
-const Graph* graph_of(const CompileResult& r, const std::string& stage) {
-  if (r.train && !r.training.partitions.empty()) {
-    if (stage == "joint") return &r.training.joint.graph;
-    if (stage == "forward") return &r.training.partition().forward;
-    if (stage == "backward") return &r.training.partition().backward;
-  }
-  if (stage == "capture") return &r.model.graph;
-  if (stage == "aten") return &r.aten;
-  if (stage == "core_aten") return &r.core_aten;
-  if (stage == "prims") return &r.prims;
-  return nullptr;
-}
 bool shares(const std::vector<std::string>& a, const QStringList& b) {
   for (const auto& x : a)
     if (b.contains(QString::fromStdString(x))) return true;
@@ -523,7 +525,7 @@ void MainWindow::selectNode(const QString& id) {
   if (!r) return;
   const std::string stage = currentStage().toStdString(), key = id.toStdString();
   std::vector<std::string> origins;
-  if (const Graph* g = graph_of(*r, stage)) {
+  if (const Graph* g = stage_graph(*r, stage)) {
     const int n = g->find(key);
     if (n >= 0) origins = g->nodes[n].origins;
   }
@@ -551,7 +553,7 @@ void MainWindow::buildProvenance() {
     auto* top = new QTreeWidgetItem(provenance_, {o, src >= 0 && !r->model.graph.nodes[src].is_placeholder()
                                                          ? QString::fromStdString(r->model.graph.nodes[src].target) : tr("input")});
     for (const char* stage : {"aten", "joint", "forward", "backward", "core_aten", "prims"}) {
-      const Graph* g = graph_of(*r, stage);
+      const Graph* g = stage_graph(*r, stage);
       if (!g || g->nodes.empty()) continue;
       auto* st = new QTreeWidgetItem(top, {QString::fromLatin1(stage), QString()});
       for (const Node& n : g->nodes)
@@ -577,7 +579,7 @@ void MainWindow::applyHighlight() {
   QSet<QString> ids;
   if (r && !origins_.isEmpty()) {
     const std::string stage = currentStage().toStdString();
-    if (const Graph* g = graph_of(*r, stage)) {
+    if (const Graph* g = stage_graph(*r, stage)) {
       for (const Node& n : g->nodes)
         if (shares(n.origins, origins_)) ids.insert(QString::fromStdString(n.name));
     } else if (stage == "loop_ir" || stage == "fused" || stage == "source" || stage == "run") {  // the fused graph is shown beside source and run
@@ -616,7 +618,7 @@ int MainWindow::findNodes(const QString& text) {
   const QString t = text.trimmed();
   QStringList hits;
   auto match = [&](const std::string& s) { return QString::fromStdString(s).contains(t, Qt::CaseInsensitive); };
-  if (const Graph* g = graph_of(*r, stage)) {
+  if (const Graph* g = stage_graph(*r, stage)) {
     for (const Node& n : g->nodes)
       if (match(n.name) || match(n.target) || match(n.module_path) || match(n.param_name)) hits << QString::fromStdString(n.name);
   } else {

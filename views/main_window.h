@@ -15,11 +15,13 @@ class QListView;
 class QTableView;
 class QPushButton;
 class QSplitter;
+class QTabWidget;
 
 namespace ls {
 
 class CodeView;
 class CompileSession;
+class DiffPanel;
 class GraphLayouter;
 class GraphView;
 class KernelTableModel;
@@ -41,6 +43,8 @@ class MainWindow : public QMainWindow {
   GraphView* graphView() const { return graph_; }
   CodeView* codeView() const { return code_; }
   QTableView* kernelTable() const { return kernels_; }
+  DiffPanel* diffPanel() const { return diff_; }
+  QTabWidget* tabs() const { return tabs_; }
   QString errorText() const;
   // Selects a node of the shown stage by its id (graph node, loop node or kernel name): its
   // provenance tree is shown and what it became is marked in every stage.
@@ -109,6 +113,8 @@ class MainWindow : public QMainWindow {
   QLineEdit* find_ = nullptr;
   ScriptPanel* script_ = nullptr;
   QDockWidget* script_dock_ = nullptr;
+  QTabWidget* tabs_ = nullptr;
+  DiffPanel* diff_ = nullptr;
 };
 
 }  // namespace ls

@@ -19,6 +19,7 @@
 #include "passes/eliminate_dead_nodes.h"
 #include "passes/normalize_to_aten.h"
 #include "pipeline/pipeline.h"
+#include "report/diff.h"
 #include "sched/schedule.h"
 #include "tensor/npy.h"
 
@@ -312,6 +313,131 @@ class TestCore : public QObject {
   void testReferenceRejectsWrongInputs() {
     const Graph g = load("sincos/3_core_aten.txt");
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, run_reference(g, {Tensor(DType::f32, {999})}));
+  }
+
+  // Graph diff: nodes matched by provenance and structure; the sets of a known edit come out.
+  void testGraphDiffKnownEdit() {
+    const Graph a = import_fx_text(
+        "class G(torch.nn.Module):\n    def forward(self, x: \"f32[4]\", w: \"f32[4]\"):\n"
+        "        sin: \"f32[4]\" = torch.ops.aten.sin.default(x)\n"
+        "        cos: \"f32[4]\" = torch.ops.aten.cos.default(sin)\n"
+        "        mul: \"f32[4]\" = torch.ops.aten.mul.Tensor(cos, w)\n"
+        "        return (mul,)\n");
+    // sin kept; cos replaced by exp and add; mul now reads add (its input changed).
+    const Graph b = import_fx_text(
+        "class G(torch.nn.Module):\n    def forward(self, x: \"f32[4]\", w: \"f32[4]\"):\n"
+        "        sin: \"f32[4]\" = torch.ops.aten.sin.default(x)\n"
+        "        exp: \"f32[4]\" = torch.ops.aten.exp.default(sin)\n"
+        "        add: \"f32[4]\" = torch.ops.aten.add.Tensor(exp, w)\n"
+        "        mul: \"f32[4]\" = torch.ops.aten.mul.Tensor(add, w)\n"
+        "        return (mul,)\n");
+    const GraphDiff d = diff_graphs(a, b);
+    std::map<Change, std::set<std::string>> sets;
+    for (const NodeMatch& m : d.nodes) sets[m.change].insert(m.b >= 0 ? b.nodes[m.b].name : a.nodes[m.a].name);
+    QCOMPARE(sets[Change::same], (std::set<std::string>{"x", "w", "sin"}));
+    QCOMPARE(sets[Change::removed], (std::set<std::string>{"cos"}));
+    QCOMPARE(sets[Change::added], (std::set<std::string>{"exp", "add"}));
+    QCOMPARE(sets[Change::changed], (std::set<std::string>{"mul"}));
+    for (const NodeMatch& m : d.nodes)
+      if (m.change == Change::changed) QVERIFY2(m.why.find("reads other inputs") != std::string::npos, m.why.c_str());
+    QCOMPARE(d.summary(), std::string("3 same, 1 changed, 2 added, 1 removed"));
+    // The drawing has every node of both sides once, the removed one marked as such.
+    const std::string dot = graph_diff_to_dot(a, b, d);
+    QVERIFY(dot.find("id=\"removed:cos\"") != std::string::npos);
+    QVERIFY(dot.find("id=\"exp\"") != std::string::npos);
+    // A graph against itself: all the same.
+    QCOMPARE(diff_graphs(b, b).count(Change::same), static_cast<int>(b.nodes.size()));
+  }
+
+  // A shape change is reported as changed, with both shapes.
+  void testGraphDiffShapeChange() {
+    auto graph = [](int n) {
+      const std::string s = "\"f32[" + std::to_string(n) + "]\"";
+      return import_fx_text("class G(torch.nn.Module):\n    def forward(self, x: " + s + "):\n        relu: " + s +
+                            " = torch.ops.aten.relu.default(x)\n        return (relu,)\n");
+    };
+    const GraphDiff d = diff_graphs(graph(4), graph(8));
+    QCOMPARE(d.count(Change::changed), 2);  // the input and the relu
+    for (const NodeMatch& m : d.nodes) QVERIFY2(m.why.find("f32[4] -> f32[8]") != std::string::npos, m.why.c_str());
+  }
+
+  // Decomposition seen as a diff: core ATen's relu stands against prims' where (the node that
+  // yields its value), and what the decomposition added is added.
+  void testGraphDiffAcrossDecomposition() {
+    const Graph core = load("mse_loss/3_core_aten.txt");
+    const Graph prims = decompose(core, level::prims);
+    const GraphDiff d = diff_graphs(core, prims);
+    // Every prims node is either matched or added; every core node matched or removed.
+    int matched = 0;
+    for (const NodeMatch& m : d.nodes) matched += m.a >= 0 && m.b >= 0;
+    QCOMPARE(static_cast<int>(d.nodes.size()), static_cast<int>(core.nodes.size() + prims.nodes.size()) - matched);
+    // The user inputs and the graph's result are matched (the result through provenance).
+    std::set<int> matched_b;
+    for (const NodeMatch& m : d.nodes)
+      if (m.a >= 0 && m.b >= 0) matched_b.insert(m.b);
+    for (int i : prims.user_inputs()) QVERIFY(matched_b.count(i));
+    QVERIFY(matched_b.count(prims.outputs.at(0)));
+  }
+
+  // Line diff against an independent LCS (dynamic programming): the number of common lines is
+  // the longest common subsequence, and the script rebuilds both texts.
+  void testLineDiffIsMinimal() {
+    uint64_t seed = 12345;
+    auto next = [&] { return (seed = seed * 6364136223846793005ull + 1442695040888963407ull) >> 33; };
+    for (int round = 0; round < 200; ++round) {
+      std::vector<std::string> a, b;
+      const int na = static_cast<int>(next() % 30), nb = static_cast<int>(next() % 30);
+      for (int i = 0; i < na; ++i) a.push_back(std::string(1, static_cast<char>('a' + next() % 4)));
+      for (int i = 0; i < nb; ++i) b.push_back(std::string(1, static_cast<char>('a' + next() % 4)));
+      std::string ta, tb;
+      for (const auto& l : a) ta += l + "\n";
+      for (const auto& l : b) tb += l + "\n";
+      std::vector<std::vector<int>> lcs(na + 1, std::vector<int>(nb + 1, 0));
+      for (int i = na - 1; i >= 0; --i)
+        for (int j = nb - 1; j >= 0; --j)
+          lcs[i][j] = a[i] == b[j] ? lcs[i + 1][j + 1] + 1 : std::max(lcs[i + 1][j], lcs[i][j + 1]);
+      const auto d = diff_lines(ta, tb);
+      int same = 0;
+      std::vector<std::string> ra, rb;
+      for (const LineDiff& l : d) {
+        if (l.change == Change::same) {
+          ++same;
+          QCOMPARE(a[l.a - 1], b[l.b - 1]);
+        }
+        if (l.change != Change::added) ra.push_back(a[l.a - 1]);
+        if (l.change != Change::removed) rb.push_back(b[l.b - 1]);
+      }
+      QCOMPARE(same, lcs[0][0]);
+      QCOMPARE(ra, a);
+      QCOMPARE(rb, b);
+    }
+  }
+
+  // Kernels matched across fusion on and off: the fused kernel's nodes, split into one kernel
+  // each, form one group naming every unfused kernel.
+  void testKernelDiffFusionOnOff() {
+    PipelineOptions on;
+    on.run = false;
+    PipelineOptions off = on;
+    off.fusion = false;
+    const LoadedModel m = load_model(data("mse_loss/3_core_aten.txt"));
+    const CompileResult a = run_pipeline(m, on), b = run_pipeline(m, off);
+    QVERIFY2(a.error.empty() && b.error.empty(), (a.error + b.error).c_str());
+    QVERIFY(a.schedule.kernels.size() < b.schedule.kernels.size());
+    const auto km = diff_kernels(a.schedule.kernels, b.schedule.kernels);
+    size_t right = 0, left = 0;
+    for (const KernelMatch& k : km) right += k.b.size(), left += k.a.size();
+    QCOMPARE(right, b.schedule.kernels.size());
+    QCOMPARE(left, a.schedule.kernels.size());
+    bool split = false;
+    for (const KernelMatch& k : km) split = split || (k.a.size() == 1 && k.b.size() > 1 && k.why.find("split into") != std::string::npos);
+    QVERIFY(split);
+    // The same compile against itself: every kernel the same.
+    for (const KernelMatch& k : diff_kernels(a.schedule.kernels, a.schedule.kernels)) QCOMPARE(k.change, Change::same);
+    // The report names the stage and the kernel counts.
+    const std::string report = diff_report(a, "fused", b, "fused");
+    QVERIFY2(report.find("kernels: " + std::to_string(a.schedule.kernels.size()) + " -> " +
+                         std::to_string(b.schedule.kernels.size())) != std::string::npos, report.c_str());
   }
 
   void testEliminateDeadNodes() {

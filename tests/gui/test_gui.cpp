@@ -17,6 +17,7 @@
 #include <QSettings>
 
 #include "code_view.h"
+#include "diff_panel.h"
 #include "compile_session.h"
 #include "graph_layout.h"
 #include "graph_view.h"
@@ -259,6 +260,44 @@ class TestGui : public QObject {
     QVERIFY(shown.count() > 0 || shown.wait(30000));
     QVERIFY(w.graphView()->nodeCount() > 10);
     QVERIFY(w.codeView()->text().contains("torch.ops.aten.conv2d.default"));
+  }
+
+  // The Diff tab: the fused stage against fusion off (a second compile) lists the split kernel
+  // group; two stages of one compile give a graph diff whose added nodes are the prims graph's
+  // nodes that core ATen lacks, drawn in one layout.
+  void testDiffModesAndStages() {
+    MainWindow w;
+    w.show();
+    QSignalSpy done(&w, &MainWindow::compileDone);
+    w.openModel(QString(LS_SAMPLES) + "/mse_loss");
+    QVERIFY(done.wait(60000));
+    DiffPanel* d = w.diffPanel();
+    QVERIFY(d->variants().contains("Fusion off"));
+    QVERIFY(d->variants().contains("Training step"));
+    QSignalSpy compared(d, &DiffPanel::compared);
+    QVERIFY(d->compare("fused", "Fusion off", "fused"));
+    QVERIFY(compared.wait(60000));
+    QCOMPARE(compared.takeFirst().at(0).toBool(), true);
+    const int fused = static_cast<int>(w.session()->result()->schedule.kernels.size());
+    QVERIFY2(d->summary().contains(QString("Kernels:</b> %1 →").arg(fused)), qPrintable(d->summary()));
+    // Every unfused kernel is on the right-hand side of a change (split out of a fused one).
+    QVERIFY(d->names(Change::changed).size() > fused);
+    QVERIFY(d->addedLines() > 0 && d->removedLines() > 0);
+    QVERIFY(d->graphView()->nodeCount() > 0);
+
+    // Two stages of one compile: core ATen against prims.
+    QVERIFY(d->compare("core_aten", d->variants().first(), "prims"));
+    QVERIFY(compared.count() > 0 || compared.wait(30000));
+    const CompileResult* r = w.session()->result();
+    QSet<QString> core_names, expected_added;
+    for (const Node& n : r->core_aten.nodes) core_names.insert(QString::fromStdString(n.name));
+    const QStringList added = d->names(Change::added);
+    QVERIFY(!added.isEmpty());
+    for (const QString& n : added) QVERIFY2(r->prims.find(n.toStdString()) >= 0, qPrintable(n));
+    // Added and matched nodes together are the prims graph, each once.
+    QCOMPARE(added.size() + d->names(Change::same).size() + d->names(Change::changed).size(), int(r->prims.nodes.size()));
+    QCOMPARE(d->graphView()->nodeCount(), int(r->prims.nodes.size() + d->names(Change::removed).size()) + 1);  // + output
+    QVERIFY(!d->compare("no_such_stage", "Fusion off", "fused"));
   }
 
   void testDotJsonParsing() {

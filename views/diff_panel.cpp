@@ -1,0 +1,333 @@
+#include "diff_panel.h"
+
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QPushButton>
+#include <QScrollBar>
+#include <QSplitter>
+#include <QTreeWidget>
+#include <QVBoxLayout>
+#include <sstream>
+
+#include "code_view.h"
+#include "compile_session.h"
+#include "cuda/nvrtc_compiler.h"
+#include "graph_layout.h"
+#include "graph_view.h"
+#include "ops/op_table.h"
+#include "report/diff.h"
+#include "sched/schedule.h"
+
+namespace ls {
+
+namespace {
+struct Variant {
+  QString name;
+  PipelineOptions options;
+};
+
+// The left side's options with one thing changed: the comparisons a user of this tool makes.
+std::vector<Variant> variants_of(const PipelineOptions& o) {
+  std::vector<Variant> v{{QObject::tr("This compile (another stage)"), o}};
+  auto with = [&](const QString& name, auto&& change) {
+    PipelineOptions x = o;
+    change(x);
+    v.push_back({name, x});
+  };
+  with(o.fusion ? QObject::tr("Fusion off") : QObject::tr("Fusion on"), [](PipelineOptions& x) { x.fusion = !x.fusion; });
+  if (o.device == "cuda") with(QObject::tr("Target CPU"), [](PipelineOptions& x) { x.device = "cpu"; });
+  else if (have_nvrtc()) with(QObject::tr("Target CUDA"), [](PipelineOptions& x) { x.device = "cuda"; });
+  with(o.train ? QObject::tr("Inference") : QObject::tr("Training step"), [](PipelineOptions& x) { x.train = !x.train; });
+  if (o.train)
+    with(o.partitioner == Partitioner::min_cut ? QObject::tr("Default partitioner") : QObject::tr("Min-cut partitioner"),
+         [](PipelineOptions& x) {
+           x.partitioner = x.partitioner == Partitioner::min_cut ? Partitioner::default_partition : Partitioner::min_cut;
+         });
+  with(o.decompose_to == level::core_aten ? QObject::tr("Decompose to prims") : QObject::tr("Core ATen only"),
+       [](PipelineOptions& x) { x.decompose_to = x.decompose_to == level::core_aten ? level::prims : level::core_aten; });
+  return v;
+}
+
+std::vector<std::string> lines_of(const std::string& s) {
+  std::vector<std::string> v;
+  std::istringstream is(s);
+  for (std::string l; std::getline(is, l);) v.push_back(l);
+  return v;
+}
+
+void fill_stages(QComboBox* box, const std::vector<std::string>& names, const QString& keep) {
+  box->clear();
+  for (const auto& n : names) box->addItem(QString::fromStdString(n));
+  const int i = box->findText(keep);
+  if (i >= 0) box->setCurrentIndex(i);
+}
+}  // namespace
+
+DiffPanel::DiffPanel(CompileSession* left, QWidget* parent) : QWidget(parent), left_(left) {
+  right_ = new CompileSession(this);
+  layouter_ = new GraphLayouter(this);
+  auto* v = new QVBoxLayout(this);
+  v->setContentsMargins(4, 4, 4, 4);
+  auto* row = new QHBoxLayout;
+  stage_a_ = new QComboBox(this);
+  variant_ = new QComboBox(this);
+  stage_b_ = new QComboBox(this);
+  go_ = new QPushButton(tr("Compare"), this);
+  row->addWidget(new QLabel(tr("Left: stage"), this));
+  row->addWidget(stage_a_);
+  row->addSpacing(16);
+  row->addWidget(new QLabel(tr("Right:"), this));
+  row->addWidget(variant_);
+  row->addWidget(new QLabel(tr("stage"), this));
+  row->addWidget(stage_b_);
+  row->addWidget(go_);
+  row->addStretch(1);
+  v->addLayout(row);
+  summary_ = new QLabel(tr("Open a model, pick two stages or a stage and a variant, then Compare."), this);
+  summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  summary_->setWordWrap(true);
+  v->addWidget(summary_);
+
+  auto* vsplit = new QSplitter(Qt::Vertical, this);
+  auto* top = new QSplitter(Qt::Horizontal, vsplit);
+  graph_ = new GraphView(top);
+  changes_ = new QTreeWidget(top);
+  changes_->setHeaderLabels({tr("Change"), tr("Node / kernel"), tr("What")});
+  changes_->setRootIsDecorated(false);
+  changes_->header()->setStretchLastSection(true);
+  top->addWidget(graph_);
+  top->addWidget(changes_);
+  top->setSizes({800, 400});
+  auto* texts = new QSplitter(Qt::Horizontal, vsplit);
+  text_a_ = new CodeView(texts);
+  text_b_ = new CodeView(texts);
+  red_ = text_a_->defineMark(QColor("#fbd9d3"));
+  grey_a_ = text_a_->defineMark(QColor("#eeeeee"));
+  green_ = text_b_->defineMark(QColor("#d4f0db"));
+  grey_b_ = text_b_->defineMark(QColor("#eeeeee"));
+  vsplit->addWidget(top);
+  vsplit->addWidget(texts);
+  vsplit->setSizes({500, 350});
+  v->addWidget(vsplit, 1);
+
+  // The two texts scroll together (their lines are aligned).
+  connect(text_a_->verticalScrollBar(), &QScrollBar::valueChanged, text_b_->verticalScrollBar(), &QScrollBar::setValue);
+  connect(text_b_->verticalScrollBar(), &QScrollBar::valueChanged, text_a_->verticalScrollBar(), &QScrollBar::setValue);
+  connect(go_, &QPushButton::clicked, this, &DiffPanel::compareNow);
+  connect(variant_, &QComboBox::currentIndexChanged, this, [this](int i) {
+    if (i < 0) return;
+    const PipelineOptions o = variantOptions(i);
+    if (i == 0 && left_->result()) {
+      std::vector<std::string> names;
+      for (const Stage& s : left_->result()->stages) names.push_back(s.name);
+      fill_stages(stage_b_, names, stage_b_->currentText());
+    } else {
+      fill_stages(stage_b_, stage_names(o.train), stage_a_->currentText());
+    }
+  });
+  connect(right_, &CompileSession::finished, this, [this] {
+    b_ = right_->shared();
+    if (waiting_) showDiff();
+  });
+  connect(right_, &CompileSession::failed, this, [this](const QString& stage, const QString& why) {
+    b_ = right_->shared();
+    if (!waiting_) return;
+    waiting_ = false;
+    summary_->setText(tr("<b style='color:#b00'>The right side failed at stage '%1':</b> %2").arg(stage, why.toHtmlEscaped()));
+    emit compared(false);
+  });
+  connect(layouter_, &GraphLayouter::laidOut, this, [this](const LaidOutGraph& g) {
+    graph_->showGraph(g);
+    QSet<QString> marked;  // for kernels: the right side's changed and added ones
+    for (const QString& k : names_[static_cast<int>(Change::changed)] + names_[static_cast<int>(Change::added)]) marked.insert(k);
+    if (!want_b_.isEmpty() && !stage_graph(*b_, want_b_.toStdString())) graph_->highlight(marked);
+    emit compared(true);
+  });
+  connect(layouter_, &GraphLayouter::failed, this, [this](const QString& why) {
+    graph_->showMessage(why);
+    emit compared(true);
+  });
+  connect(changes_, &QTreeWidget::itemClicked, this, [this](QTreeWidgetItem* it) {
+    const QString id = it->data(1, Qt::UserRole).toString();
+    if (!id.isEmpty()) {
+      graph_->focusNode(id);
+      graph_->highlight({id});
+    }
+  });
+}
+
+PipelineOptions DiffPanel::variantOptions(int index) const {
+  const auto v = variants_of(left_->options);
+  return index >= 0 && index < static_cast<int>(v.size()) ? v[static_cast<size_t>(index)].options : left_->options;
+}
+
+QStringList DiffPanel::variants() const {
+  QStringList out;
+  for (const Variant& v : variants_of(left_->options)) out << v.name;
+  return out;
+}
+
+QStringList DiffPanel::stages() const {
+  QStringList out;
+  for (int i = 0; i < stage_a_->count(); ++i) out << stage_a_->itemText(i);
+  return out;
+}
+
+void DiffPanel::leftChanged() {
+  const CompileResult* r = left_->result();
+  std::vector<std::string> names;
+  if (r)
+    for (const Stage& s : r->stages) names.push_back(s.name);
+  const QString keep_a = stage_a_->currentText().isEmpty() ? QStringLiteral("fused") : stage_a_->currentText();
+  fill_stages(stage_a_, names, keep_a);
+  const QString variant = variant_->currentText();
+  variant_->blockSignals(true);
+  variant_->clear();
+  variant_->addItems(variants());
+  variant_->blockSignals(false);
+  const int vi = variant_->findText(variant);
+  variant_->setCurrentIndex(vi >= 0 ? vi : (variant_->count() > 1 ? 1 : 0));
+  emit variant_->currentIndexChanged(variant_->currentIndex());
+  go_->setEnabled(r != nullptr);
+}
+
+bool DiffPanel::compare(const QString& stage_a, const QString& variant, const QString& stage_b) {
+  const int vi = variant_->findText(variant);
+  if (vi < 0 || stage_a_->findText(stage_a) < 0) return false;
+  stage_a_->setCurrentIndex(stage_a_->findText(stage_a));
+  variant_->setCurrentIndex(vi);
+  if (stage_b_->findText(stage_b) < 0) return false;
+  stage_b_->setCurrentIndex(stage_b_->findText(stage_b));
+  compareNow();
+  return true;
+}
+
+void DiffPanel::compareNow() {
+  a_ = left_->shared();
+  if (!a_) return;
+  want_a_ = stage_a_->currentText();
+  want_b_ = stage_b_->currentText();
+  waiting_ = true;
+  if (variant_->currentIndex() <= 0) {
+    b_ = a_;
+    showDiff();
+    return;
+  }
+  summary_->setText(tr("Compiling the right side (%1) …").arg(variant_->currentText()));
+  right_->options = variantOptions(variant_->currentIndex());
+  right_->compileModel(a_->model);
+}
+
+void DiffPanel::showDiff() {
+  waiting_ = false;
+  for (auto& n : names_) n.clear();
+  changes_->clear();
+  const Stage* sa = a_->stage(want_a_.toStdString());
+  const Stage* sb = b_->stage(want_b_.toStdString());
+  if (!sa || !sb) {
+    summary_->setText(tr("No stage '%1' on the %2 side.").arg(sa ? want_b_ : want_a_, sa ? tr("right") : tr("left")));
+    emit compared(false);
+    return;
+  }
+  auto add_change = [&](Change c, const QString& name, const QString& what, const QString& id) {
+    names_[static_cast<int>(c)] << name;
+    if (c == Change::same) return;
+    auto* it = new QTreeWidgetItem(changes_, {QString::fromLatin1(change_name(c)), name, what});
+    it->setData(1, Qt::UserRole, id);
+    const QColor bg = c == Change::added ? QColor("#e6f4ea") : c == Change::removed ? QColor("#fdecea") : QColor("#fff3cd");
+    for (int col = 0; col < 3; ++col) it->setBackground(col, bg);
+  };
+  QString summary;
+  std::string dot;
+  const Graph* ga = stage_graph(*a_, want_a_.toStdString());
+  const Graph* gb = stage_graph(*b_, want_b_.toStdString());
+  if (ga && gb) {
+    const GraphDiff d = diff_graphs(*ga, *gb);
+    for (const NodeMatch& m : d.nodes) {
+      const Node& n = m.b >= 0 ? gb->nodes[m.b] : ga->nodes[m.a];
+      const QString what = m.change == Change::changed ? QString::fromStdString((m.a >= 0 ? ga->nodes[m.a].name + ": " : "") + m.why)
+                                                       : QString::fromStdString(n.is_placeholder() ? "input" : n.target);
+      add_change(m.change, QString::fromStdString(n.name), what,
+                 QString::fromStdString(m.b >= 0 ? n.name : "removed:" + n.name));
+    }
+    summary = tr("<b>Graph:</b> %1").arg(QString::fromStdString(d.summary()));
+    dot = graph_diff_to_dot(*ga, *gb, d);
+  } else {
+    const auto km = diff_kernels(a_->schedule.kernels, b_->schedule.kernels);
+    int counts[4] = {0, 0, 0, 0};
+    for (const KernelMatch& m : km) {
+      ++counts[static_cast<int>(m.change)];
+      auto join = [](const std::vector<std::string>& v) {
+        QStringList s;
+        for (const auto& x : v) s << QString::fromStdString(x);
+        return s.join(" + ");
+      };
+      const QString what = m.change == Change::changed ? join(m.a) + " → " + join(m.b) + (m.why.empty() ? "" : "  (" + QString::fromStdString(m.why) + ")")
+                                                       : join(m.change == Change::removed ? m.a : m.b);
+      const auto& side = m.change == Change::removed ? m.a : m.b;
+      for (const auto& k : side) add_change(m.change, QString::fromStdString(k), what, QString::fromStdString(k));
+    }
+    summary = tr("<b>Kernels:</b> %1 → %2 (%3 same, %4 changed, %5 added, %6 removed)")
+                  .arg(a_->schedule.kernels.size())
+                  .arg(b_->schedule.kernels.size())
+                  .arg(counts[0])
+                  .arg(counts[1])
+                  .arg(counts[2])
+                  .arg(counts[3]);
+    if (const Stage* f = b_->stage("fused")) dot = f->dot;
+  }
+  changes_->resizeColumnToContents(0);
+  changes_->resizeColumnToContents(1);
+
+  // The texts side by side, aligned: a blank line stands opposite each line the other side lacks.
+  const auto la = lines_of(sa->text), lb = lines_of(sb->text);
+  QStringList ta, tb;
+  QList<int> removed, added, pad_a, pad_b;
+  for (const LineDiff& l : diff_lines(sa->text, sb->text)) {
+    if (l.change == Change::same) {
+      ta << QString::fromStdString(la[l.a - 1]);
+      tb << QString::fromStdString(lb[l.b - 1]);
+    } else if (l.change == Change::removed) {
+      ta << QString::fromStdString(la[l.a - 1]);
+      tb << QString();
+      removed << ta.size();
+      pad_b << tb.size();
+    } else {
+      ta << QString();
+      tb << QString::fromStdString(lb[l.b - 1]);
+      added << tb.size();
+      pad_a << ta.size();
+    }
+  }
+  removed_lines_ = static_cast<int>(removed.size());
+  added_lines_ = static_cast<int>(added.size());
+  const auto lang = sa->kind == Stage::Kind::source ? CodeView::Language::Cpp
+                    : sa->kind == Stage::Kind::assembly ? CodeView::Language::Plain
+                                                        : CodeView::Language::Python;
+  text_a_->showText(ta.join('\n'), lang);
+  text_b_->showText(tb.join('\n'), lang);
+  text_a_->addMarks(removed, red_);
+  text_a_->addMarks(pad_a, grey_a_);
+  text_b_->addMarks(added, green_);
+  text_b_->addMarks(pad_b, grey_b_);
+  const int first = !removed.isEmpty() ? removed.front() : !added.isEmpty() ? added.front() : 1;
+  text_a_->setFirstVisibleLine(std::max(0, first - 4));
+
+  summary_->setText(summary + tr(" &nbsp;|&nbsp; <b>Text:</b> <span style='color:#b03a2e'>−%1</span> "
+                                 "<span style='color:#1e7e34'>+%2</span> lines &nbsp;|&nbsp; left: %3, right: %4 (%5)")
+                                  .arg(removed_lines_)
+                                  .arg(added_lines_)
+                                  .arg(want_a_, want_b_, variant_->currentText()));
+  if (dot.empty()) {
+    graph_->showMessage(tr("No graph for this stage."));
+    emit compared(true);
+    return;
+  }
+  layouter_->layout(QString::fromStdString(dot));
+}
+
+QString DiffPanel::summary() const { return summary_->text(); }
+
+}  // namespace ls
