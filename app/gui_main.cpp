@@ -1,8 +1,10 @@
 // lowerscope: the desktop application.
-//   lowerscope [MODEL] [--train] [--stage NAME] [--select NODE] [--diff VARIANT] [--screenshot FILE.png]
+//   lowerscope [MODEL] [--train] [--stage NAME] [--select NODE] [--diff VARIANT] [--heat] [--raise DOCK]
+//              [--screenshot FILE.png]
 // With --screenshot it opens MODEL, shows the stage, writes a picture of the whole window and exits.
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QDockWidget>
 #include <QIcon>
 #include <QTimer>
 #include <cstdio>
@@ -32,6 +34,10 @@ int main(int argc, char** argv) {
                                   "\"This compile (another stage)\" diffs --stage against the next stage); "
                                   "VARIANT:STAGE names the right side's stage.", "variant");
   cli.addOption(diff);
+  QCommandLineOption heat("heat", "Paint the graph by each node's and kernel's share of the run's time.");
+  cli.addOption(heat);
+  QCommandLineOption raise("raise", "Bring a dock to the front: kernels, partition, profile, provenance, properties, script.", "dock");
+  cli.addOption(raise);
   cli.addOption(train);
   cli.addOption(stage);
   cli.addOption(select);
@@ -41,6 +47,16 @@ int main(int argc, char** argv) {
   ls::MainWindow w;
   w.show();
   if (cli.isSet(train)) w.setTraining(true);
+  if (cli.isSet(heat)) w.setHeatOverlay(true);
+  if (cli.isSet(raise)) {
+    auto* dock = w.findChild<QDockWidget*>(cli.value(raise));
+    if (!dock) {
+      std::fprintf(stderr, "lowerscope: no dock '%s'\n", qPrintable(cli.value(raise)));
+      return 2;
+    }
+    dock->show();
+    dock->raise();
+  }
   const QStringList args = cli.positionalArguments();
   const QString stage_name = cli.value(stage), shot_file = cli.value(shot), select_node = cli.value(select),
                 diff_variant = cli.value(diff);

@@ -6,6 +6,7 @@
 #include <QMouseEvent>
 #include <QPen>
 #include <QWheelEvent>
+#include <algorithm>
 #include <cmath>
 
 namespace ls {
@@ -26,6 +27,10 @@ void GraphView::showMessage(const QString& text) {
   scene()->clear();
   items_.clear();
   pens_.clear();
+  fills_.clear();
+  clusters_.clear();
+  cluster_fills_.clear();
+  badges_.clear();
   node_count_ = cluster_count_ = 0;
   auto* t = scene()->addSimpleText(text);
   t->setBrush(QColor("#555"));
@@ -38,10 +43,16 @@ void GraphView::showGraph(const LaidOutGraph& g) {
   s->clear();
   items_.clear();
   pens_.clear();
+  fills_.clear();
+  clusters_.clear();
+  cluster_fills_.clear();
+  badges_.clear();
   QFont font("Helvetica", 8);
   for (const auto& c : g.clusters) {
     auto* r = s->addRect(c.rect, QPen(c.stroke, 1.2), QBrush(c.fill));
     r->setData(kIdKey, c.id);
+    clusters_[c.id] = r;
+    cluster_fills_[c.id] = r->brush();
     r->setToolTip(c.label);
     auto* t = s->addSimpleText(c.label, QFont("Helvetica", 8, QFont::Bold));
     t->setBrush(c.stroke.darker(150));
@@ -80,6 +91,7 @@ void GraphView::showGraph(const LaidOutGraph& g) {
     }
     items_[n.id] = item;
     pens_[n.id] = pen;
+    fills_[n.id] = item->brush();
     item->setData(kIdKey, n.id);
     item->setToolTip(n.label);
     item->setFlag(QGraphicsItem::ItemIsSelectable);
@@ -106,6 +118,38 @@ int GraphView::highlight(const QSet<QString>& ids) {
     it.value()->setPen(pen);
   }
   return matched;
+}
+
+int GraphView::setHeat(const QHash<QString, double>& share) {
+  for (QGraphicsItem* b : badges_) delete b;
+  badges_.clear();
+  int painted = 0;
+  auto heat = [](double v) {  // pale yellow -> orange -> deep red
+    v = std::clamp(v, 0.0, 1.0);
+    const double t = std::sqrt(v);  // small shares stay visible
+    return QColor::fromHsvF(static_cast<float>(0.15 * (1 - t)), static_cast<float>(0.15 + 0.8 * t), static_cast<float>(1.0 - 0.25 * t));
+  };
+  auto paint = [&](QHash<QString, QAbstractGraphicsShapeItem*>& items, const QHash<QString, QBrush>& own) {
+    for (auto it = items.begin(); it != items.end(); ++it) {
+      const auto v = share.find(it.key());
+      if (v == share.end()) {
+        it.value()->setBrush(own.value(it.key()));
+        continue;
+      }
+      it.value()->setBrush(heat(v.value()));
+      auto* badge = scene()->addSimpleText(QString::number(100.0 * v.value(), 'f', v.value() < 0.1 ? 1 : 0) + " %",
+                                           QFont("Helvetica", 7, QFont::Bold));
+      badge->setBrush(QColor("#7a1c00"));
+      const QRectF r = it.value()->sceneBoundingRect();
+      badge->setPos(r.right() - badge->boundingRect().width() - 3, r.top() + 1);
+      badge->setZValue(10);
+      badges_ << badge;
+      ++painted;
+    }
+  };
+  paint(items_, fills_);
+  paint(clusters_, cluster_fills_);
+  return painted;
 }
 
 void GraphView::zoomToFit() {

@@ -3,7 +3,9 @@
 #pragma once
 #include <QAbstractGraphicsShapeItem>
 #include <QGraphicsView>
+#include <QBrush>
 #include <QHash>
+#include <QList>
 #include <QPen>
 #include <QSet>
 
@@ -24,6 +26,10 @@ class GraphView : public QGraphicsView {
   int clusterCount() const { return cluster_count_; }
   // Nodes drawn with an outline of this colour (the saved tensors of a training step are red).
   int nodesOutlined(const QColor& c) const;
+  // Paints each node or cluster with an id in `share` by its value (0..1: pale yellow to deep
+  // red) and a "NN %" badge; an empty map restores the graph's own colours. Returns how many
+  // items were painted.
+  int setHeat(const QHash<QString, double>& share);
   // Scrolls the node with this id into the middle of the view; false when it is not drawn.
   bool focusNode(const QString& id);
 
@@ -38,6 +44,10 @@ class GraphView : public QGraphicsView {
   int node_count_ = 0, cluster_count_ = 0;
   QHash<QString, QAbstractGraphicsShapeItem*> items_;  // node id -> its shape
   QHash<QString, QPen> pens_;
+  QHash<QString, QBrush> fills_;  // node id -> its own fill (restored when the heat goes off)
+  QHash<QString, QAbstractGraphicsShapeItem*> clusters_;
+  QHash<QString, QBrush> cluster_fills_;
+  QList<QGraphicsItem*> badges_;
 };
 
 }  // namespace ls

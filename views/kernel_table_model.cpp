@@ -21,13 +21,15 @@ QVariant KernelTableModel::data(const QModelIndex& index, int role) const {
   const KernelReport& k = r_->kernels[index.row()];
   double total = 0;
   for (const auto& x : r_->kernels) total += x.ms;
-  if (role == Qt::TextAlignmentRole && index.column() >= Ms && index.column() <= GBps)
+  if (role == Qt::TextAlignmentRole && index.column() >= Ms && index.column() <= Peak)
     return QVariant(Qt::AlignRight | Qt::AlignVCenter);
   if (role == Qt::UserRole) {  // raw values, for sorting and tests
     switch (index.column()) {
       case Ms: return k.ms;
       case Bytes: return static_cast<qlonglong>(k.bytes);
       case GBps: return k.gbps;
+      case Peak: return r_->bandwidth_gbps > 0 ? k.gbps / r_->bandwidth_gbps : 0.0;
+      case Share: return total > 0 ? k.ms / total : 0.0;
       default: break;
     }
   }
@@ -39,6 +41,10 @@ QVariant KernelTableModel::data(const QModelIndex& index, int role) const {
     case Share: return total > 0 ? QString::number(100.0 * k.ms / total, 'f', 1) + " %" : QString("-");
     case Bytes: return QString::number(k.bytes);
     case GBps: return QString::number(k.gbps, 'f', 2);
+    case Peak:
+      if (role == Qt::ToolTipRole)
+        return QObject::tr("%1 GB/s of the %2 GB/s this device copies at (measured)").arg(k.gbps, 0, 'f', 1).arg(r_->bandwidth_gbps, 0, 'f', 1);
+      return r_->bandwidth_gbps > 0 ? QString::number(100.0 * k.gbps / r_->bandwidth_gbps, 'f', 1) + " %" : QString("-");
     case Nodes: {
       QStringList n;
       for (const auto& s : k.nodes) n << QString::fromStdString(s);
@@ -50,7 +56,7 @@ QVariant KernelTableModel::data(const QModelIndex& index, int role) const {
 
 QVariant KernelTableModel::headerData(int section, Qt::Orientation o, int role) const {
   if (o != Qt::Horizontal || role != Qt::DisplayRole) return {};
-  static const char* names[] = {"Kernel", "Kind", "Time", "Share", "Bytes", "GB/s", "Graph nodes"};
+  static const char* names[] = {"Kernel", "Kind", "Time", "Share", "Bytes", "GB/s", "% of bandwidth", "Graph nodes"};
   return section < ColumnCount ? QString(names[section]) : QVariant();
 }
 

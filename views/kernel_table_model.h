@@ -1,4 +1,5 @@
-// Kernels of the last run: name, kind, time, share of the total, bytes, achieved GB/s, nodes.
+// Kernels of the last run: name, kind, time, share of the total, bytes, achieved GB/s and its share
+// of the device's measured bandwidth, generated or library, nodes.
 #pragma once
 #include <QAbstractTableModel>
 
@@ -8,7 +9,7 @@ struct CompileResult;
 class KernelTableModel : public QAbstractTableModel {
   Q_OBJECT
  public:
-  enum Column { Name, Kind, Ms, Share, Bytes, GBps, Nodes, ColumnCount };
+  enum Column { Name, Kind, Ms, Share, Bytes, GBps, Peak, Nodes, ColumnCount };
   using QAbstractTableModel::QAbstractTableModel;
   void setResult(const CompileResult* r);
   int rowCount(const QModelIndex& parent = {}) const override;

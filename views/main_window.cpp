@@ -36,6 +36,8 @@
 #include "graph_view.h"
 #include "script_panel.h"
 #include "kernel_table_model.h"
+#include "node_properties.h"
+#include "profile_view.h"
 #include "partition_model.h"
 #include "stage_list_model.h"
 
@@ -126,6 +128,15 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     selectNode(partition_model_->index(i.row(), PartitionModel::Name).data().toString());
   });
 
+  // Profile: kernel times and bandwidth as charts, and the run op by op against the compiled one.
+  profile_ = new ProfileView(this);
+  auto* profd = new QDockWidget(tr("Profile"), this);
+  profd->setObjectName("profile");
+  profd->setWidget(profile_);
+  addDockWidget(Qt::BottomDockWidgetArea, profd);
+  tabifyDockWidget(partd, profd);
+  kd->raise();
+
   provenance_ = new QTreeWidget(this);
   provenance_->setHeaderLabels({tr("Node"), tr("Op")});
   provenance_->setColumnWidth(0, 160);
@@ -133,6 +144,15 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   pd->setObjectName("provenance");
   pd->setWidget(provenance_);
   addDockWidget(Qt::LeftDockWidgetArea, pd);
+  properties_ = new QTreeWidget(this);
+  properties_->setHeaderLabels({tr("Property"), tr("Value")});
+  properties_->setRootIsDecorated(false);
+  properties_->setColumnWidth(0, 110);
+  properties_->setWordWrap(true);
+  auto* propd = new QDockWidget(tr("Properties"), this);
+  propd->setObjectName("properties");
+  propd->setWidget(properties_);
+  addDockWidget(Qt::LeftDockWidgetArea, propd);
 
   // Python scripts: the editor, what they print, and the compile log of their torch.compile calls.
   script_ = new ScriptPanel(this);
@@ -200,6 +220,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connect(layouter_, &GraphLayouter::laidOut, this, [this](const LaidOutGraph& g) {
     graph_->showGraph(g);
     applyHighlight();
+    applyHeat();
     cancel_->hide();
     progress_->setText(tr("%1 nodes").arg(g.nodes.size()));
     emit stageShown(currentStage());
@@ -271,6 +292,11 @@ void MainWindow::buildActions() {
   find->setShortcut(QKeySequence::Find);
 
   QMenu* view = menuBar()->addMenu(tr("&View"));
+  heat_action_ = view->addAction(tr("&Heat Overlay (time per node and kernel)"));
+  heat_action_->setCheckable(true);
+  heat_action_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_H));
+  heat_action_->setObjectName("heat");
+  connect(heat_action_, &QAction::toggled, this, [this](bool) { applyHeat(); });
   QAction* fit = view->addAction(tr("Zoom to &Fit"), graph_, &GraphView::zoomToFit);
   fit->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_0));
   QAction* next = view->addAction(tr("&Next Stage"), this, [this] {
@@ -450,6 +476,8 @@ void MainWindow::onFinished() {
     showError(tr("The compiled model's output does not match its reference. See the run stage."));
   }
   diff_->leftChanged();
+  profile_->setResult(session_->shared());
+  properties_->clear();
   const int row = !prev.isEmpty() && stages_model_->rowOf(prev) >= 0 ? stages_model_->rowOf(prev) : 0;
   stages_->setCurrentIndex(stages_model_->index(row));
   emit compileDone(r->check.ok || !r->not_run.empty());
@@ -523,6 +551,7 @@ bool shares(const std::vector<std::string>& a, const QStringList& b) {
 void MainWindow::selectNode(const QString& id) {
   const CompileResult* r = session_->result();
   if (!r) return;
+  showProperties(id);
   const std::string stage = currentStage().toStdString(), key = id.toStdString();
   std::vector<std::string> origins;
   if (const Graph* g = stage_graph(*r, stage)) {
@@ -541,6 +570,40 @@ void MainWindow::selectNode(const QString& id) {
   for (const auto& o : origins) origins_ << QString::fromStdString(o);
   buildProvenance();
   applyHighlight();
+}
+
+void MainWindow::showProperties(const QString& id) {
+  const CompileResult* r = session_->result();
+  if (!r) return;
+  Properties p = node_properties(*r, currentStage(), id);
+  for (const char* user_level : {"aten", "capture"})  // a user-level name, selected from any stage
+    if (p.isEmpty()) p = node_properties(*r, user_level, id);
+  if (p.isEmpty()) return;
+  properties_->clear();
+  for (const auto& [k, v] : p) {
+    auto* it = new QTreeWidgetItem(properties_, {k, v});
+    it->setToolTip(1, v);
+  }
+  properties_->resizeColumnToContents(0);
+}
+
+void MainWindow::setHeatOverlay(bool on) {
+  if (heat_action_->isChecked() != on) heat_action_->setChecked(on);
+  else applyHeat();
+}
+
+void MainWindow::applyHeat() {
+  const CompileResult* r = session_->result();
+  QHash<QString, double> share;
+  if (r && heat_action_ && heat_action_->isChecked()) {
+    // Source and run stages show the fused graph.
+    const QString stage = stage_graph(*r, currentStage().toStdString()) ? currentStage() : QStringLiteral("fused");
+    for (const auto& [id, v] : time_shares(*r, stage)) share[id] = std::max(share.value(id), v);
+  }
+  heat_painted_ = graph_->setHeat(share);
+  if (heat_action_ && heat_action_->isChecked())
+    progress_->setText(r && r->kernels.empty() ? tr("Heat overlay: no run to take times from")
+                                               : tr("Heat overlay: %1 node(s) and kernel(s) painted by their share of the run").arg(heat_painted_));
 }
 
 // The decomposition tree of the selected user-level node(s): what each stage made of them.

@@ -26,6 +26,7 @@ class GraphLayouter;
 class GraphView;
 class KernelTableModel;
 class PartitionModel;
+class ProfileView;
 class ScriptPanel;
 class StageListModel;
 
@@ -51,6 +52,11 @@ class MainWindow : public QMainWindow {
   void selectNode(const QString& id);
   QStringList selectedOrigins() const { return origins_; }
   QTreeWidget* provenanceTree() const { return provenance_; }
+  QTreeWidget* propertiesTree() const { return properties_; }
+  ProfileView* profileView() const { return profile_; }
+  // The heat overlay: nodes and kernels painted by their share of the run's time.
+  void setHeatOverlay(bool on);
+  int heatPainted() const { return heat_painted_; }
   QTableView* partitionTable() const { return partition_; }
   QString partitionSummary() const;
   // Training mode and the partitioner (recompiles the open model).
@@ -79,6 +85,8 @@ class MainWindow : public QMainWindow {
   void markKernel(int kernel);
   void applyHighlight();
   void buildProvenance();
+  void showProperties(const QString& id);
+  void applyHeat();
   void rememberRecent(const QString& path);
   void rebuildRecentMenu();
   void dragEnterEvent(QDragEnterEvent* e) override;
@@ -104,6 +112,10 @@ class MainWindow : public QMainWindow {
   QPushButton* cancel_;
   QSplitter* split_;
   QTreeWidget* provenance_;
+  QTreeWidget* properties_;
+  ProfileView* profile_;
+  QAction* heat_action_ = nullptr;
+  int heat_painted_ = 0;
   QStringList origins_;  // the user-level nodes selected
   int highlighted_ = 0;
   int marked_lines_ = 0;

@@ -10,6 +10,7 @@
 #include "compile/cpu_compiler.h"
 #include "cuda/driver.h"
 #include "cuda/nvrtc_compiler.h"
+#include "exec/bandwidth.h"
 #include "exec/cuda_executor.h"
 #include "exec/executor.h"
 #include "interp/reference.h"
@@ -421,6 +422,7 @@ CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const st
       r.reference_outputs = run_reference(r.aten, r.model.inputs);
     }
     r.run_ms = t.total_ms;
+    r.bandwidth_gbps = memory_bandwidth_gbps(r.device);
     for (size_t k = 0; k < r.schedule.kernels.size(); ++k) {
       const Kernel& kr = r.schedule.kernels[k];
       KernelReport rep;

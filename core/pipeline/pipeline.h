@@ -128,6 +128,7 @@ struct CompileResult {
   std::vector<Tensor> outputs, reference_outputs;
   Check check;
   double compile_ms = 0, run_ms = 0;
+  double bandwidth_gbps = 0;  // the device's measured memory bandwidth (run stage), 0 where unknown
   std::string error;        // set when a stage failed; the stages before it are kept
   std::string error_stage;  // the stage that failed
   std::string not_run;      // why the compiled code was not run (a CUDA compile without a GPU)

@@ -93,6 +93,7 @@ std::string report_json(const CompileResult& r) {
   j["compiler"] = r.compiler;
   j["compile_ms"] = r.compile_ms;
   j["run_ms"] = r.run_ms;
+  j["bandwidth_gbps"] = r.bandwidth_gbps;
   j["device"] = r.device;
   if (!r.not_run.empty()) j["not_run"] = r.not_run;
   j["ok"] = r.ok();

@@ -18,6 +18,7 @@
 
 #include "code_view.h"
 #include "diff_panel.h"
+#include "profile_view.h"
 #include "compile_session.h"
 #include "graph_layout.h"
 #include "graph_view.h"
@@ -298,6 +299,58 @@ class TestGui : public QObject {
     QCOMPARE(added.size() + d->names(Change::same).size() + d->names(Change::changed).size(), int(r->prims.nodes.size()));
     QCOMPARE(d->graphView()->nodeCount(), int(r->prims.nodes.size() + d->names(Change::removed).size()) + 1);  // + output
     QVERIFY(!d->compare("no_such_stage", "Fusion off", "fused"));
+  }
+
+  // The property panel reads the selected node from the record; the heat overlay paints every
+  // op node by the time of the kernels made from it; the profile charts every kernel and sets the
+  // run op by op beside the compiled one.
+  void testPropertiesHeatAndProfile() {
+    MainWindow w;
+    w.show();
+    QSignalSpy done(&w, &MainWindow::compileDone);
+    w.openModel(QString(LS_TEST_DATA) + "/models/res_block/model.pt2");
+    QVERIFY(done.wait(120000));
+    QCOMPARE(done.takeFirst().at(0).toBool(), true);
+    const CompileResult* r = w.session()->result();
+    QSignalSpy shown(&w, &MainWindow::stageShown);
+    QVERIFY(w.selectStage("core_aten"));
+    QVERIFY(shown.count() > 0 || shown.wait(30000));
+    w.selectNode("relu");
+    QMap<QString, QString> props;
+    for (int i = 0; i < w.propertiesTree()->topLevelItemCount(); ++i)
+      props[w.propertiesTree()->topLevelItem(i)->text(0)] = w.propertiesTree()->topLevelItem(i)->text(1);
+    const Node& relu = r->core_aten.nodes.at(r->core_aten.find("relu"));
+    QCOMPARE(props.value("Op"), QString("aten.relu"));
+    QCOMPARE(props.value("Overload"), QString("default"));
+    QCOMPARE(props.value("Output"), QString::fromStdString(relu.meta().annotation()));
+    QVERIFY(props.value("Output strides").startsWith(QString("[%1,").arg(relu.meta().strides.at(0))));
+    QString kernel;
+    for (const KernelReport& k : r->kernels)
+      if (std::count(k.nodes.begin(), k.nodes.end(), "relu")) kernel = QString::fromStdString(k.name);
+    QVERIFY(!kernel.isEmpty());
+    QVERIFY2(props.value("In kernel(s)").contains(kernel), qPrintable(props.value("In kernel(s)")));
+    QVERIFY(props.value("Time share").endsWith("µs in those kernels)"));
+
+    // Heat: each op node of core ATen is made into some kernel, so each is painted.
+    w.setHeatOverlay(true);
+    int ops = 0;
+    for (const Node& n : r->core_aten.nodes) ops += !n.is_placeholder();
+    QCOMPARE(w.heatPainted(), ops);
+    QVERIFY(w.selectStage("fused"));
+    QVERIFY(shown.wait(30000));
+    QVERIFY(w.heatPainted() >= int(r->kernels.size()));  // clusters and library calls, and their loop nodes
+    w.setHeatOverlay(false);
+    QCOMPARE(w.heatPainted(), 0);
+
+    ProfileView* p = w.profileView();
+    QCOMPARE(p->barCount(), std::min(24, int(r->kernels.size())));
+    QVERIFY(r->bandwidth_gbps > 0);  // measured on this machine
+    QSignalSpy measured(p, &ProfileView::opByOpDone);
+    p->measureOpByOp();
+    QVERIFY(measured.wait(120000));
+    QCOMPARE(measured.takeFirst().at(0).toBool(), true);
+    QVERIFY(p->opByOpMs() > 0);
+    QVERIFY2(p->comparison().contains("op by op"), qPrintable(p->comparison()));
   }
 
   void testDotJsonParsing() {
