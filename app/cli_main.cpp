@@ -1,6 +1,8 @@
 // lowerscope-cli: the headless front end. `lowerscope-cli compile MODEL` runs the whole pipeline and
 // prints the stage table, the kernels with their times, and the check against the reference.
 #include <cstdio>
+#include <filesystem>
+#include <map>
 #include <cstdlib>
 #include <fstream>
 #include <iomanip>
@@ -13,6 +15,7 @@
 #include "ops/op_table.h"
 #include "pipeline/pipeline.h"
 #include "report/diff.h"
+#include "report/html_report.h"
 #include "report/report.h"
 #include "script/script.h"
 
@@ -22,7 +25,7 @@ const char* kUsage = R"(usage:
   lowerscope-cli compile MODEL [--device cpu|cuda] [--inputs A.npy,B.npy] [--expect OUT.npy]
                                [--train [--expect-grads G0.npy,G1.npy] [--partitioner min_cut|default]
                                         [--sgd LR]]
-                               [--report FILE.json] [--dump DIR] [--decompose core_aten|prims]
+                               [--report FILE.json] [--dump DIR (stages, sources, objects, SVGs, report.html)] [--decompose core_aten|prims]
                                [--no-fusion] [--external-compiler] [--no-run] [--no-reference] [--quiet]
   lowerscope-cli diff MODEL [--stage S | --stages A,B] [compile options] [--right "OPTIONS"]
   lowerscope-cli run SCRIPT.py [--report FILE.json] [--device cpu|cuda] [--quiet]
@@ -80,6 +83,30 @@ void print_result(const ls::CompileResult& r) {
   const char* check = !r.not_run.empty() ? "not run" : !run ? "not run (--no-run)" : r.check.ok ? "ok" : "FAILED";
   std::cout << "\ncompile: " << std::fixed << std::setprecision(1) << r.compile_ms << " ms   run: " << std::setprecision(4)
             << r.run_ms << " ms   check: " << check << '\n';
+}
+
+// The debug folder, each graph drawn as SVG by Graphviz's dot where it is installed, and
+// report.html with the drawings inline.
+void write_dump_with_html(const ls::CompileResult& r, const std::string& dir) {
+  namespace fs = std::filesystem;
+  ls::write_dump(r, dir);
+  std::map<std::string, std::string> svgs;
+  const bool have_dot = std::system("dot -V > /dev/null 2>&1") == 0;
+  for (size_t i = 0; i < r.stages.size() && have_dot; ++i) {
+    if (r.stages[i].dot.empty()) continue;
+    std::ostringstream stem;
+    stem << std::setw(2) << std::setfill('0') << i << '_' << r.stages[i].name;
+    const fs::path dot = fs::path(dir) / (stem.str() + ".dot"), svg = fs::path(dir) / (stem.str() + ".svg");
+    const std::string cmd = "dot -Tsvg -o '" + svg.string() + "' '" + dot.string() + "' 2>/dev/null";
+    if (dir.find('\'') != std::string::npos || std::system(cmd.c_str()) != 0) continue;
+    std::ifstream in(svg);
+    std::stringstream text;
+    text << in.rdbuf();
+    svgs[r.stages[i].name] = text.str();
+  }
+  std::ofstream html(fs::path(dir) / "report.html");
+  if (!html) throw std::runtime_error(dir + ": cannot write report.html");
+  html << ls::html_report(r, svgs);
 }
 
 // One option of the pipeline or the loader at args[i] (its value, if any, after it); false when
@@ -149,7 +176,7 @@ int compile_command(int argc, char** argv) {
     std::fwrite(j.data(), 1, j.size(), f);
     std::fclose(f);
   }
-  if (!dump.empty()) ls::write_dump(r, dump);
+  if (!dump.empty()) write_dump_with_html(r, dump);
   if (!r.error.empty()) {
     std::cerr << "lowerscope-cli: stage '" << r.error_stage << "' failed: " << r.error << '\n';
     return 2;

@@ -4,7 +4,10 @@
 #include <QProcess>
 
 #include "pipeline/pipeline.h"
+#include "report/html_report.h"
 #include "report/report.h"
+
+#include <map>
 
 namespace ls {
 
@@ -35,6 +38,19 @@ ExportResult export_compile_folder(const CompileResult& r, const QString& dir, i
     }
     if (dot.exitCode() != 0) out.problems << svg + ": " + QString::fromLocal8Bit(dot.readAllStandardError()).trimmed();
     else out.written << svg;
+  }
+  // The HTML report, with the drawings inline: one file to send to someone.
+  std::map<std::string, std::string> svgs;
+  for (const QString& f : d.entryList({"*.svg"}, QDir::Files, QDir::Name)) {
+    QFile in(d.filePath(f));
+    if (f.size() > 7 && in.open(QIODevice::ReadOnly)) svgs[f.mid(3, f.size() - 7).toStdString()] = in.readAll().toStdString();
+  }
+  QFile html(d.filePath("report.html"));
+  if (!html.open(QIODevice::WriteOnly | QIODevice::Truncate)) {
+    out.problems << QObject::tr("report.html: %1").arg(html.errorString());
+  } else {
+    html.write(QByteArray::fromStdString(html_report(r, svgs)));
+    out.written << "report.html";
   }
   return out;
 }

@@ -1,6 +1,7 @@
 // Export of a compile as a folder, like PyTorch's torch_compile_debug: every stage as text (and
-// .dot), the generated source, report.json, and each graph drawn as SVG by Graphviz's `dot`
-// (run as a child process with a time limit, so a huge graph cannot hang the app).
+// .dot), the generated source, the compiled objects, report.json, each graph drawn as SVG by
+// Graphviz's `dot` (run as a child process with a time limit, so a huge graph cannot hang the app),
+// and report.html: all of it in one self-contained page.
 #pragma once
 #include <QString>
 #include <QStringList>

@@ -42,13 +42,15 @@ std::unique_ptr<LoadedCode> load_library(const std::filesystem::path& lib) {
   return std::make_unique<DlopenCode>(h);
 }
 
-std::unique_ptr<LoadedCode> external_compile(const std::string& source, const CpuCompileOptions& o, bool& from_cache) {
+std::unique_ptr<LoadedCode> external_compile(const std::string& source, const CpuCompileOptions& o, bool& from_cache,
+                                             std::string& library) {
   namespace fs = std::filesystem;
   const std::string flags = o.external_cxx + " " + o.opt_level + " -march=native -fopenmp -fno-math-errno -fno-trapping-math -shared -fPIC";
   const std::string libs = " -lmvec";  // after the source: linkers with --as-needed drop earlier ones
   const DiskCache cache(cache_folder(o.cache_dir, "cpu"), fnv1a_hex(flags + libs + "\n" + source));
   if (cache.has(".so", source)) {
     from_cache = true;
+    library = cache.get(".so");
     return load_library(cache.path(".so"));
   }
   const fs::path dir = fs::temp_directory_path() /
@@ -64,7 +66,8 @@ std::unique_ptr<LoadedCode> external_compile(const std::string& source, const Cp
     std::string diag((std::istreambuf_iterator<char>(l)), std::istreambuf_iterator<char>());
     throw CompileError("the external compiler (" + o.external_cxx + ") rejected the generated kernels", diag);
   }
-  const fs::path to_load = cache.put({{".so", read_file(lib)}}, source) ? cache.path(".so") : lib;
+  library = read_file(lib);
+  const fs::path to_load = cache.put({{".so", library}}, source) ? cache.path(".so") : lib;
   std::unique_ptr<LoadedCode> code = load_library(to_load);
   std::error_code ec;
   fs::remove_all(dir, ec);
@@ -103,6 +106,7 @@ CpuCompileResult compile_cpp(const std::string& source, const CpuCompileOptions&
         r.llvm_ir = cache.get(".ll");
         r.assembly = cache.get(".s");
         r.log = cache.get(".log");
+        r.object = cache.get(".o");
         r.compiler = "clang 14 (in-process, ORC JIT; from the disk cache)";
       }
     }
@@ -114,9 +118,11 @@ CpuCompileResult compile_cpp(const std::string& source, const CpuCompileOptions&
       r.log = diag;
       r.compiler = "clang 14 (in-process, ORC JIT)";
       cache.put({{".o", object}, {".ll", r.llvm_ir}, {".s", r.assembly}, {".log", r.log}}, source);
+      r.object = std::move(object);
     }
   } else {
-    r.code = external_compile(source, o, r.from_cache);
+    r.code = external_compile(source, o, r.from_cache, r.object);
+    r.object_name = "kernels.so";
     r.compiler = o.external_cxx + (r.from_cache ? " (external, dlopen; from the disk cache)" : " (external, dlopen)");
   }
   r.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

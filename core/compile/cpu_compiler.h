@@ -30,6 +30,8 @@ struct CpuCompileResult {
   std::string log;       // the compiler's warnings and remarks
   std::string llvm_ir;   // the optimized LLVM IR (in-process path only)
   std::string assembly;  // the x86 assembly Clang made of it (in-process path only)
+  std::string object;   // the machine code: an ELF object (JIT) or shared library (external)
+  std::string object_name = "kernels.o";
   double ms = 0;
   bool from_cache = false;
 };

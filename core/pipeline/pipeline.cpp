@@ -343,6 +343,8 @@ CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const st
       r.compiler = compiled.compiler + (driver ? " for " + driver->device().name : " (no GPU here: PTX for the H100's sm_90)");
       r.compile_log = compiled.log;
       cubin = compiled.cubin;
+      if (!cubin.empty()) r.objects.push_back({"kernels.cubin", cubin});
+      if (!helpers_cubin.empty()) r.objects.push_back({"helpers.cubin", helpers_cubin});
       Stage s;
       s.name = "asm";
       s.title = "PTX and SASS";
@@ -359,6 +361,7 @@ CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const st
       r.compiler = compiled.compiler;
       r.compile_log = compiled.log;
       cpu_code = std::move(compiled.code);
+      if (!compiled.object.empty()) r.objects.push_back({compiled.object_name, std::move(compiled.object)});
       Stage s;
       s.name = "asm";
       s.title = "Machine code (x86 assembly, LLVM IR)";

@@ -132,6 +132,9 @@ struct CompileResult {
   std::string error;        // set when a stage failed; the stages before it are kept
   std::string error_stage;  // the stage that failed
   std::string not_run;      // why the compiled code was not run (a CUDA compile without a GPU)
+  // The compiled machine code, by file name: kernels.o (in-process Clang) or kernels.so (external
+  // compiler), or kernels.cubin and helpers.cubin (CUDA, where a GPU was there to build for).
+  std::vector<std::pair<std::string, std::string>> objects;
   std::shared_ptr<CompiledProgram> program;  // keep_program: the compiled code, ready to run again
   bool ok() const { return error.empty() && check.ok; }
   const Stage* stage(const std::string& name) const;

@@ -118,6 +118,11 @@ void write_dump(const CompileResult& r, const std::string& dir) {
     write(prefix.str() + ext, r.stages[i].text);
     if (!r.stages[i].dot.empty()) write(prefix.str() + ".dot", r.stages[i].dot);
   }
+  for (const auto& [name, bytes] : r.objects) {
+    std::ofstream f(fs::path(dir) / name, std::ios::binary);
+    if (!f) throw std::runtime_error(dir + ": cannot write " + name);
+    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  }
   write("report.json", report_json(r));
 }
 

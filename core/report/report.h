@@ -7,6 +7,6 @@
 
 namespace ls {
 std::string report_json(const CompileResult& r);  // pretty-printed JSON
-// Writes <dir>/<NN>_<stage>.txt and .dot, kernels.cpp, report.json. Throws on I/O errors.
+// Writes <dir>/<NN>_<stage>.txt and .dot, kernels.cpp, the compiled objects, report.json. Throws on I/O errors.
 void write_dump(const CompileResult& r, const std::string& dir);
 }

@@ -15,6 +15,8 @@
 #include <QTemporaryDir>
 #include <QStandardPaths>
 #include <QSettings>
+#include <QProcess>
+#include <QUrl>
 
 #include "code_view.h"
 #include "diff_panel.h"
@@ -247,6 +249,32 @@ class TestGui : public QObject {
     QVERIFY(svg.readAll().contains("<svg"));
     QVERIFY(w.errorText().isEmpty());
     QCOMPARE(w.recentFiles().value(0), QFileInfo(QString(LS_SAMPLES) + "/mse_loss").absoluteFilePath());
+    // The compiled machine code is there, byte for byte what was loaded.
+    const CompileResult* r = w.session()->result();
+    QVERIFY(!r->objects.empty());
+    for (const auto& [name, bytes] : r->objects) {
+      QFile o(d.filePath(QString::fromStdString(name)));
+      QVERIFY2(o.open(QIODevice::ReadOnly), name.c_str());
+      QCOMPARE(o.readAll(), QByteArray::fromStdString(bytes));
+      QVERIFY(bytes.compare(0, 4, "\x7f" "ELF") == 0);
+    }
+
+    // The HTML report opens in headless Chromium without a console error, and what it shows is
+    // the compile's: every stage, every kernel, a picture per drawn graph.
+    QVERIFY(d.exists("report.html"));
+    const QString chromium = QStandardPaths::findExecutable("chromium");
+    if (chromium.isEmpty()) QSKIP("Debian's chromium is not installed (tools/install-deps.sh installs it)");
+    QProcess p;
+    p.start(chromium, {"--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0",
+                       "--user-data-dir=" + dir.filePath("chromium-profile"), "--dump-dom",
+                       QUrl::fromLocalFile(d.filePath("report.html")).toString()});
+    QVERIFY(p.waitForFinished(120000));
+    QCOMPARE(p.exitCode(), 0);
+    const QString dom = QString::fromUtf8(p.readAllStandardOutput()), log = QString::fromUtf8(p.readAllStandardError());
+    QVERIFY2(!log.contains("CONSOLE"), qPrintable(log));
+    for (const Stage& st : r->stages) QVERIFY2(dom.contains("id=\"stage-" + QString::fromStdString(st.name) + "\""), st.name.c_str());
+    for (const KernelReport& k : r->kernels) QVERIFY(dom.contains(QString::fromStdString(k.name)));
+    QCOMPARE(dom.count("<svg"), svgs.size());
   }
 
   void testOpensExportedModel() {
