@@ -34,9 +34,19 @@ void CompileSession::start(const QString& label, std::function<LoadedModel()> lo
   watcher_.waitForFinished();
   cancel_ = std::make_shared<std::atomic<bool>>(false);
   emit started(label);
-  const PipelineOptions o = options;
+  PipelineOptions o = options;
   auto flag = cancel_;
   const std::string name = label.toStdString();
+  // The captured graph is shown while the rest compiles (unless this compile was cancelled).
+  o.on_capture = [this, flag](const CompileResult& so_far) {
+    auto partial = std::make_shared<CompileResult>(so_far);
+    QMetaObject::invokeMethod(this, [this, flag, partial] {
+      if (flag->load() || flag != cancel_) return;
+      previous_ = std::move(result_);
+      result_ = partial;
+      emit captured();
+    }, Qt::QueuedConnection);
+  };
   watcher_.setFuture(QtConcurrent::run([load = std::move(load), name, o, flag]() -> std::shared_ptr<CompileResult> {
     auto r = std::make_shared<CompileResult>();
     try {

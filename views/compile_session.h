@@ -31,6 +31,7 @@ class CompileSession : public QObject {
 
  signals:
   void started(const QString& path);
+  void captured();  // result() holds the captured graph alone; finished() or failed() follows
   void finished();                                           // result() holds the new record
   void failed(const QString& stage, const QString& message); // result() holds the stages before it
 

@@ -158,6 +158,10 @@ void GraphView::zoomToFit() {
   if (r.isEmpty()) return;
   fitInView(r, Qt::KeepAspectRatio);
   if (transform().m11() > 1.5) setTransform(QTransform::fromScale(1.5, 1.5));  // small graphs stay readable
+  if (transform().m11() < 0.35) {  // a tall or wide graph: readable at its start rather than whole and tiny
+    setTransform(QTransform::fromScale(0.8, 0.8));
+    centerOn(r.center().x(), r.top() + viewport()->height() / 1.6);
+  }
 }
 
 void GraphView::wheelEvent(QWheelEvent* e) {
@@ -174,6 +178,17 @@ void GraphView::mousePressEvent(QMouseEvent* e) {
       return;
     }
   }
+}
+
+void GraphView::mouseDoubleClickEvent(QMouseEvent* e) {
+  for (QGraphicsItem* it = itemAt(e->pos()); it; it = it->parentItem()) {
+    const QString id = it->data(kIdKey).toString();
+    if (!id.isEmpty()) {
+      emit nodeDoubleClicked(id);
+      return;
+    }
+  }
+  QGraphicsView::mouseDoubleClickEvent(e);
 }
 
 int GraphView::nodesOutlined(const QColor& c) const {

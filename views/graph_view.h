@@ -35,10 +35,12 @@ class GraphView : public QGraphicsView {
 
  signals:
   void nodeClicked(const QString& id);
+  void nodeDoubleClicked(const QString& id);  // a folded module opens, a module's cluster folds
 
  protected:
   void wheelEvent(QWheelEvent* e) override;
   void mousePressEvent(QMouseEvent* e) override;
+  void mouseDoubleClickEvent(QMouseEvent* e) override;
 
  private:
   int node_count_ = 0, cluster_count_ = 0;

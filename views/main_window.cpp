@@ -27,6 +27,7 @@
 #include <QTableView>
 #include <QTreeWidget>
 #include <QVBoxLayout>
+#include <utility>
 
 #include "code_view.h"
 #include "diff_panel.h"
@@ -43,6 +44,7 @@
 
 #include "ops/op_table.h"
 #include "report/diff.h"
+#include "ir/collapse.h"
 
 namespace ls {
 
@@ -211,16 +213,19 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
         }
   });
   connect(session_, &CompileSession::started, this, [this](const QString& p) {
+    if (!currentStage().isEmpty()) restore_stage_ = currentStage();
     banner_->hide();
     progress_->setText(tr("Compiling %1 …").arg(QFileInfo(p).fileName()));
     cancel_->show();
   });
   connect(session_, &CompileSession::finished, this, &MainWindow::onFinished);
+  connect(session_, &CompileSession::captured, this, &MainWindow::onCaptured);
   connect(session_, &CompileSession::failed, this, &MainWindow::onFailed);
   connect(layouter_, &GraphLayouter::laidOut, this, [this](const LaidOutGraph& g) {
     graph_->showGraph(g);
     applyHighlight();
     applyHeat();
+    if (!pending_focus_.isEmpty()) graph_->focusNode(std::exchange(pending_focus_, QString()));
     cancel_->hide();
     progress_->setText(tr("%1 nodes").arg(g.nodes.size()));
     emit stageShown(currentStage());
@@ -230,6 +235,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     cancel_->hide();
     progress_->setText(why);
     emit stageShown(currentStage());
+  });
+  connect(graph_, &GraphView::nodeDoubleClicked, this, [this](const QString& id) {
+    if (id.startsWith("module:")) expandModule(id.mid(7));
+    else if (id.startsWith("cluster:")) collapseModule(id.mid(8));
   });
   connect(graph_, &GraphView::nodeClicked, this, [this](const QString& id) {
     const CompileResult* r = session_->result();
@@ -297,6 +306,9 @@ void MainWindow::buildActions() {
   heat_action_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_H));
   heat_action_->setObjectName("heat");
   connect(heat_action_, &QAction::toggled, this, [this](bool) { applyHeat(); });
+  QAction* fold = view->addAction(tr("F&old All Modules"), this, &MainWindow::collapseAll);
+  fold->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_M));
+  fold->setToolTip(tr("Graphs over 250 nodes start folded by module; double-click a module to open it, its frame to fold it"));
   QAction* fit = view->addAction(tr("Zoom to &Fit"), graph_, &GraphView::zoomToFit);
   fit->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_0));
   QAction* next = view->addAction(tr("&Next Stage"), this, [this] {
@@ -401,6 +413,48 @@ void MainWindow::buildActions() {
   });
 }
 
+void MainWindow::onCaptured() {
+  // The captured graph alone, drawn while the rest compiles; onFinished() replaces it.
+  const CompileResult* r = session_->result();
+  stages_model_->setResult(r);
+  kernels_model_->setResult(r);
+  partition_model_->setResult(r);
+  profile_->setResult(nullptr);
+  properties_->clear();
+  provenance_->clear();
+  summary_->setText(tr("Compiling … the captured graph is shown meanwhile."));
+  if (stages_model_->rowCount() > 0) {
+    if (stages_->currentIndex().row() == 0) showStage(0);
+    else stages_->setCurrentIndex(stages_model_->index(0));
+  }
+}
+
+void MainWindow::expandModule(const QString& path) {
+  expanded_.insert(path.toStdString());
+  progress_->setText(tr("Opened module %1").arg(path));
+  selectStage(currentStage());
+}
+
+void MainWindow::collapseModule(const QString& path) {
+  const std::string p = path.toStdString();
+  for (auto it = expanded_.begin(); it != expanded_.end();)
+    it = *it == p || it->rfind(p + ".", 0) == 0 ? expanded_.erase(it) : std::next(it);
+  progress_->setText(tr("Folded module %1").arg(path));
+  selectStage(currentStage());
+}
+
+void MainWindow::collapseAll() {
+  expanded_.clear();
+  expansion_chosen_ = true;
+  selectStage(currentStage());
+}
+
+QStringList MainWindow::expandedModules() const {
+  QStringList v;
+  for (const auto& m : expanded_) v << QString::fromStdString(m);
+  return v;
+}
+
 void MainWindow::setTraining(bool on) {
   if (train_action_->isChecked() == on) {
     session_->options.train = on;
@@ -435,17 +489,26 @@ void MainWindow::openModel(const QString& path) {
     openScript(path);
     return;
   }
+  if (path != path_) expanded_.clear(), expansion_chosen_ = false;
   path_ = path;
   rememberRecent(path);
   setWindowTitle(tr("%1 — Lowerscope").arg(QFileInfo(path).fileName()));
   session_->open(path);
 }
 
+void MainWindow::openLoadedModel(const LoadedModel& model) {
+  expanded_.clear();
+  expansion_chosen_ = false;
+  path_.clear();
+  setWindowTitle(tr("%1 — Lowerscope").arg(QString::fromStdString(model.path)));
+  session_->compileModel(model);
+}
+
 void MainWindow::onFinished() {
   const CompileResult* r = session_->result();
   origins_.clear();
   provenance_->clear();
-  const QString prev = currentStage();
+  const QString prev = !restore_stage_.isEmpty() ? std::exchange(restore_stage_, QString()) : currentStage();
   stages_model_->setResult(r);
   kernels_model_->setResult(r);
   kernels_->resizeColumnsToContents();
@@ -528,6 +591,10 @@ void MainWindow::showStage(int row) {
   if (cpp && !r->source.kernels.empty()) code_->markLines(r->source.kernels[0].first_line, r->source.kernels[0].last_line);
   // Source and run stages show the fused kernels beside them.
   std::string dot = s.dot;
+  if (const Graph* g = stage_graph(*r, s.name); g && worth_collapsing(*g)) {
+    if (!expansion_chosen_) expanded_ = initial_expansion(*g), expansion_chosen_ = true;
+    dot = collapsed_graph_to_dot(*g, expanded_);
+  }
   if (dot.empty())
     if (const Stage* f = r->stage("fused")) dot = f->dot;
   if (dot.empty()) {
@@ -643,8 +710,10 @@ void MainWindow::applyHighlight() {
   if (r && !origins_.isEmpty()) {
     const std::string stage = currentStage().toStdString();
     if (const Graph* g = stage_graph(*r, stage)) {
+      const bool folded = worth_collapsing(*g);
       for (const Node& n : g->nodes)
-        if (shares(n.origins, origins_)) ids.insert(QString::fromStdString(n.name));
+        if (shares(n.origins, origins_))
+          ids.insert(QString::fromStdString(folded ? visible_id(n, expanded_) : n.name));
     } else if (stage == "loop_ir" || stage == "fused" || stage == "source" || stage == "run") {  // the fused graph is shown beside source and run
       for (const LoopNode& n : r->loops.nodes)
         if (shares(n.origins, origins_)) ids.insert(QString::fromStdString(n.name));
@@ -701,6 +770,15 @@ int MainWindow::findNodes(const QString& text) {
   last_text = t;
   const QString id = hits[last_index];
   selectNode(id);
+  if (const Graph* g = stage_graph(*r, stage); g && worth_collapsing(*g) && g->find(id.toStdString()) >= 0) {
+    const Node& n = g->nodes[g->find(id.toStdString())];
+    if (visible_id(n, expanded_) != n.name) {  // inside folded modules: open them, then scroll to it
+      for (std::string m = module_of(n); !m.empty(); m = m.substr(0, m.rfind('.') == std::string::npos ? 0 : m.rfind('.')))
+        expanded_.insert(m);
+      pending_focus_ = id;
+      selectStage(currentStage());
+    }
+  }
   graph_->focusNode(id);
   progress_->setText(tr("%1 of %2 matches for '%3': %4").arg(last_index + 1).arg(hits.size()).arg(t, id));
   return static_cast<int>(hits.size());

@@ -2,6 +2,8 @@
 // kernels and the check below. Logic lives in CompileSession; this only arranges and draws.
 #pragma once
 #include <QMainWindow>
+#include <set>
+#include <string>
 
 class QAction;
 class QDockWidget;
@@ -19,6 +21,8 @@ class QTabWidget;
 
 namespace ls {
 
+struct LoadedModel;
+
 class CodeView;
 class CompileSession;
 class DiffPanel;
@@ -35,6 +39,8 @@ class MainWindow : public QMainWindow {
  public:
   explicit MainWindow(QWidget* parent = nullptr);
   void openModel(const QString& path);  // a .py file opens as a script and runs
+  // Compiles a model loaded (or built) elsewhere, as openModel does a file.
+  void openLoadedModel(const LoadedModel& model);
   // Loads a Python script into the script panel and runs it; its first compiled graph is shown.
   void openScript(const QString& path);
   ScriptPanel* scriptPanel() const { return script_; }
@@ -70,6 +76,12 @@ class MainWindow : public QMainWindow {
   QString exportFolder(const QString& dir);
   QStringList recentFiles() const;
   int highlightedCount() const { return highlighted_; }
+  // Large graphs start with their modules folded: open one (its path), fold one and what is in
+  // it, or fold everything. The shown stage is laid out again.
+  void expandModule(const QString& path);
+  void collapseModule(const QString& path);
+  void collapseAll();
+  QStringList expandedModules() const;
   int markedSourceLines() const { return marked_lines_; }
 
  signals:
@@ -80,6 +92,7 @@ class MainWindow : public QMainWindow {
   void buildActions();
   void showStage(int row);
   void onFinished();
+  void onCaptured();
   void onFailed(const QString& stage, const QString& message);
   void showError(const QString& text);
   void markKernel(int kernel);
@@ -116,6 +129,10 @@ class MainWindow : public QMainWindow {
   ProfileView* profile_;
   QAction* heat_action_ = nullptr;
   int heat_painted_ = 0;
+  std::set<std::string> expanded_;  // modules opened in folded graphs (kept while stepping stages)
+  bool expansion_chosen_ = false;   // expanded_ holds the first choice or the user's, for this model
+  QString pending_focus_;           // a node to scroll to once the new layout is in
+  QString restore_stage_;           // the stage to show when a compile finishes
   QStringList origins_;  // the user-level nodes selected
   int highlighted_ = 0;
   int marked_lines_ = 0;

@@ -110,6 +110,7 @@ JointGraph build_joint(const Graph& forward) {
                                " has no derivative rule, so no gradient can flow through it to the model's inputs");
     b.origins = n.origins;
     b.stack = n.stack;
+    b.module_path = n.module_path;
     b.phase = Phase::backward;
     DerivCtx ctx{b, *n.op, n.args, nullptr, grads[i], {}};
     ctx.out = [&, i](int k) -> Arg {

@@ -184,6 +184,7 @@ Graph extract(const Graph& j, const Classes& c, const std::vector<int>& inputs, 
       p.outs = {src.meta()};
       p.origins = src.origins;
       p.stack = src.stack;
+      p.module_path = src.module_path;
     }
     p.phase = phase;
     p.args.clear();

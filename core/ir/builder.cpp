@@ -14,9 +14,13 @@ std::string GraphBuilder::fresh_name(std::string_view base) {
   static const std::set<std::string_view> builtins = {"sum", "pow", "abs", "max", "min", "all", "any", "round", "input"};
   std::string b(base);
   if (!builtins.count(base) && g_.find(b) < 0) return b;
-  for (int i = 1;; ++i) {
+  // Counting on from the last name handed out keeps this linear per name on large graphs.
+  for (int& i = next_suffix_.try_emplace(b, 1).first->second;; ++i) {
     std::string n = b + "_" + std::to_string(i);
-    if (g_.find(n) < 0) return n;
+    if (g_.find(n) < 0) {
+      ++i;
+      return n;
+    }
   }
 }
 
@@ -30,6 +34,7 @@ Arg GraphBuilder::call(std::string_view name, std::vector<Arg> args, const std::
   n.outs = infer_meta(g_, *op, n.args);
   n.name = fresh_name(op->base_name());
   n.stack = stack;
+  n.module_path = module_path;
   n.origins = origins;
   n.phase = phase;
   return Arg::of_node(g_.add(std::move(n)));
@@ -40,6 +45,7 @@ Arg GraphBuilder::constant(std::string_view base, const Tensor& value) {
   n.name = fresh_name(base);
   n.outs = {TensorMeta::contiguous(value.dtype(), value.shape())};
   n.input_kind = InputKind::constant;
+  n.module_path = module_path;
   n.origins = origins;
   n.phase = phase;
   g_.weights[n.name] = value;

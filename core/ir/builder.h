@@ -1,6 +1,7 @@
 // Appends op nodes to a graph: binds arguments to the schema, infers output metadata, picks a
 // fresh PyTorch-style name, and stamps provenance. Passes and decomposition rules build with it.
 #pragma once
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,6 +24,7 @@ class GraphBuilder {
 
   // Stamped on every node emitted from now on.
   std::string stack;
+  std::string module_path;  // the module the replaced node belonged to
   std::vector<std::string> origins;
   Phase phase = Phase::forward;
 
@@ -32,6 +34,7 @@ class GraphBuilder {
 
  private:
   Graph& g_;
+  std::map<std::string, int> next_suffix_;  // base -> the first "_<n>" not yet tried (as FX's namespace counts)
 };
 
 }  // namespace ls

@@ -57,6 +57,7 @@ Graph sweep(const Graph& g, const std::function<bool(int)>& keep, const std::str
       throw std::runtime_error("node '" + n.name + "': " + n.op->name + " has no decomposition " + what);
     b.origins = n.origins;
     b.stack = n.stack;
+    b.module_path = n.module_path;
     b.phase = n.phase;
     try {
       map[i] = n.op->decompose(b, *n.op, args);

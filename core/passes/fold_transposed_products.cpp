@@ -40,6 +40,7 @@ Graph fold_transposed_products(const Graph& g) {
       if (!mm.is_placeholder() && mm.op->name == "aten.mm.default" && uses[n.args[0].node] == 1) {
         b.origins = n.origins;
         b.stack = n.stack;
+        b.module_path = n.module_path;
         b.phase = n.phase;
         const Arg t = Arg::of_ints({1, 0});
         const Arg bt = b.call("aten.permute.default", {Arg::of_node(map[mm.args[1].node]), t});

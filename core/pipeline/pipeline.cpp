@@ -210,6 +210,7 @@ CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const st
       throw std::runtime_error("this build has no CUDA support: NVRTC was not found when it was configured");
     rec.step("capture", [&] { return 0; });
     rec.graph("capture", "Captured graph (as imported)", r.model.graph);
+    if (o.on_capture) o.on_capture(r);
 
     r.aten = rec.step("aten", [&] { return normalize_to_aten(r.model.graph); });
     rec.graph("aten", "ATen graph", r.aten);

@@ -74,6 +74,8 @@ struct Check {
   double max_abs_err = 0, rel_err = 0;
 };
 
+struct CompileResult;
+
 struct PipelineOptions {
   std::string device = "cpu";
   unsigned decompose_to = 0;  // 0: prims (default); or level::core_aten
@@ -91,6 +93,9 @@ struct PipelineOptions {
   double sgd_lr = 0;  // > 0: the step ends with an SGD update of every parameter
   // Keep the compiled code in CompileResult::program, to run again on other inputs (CPU).
   bool keep_program = false;
+  // Called (on the compiling thread) once the captured graph is recorded, with the record so far:
+  // the GUI draws the model while the rest compiles.
+  std::function<void(const CompileResult&)> on_capture;
 };
 
 // A compiled model kept to run again: user inputs (then the tangents, for a training step) in,

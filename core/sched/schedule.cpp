@@ -33,10 +33,15 @@ class Scheduler {
       groups_.push_back({{static_cast<int>(i)}});
       group_of_.push_back(static_cast<int>(i));
     }
+    std::map<std::string, int> producer;  // buffer -> the first node writing it (LoopProgram::producer, indexed)
+    for (size_t i = 0; i < p.nodes.size(); ++i) {
+      producer.emplace(p.nodes[i].buffer, static_cast<int>(i));
+      for (const auto& o : p.nodes[i].ext.outputs) producer.emplace(o, static_cast<int>(i));
+    }
     for (size_t i = 0; i < p.nodes.size(); ++i)
       for (const MemDep& d : deps_[i].reads) {
-        const int prod = p.producer(d.buffer);
-        if (prod >= 0) edges_.push_back({prod, static_cast<int>(i), d.buffer});
+        const auto prod = producer.find(d.buffer);
+        if (prod != producer.end()) edges_.push_back({prod->second, static_cast<int>(i), d.buffer});
       }
   }
 
@@ -72,6 +77,10 @@ class Scheduler {
     int producer, consumer;
     std::string buffer;
   };
+  mutable std::vector<std::vector<int>> succ_;  // group -> the groups that read what it writes
+  mutable bool succ_dirty_ = true;
+  mutable std::vector<int> mark_;  // reaches(): visited stamps
+  mutable int stamp_ = 0;
 
   // The (numel, rnumel) a group iterates: that of its reduction if it has one.
   std::pair<int64_t, int64_t> iteration(const std::vector<int>& nodes) const {
@@ -80,19 +89,34 @@ class Scheduler {
     return {p_.nodes[nodes[0]].numel(), 1};
   }
 
+  // Group-level successors, rebuilt after a merge: reaches() is asked for every candidate pair.
+  void build_successors() const {
+    succ_.assign(groups_.size(), {});
+    for (const auto& e : edges_) {
+      const int a = group_of_[e.producer], b = group_of_[e.consumer];
+      if (a != b) succ_[a].push_back(b);
+    }
+    for (auto& s : succ_) {
+      std::sort(s.begin(), s.end());
+      s.erase(std::unique(s.begin(), s.end()), s.end());
+    }
+    succ_dirty_ = false;
+  }
+
   bool reaches(int from_group, int to_group, const std::set<int>& skip) const {
     // Is there a path from a node of from_group to a node of to_group through other groups?
+    if (succ_dirty_) build_successors();
+    if (mark_.size() != groups_.size()) mark_.assign(groups_.size(), 0);
+    const int stamp = ++stamp_;
     std::vector<int> stack = {from_group};
-    std::set<int> seen = {from_group};
+    mark_[from_group] = stamp;
     while (!stack.empty()) {
       const int g = stack.back();
       stack.pop_back();
-      for (const auto& e : edges_) {
-        const int a = group_of_[e.producer], b = group_of_[e.consumer];
-        if (a != g || b == g) continue;
+      for (int b : succ_[g]) {
         if (b == to_group && !(g == from_group && skip.count(b))) return true;
-        if (b != to_group && !seen.count(b)) {
-          seen.insert(b);
+        if (b != to_group && mark_[b] != stamp) {
+          mark_[b] = stamp;
           stack.push_back(b);
         }
       }
@@ -108,6 +132,10 @@ class Scheduler {
 
   FusionVerdict can_fuse(int ga, int gb) const {
     if (ga > gb) std::swap(ga, gb);
+    const size_t size = groups_[ga].nodes.size() + groups_[gb].nodes.size();
+    if (size > static_cast<size_t>(opts_.max_fusion_size))
+      return {false, "the kernel would hold " + std::to_string(size) + " nodes, more than max_fusion_size " +
+                         std::to_string(opts_.max_fusion_size) + " (as Inductor's)"};
     const Phase pa = p_.nodes[groups_[ga].nodes[0]].phase, pb = p_.nodes[groups_[gb].nodes[0]].phase;
     if (pa != pb)
       return {false, std::string(phase_name(pa)) + " and " + phase_name(pb) +
@@ -231,6 +259,7 @@ class Scheduler {
     std::sort(groups_[ga].nodes.begin(), groups_[ga].nodes.end());
     groups_[gb].alive = false;
     groups_[gb].nodes.clear();
+    succ_dirty_ = true;
   }
 
   // Greedy fusion by score, as Inductor's scheduler: bytes saved first, then graph distance.
@@ -246,13 +275,25 @@ class Scheduler {
         if (!seen.insert({a, b}).second) continue;
         cands.push_back({a, b, shared_bytes(a, b), std::abs(e.consumer - e.producer)});
       }
-      // Horizontal candidates: groups that read the same buffer.
-      for (size_t a = 0; a < groups_.size(); ++a)
-        for (size_t b = a + 1; b < groups_.size(); ++b) {
-          if (!groups_[a].alive || !groups_[b].alive || seen.count({int(a), int(b)})) continue;
-          const int64_t bytes = shared_bytes(static_cast<int>(a), static_cast<int>(b));
-          if (bytes > 0) cands.push_back({int(a), int(b), bytes, int(b - a)});
-        }
+      // Horizontal candidates: groups that read the same buffer (found through the buffers'
+      // readers, in pair order).
+      std::map<std::string, std::vector<int>> readers;
+      for (size_t g = 0; g < groups_.size(); ++g) {
+        if (!groups_[g].alive) continue;
+        std::set<std::string> reads;
+        for (int n : groups_[g].nodes)
+          for (const auto& d : deps_[n].reads) reads.insert(d.buffer);
+        for (const auto& b : reads) readers[b].push_back(static_cast<int>(g));
+      }
+      std::set<std::pair<int, int>> horizontal;
+      for (const auto& [buf, gs] : readers)
+        for (size_t i = 0; i < gs.size(); ++i)
+          for (size_t j = i + 1; j < gs.size(); ++j)
+            if (!seen.count({gs[i], gs[j]})) horizontal.insert({gs[i], gs[j]});
+      for (const auto& [a, b] : horizontal) {
+        const int64_t bytes = shared_bytes(a, b);
+        if (bytes > 0) cands.push_back({a, b, bytes, b - a});
+      }
       std::stable_sort(cands.begin(), cands.end(), [](const Cand& x, const Cand& y) {
         return x.bytes != y.bytes ? x.bytes > y.bytes : x.distance < y.distance;
       });

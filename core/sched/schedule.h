@@ -60,6 +60,9 @@ struct ScheduleOptions {
   // cpp.max_horizontal_fusion_size). 1: never. Only where kernels are plain functions (CPU): a
   // CUDA grid cannot wait for itself between two nests.
   int max_loop_nests = 1;
+  // No kernel holds more loop nodes than this (Inductor's config.max_fusion_size): bounds the
+  // time fusion takes on very large graphs, and the size of one kernel's source.
+  int max_fusion_size = 64;
 };
 
 struct Schedule {

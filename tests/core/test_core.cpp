@@ -20,6 +20,8 @@
 #include "passes/normalize_to_aten.h"
 #include "pipeline/pipeline.h"
 #include "report/diff.h"
+#include "ir/collapse.h"
+#include "../gui/synthetic_graph.h"
 #include "sched/schedule.h"
 #include "tensor/npy.h"
 
@@ -438,6 +440,42 @@ class TestCore : public QObject {
     const std::string report = diff_report(a, "fused", b, "fused");
     QVERIFY2(report.find("kernels: " + std::to_string(a.schedule.kernels.size()) + " -> " +
                          std::to_string(b.schedule.kernels.size())) != std::string::npos, report.c_str());
+  }
+
+  // Folding by module: every node is drawn as itself or as the outermost folded module around
+  // it; opening a module shows its children; the first choice stays within its budget.
+  void testCollapseByModule() {
+    const LoadedModel m = synthetic_model(6, 3, 10);  // 180 ops + the input
+    const Graph& g = m.graph;
+    QVERIFY(worth_collapsing(g, 100));
+    QVERIFY(!worth_collapsing(g, 1000));
+    QCOMPARE(child_modules(g, ""), std::vector<std::string>{"blocks"});
+    QCOMPARE(child_modules(g, "blocks").size(), size_t(6));
+    QCOMPARE(child_modules(g, "blocks.2"), std::vector<std::string>{"blocks.2.layers"});
+    QCOMPARE(visible_count(g, {}), size_t(2));  // the input and "blocks"
+    QCOMPARE(visible_count(g, {"blocks"}), size_t(1 + 6));
+    QCOMPARE(visible_count(g, {"blocks", "blocks.0", "blocks.0.layers"}), size_t(1 + 5 + 3));
+    const std::set<std::string> open = {"blocks", "blocks.0", "blocks.0.layers", "blocks.0.layers.1"};
+    for (const Node& n : g.nodes) {
+      const std::string v = visible_id(n, open), mod = module_of(n);
+      if (v == n.name) {
+        QVERIFY(mod.empty() || mod == "blocks.0.layers.1");
+      } else {
+        QVERIFY(v.rfind("module:", 0) == 0);
+        const std::string p = v.substr(7);
+        QVERIFY2(mod == p || mod.rfind(p + ".", 0) == 0, (mod + " in " + p).c_str());  // a module around it
+        QVERIFY(!open.count(p));
+        const size_t dot = p.rfind('.');
+        QVERIFY(dot == std::string::npos || open.count(p.substr(0, dot)));  // its parent is open
+      }
+    }
+    const std::string dot = collapsed_graph_to_dot(g, open);
+    QVERIFY(dot.find("id=\"module:blocks.3\"") != std::string::npos);
+    QVERIFY(dot.find("id=\"cluster:blocks.0.layers.1\"") != std::string::npos);
+    QVERIFY(dot.find("id=\"n10\"") != std::string::npos);   // blocks.0.layers.1's first op, drawn itself
+    QVERIFY(dot.find("id=\"n0\"") == std::string::npos);    // blocks.0.layers.0's, folded
+    for (size_t budget : {3, 10, 25}) QVERIFY(visible_count(g, initial_expansion(g, budget)) <= budget);
+    QVERIFY(initial_expansion(g, 10).count("blocks"));
   }
 
   void testEliminateDeadNodes() {

@@ -15,12 +15,16 @@
 #include <QTemporaryDir>
 #include <QStandardPaths>
 #include <QSettings>
+#include <QElapsedTimer>
+#include <QTimer>
 #include <QProcess>
 #include <QUrl>
 
 #include "code_view.h"
 #include "diff_panel.h"
 #include "profile_view.h"
+#include "synthetic_graph.h"
+#include "ir/collapse.h"
 #include "compile_session.h"
 #include "graph_layout.h"
 #include "graph_view.h"
@@ -379,6 +383,63 @@ class TestGui : public QObject {
     QCOMPARE(measured.takeFirst().at(0).toBool(), true);
     QVERIFY(p->opByOpMs() > 0);
     QVERIFY2(p->comparison().contains("op by op"), qPrintable(p->comparison()));
+  }
+
+  // A 5,000-node graph starts folded by module within a small layout; modules open and fold on
+  // request; finding a node inside folded modules opens them; the interface keeps answering.
+  void testLargeGraphFoldsByModule() {
+    MainWindow w;
+    w.show();
+    QSignalSpy shown(&w, &MainWindow::stageShown);
+    QElapsedTimer clock;
+    clock.start();
+    qint64 longest_gap = 0, last = 0;
+    QTimer tick;
+    connect(&tick, &QTimer::timeout, [&] {
+      longest_gap = std::max(longest_gap, clock.elapsed() - last);
+      last = clock.elapsed();
+    });
+    tick.start(10);
+    w.openLoadedModel(synthetic_model(25, 4, 50));
+    QVERIFY(shown.wait(30000));  // the captured graph, drawn while the rest compiles
+    const int first = w.graphView()->nodeCount();
+    QVERIFY2(first > 1 && first <= 62, qPrintable(QString::number(first)));  // budget 60, and the output
+    QVERIFY(!w.expandedModules().isEmpty());
+    // Open a folded module: its children appear.
+    QString folded;
+    for (int b = 0; b < 25 && folded.isEmpty(); ++b)
+      if (!w.expandedModules().contains(QString("blocks.%1.layers").arg(b))) folded = QString("blocks.%1.layers").arg(b);
+    QVERIFY(!folded.isEmpty());
+    w.expandModule(folded);
+    QVERIFY(shown.wait(30000));
+    QVERIFY(w.graphView()->nodeCount() > first);
+    w.collapseModule(folded);
+    QVERIFY(shown.wait(30000));
+    QCOMPARE(w.graphView()->nodeCount(), first);
+    // Find a node deep inside folded modules: they open and it is drawn.
+    const QString deep = "n4990";  // blocks.24.layers.3
+    QVERIFY(w.findNodes(deep) >= 1);
+    QVERIFY(shown.wait(30000));
+    QVERIFY(w.expandedModules().contains("blocks.24.layers.3"));
+    QVERIFY(w.graphView()->focusNode(deep));
+    QVERIFY2(longest_gap < 1000, qPrintable(QString("the event loop stalled %1 ms").arg(longest_gap)));
+  }
+
+  // A layout too big to finish soon is cancelled and leaves the interface as it was.
+  void testCancelLongLayout() {
+    const LoadedModel m = synthetic_model(25, 4, 50);
+    GraphLayouter layouter;
+    QSignalSpy laid(&layouter, &GraphLayouter::laidOut);
+    QElapsedTimer t;
+    t.start();
+    layouter.layout(QString::fromStdString(graph_to_dot(m.graph)));  // 5,000 boxes unfolded
+    QVERIFY(layouter.busy());
+    QTest::qWait(300);
+    layouter.cancel();
+    QVERIFY(!layouter.busy());
+    QVERIFY(t.elapsed() < 2000);
+    QTest::qWait(200);
+    QCOMPARE(laid.count(), 0);
   }
 
   void testDotJsonParsing() {
