@@ -7,12 +7,21 @@
 #include <QDockWidget>
 #include <QIcon>
 #include <QTimer>
+#include <QDialog>
+#include <QPainter>
+#include <QPixmap>
+
+#include "compile_session.h"
 #include <cstdio>
 
 #include <QTabWidget>
 
 #include "diff_panel.h"
 #include "main_window.h"
+#include "command_palette.h"
+#include "theme.h"
+
+#include <QSettings>
 
 int main(int argc, char** argv) {
   QApplication app(argc, argv);
@@ -42,7 +51,12 @@ int main(int argc, char** argv) {
   cli.addOption(stage);
   cli.addOption(select);
   cli.addOption(shot);
+  QCommandLineOption palette("palette", "Open the command palette filtered by TEXT (for screenshots).", "text");
+  cli.addOption(palette);
+  QCommandLineOption theme("theme", "Colour theme: light or dark (remembered otherwise).", "name");
+  cli.addOption(theme);
   cli.process(app);
+  ls::apply_theme(cli.isSet(theme) ? cli.value(theme) == "dark" : QSettings().value("theme").toString() == "dark");
 
   ls::MainWindow w;
   w.show();
@@ -59,7 +73,7 @@ int main(int argc, char** argv) {
   }
   const QStringList args = cli.positionalArguments();
   const QString stage_name = cli.value(stage), shot_file = cli.value(shot), select_node = cli.value(select),
-                diff_variant = cli.value(diff);
+                diff_variant = cli.value(diff), palette_text = cli.value(palette);
   int exit_code = 0;
   if (!shot_file.isEmpty()) {
     if (args.isEmpty()) {
@@ -68,7 +82,13 @@ int main(int argc, char** argv) {
     }
     auto take = [&w, shot_file, &app] {
       QTimer::singleShot(100, &w, [&w, shot_file, &app] {
-        const bool ok = w.grab().save(shot_file);
+        QPixmap shot = w.grab();
+        for (QWidget* popup : w.findChildren<QDialog*>())  // the command palette is a window of its own
+          if (popup->isVisible()) {
+            QPainter p(&shot);
+            p.drawPixmap(popup->mapTo(&w, QPoint(0, 0)), popup->grab());
+          }
+        const bool ok = shot.save(shot_file);
         if (!ok) std::fprintf(stderr, "lowerscope: cannot write %s\n", qPrintable(shot_file));
         app.exit(ok ? 0 : 2);
       });
@@ -96,9 +116,12 @@ int main(int argc, char** argv) {
         exit_code = 2;
       }
     });
-    QObject::connect(&w, &ls::MainWindow::stageShown, &w, [&w, stage_name, select_node, take, diff_variant](const QString& name) {
+    QObject::connect(&w, &ls::MainWindow::stageShown, &w, [&w, stage_name, select_node, take, diff_variant, palette_text](const QString& name) {
+      // Not the captured graph drawn while the compile runs: the picture is of the finished compile.
+      if (w.session()->busy()) return;
       if (!diff_variant.isEmpty() || (!stage_name.isEmpty() && !name.startsWith(stage_name))) return;
       if (!select_node.isEmpty()) w.selectNode(select_node);
+      if (!palette_text.isEmpty()) w.commandPalette()->filter(palette_text);
       take();
     });
     QTimer::singleShot(120000, &app, [&app] {

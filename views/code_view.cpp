@@ -1,9 +1,20 @@
 #include "code_view.h"
 
+#include <algorithm>
+
 #include <Qsci/qscilexercpp.h>
 #include <Qsci/qscilexerpython.h>
 
+#include "theme.h"
+
 namespace ls {
+
+namespace {
+// A line mark's background in the current theme: on dark paper, a deep shade of the same hue.
+QColor mark_color(const QColor& c) {
+  return dark_theme() ? QColor::fromHsl(c.hslHue(), std::min(160, c.hslSaturation()), 62) : c;
+}
+}  // namespace
 
 CodeView::CodeView(QWidget* parent) : QsciScintilla(parent) {
   setReadOnly(true);
@@ -15,7 +26,7 @@ CodeView::CodeView(QWidget* parent) : QsciScintilla(parent) {
   setCaretLineBackgroundColor(QColor("#f3f6fb"));
   setWrapMode(QsciScintilla::WrapNone);
   marker_ = markerDefine(QsciScintilla::Background);
-  setMarkerBackgroundColor(QColor("#fff3c4"), marker_);
+  setMarkerBackgroundColor(mark_color(QColor("#fff3c4")), marker_);
   connect(this, &QsciScintilla::cursorPositionChanged, this, [this](int line, int) { emit lineClicked(line + 1); });
 }
 
@@ -27,7 +38,7 @@ void CodeView::markLineSet(const QList<int>& lines) {
 
 int CodeView::defineMark(const QColor& background) {
   const int m = markerDefine(QsciScintilla::Background);
-  setMarkerBackgroundColor(background, m);
+  setMarkerBackgroundColor(mark_color(background), m);
   return m;
 }
 
@@ -45,8 +56,28 @@ void CodeView::showText(const QString& text, Language lang) {
     lex->setDefaultFont(mono);
     lex->setFont(mono);
   }
+  const bool dark = dark_theme();
+  const QColor paper = dark ? QColor("#1e1f22") : QColor(Qt::white), ink = dark ? QColor("#dfe1e5") : QColor(Qt::black);
+  if (lex) {
+    lex->setDefaultPaper(paper);
+    lex->setDefaultColor(ink);
+    for (int style = 0; style < 128; ++style) {
+      lex->setPaper(paper, style);
+      if (dark) {  // the lexers' colours are for white paper: lift the dark ones
+        const QColor c = lex->color(style);
+        if (c.lightness() < 150) lex->setColor(QColor::fromHsl(c.hslHue(), c.hslSaturation(), 170), style);
+      }
+    }
+  }
   setLexer(lex);
   if (!lex) setFont(mono);
+  setPaper(paper);
+  setColor(ink);
+  setCaretForegroundColor(ink);
+  setCaretLineBackgroundColor(dark ? QColor("#2a2d33") : QColor("#f3f6fb"));
+  setMarginsBackgroundColor(dark ? QColor("#2b2d31") : QColor("#f0f0f0"));
+  setMarginsForegroundColor(dark ? QColor("#8b9099") : QColor("#6b6b6b"));
+  setFoldMarginColors(dark ? QColor("#2b2d31") : QColor("#f0f0f0"), dark ? QColor("#2b2d31") : QColor("#f0f0f0"));
   delete old;
   setMarginsFont(mono);
   setReadOnly(false);

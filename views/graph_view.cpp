@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "theme.h"
+
 namespace ls {
 
 namespace {
@@ -23,7 +25,10 @@ GraphView::GraphView(QWidget* parent) : QGraphicsView(parent) {
   setBackgroundBrush(QColor("#fbfbfd"));
 }
 
+void GraphView::applyTheme() { setBackgroundBrush(dark_theme() ? QColor("#25272b") : QColor("#fbfbfd")); }
+
 void GraphView::showMessage(const QString& text) {
+  applyTheme();
   scene()->clear();
   items_.clear();
   pens_.clear();
@@ -33,7 +38,7 @@ void GraphView::showMessage(const QString& text) {
   badges_.clear();
   node_count_ = cluster_count_ = 0;
   auto* t = scene()->addSimpleText(text);
-  t->setBrush(QColor("#555"));
+  t->setBrush(dark_theme() ? QColor("#b0b4bb") : QColor("#555"));
   scene()->setSceneRect(t->boundingRect().adjusted(-20, -20, 20, 20));
   resetTransform();
 }
@@ -48,6 +53,8 @@ void GraphView::showGraph(const LaidOutGraph& g) {
   cluster_fills_.clear();
   badges_.clear();
   QFont font("Helvetica", 8);
+  applyTheme();
+  const bool dark = dark_theme();
   for (const auto& c : g.clusters) {
     auto* r = s->addRect(c.rect, QPen(c.stroke, 1.2), QBrush(c.fill));
     r->setData(kIdKey, c.id);
@@ -55,11 +62,12 @@ void GraphView::showGraph(const LaidOutGraph& g) {
     cluster_fills_[c.id] = r->brush();
     r->setToolTip(c.label);
     auto* t = s->addSimpleText(c.label, QFont("Helvetica", 8, QFont::Bold));
-    t->setBrush(c.stroke.darker(150));
+    t->setBrush(dark && c.fill.alpha() == 0 ? c.stroke.lighter(160) : c.stroke.darker(150));
     t->setPos(c.rect.left() + 6, c.rect.top() + 3);
   }
   for (const auto& e : g.edges) {
-    QPen pen(e.color, 1.1);
+    const QColor ec = dark && e.color.lightness() < 110 ? QColor("#9aa4b2") : e.color;
+    QPen pen(ec, 1.1);
     auto* path = s->addPath(e.path, pen);
     path->setToolTip(e.tooltip.isEmpty() ? e.label : e.tooltip);
     // Arrowhead towards the end point.
@@ -70,11 +78,11 @@ void GraphView::showGraph(const LaidOutGraph& g) {
       QPolygonF head;
       head << b << b - QPointF(std::cos(ang - 0.4) * 8, std::sin(ang - 0.4) * 8)
            << b - QPointF(std::cos(ang + 0.4) * 8, std::sin(ang + 0.4) * 8);
-      s->addPolygon(head, pen, QBrush(e.color));
+      s->addPolygon(head, pen, QBrush(ec));
     }
     if (!e.label.isEmpty()) {
       auto* t = s->addSimpleText(e.label, QFont("Helvetica", 7));
-      t->setBrush(e.color);
+      t->setBrush(ec);
       t->setPos(e.label_pos - QPointF(t->boundingRect().width() / 2, t->boundingRect().height() / 2));
       t->setToolTip(e.tooltip);
     }

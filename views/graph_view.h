@@ -20,6 +20,7 @@ class GraphView : public QGraphicsView {
   void showGraph(const LaidOutGraph& g);
   void showMessage(const QString& text);
   void zoomToFit();
+  void applyTheme();  // the canvas for the current theme (graphs redraw with it)
   // Marks the nodes with these ids (and clears marks on the others); returns how many matched.
   int highlight(const QSet<QString>& ids);
   int nodeCount() const { return node_count_; }

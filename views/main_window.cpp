@@ -12,6 +12,7 @@
 #include <QHeaderView>
 #include <QDragEnterEvent>
 #include <QDropEvent>
+#include <QCloseEvent>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMimeData>
@@ -30,6 +31,8 @@
 #include <utility>
 
 #include "code_view.h"
+#include "command_palette.h"
+#include "theme.h"
 #include "diff_panel.h"
 #include "export_folder.h"
 #include "compile_session.h"
@@ -249,6 +252,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   });
   buildActions();
   setAcceptDrops(true);
+  // The window's size and its docks as the user left them.
+  const QSettings settings;
+  restoreGeometry(settings.value("window/geometry").toByteArray());
+  restoreState(settings.value("window/state").toByteArray());
   graph_->showMessage(tr("Open a model: File > Open (Ctrl+O), or drop a .pt2, .onnx or .txt file here"));
 }
 
@@ -294,6 +301,8 @@ void MainWindow::buildActions() {
   bar->addWidget(find_);
   connect(find_, &QLineEdit::returnPressed, this, [this] { findNodes(find_->text()); });
   QMenu* edit = menuBar()->addMenu(tr("&Edit"));
+  QAction* palette = edit->addAction(tr("&Command Palette…"), this, [this] { commandPalette(); });
+  palette->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_P));
   QAction* find = edit->addAction(tr("&Find Node…"), this, [this] {
     find_->setFocus();
     find_->selectAll();
@@ -321,6 +330,14 @@ void MainWindow::buildActions() {
     if (r > 0) stages_->setCurrentIndex(stages_model_->index(r - 1));
   });
   prev->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_BracketLeft));
+  view->addSeparator();
+  dark_action_ = view->addAction(tr("Dar&k Theme"));
+  dark_action_->setCheckable(true);
+  dark_action_->setChecked(dark_theme());
+  dark_action_->setObjectName("dark_theme");
+  connect(dark_action_, &QAction::toggled, this, [this](bool on) { setDarkTheme(on); });
+  QMenu* docks = view->addMenu(tr("&Panels"));
+  for (QDockWidget* d : findChildren<QDockWidget*>()) docks->addAction(d->toggleViewAction());
   view->addSeparator();
   QAction* explorer = view->addAction(tr("&Explorer"), this, [this] { tabs_->setCurrentIndex(0); });
   explorer->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_1));
@@ -542,7 +559,8 @@ void MainWindow::onFinished() {
   profile_->setResult(session_->shared());
   properties_->clear();
   const int row = !prev.isEmpty() && stages_model_->rowOf(prev) >= 0 ? stages_model_->rowOf(prev) : 0;
-  stages_->setCurrentIndex(stages_model_->index(row));
+  if (stages_->currentIndex().row() == row) showStage(row);
+  else stages_->setCurrentIndex(stages_model_->index(row));
   emit compileDone(r->check.ok || !r->not_run.empty());
 }
 
@@ -795,6 +813,41 @@ QString MainWindow::exportFolder(const QString& dir) {
   }
   progress_->setText(msg);
   return msg;
+}
+
+CommandPalette* MainWindow::commandPalette(bool show) {
+  if (!palette_) palette_ = new CommandPalette(this);
+  QList<CommandPalette::Entry> extra;
+  for (int row = 0; row < stages_model_->rowCount(); ++row) {
+    const QModelIndex i = stages_model_->index(row);
+    const QString name = i.data(StageListModel::NameRole).toString();
+    extra.push_back({tr("Go to stage › %1").arg(i.data(Qt::DisplayRole).toString().section('\n', 0, 0)), QString(),
+                     [this, name] { selectStage(name); }});
+  }
+  palette_->setEntries(menuBar(), extra);
+  if (show) {
+    palette_->move(mapToGlobal(QPoint((width() - palette_->width()) / 2, 60)));
+    palette_->show();
+  }
+  return palette_;
+}
+
+void MainWindow::setDarkTheme(bool dark) {
+  if (dark_action_->isChecked() != dark) {
+    dark_action_->setChecked(dark);  // comes back here through toggled
+    return;
+  }
+  apply_theme(dark);
+  QSettings().setValue("theme", dark ? "dark" : "light");
+  graph_->applyTheme();
+  if (!currentStage().isEmpty()) selectStage(currentStage());  // redraw the graph and the code in it
+}
+
+void MainWindow::closeEvent(QCloseEvent* e) {
+  QSettings s;
+  s.setValue("window/geometry", saveGeometry());
+  s.setValue("window/state", saveState());
+  QMainWindow::closeEvent(e);
 }
 
 QStringList MainWindow::recentFiles() const { return QSettings().value("recentFiles").toStringList(); }

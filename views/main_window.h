@@ -9,6 +9,7 @@ class QAction;
 class QDockWidget;
 class QDragEnterEvent;
 class QDropEvent;
+class QCloseEvent;
 class QLabel;
 class QLineEdit;
 class QMenu;
@@ -24,6 +25,7 @@ namespace ls {
 struct LoadedModel;
 
 class CodeView;
+class CommandPalette;
 class CompileSession;
 class DiffPanel;
 class GraphLayouter;
@@ -75,6 +77,9 @@ class MainWindow : public QMainWindow {
   // that says what was written goes to the status bar and is returned.
   QString exportFolder(const QString& dir);
   QStringList recentFiles() const;
+  // The command palette, filled with every action and stage (shown unless `show` is false).
+  CommandPalette* commandPalette(bool show = true);
+  void setDarkTheme(bool dark);
   int highlightedCount() const { return highlighted_; }
   // Large graphs start with their modules folded: open one (its path), fold one and what is in
   // it, or fold everything. The shown stage is laid out again.
@@ -104,6 +109,7 @@ class MainWindow : public QMainWindow {
   void rebuildRecentMenu();
   void dragEnterEvent(QDragEnterEvent* e) override;
   void dropEvent(QDropEvent* e) override;
+  void closeEvent(QCloseEvent* e) override;
 
   CompileSession* session_;
   GraphLayouter* layouter_;
@@ -144,6 +150,8 @@ class MainWindow : public QMainWindow {
   QDockWidget* script_dock_ = nullptr;
   QTabWidget* tabs_ = nullptr;
   DiffPanel* diff_ = nullptr;
+  CommandPalette* palette_ = nullptr;
+  QAction* dark_action_ = nullptr;
 };
 
 }  // namespace ls

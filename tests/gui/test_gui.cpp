@@ -23,6 +23,9 @@
 #include "code_view.h"
 #include "diff_panel.h"
 #include "profile_view.h"
+#include "command_palette.h"
+#include "theme.h"
+#include <Qsci/qscilexer.h>
 #include "synthetic_graph.h"
 #include "ir/collapse.h"
 #include "compile_session.h"
@@ -440,6 +443,48 @@ class TestGui : public QObject {
     QVERIFY(t.elapsed() < 2000);
     QTest::qWait(200);
     QCOMPARE(laid.count(), 0);
+  }
+
+  // The command palette finds actions and stages by words in any order and runs them; the dark
+  // theme restyles the palette and the code view; the docks come back as they were left.
+  void testPaletteThemeAndDocks() {
+    QStandardPaths::setTestModeEnabled(true);
+    QSettings().remove("window/state");
+    QSettings().remove("window/geometry");
+    {
+      MainWindow w;
+      w.show();
+      QSignalSpy done(&w, &MainWindow::compileDone);
+      w.openModel(QString(LS_SAMPLES) + "/sincos");
+      QVERIFY(done.wait(60000));
+      CommandPalette* p = w.commandPalette(false);
+      QVERIFY(p->filter("fit zoom") >= 1);
+      QVERIFY(p->shown().contains("View › Zoom to Fit"));
+      QCOMPARE(p->filter("no such command at all"), 0);
+      QVERIFY(!p->runCurrent());
+      QCOMPARE(p->filter("stage core aten"), 1);
+      QSignalSpy shown(&w, &MainWindow::stageShown);
+      QVERIFY(p->runCurrent());
+      QCOMPARE(w.currentStage(), QString("core_aten"));
+
+      w.setDarkTheme(true);
+      QVERIFY(dark_theme());
+      QVERIFY(QApplication::palette().color(QPalette::Window).lightness() < 80);
+      QVERIFY(shown.count() > 0 || shown.wait(30000));
+      QVERIFY(w.codeView()->lexer()->paper(0).lightness() < 80);  // the stage's text, on dark paper
+      w.setDarkTheme(false);
+      QVERIFY(!dark_theme());
+      QVERIFY(w.codeView()->lexer()->paper(0).lightness() > 200);
+      QCOMPARE(QSettings().value("theme").toString(), QString("light"));
+
+      w.findChild<QDockWidget*>("properties")->hide();
+      w.close();  // remembers the docks
+    }
+    MainWindow again;
+    again.show();
+    QVERIFY(again.findChild<QDockWidget*>("properties")->isHidden());
+    QVERIFY(!again.findChild<QDockWidget*>("stages")->isHidden());
+    QSettings().remove("window/state");
   }
 
   void testDotJsonParsing() {
