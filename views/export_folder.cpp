@@ -36,8 +36,21 @@ ExportResult export_compile_folder(const CompileResult& r, const QString& dir, i
       out.problems << QObject::tr("%1: the layout took longer than %2 s and was stopped").arg(svg).arg(layout_timeout_ms / 1000);
       continue;
     }
-    if (dot.exitCode() != 0) out.problems << svg + ": " + QString::fromLocal8Bit(dot.readAllStandardError()).trimmed();
-    else out.written << svg;
+    if (dot.exitCode() != 0) {
+      out.problems << svg + ": " + QString::fromLocal8Bit(dot.readAllStandardError()).trimmed();
+      continue;
+    }
+    out.written << svg;
+    // A PNG of the same drawing, for what does not show SVG.
+    const QString png = f.left(f.size() - 4) + ".png";
+    QProcess raster;
+    raster.start("dot", {"-Tpng", "-o", d.filePath(png), d.filePath(f)});
+    if (raster.waitForStarted(5000) && raster.waitForFinished(layout_timeout_ms) && raster.exitCode() == 0) out.written << png;
+    else {
+      raster.kill();
+      raster.waitForFinished(1000);
+      out.problems << QObject::tr("%1: Graphviz could not draw it").arg(png);
+    }
   }
   // The HTML report, with the drawings inline: one file to send to someone.
   std::map<std::string, std::string> svgs;

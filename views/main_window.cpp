@@ -21,6 +21,7 @@
 #include <QListView>
 #include <QMenu>
 #include <QMenuBar>
+#include <QProgressBar>
 #include <QPushButton>
 #include <QSplitter>
 #include <QStatusBar>
@@ -189,14 +190,20 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 
   progress_ = new QLabel(this);
   cancel_ = new QPushButton(tr("Cancel"), this);
-  cancel_->hide();
+  busy_ = new QProgressBar(this);
+  busy_->setRange(0, 0);  // a compile or a layout: no fraction to show, only that it runs
+  busy_->setMaximumWidth(160);
+  busy_->setMaximumHeight(14);
+  busy_->setTextVisible(false);
   statusBar()->addWidget(progress_, 1);
+  statusBar()->addPermanentWidget(busy_);
   statusBar()->addPermanentWidget(cancel_);
+  setBusy(false);
   connect(cancel_, &QPushButton::clicked, this, [this] {
     session_->cancel();
     layouter_->cancel();
     progress_->setText(tr("Cancelled."));
-    cancel_->hide();
+    setBusy(false);
   });
 
   connect(stages_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
@@ -219,7 +226,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     if (!currentStage().isEmpty()) restore_stage_ = currentStage();
     banner_->hide();
     progress_->setText(tr("Compiling %1 …").arg(QFileInfo(p).fileName()));
-    cancel_->show();
+    setBusy(true);
   });
   connect(session_, &CompileSession::finished, this, &MainWindow::onFinished);
   connect(session_, &CompileSession::captured, this, &MainWindow::onCaptured);
@@ -229,13 +236,13 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     applyHighlight();
     applyHeat();
     if (!pending_focus_.isEmpty()) graph_->focusNode(std::exchange(pending_focus_, QString()));
-    cancel_->hide();
+    setBusy(false);
     progress_->setText(tr("%1 nodes").arg(g.nodes.size()));
     emit stageShown(currentStage());
   });
   connect(layouter_, &GraphLayouter::failed, this, [this](const QString& why) {
     graph_->showMessage(why);
-    cancel_->hide();
+    setBusy(false);
     progress_->setText(why);
     emit stageShown(currentStage());
   });
@@ -430,6 +437,11 @@ void MainWindow::buildActions() {
   });
 }
 
+void MainWindow::setBusy(bool on) {
+  busy_->setVisible(on);
+  cancel_->setVisible(on);
+}
+
 void MainWindow::onCaptured() {
   // The captured graph alone, drawn while the rest compiles; onFinished() replaces it.
   const CompileResult* r = session_->result();
@@ -532,7 +544,7 @@ void MainWindow::onFinished() {
   partition_model_->setResult(r);
   partition_->resizeColumnsToContents();
   partition_summary_->setText(partition_model_->summary());
-  cancel_->hide();
+  setBusy(false);
   summary_->setText(tr("<b>Check %1</b> &nbsp; max abs err %2 · rel err %3 &nbsp;|&nbsp; compile %4 ms · run %5 µs · %6 kernel(s) · %7")
                         .arg(r->check.ok ? "<span style='color:#1e7e34'>passed</span>" : "<span style='color:#b00'>FAILED</span>")
                         .arg(r->check.max_abs_err, 0, 'g', 3)
@@ -570,7 +582,7 @@ void MainWindow::onFailed(const QString& stage, const QString& message) {
   kernels_model_->setResult(r);
   partition_model_->setResult(r);
   partition_summary_->setText(partition_model_->summary());
-  cancel_->hide();
+  setBusy(false);
   summary_->setText(tr("<b style='color:#b00'>Stage '%1' failed.</b>").arg(stage));
   showError(tr("Stage '%1' failed for %2:\n%3").arg(stage, QString::fromStdString(r ? r->model.path : ""), message));
   progress_->setText(tr("Failed at stage '%1'").arg(stage));
@@ -621,7 +633,7 @@ void MainWindow::showStage(int row) {
     return;
   }
   progress_->setText(tr("Laying out %1 …").arg(QString::fromStdString(s.title)));
-  cancel_->show();
+  setBusy(true);
   layouter_->layout(QString::fromStdString(dot));
 }
 

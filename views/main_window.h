@@ -16,6 +16,7 @@ class QMenu;
 class QTreeWidget;
 class QListView;
 class QTableView;
+class QProgressBar;
 class QPushButton;
 class QSplitter;
 class QTabWidget;
@@ -98,6 +99,7 @@ class MainWindow : public QMainWindow {
   void showStage(int row);
   void onFinished();
   void onCaptured();
+  void setBusy(bool on);  // the status bar's running bar and Cancel
   void onFailed(const QString& stage, const QString& message);
   void showError(const QString& text);
   void markKernel(int kernel);
@@ -129,6 +131,7 @@ class MainWindow : public QMainWindow {
   QLabel* summary_;
   QLabel* progress_;
   QPushButton* cancel_;
+  QProgressBar* busy_;
   QSplitter* split_;
   QTreeWidget* provenance_;
   QTreeWidget* properties_;

@@ -197,6 +197,7 @@ class TestGui : public QObject {
     const int saved = static_cast<int>(r->training.partition().saved.size());
     QVERIFY(saved > 0);
     QCOMPARE(w.partitionTable()->model()->rowCount(), saved);
+    new QAbstractItemModelTester(w.partitionTable()->model(), QAbstractItemModelTester::FailureReportingMode::QtTest, &w);
     QVERIFY(w.partitionSummary().contains("min_cut") && w.partitionSummary().contains("default"));
     auto show = [&](const char* stage) {
       QSignalSpy shown(&w, &MainWindow::stageShown);
@@ -251,6 +252,7 @@ class TestGui : public QObject {
     const QStringList dots = d.entryList({"*.dot"}), svgs = d.entryList({"*.svg"});
     QVERIFY(dots.size() >= 5);
     QCOMPARE(svgs.size(), dots.size());
+    QCOMPARE(d.entryList({"*.png"}).size(), dots.size());
     QFile svg(d.filePath(svgs.first()));
     QVERIFY(svg.open(QIODevice::ReadOnly));
     QVERIFY(svg.readAll().contains("<svg"));
