@@ -14,6 +14,7 @@
 #include "frontend/load_model.h"
 #include "ops/op_table.h"
 #include "pipeline/pipeline.h"
+#include "export/package.h"
 #include "report/diff.h"
 #include "report/html_report.h"
 #include "report/report.h"
@@ -28,6 +29,7 @@ const char* kUsage = R"(usage:
                                [--report FILE.json] [--dump DIR (stages, sources, objects, SVGs, report.html)] [--decompose core_aten|prims]
                                [--no-fusion] [--external-compiler] [--no-run] [--no-reference] [--quiet]
   lowerscope-cli diff MODEL [--stage S | --stages A,B] [compile options] [--right "OPTIONS"]
+  lowerscope-cli export MODEL --out DIR [compile options]
   lowerscope-cli run SCRIPT.py [--report FILE.json] [--device cpu|cuda] [--quiet]
   lowerscope-cli stages        list the stage names, in pipeline order
   lowerscope-cli ops           list the op table
@@ -42,6 +44,8 @@ parameter update.
 that adds --right's options (e.g. --right "--no-fusion", --right "--device cuda"), or two stages
 of one compile (--stages core_aten,prims): graph nodes matched by provenance, then structure;
 kernels by the nodes they cover; the stage text line by line.
+`export` writes the compiled model (CPU, inference) as a package that builds with CMake and runs
+without Lowerscope: kernels.cpp, model.cpp (the runner), runtime.h, data/*.npy, CMakeLists.txt.
 `run` runs a PyTorch-style script in the embedded Python against Lowerscope's torch: each
 torch.compile'd call is captured (graphs, guards, graph breaks, recompiles), compiled by the
 pipeline and run; the compile log follows the script's output, and --report writes it as JSON.
@@ -238,6 +242,30 @@ int diff_command(int argc, char** argv) {
   return 0;
 }
 
+// The compiled model as a package that builds with CMake and runs without Lowerscope.
+int export_command(int argc, char** argv) {
+  if (argc < 3) {
+    std::cerr << kUsage;
+    return 2;
+  }
+  const std::vector<std::string> args(argv, argv + argc);
+  ls::LoadOptions lo;
+  ls::PipelineOptions po;
+  std::string out;
+  for (size_t i = 3; i < args.size(); ++i) {
+    if (pipeline_option(args, i, lo, po)) continue;
+    if (args[i] == "--out" && i + 1 < args.size()) out = args[++i];
+    else throw std::invalid_argument("unknown option '" + args[i] + "'");
+  }
+  if (out.empty()) throw std::invalid_argument("export needs --out DIR");
+  const ls::CompileResult r = ls::run_pipeline(ls::load_model(args[2], lo), po);
+  if (!r.error.empty()) throw std::runtime_error("stage '" + r.error_stage + "' failed: " + r.error);
+  const ls::Package p = ls::export_package(r, out);
+  std::cout << p.summary << "\n";
+  for (const auto& f : p.files) std::cout << "  " << f << "\n";
+  return 0;
+}
+
 int run_command(int argc, char** argv) {
   if (argc < 3) {
     std::cerr << kUsage;
@@ -313,6 +341,7 @@ int main(int argc, char** argv) {
     if (cmd == "compile") return compile_command(argc, argv);
     if (cmd == "run") return run_command(argc, argv);
     if (cmd == "diff") return diff_command(argc, argv);
+    if (cmd == "export") return export_command(argc, argv);
     if (cmd == "stages") {
       const bool train = argc > 2 && std::string(argv[2]) == "--train";
       for (const auto& s : ls::stage_names(train)) std::cout << s << '\n';

@@ -1,6 +1,7 @@
 // CPU backend correctness: fixture graphs compiled to C++, built in-process and externally,
 // run, and checked against PyTorch's outputs (float32 tolerance: |a-b| <= 1e-5 + 1e-4*|b|).
 #include <QProcess>
+#include <QTemporaryDir>
 #include <QtTest>
 
 #include <cmath>
@@ -32,6 +33,51 @@ CompileResult compile_fixture(const std::string& graph, int inputs, PipelineOpti
 class TestCpu : public QObject {
   Q_OBJECT
  private slots:
+
+  // An exported package builds with CMake alone and its runner reproduces PyTorch's out.npy
+  // (compared here, independently of the runner's own check); what it cannot package it refuses,
+  // naming why.
+  void testExportedPackageBuildsAndRuns_data() {
+    QTest::addColumn<QString>("model");
+    QTest::newRow("cifar_net (convolution, addmm)") << "cifar_net";
+    QTest::newRow("res_block (convolution, batch norm)") << "res_block";
+  }
+  void testExportedPackageBuildsAndRuns() {
+    QFETCH(QString, model);
+    QTemporaryDir dir;
+    const QString pkg = dir.filePath("pkg");
+    QProcess p;
+    p.start(LS_CLI, {"export", QString(LS_TEST_DATA) + "/models/" + model + "/model.pt2", "--out", pkg});
+    QVERIFY(p.waitForFinished(120000));
+    QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+    for (const char* f : {"kernels.cpp", "model.cpp", "runtime.h", "CMakeLists.txt", "README.md", "data/x.npy"})
+      QVERIFY2(QFile::exists(pkg + "/" + f), f);
+    p.setWorkingDirectory(pkg);
+    p.start("cmake", {"-S", ".", "-B", "build"});
+    QVERIFY(p.waitForFinished(120000));
+    QVERIFY2(p.exitCode() == 0, (p.readAllStandardOutput() + p.readAllStandardError()).constData());
+    p.start("cmake", {"--build", "build"});
+    QVERIFY(p.waitForFinished(300000));
+    QVERIFY2(p.exitCode() == 0, (p.readAllStandardOutput() + p.readAllStandardError()).constData());
+    p.start(pkg + "/build/run_model", {"--repeat", "3"});
+    QVERIFY(p.waitForFinished(120000));
+    const QByteArray said = p.readAllStandardOutput() + p.readAllStandardError();
+    QVERIFY2(p.exitCode() == 0, said.constData());
+    QVERIFY2(said.contains("vs expected/out0.npy") && said.contains(" ok"), said.constData());
+    const Tensor got = load_npy((pkg + "/outputs/out0.npy").toStdString());
+    const Tensor want = load_npy(std::string(LS_TEST_DATA) + "/models/" + model.toStdString() + "/out.npy");
+    const Comparison c = compare(got, want);
+    QVERIFY2(c.ok, c.why.c_str());
+  }
+
+  void testExportRefusesWhatItCannotPackage() {
+    QTemporaryDir dir;
+    QProcess p;
+    p.start(LS_CLI, {"export", QString(LS_TEST_DATA) + "/models/softmax/model.pt2", "--train", "--out", dir.filePath("t")});
+    QVERIFY(p.waitForFinished(120000));
+    QCOMPARE(p.exitCode(), 2);
+    QVERIFY(p.readAllStandardError().contains("training steps"));
+  }
   void testFixturesMatchPyTorch_data() {
     QTest::addColumn<QString>("graph");
     QTest::addColumn<int>("inputs");

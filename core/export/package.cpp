@@ -1,0 +1,297 @@
+#include "export/package.h"
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "interp/reference.h"
+#include "ops/op_table.h"
+#include "tensor/npy.h"
+
+extern const char kPackageRuntime[];
+
+namespace ls {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string npy_dtype(DType t) {
+  switch (t) {
+    case DType::f32: return "f4";
+    case DType::f64: return "f8";
+    case DType::i64: return "i8";
+    case DType::i32: return "i4";
+    case DType::b8: return "b1";
+    case DType::u8: return "u1";
+  }
+  return "f4";
+}
+
+std::string dims(const Shape& s) {
+  std::string t = "{";
+  for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
+  return t + "}";
+}
+
+std::string flt(double v) {
+  std::ostringstream os;
+  os.precision(9);
+  os << std::showpoint << v << "f";
+  return os.str();
+}
+
+bool transposed(const ExternCall& c, size_t arg) {
+  const Arg& a = c.args.at(arg);
+  return a.is_node() && static_cast<size_t>(a.node) < c.transposed.size() && c.transposed[a.node];
+}
+
+std::vector<int64_t> pair_of(const Arg& a) {
+  std::vector<int64_t> v = a.ints();
+  if (v.size() == 1) v.push_back(v[0]);
+  return v;
+}
+
+class Writer {
+ public:
+  Writer(const CompileResult& r, const std::string& dir) : r_(r), dir_(dir) {}
+
+  Package run() {
+    check();
+    fs::create_directories(fs::path(dir_) / "data");
+    put("kernels.cpp", r_.source.code);
+    for (const auto& [name, bytes] : r_.objects) put(name, bytes);
+    put("runtime.h", kPackageRuntime);
+    put("model.cpp", model_cpp());
+    put("CMakeLists.txt", cmake());
+    write_data();
+    put("README.md", readme());
+    std::ostringstream s;
+    int generated = 0, library = 0;
+    for (const Kernel& k : r_.schedule.kernels) (k.is_extern ? library : generated)++;
+    s << "package of " << r_.model.path << ": " << generated << " generated kernel(s) in kernels.cpp, " << library
+      << " library call(s) in runtime.h, " << r_.loops.inputs.size() << " input(s) and weight(s) in data/, "
+      << r_.model.expected.size() << " expected output(s); build: cmake -S " << dir_ << " -B " << dir_
+      << "/build && cmake --build " << dir_ << "/build && " << dir_ << "/build/run_model";
+    pkg_.summary = s.str();
+    return pkg_;
+  }
+
+ private:
+  void check() const {
+    if (!r_.error.empty()) throw std::runtime_error("the compile failed at stage '" + r_.error_stage + "': nothing to package");
+    if (r_.device != "cpu") throw std::runtime_error("packages are written for CPU compiles only so far (this one is for " + r_.device + ")");
+    if (r_.train) throw std::runtime_error("packages of training steps are not written yet: export the inference compile");
+    for (const Kernel& k : r_.schedule.kernels) {
+      if (!k.is_extern) continue;
+      const LoopNode& n = r_.loops.nodes.at(k.nodes.at(0));
+      const ExternCall& c = n.ext;
+      const std::string op = c.op->name;
+      const bool matmul = op == "aten.mm.default" || op == "aten.addmm.default" || op == "aten.bmm.default";
+      const bool conv = op == "aten.convolution.default" && !c.args[6].b && c.shapes.at(0).size() == 4;
+      if (!matmul && !conv)
+        throw std::runtime_error("the package runtime has no " + op + " yet (kernel " + k.name + ", node " + n.graph_node + ")");
+      for (const auto& s : c.strides)
+        if (!s.empty()) throw std::runtime_error(op + " reads a strided view (kernel " + k.name + "): not in the package runtime yet");
+      for (const auto& in : c.inputs)
+        if (r_.loops.buffer(in).dtype != DType::f32) throw std::runtime_error(op + " on non-float32 operands (kernel " + k.name + ")");
+    }
+  }
+
+  void put(const std::string& name, const std::string& text) {
+    std::ofstream f(fs::path(dir_) / name, std::ios::binary);
+    if (!f) throw std::runtime_error(dir_ + ": cannot write " + name);
+    f.write(text.data(), static_cast<std::streamsize>(text.size()));
+    pkg_.files.push_back(name);
+  }
+
+  const Graph& lowered() const { return r_.prims.nodes.empty() ? r_.core_aten : r_.prims; }
+
+  void write_data() {
+    const std::vector<Tensor> values = bind_inputs(lowered(), r_.model.inputs);
+    for (size_t i = 0; i < r_.loops.inputs.size() && i < values.size(); ++i) {
+      save_npy((fs::path(dir_) / "data" / (r_.loops.inputs[i] + ".npy")).string(), values[i]);
+      pkg_.files.push_back("data/" + r_.loops.inputs[i] + ".npy");
+    }
+    if (!r_.model.expected.empty()) fs::create_directories(fs::path(dir_) / "expected");
+    for (size_t i = 0; i < r_.model.expected.size(); ++i) {
+      const std::string name = "expected/out" + std::to_string(i) + ".npy";
+      save_npy((fs::path(dir_) / name).string(), r_.model.expected[i]);
+      pkg_.files.push_back(name);
+    }
+  }
+
+  std::string var(const std::string& buffer) {
+    auto it = vars_.find(buffer);
+    if (it != vars_.end()) return it->second;
+    const std::string v = "b" + std::to_string(vars_.size());
+    vars_[buffer] = v;
+    return v;
+  }
+
+  std::string ptr(const std::string& buffer) { return var(buffer) + ".f32()"; }
+
+  // One library call, its geometry written out as constants.
+  std::string extern_call(const Kernel& k) {
+    const ExternCall& c = r_.loops.nodes.at(k.nodes.at(0)).ext;
+    const std::string op = c.op->name;
+    std::ostringstream os;
+    os << "    // " << k.name << ": " << op << "\n";
+    auto in = [&](size_t arg) { return ptr(c.inputs.at(static_cast<size_t>(c.args.at(arg).node))); };
+    auto shape = [&](size_t arg) { return c.shapes.at(static_cast<size_t>(c.args.at(arg).node)); };
+    const std::string out = ptr(c.outputs.at(0));
+    if (op == "aten.bmm.default") {
+      const bool ta = transposed(c, 0), tb = transposed(c, 1);
+      const Shape a = shape(0), b = shape(1);
+      const int64_t B = a[0], M = a[ta ? 2 : 1], K = a[ta ? 1 : 2], N = b[tb ? 1 : 2];
+      os << "    for (int64_t i = 0; i < " << B << "; ++i) lsrt::sgemm(" << M << ", " << N << ", " << K << ", 1.f, " << in(0)
+         << " + i * " << M * K << ", " << ta << ", " << in(1) << " + i * " << K * N << ", " << tb << ", 0.f, " << out
+         << " + i * " << M * N << ");\n";
+    } else if (op == "aten.mm.default" || op == "aten.addmm.default") {
+      const bool addmm = op == "aten.addmm.default";
+      const size_t ia = addmm ? 1 : 0, ib = addmm ? 2 : 1;
+      const bool ta = transposed(c, ia), tb = transposed(c, ib);
+      const Shape a = shape(ia), b = shape(ib);
+      const int64_t M = a[ta ? 1 : 0], K = a[ta ? 0 : 1], N = b[tb ? 0 : 1];
+      if (addmm) {
+        const Shape bias = shape(0);
+        const int kind = bias.size() == 2 && bias[0] != 1 ? 2 : !bias.empty() && bias.back() != 1 ? 1 : 0;
+        os << "    lsrt::addmm(" << out << ", " << in(0) << ", " << kind << ", " << M << ", " << N << ", " << K << ", " << in(ia)
+           << ", " << ta << ", " << in(ib) << ", " << tb << ", " << flt(c.args[4].number()) << ", " << flt(c.args[3].number())
+           << ");\n";
+      } else {
+        os << "    lsrt::sgemm(" << M << ", " << N << ", " << K << ", 1.f, " << in(0) << ", " << ta << ", " << in(1) << ", " << tb
+           << ", 0.f, " << out << ");\n";
+      }
+    } else {  // convolution
+      const Shape x = shape(0), w = shape(1), y = c.output_metas.at(0).shape;
+      const auto st = pair_of(c.args[3]), pad = pair_of(c.args[4]), dil = pair_of(c.args[5]);
+      os << "    lsrt::Conv{" << x[0] << ", " << x[1] << ", " << x[2] << ", " << x[3] << ", " << w[0] << ", " << w[1] << ", "
+         << w[2] << ", " << w[3] << ", " << y[2] << ", " << y[3] << ", " << c.args[8].i << ", " << st[0] << ", " << st[1]
+         << ", " << pad[0] << ", " << pad[1] << ", " << dil[0] << ", " << dil[1] << "}.run(" << in(0) << ", " << in(1) << ", "
+         << (c.args[2].is_node() ? in(2) : std::string("nullptr")) << ", " << out << ");\n";
+    }
+    return os.str();
+  }
+
+  std::string model_cpp() {
+    std::ostringstream body, decl;
+    for (size_t k = 0; k < r_.schedule.kernels.size(); ++k) {
+      const Kernel& kr = r_.schedule.kernels[k];
+      const GeneratedKernel& g = r_.source.kernels.at(k);
+      if (kr.is_extern) {
+        body << extern_call(kr);
+        continue;
+      }
+      decl << "extern \"C\" void " << g.launcher << "(void** args);\n";
+      body << "    { void* a[] = {";
+      for (size_t i = 0; i < g.args.size(); ++i) body << (i ? ", " : "") << var(g.args[i]) << ".data()";
+      body << "}; " << g.launcher << "(a); }\n";
+    }
+    for (const auto& in : r_.loops.inputs) var(in);
+    for (const auto& o : r_.loops.outputs)
+      if (!o.empty()) var(o);
+    std::ostringstream os;
+    os << "// Generated by Lowerscope from " << r_.model.path << " (" << r_.compiler << "):\n"
+       << "// the model's kernels (kernels.cpp) and library calls (runtime.h) in schedule order.\n"
+       << "//   run_model [--repeat N] [PACKAGE_DIR]   reads PACKAGE_DIR/data, writes PACKAGE_DIR/outputs\n"
+       << "#include \"runtime.h\"\n\n" << decl.str() << "\nint main(int argc, char** argv) try {\n"
+       << "  std::string dir = PACKAGE_DIR;\n  int repeat = 20;\n"
+       << "  for (int i = 1; i < argc; ++i) {\n"
+       << "    const std::string a = argv[i];\n"
+       << "    if (a == \"--repeat\" && i + 1 < argc) repeat = std::max(1, std::atoi(argv[++i]));\n"
+       << "    else dir = a;\n  }\n";
+    std::vector<std::pair<std::string, std::string>> ordered(vars_.begin(), vars_.end());
+    std::sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) { return std::stoi(a.second.substr(1)) < std::stoi(b.second.substr(1)); });
+    for (const auto& [buffer, v] : ordered) {
+      const LoopBuffer& b = r_.loops.buffer(buffer);
+      os << "  lsrt::Buffer " << v << "(\"" << buffer << "\", \"" << npy_dtype(b.dtype) << "\", " << dims(b.shape) << ");\n";
+    }
+    for (const auto& in : r_.loops.inputs) os << "  lsrt::load_npy(dir + \"/data/" << in << ".npy\", " << var(in) << ");\n";
+    os << "  auto run = [&] {\n" << body.str() << "  };\n"
+       << "  run();\n"
+       << "  std::vector<double> times;\n"
+       << "  for (int i = 0; i < repeat; ++i) {\n"
+       << "    const auto t0 = std::chrono::steady_clock::now();\n    run();\n    times.push_back(lsrt::ms_since(t0));\n  }\n"
+       << "  std::sort(times.begin(), times.end());\n"
+       << "  std::printf(\"run: %.4f ms (median of %d)\\n\", times[times.size() / 2], repeat);\n"
+       << "  std::system((\"mkdir -p '\" + dir + \"/outputs'\").c_str());\n"
+       << "  bool ok = true;\n";
+    for (size_t i = 0; i < r_.loops.outputs.size(); ++i) {
+      const std::string& o = r_.loops.outputs[i];
+      if (o.empty()) continue;
+      const std::string v = var(o), n = std::to_string(i);
+      os << "  {\n    lsrt::save_npy(dir + \"/outputs/out" << n << ".npy\", " << v << ");\n"
+         << "    std::printf(\"out" << n << " %s " << npy_dtype(r_.loops.buffer(o).dtype) << ":\", lsrt::shape_text(" << v
+         << ".shape).c_str());\n";
+      if (r_.loops.buffer(o).dtype == DType::f32)
+        os << "    for (int64_t k = 0; k < std::min<int64_t>(" << v << ".numel(), 6); ++k) std::printf(\" %.6g\", " << v
+           << ".f32()[k]);\n";
+      os << "    std::printf(\"\\n\");\n"
+         << "    const std::string want = dir + \"/expected/out" << n << ".npy\";\n"
+         << "    if (std::ifstream(want)) {\n      double err = 0;\n"
+         << "      const bool same = lsrt::check_against(want, " << v << ", err);\n"
+         << "      std::printf(\"  vs expected/out" << n << ".npy: max abs err %.3g %s\\n\", err, same ? \"ok\" : \"MISMATCH\");\n"
+         << "      ok = ok && same;\n    }\n  }\n";
+    }
+    os << "  return ok ? 0 : 1;\n} catch (const std::exception& e) {\n  std::fprintf(stderr, \"run_model: %s\\n\", e.what());\n"
+       << "  return 2;\n}\n";
+    return os.str();
+  }
+
+  std::string cmake() const {
+    return R"(# Builds the model Lowerscope exported: the generated kernels, the runner and its runtime.
+# Needs a C++17 compiler with OpenMP and a CBLAS (Debian: build-essential libopenblas-dev).
+cmake_minimum_required(VERSION 3.16)
+project(lowerscope_model CXX)
+set(CMAKE_CXX_STANDARD 17)
+if(NOT CMAKE_BUILD_TYPE)
+  set(CMAKE_BUILD_TYPE Release)
+endif()
+find_package(OpenMP REQUIRED)
+find_library(OPENBLAS_LIB NAMES openblas REQUIRED)
+find_path(CBLAS_INCLUDE cblas.h PATHS /usr/include/x86_64-linux-gnu /usr/include/openblas REQUIRED)
+add_executable(run_model model.cpp kernels.cpp)
+target_include_directories(run_model PRIVATE ${CBLAS_INCLUDE})
+# The flags Lowerscope compiled the kernels with.
+target_compile_options(run_model PRIVATE -O3 -march=native -fno-math-errno -fno-trapping-math)
+target_compile_definitions(run_model PRIVATE PACKAGE_DIR="${CMAKE_CURRENT_SOURCE_DIR}")
+target_link_libraries(run_model PRIVATE OpenMP::OpenMP_CXX ${OPENBLAS_LIB} m)
+# glibc's vector math (the kernels' vectorised sin, exp, ...), where the C library has it.
+find_library(MVEC_LIB NAMES mvec)
+if(MVEC_LIB)
+  target_link_libraries(run_model PRIVATE ${MVEC_LIB})
+endif()
+)";
+  }
+
+  std::string readme() const {
+    std::ostringstream os;
+    os << "# " << r_.model.path << ", compiled by Lowerscope\n\n"
+       << "Built and run without Lowerscope:\n\n    cmake -S . -B build && cmake --build build && build/run_model\n\n"
+       << "- `kernels.cpp`: the generated kernels (C++/OpenMP), as Lowerscope compiled them";
+    for (const auto& [name, bytes] : r_.objects) os << " (its object: `" << name << "`)";
+    os << ";\n- `model.cpp`: the runner, calling them and the library calls in schedule order;\n"
+       << "- `runtime.h`: buffers, .npy files, matrix multiply (CBLAS) and convolution (im2col);\n"
+       << "- `data/`: the model's inputs and weights, one .npy per buffer (user inputs: ";
+    std::string users;
+    for (const auto& in : r_.loops.inputs)
+      if (!lowered().weights.count(in)) users += (users.empty() ? "" : ", ") + in;
+    os << (users.empty() ? "none" : users) << "; replace them to run on other inputs);\n"
+       << "- `expected/`: the outputs PyTorch computed, when the model came with them; the runner checks against them.\n\n"
+       << "`run_model [--repeat N] [DIR]` writes `outputs/out<N>.npy`, prints them and the median time.\n";
+    return os.str();
+  }
+
+  const CompileResult& r_;
+  std::string dir_;
+  Package pkg_;
+  std::map<std::string, std::string> vars_;  // buffer -> variable
+};
+
+}  // namespace
+
+Package export_package(const CompileResult& r, const std::string& dir) { return Writer(r, dir).run(); }
+
+}  // namespace ls

@@ -1,0 +1,161 @@
+// Lowerscope package runtime: what an exported model needs besides its generated kernels —
+// buffers, .npy files, and the library calls (matrix multiply through CBLAS, convolution as
+// im2col + matrix multiply). Part of every exported package; no other dependency than a CBLAS
+// (OpenBLAS on Debian: libopenblas-dev) and OpenMP.
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+#include <cblas.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace lsrt {
+
+// A buffer: contiguous elements of one dtype, as numpy spells it: "f4" float32, "f8", "i8" int64,
+// "i4", "b1" bool, "u1".
+struct Buffer {
+  std::string name, dtype;
+  std::vector<int64_t> shape;
+  std::vector<unsigned char> bytes;
+  Buffer(std::string n, std::string dt, std::vector<int64_t> s) : name(std::move(n)), dtype(std::move(dt)), shape(std::move(s)) {
+    bytes.assign(static_cast<size_t>(numel() * itemsize()), 0);
+  }
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return n;
+  }
+  int64_t itemsize() const { return dtype.at(1) - '0'; }
+  void* data() { return bytes.data(); }
+  float* f32() { return reinterpret_cast<float*>(bytes.data()); }
+};
+
+// As numpy writes a shape: "(64, 512)", "(4,)", "()".
+inline std::string shape_text(const std::vector<int64_t>& s) {
+  std::string t = "(";
+  for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
+  return t + (s.size() == 1 ? ",)" : ")");
+}
+
+inline std::string without_spaces(std::string s) {
+  s.erase(std::remove(s.begin(), s.end(), ' '), s.end());
+  return s;
+}
+
+// Reads an .npy file into `b`, which must have the same dtype and shape.
+inline void load_npy(const std::string& path, Buffer& b) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw std::runtime_error(path + ": cannot read");
+  char magic[8];
+  f.read(magic, 8);
+  if (!f || std::memcmp(magic, "\x93NUMPY", 6) != 0) throw std::runtime_error(path + ": not an .npy file");
+  uint32_t hlen = 0;
+  if (magic[6] == 1) {
+    uint16_t h = 0;
+    f.read(reinterpret_cast<char*>(&h), 2);
+    hlen = h;
+  } else {
+    f.read(reinterpret_cast<char*>(&hlen), 4);
+  }
+  std::string header(hlen, ' ');
+  f.read(header.data(), hlen);
+  const std::string want_dtype = "'<" + b.dtype + "'", want_dtype_bool = "'|" + b.dtype + "'";
+  if (header.find(want_dtype) == std::string::npos && header.find(want_dtype_bool) == std::string::npos)
+    throw std::runtime_error(path + ": expected dtype " + b.dtype + ", header " + header);
+  if (without_spaces(header).find("'fortran_order':False") == std::string::npos) throw std::runtime_error(path + ": Fortran order is not supported");
+  if (without_spaces(header).find("'shape':" + without_spaces(shape_text(b.shape))) == std::string::npos)
+    throw std::runtime_error(path + ": expected shape " + shape_text(b.shape) + ", header " + header);
+  f.read(reinterpret_cast<char*>(b.bytes.data()), static_cast<std::streamsize>(b.bytes.size()));
+  if (!f) throw std::runtime_error(path + ": file too short");
+}
+
+inline void save_npy(const std::string& path, const Buffer& b) {
+  std::string header = "{'descr': '" + std::string(b.itemsize() == 1 ? "|" : "<") + b.dtype +
+                       "', 'fortran_order': False, 'shape': " + shape_text(b.shape) + ", }";
+  while ((10 + header.size() + 1) % 64) header += ' ';
+  header += '\n';
+  std::ofstream f(path, std::ios::binary);
+  if (!f) throw std::runtime_error(path + ": cannot write");
+  f.write("\x93NUMPY\x01\x00", 8);
+  const uint16_t h = static_cast<uint16_t>(header.size());
+  f.write(reinterpret_cast<const char*>(&h), 2);
+  f << header;
+  f.write(reinterpret_cast<const char*>(b.bytes.data()), static_cast<std::streamsize>(b.bytes.size()));
+}
+
+// C[M,N] = alpha * op(A) @ op(B) + beta * C, row major; ta/tb: the operand is stored transposed.
+inline void sgemm(int64_t M, int64_t N, int64_t K, float alpha, const float* A, bool ta, const float* B, bool tb,
+                  float beta, float* C) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(M),
+              static_cast<int>(N), static_cast<int>(K), alpha, A, static_cast<int>(ta ? M : K), B,
+              static_cast<int>(tb ? K : N), beta, C, static_cast<int>(N));
+}
+
+// addmm: y = beta * bias (broadcast: one value, a row of N, or [M, N]) + alpha * A @ B.
+inline void addmm(float* y, const float* bias, int bias_kind, int64_t M, int64_t N, int64_t K, const float* a, bool ta,
+                  const float* b, bool tb, float alpha, float beta) {
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) y[i * N + j] = bias_kind == 0 ? bias[0] : bias_kind == 1 ? bias[j] : bias[i * N + j];
+  sgemm(M, N, K, alpha, a, ta, b, tb, beta, y);
+}
+
+// 2-D convolution, NCHW, weight [O, C/G, KH, KW]: im2col per image and group, then a matrix multiply.
+struct Conv {
+  int64_t N, C, H, W, O, CG, KH, KW, OH, OW, G, sh, sw, ph, pw, dh, dw;
+  void run(const float* x, const float* w, const float* bias, float* y) const {
+    const int64_t OG = O / G, P = OH * OW, R = CG * KH * KW;
+    std::vector<float> cols(static_cast<size_t>(R * P));
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t g = 0; g < G; ++g) {
+        const float* xi = x + (n * C + g * CG) * H * W;
+#pragma omp parallel for schedule(static)
+        for (int64_t r = 0; r < R; ++r) {
+          const int64_t ci = r / (KH * KW), kh = (r / KW) % KH, kw = r % KW;
+          for (int64_t oh = 0; oh < OH; ++oh) {
+            const int64_t ih = oh * sh - ph + kh * dh;
+            for (int64_t ow = 0; ow < OW; ++ow) {
+              const int64_t iw = ow * sw - pw + kw * dw;
+              cols[static_cast<size_t>(r * P + oh * OW + ow)] =
+                  ih >= 0 && ih < H && iw >= 0 && iw < W ? xi[(ci * H + ih) * W + iw] : 0.f;
+            }
+          }
+        }
+        float* yo = y + (n * O + g * OG) * P;
+        for (int64_t o = 0; o < OG; ++o)
+          for (int64_t p = 0; p < P; ++p) yo[o * P + p] = bias ? bias[g * OG + o] : 0.f;
+        sgemm(OG, P, R, 1.f, w + g * OG * R, false, cols.data(), false, 1.f, yo);
+      }
+  }
+};
+
+// Compares `got` with the expected file, as Lowerscope's check does: |a - b| <= 1e-4 + 1e-3 * |b|.
+inline bool check_against(const std::string& path, Buffer& got, double& max_err) {
+  Buffer want(got.name, got.dtype, got.shape);
+  load_npy(path, want);
+  max_err = 0;
+  bool ok = true;
+  if (got.dtype != "f4") return std::memcmp(got.bytes.data(), want.bytes.data(), got.bytes.size()) == 0;
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    const double a = got.f32()[i], b = want.f32()[i], e = std::fabs(a - b);
+    if (std::isnan(a) != std::isnan(b)) ok = false;
+    if (!std::isnan(e)) max_err = std::max(max_err, e);
+    if (e > 1e-4 + 1e-3 * std::fabs(b)) ok = false;
+  }
+  return ok;
+}
+
+inline double ms_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
+
+}  // namespace lsrt
