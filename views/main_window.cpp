@@ -20,6 +20,7 @@
 #include <QToolBar>
 #include <QListView>
 #include <QMenu>
+#include <QMessageBox>
 #include <QMenuBar>
 #include <QProgressBar>
 #include <QPushButton>
@@ -48,6 +49,7 @@
 
 #include "ops/op_table.h"
 #include "report/diff.h"
+#include "export/package.h"
 #include "ir/collapse.h"
 
 namespace ls {
@@ -294,6 +296,18 @@ void MainWindow::buildActions() {
     if (!d.isEmpty()) exportFolder(d);
   });
   exp->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
+  file->addAction(tr("Export &Package (builds and runs without Lowerscope)…"), this, [this] {
+    if (!session_->result()) return;
+    const QString d = QFileDialog::getExistingDirectory(this, tr("Write the package into a folder"));
+    if (d.isEmpty()) return;
+    const QString said = exportPackage(d);
+    QMessageBox box(this);
+    box.setWindowTitle(tr("Export package"));
+    box.setIcon(said.startsWith(tr("Cannot")) ? QMessageBox::Warning : QMessageBox::Information);
+    box.setText(said.section('\n', 0, 0));
+    box.setDetailedText(said.section('\n', 1));
+    box.exec();
+  });
   file->addSeparator();
   QAction* quit = file->addAction(tr("&Quit"), qApp, &QApplication::quit);
   quit->setShortcut(QKeySequence::Quit);
@@ -860,6 +874,22 @@ void MainWindow::closeEvent(QCloseEvent* e) {
   s.setValue("window/geometry", saveGeometry());
   s.setValue("window/state", saveState());
   QMainWindow::closeEvent(e);
+}
+
+QString MainWindow::exportPackage(const QString& dir) {
+  const CompileResult* r = session_->result();
+  if (!r) return {};
+  try {
+    const Package p = export_package(*r, dir.toStdString());
+    QString text = QString::fromStdString(p.summary) + "\n" + tr("Files:") + "\n";
+    for (const auto& f : p.files) text += "  " + QString::fromStdString(f) + "\n";
+    progress_->setText(tr("Package written to %1").arg(dir));
+    return text;
+  } catch (const std::exception& e) {
+    const QString why = tr("Cannot export a package: %1").arg(QString::fromStdString(e.what()));
+    progress_->setText(why);
+    return why;
+  }
 }
 
 QStringList MainWindow::recentFiles() const { return QSettings().value("recentFiles").toStringList(); }

@@ -77,6 +77,9 @@ class MainWindow : public QMainWindow {
   // Writes the compile as a folder (stages, .dot and .svg, source, report.json); the message
   // that says what was written goes to the status bar and is returned.
   QString exportFolder(const QString& dir);
+  // Writes the compile as a package that builds and runs without Lowerscope (core's
+  // export_package); returns what was written, or the sentence saying why it cannot be.
+  QString exportPackage(const QString& dir);
   QStringList recentFiles() const;
   // The command palette, filled with every action and stage (shown unless `show` is false).
   CommandPalette* commandPalette(bool show = true);

@@ -268,6 +268,10 @@ class TestGui : public QObject {
       QVERIFY(bytes.compare(0, 4, "\x7f" "ELF") == 0);
     }
 
+    // The package export says what it wrote (its build and run are tested in tests/cpu).
+    const QString said = w.exportPackage(dir.filePath("package"));
+    QVERIFY2(said.contains("kernels.cpp") && said.contains("CMakeLists.txt") && said.contains("data/"), qPrintable(said));
+
     // The HTML report opens in headless Chromium without a console error, and what it shows is
     // the compile's: every stage, every kernel, a picture per drawn graph.
     QVERIFY(d.exists("report.html"));
