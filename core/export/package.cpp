@@ -5,6 +5,7 @@
 #include <set>
 #include <sstream>
 
+#include "exec/attention.h"
 #include "interp/reference.h"
 #include "ops/op_table.h"
 #include "tensor/npy.h"
@@ -90,10 +91,12 @@ class Writer {
       const std::string op = c.op->name;
       const bool matmul = op == "aten.mm.default" || op == "aten.addmm.default" || op == "aten.bmm.default";
       const bool conv = op == "aten.convolution.default" && !c.args[6].b && c.shapes.at(0).size() == 4;
-      if (!matmul && !conv)
+      const bool attention = is_attention(op) && !c.args[3].is_node();  // no attention mask
+      if (!matmul && !conv && !attention)
         throw std::runtime_error("the package runtime has no " + op + " yet (kernel " + k.name + ", node " + n.graph_node + ")");
       for (const auto& s : c.strides)
-        if (!s.empty()) throw std::runtime_error(op + " reads a strided view (kernel " + k.name + "): not in the package runtime yet");
+        if (!s.empty() && !attention)
+          throw std::runtime_error(op + " reads a strided view (kernel " + k.name + "): not in the package runtime yet");
       for (const auto& in : c.inputs)
         if (r_.loops.buffer(in).dtype != DType::f32) throw std::runtime_error(op + " on non-float32 operands (kernel " + k.name + ")");
     }
@@ -164,6 +167,21 @@ class Writer {
         os << "    lsrt::sgemm(" << M << ", " << N << ", " << K << ", 1.f, " << in(0) << ", " << ta << ", " << in(1) << ", " << tb
            << ", 0.f, " << out << ");\n";
       }
+    } else if (is_attention(op)) {
+      const AttnGeom g = attn_geom(c);
+      auto view = [](const AttnOperand& a) {
+        return "{" + std::to_string(a.offset) + ", " + std::to_string(a.sb) + ", " + std::to_string(a.sh) + ", " +
+               std::to_string(a.sl) + ", " + std::to_string(a.se) + "}";
+      };
+      auto operand = [&](size_t arg) {
+        const size_t i = static_cast<size_t>(c.args.at(arg).node);
+        return view(attn_operand(c, i, c.shapes.at(i)));
+      };
+      os << "    lsrt::Attention{" << g.B << ", " << g.H << ", " << g.L << ", " << g.S << ", " << g.E << ", " << g.Ev << ", "
+         << (g.causal ? "true" : "false") << ", " << flt(g.scale) << ", " << operand(0) << ", " << operand(1) << ", "
+         << operand(2) << ", " << view(attn_output(g, attention_output_heads_inner(c))) << "}.run(" << in(0) << ", " << in(1)
+         << ", " << in(2) << ", " << out << ", " << (c.outputs.size() > 1 ? ptr(c.outputs[1]) : std::string("nullptr"))
+         << ");\n";
     } else {  // convolution
       const Shape x = shape(0), w = shape(1), y = c.output_metas.at(0).shape;
       const auto st = pair_of(c.args[3]), pad = pair_of(c.args[4]), dil = pair_of(c.args[5]);
@@ -273,7 +291,7 @@ endif()
        << "- `kernels.cpp`: the generated kernels (C++/OpenMP), as Lowerscope compiled them";
     for (const auto& [name, bytes] : r_.objects) os << " (its object: `" << name << "`)";
     os << ";\n- `model.cpp`: the runner, calling them and the library calls in schedule order;\n"
-       << "- `runtime.h`: buffers, .npy files, matrix multiply (CBLAS) and convolution (im2col);\n"
+       << "- `runtime.h`: buffers, .npy files, matrix multiply (CBLAS), convolution (im2col) and attention;\n"
        << "- `data/`: the model's inputs and weights, one .npy per buffer (user inputs: ";
     std::string users;
     for (const auto& in : r_.loops.inputs)

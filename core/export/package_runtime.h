@@ -138,6 +138,51 @@ struct Conv {
   }
 };
 
+// Scaled dot-product attention, one query row at a time (softmax(q k^T * scale) v, causal if
+// asked), each operand read through its own element strides [batch, head, row, element] from an
+// offset, as Lowerscope's kernel reads q, k and v in place out of one projection. Writes the
+// output and each row's log-sum-exp.
+struct Attention {
+  struct View {
+    int64_t offset, sb, sh, sl, se;
+  };
+  int64_t B, H, L, S, E, Ev;
+  bool causal;
+  float scale;
+  View q, k, v, o;
+  void run(const float* qp, const float* kp, const float* vp, float* op, float* lse) const {
+    const int64_t rows = B * H * L;
+#pragma omp parallel
+    {
+      std::vector<float> w(static_cast<size_t>(S)), acc(static_cast<size_t>(Ev));
+#pragma omp for schedule(static)
+      for (int64_t row = 0; row < rows; ++row) {
+        const int64_t b = row / (H * L), h = row / L % H, i = row % L;
+        const float* qi = qp + q.offset + b * q.sb + h * q.sh + i * q.sl;
+        const float* kb = kp + k.offset + b * k.sb + h * k.sh;
+        const float* vb = vp + v.offset + b * v.sb + h * v.sh;
+        float* oi = op + o.offset + b * o.sb + h * o.sh + i * o.sl;
+        const int64_t lim = causal ? std::min(S, i + S - L + 1) : S;
+        float m = -INFINITY, sum = 0;
+        for (int64_t j = 0; j < lim; ++j) {
+          float s = 0;
+          for (int64_t e = 0; e < E; ++e) s += qi[e * q.se] * kb[j * k.sl + e * k.se];
+          w[static_cast<size_t>(j)] = s * scale;
+          m = std::max(m, w[static_cast<size_t>(j)]);
+        }
+        std::fill(acc.begin(), acc.end(), 0.f);
+        for (int64_t j = 0; j < lim; ++j) {
+          const float p = std::exp(w[static_cast<size_t>(j)] - m);
+          sum += p;
+          for (int64_t e = 0; e < Ev; ++e) acc[static_cast<size_t>(e)] += p * vb[j * v.sl + e * v.se];
+        }
+        for (int64_t e = 0; e < Ev; ++e) oi[e * o.se] = lim > 0 ? acc[static_cast<size_t>(e)] / sum : 0.f;
+        if (lse) lse[row] = lim > 0 ? m + std::log(sum) : -INFINITY;
+      }
+    }
+  }
+};
+
 // Compares `got` with the expected file, as Lowerscope's check does: |a - b| <= 1e-4 + 1e-3 * |b|.
 inline bool check_against(const std::string& path, Buffer& got, double& max_err) {
   Buffer want(got.name, got.dtype, got.shape);
