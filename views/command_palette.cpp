@@ -6,6 +6,7 @@
 #include <QListWidget>
 #include <QMenu>
 #include <QMenuBar>
+#include <QSignalBlocker>
 #include <QVBoxLayout>
 
 namespace ls {
@@ -76,6 +77,10 @@ void CommandPalette::setEntries(QMenuBar* menus, const QList<Entry>& extra) {
 }
 
 int CommandPalette::filter(const QString& text) {
+  if (edit_->text() != text) {
+    const QSignalBlocker quiet(edit_);  // show what is filtered on without filtering twice
+    edit_->setText(text);
+  }
   const QStringList words = text.split(' ', Qt::SkipEmptyParts);
   int shown = 0;
   for (int i = 0; i < list_->count(); ++i) {

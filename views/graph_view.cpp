@@ -34,6 +34,7 @@ void GraphView::showMessage(const QString& text) {
   pens_.clear();
   fills_.clear();
   clusters_.clear();
+  marked_.clear();
   cluster_fills_.clear();
   badges_.clear();
   node_count_ = cluster_count_ = 0;
@@ -50,6 +51,7 @@ void GraphView::showGraph(const LaidOutGraph& g) {
   pens_.clear();
   fills_.clear();
   clusters_.clear();
+  marked_.clear();
   cluster_fills_.clear();
   badges_.clear();
   QFont font("Helvetica", 8);
@@ -116,12 +118,14 @@ void GraphView::showGraph(const LaidOutGraph& g) {
 
 int GraphView::highlight(const QSet<QString>& ids) {
   int matched = 0;
+  marked_.clear();
   for (auto it = items_.begin(); it != items_.end(); ++it) {
     const bool on = ids.contains(it.key());
     QPen pen = pens_.value(it.key());
     if (on) {
       pen = QPen(QColor("#e8590c"), 3.0);
       ++matched;
+      marked_ << it.key();
     }
     it.value()->setPen(pen);
   }
@@ -203,6 +207,20 @@ int GraphView::nodesOutlined(const QColor& c) const {
   int n = 0;
   for (auto it = pens_.begin(); it != pens_.end(); ++it) n += it.value().color() == c;
   return n;
+}
+
+bool GraphView::nodeInView(const QString& id) const {
+  auto* it = items_.value(id);
+  return it && mapToScene(viewport()->rect()).boundingRect().intersects(it->sceneBoundingRect());
+}
+
+bool GraphView::focusHighlighted() {
+  QRectF box;
+  for (const QString& id : marked_)
+    if (auto* it = items_.value(id)) box = box.united(it->sceneBoundingRect());
+  if (box.isNull()) return false;
+  centerOn(box.center());
+  return true;
 }
 
 bool GraphView::focusNode(const QString& id) {

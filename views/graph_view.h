@@ -31,6 +31,9 @@ class GraphView : public QGraphicsView {
   // red) and a "NN %" badge; an empty map restores the graph's own colours. Returns how many
   // items were painted.
   int setHeat(const QHash<QString, double>& share);
+  // Scrolls the marked nodes (highlight()) into the middle of the view; false when none is marked.
+  bool focusHighlighted();
+  bool nodeInView(const QString& id) const;  // its box is (at least partly) in the visible area
   // Scrolls the node with this id into the middle of the view; false when it is not drawn.
   bool focusNode(const QString& id);
 
@@ -47,6 +50,7 @@ class GraphView : public QGraphicsView {
   int node_count_ = 0, cluster_count_ = 0;
   QHash<QString, QAbstractGraphicsShapeItem*> items_;  // node id -> its shape
   QHash<QString, QPen> pens_;
+  QStringList marked_;  // ids marked by highlight(), in no particular order
   QHash<QString, QBrush> fills_;  // node id -> its own fill (restored when the heat goes off)
   QHash<QString, QAbstractGraphicsShapeItem*> clusters_;
   QHash<QString, QBrush> cluster_fills_;

@@ -237,7 +237,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     graph_->showGraph(g);
     applyHighlight();
     applyHeat();
+    // The viewport follows the selection: what it became in this stage is brought into view.
     if (!pending_focus_.isEmpty()) graph_->focusNode(std::exchange(pending_focus_, QString()));
+    else if (highlighted_ > 0) graph_->focusHighlighted();
     setBusy(false);
     progress_->setText(tr("%1 nodes").arg(g.nodes.size()));
     emit stageShown(currentStage());
@@ -549,8 +551,15 @@ void MainWindow::openLoadedModel(const LoadedModel& model) {
 
 void MainWindow::onFinished() {
   const CompileResult* r = session_->result();
-  origins_.clear();
+  // The selection survives a recompile (another target, training, fusion off, or the compile
+  // that follows the captured graph's preview) where the new record still has its nodes.
+  QStringList kept;
+  const bool same_model = selection_model_ == QString::fromStdString(r->model.path);
+  for (const QString& o : same_model ? origins_ : QStringList())
+    if (r->model.graph.find(o.toStdString()) >= 0 || r->aten.find(o.toStdString()) >= 0) kept << o;
+  origins_ = kept;
   provenance_->clear();
+  if (!origins_.isEmpty()) buildProvenance();
   const QString prev = !restore_stage_.isEmpty() ? std::exchange(restore_stage_, QString()) : currentStage();
   stages_model_->setResult(r);
   kernels_model_->setResult(r);
@@ -679,6 +688,7 @@ void MainWindow::selectNode(const QString& id) {
   if (origins.empty()) return;
   origins_.clear();
   for (const auto& o : origins) origins_ << QString::fromStdString(o);
+  selection_model_ = QString::fromStdString(r->model.path);
   buildProvenance();
   applyHighlight();
 }

@@ -146,6 +146,7 @@ class MainWindow : public QMainWindow {
   QString pending_focus_;           // a node to scroll to once the new layout is in
   QString restore_stage_;           // the stage to show when a compile finishes
   QStringList origins_;  // the user-level nodes selected
+  QString selection_model_;  // the model they belong to
   int highlighted_ = 0;
   int marked_lines_ = 0;
   bool syncing_ = false;  // set while one view updates another, so they do not echo
