@@ -37,6 +37,7 @@ Cublas* Cublas::get(std::string* why) {
       } else {
         b->create_ = reinterpret_cast<decltype(b->create_)>(dlsym(b->lib_, "cublasCreate_v2"));
         b->gemm_ = reinterpret_cast<decltype(b->gemm_)>(dlsym(b->lib_, "cublasSgemmStridedBatched"));
+        b->set_stream_ = reinterpret_cast<decltype(b->set_stream_)>(dlsym(b->lib_, "cublasSetStream_v2"));
         if (!b->create_ || !b->gemm_) error = "cuBLAS lacks cublasCreate_v2 or cublasSgemmStridedBatched";
         else if (int r = b->create_(&b->handle_); r != 0) error = "cublasCreate failed (status " + std::to_string(r) + ")";
         else {
@@ -52,6 +53,7 @@ Cublas* Cublas::get(std::string* why) {
     if (d && d->generation() != c->generation_) {  // the device was reset: the old handle died with it
       c->generation_ = d->generation();
       c->create_(&c->handle_);
+      c->stream_ = nullptr;
     }
   }
   return c.get();
@@ -61,6 +63,11 @@ void Cublas::sgemm(int64_t batch, int64_t M, int64_t N, int64_t K, float alpha, 
                    bool tb, int64_t sb, float beta, DevicePtr C, int64_t sc) {
   // Row-major C = A @ B is column-major C^T = B^T @ A^T: B's buffer, read column-major, is B^T
   // (ld N) unless it is stored transposed (then it is B, ld K, and cuBLAS transposes it).
+  // On the driver's current stream (a graph being captured has its own).
+  if (void* s = CudaDriver::get()->stream(); s != stream_ && set_stream_) {
+    if (const int r = set_stream_(handle_, s); r != 0) throw std::runtime_error("cublasSetStream failed (status " + std::to_string(r) + ")");
+    stream_ = s;
+  }
   const int opb = tb ? 1 : 0, opa = ta ? 1 : 0;
   const int ldb = static_cast<int>(tb ? K : N), lda = static_cast<int>(ta ? M : K);
   const int r = gemm_(handle_, opb, opa, static_cast<int>(N), static_cast<int>(M), static_cast<int>(K), &alpha,

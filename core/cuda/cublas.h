@@ -22,6 +22,8 @@ class Cublas {
   void* handle_ = nullptr;
   int generation_ = 0;  // the device context the handle belongs to (a reset after a fault makes a new one)
   int (*create_)(void**) = nullptr;
+  int (*set_stream_)(void*, void*) = nullptr;
+  void* stream_ = nullptr;  // the stream the handle is set to
   int (*gemm_)(void*, int, int, int, int, int, const float*, const float*, int, long long, const float*, int, long long,
                const float*, float*, int, long long, int) = nullptr;
 };

@@ -40,6 +40,17 @@ struct CudaDriver::Api {
   int (*cuEventDestroy)(void*);
   int (*cuGetErrorString)(int, const char**);
   int (*cuGetErrorName)(int, const char**);
+  // Streams and graphs (reduce-overhead mode); optional: a driver without them runs without graphs.
+  int (*cuStreamCreate)(void**, unsigned) = nullptr;
+  int (*cuStreamDestroy)(void*) = nullptr;
+  int (*cuStreamSynchronize)(void*) = nullptr;
+  int (*cuStreamBeginCapture)(void*, int) = nullptr;
+  int (*cuStreamEndCapture)(void*, void**) = nullptr;
+  int (*cuGraphInstantiateWithFlags)(void**, void*, unsigned long long) = nullptr;
+  int (*cuGraphLaunch)(void*, void*) = nullptr;
+  int (*cuGraphExecDestroy)(void*) = nullptr;
+  int (*cuGraphDestroy)(void*) = nullptr;
+  int (*cuGraphGetNodes)(void*, void**, size_t*) = nullptr;
 };
 
 namespace {
@@ -123,6 +134,18 @@ void CudaDriver::init() {
   resolve(a.lib, a.cuGetErrorString, "cuGetErrorString", missing);
   resolve(a.lib, a.cuGetErrorName, "cuGetErrorName", missing);
   if (!missing.empty()) throw std::runtime_error("the CUDA driver lacks " + missing);
+  std::string optional;
+  resolve(a.lib, a.cuStreamCreate, "cuStreamCreate", optional);
+  resolve(a.lib, a.cuStreamDestroy, "cuStreamDestroy_v2", optional);
+  resolve(a.lib, a.cuStreamSynchronize, "cuStreamSynchronize", optional);
+  resolve(a.lib, a.cuStreamBeginCapture, "cuStreamBeginCapture_v2", optional);
+  resolve(a.lib, a.cuStreamEndCapture, "cuStreamEndCapture", optional);
+  resolve(a.lib, a.cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags", optional);
+  resolve(a.lib, a.cuGraphLaunch, "cuGraphLaunch", optional);
+  resolve(a.lib, a.cuGraphExecDestroy, "cuGraphExecDestroy", optional);
+  resolve(a.lib, a.cuGraphDestroy, "cuGraphDestroy", optional);
+  resolve(a.lib, a.cuGraphGetNodes, "cuGraphGetNodes", optional);
+  graphs_missing_ = optional;
   check(a.cuInit(0), "cuInit");
   int count = 0;
   check(a.cuDeviceGetCount(&count), "cuDeviceGetCount");
@@ -197,7 +220,7 @@ void CudaDriver::synchronize() { check(api_->cuCtxSynchronize(), "cuCtxSynchroni
 void CudaDriver::launch(void* f, int64_t grid, int block, void** params, const char* name) {
   if (grid <= 0) return;
   if (grid > 0x7fffffff) throw std::runtime_error(std::string("kernel ") + name + ": grid of " + std::to_string(grid) + " blocks is too large");
-  check(api_->cuLaunchKernel(f, static_cast<unsigned>(grid), 1, 1, static_cast<unsigned>(block), 1, 1, 0, nullptr, params, nullptr),
+  check(api_->cuLaunchKernel(f, static_cast<unsigned>(grid), 1, 1, static_cast<unsigned>(block), 1, 1, 0, stream_, params, nullptr),
         (std::string("launching kernel ") + name).c_str());
 }
 
@@ -206,7 +229,63 @@ void* CudaDriver::event() {
   check(api_->cuEventCreate(&e, 0), "cuEventCreate");
   return e;
 }
-void CudaDriver::record(void* e) { check(api_->cuEventRecord(e, nullptr), "cuEventRecord"); }
+void CudaDriver::record(void* e) { check(api_->cuEventRecord(e, stream_), "cuEventRecord"); }
+
+void CudaDriver::use_stream(void* s) { stream_ = s; }
+
+std::string CudaDriver::graphs_unsupported() const {
+  return graphs_missing_.empty() ? std::string() : "the CUDA driver lacks " + graphs_missing_;
+}
+
+CudaGraph::CudaGraph(CudaDriver& d, const std::function<void()>& work) : d_(d) {
+  if (const std::string why = d.graphs_unsupported(); !why.empty()) throw std::runtime_error(why);
+  CudaDriver::Api& a = *d.api_;
+  d.check(a.cuStreamCreate(&stream_, 0), "cuStreamCreate");
+  void* previous = d.stream_;
+  d.use_stream(stream_);
+  void* graph = nullptr;
+  try {
+    d.check(a.cuStreamBeginCapture(stream_, 2 /* CU_STREAM_CAPTURE_MODE_RELAXED */), "cuStreamBeginCapture");
+    try {
+      work();
+    } catch (...) {
+      a.cuStreamEndCapture(stream_, &graph);  // abandon the capture
+      if (graph) a.cuGraphDestroy(graph);
+      throw;
+    }
+    d.check(a.cuStreamEndCapture(stream_, &graph), "cuStreamEndCapture");
+    d.check(a.cuGraphGetNodes(graph, nullptr, &nodes_), "cuGraphGetNodes");
+    d.check(a.cuGraphInstantiateWithFlags(&exec_, graph, 0), "cuGraphInstantiate");
+    a.cuGraphDestroy(graph);
+  } catch (...) {
+    d.use_stream(previous);
+    a.cuStreamDestroy(stream_);
+    throw;
+  }
+  d.use_stream(previous);
+}
+
+CudaGraph::~CudaGraph() {
+  if (exec_) d_.api_->cuGraphExecDestroy(exec_);
+  if (stream_) d_.api_->cuStreamDestroy(stream_);
+}
+
+void CudaGraph::replay() {
+  void* previous = d_.stream_;
+  d_.check(d_.api_->cuGraphLaunch(exec_, stream_), "cuGraphLaunch");
+  (void)previous;
+}
+
+void CudaGraph::timed_replay(void* start, void* end) {
+  void* previous = d_.stream_;
+  d_.use_stream(stream_);
+  d_.record(start);
+  d_.check(d_.api_->cuGraphLaunch(exec_, stream_), "cuGraphLaunch");
+  d_.record(end);
+  d_.use_stream(previous);
+}
+
+void CudaGraph::synchronize() { d_.check(d_.api_->cuStreamSynchronize(stream_), "cuStreamSynchronize"); }
 float CudaDriver::elapsed_ms(void* a, void* b) {
   check(api_->cuEventSynchronize(b), "cuEventSynchronize");
   float ms = 0;

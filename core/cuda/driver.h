@@ -3,6 +3,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -42,7 +43,14 @@ class CudaDriver {
   void synchronize();
   void launch(void* function, int64_t grid, int block, void** params, const char* name);
 
-  // Events for timing on the default stream.
+  // Launches, cuBLAS calls and event records go to this stream (nullptr: the default stream);
+  // CudaGraph switches it while it captures.
+  void use_stream(void* stream);
+  void* stream() const { return stream_; }
+  // Why graphs cannot be captured with this driver; empty when they can.
+  std::string graphs_unsupported() const;
+
+  // Events for timing on the current stream.
   void* event();
   void record(void* ev);
   float elapsed_ms(void* start, void* end);
@@ -67,6 +75,31 @@ class CudaDriver {
   int generation_ = 0;
   std::string lost_;  // set when a fault left the device unusable in this process
   std::multimap<size_t, DevicePtr> free_;  // caching allocator: freed blocks by size
+  void* stream_ = nullptr;
+  std::string graphs_missing_;
+  friend class CudaGraph;
+};
+
+// A CUDA graph: the launches `work` makes, captured on a stream of its own, instantiated once
+// and replayed with one launch (reduce-overhead mode). Buffers are those `work` used: replays
+// read and write the same addresses. Throws naming the call that refused (a host copy inside
+// `work`, a driver without graphs).
+class CudaGraph {
+ public:
+  CudaGraph(CudaDriver& d, const std::function<void()>& work);
+  ~CudaGraph();
+  CudaGraph(const CudaGraph&) = delete;
+  CudaGraph& operator=(const CudaGraph&) = delete;
+  void replay();
+  void timed_replay(void* start_event, void* end_event);  // events recorded around it, on its stream
+  void synchronize();
+  size_t nodes() const { return nodes_; }
+
+ private:
+  CudaDriver& d_;
+  void* stream_ = nullptr;
+  void* exec_ = nullptr;
+  size_t nodes_ = 0;
 };
 
 // Compiled kernels loaded on the device.

@@ -476,6 +476,10 @@ std::vector<Tensor> CudaExecutable::run(const std::vector<Tensor>& inputs) {
       throw std::runtime_error("kernel " + g_.source.kernels[k].name + " failed on the GPU: " + e.what());
     }
   }
+  return download_outputs();
+}
+
+std::vector<Tensor> CudaExecutable::download_outputs() {
   std::vector<Tensor> outs;
   for (const auto& o : p_.outputs) {
     if (o.empty()) {
@@ -488,6 +492,52 @@ std::vector<Tensor> CudaExecutable::run(const std::vector<Tensor>& inputs) {
     outs.push_back(t);
   }
   return outs;
+}
+
+std::string CudaExecutable::capture_graph() {
+  graph_.reset();
+  if (arg_ptrs_.empty() && !functions_.empty()) return "the inputs are not bound yet (run or benchmark first)";
+  for (size_t k = 0; k < how.size(); ++k)
+    if (how[k] == "host (reference kernel)")
+      return "kernel " + g_.source.kernels[k].name + " runs on the host (reference kernel), which a graph cannot hold";
+  if (const std::string why = d_.graphs_unsupported(); !why.empty()) return why;
+  d_.synchronize();
+  try {
+    graph_ = std::make_unique<CudaGraph>(d_, [this] {
+      for (size_t k = 0; k < functions_.size(); ++k) step(k);
+    });
+  } catch (const std::exception& e) {
+    graph_.reset();
+    return std::string("capture failed: ") + e.what();
+  }
+  return {};
+}
+
+size_t CudaExecutable::graph_nodes() const { return graph_ ? graph_->nodes() : 0; }
+
+std::vector<Tensor> CudaExecutable::replay_graph() {
+  if (!graph_) throw std::logic_error("no CUDA graph captured");
+  graph_->replay();
+  graph_->synchronize();
+  return download_outputs();
+}
+
+Timings CudaExecutable::benchmark_graph(const TimingOptions& o) {
+  if (!graph_) throw std::logic_error("no CUDA graph captured");
+  for (int w = 0; w < o.warmup; ++w) graph_->replay();
+  graph_->synchronize();
+  void* a = d_.event();
+  void* b = d_.event();
+  std::vector<double> total;
+  const auto start = std::chrono::steady_clock::now();
+  auto spent = [&] { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count(); };
+  for (int run = 0; run < o.max_runs && (run < o.min_runs || spent() < o.budget_ms / 2); ++run) {
+    graph_->timed_replay(a, b);
+    total.push_back(d_.elapsed_ms(a, b));
+  }
+  d_.destroy_event(a);
+  d_.destroy_event(b);
+  return timings_of({}, total);
 }
 
 Timings CudaExecutable::benchmark(const std::vector<Tensor>& inputs, const TimingOptions& o) {

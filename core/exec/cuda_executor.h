@@ -29,6 +29,14 @@ class CudaExecutable {
   std::vector<Tensor> run(const std::vector<Tensor>& inputs);
   Timings benchmark(const std::vector<Tensor>& inputs, const TimingOptions& o = {});
 
+  // reduce-overhead: the whole model (after benchmark() or run() bound the inputs, so every
+  // workspace exists) captured as one CUDA graph and replayed with one launch. Returns why not
+  // (a library call on the host, a driver without graphs), empty when captured.
+  std::string capture_graph();
+  size_t graph_nodes() const;
+  std::vector<Tensor> replay_graph();                 // one replay, then the outputs
+  Timings benchmark_graph(const TimingOptions& o = {});  // whole-model replays (no per-kernel times)
+
   std::vector<std::string> how;  // per kernel: "generated", "cuBLAS", "host (reference kernel)"
   std::vector<int> registers;    // per generated kernel, from the driver (0 for others)
 
@@ -55,6 +63,8 @@ class CudaExecutable {
   std::vector<DeviceBuffer> scratch_;      // per kernel (split reductions)
   std::vector<std::vector<DevicePtr>> arg_values_;
   std::vector<std::vector<void*>> arg_ptrs_;
+  std::unique_ptr<CudaGraph> graph_;
+  std::vector<Tensor> download_outputs();
 };
 
 }  // namespace ls

@@ -78,6 +78,9 @@ struct CompileResult;
 
 struct PipelineOptions {
   std::string device = "cpu";
+  // As torch.compile(mode=...): "default", or "reduce-overhead" (CUDA: the whole model replayed
+  // as one CUDA graph; run_ms is then the graph's time, launched_ms the one-by-one time).
+  std::string mode = "default";
   unsigned decompose_to = 0;  // 0: prims (default); or level::core_aten
   bool fusion = true;
   bool external_compiler = false;  // build kernels with an external c++ instead of the in-process JIT
@@ -133,7 +136,10 @@ struct CompileResult {
   std::vector<Tensor> outputs, reference_outputs;
   Check check;
   double compile_ms = 0, run_ms = 0;
-  double bandwidth_gbps = 0;  // the device's measured memory bandwidth (run stage), 0 where unknown
+  double bandwidth_gbps = 0;
+  double launched_ms = 0;     // reduce-overhead with a graph: the run with kernels launched one by one
+  std::string mode = "default";
+  std::string mode_note;      // what the mode did (the graph's nodes and time), or why it could not  // the device's measured memory bandwidth (run stage), 0 where unknown
   std::string error;        // set when a stage failed; the stages before it are kept
   std::string error_stage;  // the stage that failed
   std::string not_run;      // why the compiled code was not run (a CUDA compile without a GPU)

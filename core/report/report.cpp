@@ -94,6 +94,9 @@ std::string report_json(const CompileResult& r) {
   j["compile_ms"] = r.compile_ms;
   j["run_ms"] = r.run_ms;
   j["bandwidth_gbps"] = r.bandwidth_gbps;
+  j["mode"] = r.mode;
+  if (!r.mode_note.empty()) j["mode_note"] = r.mode_note;
+  if (r.launched_ms > 0) j["launched_ms"] = r.launched_ms;
   j["device"] = r.device;
   if (!r.not_run.empty()) j["not_run"] = r.not_run;
   j["ok"] = r.ok();

@@ -71,9 +71,10 @@ std::set<std::string> ptx_entries(const std::string& ptx) {
   return out;
 }
 
-CompileResult compile_cuda_model(const std::string& model, bool train, bool run) {
+CompileResult compile_cuda_model(const std::string& model, bool train, bool run, const std::string& mode = "default") {
   PipelineOptions o;
   o.device = "cuda";
+  o.mode = mode;
   o.train = train;
   o.run = run;
   o.timing_budget_ms = 20;
@@ -219,6 +220,29 @@ void attention_runs_on_the_device(const std::string& model, bool train, const st
   VERIFY(attention == (train ? 2 : 1));
 }
 
+// reduce-overhead: the whole model replayed as one CUDA graph of at least one node per kernel,
+// giving the outputs of the kernels launched one by one (checked bit for bit in the pipeline) and
+// PyTorch's out.npy; its time is the graph's. Without a GPU it compiles and says why it did not run.
+void reduce_overhead_replays_a_cuda_graph(const std::string& model, bool train) {
+  const CompileResult r = compile_cuda_model(model, train, true, "reduce-overhead");
+  VERIFY2(r.error.empty(), r.error_stage + ": " + r.error);
+  std::string why;
+  if (!CudaDriver::get(&why)) {
+    VERIFY2(r.not_run.find("needs a GPU") != std::string::npos, r.not_run);
+    return;
+  }
+  VERIFY2(r.check.ok, r.stage("run")->text);
+  if (train && r.mode_note.find("no CUDA graph") != std::string::npos) {  // a step with a library call on the host
+    VERIFY2(r.mode_note.find("on the host") != std::string::npos, r.mode_note);
+    return;
+  }
+  VERIFY2(r.mode_note.find("CUDA graph of") != std::string::npos, r.mode_note);
+  VERIFY(r.launched_ms > 0 && r.run_ms > 0);
+  VERIFY2(r.stage("run")->text.find(r.mode_note) != std::string::npos, r.stage("run")->text);
+  const size_t nodes = std::stoul(r.mode_note.substr(r.mode_note.find("graph of ") + 9));
+  VERIFY2(nodes >= r.kernels.size(), r.mode_note);
+}
+
 // A kernel that faults is named, and the device works again for the next compile.
 void faulting_kernel_is_named_and_device_recovers() {
   std::string why;
@@ -279,6 +303,9 @@ int main(int argc, char** argv) {
     cases.push_back({std::string("attention cuBLAS") + (t ? " train" : ""),
                      [=] { attention_runs_on_the_device("stages/extra/attention_long.txt", t, "attention (cuBLAS)"); }});
   }
+  for (const char* m : {"models/cifar_net", "models/res_block"})
+    for (bool t : {false, true})
+      cases.push_back({std::string("reduce-overhead ") + m + (t ? " train" : ""), [=] { reduce_overhead_replays_a_cuda_graph(m, t); }});
   cases.push_back({"faulting kernel is named, device recovers", faulting_kernel_is_named_and_device_recovers});
   int failed = 0, passed = 0, xfail = 0, skipped = 0;
   for (auto& [name, fn] : cases) {
