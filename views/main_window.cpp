@@ -419,6 +419,15 @@ void MainWindow::buildActions() {
     if (!path_.isEmpty()) openModel(path_);
   });
   compile->addSeparator();
+  // torch.compile's modes: reduce-overhead replays the whole CUDA run as one CUDA graph.
+  QAction* reduce = compile->addAction(tr("Mode: &reduce-overhead (one CUDA graph)"));
+  reduce->setCheckable(true);
+  reduce->setObjectName("mode_reduce_overhead");
+  connect(reduce, &QAction::toggled, this, [this](bool on) {
+    session_->options.mode = on ? "reduce-overhead" : "default";
+    if (!path_.isEmpty()) openModel(path_);
+  });
+  compile->addSeparator();
   // Training: the joint graph, its partition, and the whole step compiled.
   train_action_ = compile->addAction(tr("&Training Mode (forward + backward)"));
   train_action_->setCheckable(true);
