@@ -27,5 +27,5 @@ for d in "$FIX"/*/; do
   run=$("$pkg/build/run_model" 2>&1)
   ms=$(echo "$run" | sed -n 's/^run: \([0-9.]*\) ms.*/\1/p')
   check=$(echo "$run" | sed -n 's/.*vs expected\/out0.npy: \(.*\)/\1/p')
-  echo "| $name | ok | $(echo "$t1 - $t0" | bc | cut -c1-5) | $ms | ${check:-no out.npy} |"
+  echo "| $name | ok | $(awk "BEGIN{printf \"%.1f\", $t1 - $t0}") | $ms | ${check:-no out.npy} |"
 done
