@@ -29,6 +29,22 @@ QChart* new_chart(const QString& title) {
   c->setMargins(QMargins(4, 4, 4, 4));
   return c;
 }
+// Horizontal bars, one row per name, values from 0 to about `max`.
+QChart* bar_chart(const QString& title, QAbstractBarSeries* series, const QStringList& names, double max) {
+  QChart* c = new_chart(title);
+  c->addSeries(series);
+  auto* rows = new QBarCategoryAxis;
+  rows->append(names);
+  auto* values = new QValueAxis;
+  values->setRange(0, max * 1.05 + 1e-9);
+  values->applyNiceNumbers();
+  values->setLabelFormat("%g");
+  c->addAxis(rows, Qt::AlignLeft);
+  c->addAxis(values, Qt::AlignBottom);
+  series->attachAxis(rows);
+  series->attachAxis(values);
+  return c;
+}
 }  // namespace
 
 ProfileView::ProfileView(QWidget* parent) : QWidget(parent) {
@@ -129,39 +145,17 @@ void ProfileView::redraw() {
   auto* series = new QHorizontalStackedBarSeries;
   series->append(generated);
   series->append(library);
-  QChart* tc = new_chart(tr("Kernel times (µs), %1 kernel(s), %2 µs in all%3")
-                             .arg(r_->kernels.size())
-                             .arg(total * 1000.0, 0, 'f', 1)
-                             .arg(r_->kernels.size() > ks.size() ? tr(" — the %1 longest").arg(ks.size()) : QString()));
-  tc->addSeries(series);
-  auto* cats = new QBarCategoryAxis;
-  cats->append(names);
-  auto* us_axis = new QValueAxis;
-  us_axis->setRange(0, max_us * 1.05 + 1e-9);
-  us_axis->applyNiceNumbers();
-  us_axis->setLabelFormat("%g");
-  tc->addAxis(cats, Qt::AlignLeft);
-  tc->addAxis(us_axis, Qt::AlignBottom);
-  series->attachAxis(cats);
-  series->attachAxis(us_axis);
-  times_->setChart(tc);
-
+  times_->setChart(bar_chart(tr("Kernel times (µs), %1 kernel(s), %2 µs in all%3")
+                                 .arg(r_->kernels.size())
+                                 .arg(total * 1000.0, 0, 'f', 1)
+                                 .arg(r_->kernels.size() > ks.size() ? tr(" — the %1 longest").arg(ks.size()) : QString()),
+                             series, names, max_us));
   auto* bw = new QHorizontalBarSeries;
   bw->append(achieved);
-  QChart* bc = new_chart(r_->bandwidth_gbps > 0 ? tr("Achieved GB/s; the device copies at %1 GB/s (measured)").arg(r_->bandwidth_gbps, 0, 'f', 1)
-                                                : tr("Achieved GB/s"));
-  bc->addSeries(bw);
-  auto* cats2 = new QBarCategoryAxis;
-  cats2->append(names);
-  auto* gb_axis = new QValueAxis;
-  gb_axis->setRange(0, max_gbps * 1.05 + 1e-9);
-  gb_axis->applyNiceNumbers();
-  gb_axis->setLabelFormat("%g");
-  bc->addAxis(cats2, Qt::AlignLeft);
-  bc->addAxis(gb_axis, Qt::AlignBottom);
-  bw->attachAxis(cats2);
-  bw->attachAxis(gb_axis);
-  bandwidth_->setChart(bc);
+  bandwidth_->setChart(bar_chart(r_->bandwidth_gbps > 0
+                                     ? tr("Achieved GB/s; the device copies at %1 GB/s (measured)").arg(r_->bandwidth_gbps, 0, 'f', 1)
+                                     : tr("Achieved GB/s"),
+                                 bw, names, max_gbps));
 
   QString text = tr("<b>Compiled:</b> %1 ms in %2 kernel(s)").arg(r_->run_ms, 0, 'f', 3).arg(r_->kernels.size());
   if (op_by_op_ms_ > 0)

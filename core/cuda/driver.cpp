@@ -270,11 +270,7 @@ CudaGraph::~CudaGraph() {
   if (stream_) d_.api_->cuStreamDestroy(stream_);
 }
 
-void CudaGraph::replay() {
-  void* previous = d_.stream_;
-  d_.check(d_.api_->cuGraphLaunch(exec_, stream_), "cuGraphLaunch");
-  (void)previous;
-}
+void CudaGraph::replay() { d_.check(d_.api_->cuGraphLaunch(exec_, stream_), "cuGraphLaunch"); }
 
 void CudaGraph::timed_replay(void* start, void* end) {
   void* previous = d_.stream_;

@@ -9,15 +9,6 @@ namespace ls {
 
 namespace {
 
-std::string esc(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '"' || c == '\\') o += '\\';
-    o += c;
-  }
-  return o;
-}
-
 std::string parent_of(const std::string& path) {
   const size_t dot = path.rfind('.');
   return dot == std::string::npos ? std::string() : path.substr(0, dot);
@@ -141,7 +132,7 @@ std::string collapsed_graph_to_dot(const Graph& g, const std::set<std::string>& 
         "fontname=\"Helvetica\", fontsize=10];\n";
   auto item_line = [&](size_t k) {
     const Item& it = items[k];
-    os << "  i" << k << " [id=\"" << esc(it.id) << "\", ";
+    os << "  i" << k << " [id=\"" << dot_escape(it.id) << "\", ";
     if (it.folded) {
       std::vector<std::pair<int, std::string>> top;
       for (const auto& [op, c] : it.ops) top.push_back({-c, op});
@@ -152,18 +143,18 @@ std::string collapsed_graph_to_dot(const Graph& g, const std::set<std::string>& 
         ops += (t ? ", " : "") + (op.rfind("aten.", 0) == 0 ? op.substr(5) : op) + (top[t].first < -1 ? " x" + std::to_string(-top[t].first) : "");
       }
       if (top.size() > 2) ops += ", ...";
-      os << "shape=box3d, style=filled, fillcolor=\"#e4ebfa\", color=\"#3d5a99\", label=\"" << esc(it.id.substr(7)) << "\\n"
-         << it.count << (it.count == 1 ? " node" : " nodes") << " (double-click to open)\\n" << esc(ops);
+      os << "shape=box3d, style=filled, fillcolor=\"#e4ebfa\", color=\"#3d5a99\", label=\"" << dot_escape(it.id.substr(7)) << "\\n"
+         << it.count << (it.count == 1 ? " node" : " nodes") << " (double-click to open)\\n" << dot_escape(ops);
       const auto out = leaving.find(it.id);
       if (out != leaving.end() && !out->second.empty()) os << "\\n-> " << out->second;
       os << "\"";
     } else {
       const Node& n = g.nodes[static_cast<size_t>(it.first)];
       const std::string op = !n.is_placeholder() ? n.target : n.param_name.empty() ? "input" : n.param_name;
-      os << "label=\"" << esc(n.name) << "\\n" << esc(op);
+      os << "label=\"" << dot_escape(n.name) << "\\n" << dot_escape(op);
       for (const auto& m : n.outs) os << "\\n" << m.annotation();
       const auto saved = marks.saved.find(n.name);
-      if (saved != marks.saved.end()) os << "\\n" << esc(saved->second) << "\", color=\"#c0392b\", penwidth=2.5, fillcolor=\"#fdecea\"";
+      if (saved != marks.saved.end()) os << "\\n" << dot_escape(saved->second) << "\", color=\"#c0392b\", penwidth=2.5, fillcolor=\"#fdecea\"";
       else if (n.is_placeholder()) os << "\", fillcolor=\"" << (it.user_input ? "#e6f4ea" : "#f1f1f1") << "\"";
       else os << "\"";
     }
@@ -180,7 +171,7 @@ std::string collapsed_graph_to_dot(const Graph& g, const std::set<std::string>& 
         const int no = static_cast<int>(cluster_no.size());
         cluster_no[c] = no;
         os << std::string(2 * depth, ' ') << "  subgraph cluster_" << no << " {\n"
-           << std::string(2 * depth, ' ') << "  id=\"cluster:" << esc(c) << "\"; label=\"" << esc(c)
+           << std::string(2 * depth, ' ') << "  id=\"cluster:" << dot_escape(c) << "\"; label=\"" << dot_escape(c)
            << "\"; fontname=\"Helvetica\"; fontsize=11; style=\"rounded,dashed\"; color=\"#7f8fb3\";\n";
         emit(c, depth + 1);
         os << std::string(2 * depth, ' ') << "  }\n";

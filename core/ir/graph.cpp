@@ -172,6 +172,8 @@ void print_call(std::ostream& os, const Graph& g, const Node& n) {
   os << ')';
 }
 
+}  // namespace
+
 std::string dot_escape(const std::string& s) {
   std::string o;
   for (char c : s) {
@@ -180,8 +182,6 @@ std::string dot_escape(const std::string& s) {
   }
   return o;
 }
-
-}  // namespace
 
 std::vector<int> node_inputs(const Node& n) {
   std::vector<int> v;

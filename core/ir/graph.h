@@ -110,6 +110,9 @@ struct DotMarks {
 // forward into the backward in red.
 std::string graph_to_dot(const Graph& g, const DotMarks& marks = {});
 
+// A string as it stands inside a quoted Graphviz attribute (quotes and backslashes escaped).
+std::string dot_escape(const std::string& s);
+
 // Op histogram: target name -> count ("aten.sin.default": 1).
 std::vector<std::pair<std::string, int>> op_histogram(const Graph& g);
 

@@ -221,17 +221,8 @@ class Matcher {
   std::vector<int> a2b_, b2a_;
 };
 
-std::string esc(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '"' || c == '\\') o += '\\';
-    o += c;
-  }
-  return o;
-}
-
 std::string label_of(const Node& n) {
-  std::string l = n.name + "\\n" + esc(n.is_placeholder() ? (n.param_name.empty() ? "input" : n.param_name) : n.target);
+  std::string l = n.name + "\\n" + dot_escape(n.is_placeholder() ? (n.param_name.empty() ? "input" : n.param_name) : n.target);
   for (const auto& m : n.outs) l += "\\n" + m.annotation();
   return l;
 }
@@ -268,14 +259,14 @@ std::string graph_diff_to_dot(const Graph& a, const Graph& b, const GraphDiff& d
   for (const NodeMatch& m : d.nodes) {
     if (m.b >= 0) {
       const Node& n = b.nodes[m.b];
-      os << "  " << right_id(m.b) << " [id=\"" << esc(n.name) << "\", label=\"" << label_of(n);
-      if (m.change == Change::changed) os << "\\nwas: " << esc(m.why) << "\", fillcolor=\"#fff3cd\", color=\"#d39e00\", penwidth=2";
+      os << "  " << right_id(m.b) << " [id=\"" << dot_escape(n.name) << "\", label=\"" << label_of(n);
+      if (m.change == Change::changed) os << "\\nwas: " << dot_escape(m.why) << "\", fillcolor=\"#fff3cd\", color=\"#d39e00\", penwidth=2";
       else if (m.change == Change::added) os << "\", fillcolor=\"#e6f4ea\", color=\"#2e7d32\", penwidth=2";
       else os << "\"";
       os << "];\n";
     } else {
       const Node& n = a.nodes[m.a];
-      os << "  a" << m.a << " [id=\"removed:" << esc(n.name) << "\", label=\"" << label_of(n)
+      os << "  a" << m.a << " [id=\"removed:" << dot_escape(n.name) << "\", label=\"" << label_of(n)
          << "\", fillcolor=\"#fdecea\", color=\"#c0392b\", style=\"rounded,filled,dashed\", penwidth=2];\n";
     }
   }
