@@ -220,8 +220,8 @@ void CudaDriver::synchronize() { check(api_->cuCtxSynchronize(), "cuCtxSynchroni
 void CudaDriver::launch(void* f, int64_t grid, int block, void** params, const char* name) {
   if (grid <= 0) return;
   if (grid > 0x7fffffff) throw std::runtime_error(std::string("kernel ") + name + ": grid of " + std::to_string(grid) + " blocks is too large");
-  check(api_->cuLaunchKernel(f, static_cast<unsigned>(grid), 1, 1, static_cast<unsigned>(block), 1, 1, 0, stream_, params, nullptr),
-        (std::string("launching kernel ") + name).c_str());
+  const int rc = api_->cuLaunchKernel(f, static_cast<unsigned>(grid), 1, 1, static_cast<unsigned>(block), 1, 1, 0, stream_, params, nullptr);
+  if (rc != 0) check(rc, (std::string("launching kernel ") + name).c_str());  // the message is built only when it fails
 }
 
 void* CudaDriver::event() {
