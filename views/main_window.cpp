@@ -727,8 +727,16 @@ void MainWindow::applyHeat() {
   QHash<QString, double> share;
   if (r && heat_action_ && heat_action_->isChecked()) {
     // Source and run stages show the fused graph.
-    const QString stage = stage_graph(*r, currentStage().toStdString()) ? currentStage() : QStringLiteral("fused");
-    for (const auto& [id, v] : time_shares(*r, stage)) share[id] = std::max(share.value(id), v);
+    const Graph* g = stage_graph(*r, currentStage().toStdString());
+    const QString stage = g ? currentStage() : QStringLiteral("fused");
+    // A folded graph: each module box takes the share of its hottest node.
+    QHash<QString, QString> shown_as;
+    if (g && worth_collapsing(*g))
+      for (const Node& n : g->nodes) shown_as[QString::fromStdString(n.name)] = QString::fromStdString(visible_id(n, expanded_));
+    for (const auto& [id, v] : time_shares(*r, stage)) {
+      const QString at = shown_as.value(id, id);
+      share[at] = std::max(share.value(at), v);
+    }
   }
   heat_painted_ = graph_->setHeat(share);
   if (heat_action_ && heat_action_->isChecked())

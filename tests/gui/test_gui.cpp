@@ -438,6 +438,10 @@ class TestGui : public QObject {
     QVERIFY(shown.wait(30000));
     QVERIFY(w.highlightedCount() >= 1);
     QVERIFY(w.graphView()->nodeInView(deep));
+    // The heat overlay paints folded modules too (by their hottest node): every box but the input
+    // and the output is made into some kernel.
+    w.setHeatOverlay(true);
+    QCOMPARE(w.heatPainted(), w.graphView()->nodeCount() - 2);
     QVERIFY2(longest_gap < 1000, qPrintable(QString("the event loop stalled %1 ms").arg(longest_gap)));
   }
 
