@@ -23,7 +23,7 @@
 namespace {
 
 const char* kUsage = R"(usage:
-  lowerscope-cli compile MODEL [--device cpu|cuda] [--mode default|reduce-overhead] [--inputs A.npy,B.npy] [--expect OUT.npy]
+  lowerscope-cli compile MODEL [--device cpu|cuda] [--mode default|reduce-overhead|max-autotune] [--inputs A.npy,B.npy] [--expect OUT.npy]
                                [--train [--expect-grads G0.npy,G1.npy] [--partitioner min_cut|default]
                                         [--sgd LR]]
                                [--report FILE.json] [--dump DIR (stages, sources, objects, SVGs, report.html)] [--decompose core_aten|prims]
@@ -124,8 +124,8 @@ bool pipeline_option(const std::vector<std::string>& args, size_t& i, ls::LoadOp
   if (a == "--device") po.device = value();
   else if (a == "--mode") {
     po.mode = value();
-    if (po.mode == "max-autotune") throw std::invalid_argument("--mode max-autotune is not available yet (default or reduce-overhead)");
-    if (po.mode != "default" && po.mode != "reduce-overhead") throw std::invalid_argument("--mode takes default or reduce-overhead");
+    if (po.mode != "default" && po.mode != "reduce-overhead" && po.mode != "max-autotune")
+      throw std::invalid_argument("--mode takes default, reduce-overhead or max-autotune");
   }
   else if (a == "--train") po.train = true;
   else if (a == "--expect-grads") lo.expect_grads = split(value(), ',');

@@ -54,23 +54,27 @@ class CudaKernelWriter {
     int inner_segs = 0;
     for (const KernelLoop& s : segs) inner_segs += s.inner;
     const bool splittable = R > 1 && inner_segs == 1 && segs.front().inner;
+    const auto tuned = o_.configs.find(k_.name);
+    const KernelConfig cfg = tuned == o_.configs.end() ? KernelConfig{} : tuned->second;
+    block_ = cfg.block ? cfg.block : o_.pointwise_block;
+    unroll_ = cfg.unroll ? cfg.unroll : o_.pointwise_unroll;
     if (R == 1) {
       launch.form = "pointwise";
-      launch.block = o_.pointwise_block;
+      launch.block = block_;
       launch.threads_per_row = 1;
-      const int64_t per_block = int64_t(o_.pointwise_block) * o_.pointwise_unroll;
+      const int64_t per_block = int64_t(block_) * unroll_;
       launch.grid = (X + per_block - 1) / per_block;
-    } else if (splittable && R >= 16384 && X < 2 * o_.sm_count) {
+    } else if (splittable && R >= 16384 && X < 2 * o_.sm_count && cfg.threads_per_row == 0) {
       launch.form = "split";
       launch.block = 512;
       launch.threads_per_row = 512;
       const int64_t want = std::max<int64_t>(1, 4 * o_.sm_count / X);                 // fill the device
       const int64_t useful = std::max<int64_t>(1, R / (int64_t(launch.block) * 8));   // >= 8 elements a thread
-      launch.split = std::clamp<int64_t>(std::min(want, useful), 1, 1024);
+      launch.split = std::clamp<int64_t>(cfg.split ? cfg.split : std::min(want, useful), 1, 1024);
       launch.grid = X * launch.split;
     } else {
       launch.form = "row";
-      const int64_t t = std::min<int64_t>(1024, next_pow2((R + 7) / 8));
+      const int64_t t = cfg.threads_per_row ? cfg.threads_per_row : std::min<int64_t>(1024, next_pow2((R + 7) / 8));
       launch.threads_per_row = static_cast<int>(std::max<int64_t>(1, t));
       launch.block = launch.threads_per_row > 32 ? launch.threads_per_row : 256;
       const int64_t rows_per_block = launch.block / launch.threads_per_row;
@@ -106,16 +110,16 @@ class CudaKernelWriter {
     e.push_scope();
     const std::string Xs = std::to_string(X), Rs = std::to_string(R);
     if (launch.form == "pointwise") {
-      const std::string B = std::to_string(o_.pointwise_block);
-      e.line("const " + idx_ + " ls_base = (" + idx_ + ")blockIdx.x * " + std::to_string(o_.pointwise_block * o_.pointwise_unroll) +
+      const std::string B = std::to_string(block_);
+      e.line("const " + idx_ + " ls_base = (" + idx_ + ")blockIdx.x * " + std::to_string(block_ * unroll_) +
              " + threadIdx.x;");
-      const std::string U = std::to_string(o_.pointwise_unroll);
+      const std::string U = std::to_string(unroll_);
       // Whole blocks take a path without bounds checks, so the unrolled loads can all be issued
       // before the first store; the last block checks every element.
-      const bool tail = X % (int64_t(o_.pointwise_block) * o_.pointwise_unroll) != 0;
+      const bool tail = X % (int64_t(block_) * unroll_) != 0;
       for (int guarded = 0; guarded <= (tail ? 1 : 0); ++guarded) {
         if (tail) {
-          e.line(guarded ? "} else {" : "if (ls_base + " + std::to_string(int64_t(o_.pointwise_unroll - 1) * o_.pointwise_block) + " < " + Xs + ") {");
+          e.line(guarded ? "} else {" : "if (ls_base + " + std::to_string(int64_t(unroll_ - 1) * block_) + " < " + Xs + ") {");
           e.indent += "    ";
         }
         e.line("#pragma unroll");
@@ -259,6 +263,7 @@ class CudaKernelWriter {
   const Kernel& k_;
   const CudaCodegenOptions& o_;
   std::string idx_ = "int64_t";
+  int block_ = 256, unroll_ = 4;  // pointwise form
   int T_ = 1;
   int64_t split_ = 0;
   std::map<int, std::string> accs_;
@@ -300,6 +305,33 @@ std::string attention_cuda_path(const LoopProgram& p, const ExternCall& c) {
   for (size_t a : tensors)
     if (!c.args.at(a).is_node() || p.buffer(c.inputs.at(static_cast<size_t>(c.args[a].node))).dtype != DType::f32) return "";
   return "cublas";
+}
+
+std::string KernelConfig::text() const {
+  std::string t;
+  auto add = [&](const std::string& s) { t += (t.empty() ? "" : ", ") + s; };
+  if (block) add("block " + std::to_string(block));
+  if (unroll) add("unroll " + std::to_string(unroll));
+  if (threads_per_row) add(std::to_string(threads_per_row) + " threads a row");
+  if (split) add(std::to_string(split) + (split == 1 ? " block a row" : " slices a row"));
+  return t.empty() ? "heuristic" : t;
+}
+
+std::vector<KernelConfig> cuda_candidates(const CudaLaunch& h, int64_t numel, int64_t rnumel) {
+  std::vector<KernelConfig> out = {KernelConfig{}};  // the heuristic's own choice first
+  if (h.form == "pointwise") {
+    for (int block : {128, 256, 512, 1024})
+      for (int unroll : {1, 2, 4, 8})
+        if ((block != h.block || unroll != 4) && int64_t(block) * unroll <= std::max<int64_t>(numel, 256))
+          out.push_back({block, unroll, 0, 0});
+  } else if (h.form == "row") {
+    for (int t : {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024})
+      if (t != h.threads_per_row && t <= std::max<int64_t>(32, rnumel)) out.push_back({0, 0, t, 0});
+  } else if (h.form == "split") {
+    for (int64_t s : {h.split / 4, h.split / 2, h.split * 2, h.split * 4, int64_t(1)})
+      if (s != h.split && s >= 1 && s <= 1024 && s * 512 <= rnumel) out.push_back({0, 0, 0, s});
+  }
+  return out;
 }
 
 GeneratedCuda generate_cuda(const LoopProgram& p, const Schedule& s, const CudaCodegenOptions& o) {

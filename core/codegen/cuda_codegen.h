@@ -12,6 +12,7 @@
 //               block of the row (an atomic counter) combines them and finishes the row: one
 //               kernel, deterministic.
 #pragma once
+#include <map>
 #include <string>
 #include <vector>
 
@@ -19,10 +20,21 @@
 
 namespace ls {
 
+// One kernel's launch configuration, where it differs from the heuristics (max-autotune's
+// choice); 0 fields keep the heuristic's value.
+struct KernelConfig {
+  int block = 0, unroll = 0;    // pointwise: threads per block, elements per thread
+  int threads_per_row = 0;      // row: threads that reduce one row
+  int64_t split = 0;            // split: slices per row (1: one block per row)
+  std::string text() const;     // "block 256, unroll 4"
+  bool operator==(const KernelConfig&) const = default;
+};
+
 struct CudaCodegenOptions {
   int sm_count = 132;     // the device's multiprocessors (the H100 has 132); sizes split reductions
   int pointwise_block = 256;
   int pointwise_unroll = 4;
+  std::map<std::string, KernelConfig> configs;  // kernel name -> its tuned configuration
 };
 
 struct CudaLaunch {
@@ -51,6 +63,11 @@ struct GeneratedCuda {
   GeneratedSource source;         // kernels in schedule order (extern kernels have no launcher)
   std::vector<CudaLaunch> launch; // per kernel
 };
+
+// The configurations max-autotune tries for a kernel the heuristics launched as `heuristic`
+// (that one first): block sizes and unrolling for pointwise kernels, threads per row for row
+// reductions, slice counts for split ones.
+std::vector<KernelConfig> cuda_candidates(const CudaLaunch& heuristic, int64_t numel, int64_t rnumel);
 
 GeneratedCuda generate_cuda(const LoopProgram& p, const Schedule& s, const CudaCodegenOptions& o = {});
 

@@ -11,6 +11,7 @@
 #include "cuda/driver.h"
 #include "cuda/nvrtc_compiler.h"
 #include "exec/bandwidth.h"
+#include "tune/autotune.h"
 #include "exec/cuda_executor.h"
 #include "exec/executor.h"
 #include "interp/reference.h"
@@ -207,8 +208,8 @@ CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const st
   const auto t_compile = Clock::now();
   try {
     if (o.device != "cpu" && o.device != "cuda") throw std::runtime_error("unknown device '" + o.device + "' (cpu or cuda)");
-    if (o.mode != "default" && o.mode != "reduce-overhead")
-      throw std::runtime_error("unknown mode '" + o.mode + "' (default or reduce-overhead; max-autotune is not there yet)");
+    if (o.mode != "default" && o.mode != "reduce-overhead" && o.mode != "max-autotune")
+      throw std::runtime_error("unknown mode '" + o.mode + "' (default, reduce-overhead or max-autotune)");
     if (o.device == "cuda" && !have_nvrtc())
       throw std::runtime_error("this build has no CUDA support: NVRTC was not found when it was configured");
     rec.step("capture", [&] { return 0; });
@@ -311,6 +312,36 @@ CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const st
     if (cuda) {
       driver = CudaDriver::get(&no_gpu);
       if (driver) cuda_opts.sm_count = driver->device().sm_count;
+    }
+    if (cuda && o.mode == "max-autotune") {
+      // Each kernel's launch configurations timed on the real buffers; the fastest kept.
+      if (!driver) {
+        r.mode_note = "max-autotune: not tuned: timing candidates needs a GPU (" + no_gpu + ")";
+      } else {
+        std::vector<Tensor> tune_inputs = r.model.inputs;
+        if (r.train)
+          for (const Tensor& t : tangent_values(r.training.joint)) tune_inputs.push_back(t);
+        const Graph& lowered = to_prims ? r.prims : r.core_aten;
+        CudaCodegenOptions tuned;
+        const AutotuneResult a = rec.step("autotune", [&] {
+          return autotune_cuda(r.loops, r.schedule, cuda_opts, *driver, bind_inputs(lowered, tune_inputs), tuned);
+        });
+        cuda_opts = tuned;
+        Stage s;
+        s.name = "autotune";
+        s.title = "max-autotune: candidates timed per kernel";
+        s.kind = Stage::Kind::run;
+        s.text = a.table();
+        s.nodes = static_cast<int>(a.kernels.size());
+        rec.add(std::move(s));
+        int better = 0;
+        for (const KernelTuning& k : a.kernels) better += k.chosen != 0;
+        std::ostringstream note;
+        note << std::fixed << std::setprecision(0) << "max-autotune: " << a.kernels.size() << " kernel(s) tuned in " << a.ms << " ms ("
+             << a.rounds << " rounds" << (a.from_cache ? ", from the disk cache" : "") << "), " << better
+             << " run faster than the heuristics' choice";
+        r.mode_note = note.str();
+      }
     }
     r.source = rec.step("source", [&] {
       if (!cuda) return generate_cpp(r.loops, r.schedule);
@@ -427,6 +458,8 @@ CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const st
       t = exe.benchmark(all_inputs, to);
       for (size_t k = 0; k < how.size(); ++k) how[k] = r.schedule.kernels[k].is_extern ? "library" : "generated";
       if (o.keep_program) r.program = std::make_shared<CpuProgram>(lowered_from, r, std::move(cpu_code));
+      if (o.mode == "max-autotune")
+        r.mode_note = "max-autotune: it tunes CUDA kernels' launch configurations; CPU kernels are compiled as in default mode";
       if (o.mode == "reduce-overhead")
         r.mode_note = "reduce-overhead: on the CPU the kernels are already called back to back from one loop, with "
                       "nothing between them to remove; it changes the CUDA run (one CUDA graph)";

@@ -78,8 +78,10 @@ struct CompileResult;
 
 struct PipelineOptions {
   std::string device = "cpu";
-  // As torch.compile(mode=...): "default", or "reduce-overhead" (CUDA: the whole model replayed
-  // as one CUDA graph; run_ms is then the graph's time, launched_ms the one-by-one time).
+  // As torch.compile(mode=...): "default"; "reduce-overhead" (CUDA: the whole model replayed as
+  // one CUDA graph; run_ms is then the graph's time, launched_ms the one-by-one time); or
+  // "max-autotune" (CUDA: each kernel's launch configurations timed, the fastest kept: the
+  // "autotune" stage holds the table).
   std::string mode = "default";
   unsigned decompose_to = 0;  // 0: prims (default); or level::core_aten
   bool fusion = true;

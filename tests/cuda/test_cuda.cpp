@@ -12,6 +12,7 @@
 #include <iostream>
 #include <regex>
 #include <set>
+#include <unistd.h>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -243,6 +244,39 @@ void reduce_overhead_replays_a_cuda_graph(const std::string& model, bool train) 
   VERIFY2(nodes >= r.kernels.size(), r.mode_note);
 }
 
+// max-autotune: every generated kernel's candidates timed, the chosen one no slower than the
+// heuristic's, the model still matching PyTorch; a second compile takes the choice from the disk
+// cache. Without a GPU: compiled with the heuristics, and the note says why it was not tuned.
+void max_autotune_times_candidates(const std::string& model) {
+  const std::string cache = "/tmp/lowerscope-autotune-test-" + std::to_string(getpid());
+  setenv("LOWERSCOPE_CACHE_DIR", cache.c_str(), 1);
+  const CompileResult r = compile_cuda_model(model, false, true, "max-autotune");
+  VERIFY2(r.error.empty(), r.error_stage + ": " + r.error);
+  std::string why;
+  if (!CudaDriver::get(&why)) {
+    VERIFY2(r.mode_note.find("needs a GPU") != std::string::npos, r.mode_note);
+    setenv("LOWERSCOPE_CACHE_DIR", "off", 1);
+    return;
+  }
+  const Stage* table = r.stage("autotune");
+  VERIFY(table != nullptr);
+  VERIFY2(r.check.ok, r.stage("run")->text);
+  int generated = 0;
+  for (const KernelReport& k : r.kernels)
+    if (k.kind == "generated") {
+      ++generated;
+      VERIFY2(table->text.find(k.name + " (") != std::string::npos, k.name);
+    }
+  VERIFY(generated > 0);
+  VERIFY2(table->text.find("* ") != std::string::npos, table->text);
+  VERIFY2(r.mode_note.find("tuned in") != std::string::npos, r.mode_note);
+  const CompileResult again = compile_cuda_model(model, false, true, "max-autotune");
+  VERIFY2(again.mode_note.find("from the disk cache") != std::string::npos, again.mode_note);
+  VERIFY(again.check.ok);
+  VERIFY2(again.source.code == r.source.code, "the cached choice gives the same kernels");
+  setenv("LOWERSCOPE_CACHE_DIR", "off", 1);
+}
+
 // A kernel that faults is named, and the device works again for the next compile.
 void faulting_kernel_is_named_and_device_recovers() {
   std::string why;
@@ -306,6 +340,8 @@ int main(int argc, char** argv) {
   for (const char* m : {"models/cifar_net", "models/res_block"})
     for (bool t : {false, true})
       cases.push_back({std::string("reduce-overhead ") + m + (t ? " train" : ""), [=] { reduce_overhead_replays_a_cuda_graph(m, t); }});
+  for (const char* m : {"models/softmax", "models/res_block"})
+    cases.push_back({std::string("max-autotune ") + m, [=] { max_autotune_times_candidates(m); }});
   cases.push_back({"faulting kernel is named, device recovers", faulting_kernel_is_named_and_device_recovers});
   int failed = 0, passed = 0, xfail = 0, skipped = 0;
   for (auto& [name, fn] : cases) {

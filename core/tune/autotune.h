@@ -1,0 +1,43 @@
+// max-autotune for CUDA kernels (torch.compile(mode="max-autotune")): every generated kernel's
+// candidate launch configurations (codegen/cuda_codegen.h: cuda_candidates) are compiled and
+// timed on the real buffers, each checked against the heuristic's output, and the fastest kept,
+// with a table per kernel like Inductor's AUTOTUNE log. All kernels try their i-th candidate in
+// the same round, so a round is one NVRTC compile and one timed run of the model. The choice is
+// kept on disk, keyed by the device and the kernels' source: the next compile takes it from there.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "codegen/cuda_codegen.h"
+#include "cuda/driver.h"
+#include "sched/schedule.h"
+#include "tensor/tensor.h"
+
+namespace ls {
+
+struct TunedCandidate {
+  KernelConfig config;
+  double ms = 0;           // median time of the kernel under it
+  std::string problem;     // set when it failed or gave other numbers than the heuristic's
+};
+
+struct KernelTuning {
+  std::string kernel, form;
+  std::vector<TunedCandidate> candidates;  // the heuristic's first
+  size_t chosen = 0;
+  std::string why;  // "fastest: 1.8x the heuristic's time"
+};
+
+struct AutotuneResult {
+  std::vector<KernelTuning> kernels;
+  int rounds = 0;
+  double ms = 0;           // the whole tuning
+  bool from_cache = false;
+  std::string table() const;  // the AUTOTUNE log: per kernel, every candidate with its time
+};
+
+// Tunes `base` into `tuned` (base plus a configuration per kernel that beats its heuristic).
+AutotuneResult autotune_cuda(const LoopProgram& p, const Schedule& s, const CudaCodegenOptions& base, CudaDriver& d,
+                             const std::vector<Tensor>& inputs, CudaCodegenOptions& tuned);
+
+}  // namespace ls
