@@ -35,6 +35,9 @@ std::string AutotuneResult::table() const {
   std::ostringstream os;
   os << "AUTOTUNE: " << kernels.size() << " kernel(s), " << rounds << " round(s) (one compile and one timed run each), "
      << std::fixed << std::setprecision(0) << ms << " ms" << (from_cache ? " (choices from the disk cache)" : "") << "\n";
+  if (tuned_ms > 0)
+    os << std::setprecision(4) << "the model with the tuned kernels: " << tuned_ms << " ms a run, with the heuristics' "
+       << heuristic_ms << " ms" << (tuned_ms > 0.99 * heuristic_ms ? ": the heuristics stay" : "") << "\n";
   for (const KernelTuning& k : kernels) {
     os << "\n" << k.kernel << " (" << k.form << "): " << k.why << "\n";
     for (size_t i = 0; i < k.candidates.size(); ++i) {
@@ -89,6 +92,7 @@ AutotuneResult autotune_cuda(const LoopProgram& p, const Schedule& s, const Cuda
   size_t rounds = 0;
   for (const KernelTuning& t : result.kernels) rounds = std::max(rounds, t.candidates.size());
   std::vector<Tensor> expected;
+  double heuristic_total = 0;  // the whole model under the heuristics (round 0)
   TimingOptions timing;
   timing.warmup = 2;
   timing.min_runs = 5;
@@ -112,6 +116,7 @@ AutotuneResult autotune_cuda(const LoopProgram& p, const Schedule& s, const Cuda
       for (size_t i = 0; i < out.size(); ++i)
         if (out[i].defined() && !compare(out[i], expected.at(i)).ok) throw std::runtime_error("other numbers than the heuristic's");
       const Timings t = exe.benchmark(inputs, timing);
+      if (round == 0) heuristic_total = t.total_ms;
       for (size_t j = 0; j < tuned_kernels.size(); ++j)
         if (round < result.kernels[j].candidates.size()) result.kernels[j].candidates[round].ms = t.kernel_ms.at(tuned_kernels[j]);
     } catch (const std::exception& e) {
@@ -134,6 +139,26 @@ AutotuneResult autotune_cuda(const LoopProgram& p, const Schedule& s, const Cuda
              << t.candidates.size() << " tried)";
     t.why = why.str();
     if (best != 0) tuned.configs[t.kernel] = t.candidates[best].config;
+  }
+  // The kernels were timed one at a time; the model is what counts: the tuned kernels together
+  // must beat the heuristics' whole-model time, else the heuristics stay.
+  if (!tuned.configs.empty() && tuned.configs.size() != base.configs.size()) {
+    const GeneratedCuda g = generate_cuda(p, s, tuned);
+    const CudaCompileResult c = compile_cuda(g.source.code, co);
+    CudaModule module(d, c.cubin);
+    CudaExecutable exe(p, s, g, d, module, helper_module);
+    exe.run(inputs);
+    result.tuned_ms = exe.benchmark(inputs, timing).total_ms;
+    result.heuristic_ms = heuristic_total;
+    if (result.tuned_ms > 0.99 * heuristic_total) {
+      for (KernelTuning& t : result.kernels)
+        if (t.chosen != 0) {
+          t.why += "; kept the heuristic: the tuned kernels together were not faster";
+          t.chosen = 0;
+        }
+      tuned = base;
+    }
+    ++result.rounds;
   }
   cache.put({{".tune", serialize(tuned)}}, heuristic.source.code);
   result.ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();

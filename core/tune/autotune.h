@@ -33,6 +33,7 @@ struct AutotuneResult {
   int rounds = 0;
   double ms = 0;           // the whole tuning
   bool from_cache = false;
+  double tuned_ms = 0, heuristic_ms = 0;  // the whole model, both ways (0 when nothing was tuned)
   std::string table() const;  // the AUTOTUNE log: per kernel, every candidate with its time
 };
 
