@@ -39,8 +39,8 @@ std::vector<Variant> variants_of(const PipelineOptions& o) {
   with(o.fusion ? QObject::tr("Fusion off") : QObject::tr("Fusion on"), [](PipelineOptions& x) { x.fusion = !x.fusion; });
   if (o.device == "cuda") with(QObject::tr("Target CPU"), [](PipelineOptions& x) { x.device = "cpu"; });
   else if (have_nvrtc()) with(QObject::tr("Target CUDA"), [](PipelineOptions& x) { x.device = "cuda"; });
-  with(o.mode == "reduce-overhead" ? QObject::tr("Mode default") : QObject::tr("Mode reduce-overhead"),
-       [](PipelineOptions& x) { x.mode = x.mode == "reduce-overhead" ? "default" : "reduce-overhead"; });
+  for (const char* mode : {"default", "reduce-overhead", "max-autotune"})
+    if (o.mode != mode) with(QObject::tr("Mode %1").arg(mode), [mode](PipelineOptions& x) { x.mode = mode; });
   with(o.train ? QObject::tr("Inference") : QObject::tr("Training step"), [](PipelineOptions& x) { x.train = !x.train; });
   if (o.train)
     with(o.partitioner == Partitioner::min_cut ? QObject::tr("Default partitioner") : QObject::tr("Min-cut partitioner"),

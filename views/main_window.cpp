@@ -419,14 +419,20 @@ void MainWindow::buildActions() {
     if (!path_.isEmpty()) openModel(path_);
   });
   compile->addSeparator();
-  // torch.compile's modes: reduce-overhead replays the whole CUDA run as one CUDA graph.
-  QAction* reduce = compile->addAction(tr("Mode: &reduce-overhead (one CUDA graph)"));
-  reduce->setCheckable(true);
-  reduce->setObjectName("mode_reduce_overhead");
-  connect(reduce, &QAction::toggled, this, [this](bool on) {
-    session_->options.mode = on ? "reduce-overhead" : "default";
-    if (!path_.isEmpty()) openModel(path_);
-  });
+  // torch.compile's modes: reduce-overhead replays the whole CUDA run as one CUDA graph,
+  // max-autotune times each CUDA kernel's launch configurations and keeps the fastest.
+  auto* modes = new QActionGroup(this);
+  for (const char* mode : {"default", "reduce-overhead", "max-autotune"}) {
+    QAction* a = compile->addAction(tr("Mode: %1").arg(mode));
+    a->setCheckable(true);
+    a->setChecked(QString(mode) == "default");
+    a->setObjectName(QString("mode_") + mode);
+    modes->addAction(a);
+    connect(a, &QAction::triggered, this, [this, mode] {
+      session_->options.mode = mode;
+      if (!path_.isEmpty()) openModel(path_);
+    });
+  }
   compile->addSeparator();
   // Training: the joint graph, its partition, and the whole step compiled.
   train_action_ = compile->addAction(tr("&Training Mode (forward + backward)"));
