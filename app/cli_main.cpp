@@ -82,6 +82,7 @@ void print_result(const ls::CompileResult& r) {
                 << p.saved_activation_bytes << ")  " << p.recomputed.size() << " recomputed"
                 << (&p == &r.training.partition() ? "   <- compiled" : "") << '\n';
   }
+  if (const ls::Stage* tune = r.stage("autotune")) std::cout << '\n' << tune->text;
   const ls::Stage* run = r.stage("run");
   if (run) std::cout << '\n' << run->text;
   const char* check = !r.not_run.empty() ? "not run" : !run ? "not run (--no-run)" : r.check.ok ? "ok" : "FAILED";
