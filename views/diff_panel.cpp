@@ -9,7 +9,6 @@
 #include <QSplitter>
 #include <QTreeWidget>
 #include <QVBoxLayout>
-#include <sstream>
 
 #include "code_view.h"
 #include "compile_session.h"
@@ -49,13 +48,6 @@ std::vector<Variant> variants_of(const PipelineOptions& o) {
          });
   with(o.decompose_to == level::core_aten ? QObject::tr("Decompose to prims") : QObject::tr("Core ATen only"),
        [](PipelineOptions& x) { x.decompose_to = x.decompose_to == level::core_aten ? level::prims : level::core_aten; });
-  return v;
-}
-
-std::vector<std::string> lines_of(const std::string& s) {
-  std::vector<std::string> v;
-  std::istringstream is(s);
-  for (std::string l; std::getline(is, l);) v.push_back(l);
   return v;
 }
 
@@ -284,7 +276,7 @@ void DiffPanel::showDiff() {
   changes_->resizeColumnToContents(1);
 
   // The texts side by side, aligned: a blank line stands opposite each line the other side lacks.
-  const auto la = lines_of(sa->text), lb = lines_of(sb->text);
+  const auto la = text_lines(sa->text), lb = text_lines(sb->text);
   QStringList ta, tb;
   QList<int> removed, added, pad_a, pad_b;
   for (const LineDiff& l : diff_lines(sa->text, sb->text)) {

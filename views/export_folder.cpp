@@ -22,9 +22,10 @@ ExportResult export_compile_folder(const CompileResult& r, const QString& dir, i
   const QDir d(dir);
   for (const QString& f : d.entryList(QDir::Files, QDir::Name)) out.written << f;
   for (const QString& f : d.entryList({"*.dot"}, QDir::Files, QDir::Name)) {
-    const QString svg = f.left(f.size() - 4) + ".svg";
+    // One layout, drawn twice: SVG, and PNG for what does not show SVG.
+    const QString svg = f.left(f.size() - 4) + ".svg", png = f.left(f.size() - 4) + ".png";
     QProcess dot;
-    dot.start("dot", {"-Tsvg", "-o", d.filePath(svg), d.filePath(f)});
+    dot.start("dot", {"-Tsvg", "-o", d.filePath(svg), "-Tpng", "-o", d.filePath(png), d.filePath(f)});
     if (!dot.waitForStarted(5000)) {
       out.problems << QObject::tr("%1: Graphviz's dot could not be started (is graphviz installed?)").arg(svg);
       break;
@@ -33,6 +34,7 @@ ExportResult export_compile_folder(const CompileResult& r, const QString& dir, i
       dot.kill();
       dot.waitForFinished(1000);
       QFile::remove(d.filePath(svg));
+      QFile::remove(d.filePath(png));
       out.problems << QObject::tr("%1: the layout took longer than %2 s and was stopped").arg(svg).arg(layout_timeout_ms / 1000);
       continue;
     }
@@ -40,17 +42,7 @@ ExportResult export_compile_folder(const CompileResult& r, const QString& dir, i
       out.problems << svg + ": " + QString::fromLocal8Bit(dot.readAllStandardError()).trimmed();
       continue;
     }
-    out.written << svg;
-    // A PNG of the same drawing, for what does not show SVG.
-    const QString png = f.left(f.size() - 4) + ".png";
-    QProcess raster;
-    raster.start("dot", {"-Tpng", "-o", d.filePath(png), d.filePath(f)});
-    if (raster.waitForStarted(5000) && raster.waitForFinished(layout_timeout_ms) && raster.exitCode() == 0) out.written << png;
-    else {
-      raster.kill();
-      raster.waitForFinished(1000);
-      out.problems << QObject::tr("%1: Graphviz could not draw it").arg(png);
-    }
+    out.written << svg << png;
   }
   // The HTML report, with the drawings inline: one file to send to someone.
   std::map<std::string, std::string> svgs;

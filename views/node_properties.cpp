@@ -14,11 +14,7 @@ namespace {
 
 QString q(const std::string& s) { return QString::fromStdString(s); }
 
-QString dims(const Shape& s) {
-  QStringList v;
-  for (int64_t d : s) v << QString::number(d);
-  return "[" + v.join(", ") + "]";
-}
+QString dims(const Shape& s) { return QString::fromStdString(shape_str(s)); }
 
 QString join(const std::vector<std::string>& v) {
   QStringList s;

@@ -21,11 +21,6 @@ bool all_f32(const LoopProgram& p, const ExternCall& c) {
   return true;
 }
 
-bool transposed(const ExternCall& c, size_t arg) {
-  const Arg& a = c.args.at(arg);
-  return a.is_node() && static_cast<size_t>(a.node) < c.transposed.size() && c.transposed[a.node];
-}
-
 // The shape a library call sees its tensor argument `arg` in.
 Shape seen_shape(const LoopProgram& p, const ExternCall& c, size_t arg) {
   const size_t i = static_cast<size_t>(c.args.at(arg).node);
@@ -166,7 +161,7 @@ void CudaExecutable::cublas_extern(size_t k) {
   if (n == "aten.bmm.default") {
     const auto [a, as] = operand(0);
     const auto [b, bs] = operand(1);
-    const bool ta = transposed(c, 0), tb = transposed(c, 1);
+    const bool ta = transposed_operand(c, 0), tb = transposed_operand(c, 1);
     const int64_t B = as[0], M = as[ta ? 2 : 1], K = as[ta ? 1 : 2], N = bs[tb ? 1 : 2];
     return blas.sgemm(B, M, N, K, 1.f, a, ta, M * K, b, tb, K * N, 0.f, y, M * N);
   }
@@ -174,7 +169,7 @@ void CudaExecutable::cublas_extern(size_t k) {
   const size_t ia = addmm ? 1 : 0, ib = addmm ? 2 : 1;
   const auto [a, as] = operand(ia);
   const auto [b, bs] = operand(ib);
-  const bool ta = transposed(c, ia), tb = transposed(c, ib);
+  const bool ta = transposed_operand(c, ia), tb = transposed_operand(c, ib);
   const int64_t M = as[ta ? 1 : 0], K = as[ta ? 0 : 1], N = bs[tb ? 0 : 1];
   float beta = 0.f, alpha = 1.f;
   if (addmm) {  // broadcast the bias into C, then C = alpha * A @ B + beta * C

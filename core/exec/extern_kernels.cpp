@@ -198,16 +198,11 @@ bool all_f32(const RefInputs& in, const std::vector<Tensor>& outs) {
   return true;
 }
 
-bool is_transposed(const ExternCall& c, size_t arg) {
-  const Arg& a = c.args.at(arg);
-  return a.is_node() && static_cast<size_t>(a.node) < c.transposed.size() && c.transposed[a.node];
-}
-
 void matmul(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs) {
   Tensor& y = outs[0];
   const std::string& n = c.op->name;
   if (n == "aten.bmm.default") {
-    const bool ta = is_transposed(c, 0), tb = is_transposed(c, 1);
+    const bool ta = transposed_operand(c, 0), tb = transposed_operand(c, 1);
     const int64_t B = in[0].shape()[0], M = in[0].shape()[ta ? 2 : 1], K = in[0].shape()[ta ? 1 : 2], N = in[1].shape()[tb ? 1 : 2];
     for (int64_t b = 0; b < B; ++b)
       sgemm(M, N, K, 1.f, f32(in[0]) + b * M * K, ta, f32(in[1]) + b * K * N, tb, 0.f, f32(y) + b * M * N);
@@ -217,7 +212,7 @@ void matmul(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs)
   const size_t ia = addmm ? 1 : 0, ib = addmm ? 2 : 1;
   const Tensor& a = in[ia];
   const Tensor& b = in[ib];
-  const bool ta = is_transposed(c, ia), tb = is_transposed(c, ib);
+  const bool ta = transposed_operand(c, ia), tb = transposed_operand(c, ib);
   const int64_t M = a.shape()[ta ? 1 : 0], K = a.shape()[ta ? 0 : 1], N = b.shape()[tb ? 0 : 1];
   float beta = 0.f;
   if (addmm) {  // broadcast the bias into C, then C = alpha * A @ B + beta * C
@@ -500,7 +495,7 @@ void run_extern(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& o
   if (is_attention_backward(n) && f32_operands && !c.args[4].is_node()) return attention_backward(c, in, outs);
   RefInputs logical = in;  // the reference kernels take every operand as it is meant
   for (size_t i = 0; i < c.args.size(); ++i) {
-    if (is_transposed(c, i)) logical.t[i] = untranspose(in.t[i]);
+    if (transposed_operand(c, i)) logical.t[i] = untranspose(in.t[i]);
     if (!c.args[i].is_node()) continue;
     const size_t k = static_cast<size_t>(c.args[i].node);
     if (k < c.strides.size() && !c.strides[k].empty()) logical.t[i] = gather_view(in.t[i], c.shapes[k], c.strides[k], c.offsets[k]);

@@ -18,17 +18,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string npy_dtype(DType t) {
-  switch (t) {
-    case DType::f32: return "f4";
-    case DType::f64: return "f8";
-    case DType::i64: return "i8";
-    case DType::i32: return "i4";
-    case DType::b8: return "b1";
-    case DType::u8: return "u1";
-  }
-  return "f4";
-}
+// The runtime's dtype code: numpy's without the byte order ("f4", "b1").
+std::string npy_dtype(DType t) { return descr_of(t).substr(1); }
 
 std::string dims(const Shape& s) {
   std::string t = "{";
@@ -41,17 +32,6 @@ std::string flt(double v) {
   os.precision(9);
   os << std::showpoint << v << "f";
   return os.str();
-}
-
-bool transposed(const ExternCall& c, size_t arg) {
-  const Arg& a = c.args.at(arg);
-  return a.is_node() && static_cast<size_t>(a.node) < c.transposed.size() && c.transposed[a.node];
-}
-
-std::vector<int64_t> pair_of(const Arg& a) {
-  std::vector<int64_t> v = a.ints();
-  if (v.size() == 1) v.push_back(v[0]);
-  return v;
 }
 
 class Writer {
@@ -145,7 +125,7 @@ class Writer {
     auto shape = [&](size_t arg) { return c.shapes.at(static_cast<size_t>(c.args.at(arg).node)); };
     const std::string out = ptr(c.outputs.at(0));
     if (op == "aten.bmm.default") {
-      const bool ta = transposed(c, 0), tb = transposed(c, 1);
+      const bool ta = transposed_operand(c, 0), tb = transposed_operand(c, 1);
       const Shape a = shape(0), b = shape(1);
       const int64_t B = a[0], M = a[ta ? 2 : 1], K = a[ta ? 1 : 2], N = b[tb ? 1 : 2];
       os << "    for (int64_t i = 0; i < " << B << "; ++i) lsrt::sgemm(" << M << ", " << N << ", " << K << ", 1.f, " << in(0)
@@ -154,7 +134,7 @@ class Writer {
     } else if (op == "aten.mm.default" || op == "aten.addmm.default") {
       const bool addmm = op == "aten.addmm.default";
       const size_t ia = addmm ? 1 : 0, ib = addmm ? 2 : 1;
-      const bool ta = transposed(c, ia), tb = transposed(c, ib);
+      const bool ta = transposed_operand(c, ia), tb = transposed_operand(c, ib);
       const Shape a = shape(ia), b = shape(ib);
       const int64_t M = a[ta ? 1 : 0], K = a[ta ? 0 : 1], N = b[tb ? 0 : 1];
       if (addmm) {
@@ -184,7 +164,7 @@ class Writer {
          << ");\n";
     } else {  // convolution
       const Shape x = shape(0), w = shape(1), y = c.output_metas.at(0).shape;
-      const auto st = pair_of(c.args[3]), pad = pair_of(c.args[4]), dil = pair_of(c.args[5]);
+      const auto st = spatial_pair(c.args[3]), pad = spatial_pair(c.args[4]), dil = spatial_pair(c.args[5]);
       os << "    lsrt::Conv{" << x[0] << ", " << x[1] << ", " << x[2] << ", " << x[3] << ", " << w[0] << ", " << w[1] << ", "
          << w[2] << ", " << w[3] << ", " << y[2] << ", " << y[3] << ", " << c.args[8].i << ", " << st[0] << ", " << st[1]
          << ", " << pad[0] << ", " << pad[1] << ", " << dil[0] << ", " << dil[1] << "}.run(" << in(0) << ", " << in(1) << ", "

@@ -16,6 +16,11 @@ bool attention_output_heads_inner(const ExternCall& c) {
   return c.op && is_attention(c.op->name) && !c.output_metas.empty() && c.output_metas[0].shape.size() >= 4;
 }
 
+bool transposed_operand(const ExternCall& c, size_t arg) {
+  const Arg& a = c.args.at(arg);
+  return a.is_node() && static_cast<size_t>(a.node) < c.transposed.size() && c.transposed[a.node];
+}
+
 void LoopNode::run(OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>& ridx) const {
   if (kind == Kind::extern_kernel) {  // reads and writes whole buffers
     for (const auto& b : ext.inputs) h.load(b, Expr(0));

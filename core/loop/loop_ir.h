@@ -48,6 +48,8 @@ struct ExternCall {
 // [..., L, H, D] order, as PyTorch's does (its output's strides): the heads' outputs, transposed
 // back and flattened for the output projection, are then read in place.
 bool attention_output_heads_inner(const ExternCall& c);
+// Whether argument `arg` of the call is a tensor whose buffer holds it with its last two dims swapped.
+bool transposed_operand(const ExternCall& c, size_t arg);
 bool is_attention(const std::string& op);           // the forward op
 bool is_attention_backward(const std::string& op);  // its backward
 

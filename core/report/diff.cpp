@@ -227,13 +227,6 @@ std::string label_of(const Node& n) {
   return l;
 }
 
-std::vector<std::string> split_lines(const std::string& s) {
-  std::vector<std::string> v;
-  std::istringstream is(s);
-  for (std::string line; std::getline(is, line);) v.push_back(line);
-  return v;
-}
-
 // A kernel's name without its position ("cpp_fused_relu_5" -> "cpp_fused_relu").
 std::string stem(const std::string& name) {
   const size_t u = name.find_last_of('_');
@@ -244,6 +237,13 @@ std::string stem(const std::string& name) {
 }
 
 }  // namespace
+
+std::vector<std::string> text_lines(const std::string& text) {
+  std::vector<std::string> v;
+  std::istringstream is(text);
+  for (std::string line; std::getline(is, line);) v.push_back(line);
+  return v;
+}
 
 GraphDiff diff_graphs(const Graph& a, const Graph& b) { return Matcher(a, b).run(); }
 
@@ -358,7 +358,7 @@ std::vector<KernelMatch> diff_kernels(const std::vector<Kernel>& a, const std::v
 }
 
 std::vector<LineDiff> diff_lines(const std::string& a_text, const std::string& b_text) {
-  const std::vector<std::string> a = split_lines(a_text), b = split_lines(b_text);
+  const std::vector<std::string> a = text_lines(a_text), b = text_lines(b_text);
   std::vector<LineDiff> out;
   size_t pre = 0;
   while (pre < a.size() && pre < b.size() && a[pre] == b[pre]) ++pre;
@@ -472,7 +472,7 @@ std::string diff_report(const CompileResult& a, const std::string& stage_a, cons
     }
   }
   const auto lines = diff_lines(sa->text, sb->text);
-  const std::vector<std::string> la = split_lines(sa->text), lb = split_lines(sb->text);
+  const std::vector<std::string> la = text_lines(sa->text), lb = text_lines(sb->text);
   int changed = 0;
   for (const LineDiff& l : lines) changed += l.change != Change::same;
   os << "text: " << changed << " line(s) differ\n";

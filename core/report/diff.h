@@ -57,6 +57,7 @@ struct LineDiff {
   int a = 0, b = 0;
 };
 std::vector<LineDiff> diff_lines(const std::string& a, const std::string& b);
+std::vector<std::string> text_lines(const std::string& text);  // the lines LineDiff numbers
 
 // The graph of a stage where it is one: capture, aten, joint, forward, backward, core_aten, prims.
 const Graph* stage_graph(const CompileResult& r, const std::string& stage);

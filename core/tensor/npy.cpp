@@ -22,6 +22,8 @@ DType parse_descr(const std::string& path, const std::string& d) {
   fail(path, "element type '" + d + "' is not supported (f4, f8, i8, i4, b1 are)");
 }
 
+}  // namespace
+
 std::string descr_of(DType t) {
   switch (t) {
     case DType::f32: return "<f4";
@@ -33,8 +35,6 @@ std::string descr_of(DType t) {
   }
   return "";
 }
-
-}  // namespace
 
 Tensor load_npy(const std::string& path) {
   std::ifstream f(path, std::ios::binary);

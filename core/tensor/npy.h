@@ -9,5 +9,7 @@ namespace ls {
 // Throws std::runtime_error naming the file and what is wrong with it.
 Tensor load_npy(const std::string& path);
 void save_npy(const std::string& path, const Tensor& t);
+// numpy's element type string for a dtype: "<f4", "|b1".
+std::string descr_of(DType t);
 
 }  // namespace ls
