@@ -24,8 +24,13 @@ struct GeneratedSource {
   std::vector<GeneratedKernel> kernels;
 };
 
+// Elements of work below which a loop stays serial: at least 4096 per thread of this machine
+// (OMP_NUM_THREADS or its cores), as Inductor's CPU backend keeps a minimum chunk per thread; a
+// parallel region on many cores costs tens of microseconds, more than a small kernel's work.
+int64_t default_parallel_threshold();
+
 struct CppCodegenOptions {
-  int64_t parallel_threshold = 32768;  // elements of work below which a loop stays serial
+  int64_t parallel_threshold = default_parallel_threshold();
 };
 
 GeneratedSource generate_cpp(const LoopProgram& p, const Schedule& s, const CppCodegenOptions& o = {});

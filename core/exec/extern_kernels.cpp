@@ -123,17 +123,37 @@ void parallel_for(int64_t n, int64_t work, F fn) {
   });
 }
 
-// C[M,N] = alpha * op(A)[M,K] @ op(B)[K,N] + beta * C, row-major; op(X) = X^T when ta/tb. Large
-// products are split into blocks of rows (or of columns, when there are few rows), one
-// single-threaded BLAS call per block.
-void sgemm(int64_t M, int64_t N, int64_t K, float alpha, const float* A, bool ta, const float* B, bool tb, float beta, float* C) {
+// One matrix multiply on the calling thread: C[M,N] = alpha * op(A)[M,K] @ op(B)[K,N] + beta * C,
+// row-major with leading dimensions; op(X) = X^T when ta/tb.
+void gemm_serial(int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda, bool ta, const float* B, int64_t ldb,
+                 bool tb, float beta, float* C, int64_t ldc) {
 #ifdef LOWERSCOPE_HAVE_CBLAS
-  const int lda = static_cast<int>(ta ? M : K), ldb = static_cast<int>(tb ? K : N), ldc = static_cast<int>(N);
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(M), static_cast<int>(N),
+              static_cast<int>(K), alpha, A, static_cast<int>(lda), B, static_cast<int>(ldb), beta, C, static_cast<int>(ldc));
+#else
+  for (int64_t i = 0; i < M; ++i) {
+    float* c = C + i * ldc;
+    for (int64_t j = 0; j < N; ++j) c[j] = beta == 0 ? 0.f : beta * c[j];
+    for (int64_t k = 0; k < K; ++k) {
+      const float a = alpha * (ta ? A[k * lda + i] : A[i * lda + k]);
+      if (tb)
+        for (int64_t j = 0; j < N; ++j) c[j] += a * B[j * ldb + k];
+      else
+        for (int64_t j = 0; j < N; ++j) c[j] += a * B[k * ldb + j];
+    }
+  }
+#endif
+}
+
+// C[M,N] = alpha * op(A)[M,K] @ op(B)[K,N] + beta * C, row-major, dense operands. Large products
+// are split into blocks of rows (or of columns, when there are few rows), one single-threaded
+// BLAS call per block.
+void sgemm(int64_t M, int64_t N, int64_t K, float alpha, const float* A, bool ta, const float* B, bool tb, float beta, float* C) {
+  const int64_t lda = ta ? M : K, ldb = tb ? K : N, ldc = N;
   auto call = [&](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
     const float* a = ta ? A + m0 : A + m0 * K;
     const float* b = tb ? B + n0 * K : B + n0;
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(m1 - m0),
-                static_cast<int>(n1 - n0), static_cast<int>(K), alpha, a, lda, b, ldb, beta, C + m0 * N + n0, ldc);
+    gemm_serial(m1 - m0, n1 - n0, K, alpha, a, lda, ta, b, ldb, tb, beta, C + m0 * N + n0, ldc);
   };
   const int64_t flops = M * N * K;
   const int64_t parts = split_blas() ? std::min<int64_t>(Pool::get().size(), std::max<int64_t>(1, flops / (1 << 18))) : 1;
@@ -151,24 +171,6 @@ void sgemm(int64_t M, int64_t N, int64_t K, float alpha, const float* A, bool ta
       if (b < e) call(0, M, b, e);
     });
   }
-#else
-  parallel_for(M, M * N * K, [=](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) {
-      float* c = C + i * N;
-      for (int64_t j = 0; j < N; ++j) c[j] = beta == 0 ? 0.f : beta * c[j];
-      for (int64_t k = 0; k < K; ++k) {
-        const float a = alpha * (ta ? A[k * M + i] : A[i * K + k]);
-        if (tb)
-          for (int64_t j = 0; j < N; ++j) c[j] += a * B[j * K + k];
-        else
-          for (int64_t j = 0; j < N; ++j) c[j] += a * B[k * N + j];
-      }
-    }
-  });
-#endif
-}
-void sgemm(int64_t M, int64_t N, int64_t K, float alpha, const float* A, const float* B, float beta, float* C) {
-  sgemm(M, N, K, alpha, A, false, B, false, beta, C);
 }
 
 // The operand a transposed input stands for: its last two dimensions swapped (a copy).
@@ -236,6 +238,17 @@ void matmul(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs)
 }
 
 
+// A per-thread scratch buffer that keeps its pages between calls (a fresh vector of this size is
+// a fresh mapping: page faults on every call, which cost more than the convolution itself).
+float* scratch(size_t n, int slot) {
+  thread_local std::vector<float> buf[2];
+  std::vector<float>& b = buf[slot];
+  if (b.size() < n) b.resize(n);
+  return b.data();
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
 // The window geometry of a 2-D convolution: cols[r, p] is the input under kernel tap r
 // (channel, kh, kw) at output position p (oh, ow).
 struct ConvShape {
@@ -246,28 +259,58 @@ struct ConvShape {
         N(x.shape()[0]), C(x.shape()[1]), H(x.shape()[2]), W(x.shape()[3]), O(w.shape()[0]), CG(w.shape()[1]),
         KH(w.shape()[2]), KW(w.shape()[3]), OH(y[2]), OW(y[3]), G(groups), OG(O / groups), P(OH * OW), R(CG * KH * KW) {}
 
-  // Visits every (r, p) with the input offset it reads within one image and group (-1: padding).
+  // Visits the taps r in [r0, r1) at the positions [p0, p1) one output row segment at a time:
+  // f(r, p, n, src, step) covers positions p .. p+n-1, whose inputs are src[0], src[step], ...
+  // (src null: padding). The segments of a row are its left padding, its inside, its right padding.
   template <typename F>
-  void each_tap(int64_t r0, int64_t r1, F f) const {
+  void each_run(int64_t r0, int64_t r1, int64_t p0, int64_t p1, const float* xp, F f) const {
     for (int64_t r = r0; r < r1; ++r) {
-      const int64_t ci = r / (KH * KW), kh = (r / KW) % KH, kw = r % KW;
-      for (int64_t oh = 0; oh < OH; ++oh) {
+      const int64_t ci = r / (KH * KW), kh = r / KW % KH, kw = r % KW;
+      const int64_t off_w = kw * dil[1] - pad[1];  // iw = ow * st + off_w
+      const int64_t ow_lo = off_w >= 0 ? 0 : ceil_div(-off_w, st[1]);
+      const int64_t ow_hi = W - 1 - off_w < 0 ? 0 : std::min(OW, (W - 1 - off_w) / st[1] + 1);
+      for (int64_t oh = p0 / OW; oh * OW < p1; ++oh) {
+        const int64_t a = std::max(p0, oh * OW) - oh * OW, b = std::min(p1, (oh + 1) * OW) - oh * OW;
         const int64_t ih = oh * st[0] - pad[0] + kh * dil[0];
-        for (int64_t ow = 0; ow < OW; ++ow) {
-          const int64_t iw = ow * st[1] - pad[1] + kw * dil[1];
-          f(r, oh * OW + ow, ih >= 0 && ih < H && iw >= 0 && iw < W ? (ci * H + ih) * W + iw : -1);
+        const int64_t base = oh * OW;
+        if (ih < 0 || ih >= H) {
+          f(r, base + a, b - a, nullptr, 0);
+          continue;
         }
+        const int64_t lo = std::clamp(ow_lo, a, b), hi = std::max(lo, std::min(ow_hi, b));
+        if (lo > a) f(r, base + a, lo - a, nullptr, 0);
+        if (hi > lo) f(r, base + lo, hi - lo, xp + (ci * H + ih) * W + lo * st[1] + off_w, st[1]);
+        if (b > hi) f(r, base + hi, b - hi, nullptr, 0);
       }
     }
   }
-  void im2col(const float* xp, float* cols) const {
-    parallel_for(R, R * P, [=, this](int64_t r0, int64_t r1) {
-      each_tap(r0, r1, [&](int64_t r, int64_t p, int64_t off) { cols[r * P + p] = off >= 0 ? xp[off] : 0.f; });
+
+  // cols[r - r0, p - p0] for taps [r0, r1) and positions [p0, p1) of one image and group.
+  void im2col(const float* xp, float* cols, int64_t r0, int64_t r1, int64_t p0, int64_t p1) const {
+    const int64_t ld = p1 - p0;
+    each_run(r0, r1, p0, p1, xp, [&](int64_t r, int64_t p, int64_t n, const float* src, int64_t step) {
+      float* d = cols + (r - r0) * ld + (p - p0);
+      if (!src) std::fill(d, d + n, 0.f);
+      else if (step == 1) std::memcpy(d, src, static_cast<size_t>(n) * sizeof(float));
+      else
+        for (int64_t i = 0; i < n; ++i) d[i] = src[i * step];
+    });
+  }
+  // The adjoint: x[...] += cols[r - r0, p] for taps [r0, r1) and all positions.
+  void col2im(const float* cols, float* xp, int64_t r0, int64_t r1) const {
+    each_run(r0, r1, 0, P, xp, [&](int64_t r, int64_t p, int64_t n, const float* src, int64_t step) {
+      if (!src) return;
+      float* d = const_cast<float*>(src);
+      const float* c = cols + (r - r0) * P + p;
+      for (int64_t i = 0; i < n; ++i) d[i * step] += c[i];
     });
   }
 };
 
-// im2col per image and group, then one matrix multiply: weight[O/G, C/G*KH*KW] @ cols[C/G*KH*KW, OH*OW].
+// Convolution as im2col + matrix multiply, one task per image, group and block of output
+// positions: the task gathers its columns (taps x positions) into a per-thread buffer and
+// multiplies weight[O/G, C/G*KH*KW] by them into its block of the output. Blocks are sized so
+// that every core has work even at batch 1.
 void convolution(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs) {
   const Tensor &x = in[0], &w = in[1];
   Tensor& y = outs[0];
@@ -286,33 +329,34 @@ void convolution(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& 
         const float* wi = wp + g * R;
         float* yo = yp + ng * P;
         for (int64_t p = 0; p < P; ++p) yo[p] = bias ? bias[g] : 0.f;
-        s.each_tap(0, R, [&](int64_t r, int64_t p, int64_t off) { if (off >= 0) yo[p] += wi[r] * xi[off]; });
+        s.each_run(0, R, 0, P, xi, [&](int64_t r, int64_t p, int64_t n, const float* src, int64_t step) {
+          if (!src) return;
+          const float wr = wi[r];
+          float* d = yo + p;
+          for (int64_t i = 0; i < n; ++i) d[i] += wr * src[i * step];
+        });
       }
     });
     return;
   }
-  // One image and group: im2col, then one matrix multiply.
-  auto one = [&](int64_t n, int64_t g, float* cols) {
-    s.im2col(f32(x) + (n * C + g * CG) * H * W, cols);
-    float* yp = f32(y) + (n * O + g * OG) * P;
-    float beta = 0.f;
-    if (bias) {
-      for (int64_t o = 0; o < OG; ++o) std::fill(yp + o * P, yp + (o + 1) * P, bias[g * OG + o]);
-      beta = 1.f;
+  const int64_t threads = Pool::get().size();
+  const int64_t blocks = std::clamp<int64_t>(ceil_div(2 * threads, N * G), 1, std::max<int64_t>(1, P / 16));
+  const int64_t pb = blocks == 1 ? P : ceil_div(ceil_div(P, blocks), 16) * 16;
+  const int64_t per_image = ceil_div(P, pb);
+  const float *xp = f32(x), *wp = f32(w);
+  float* yp = f32(y);
+  parallel_for(N * G * per_image, N * G * OG * P * R, [&](int64_t t0, int64_t t1) {
+    float* cols = scratch(static_cast<size_t>(R * pb), 0);
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t ng = t / per_image, n = ng / G, g = ng % G;
+      const int64_t p0 = t % per_image * pb, p1 = std::min(P, p0 + pb);
+      s.im2col(xp + (n * C + g * CG) * H * W, cols, 0, R, p0, p1);
+      float* yb = yp + (n * O + g * OG) * P + p0;
+      if (bias)
+        for (int64_t o = 0; o < OG; ++o) std::fill(yb + o * P, yb + o * P + (p1 - p0), bias[g * OG + o]);
+      gemm_serial(OG, p1 - p0, R, 1.f, wp + g * OG * R, R, false, cols, p1 - p0, false, bias ? 1.f : 0.f, yb, P);
     }
-    sgemm(OG, P, R, 1.f, f32(w) + g * OG * R, cols, beta, yp);
-  };
-  if (N * G >= 2 && N * G * OG * P * R >= (1 << 16)) {
-    // Several images or groups: one per core, each with its own columns (the work inside runs
-    // on that core alone).
-    parallel_for(N * G, N * G * OG * P * R, [&](int64_t b, int64_t e) {
-      std::vector<float> cols(static_cast<size_t>(R * P));
-      for (int64_t ng = b; ng < e; ++ng) one(ng / G, ng % G, cols.data());
-    });
-    return;
-  }
-  std::vector<float> cols(static_cast<size_t>(R * P));
-  for (int64_t ng = 0; ng < N * G; ++ng) one(ng / G, ng % G, cols.data());
+  });
 }
 
 // cat: for each index of the dims before `dim`, each input's contiguous block in turn.
@@ -336,36 +380,69 @@ void cat(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs) {
   }
 }
 
-// convolution_backward through the same columns: per image and group,
-//   grad_weight[OG, R] += grad_y[OG, P] @ cols^T,   grad_cols[R, P] = weight^T @ grad_y (then col2im),
-//   grad_bias[o] = sum of grad_y over images and positions.
+// convolution_backward through the same columns, in three parallel passes that never write the
+// same element from two threads:
+//   grad_x: per image, group and block of input channels, grad_cols = weight^T @ grad_y for the
+//           taps of those channels, then col2im into them;
+//   grad_weight: per block of taps, the sum over images of grad_y @ cols^T for those taps;
+//   grad_bias: per output channel, the sum of grad_y over images and positions.
 void convolution_backward(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs) {
   const Tensor &gy = in[0], &x = in[1], &w = in[2];
   const ConvShape s(x, w, gy.shape(), c.args[4], c.args[5], c.args[6], c.args[9].i);
   const auto mask = c.args[10].list;
   auto wanted = [&](size_t i) { return i >= mask.size() || mask[i].b; };
   for (Tensor& t : outs) std::memset(t.data(), 0, static_cast<size_t>(t.nbytes()));
-  std::vector<float> cols(static_cast<size_t>(s.R * s.P)), gcols(static_cast<size_t>(s.R * s.P));
-  for (int64_t n = 0; n < s.N; ++n)
-    for (int64_t g = 0; g < s.G; ++g) {
-      const float* gyp = f32(gy) + (n * s.O + g * s.OG) * s.P;
-      if (wanted(1)) {
-        s.im2col(f32(x) + (n * s.C + g * s.CG) * s.H * s.W, cols.data());
-        sgemm(s.OG, s.R, s.P, 1.f, gyp, false, cols.data(), true, 1.f, f32(outs[1]) + g * s.OG * s.R);
+  const int64_t threads = Pool::get().size(), KK = s.KH * s.KW;
+  const int64_t work = s.N * s.G * s.OG * s.P * s.R;
+  const float *gyp = f32(gy), *xp = f32(x), *wp = f32(w);
+  if (wanted(0)) {
+    const int64_t cblocks = std::clamp<int64_t>(ceil_div(2 * threads, s.N * s.G), 1, s.CG);
+    const int64_t cb = ceil_div(s.CG, cblocks), per = ceil_div(s.CG, cb);
+    float* gx = f32(outs[0]);
+    parallel_for(s.N * s.G * per, work, [&](int64_t t0, int64_t t1) {
+      float* gcols = scratch(static_cast<size_t>(cb * KK * s.P), 0);
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t ng = t / per, n = ng / s.G, g = ng % s.G;
+        const int64_t c0 = t % per * cb, c1 = std::min(s.CG, c0 + cb), r0 = c0 * KK, r1 = c1 * KK;
+        // gcols[r1-r0, P] = (weight[OG, R] restricted to columns r0..r1)^T @ grad_y[OG, P]
+        gemm_serial(r1 - r0, s.P, s.OG, 1.f, wp + g * s.OG * s.R + r0, s.R, true, gyp + (n * s.O + g * s.OG) * s.P, s.P, false, 0.f,
+                    gcols, s.P);
+        s.col2im(gcols, gx + (n * s.C + g * s.CG) * s.H * s.W, r0, r1);
       }
-      if (wanted(0)) {
-        sgemm(s.R, s.P, s.OG, 1.f, f32(w) + g * s.OG * s.R, true, gyp, false, 0.f, gcols.data());
-        float* gxp = f32(outs[0]) + (n * s.C + g * s.CG) * s.H * s.W;
-        const float* gc = gcols.data();
-        s.each_tap(0, s.R, [&](int64_t r, int64_t p, int64_t off) { if (off >= 0) gxp[off] += gc[r * s.P + p]; });
-      }
-      if (wanted(2))
-        for (int64_t o = 0; o < s.OG; ++o) {
-          float acc = 0;
-          for (int64_t p = 0; p < s.P; ++p) acc += gyp[o * s.P + p];
-          f32(outs[2])[g * s.OG + o] += acc;
+    });
+  }
+  if (wanted(1)) {
+    const int64_t rblocks = std::clamp<int64_t>(ceil_div(2 * threads, s.G), 1, std::max<int64_t>(1, s.R / 8));
+    const int64_t rb = ceil_div(s.R, rblocks), per = ceil_div(s.R, rb);
+    float* gw = f32(outs[1]);
+    parallel_for(s.G * per, work, [&](int64_t t0, int64_t t1) {
+      float* cols = scratch(static_cast<size_t>(rb * s.P), 1);
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t g = t / per, r0 = t % per * rb, r1 = std::min(s.R, r0 + rb);
+        for (int64_t n = 0; n < s.N; ++n) {
+          s.im2col(xp + (n * s.C + g * s.CG) * s.H * s.W, cols, r0, r1, 0, s.P);
+          // grad_weight[OG, r0..r1] += grad_y[OG, P] @ cols[r1-r0, P]^T
+          gemm_serial(s.OG, r1 - r0, s.P, 1.f, gyp + (n * s.O + g * s.OG) * s.P, s.P, false, cols, s.P, true, 1.f,
+                      gw + g * s.OG * s.R + r0, s.R);
         }
-    }
+      }
+    });
+  }
+  if (wanted(2)) {
+    float* gb = f32(outs[2]);
+    parallel_for(s.O, s.N * s.O * s.P, [&](int64_t o0, int64_t o1) {
+      for (int64_t o = o0; o < o1; ++o) {
+        double acc = 0;
+        for (int64_t n = 0; n < s.N; ++n) {
+          const float* row = gyp + (n * s.O + o) * s.P;
+          float part = 0;
+          for (int64_t p = 0; p < s.P; ++p) part += row[p];
+          acc += part;
+        }
+        gb[o] = static_cast<float>(acc);
+      }
+    });
+  }
 }
 
 // Fused attention, one query row at a time: the scores of the row, its softmax and the weighted
