@@ -8,9 +8,11 @@
 #include <array>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <mutex>
 
 namespace ls {
 namespace {
@@ -38,7 +40,11 @@ std::unique_ptr<LoadedCode> load_library(const std::filesystem::path& lib) {
   // The kernels brought the OpenMP runtime in; its worker threads outlive any one compile, so it
   // must never be unloaded with them (dlclose would pull the code from under idle threads).
   for (const char* rt : {"libgomp.so.1", "libomp.so.5", "libomp.so"})
-    if (void* pin = dlopen(rt, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE)) dlclose(pin);
+    if (void* pin = dlopen(rt, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE)) {
+      note_openmp_runtime(pin);
+      dlclose(pin);
+      break;
+    }
   return std::make_unique<DlopenCode>(h);
 }
 
@@ -76,13 +82,37 @@ std::unique_ptr<LoadedCode> external_compile(const std::string& source, const Cp
 
 }  // namespace
 
-// Both OpenMP runtimes spin their idle workers for a while after a parallel loop (GOMP 300k
-// spins, libomp 200 ms); OpenBLAS's own threads then wait for cores the spinning workers hold,
-// and a library call between two kernels ran 3 to 100 times slower (measured: a 32k-element
-// kernel 5.3 ms instead of 0.04 ms). A short wait, unless the user set one, before either loads.
+// The library calls between kernels run on the kernels' own OpenMP team (loaded_openmp_runtime),
+// so its workers may spin between parallel loops as the runtimes do by default: a sleeping team
+// costs a wake-up per kernel (tens of microseconds on 16 cores). Only when the user leaves matrix
+// multiplies to OpenBLAS's own threads (LOWERSCOPE_BLAS=library) would spinning workers hold the
+// cores those threads need (measured: a 32k-element kernel after a library call 5.3 ms instead
+// of 0.04 ms); then the waits are short, unless the user set them.
 void prefer_short_openmp_spin() {
+  const char* blas = std::getenv("LOWERSCOPE_BLAS");
+  if (!blas || std::string(blas) != "library") return;
   setenv("GOMP_SPINCOUNT", "0", 0);
   setenv("KMP_BLOCKTIME", "1", 0);
+}
+
+namespace {
+std::mutex runtime_mutex;
+OpenMpRuntime runtime;
+}  // namespace
+
+void note_openmp_runtime(void* handle) {
+  OpenMpRuntime r;
+  r.parallel = reinterpret_cast<decltype(r.parallel)>(dlsym(handle, "GOMP_parallel"));
+  r.max_threads = reinterpret_cast<decltype(r.max_threads)>(dlsym(handle, "omp_get_max_threads"));
+  r.in_parallel = reinterpret_cast<decltype(r.in_parallel)>(dlsym(handle, "omp_in_parallel"));
+  if (!r.parallel || !r.max_threads || !r.in_parallel) return;
+  std::lock_guard<std::mutex> lk(runtime_mutex);
+  runtime = r;
+}
+
+OpenMpRuntime loaded_openmp_runtime() {
+  std::lock_guard<std::mutex> lk(runtime_mutex);
+  return runtime;
 }
 
 bool have_clang_jit() {
@@ -120,6 +150,12 @@ CpuCompileResult compile_cpp(const std::string& source, const CpuCompileOptions&
       cache.put({{".o", object}, {".ll", r.llvm_ir}, {".s", r.assembly}, {".log", r.log}}, source);
       r.object = std::move(object);
     }
+    for (const char* rt : {"libomp.so.5", "libomp.so"})  // the JIT's kernels call libomp
+      if (void* h = dlopen(rt, RTLD_NOW | RTLD_NOLOAD)) {
+        note_openmp_runtime(h);
+        dlclose(h);
+        break;
+      }
   } else {
     r.code = external_compile(source, o, r.from_cache, r.object);
     r.object_name = "kernels.so";

@@ -44,8 +44,21 @@ struct CompileError : std::runtime_error {
 };
 
 bool have_clang_jit();
-// Sets short OpenMP spin waits (unless the user chose) before an OpenMP runtime loads: see the .cpp.
+// Sets OpenMP's idle waits before a runtime loads (unless the user chose): see the .cpp.
 void prefer_short_openmp_spin();
+
+// The OpenMP runtime the loaded kernels brought in (libomp for the JIT, libgomp for the external
+// compiler), so that host code (the library calls between kernels) runs on the same team of
+// threads instead of a second set competing for the cores. `parallel` is null until kernels have
+// loaded one; it is GNU OpenMP's entry point, which both runtimes export.
+struct OpenMpRuntime {
+  void (*parallel)(void (*fn)(void*), void* data, unsigned num_threads, unsigned flags) = nullptr;
+  int (*max_threads)() = nullptr;
+  int (*in_parallel)() = nullptr;
+};
+OpenMpRuntime loaded_openmp_runtime();
+// Records the runtime found through `handle` (a dlopen handle, or RTLD_DEFAULT); used by loaders.
+void note_openmp_runtime(void* handle);
 CpuCompileResult compile_cpp(const std::string& source, const CpuCompileOptions& opts);
 
 // Used by compile_cpp when the in-process JIT is built in (compile/clang_jit.cpp): compile to an

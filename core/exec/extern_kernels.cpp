@@ -1,8 +1,10 @@
 #include "exec/extern_kernels.h"
 
+#include "compile/cpu_compiler.h"
 #include "exec/attention.h"
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
@@ -20,11 +22,13 @@ extern "C" void openblas_set_num_threads(int);  // in libopenblas, which the bui
 namespace ls {
 namespace {
 
-// The library calls' worker threads: started once, asleep between calls. OpenBLAS runs on one
-// thread per call and the calls are split here instead: OpenBLAS's own pool spins its threads
-// for a long while after each call (set only by environment, read before main), and they held
-// the cores the next generated kernel's OpenMP threads needed (16 cores: a GELU kernel after a
-// matrix multiply took 8.6 ms instead of 0.4).
+// The library calls' threads. Where kernels have loaded an OpenMP runtime, the calls run on its
+// team (loaded_openmp_runtime): the same threads as the generated kernels, still spinning from the
+// kernel before, so neither waits for the other's threads to wake or to leave the cores. Before
+// that (no CPU kernels loaded), on threads of our own, started on first use and asleep between
+// calls. OpenBLAS runs on one thread per call and the calls are split here instead; its own pool
+// spins its threads for a long while after each call and held the cores the next kernel needed
+// (16 cores: a GELU kernel after a matrix multiply took 8.6 ms instead of 0.4).
 // LOWERSCOPE_BLAS=library leaves each matrix multiply to OpenBLAS's own threads instead.
 bool split_blas() {
   static const bool split = [] {
@@ -40,15 +44,36 @@ class Pool {
     static Pool* p = new Pool;  // never destroyed: its sleeping workers wait on it until the process ends
     return *p;
   }
-  int size() const { return static_cast<int>(workers_.size()) + 1; }
+  int size() const {
+    const OpenMpRuntime rt = loaded_openmp_runtime();
+    return rt.parallel ? std::max(1, rt.max_threads()) : hardware_;
+  }
   // Runs task(i) for i in [0, n), the calling thread taking part; returns when all are done.
   void run(int n, const std::function<void(int)>& task) {
-    // A task that asks for parallel work again runs it itself: the pool is busy with its caller.
-    if (n <= 1 || workers_.empty() || inside_) {
+    // A task that asks for parallel work again runs it itself: the team is busy with its caller.
+    if (n <= 1 || hardware_ <= 1 || inside_) {
       for (int i = 0; i < n; ++i) task(i);
       return;
     }
+    const OpenMpRuntime rt = loaded_openmp_runtime();
+    if (rt.parallel && !rt.in_parallel()) {
+      struct Work {
+        const std::function<void(int)>* task;
+        std::atomic<int> next{0};
+        int n;
+      } w{&task, {}, n};
+      rt.parallel(
+          [](void* p) {
+            Work& w = *static_cast<Work*>(p);
+            inside_ = true;
+            for (int i; (i = w.next.fetch_add(1)) < w.n;) (*w.task)(i);
+            inside_ = false;
+          },
+          &w, static_cast<unsigned>(std::min(n, std::max(1, rt.max_threads()))), 0);
+      return;
+    }
     std::unique_lock<std::mutex> lk(m_);
+    if (workers_.empty()) start_workers();
     task_ = &task;
     n_ = n;
     next_ = 0;
@@ -63,12 +88,13 @@ class Pool {
   }
 
  private:
-  Pool() {
-    const int n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  Pool() : hardware_(static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))) {
 #ifdef LOWERSCOPE_HAVE_CBLAS
     if (split_blas()) openblas_set_num_threads(1);
 #endif
-    for (int i = 1; i < n; ++i) workers_.emplace_back([this] { loop(); });
+  }
+  void start_workers() {
+    for (int i = 1; i < hardware_; ++i) workers_.emplace_back([this] { loop(); });
     for (auto& w : workers_) w.detach();  // they sleep until the process ends
   }
   void loop() {
@@ -100,6 +126,7 @@ class Pool {
     }
   }
   static thread_local bool inside_;
+  const int hardware_;
   std::vector<std::thread> workers_;
   std::mutex m_;
   std::condition_variable cv_, done_;
@@ -318,27 +345,44 @@ void convolution(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& 
   const int64_t N = s.N, C = s.C, H = s.H, W = s.W, O = s.O, CG = s.CG, G = s.G, OG = s.OG, P = s.P, R = s.R;
   const float* bias = c.args[2].is_node() ? f32(in[2]) : nullptr;
   if (CG == 1 && OG == 1) {
-    // Depthwise: one small window per channel, computed directly, channels across the cores.
+    // Depthwise: per channel, the plane copied once into a zero-padded buffer, then each output
+    // row accumulates its KH*KW shifted input rows (contiguous at stride 1: vector code);
+    // channels across the cores.
     const float* xp = f32(x);
     const float* wp = f32(w);
     float* yp = f32(y);
+    const int64_t HP = H + 2 * s.pad[0], WP = W + 2 * s.pad[1], KH = s.KH, KW = s.KW;
+    const int64_t sh = s.st[0], sw = s.st[1], dh = s.dil[0], dw = s.dil[1], OW = s.OW;
     parallel_for(N * G, N * G * P * R, [&](int64_t b, int64_t e) {
+      float* xpad = scratch(static_cast<size_t>(HP * WP), 0);
+      std::fill(xpad, xpad + HP * WP, 0.f);  // the border stays zero: only the inside is rewritten
       for (int64_t ng = b; ng < e; ++ng) {
         const int64_t g = ng % G;
         const float* xi = xp + ng * H * W;
+        for (int64_t h = 0; h < H; ++h) std::memcpy(xpad + (h + s.pad[0]) * WP + s.pad[1], xi + h * W, static_cast<size_t>(W) * sizeof(float));
         const float* wi = wp + g * R;
         float* yo = yp + ng * P;
-        for (int64_t p = 0; p < P; ++p) yo[p] = bias ? bias[g] : 0.f;
-        s.each_run(0, R, 0, P, xi, [&](int64_t r, int64_t p, int64_t n, const float* src, int64_t step) {
-          if (!src) return;
-          const float wr = wi[r];
-          float* d = yo + p;
-          for (int64_t i = 0; i < n; ++i) d[i] += wr * src[i * step];
-        });
+        for (int64_t oh = 0; oh < s.OH; ++oh) {
+          float* yr = yo + oh * OW;
+          std::fill(yr, yr + OW, bias ? bias[g] : 0.f);
+          for (int64_t kh = 0; kh < KH; ++kh) {
+            const float* xr = xpad + (oh * sh + kh * dh) * WP;
+            for (int64_t kw = 0; kw < KW; ++kw) {
+              const float wv = wi[kh * KW + kw];
+              const float* xs = xr + kw * dw;
+              if (sw == 1)
+                for (int64_t ow = 0; ow < OW; ++ow) yr[ow] += wv * xs[ow];
+              else
+                for (int64_t ow = 0; ow < OW; ++ow) yr[ow] += wv * xs[ow * sw];
+            }
+          }
+        }
       }
     });
     return;
   }
+  // A 1x1 window at stride 1 without padding reads the image itself: no columns to gather.
+  const bool pointwise = s.KH == 1 && s.KW == 1 && s.st[0] == 1 && s.st[1] == 1 && s.pad[0] == 0 && s.pad[1] == 0;
   const int64_t threads = Pool::get().size();
   const int64_t blocks = std::clamp<int64_t>(ceil_div(2 * threads, N * G), 1, std::max<int64_t>(1, P / 16));
   const int64_t pb = blocks == 1 ? P : ceil_div(ceil_div(P, blocks), 16) * 16;
@@ -346,15 +390,17 @@ void convolution(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& 
   const float *xp = f32(x), *wp = f32(w);
   float* yp = f32(y);
   parallel_for(N * G * per_image, N * G * OG * P * R, [&](int64_t t0, int64_t t1) {
-    float* cols = scratch(static_cast<size_t>(R * pb), 0);
+    float* cols = pointwise ? nullptr : scratch(static_cast<size_t>(R * pb), 0);
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t ng = t / per_image, n = ng / G, g = ng % G;
       const int64_t p0 = t % per_image * pb, p1 = std::min(P, p0 + pb);
-      s.im2col(xp + (n * C + g * CG) * H * W, cols, 0, R, p0, p1);
+      const float* image = xp + (n * C + g * CG) * H * W;
+      if (!pointwise) s.im2col(image, cols, 0, R, p0, p1);
       float* yb = yp + (n * O + g * OG) * P + p0;
       if (bias)
         for (int64_t o = 0; o < OG; ++o) std::fill(yb + o * P, yb + o * P + (p1 - p0), bias[g * OG + o]);
-      gemm_serial(OG, p1 - p0, R, 1.f, wp + g * OG * R, R, false, cols, p1 - p0, false, bias ? 1.f : 0.f, yb, P);
+      gemm_serial(OG, p1 - p0, R, 1.f, wp + g * OG * R, R, false, pointwise ? image + p0 : cols, pointwise ? P : p1 - p0, false,
+                  bias ? 1.f : 0.f, yb, P);
     }
   });
 }
