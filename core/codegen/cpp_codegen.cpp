@@ -84,6 +84,8 @@ class KernelWriter {
   // A pointwise nest whose indices divide x0 (a per-channel parameter broadcast over positions)
   // splits x0 into an outer and an inner loop of the divisors' common factor, so the divisions
   // fold away: the inner loop reads contiguous memory and a channel's parameters once (hoisted).
+  // Short inner loops too (a pooling window's row of 14 or 5): 64-bit divisions per element cost
+  // more than a short vector loop (cifar_net's max-pool: 0.29 ms -> 0.02 ms on 16 cores).
   int64_t inner_block(const LoopNest& nest) const {
     std::vector<int64_t> ks;
     for (int n : nest.nodes) {
@@ -95,7 +97,7 @@ class KernelWriter {
     int64_t g = 0;
     for (int64_t k : ks) g = std::gcd(g, k);
     g = std::gcd(g, nest.numel);
-    return g >= 16 && nest.numel / g >= 2 ? g : 0;
+    return g >= 4 && nest.numel / g >= 2 ? g : 0;
   }
 
   void write_nest(LoopEmitter& e, const LoopNest& nest) {

@@ -69,7 +69,7 @@ class Pool {
             for (int i; (i = w.next.fetch_add(1)) < w.n;) (*w.task)(i);
             inside_ = false;
           },
-          &w, static_cast<unsigned>(std::min(n, std::max(1, rt.max_threads()))), 0);
+          &w, 0, 0);  // the whole team, even for fewer tasks: a worker left out would go to sleep
       return;
     }
     std::unique_lock<std::mutex> lk(m_);
@@ -383,24 +383,32 @@ void convolution(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& 
   }
   // A 1x1 window at stride 1 without padding reads the image itself: no columns to gather.
   const bool pointwise = s.KH == 1 && s.KW == 1 && s.st[0] == 1 && s.st[1] == 1 && s.pad[0] == 0 && s.pad[1] == 0;
+  // Tasks of at least 2^18 multiply-adds, up to two per thread: an image and group split into
+  // blocks of positions first (at least 32 wide), then, when there are few positions (late layers
+  // at batch 1), into blocks of output channels too.
   const int64_t threads = Pool::get().size();
-  const int64_t blocks = std::clamp<int64_t>(ceil_div(2 * threads, N * G), 1, std::max<int64_t>(1, P / 16));
-  const int64_t pb = blocks == 1 ? P : ceil_div(ceil_div(P, blocks), 16) * 16;
-  const int64_t per_image = ceil_div(P, pb);
+  const int64_t wanted = std::clamp<int64_t>(N * G * OG * P * R >> 18, 1, 2 * threads);
+  const int64_t per = ceil_div(wanted, N * G);
+  const int64_t pblocks = std::clamp<int64_t>(per, 1, std::max<int64_t>(1, P / 32));
+  const int64_t oblocks = std::clamp<int64_t>(ceil_div(per, pblocks), 1, std::max<int64_t>(1, OG / 8));
+  const int64_t pb = pblocks == 1 ? P : ceil_div(ceil_div(P, pblocks), 16) * 16;
+  const int64_t ob = oblocks == 1 ? OG : ceil_div(ceil_div(OG, oblocks), 8) * 8;
+  const int64_t np = ceil_div(P, pb), no = ceil_div(OG, ob);
   const float *xp = f32(x), *wp = f32(w);
   float* yp = f32(y);
-  parallel_for(N * G * per_image, N * G * OG * P * R, [&](int64_t t0, int64_t t1) {
+  parallel_for(N * G * np * no, N * G * OG * P * R, [&](int64_t t0, int64_t t1) {
     float* cols = pointwise ? nullptr : scratch(static_cast<size_t>(R * pb), 0);
     for (int64_t t = t0; t < t1; ++t) {
-      const int64_t ng = t / per_image, n = ng / G, g = ng % G;
-      const int64_t p0 = t % per_image * pb, p1 = std::min(P, p0 + pb);
+      const int64_t ng = t / (np * no), n = ng / G, g = ng % G;
+      const int64_t p0 = t / no % np * pb, p1 = std::min(P, p0 + pb);
+      const int64_t o0 = t % no * ob, o1 = std::min(OG, o0 + ob);
       const float* image = xp + (n * C + g * CG) * H * W;
       if (!pointwise) s.im2col(image, cols, 0, R, p0, p1);
-      float* yb = yp + (n * O + g * OG) * P + p0;
+      float* yb = yp + (n * O + g * OG + o0) * P + p0;
       if (bias)
-        for (int64_t o = 0; o < OG; ++o) std::fill(yb + o * P, yb + o * P + (p1 - p0), bias[g * OG + o]);
-      gemm_serial(OG, p1 - p0, R, 1.f, wp + g * OG * R, R, false, pointwise ? image + p0 : cols, pointwise ? P : p1 - p0, false,
-                  bias ? 1.f : 0.f, yb, P);
+        for (int64_t o = o0; o < o1; ++o) std::fill(yb + (o - o0) * P, yb + (o - o0) * P + (p1 - p0), bias[g * OG + o]);
+      gemm_serial(o1 - o0, p1 - p0, R, 1.f, wp + (g * OG + o0) * R, R, false, pointwise ? image + p0 : cols, pointwise ? P : p1 - p0,
+                  false, bias ? 1.f : 0.f, yb, P);
     }
   });
 }
