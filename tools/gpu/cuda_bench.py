@@ -2,7 +2,7 @@
 """CUDA benchmark on the GPU machine: PyTorch eager, torch.compile (default; and dynamic=False) and
 Lowerscope, side by side, in one run, timed with CUDA events (median of many runs after warm-up).
 
-    python3 tools/gpu/cuda_bench.py --cli build-gpu/app/lowerscope-cli [--out results.md] [--quick]
+    python3 tools/gpu/cuda_bench.py --cli build-gpu/app/lowerscope-cli [--out results.md] [--quick] [--only TEXT]
 
 Cases (issue 8): sin^2+cos^2 and mse_loss at 2^26 float32 elements, softmax(x*0.125) at 16384x4096,
 LayerNorm(1024)+GELU at 8x1024x1024, the transformer block at 16x512x512 (inference and training),
@@ -109,6 +109,7 @@ def main():
     ap.add_argument("--cli", required=True)
     ap.add_argument("--out")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--only", help="run only the cases whose name contains this text")
     ap.add_argument("--kernels", help="write each case's per-kernel table (ours) to this file")
     args = ap.parse_args()
     torch.manual_seed(0)
@@ -120,6 +121,8 @@ def main():
     rows, kernel_tables = [], []
     with tempfile.TemporaryDirectory() as tmp:
         for name, model, shapes, trainable in cases(args.quick):
+            if args.only and args.only not in name:
+                continue
             model = model.eval()
             xs_cpu = [torch.randn(*s) for s in shapes]
             folder = os.path.join(tmp, name.split()[0].replace("+", "_") + str(len(rows)))
