@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <initializer_list>
 #include <mutex>
 
 namespace ls {
@@ -33,18 +34,24 @@ std::string shell_quote(const std::string& s) {
   return o + "'";
 }
 
+// The first of these OpenMP runtimes already in the process becomes the one host code shares
+// (note_openmp_runtime); `flags` adds to the lookup (RTLD_NODELETE pins it for good).
+void note_loaded_runtime(std::initializer_list<const char*> names, int flags) {
+  for (const char* rt : names)
+    if (void* h = dlopen(rt, RTLD_NOW | RTLD_NOLOAD | flags)) {
+      note_openmp_runtime(h);
+      dlclose(h);
+      return;
+    }
+}
+
 std::unique_ptr<LoadedCode> load_library(const std::filesystem::path& lib) {
   prefer_short_openmp_spin();
   void* h = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!h) throw CompileError("cannot load the compiled kernels", dlerror());
   // The kernels brought the OpenMP runtime in; its worker threads outlive any one compile, so it
   // must never be unloaded with them (dlclose would pull the code from under idle threads).
-  for (const char* rt : {"libgomp.so.1", "libomp.so.5", "libomp.so"})
-    if (void* pin = dlopen(rt, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE)) {
-      note_openmp_runtime(pin);
-      dlclose(pin);
-      break;
-    }
+  note_loaded_runtime({"libgomp.so.1", "libomp.so.5", "libomp.so"}, RTLD_NODELETE);
   return std::make_unique<DlopenCode>(h);
 }
 
@@ -150,12 +157,7 @@ CpuCompileResult compile_cpp(const std::string& source, const CpuCompileOptions&
       cache.put({{".o", object}, {".ll", r.llvm_ir}, {".s", r.assembly}, {".log", r.log}}, source);
       r.object = std::move(object);
     }
-    for (const char* rt : {"libomp.so.5", "libomp.so"})  // the JIT's kernels call libomp
-      if (void* h = dlopen(rt, RTLD_NOW | RTLD_NOLOAD)) {
-        note_openmp_runtime(h);
-        dlclose(h);
-        break;
-      }
+    note_loaded_runtime({"libomp.so.5", "libomp.so"}, 0);  // the JIT's kernels call libomp
   } else {
     r.code = external_compile(source, o, r.from_cache, r.object);
     r.object_name = "kernels.so";

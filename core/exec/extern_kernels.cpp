@@ -276,6 +276,11 @@ float* scratch(size_t n, int slot) {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// How many tasks a convolution's `macs` multiply-adds are split into: at least 2^18 each (smaller
+// ones cost more in BLAS packing and hand-offs than they win: MobileNetV3's late layers at batch 1
+// took 7.9 ms on 16 threads, 3.3 ms on 4), up to two per thread.
+int64_t conv_tasks(int64_t macs) { return std::clamp<int64_t>(macs >> 18, 1, 2 * Pool::get().size()); }
+
 // The window geometry of a 2-D convolution: cols[r, p] is the input under kernel tap r
 // (channel, kh, kw) at output position p (oh, ow).
 struct ConvShape {
@@ -287,10 +292,11 @@ struct ConvShape {
         KH(w.shape()[2]), KW(w.shape()[3]), OH(y[2]), OW(y[3]), G(groups), OG(O / groups), P(OH * OW), R(CG * KH * KW) {}
 
   // Visits the taps r in [r0, r1) at the positions [p0, p1) one output row segment at a time:
-  // f(r, p, n, src, step) covers positions p .. p+n-1, whose inputs are src[0], src[step], ...
-  // (src null: padding). The segments of a row are its left padding, its inside, its right padding.
+  // f(r, p, n, at, step) covers positions p .. p+n-1, whose inputs are at, at + step, ... within
+  // one image and group (at -1: padding). A row's segments are its left padding, its inside, its
+  // right padding.
   template <typename F>
-  void each_run(int64_t r0, int64_t r1, int64_t p0, int64_t p1, const float* xp, F f) const {
+  void each_run(int64_t r0, int64_t r1, int64_t p0, int64_t p1, F f) const {
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t ci = r / (KH * KW), kh = r / KW % KH, kw = r % KW;
       const int64_t off_w = kw * dil[1] - pad[1];  // iw = ow * st + off_w
@@ -301,13 +307,13 @@ struct ConvShape {
         const int64_t ih = oh * st[0] - pad[0] + kh * dil[0];
         const int64_t base = oh * OW;
         if (ih < 0 || ih >= H) {
-          f(r, base + a, b - a, nullptr, 0);
+          f(r, base + a, b - a, -1, 0);
           continue;
         }
         const int64_t lo = std::clamp(ow_lo, a, b), hi = std::max(lo, std::min(ow_hi, b));
-        if (lo > a) f(r, base + a, lo - a, nullptr, 0);
-        if (hi > lo) f(r, base + lo, hi - lo, xp + (ci * H + ih) * W + lo * st[1] + off_w, st[1]);
-        if (b > hi) f(r, base + hi, b - hi, nullptr, 0);
+        if (lo > a) f(r, base + a, lo - a, -1, 0);
+        if (hi > lo) f(r, base + lo, hi - lo, (ci * H + ih) * W + lo * st[1] + off_w, st[1]);
+        if (b > hi) f(r, base + hi, b - hi, -1, 0);
       }
     }
   }
@@ -315,19 +321,19 @@ struct ConvShape {
   // cols[r - r0, p - p0] for taps [r0, r1) and positions [p0, p1) of one image and group.
   void im2col(const float* xp, float* cols, int64_t r0, int64_t r1, int64_t p0, int64_t p1) const {
     const int64_t ld = p1 - p0;
-    each_run(r0, r1, p0, p1, xp, [&](int64_t r, int64_t p, int64_t n, const float* src, int64_t step) {
+    each_run(r0, r1, p0, p1, [&](int64_t r, int64_t p, int64_t n, int64_t at, int64_t step) {
       float* d = cols + (r - r0) * ld + (p - p0);
-      if (!src) std::fill(d, d + n, 0.f);
-      else if (step == 1) std::memcpy(d, src, static_cast<size_t>(n) * sizeof(float));
+      if (at < 0) std::fill(d, d + n, 0.f);
+      else if (step == 1) std::memcpy(d, xp + at, static_cast<size_t>(n) * sizeof(float));
       else
-        for (int64_t i = 0; i < n; ++i) d[i] = src[i * step];
+        for (int64_t i = 0; i < n; ++i) d[i] = xp[at + i * step];
     });
   }
   // The adjoint: x[...] += cols[r - r0, p] for taps [r0, r1) and all positions.
   void col2im(const float* cols, float* xp, int64_t r0, int64_t r1) const {
-    each_run(r0, r1, 0, P, xp, [&](int64_t r, int64_t p, int64_t n, const float* src, int64_t step) {
-      if (!src) return;
-      float* d = const_cast<float*>(src);
+    each_run(r0, r1, 0, P, [&](int64_t r, int64_t p, int64_t n, int64_t at, int64_t step) {
+      if (at < 0) return;
+      float* d = xp + at;
       const float* c = cols + (r - r0) * P + p;
       for (int64_t i = 0; i < n; ++i) d[i * step] += c[i];
     });
@@ -383,12 +389,9 @@ void convolution(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& 
   }
   // A 1x1 window at stride 1 without padding reads the image itself: no columns to gather.
   const bool pointwise = s.KH == 1 && s.KW == 1 && s.st[0] == 1 && s.st[1] == 1 && s.pad[0] == 0 && s.pad[1] == 0;
-  // Tasks of at least 2^18 multiply-adds, up to two per thread: an image and group split into
-  // blocks of positions first (at least 32 wide), then, when there are few positions (late layers
+  // An image and group split into blocks of positions first (at least 32 wide), then, when there are few positions (late layers
   // at batch 1), into blocks of output channels too.
-  const int64_t threads = Pool::get().size();
-  const int64_t wanted = std::clamp<int64_t>(N * G * OG * P * R >> 18, 1, 2 * threads);
-  const int64_t per = ceil_div(wanted, N * G);
+  const int64_t per = ceil_div(conv_tasks(N * G * OG * P * R), N * G);
   const int64_t pblocks = std::clamp<int64_t>(per, 1, std::max<int64_t>(1, P / 32));
   const int64_t oblocks = std::clamp<int64_t>(ceil_div(per, pblocks), 1, std::max<int64_t>(1, OG / 8));
   const int64_t pb = pblocks == 1 ? P : ceil_div(ceil_div(P, pblocks), 16) * 16;
@@ -446,11 +449,10 @@ void convolution_backward(const ExternCall& c, const RefInputs& in, std::vector<
   const auto mask = c.args[10].list;
   auto wanted = [&](size_t i) { return i >= mask.size() || mask[i].b; };
   for (Tensor& t : outs) std::memset(t.data(), 0, static_cast<size_t>(t.nbytes()));
-  const int64_t threads = Pool::get().size(), KK = s.KH * s.KW;
-  const int64_t work = s.N * s.G * s.OG * s.P * s.R;
+  const int64_t KK = s.KH * s.KW, work = s.N * s.G * s.OG * s.P * s.R, tasks = conv_tasks(work);
   const float *gyp = f32(gy), *xp = f32(x), *wp = f32(w);
   if (wanted(0)) {
-    const int64_t cblocks = std::clamp<int64_t>(ceil_div(2 * threads, s.N * s.G), 1, s.CG);
+    const int64_t cblocks = std::clamp<int64_t>(ceil_div(tasks, s.N * s.G), 1, s.CG);
     const int64_t cb = ceil_div(s.CG, cblocks), per = ceil_div(s.CG, cb);
     float* gx = f32(outs[0]);
     parallel_for(s.N * s.G * per, work, [&](int64_t t0, int64_t t1) {
@@ -466,7 +468,7 @@ void convolution_backward(const ExternCall& c, const RefInputs& in, std::vector<
     });
   }
   if (wanted(1)) {
-    const int64_t rblocks = std::clamp<int64_t>(ceil_div(2 * threads, s.G), 1, std::max<int64_t>(1, s.R / 8));
+    const int64_t rblocks = std::clamp<int64_t>(ceil_div(tasks, s.G), 1, std::max<int64_t>(1, s.R / 8));
     const int64_t rb = ceil_div(s.R, rblocks), per = ceil_div(s.R, rb);
     float* gw = f32(outs[1]);
     parallel_for(s.G * per, work, [&](int64_t t0, int64_t t1) {
