@@ -1,5 +1,7 @@
 // lowerscope-cli: the headless front end. `lowerscope-cli compile MODEL` runs the whole pipeline and
 // prints the stage table, the kernels with their times, and the check against the reference.
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -11,7 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "dynamic/retarget.h"
 #include "frontend/load_model.h"
+#include "interp/reference.h"
 #include "ops/op_table.h"
 #include "pipeline/pipeline.h"
 #include "export/package.h"
@@ -28,6 +32,7 @@ const char* kUsage = R"(usage:
                                         [--sgd LR]]
                                [--report FILE.json] [--dump DIR (stages, sources, objects, SVGs, report.html)] [--decompose core_aten|prims]
                                [--no-fusion] [--external-compiler] [--no-run] [--no-reference] [--quiet]
+                               [--dynamic [--at s0=N[,s1=M] ...]]
   lowerscope-cli diff MODEL [--stage S | --stages A,B] [compile options] [--right "OPTIONS"]
   lowerscope-cli export MODEL --out DIR [compile options]
   lowerscope-cli run SCRIPT.py [--report FILE.json] [--device cpu|cuda] [--quiet]
@@ -40,6 +45,11 @@ MODEL is a graph printed by PyTorch's print_readable() (a .txt file), or a folde
 and a backward, with the gradient of the sum of the first output checked against
 grad_in0.npy, ... (found beside the inputs, or given with --expect-grads); --sgd LR adds the
 parameter update.
+--dynamic compiles with dynamic shapes (as torch.compile(dynamic=True)): the inputs' sizes become
+symbols s0, s1, ... and the CPU kernels take them as arguments; the `dynamic` stage lists the
+symbols, what was specialized and why, and the guards. --at s0=N runs the same compiled code again
+at that size (random inputs, checked against the reference interpreter), or recompiles where a
+guard fails.
 `diff` compiles MODEL and diffs a stage (default: fused) with the same stage of a second compile
 that adds --right's options (e.g. --right "--no-fusion", --right "--device cuda"), or two stages
 of one compile (--stages core_aten,prims): graph nodes matched by provenance, then structure;
@@ -152,8 +162,70 @@ bool pipeline_option(const std::vector<std::string>& args, size_t& i, ls::LoadOp
   else if (a == "--external-compiler") po.external_compiler = true;
   else if (a == "--no-run") po.run = false;
   else if (a == "--no-reference") po.reference = false;
+  else if (a == "--dynamic") po.dynamic = true;
   else return false;
   return true;
+}
+
+// Runs a dynamic compile's kept program at the sizes `spec` gives ("s0=3,s1=40"; the others as
+// traced) on random inputs, checked against the reference interpreter on the ATen graph at those
+// sizes; prints one line. False when the check fails.
+bool run_at(const ls::CompileResult& r, const std::string& spec) {
+  const ls::SizeGeneric& g = r.dynamic;
+  std::vector<int64_t> v = g.values_of(g.traced, nullptr);
+  for (const std::string& kv : split(spec, ',')) {
+    const size_t eq = kv.find('=');
+    size_t k = 0;
+    while (k < g.symbols.size() && (eq == std::string::npos || g.symbols[k].name != kv.substr(0, eq))) ++k;
+    if (k == g.symbols.size()) throw std::invalid_argument("--at takes symbol=size pairs of the symbols the dynamic stage lists (s0=3)");
+    v[k] = std::stoll(kv.substr(eq + 1));
+  }
+  std::string why;
+  if (g.values_of(g.shapes_at(v), &why).empty()) {
+    std::cout << "  " << spec << ": guard failed: " << why << "; a model's fixed sizes cannot change\n";
+    return false;
+  }
+  const ls::Graph at = ls::retarget_graph(r.aten, g.shapes_at(v));
+  const std::vector<ls::Tensor> in = ls::random_inputs(at, 1);
+  std::string outcome;
+  std::vector<ls::Tensor> out;
+  try {
+    out = r.program->run(in);
+    outcome = r.program->last_note;
+  } catch (const ls::GuardFailed& e) {
+    // As Dynamo does on a failed guard: compile again for these sizes.
+    ls::LoadedModel m;
+    m.graph = at;
+    m.inputs = in;
+    ls::PipelineOptions po;
+    po.dynamic = true;
+    const ls::CompileResult again = ls::run_pipeline(m, po);
+    if (!again.error.empty()) throw std::runtime_error(e.what() + std::string("; the recompile failed: ") + again.error);
+    out = again.outputs;
+    outcome = std::string(e.what()) + "; recompiled (" + std::to_string(static_cast<int>(again.compile_ms)) + " ms)";
+  }
+  std::vector<double> runs;  // the median of 10 runs (each binds its inputs and allocates its buffers)
+  for (int k = 0; k < 10 && outcome.find("recompiled") == std::string::npos; ++k) {
+    const auto t0 = std::chrono::steady_clock::now();
+    r.program->run(in);
+    runs.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(runs.begin(), runs.end());
+  const double ms = runs.empty() ? 0 : runs[runs.size() / 2];
+  const std::vector<ls::Tensor> ref = ls::run_reference(at, in);
+  bool ok = out.size() == ref.size();
+  double err = 0;
+  for (size_t i = 0; ok && i < out.size(); ++i) {
+    if (!out[i].defined()) continue;
+    const ls::Comparison c = ls::compare(out[i], ref[i]);
+    ok = c.ok;
+    err = std::max(err, c.max_abs_err);
+  }
+  std::ostringstream line;
+  line << "  " << spec << ": " << outcome << "; run " << std::fixed << std::setprecision(3) << ms << " ms; max abs err "
+       << std::scientific << std::setprecision(1) << err << " vs the reference interpreter: " << (ok ? "ok" : "MISMATCH") << "\n";
+  std::cout << line.str();
+  return ok;
 }
 
 int compile_command(int argc, char** argv) {
@@ -162,6 +234,7 @@ int compile_command(int argc, char** argv) {
     return 2;
   }
   std::string model_path = argv[2], report, dump;
+  std::vector<std::string> at;  // --at s0=3,s1=40: run the dynamic compile again at these sizes
   ls::LoadOptions lo;
   ls::PipelineOptions po;
   bool quiet = false;
@@ -173,12 +246,28 @@ int compile_command(int argc, char** argv) {
     if (a == "--report") report = args[++i];
     else if (a == "--dump") dump = args[++i];
     else if (a == "--quiet") quiet = true;
+    else if (a == "--at" && i + 1 < args.size()) at.push_back(args[++i]);
     else throw std::invalid_argument("unknown option '" + a + "'");
   }
   if ((!lo.expect_grads.empty() || po.sgd_lr > 0) && !po.train)
     throw std::invalid_argument("--expect-grads and --sgd need --train");
+  if (!at.empty() && (!po.dynamic || po.train || po.device != "cpu" || !po.run))
+    throw std::invalid_argument("--at runs a dynamic CPU inference compile at other sizes: it needs --dynamic, and no --train, --device cuda or --no-run");
+  po.keep_program = po.keep_program || !at.empty();
   ls::CompileResult r = ls::run_pipeline(ls::load_model(model_path, lo), po);
   if (!quiet) print_result(r);
+  bool at_ok = true;
+  if (!at.empty() && r.error.empty() && r.program) {
+    std::cout << "\nrun again at other sizes (inputs random normal, checked against the reference interpreter):\n";
+    for (const std::string& spec : at) {
+      try {
+        at_ok = run_at(r, spec) && at_ok;
+      } catch (const std::exception& e) {
+        at_ok = false;
+        std::cout << "  " << spec << ": " << e.what() << "\n";
+      }
+    }
+  }
   if (!report.empty()) {
     FILE* f = std::fopen(report.c_str(), "w");
     if (!f) throw std::runtime_error(report + ": cannot write the report");
@@ -205,7 +294,7 @@ int compile_command(int argc, char** argv) {
       if (!c.cmp.ok) std::cerr << "  gradient of " << c.input << " vs " << c.against << ": " << c.cmp.why << '\n';
     return 1;
   }
-  return 0;
+  return at_ok ? 0 : 1;
 }
 
 // Two compiles of one model (the right one with --right's options added) or two stages of one

@@ -103,11 +103,17 @@ class KernelWriter {
   void write_nest(LoopEmitter& e, const LoopNest& nest) {
     const int64_t X = nest.numel, R = nest.rnumel;
     const bool parallel_outer = X > 1 && X * R >= o_.parallel_threshold;
+    // Size-generic code decides at run time, so that one compiled kernel serves every size.
+    const std::string when = " if(parallel: " + std::to_string(X * R) + " >= " + std::to_string(o_.parallel_threshold) + ")";
+    const auto outer = [&](const std::string& pragma, const std::string& serial) {
+      if (o_.size_generic) return pragma + when;
+      return parallel_outer ? pragma : serial;
+    };
     const std::vector<KernelLoop> segs = kernel_loops(p_, nest.nodes, X, R);
     if (const int64_t I = R == 1 && X > 1 ? inner_block(nest) : 0) {
       const Expr xo = Expr::var("x0o", X / I), xi = Expr::var("x0i", I);
       subst_ = {{"x0", xo * I + xi}};
-      if (parallel_outer) e.line("#pragma omp parallel for schedule(static)");
+      if (const std::string p = outer("#pragma omp parallel for schedule(static)", ""); !p.empty()) e.line(p);
       e.line("for (int64_t x0o = 0; x0o < " + std::to_string(X / I) + "; ++x0o) {");
       e.line("    #pragma omp simd");
       e.line("    for (int64_t x0i = 0; x0i < " + std::to_string(I) + "; ++x0i) {");
@@ -121,10 +127,8 @@ class KernelWriter {
       return;
     }
     if (X > 1) {
-      if (R == 1)
-        e.line(parallel_outer ? "#pragma omp parallel for simd schedule(static)" : "#pragma omp simd");
-      else if (parallel_outer)
-        e.line("#pragma omp parallel for schedule(static)");
+      if (R == 1) e.line(outer("#pragma omp parallel for simd schedule(static)", "#pragma omp simd"));
+      else if (const std::string p = outer("#pragma omp parallel for schedule(static)", ""); !p.empty()) e.line(p);
       e.line("for (int64_t x0 = 0; x0 < " + std::to_string(X) + "; ++x0) {");
       e.indent += "    ";
     }
@@ -147,7 +151,11 @@ class KernelWriter {
       std::string clauses;
       for (const auto& c : reduction_clauses) clauses += c;
       e.node = -1;
-      if (!parallel_outer && R >= o_.parallel_threshold) e.line("#pragma omp parallel for simd schedule(static)" + clauses);
+      if (o_.size_generic && X == 1)
+        e.line("#pragma omp parallel for simd schedule(static)" + clauses + " if(parallel: " + std::to_string(R) + " >= " +
+               std::to_string(o_.parallel_threshold) + ")");
+      else if (!o_.size_generic && !parallel_outer && R >= o_.parallel_threshold)
+        e.line("#pragma omp parallel for simd schedule(static)" + clauses);
       else e.line("#pragma omp simd" + clauses);
       e.line("for (int64_t r0 = 0; r0 < " + std::to_string(R) + "; ++r0) {");
       e.indent += "    ";

@@ -31,6 +31,9 @@ int64_t default_parallel_threshold();
 
 struct CppCodegenOptions {
   int64_t parallel_threshold = default_parallel_threshold();
+  // Dynamic shapes: every size-dependent choice is made at run time (a parallel loop's `if`
+  // clause), so that the code differs between sizes in numbers only (dynamic/dynamic_shapes.h).
+  bool size_generic = false;
 };
 
 GeneratedSource generate_cpp(const LoopProgram& p, const Schedule& s, const CppCodegenOptions& o = {});

@@ -27,7 +27,9 @@ using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 }  // namespace
 
-CpuExecutable::CpuExecutable(const LoopProgram& p, const Schedule& s, const GeneratedSource& src, LoadedCode& code) : p_(p) {
+CpuExecutable::CpuExecutable(const LoopProgram& p, const Schedule& s, const GeneratedSource& src, LoadedCode& code,
+                             std::vector<int64_t> sizes)
+    : p_(p), sizes_(std::move(sizes)) {
   for (size_t i = 0; i < src.kernels.size(); ++i) {
     const GeneratedKernel& k = src.kernels[i];
     if (s.kernels.at(i).is_extern) {
@@ -70,7 +72,9 @@ void CpuExecutable::bind(const std::vector<Tensor>& inputs) {
   if (inputs.size() != p_.inputs.size())
     throw std::invalid_argument("the model takes " + std::to_string(p_.inputs.size()) + " inputs, got " +
                                 std::to_string(inputs.size()));
-  buffers_.clear();
+  // Intermediate buffers stay from the last run (a fresh 16 MB buffer costs its page faults on
+  // every run); outputs are fresh, as the caller keeps them.
+  for (const auto& o : p_.outputs) buffers_.erase(o);
   for (size_t i = 0; i < inputs.size(); ++i) {
     const LoopBuffer& b = p_.buffer(p_.inputs[i]);
     if (inputs[i].shape() != b.shape || inputs[i].dtype() != b.dtype)
@@ -88,6 +92,7 @@ void CpuExecutable::bind(const std::vector<Tensor>& inputs) {
       }
       ptrs.push_back(it->second.data());
     }
+    if (!sizes_.empty()) ptrs.push_back(sizes_.data());
     arg_ptrs_.push_back(std::move(ptrs));
   }
 }

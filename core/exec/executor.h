@@ -32,7 +32,10 @@ Timings timings_of(const std::vector<std::vector<double>>& per_kernel, const std
 class CpuExecutable {
  public:
   // Resolves every kernel's launcher; throws std::runtime_error naming a missing one.
-  CpuExecutable(const LoopProgram& p, const Schedule& s, const GeneratedSource& src, LoadedCode& code);
+  // `sizes`: the values of the size symbols, for size-generic kernels (dynamic shapes), passed to
+  // each generated kernel as its last argument; empty for kernels compiled for one size.
+  CpuExecutable(const LoopProgram& p, const Schedule& s, const GeneratedSource& src, LoadedCode& code,
+                std::vector<int64_t> sizes = {});
   std::vector<Tensor> run(const std::vector<Tensor>& inputs);
   Timings benchmark(const std::vector<Tensor>& inputs, const TimingOptions& o = {});
 
@@ -46,6 +49,7 @@ class CpuExecutable {
   std::vector<std::vector<std::string>> args_;
   std::map<std::string, Tensor> buffers_;
   std::vector<std::vector<void*>> arg_ptrs_;
+  std::vector<int64_t> sizes_;
 };
 
 }  // namespace ls

@@ -10,6 +10,7 @@
 #include "compile/cpu_compiler.h"
 #include "cuda/driver.h"
 #include "cuda/nvrtc_compiler.h"
+#include "dynamic/retarget.h"
 #include "exec/bandwidth.h"
 #include "tune/autotune.h"
 #include "exec/cuda_executor.h"
@@ -47,6 +48,7 @@ class Recorder {
 
   void graph(const std::string& name, const std::string& title, const Graph& g, const DotMarks& marks = {},
              const std::string& note = {}) {
+    if (!recording) return;
     Stage s;
     s.name = name;
     s.title = title;
@@ -61,12 +63,14 @@ class Recorder {
   }
 
   void add(Stage s) {
+    if (!recording) return;
     s.ms = last_ms;
     r_.stages.push_back(std::move(s));
   }
 
   std::string current;
   double last_ms = 0;
+  bool recording = true;  // false: stages are not rendered as text and dot (dynamic shapes' sample runs)
 
  private:
   CompileResult& r_;
@@ -184,6 +188,113 @@ class CpuProgram final : public CompiledProgram {
   CpuExecutable exe_;
 };
 
+// The front half of a compile (graph stages to generated code) at other sizes of the user inputs:
+// dynamic shapes' samples, and a dynamic program's new sizes. Throws where they do not compile.
+CompileResult front_half(const Graph& aten, const std::vector<Shape>& shapes, const PipelineOptions& o) {
+  LoadedModel m;
+  m.format = "aten graph at other sizes";
+  m.graph = retarget_graph(aten, shapes);
+  PipelineOptions f = o;
+  f.stop_after_source = true;
+  f.record = false;
+  f.run = false;
+  f.keep_program = false;
+  f.on_capture = nullptr;
+  CompileResult r = run_pipeline(std::move(m), f);
+  if (!r.error.empty()) throw std::runtime_error(r.error_stage + ": " + r.error);
+  return r;
+}
+
+// Parameters keep static shapes under dynamic=True, as Dynamo's force_parameter_static_shapes: a
+// placeholder the model marks as one, or named as torch.export (p_, b_, c_) or Dynamo
+// (L_self_modules_fc1_parameters_weight_) name them.
+bool is_parameter(const Node& n) {
+  if (n.input_kind != InputKind::user) return true;
+  const std::string& s = n.name;
+  for (const char* p : {"p_", "b_", "c_"})
+    if (s.rfind(p, 0) == 0) return true;
+  for (const char* p : {"_parameters_", "_buffers_"})
+    if (s.find(p) != std::string::npos) return true;
+  return false;
+}
+
+std::string values_text(const SizeGeneric& g, const std::vector<int64_t>& v) {
+  std::string t;
+  for (size_t k = 0; k < v.size() && k < g.symbols.size(); ++k)
+    if (g.symbols[k].dynamic) t += (t.empty() ? "" : ", ") + g.symbols[k].name + "=" + std::to_string(v[k]);
+  return t.empty() ? "the traced sizes" : t;
+}
+
+// A dynamic-shapes compile kept to run again: one compiled template, run at any sizes its guards
+// admit. A new size costs the front half (milliseconds) and the check that its code is the
+// template's; sizes seen before cost nothing more.
+class DynamicCpuProgram final : public CompiledProgram {
+ public:
+  DynamicCpuProgram(const CompileResult& r, const PipelineOptions& o, const Graph& lowered_from, std::unique_ptr<LoadedCode> code)
+      : aten_(r.aten), o_(o), plan_(r.dynamic), code_(std::move(code)) {
+    o_.keep_program = false;
+    o_.on_capture = nullptr;
+    auto at = std::make_unique<AtSizes>();
+    at->lowered = lowered_from;
+    at->loops = r.loops;
+    at->schedule = r.schedule;
+    at->source = r.source;
+    const std::vector<int64_t> v = plan_.values_of(plan_.traced, nullptr);
+    at->exe = std::make_unique<CpuExecutable>(at->loops, at->schedule, at->source, *code_, sizes_arg(v));
+    at_.emplace(v, std::move(at));
+  }
+
+  std::vector<Tensor> run(const std::vector<Tensor>& user_inputs) override {
+    std::vector<Shape> shapes;
+    for (size_t i = 0; i < plan_.traced.size() && i < user_inputs.size(); ++i) shapes.push_back(user_inputs[i].shape());
+    std::string why;
+    const std::vector<int64_t> v = plan_.values_of(shapes, &why);
+    if (v.empty() && !plan_.symbols.empty()) throw GuardFailed("guard failed: " + why);
+    auto it = at_.find(v);
+    if (it == at_.end()) {
+      const auto t0 = Clock::now();
+      auto at = std::make_unique<AtSizes>();
+      CompileResult r = front_half(aten_, shapes, o_);
+      if (!plan_.matches(r.source.code, v, &why))
+        throw GuardFailed("guard failed: at " + values_text(plan_, v) + " the code is not the compiled template's: " + why);
+      const bool to_prims = o_.decompose_to == 0 || o_.decompose_to == level::prims;
+      at->lowered = to_prims ? std::move(r.prims) : std::move(r.core_aten);
+      at->loops = std::move(r.loops);
+      at->schedule = std::move(r.schedule);
+      at->source = std::move(r.source);
+      at->exe = std::make_unique<CpuExecutable>(at->loops, at->schedule, at->source, *code_, sizes_arg(v));
+      it = at_.emplace(v, std::move(at)).first;
+      std::ostringstream note;
+      note << std::fixed << std::setprecision(1) << "new sizes " << values_text(plan_, v)
+           << ": the compiled kernels reused, no compile (front half and check "
+           << std::chrono::duration<double, std::milli>(Clock::now() - t0).count() << " ms)";
+      last_note = note.str();
+    } else {
+      last_note = "sizes " + values_text(plan_, v) + " seen before: the compiled kernels reused";
+    }
+    return it->second->exe->run(bind_inputs(it->second->lowered, user_inputs));
+  }
+
+  static std::vector<int64_t> sizes_arg(std::vector<int64_t> v) {
+    if (v.empty()) v.push_back(0);  // the kernels take the array even where no size is a symbol
+    return v;
+  }
+
+ private:
+  struct AtSizes {
+    Graph lowered;
+    LoopProgram loops;
+    Schedule schedule;
+    GeneratedSource source;
+    std::unique_ptr<CpuExecutable> exe;
+  };
+  Graph aten_;
+  PipelineOptions o_;
+  SizeGeneric plan_;
+  std::unique_ptr<LoadedCode> code_;
+  std::map<std::vector<int64_t>, std::unique_ptr<AtSizes>> at_;
+};
+
 }  // namespace
 
 const std::vector<std::string>& stage_names(bool train) {
@@ -205,6 +316,7 @@ CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const st
   r.device = o.device;
   r.mode = o.mode;
   Recorder rec(r, cancelled);
+  rec.recording = o.record;
   const auto t_compile = Clock::now();
   try {
     if (o.device != "cpu" && o.device != "cuda") throw std::runtime_error("unknown device '" + o.device + "' (cpu or cuda)");
@@ -260,7 +372,7 @@ CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const st
     const Graph& lowered_from = to_prims ? r.prims : r.core_aten;
 
     r.loops = rec.step("loop_ir", [&] { return lower_to_loops(lowered_from); });
-    {
+    if (o.record) {
       Stage s;
       s.name = "loop_ir";
       s.title = "Loop-level IR (before fusion)";
@@ -282,7 +394,7 @@ CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const st
       so.max_loop_nests = o.device == "cuda" ? 1 : 16;
       return schedule(r.loops, so);
     });
-    {
+    if (o.record) {
       Stage s;
       s.name = "fused";
       s.title = "Fused kernels (after scheduling)";
@@ -343,11 +455,42 @@ CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const st
         r.mode_note = note.str();
       }
     }
+    CppCodegenOptions cpp_opts;
+    cpp_opts.size_generic = o.dynamic && !cuda;
     r.source = rec.step("source", [&] {
-      if (!cuda) return generate_cpp(r.loops, r.schedule);
+      if (!cuda) return generate_cpp(r.loops, r.schedule, cpp_opts);
       r.cuda = generate_cuda(r.loops, r.schedule, cuda_opts);
       return r.cuda.source;
     });
+    if (o.stop_after_source) return r;
+    const double source_ms = rec.last_ms;
+    std::vector<int64_t> dynamic_sizes;
+    if (o.dynamic && cuda) {
+      r.dynamic_note = "dynamic shapes: CUDA kernels are compiled for the traced sizes (size-generic code is made for the CPU)";
+    } else if (o.dynamic) {
+      std::vector<std::string> names;
+      std::vector<Shape> shapes;
+      std::vector<bool> fixed;
+      for (int id : r.aten.user_inputs()) {
+        const Node& n = r.aten.nodes[id];
+        names.push_back(n.name);
+        shapes.push_back(n.meta().shape);
+        fixed.push_back(is_parameter(n));
+      }
+      r.dynamic = rec.step("dynamic", [&] {
+        return make_size_generic(names, shapes, fixed, r.source,
+                                 [&](const std::vector<Shape>& at) { return front_half(r.aten, at, o).source; });
+      });
+      r.source.code = r.dynamic.code;  // the template is what compiles
+      dynamic_sizes = DynamicCpuProgram::sizes_arg(r.dynamic.values_of(r.dynamic.traced, nullptr));
+      int n = 0;
+      for (const SizeSymbol& sym : r.dynamic.symbols) n += sym.dynamic;
+      r.dynamic_note = "dynamic shapes: " + std::to_string(n) + " of " + std::to_string(r.dynamic.symbols.size()) +
+                       " size symbols dynamic, " + std::to_string(r.dynamic.holes.size()) + " numbers of the code follow them (" +
+                       std::to_string(r.dynamic.samples.size()) + " sample runs of the front half)";
+    }
+    const double dynamic_ms = rec.last_ms;
+    rec.last_ms = source_ms;
     {
       Stage s;
       s.name = "source";
@@ -355,6 +498,16 @@ CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const st
       s.kind = Stage::Kind::source;
       s.text = r.source.code;
       s.nodes = static_cast<int>(r.source.kernels.size());
+      rec.add(std::move(s));
+    }
+    if (o.dynamic && !cuda) {
+      rec.last_ms = dynamic_ms;
+      Stage s;
+      s.name = "dynamic";
+      s.title = "Dynamic shapes: size symbols, guards, the numbers of the code that follow them";
+      s.kind = Stage::Kind::source;
+      s.text = r.dynamic.report();
+      s.nodes = static_cast<int>(r.dynamic.symbols.size());
       rec.add(std::move(s));
     }
 
@@ -453,11 +606,12 @@ CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const st
         }
       }
     } else {
-      CpuExecutable exe(r.loops, r.schedule, r.source, *cpu_code);
+      CpuExecutable exe(r.loops, r.schedule, r.source, *cpu_code, dynamic_sizes);
       r.outputs = exe.run(all_inputs);
       t = exe.benchmark(all_inputs, to);
       for (size_t k = 0; k < how.size(); ++k) how[k] = r.schedule.kernels[k].is_extern ? "library" : "generated";
-      if (o.keep_program) r.program = std::make_shared<CpuProgram>(lowered_from, r, std::move(cpu_code));
+      if (o.keep_program && o.dynamic) r.program = std::make_shared<DynamicCpuProgram>(r, o, lowered_from, std::move(cpu_code));
+      else if (o.keep_program) r.program = std::make_shared<CpuProgram>(lowered_from, r, std::move(cpu_code));
       if (o.mode == "max-autotune")
         r.mode_note = "max-autotune: it tunes CUDA kernels' launch configurations; CPU kernels are compiled as in default mode";
       if (o.mode == "reduce-overhead")
@@ -555,7 +709,8 @@ CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const st
     s.name = "run";
     s.title = "Run: kernel times and the check";
     s.kind = Stage::Kind::run;
-    s.text = run_table(r) + (r.mode_note.empty() ? "" : "\n" + r.mode_note + "\n");
+    s.text = run_table(r) + (r.mode_note.empty() ? "" : "\n" + r.mode_note + "\n") +
+             (r.dynamic_note.empty() ? "" : "\n" + r.dynamic_note + "\n");
     s.nodes = static_cast<int>(r.kernels.size());
     rec.add(std::move(s));
   } catch (const Cancelled&) {

@@ -9,6 +9,7 @@
 //   capture -> aten -> joint -> forward, backward -> core_aten -> prims -> ... -> run
 #pragma once
 #include <atomic>
+#include <stdexcept>
 #include <functional>
 #include <memory>
 #include <string>
@@ -18,6 +19,7 @@
 #include "autodiff/partition.h"
 #include "codegen/cpp_codegen.h"
 #include "codegen/cuda_codegen.h"
+#include "dynamic/dynamic_shapes.h"
 #include "frontend/load_model.h"
 #include "ir/graph.h"
 #include "loop/loop_ir.h"
@@ -98,6 +100,13 @@ struct PipelineOptions {
   double sgd_lr = 0;  // > 0: the step ends with an SGD update of every parameter
   // Keep the compiled code in CompileResult::program, to run again on other inputs (CPU).
   bool keep_program = false;
+  // As torch.compile(dynamic=True): the user inputs' sizes become symbols and the CPU kernels take
+  // them as arguments, so the kept program runs other sizes without compiling again
+  // (dynamic/dynamic_shapes.h; the "dynamic" stage shows the symbols, guards and sizes in the code).
+  bool dynamic = false;
+  // Internal (dynamic shapes' sample runs): stop once the code is generated, and record no stage text.
+  bool stop_after_source = false;
+  bool record = true;
   // Called (on the compiling thread) once the captured graph is recorded, with the record so far:
   // the GUI draws the model while the rest compiles.
   std::function<void(const CompileResult&)> on_capture;
@@ -109,7 +118,14 @@ struct PipelineOptions {
 class CompiledProgram {
  public:
   virtual ~CompiledProgram() = default;
+  // Throws GuardFailed where the inputs are outside what the code was compiled for.
   virtual std::vector<Tensor> run(const std::vector<Tensor>& user_inputs) = 0;
+  std::string last_note;  // how the last run found its code (dynamic shapes: reused, at which sizes)
+};
+
+// The inputs of a run break an assumption of the compiled code (a guard): recompile.
+struct GuardFailed : std::runtime_error {
+  using std::runtime_error::runtime_error;
 };
 
 struct TrainingRecord {
@@ -131,6 +147,8 @@ struct CompileResult {
   Schedule schedule;
   GeneratedSource source;
   GeneratedCuda cuda;       // device cuda: the source (also in `source`) and each kernel's launch
+  SizeGeneric dynamic;      // PipelineOptions::dynamic: the symbols, guards and the size-generic template
+  std::string dynamic_note;  // dynamic shapes: what they did, or why not
   std::string device = "cpu";  // cpu | cuda
   std::string compiler;
   std::string compile_log;  // the C++ compiler's warnings and remarks

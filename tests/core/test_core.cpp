@@ -7,6 +7,8 @@
 #include <set>
 #include <sstream>
 
+#include "dynamic/dynamic_shapes.h"
+#include "dynamic/retarget.h"
 #include "frontend/fx_text.h"
 #include "frontend/load_model.h"
 #include "interp/reference.h"
@@ -46,6 +48,91 @@ bool only_level(const Graph& g, unsigned lvl) {
 class TestCore : public QObject {
   Q_OBJECT
  private slots:
+  // Dynamic shapes' anti-unification: numbers that move with a size are fitted as polynomials
+  // (here n*n + 3 and 4*n) and checked at a sample not used for the fit; a number that is not a
+  // polynomial of the size (1/n), or a change of structure, specializes the symbol, with the reason.
+  void testSizeGenericFit() {
+    auto code_at = [](int64_t n, bool reciprocal, bool restructure) {
+      GeneratedSource s;
+      s.code = "extern \"C\" void k(float* __restrict out_ptr0) {\n    for (int64_t x0 = 0; x0 < " + std::to_string(n * n + 3) +
+               "; ++x0) out_ptr0[x0] = " + (reciprocal ? std::to_string(1.0 / n) + "f" : std::to_string(4 * n) + ".0f") + ";\n" +
+               (restructure && n > 6 ? "    out_ptr0[0] = 0;\n" : "") + "}\n" +
+               "extern \"C\" void k_launch(void** a) { k(static_cast<float*>(a[0])); }\n";
+      s.kernels.push_back({"k", "k_launch", {"buf0"}, 1, 3, {}});
+      return s;
+    };
+    for (int variant = 0; variant < 3; ++variant) {
+      const bool reciprocal = variant == 1, restructure = variant == 2;
+      int runs = 0;
+      const SizeGeneric g = make_size_generic({"x"}, {{5, 1}}, {false}, code_at(5, reciprocal, restructure),
+                                              [&](const std::vector<Shape>& s) {
+                                                ++runs;
+                                                return code_at(s.at(0).at(0), reciprocal, restructure);
+                                              });
+      QCOMPARE(g.symbols.size(), size_t(1));  // the size-1 dimension gets no symbol
+      QVERIFY2(runs >= 2, std::to_string(runs).c_str());
+      if (variant == 0) {
+        QVERIFY2(runs >= 3, std::to_string(runs).c_str());  // +1 step, +2 steps, and the check at +3
+        QVERIFY2(g.symbols[0].dynamic, g.symbols[0].why_static.c_str());
+        QVERIFY2(g.code.find("x0 < (ks0*ks0 + 3)") != std::string::npos, g.code.c_str());
+        QVERIFY2(g.code.find("static_cast<float>(4*ks0)") != std::string::npos, g.code.c_str());
+        QVERIFY(g.code.find("const int64_t* __restrict ks) { [[maybe_unused]] const int64_t ks0 = ks[0];") != std::string::npos);
+        QVERIFY(g.code.find("k(static_cast<float*>(a[0]), static_cast<const int64_t*>(a[1]))") != std::string::npos);
+        // New sizes: the guard and the template check.
+        std::string why;
+        QCOMPARE(g.values_of({{40, 1}}, &why), std::vector<int64_t>{40});
+        QVERIFY(g.matches(code_at(40, false, false).code, {40}, &why));
+        QVERIFY(!g.matches(code_at(40, false, false).code, {41}, &why));
+        QVERIFY2(why.find("line 2") != std::string::npos, why.c_str());
+        QVERIFY(g.values_of({{1, 1}}, &why).empty());
+        QVERIFY2(why.find("2 <= L['x'].size()[0]") != std::string::npos, why.c_str());
+        QVERIFY(g.values_of({{40, 2}}, &why).empty());
+      } else {
+        QVERIFY(!g.symbols[0].dynamic);
+        const std::string want = reciprocal ? "not a polynomial" : "structure changes";
+        QVERIFY2(g.symbols[0].why_static.find(want) != std::string::npos, g.symbols[0].why_static.c_str());
+        QVERIFY(g.code.find("ks0") == std::string::npos);
+        std::string why;
+        QVERIFY(g.values_of({{6, 1}}, &why).empty());
+      }
+    }
+  }
+
+  // A graph traced at one size, re-derived at another: the views' targets follow the batch, and the
+  // reference interpreter's output on the first rows equals the traced graph's output on them.
+  void testRetargetGraph() {
+    const Graph g = normalize_to_aten(load("stages/layernorm_gelu/3_core_aten.txt"));
+    const std::vector<int> users = g.user_inputs();
+    std::vector<Shape> shapes;
+    for (int id : users) shapes.push_back(g.nodes[id].meta().shape);
+    std::vector<Tensor> in = random_inputs(g, 3);
+    const size_t xi = shapes.size() - 1;
+    QCOMPARE(shapes[xi], (Shape{32, 64, 256}));
+    shapes[xi] = {3, 5, 256};
+    const Graph r = retarget_graph(g, shapes);
+    QCOMPARE(r.nodes[r.outputs.at(0)].meta().shape, (Shape{3, 5, 1024}));
+    std::vector<Tensor> small = in;
+    small[xi] = Tensor(DType::f32, {3, 5, 256});
+    for (int64_t b = 0; b < 3; ++b)
+      for (int64_t t = 0; t < 5; ++t)
+        for (int64_t c = 0; c < 256; ++c) small[xi].set((b * 5 + t) * 256 + c, in[xi].get((b * 64 + t) * 256 + c));
+    const Tensor full = run_reference(g, in).at(0), part = run_reference(r, small).at(0);
+    double err = 0;
+    for (int64_t b = 0; b < 3; ++b)
+      for (int64_t t = 0; t < 5; ++t)
+        for (int64_t c = 0; c < 1024; ++c)
+          err = std::max(err, std::fabs(part.get((b * 5 + t) * 1024 + c) - full.get((b * 64 + t) * 1024 + c)));
+    QVERIFY2(err < 1e-5, std::to_string(err).c_str());
+    // A size a weight fixes cannot follow: the error names the node.
+    shapes[xi] = {3, 5, 300};
+    try {
+      retarget_graph(g, shapes);
+      QFAIL("a layer norm over 256 took 300");
+    } catch (const std::invalid_argument& e) {
+      QVERIFY2(std::string(e.what()).find("native_layer_norm") != std::string::npos, e.what());
+    }
+  }
+
   void testDynamoGraphToAten() {
     const Graph g = load("sincos/1_dynamo_fx_0.txt");
     QCOMPARE(g.inputs().size(), size_t(1));

@@ -313,6 +313,49 @@ class TestCpu : public QObject {
   // against the reference interpreter's direct loops, forward and all three gradients, over
   // geometries that exercise each edge of its row segments: strides, dilation, padding wider than
   // the kernel's reach, groups, 1x1, batch 1, non-square windows.
+  // Dynamic shapes on a real model: cifar_net's batch becomes a symbol (its channels and image
+  // size are specialized: the weights fix them), the kernels take it as an argument, and the one
+  // compiled template runs batches of 3 and 5 without compiling again, matching PyTorch's outputs
+  // for those images (the fixture's out.npy rows); a batch of 1 fails a guard.
+  void testDynamicBatch() {
+#ifndef LOWERSCOPE_HAVE_LIBZIP
+    QSKIP("this build reads no .pt2 files (libzip)");
+#endif
+    PipelineOptions o;
+    o.dynamic = true;
+    o.keep_program = true;
+    o.timing_budget_ms = 20;
+    const CompileResult r = run_pipeline(load_model(data("models/cifar_net/model.pt2")), o);
+    QVERIFY2(r.ok(), (r.error + r.error_stage).c_str());
+    QCOMPARE(r.dynamic.symbols.size(), size_t(3));
+    QVERIFY(r.dynamic.symbols[0].dynamic);
+    QVERIFY2(r.dynamic.symbols[1].why_static.find("conv") != std::string::npos, r.dynamic.symbols[1].why_static.c_str());
+    QVERIFY(!r.dynamic.holes.empty());
+    QVERIFY(r.source.code.find("const int64_t ks0 = ks[0]") != std::string::npos);
+    QVERIFY(r.stage("dynamic") && r.stage("dynamic")->text.find("2 <= L['x'].size()[0]") != std::string::npos);
+    const Tensor in = load_npy(data("models/cifar_net/in0.npy")), want = load_npy(data("models/cifar_net/out.npy"));
+    for (int64_t batch : {3, 5, 3}) {
+      Tensor x(DType::f32, {batch, 3, 32, 32});
+      for (int64_t i = 0; i < x.numel(); ++i) x.set(i, in.get(i));
+      const std::vector<Tensor> out = r.program->run({x});
+      QVERIFY2(r.program->last_note.find(batch == 3 && out.size() && r.program->last_note.find("seen") != std::string::npos
+                                             ? "seen before" : "reused") != std::string::npos,
+               r.program->last_note.c_str());
+      QCOMPARE(out.at(0).shape(), (Shape{batch, 10}));
+      for (int64_t i = 0; i < out[0].numel(); ++i) {
+        const double a = out[0].get(i), b = want.get(i);
+        QVERIFY2(std::fabs(a - b) <= 1e-5 + 1e-4 * std::fabs(b), (std::to_string(a) + " vs " + std::to_string(b)).c_str());
+      }
+    }
+    QVERIFY(r.program->last_note.find("seen before") != std::string::npos);
+    try {
+      r.program->run({Tensor(DType::f32, {1, 3, 32, 32})});
+      QFAIL("a batch of 1 passed the guard 2 <= s0");
+    } catch (const GuardFailed& e) {
+      QVERIFY2(std::string(e.what()).find("2 <= L['x'].size()[0]") != std::string::npos, e.what());
+    }
+  }
+
   void testConvolutionGeometries_data() {
     QTest::addColumn<QList<int>>("g");  // N C H W O KH KW sh sw ph pw dh dw groups bias
     QTest::newRow("stride 2x1, pad 1x2, 3x5 window, bias") << QList<int>{1, 3, 7, 9, 8, 3, 5, 2, 1, 1, 2, 1, 1, 1, 1};

@@ -1,0 +1,491 @@
+#include "dynamic/dynamic_shapes.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cmath>
+#include <map>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+namespace ls {
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Tokens: words, numbers, and every other character (whitespace included) on its own, so two
+// sources agree token for token exactly when they differ in numbers only.
+// ---------------------------------------------------------------------------------------------
+
+bool word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+bool digit(char c) { return c >= '0' && c <= '9'; }
+bool is_number(const std::string& t) { return !t.empty() && (digit(t[0]) || (t[0] == '.' && t.size() > 1)); }
+
+std::vector<std::string> tokenize(const std::string& s) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i < s.size()) {
+    const size_t b = i;
+    const char c = s[i];
+    if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
+      while (i < s.size() && word_char(s[i])) ++i;
+    } else if (digit(c) || (c == '.' && i + 1 < s.size() && digit(s[i + 1]))) {
+      while (i < s.size() && (digit(s[i]) || s[i] == '.')) ++i;
+      if (i + 1 < s.size() && (s[i] == 'e' || s[i] == 'E') &&
+          (digit(s[i + 1]) || ((s[i + 1] == '-' || s[i + 1] == '+') && i + 2 < s.size() && digit(s[i + 2])))) {
+        i += 2;
+        while (i < s.size() && digit(s[i])) ++i;
+      }
+      while (i < s.size() && (s[i] == 'f' || s[i] == 'F' || s[i] == 'u' || s[i] == 'U' || s[i] == 'l' || s[i] == 'L')) ++i;
+    } else {
+      ++i;
+    }
+    out.push_back(s.substr(b, i - b));
+  }
+  return out;
+}
+
+bool is_float_literal(const std::string& t) {
+  return t.find_first_of(".eEfF") != std::string::npos && !(t.size() > 1 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X'));
+}
+
+// The value of a number token, where it is an integer; false otherwise.
+bool integer_value(const std::string& t, int64_t& v) {
+  try {
+    const long double x = std::stold(t);
+    if (!std::isfinite(static_cast<double>(x)) || x != std::floor(x) || std::fabs(static_cast<double>(x)) > 9e15) return false;
+    v = static_cast<int64_t>(x);
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+int line_of(const std::vector<std::string>& toks, size_t k) {
+  int line = 1;
+  for (size_t i = 0; i < k; ++i)
+    if (toks[i] == "\n") ++line;
+  return line;
+}
+
+std::string line_text(const std::vector<std::string>& toks, size_t k) {
+  size_t b = k, e = k;
+  while (b > 0 && toks[b - 1] != "\n") --b;
+  while (e < toks.size() && toks[e] != "\n") ++e;
+  std::string s;
+  for (size_t i = b; i < e; ++i) s += toks[i];
+  const size_t first = s.find_first_not_of(' ');
+  return first == std::string::npos ? s : s.substr(first);
+}
+
+// Where two sources differ other than in numbers: empty when they agree.
+std::string structure_differs(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  const size_t n = std::min(a.size(), b.size());
+  for (size_t i = 0; i < n; ++i) {
+    if (a[i] == b[i] || (is_number(a[i]) && is_number(b[i]))) continue;
+    return "line " + std::to_string(line_of(a, i)) + ": `" + line_text(a, i) + "` becomes `" + line_text(b, i) + "`";
+  }
+  if (a.size() != b.size()) return "line " + std::to_string(line_of(a, n)) + ": the code's length changes";
+  return {};
+}
+
+std::string symbol_text(int s) { return "ks" + std::to_string(s); }
+
+std::string expr_text(const std::vector<std::pair<int64_t, std::vector<int>>>& terms) {
+  std::string s;
+  for (const auto& [c, syms] : terms) {
+    std::string mono;
+    for (int v : syms) mono += (mono.empty() ? "" : "*") + symbol_text(v);
+    const int64_t a = s.empty() ? c : std::llabs(c);
+    std::string t = mono.empty() ? std::to_string(a) : a == 1 ? mono : std::to_string(a) + "*" + mono;
+    s += s.empty() ? t : (c < 0 ? " - " : " + ") + t;
+  }
+  return s.empty() ? "0" : s;
+}
+
+using Point = std::vector<int64_t>;  // one value per symbol
+
+}  // namespace
+
+int64_t SizeHole::at(const std::vector<int64_t>& values) const {
+  int64_t v = 0;
+  for (const auto& [c, syms] : terms) {
+    int64_t m = c;
+    for (int s : syms) m *= values.at(static_cast<size_t>(s));
+    v += m;
+  }
+  return v;
+}
+
+bool SizeGeneric::any_dynamic() const {
+  for (const SizeSymbol& s : symbols)
+    if (s.dynamic) return true;
+  return false;
+}
+
+std::vector<int64_t> SizeGeneric::values_of(const std::vector<Shape>& shapes, std::string* why) const {
+  auto fail = [&](const std::string& w) {
+    if (why) *why = w;
+    return std::vector<int64_t>{};
+  };
+  auto dim_name = [&](size_t u, size_t d) { return "L['" + inputs.at(u) + "'].size()[" + std::to_string(d) + "]"; };
+  if (shapes.size() != traced.size()) return fail("the graph takes " + std::to_string(traced.size()) + " inputs");
+  std::vector<std::vector<int>> owner(traced.size());
+  for (size_t u = 0; u < traced.size(); ++u) {
+    if (shapes[u].size() != traced[u].size())
+      return fail("L['" + inputs[u] + "'].dim() == " + std::to_string(traced[u].size()) + " (it has " + std::to_string(shapes[u].size()) + ")");
+    owner[u].assign(traced[u].size(), -1);
+  }
+  std::vector<int64_t> v(symbols.size());
+  for (size_t s = 0; s < symbols.size(); ++s) {
+    const SizeSymbol& sym = symbols[s];
+    const auto [u0, d0] = sym.dims.at(0);
+    v[s] = shapes[u0][d0];
+    for (const auto& [u, d] : sym.dims) {
+      owner[u][d] = static_cast<int>(s);
+      if (shapes[u][d] != v[s]) return fail(dim_name(u, d) + " == " + dim_name(u0, d0) + " (" + std::to_string(shapes[u][d]) + " vs " + std::to_string(v[s]) + ")");
+    }
+    if (!sym.dynamic && v[s] != sym.hint) return fail(dim_name(u0, d0) + " == " + std::to_string(sym.hint) + " (it is " + std::to_string(v[s]) + "; specialized: " + sym.why_static + ")");
+    if (sym.dynamic && v[s] < 2) return fail("2 <= " + dim_name(u0, d0) + " (it is " + std::to_string(v[s]) + ")");
+    if (sym.dynamic && sym.step > 1 && v[s] % sym.step)
+      return fail(dim_name(u0, d0) + " % " + std::to_string(sym.step) + " == 0 (it is " + std::to_string(v[s]) + ")");
+  }
+  for (size_t u = 0; u < traced.size(); ++u)
+    for (size_t d = 0; d < traced[u].size(); ++d)
+      if (owner[u][d] < 0 && shapes[u][d] != traced[u][d])
+        return fail(dim_name(u, d) + " == " + std::to_string(traced[u][d]) + " (it is " + std::to_string(shapes[u][d]) + ")");
+  return v;
+}
+
+std::vector<Shape> SizeGeneric::shapes_at(const std::vector<int64_t>& values) const {
+  std::vector<Shape> s = traced;
+  for (size_t k = 0; k < symbols.size(); ++k)
+    for (const auto& [u, d] : symbols[k].dims) s[u][d] = values.at(k);
+  return s;
+}
+
+bool SizeGeneric::matches(const std::string& source, const std::vector<int64_t>& values, std::string* why) const {
+  const std::vector<std::string> t = tokenize(source);
+  for (size_t i = 0; i < std::min(t.size(), base_tokens.size()); ++i) {
+    const int h = hole_at[i];
+    if (h < 0 ? t[i] == base_tokens[i] : [&] { int64_t x; return integer_value(t[i], x) && x == holes[h].at(values); }()) continue;
+    if (why)
+      *why = "line " + std::to_string(line_of(t, i)) + " is `" + line_text(t, i) + "`, the compiled code's `" + line_text(base_tokens, i) + "`" +
+             (h >= 0 ? " with " + holes[h].expr + " = " + std::to_string(holes[h].at(values)) : "");
+    return false;
+  }
+  if (t.size() != base_tokens.size()) {
+    if (why) *why = "the code's length differs from the compiled code's";
+    return false;
+  }
+  return true;
+}
+
+std::vector<std::string> SizeGeneric::guards() const {
+  std::vector<std::string> g;
+  auto dim_name = [&](std::pair<int, int> ud) { return "L['" + inputs.at(ud.first) + "'].size()[" + std::to_string(ud.second) + "]"; };
+  for (const SizeSymbol& s : symbols) {
+    const std::string first = dim_name(s.dims.at(0));
+    for (size_t k = 1; k < s.dims.size(); ++k) g.push_back(dim_name(s.dims[k]) + " == " + first);
+    if (!s.dynamic) {
+      g.push_back(first + " == " + std::to_string(s.hint));
+      continue;
+    }
+    g.push_back("2 <= " + first);
+    if (s.step > 1) g.push_back(first + " % " + std::to_string(s.step) + " == 0");
+  }
+  g.push_back("each kernel's code at the new sizes is this template's (checked once per new size)");
+  return g;
+}
+
+std::string SizeGeneric::report() const {
+  std::ostringstream o;
+  o << "# Dynamic shapes: sizes as symbols, the kernels take them as arguments (ks0, ks1, ...)\n\n# Symbols\n";
+  auto dim_name = [&](std::pair<int, int> ud) { return "L['" + inputs.at(ud.first) + "'].size()[" + std::to_string(ud.second) + "]"; };
+  for (const SizeSymbol& s : symbols) {
+    o << s.name << " = " << s.hint << "  (" << dim_name(s.dims.at(0));
+    for (size_t k = 1; k < s.dims.size(); ++k) o << ", " << dim_name(s.dims[k]);
+    o << ")  " << (s.dynamic ? "dynamic" : "specialized: " + s.why_static) << "\n";
+  }
+  if (symbols.empty()) o << "(none: every size of the inputs is 0 or 1)\n";
+  o << "\n# Guards (what the compiled code assumes)\n";
+  for (const std::string& g : guards()) o << g << "\n";
+  o << "\n# Sample compiles of the front half (" << samples.size() << ", " << std::fixed;
+  o.precision(1);
+  o << sample_ms << " ms)\n";
+  for (const Point& p : samples) {
+    std::string t;
+    for (size_t k = 0; k < p.size(); ++k)
+      if (p[k] != symbols[k].hint) t += (t.empty() ? "" : ", ") + symbols[k].name + "=" + std::to_string(p[k]);
+    o << (t.empty() ? "(traced sizes)" : t) << "\n";
+  }
+  o << "\n# Numbers of the code that follow the sizes (" << holes.size() << ")\n";
+  std::map<std::string, int> seen;
+  for (const SizeHole& h : holes) ++seen[h.traced + " -> " + h.expr];
+  for (const SizeHole& h : holes) {
+    auto it = seen.find(h.traced + " -> " + h.expr);
+    if (it == seen.end()) continue;
+    o << "line " << h.line << ": " << h.traced << " -> " << h.expr << (it->second > 1 ? "  (and " + std::to_string(it->second - 1) + " more)" : "") << "\n";
+    seen.erase(it);
+  }
+  return o.str();
+}
+
+SizeGeneric make_size_generic(const std::vector<std::string>& input_names, const std::vector<Shape>& traced_shapes,
+                              const std::vector<bool>& static_inputs, const GeneratedSource& traced, const GenerateAt& generate) {
+  SizeGeneric g;
+  g.inputs = input_names;
+  g.traced = traced_shapes;
+  // Symbols: every size >= 2 of a user input; equal sizes share one (duck sizing).
+  std::map<int64_t, int> by_size;
+  for (size_t u = 0; u < traced_shapes.size(); ++u)
+    for (size_t d = 0; d < traced_shapes[u].size(); ++d) {
+      const int64_t n = traced_shapes[u][d];
+      if (n < 2 || (u < static_inputs.size() && static_inputs[u])) continue;
+      auto [it, fresh] = by_size.emplace(n, static_cast<int>(g.symbols.size()));
+      if (fresh) g.symbols.push_back({"s" + std::to_string(g.symbols.size()), n, {}, true, 1, {}});
+      g.symbols[it->second].dims.push_back({static_cast<int>(u), static_cast<int>(d)});
+    }
+  g.base_tokens = tokenize(traced.code);
+  Point base;
+  for (const SizeSymbol& s : g.symbols) base.push_back(s.hint);
+
+  const auto t0 = std::chrono::steady_clock::now();
+  std::map<Point, std::vector<std::string>> made;  // sample -> its tokens
+  std::map<Point, std::string> failed;             // sample -> why it did not compile
+  made[base] = g.base_tokens;
+  auto sample = [&](const Point& p) -> const std::vector<std::string>* {
+    if (auto it = made.find(p); it != made.end()) return &it->second;
+    if (failed.count(p)) return nullptr;
+    try {
+      g.samples.push_back(p);
+      return &(made[p] = tokenize(generate(g.shapes_at(p)).code));
+    } catch (const std::exception& e) {
+      failed[p] = e.what();
+      return nullptr;
+    }
+  };
+  auto specialize = [&](size_t s, const std::string& why) {
+    g.symbols[s].dynamic = false;
+    g.symbols[s].why_static = why;
+  };
+  auto largest_pow2_step = [](int64_t n) {
+    int64_t k = 1;
+    while (k < 16 && n % (2 * k) == 0) k *= 2;
+    return k;
+  };
+
+  for (size_t round = 0; round <= g.symbols.size(); ++round) {
+    std::vector<size_t> act;
+    for (size_t s = 0; s < g.symbols.size(); ++s)
+      if (g.symbols[s].dynamic) act.push_back(s);
+    if (act.empty()) break;
+    // Each symbol alone: a step that keeps the code's structure (1, else the largest power of two
+    // up to 16 dividing its size), or it is specialized.
+    bool changed = false;
+    for (size_t s : act) {
+      SizeSymbol& sym = g.symbols[s];
+      std::string why;
+      bool ok = false;
+      std::vector<int64_t> steps = {1};
+      if (largest_pow2_step(sym.hint) > 1) steps.push_back(largest_pow2_step(sym.hint));
+      for (int64_t step : steps) {
+        Point p = base;
+        p[s] += step;
+        const auto* t = sample(p);
+        if (!t) {
+          why = "a shape rule needs it: " + failed[p];
+          break;
+        }
+        const std::string d = structure_differs(g.base_tokens, *t);
+        if (d.empty()) {
+          sym.step = step;
+          ok = true;
+          break;
+        }
+        why = "the code's structure changes with it (" + sym.name + "=" + std::to_string(p[s]) + ", " + d + ")";
+      }
+      if (!ok) {
+        specialize(s, why);
+        changed = true;
+      }
+    }
+    if (changed) continue;
+    // The design: +2 steps of each symbol, +1 of each pair, and a check point at +3 of all.
+    std::vector<std::pair<Point, std::vector<size_t>>> design;  // point, symbols it moves
+    for (size_t a = 0; a < act.size(); ++a) {
+      Point p = base;
+      p[act[a]] += 2 * g.symbols[act[a]].step;
+      design.push_back({p, {act[a]}});
+      for (size_t b = a + 1; b < act.size(); ++b) {
+        Point q = base;
+        q[act[a]] += g.symbols[act[a]].step;
+        q[act[b]] += g.symbols[act[b]].step;
+        design.push_back({q, {act[a], act[b]}});
+      }
+    }
+    Point check = base;
+    for (size_t s : act) check[s] += 3 * g.symbols[s].step;
+    design.push_back({check, act});
+    for (const auto& [p, moves] : design) {
+      const auto* t = sample(p);
+      const std::string d = t ? structure_differs(g.base_tokens, *t) : std::string();
+      if (t && d.empty()) continue;
+      const size_t s = moves.back();
+      specialize(s, t ? "the code's structure changes with it (" + d + ")" : "a shape rule needs it: " + failed[p]);
+      changed = true;
+      break;
+    }
+    if (changed) continue;
+    // Fit every number that moves: in u (steps from the hint), v = c + sum a_i u_i + b_i u_i^2 + c_ij u_i u_j.
+    g.holes.clear();
+    g.hole_at.assign(g.base_tokens.size(), -1);
+    // Samples taken while a symbol now specialized was still moving no longer count.
+    auto relevant = [&](const Point& p) {
+      for (size_t s = 0; s < p.size(); ++s)
+        if (!g.symbols[s].dynamic && p[s] != base[s]) return false;
+      return made.at(p).size() == g.base_tokens.size();
+    };
+    auto value_at = [&](const Point& p, size_t k, int64_t& v) { return integer_value(made.at(p)[k], v); };
+    auto unit = [&](size_t s, int64_t n) {
+      Point p = base;
+      p[s] += n * g.symbols[s].step;
+      return p;
+    };
+    for (size_t k = 0; k < g.base_tokens.size() && !changed; ++k) {
+      const std::string& tok = g.base_tokens[k];
+      if (!is_number(tok)) continue;
+      bool moves = false;
+      for (const auto& [p, toks] : made)
+        if (relevant(p) && toks[k] != tok) moves = true;
+      if (!moves) continue;
+      // Exact fit in long double (the values are integers well inside its 64-bit mantissa), then
+      // coefficients rounded to integers and checked at every sample.
+      int64_t v0;
+      bool ok = value_at(base, k, v0);
+      std::map<std::vector<int>, long double> poly;  // monomial (symbols, sorted) -> coefficient in s
+      std::vector<long double> a(g.symbols.size()), b(g.symbols.size());
+      for (size_t s : act) {
+        int64_t v1 = 0, v2 = 0;
+        ok = ok && value_at(unit(s, 1), k, v1) && value_at(unit(s, 2), k, v2);
+        b[s] = (v2 - 2.0L * v1 + v0) / 2.0L;
+        a[s] = v1 - v0 - b[s];
+      }
+      std::map<std::pair<size_t, size_t>, long double> c;
+      for (size_t i = 0; i < act.size() && ok; ++i)
+        for (size_t j = i + 1; j < act.size() && ok; ++j) {
+          Point p = base;
+          p[act[i]] += g.symbols[act[i]].step;
+          p[act[j]] += g.symbols[act[j]].step;
+          int64_t v;
+          ok = value_at(p, k, v);
+          c[{act[i], act[j]}] = v - v0 - a[act[i]] - b[act[i]] - a[act[j]] - b[act[j]];
+        }
+      if (ok) {
+        // u_i = (s_i - h_i) / d_i, expanded into monomials of s.
+        poly[{}] += v0;
+        for (size_t s : act) {
+          const long double h = static_cast<long double>(g.symbols[s].hint), d = static_cast<long double>(g.symbols[s].step);
+          poly[{static_cast<int>(s)}] += a[s] / d - 2 * b[s] * h / (d * d);
+          poly[{static_cast<int>(s), static_cast<int>(s)}] += b[s] / (d * d);
+          poly[{}] += -a[s] * h / d + b[s] * h * h / (d * d);
+        }
+        for (const auto& [ij, cij] : c) {
+          const auto& si = g.symbols[ij.first];
+          const auto& sj = g.symbols[ij.second];
+          const long double den = static_cast<long double>(si.step) * static_cast<long double>(sj.step);
+          const long double hi = static_cast<long double>(si.hint), hj = static_cast<long double>(sj.hint);
+          poly[{static_cast<int>(ij.first), static_cast<int>(ij.second)}] += cij / den;
+          poly[{static_cast<int>(ij.first)}] += -cij * hj / den;
+          poly[{static_cast<int>(ij.second)}] += -cij * hi / den;
+          poly[{}] += cij * hi * hj / den;
+        }
+      }
+      SizeHole h;
+      h.traced = tok;
+      h.line = line_of(g.base_tokens, k);
+      // Highest degree first, then by symbol: "1024*ks0 + 3".
+      std::vector<std::pair<std::vector<int>, long double>> ordered(poly.begin(), poly.end());
+      std::stable_sort(ordered.begin(), ordered.end(), [](const auto& x, const auto& y) { return x.first.size() > y.first.size(); });
+      for (const auto& [mono, coef] : ordered) {
+        const long double r = std::round(coef);
+        if (std::fabs(static_cast<double>(coef - r)) > 1e-6) ok = false;
+        if (r != 0) h.terms.push_back({static_cast<int64_t>(r), mono});
+      }
+      for (const auto& [p, toks] : made) {
+        if (!ok) break;
+        int64_t v;
+        ok = !relevant(p) || (integer_value(toks[k], v) && v == h.at(p));
+      }
+      if (!ok) {
+        // Not a polynomial of the sizes (a reciprocal, a rounding): the symbols it moves with are specialized.
+        std::vector<size_t> with;
+        for (size_t s : act)
+          if (made.at(unit(s, 1))[k] != tok || made.at(unit(s, 2))[k] != tok) with.push_back(s);
+        if (with.empty()) with = act;
+        for (size_t s : with)
+          specialize(s, "the code has a number that is not a polynomial of it (line " + std::to_string(h.line) + ": `" +
+                            line_text(g.base_tokens, k) + "`)");
+        changed = true;
+        break;
+      }
+      h.expr = expr_text(h.terms);
+      g.hole_at[k] = static_cast<int>(g.holes.size());
+      g.holes.push_back(std::move(h));
+    }
+    if (!changed) break;
+  }
+  g.sample_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  if (!g.any_dynamic()) {
+    g.holes.clear();
+    g.hole_at.assign(g.base_tokens.size(), -1);
+  }
+
+  // The template: holes become expressions of ks0, ks1, ...; each kernel takes the sizes as its
+  // last argument, and its launcher passes the launch array's last slot. Lines keep their numbers.
+  std::string code;
+  for (size_t k = 0; k < g.base_tokens.size(); ++k) {
+    const int h = g.hole_at[k];
+    if (h < 0) {
+      code += g.base_tokens[k];
+      continue;
+    }
+    const std::string& t = g.base_tokens[k];
+    const std::string e = g.holes[h].expr;
+    if (!is_float_literal(t)) code += "(" + e + ")";
+    else code += (t.back() == 'f' || t.back() == 'F' ? "static_cast<float>(" : "static_cast<double>(") + e + ")";
+  }
+  std::string decl;
+  for (size_t s = 0; s < g.symbols.size(); ++s)
+    if (g.symbols[s].dynamic) decl += (decl.empty() ? " [[maybe_unused]] const int64_t " : ", ") + symbol_text(static_cast<int>(s)) + " = ks[" + std::to_string(s) + "]";
+  if (!decl.empty()) decl += ";";
+  std::istringstream in(code);
+  std::string line, out;
+  std::map<std::string, size_t> kernels;  // kernel function -> its argument count
+  std::map<std::string, std::string> launchers;
+  for (const GeneratedKernel& k : traced.kernels)
+    if (!k.launcher.empty()) {
+      kernels[k.name] = k.args.size();
+      launchers[k.launcher] = k.name;
+    }
+  while (std::getline(in, line)) {
+    const std::string head = "extern \"C\" void ";
+    if (line.rfind(head, 0) == 0) {
+      const size_t paren = line.find('(', head.size());
+      const std::string name = paren == std::string::npos ? "" : line.substr(head.size(), paren - head.size());
+      if (kernels.count(name) && line.size() >= 3 && line.compare(line.size() - 3, 3, ") {") == 0) {
+        const bool none = line[paren + 1] == ')';
+        line = line.substr(0, line.size() - 3) + (none ? "" : ", ") + "const int64_t* __restrict ks) {" + decl;
+      } else if (auto l = launchers.find(name); l != launchers.end() && line.size() >= 4 && line.compare(line.size() - 4, 4, "); }") == 0) {
+        const size_t n = kernels.at(l->second);
+        line = line.substr(0, line.size() - 4) + (n ? ", " : "") + "static_cast<const int64_t*>(a[" + std::to_string(n) + "])); }";
+      }
+    }
+    out += line + "\n";
+  }
+  if (!code.empty() && code.back() != '\n' && !out.empty()) out.pop_back();
+  g.code = out;
+  return g;
+}
+
+}  // namespace ls
