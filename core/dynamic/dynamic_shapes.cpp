@@ -1,6 +1,7 @@
 #include "dynamic/dynamic_shapes.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdlib>
 #include <cmath>
@@ -311,33 +312,45 @@ SizeGeneric make_size_generic(const std::vector<std::string>& input_names, const
       }
     }
     if (changed) continue;
-    // The design: +2 steps of each symbol, +1 of each pair, and a check point at +3 of all.
-    std::vector<std::pair<Point, std::vector<size_t>>> design;  // point, symbols it moves
-    for (size_t a = 0; a < act.size(); ++a) {
+    // The design: the grid of 0, 1 and 2 steps of every symbol (3^k front halves), which fixes a
+    // polynomial of degree <= 2 in each symbol (batch * height^2 * channels is one), and a check
+    // point at 3 steps of all.
+    if (act.size() > 3) {
+      for (size_t i = 3; i < act.size(); ++i) specialize(act[i], "at most 3 sizes of a graph are dynamic (the sample grid grows as 3^k)");
+      continue;
+    }
+    std::vector<Point> grid;
+    for (size_t n = 0, total = static_cast<size_t>(std::pow(3, act.size())); n < total; ++n) {
       Point p = base;
-      p[act[a]] += 2 * g.symbols[act[a]].step;
-      design.push_back({p, {act[a]}});
-      for (size_t b = a + 1; b < act.size(); ++b) {
-        Point q = base;
-        q[act[a]] += g.symbols[act[a]].step;
-        q[act[b]] += g.symbols[act[b]].step;
-        design.push_back({q, {act[a], act[b]}});
-      }
+      for (size_t i = 0, r = n; i < act.size(); ++i, r /= 3) p[act[i]] += static_cast<int64_t>(r % 3) * g.symbols[act[i]].step;
+      grid.push_back(p);
     }
     Point check = base;
     for (size_t s : act) check[s] += 3 * g.symbols[s].step;
-    design.push_back({check, act});
-    for (const auto& [p, moves] : design) {
+    for (const Point& p : grid) {
+      if (changed) break;
       const auto* t = sample(p);
       const std::string d = t ? structure_differs(g.base_tokens, *t) : std::string();
       if (t && d.empty()) continue;
-      const size_t s = moves.back();
-      specialize(s, t ? "the code's structure changes with it (" + d + ")" : "a shape rule needs it: " + failed[p]);
+      for (size_t s : act)
+        if (p[s] != base[s]) {
+          specialize(s, t ? "the code's structure changes with it (" + d + ")" : "a shape rule needs it: " + failed[p]);
+          break;
+        }
       changed = true;
-      break;
+    }
+    if (!changed) {
+      const auto* t = sample(check);
+      const std::string d = t ? structure_differs(g.base_tokens, *t) : std::string();
+      if (!t || !d.empty()) {
+        specialize(act.back(), t ? "the code's structure changes with it (" + d + ")" : "a shape rule needs it: " + failed[check]);
+        changed = true;
+      }
     }
     if (changed) continue;
-    // Fit every number that moves: in u (steps from the hint), v = c + sum a_i u_i + b_i u_i^2 + c_ij u_i u_j.
+    // Per grid point, its Newton coefficient: the tensor product of forward differences
+    // (v0; v1 - v0; v2 - 2 v1 + v0) along each symbol; p(u) = sum D[j] prod C(u_i, j_i), with
+    // u_i = (s_i - h_i) / step_i and C(u, 2) = u (u - 1) / 2, expanded into monomials of s.
     g.holes.clear();
     g.hole_at.assign(g.base_tokens.size(), -1);
     // Samples taken while a symbol now specialized was still moving no longer count.
@@ -346,71 +359,73 @@ SizeGeneric make_size_generic(const std::vector<std::string>& input_names, const
         if (!g.symbols[s].dynamic && p[s] != base[s]) return false;
       return made.at(p).size() == g.base_tokens.size();
     };
-    auto value_at = [&](const Point& p, size_t k, int64_t& v) { return integer_value(made.at(p)[k], v); };
-    auto unit = [&](size_t s, int64_t n) {
-      Point p = base;
-      p[s] += n * g.symbols[s].step;
-      return p;
+    using Poly = std::map<std::vector<int>, long double>;  // exponents per symbol -> coefficient
+    const size_t nsym = g.symbols.size();
+    auto mul = [&](const Poly& x, const Poly& y) {
+      Poly z;
+      for (const auto& [ex, cx] : x)
+        for (const auto& [ey, cy] : y) {
+          std::vector<int> e(nsym);
+          for (size_t i = 0; i < nsym; ++i) e[i] = ex[i] + ey[i];
+          z[e] += cx * cy;
+        }
+      return z;
     };
+    const std::vector<int> zero(nsym, 0);
+    std::vector<std::array<Poly, 3>> binom(nsym);  // C(u_i, j) as polynomials of s_i
+    for (size_t s : act) {
+      const long double h = static_cast<long double>(g.symbols[s].hint), d = static_cast<long double>(g.symbols[s].step);
+      std::vector<int> e = zero;
+      e[s] = 1;
+      const Poly u = {{e, 1 / d}, {zero, -h / d}}, u1 = {{e, 1 / d}, {zero, -h / d - 1}};
+      binom[s][0] = {{zero, 1}};
+      binom[s][1] = u;
+      binom[s][2] = mul(u, u1);
+      for (auto& [ex, c] : binom[s][2]) c /= 2;
+    }
     for (size_t k = 0; k < g.base_tokens.size() && !changed; ++k) {
       const std::string& tok = g.base_tokens[k];
       if (!is_number(tok)) continue;
       bool moves = false;
-      for (const auto& [p, toks] : made)
-        if (relevant(p) && toks[k] != tok) moves = true;
+      for (const Point& p : grid) moves = moves || made.at(p)[k] != tok;
+      moves = moves || made.at(check)[k] != tok;
       if (!moves) continue;
-      // Exact fit in long double (the values are integers well inside its 64-bit mantissa), then
-      // coefficients rounded to integers and checked at every sample.
-      int64_t v0;
-      bool ok = value_at(base, k, v0);
-      std::map<std::vector<int>, long double> poly;  // monomial (symbols, sorted) -> coefficient in s
-      std::vector<long double> a(g.symbols.size()), b(g.symbols.size());
-      for (size_t s : act) {
-        int64_t v1 = 0, v2 = 0;
-        ok = ok && value_at(unit(s, 1), k, v1) && value_at(unit(s, 2), k, v2);
-        b[s] = (v2 - 2.0L * v1 + v0) / 2.0L;
-        a[s] = v1 - v0 - b[s];
-      }
-      std::map<std::pair<size_t, size_t>, long double> c;
-      for (size_t i = 0; i < act.size() && ok; ++i)
-        for (size_t j = i + 1; j < act.size() && ok; ++j) {
-          Point p = base;
-          p[act[i]] += g.symbols[act[i]].step;
-          p[act[j]] += g.symbols[act[j]].step;
-          int64_t v;
-          ok = value_at(p, k, v);
-          c[{act[i], act[j]}] = v - v0 - a[act[i]] - b[act[i]] - a[act[j]] - b[act[j]];
-        }
-      if (ok) {
-        // u_i = (s_i - h_i) / d_i, expanded into monomials of s.
-        poly[{}] += v0;
-        for (size_t s : act) {
-          const long double h = static_cast<long double>(g.symbols[s].hint), d = static_cast<long double>(g.symbols[s].step);
-          poly[{static_cast<int>(s)}] += a[s] / d - 2 * b[s] * h / (d * d);
-          poly[{static_cast<int>(s), static_cast<int>(s)}] += b[s] / (d * d);
-          poly[{}] += -a[s] * h / d + b[s] * h * h / (d * d);
-        }
-        for (const auto& [ij, cij] : c) {
-          const auto& si = g.symbols[ij.first];
-          const auto& sj = g.symbols[ij.second];
-          const long double den = static_cast<long double>(si.step) * static_cast<long double>(sj.step);
-          const long double hi = static_cast<long double>(si.hint), hj = static_cast<long double>(sj.hint);
-          poly[{static_cast<int>(ij.first), static_cast<int>(ij.second)}] += cij / den;
-          poly[{static_cast<int>(ij.first)}] += -cij * hj / den;
-          poly[{static_cast<int>(ij.second)}] += -cij * hi / den;
-          poly[{}] += cij * hi * hj / den;
-        }
-      }
       SizeHole h;
       h.traced = tok;
       h.line = line_of(g.base_tokens, k);
-      // Highest degree first, then by symbol: "1024*ks0 + 3".
+      std::vector<long double> D(grid.size());
+      bool ok = true;
+      for (size_t n = 0; n < grid.size() && ok; ++n) {
+        int64_t v;
+        ok = integer_value(made.at(grid[n])[k], v);
+        D[n] = static_cast<long double>(v);
+      }
+      for (size_t i = 0, stride = 1; i < act.size() && ok; ++i, stride *= 3)
+        for (size_t n = 0; n < grid.size(); ++n)
+          if ((n / stride) % 3 == 0) {
+            const long double v0 = D[n], v1 = D[n + stride], v2 = D[n + 2 * stride];
+            D[n + stride] = v1 - v0;
+            D[n + 2 * stride] = v2 - 2 * v1 + v0;
+          }
+      Poly poly;
+      for (size_t n = 0; n < grid.size() && ok; ++n) {
+        if (D[n] == 0) continue;
+        Poly term = {{zero, D[n]}};
+        for (size_t i = 0, r = n; i < act.size(); ++i, r /= 3) term = mul(term, binom[act[i]][r % 3]);
+        for (const auto& [e, c] : term) poly[e] += c;
+      }
+      // Coefficients rounded to integers, highest degree first, then checked at every sample.
       std::vector<std::pair<std::vector<int>, long double>> ordered(poly.begin(), poly.end());
-      std::stable_sort(ordered.begin(), ordered.end(), [](const auto& x, const auto& y) { return x.first.size() > y.first.size(); });
-      for (const auto& [mono, coef] : ordered) {
+      auto degree = [](const std::vector<int>& e) { int t = 0; for (int x : e) t += x; return t; };
+      std::stable_sort(ordered.begin(), ordered.end(), [&](const auto& x, const auto& y) { return degree(x.first) > degree(y.first); });
+      for (const auto& [e, coef] : ordered) {
         const long double r = std::round(coef);
         if (std::fabs(static_cast<double>(coef - r)) > 1e-6) ok = false;
-        if (r != 0) h.terms.push_back({static_cast<int64_t>(r), mono});
+        if (r == 0) continue;
+        std::vector<int> syms;
+        for (size_t i = 0; i < nsym; ++i)
+          for (int x = 0; x < e[i]; ++x) syms.push_back(static_cast<int>(i));
+        h.terms.push_back({static_cast<int64_t>(r), syms});
       }
       for (const auto& [p, toks] : made) {
         if (!ok) break;
@@ -420,8 +435,12 @@ SizeGeneric make_size_generic(const std::vector<std::string>& input_names, const
       if (!ok) {
         // Not a polynomial of the sizes (a reciprocal, a rounding): the symbols it moves with are specialized.
         std::vector<size_t> with;
-        for (size_t s : act)
-          if (made.at(unit(s, 1))[k] != tok || made.at(unit(s, 2))[k] != tok) with.push_back(s);
+        for (size_t s : act) {
+          Point p1 = base, p2 = base;
+          p1[s] += g.symbols[s].step;
+          p2[s] += 2 * g.symbols[s].step;
+          if (made.at(p1)[k] != tok || made.at(p2)[k] != tok) with.push_back(s);
+        }
         if (with.empty()) with = act;
         for (size_t s : with)
           specialize(s, "the code has a number that is not a polynomial of it (line " + std::to_string(h.line) + ": `" +
