@@ -6,13 +6,14 @@
 // milliseconds, compiling the code hundreds. So the front half runs again at sample sizes around
 // the traced ones, and the kernels' sources are anti-unified: they must agree token for token
 // except for numbers, and each number that moves with the sizes is fitted exactly as a polynomial
-// of degree <= 2 in the symbols (a finite-difference design: base, +1 and +2 steps of each symbol,
-// +1 of each pair) and checked at one more sample. A symbol that a shape rule ties to a constant
+// of degree <= 2 in each symbol (a finite-difference design: the grid of 0, 1 and 2 steps of every
+// symbol, so batch * height^2 fits) and checked at one more sample (3 steps of all). A symbol that a shape rule ties to a constant
 // (a layer norm over the last dimension ties it to the weight's size), or whose change alters the
 // code's structure, is specialized to its traced size, with the reason, as Dynamo specializes.
 // The template is compiled once. A call at new sizes checks the guards, runs the front half at
 // those sizes and checks that its code is the template's at those values (else the guard fails
-// and the caller recompiles), then runs the compiled template. Tests: tests/core/test_core.cpp (testSizeGenericFit), tests/cpu/test_cpu.cpp (testDynamicBatch).
+// and the caller recompiles), then runs the compiled template.
+// Tests: tests/core/test_core.cpp (testSizeGenericFit), tests/cpu/test_cpu.cpp (testDynamicBatch).
 #pragma once
 #include <cstdint>
 #include <functional>
