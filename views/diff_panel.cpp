@@ -40,6 +40,8 @@ std::vector<Variant> variants_of(const PipelineOptions& o) {
   else if (have_nvrtc()) with(QObject::tr("Target CUDA"), [](PipelineOptions& x) { x.device = "cuda"; });
   for (const char* mode : {"default", "reduce-overhead", "max-autotune"})
     if (o.mode != mode) with(QObject::tr("Mode %1").arg(mode), [mode](PipelineOptions& x) { x.mode = mode; });
+  if (o.device == "cpu")
+    with(o.dynamic ? QObject::tr("Static shapes") : QObject::tr("Dynamic shapes"), [](PipelineOptions& x) { x.dynamic = !x.dynamic; });
   with(o.train ? QObject::tr("Inference") : QObject::tr("Training step"), [](PipelineOptions& x) { x.train = !x.train; });
   if (o.train)
     with(o.partitioner == Partitioner::min_cut ? QObject::tr("Default partitioner") : QObject::tr("Min-cut partitioner"),

@@ -433,6 +433,16 @@ void MainWindow::buildActions() {
       if (!path_.isEmpty()) openModel(path_);
     });
   }
+  // torch.compile(dynamic=True): the inputs' sizes become symbols, the CPU kernels take them as
+  // arguments; the "dynamic" stage lists the symbols, what was specialized and why, and the guards.
+  QAction* dynamic = compile->addAction(tr("D&ynamic Shapes (sizes as kernel arguments)"));
+  dynamic->setCheckable(true);
+  dynamic->setObjectName("dynamic");
+  dynamic->setToolTip(tr("As torch.compile(dynamic=True): one compiled kernel serves every size its guards admit"));
+  connect(dynamic, &QAction::toggled, this, [this](bool on) {
+    session_->options.dynamic = on;
+    if (!path_.isEmpty()) openModel(path_);
+  });
   compile->addSeparator();
   // Training: the joint graph, its partition, and the whole step compiled.
   train_action_ = compile->addAction(tr("&Training Mode (forward + backward)"));

@@ -504,7 +504,7 @@ CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const st
       rec.last_ms = dynamic_ms;
       Stage s;
       s.name = "dynamic";
-      s.title = "Dynamic shapes: size symbols, guards, the numbers of the code that follow them";
+      s.title = "Dynamic shapes: symbols and guards";
       s.kind = Stage::Kind::source;
       s.text = r.dynamic.report();
       s.nodes = static_cast<int>(r.dynamic.symbols.size());

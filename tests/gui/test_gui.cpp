@@ -150,6 +150,31 @@ class TestGui : public QObject {
     QVERIFY(w.kernelTable()->model()->rowCount() > 1);
   }
 
+  // Dynamic shapes from the Compile menu: a "dynamic" stage after the source lists the symbols and
+  // guards, the source takes the sizes as arguments, and the run still matches the reference.
+  void testDynamicShapesStage() {
+    MainWindow w;
+    w.show();
+    QSignalSpy done(&w, &MainWindow::compileDone);
+    w.openModel(QString(LS_SAMPLES) + "/mse_loss");
+    QVERIFY(done.wait(60000));
+    auto* stages = w.findChild<QListView*>();
+    const int before = stages->model()->rowCount();
+    w.findChild<QAction*>("dynamic")->trigger();
+    QVERIFY(done.wait(60000));
+    QCOMPARE(done.last().at(0).toBool(), true);
+    QCOMPARE(stages->model()->rowCount(), before + 1);
+    QVERIFY(w.selectStage("dynamic"));
+    const CompileResult* r = w.session()->result();
+    QVERIFY2(r->stage("dynamic")->text.find("dynamic") != std::string::npos, r->stage("dynamic")->text.c_str());
+    QVERIFY(r->stage("source")->text.find("ks0") != std::string::npos);
+    QVERIFY(r->check.ok);
+    if (qEnvironmentVariableIsSet("LS_SCREENSHOT_DIR")) {
+      QApplication::processEvents();
+      w.grab().save(qEnvironmentVariable("LS_SCREENSHOT_DIR") + "/dynamic.png");
+    }
+  }
+
   // Target CUDA: the source stage holds CUDA C++, the asm stage NVRTC's PTX with an entry per
   // generated kernel; without a GPU the summary says the run needs one, with one the check passes.
   void testCudaTarget() {
