@@ -101,14 +101,27 @@ class KernelWriter {
   }
 
   void write_nest(LoopEmitter& e, const LoopNest& nest) {
+    const int64_t X = nest.numel, R = nest.rnumel, work = X > 1 ? X * R : R;
+    if (!o_.size_generic || work <= 1) return write_nest_as(e, nest, work >= o_.parallel_threshold);
+    // Size-generic code (dynamic shapes) holds both forms and picks one at run time, so that one
+    // compiled kernel serves every size (an `if` clause on the pragma would enter a serialized
+    // parallel region on every call of a small kernel: microseconds).
+    e.line("if (" + std::to_string(work) + " >= " + std::to_string(o_.parallel_threshold) + ") {");
+    for (bool par : {true, false}) {
+      e.indent += "    ";
+      e.push_scope();
+      write_nest_as(e, nest, par);
+      e.pop_scope();
+      e.indent.resize(e.indent.size() - 4);
+      e.line(par ? "} else {" : "}");
+    }
+  }
+
+  // One loop nest, parallel over its outer loop (or, with one row, over its reduction) or not.
+  void write_nest_as(LoopEmitter& e, const LoopNest& nest, bool parallel) {
     const int64_t X = nest.numel, R = nest.rnumel;
-    const bool parallel_outer = X > 1 && X * R >= o_.parallel_threshold;
-    // Size-generic code decides at run time, so that one compiled kernel serves every size.
-    const std::string when = " if(parallel: " + std::to_string(X * R) + " >= " + std::to_string(o_.parallel_threshold) + ")";
-    const auto outer = [&](const std::string& pragma, const std::string& serial) {
-      if (o_.size_generic) return pragma + when;
-      return parallel_outer ? pragma : serial;
-    };
+    const bool parallel_outer = X > 1 && parallel;
+    const auto outer = [&](const std::string& pragma, const std::string& serial) { return parallel_outer ? pragma : serial; };
     const std::vector<KernelLoop> segs = kernel_loops(p_, nest.nodes, X, R);
     if (const int64_t I = R == 1 && X > 1 ? inner_block(nest) : 0) {
       const Expr xo = Expr::var("x0o", X / I), xi = Expr::var("x0i", I);
@@ -151,11 +164,7 @@ class KernelWriter {
       std::string clauses;
       for (const auto& c : reduction_clauses) clauses += c;
       e.node = -1;
-      if (o_.size_generic && X == 1)
-        e.line("#pragma omp parallel for simd schedule(static)" + clauses + " if(parallel: " + std::to_string(R) + " >= " +
-               std::to_string(o_.parallel_threshold) + ")");
-      else if (!o_.size_generic && !parallel_outer && R >= o_.parallel_threshold)
-        e.line("#pragma omp parallel for simd schedule(static)" + clauses);
+      if (X <= 1 && parallel) e.line("#pragma omp parallel for simd schedule(static)" + clauses);
       else e.line("#pragma omp simd" + clauses);
       e.line("for (int64_t r0 = 0; r0 < " + std::to_string(R) + "; ++r0) {");
       e.indent += "    ";

@@ -31,8 +31,9 @@ int64_t default_parallel_threshold();
 
 struct CppCodegenOptions {
   int64_t parallel_threshold = default_parallel_threshold();
-  // Dynamic shapes: every size-dependent choice is made at run time (a parallel loop's `if`
-  // clause), so that the code differs between sizes in numbers only (dynamic/dynamic_shapes.h).
+  // Dynamic shapes: every size-dependent choice is made at run time (a nest is written parallel
+  // and serial, and its size picks one), so that the code differs between sizes in numbers only
+  // (dynamic/dynamic_shapes.h).
   bool size_generic = false;
 };
 
