@@ -249,7 +249,7 @@ class DynamicCpuProgram final : public CompiledProgram {
     for (size_t i = 0; i < plan_.traced.size() && i < user_inputs.size(); ++i) shapes.push_back(user_inputs[i].shape());
     std::string why;
     const std::vector<int64_t> v = plan_.values_of(shapes, &why);
-    if (v.empty() && !plan_.symbols.empty()) throw GuardFailed("guard failed: " + why);
+    if (!why.empty()) throw GuardFailed("guard failed: " + why);  // (no symbols: v is empty either way)
     auto it = at_.find(v);
     if (it == at_.end()) {
       const auto t0 = Clock::now();
