@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "codegen/emitter.h"
+#include "loop/dependencies.h"
 #include "ops/op_table.h"
 
 extern const char kCudaPrelude[];
@@ -72,6 +73,19 @@ class CudaKernelWriter {
       const int64_t useful = std::max<int64_t>(1, R / (int64_t(launch.block) * 8));   // >= 8 elements a thread
       launch.split = std::clamp<int64_t>(cfg.split ? cfg.split : std::min(want, useful), 1, 1024);
       launch.grid = X * launch.split;
+    } else if (X % 32 == 0 && cfg.threads_per_row == 0 && column_major(segs, X, R)) {
+      // Consecutive x are consecutive in memory and consecutive r are a row apart (a bias
+      // gradient's sum over the batch): a warp takes 32 neighbouring columns, the block's warps
+      // (its lanes) share their rows, and long columns are split over several blocks.
+      launch.form = "column";
+      launch.block = cfg.block ? cfg.block : 256;
+      launch.threads_per_row = launch.block / 32;
+      const int64_t groups = X / 32, lanes = launch.threads_per_row;
+      const int64_t want = std::max<int64_t>(1, 4 * o_.sm_count / groups);
+      const int64_t useful = std::max<int64_t>(1, R / (lanes * 16));  // >= 16 rows a thread
+      launch.split = splittable ? std::clamp<int64_t>(cfg.split ? cfg.split : std::min(want, useful), 1, 1024) : 1;
+      launch.grid = groups * launch.split;
+      column_ = true;
     } else {
       launch.form = "row";
       const int64_t t = cfg.threads_per_row ? cfg.threads_per_row : std::min<int64_t>(1024, next_pow2((R + 7) / 8));
@@ -85,7 +99,7 @@ class CudaKernelWriter {
       launch.grid = X;
     }
     T_ = launch.threads_per_row;
-    if (launch.form == "split") {
+    if (launch.form == "split" || (column_ && launch.split > 1)) {
       // Partials (one slot per row and slice, per reduction, 8-byte aligned), then the counters.
       int64_t off = 0;
       for (int n : segs.front().nodes)
@@ -103,7 +117,9 @@ class CudaKernelWriter {
     for (const auto& o : k_.origins) origins += (origins.empty() ? "" : ", ") + o;
     e.lines.push_back({"// " + k_.name + ": iteration (" + std::to_string(X) + ", " + std::to_string(R) + "), " + launch.form +
                        " form, grid " + std::to_string(launch.grid) + " x block " + std::to_string(launch.block) +
-                       (launch.form == "split" ? ", " + std::to_string(launch.split) + " slices a row" : "") + ", from " +
+                       (column_ ? ", 32 columns x " + std::to_string(T_) + " lanes" : "") +
+                       (launch.split > 1 ? ", " + std::to_string(launch.split) + " slices a " + (column_ ? "column" : "row") : "") +
+                       ", from " +
                        origins});
     e.lines.push_back({"extern \"C\" __global__ void __launch_bounds__(" + std::to_string(launch.block) + ") " + k_.name + "(" +
                        params + ") {"});
@@ -153,6 +169,16 @@ class CudaKernelWriter {
       emit_segments(e, segs, X, R);
       e.pop_scope();
       if (guard) close(e);
+    } else if (column_) {
+      const std::string S = std::to_string(launch.split);
+      e.line("const int ls_rt = threadIdx.x >> 5;  // the lane: which rows");
+      e.line("const " + idx_ + " x0 = (" + idx_ + ")" + (launch.split > 1 ? "(blockIdx.x / " + S + ")" : std::string("blockIdx.x")) +
+             " * 32 + (threadIdx.x & 31);");
+      if (launch.split > 1) {
+        e.line("const int ls_slice = blockIdx.x % " + S + ";");
+        split_ = launch.split;
+      }
+      emit_segments(e, segs, X, R);
     } else {
       const std::string S = std::to_string(launch.split);
       e.line("const int ls_rt = threadIdx.x;");
@@ -215,6 +241,7 @@ class CudaKernelWriter {
   std::string across(const LoopNode& ln) const {
     const std::string op = std::to_string(reduce_op(ln.reduce));
     if (T_ <= 1) return accs_.at(index_of(ln));
+    if (column_) return "ls_column_reduce<" + op + ">(" + accs_.at(index_of(ln)) + ", " + reduce_identity(ln.reduce, ln.dtype, Dialect::cuda) + ")";
     if (T_ <= 32) return "ls_warp_reduce<" + op + ", " + std::to_string(T_) + ">(" + accs_.at(index_of(ln)) + ")";
     return "ls_block_reduce<" + op + ">(" + accs_.at(index_of(ln)) + ", " + reduce_identity(ln.reduce, ln.dtype, Dialect::cuda) + ")";
   }
@@ -229,14 +256,15 @@ class CudaKernelWriter {
       e.line(t + "* ls_part" + std::to_string(n) + " = reinterpret_cast<" + t + "*>(ls_ws + " + std::to_string(scratch_off_.at(n)) + ");");
       e.line("if (ls_rt == 0) ls_part" + std::to_string(n) + "[x0 * " + S + " + ls_slice] = " + accs_.at(n) + ";");
     }
+    // One counter a row (split form) or a group of 32 columns (column form).
+    const std::string counter = column_ ? "ls_count[blockIdx.x / " + S + "]" : "ls_count[x0]";
     e.line("unsigned* ls_count = reinterpret_cast<unsigned*>(ls_ws + " + std::to_string(counter_off_) + ");");
     e.line("__shared__ bool ls_last;");
-    e.line("if (ls_rt == 0) {");
-    e.line("    __threadfence();");
-    e.line("    ls_last = atomicAdd(&ls_count[x0], 1u) == " + S + "u - 1u;");
-    e.line("}");
+    e.line("__threadfence();");
+    e.line("__syncthreads();  // every partial of the block is visible before it is counted");
+    e.line("if (threadIdx.x == 0) ls_last = atomicAdd(&" + counter + ", 1u) == " + S + "u - 1u;");
     e.line("__syncthreads();");
-    e.line("if (!ls_last) return;  // the row's last block finishes it");
+    e.line(std::string("if (!ls_last) return;  // the ") + (column_ ? "columns'" : "row's") + " last block finishes them");
     e.line("__threadfence();");
     for (int n : reductions) {
       const LoopNode& ln = p_.nodes[n];
@@ -246,7 +274,30 @@ class CudaKernelWriter {
              std::to_string(reduce_op(ln.reduce)) + ">(" + acc + ", __ldcg(&" + part + "[x0 * " + S + " + s]));");
       e.line(acc + " = " + across(ln) + ";");
     }
-    e.line("if (ls_rt == 0) ls_count[x0] = 0;  // ready for the next launch");
+    e.line("if (threadIdx.x == 0) " + counter + " = 0;  // ready for the next launch");
+  }
+
+  // Whether the kernel's r loops read and write memory mostly along x (consecutive x at
+  // consecutive addresses, consecutive r further apart): a column reduction.
+  bool column_major(const std::vector<KernelLoop>& segs, int64_t X, int64_t R) const {
+    int along_x = 0, along_r = 0;
+    auto count = [&](const std::vector<MemDep>& deps, const std::vector<std::string>& mine) {
+      for (const MemDep& d : deps) {
+        if (!std::count(mine.begin(), mine.end(), d.buffer) || !d.index.depends_on("r0")) continue;
+        if (d.index.coefficient("r0") == 1) ++along_r;
+        else if (d.index.coefficient("x0") == 1) ++along_x;
+      }
+    };
+    for (const KernelLoop& s : segs) {
+      if (!s.inner) continue;
+      for (int n : s.nodes) {
+        const Placement pl = place(p_.nodes[n], X, R);
+        const Dependencies d = extract_dependencies(p_.nodes[n], pl.idx, pl.ridx);
+        count(d.reads, k_.reads);
+        count(d.writes, k_.writes);
+      }
+    }
+    return along_x > along_r;
   }
 
   void run_node(LoopEmitter& e, int n, int64_t X, int64_t R) {
@@ -264,7 +315,8 @@ class CudaKernelWriter {
   const CudaCodegenOptions& o_;
   std::string idx_ = "int64_t";
   int block_ = 256, unroll_ = 4;  // pointwise form
-  int T_ = 1;
+  int T_ = 1;  // threads that share a row (row, split forms) or a column's lanes (column form)
+  bool column_ = false;
   int64_t split_ = 0;
   std::map<int, std::string> accs_;
   std::map<int, int64_t> scratch_off_;
@@ -298,7 +350,9 @@ std::string attention_cuda_path(const LoopProgram& p, const ExternCall& c) {
   const Shape& q = c.shapes.at(static_cast<size_t>(c.args.at(first).node));
   const Shape& k = c.shapes.at(static_cast<size_t>(c.args.at(first + 1).node));
   const int64_t L = q.at(q.size() - 2), S = k.at(k.size() - 2);
-  if (attention_head_dim(p, c) && L * S <= 128 * 128) return "fused";
+  const int d = attention_head_dim(p, c);
+  if (d && L * S <= 128 * 128) return "fused";
+  if (!first && (d == 32 || d == 64)) return "tiled";
   if (c.args.at(first + 3).is_node()) return "";
   // float32 operands (the backward's philox seed and offset, integers, are not read)
   const std::vector<size_t> tensors = first ? std::vector<size_t>{0, 1, 2, 3, 5, 6} : std::vector<size_t>{0, 1, 2};
@@ -327,6 +381,12 @@ std::vector<KernelConfig> cuda_candidates(const CudaLaunch& h, int64_t numel, in
   } else if (h.form == "row") {
     for (int t : {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024})
       if (t != h.threads_per_row && t <= std::max<int64_t>(32, rnumel)) out.push_back({0, 0, t, 0});
+  } else if (h.form == "column") {
+    for (int block : {64, 128, 256, 512, 1024})
+      for (int64_t s : {h.split, h.split / 2, h.split * 2, int64_t(1)})
+        if ((block != h.block || s != h.split) && s >= 1 && s <= 1024 && s * block / 32 <= rnumel &&
+            std::find(out.begin(), out.end(), KernelConfig{block, 0, 0, s}) == out.end())
+          out.push_back({block, 0, 0, s});
   } else if (h.form == "split") {
     for (int64_t s : {h.split / 4, h.split / 2, h.split * 2, h.split * 4, int64_t(1)})
       if (s != h.split && s >= 1 && s <= 1024 && s * 512 <= rnumel) out.push_back({0, 0, 0, s});

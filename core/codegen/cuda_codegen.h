@@ -38,11 +38,11 @@ struct CudaCodegenOptions {
 };
 
 struct CudaLaunch {
-  std::string form;        // pointwise | row | split | extern
+  std::string form;        // pointwise | row | column | split | extern
   int64_t grid = 0;
   int block = 0;
-  int threads_per_row = 0; // row/split forms
-  int64_t split = 0;       // split form: slices per row
+  int threads_per_row = 0; // row/split forms; column form: lanes (block / 32)
+  int64_t split = 0;       // split form: slices per row; column form: slices per column
   int64_t scratch_bytes = 0;  // split form: partials and counters, zeroed once (the kernel leaves them zero)
 };
 
@@ -50,7 +50,8 @@ struct CudaLaunch {
 // take (float32, q, k and v of one head size among 16, 32, 64, 128, no mask); 0: they do not.
 int attention_head_dim(const LoopProgram& p, const ExternCall& c);
 // How the CUDA runtime runs an attention call: "fused" (those kernels: short sequences, where
-// one launch beats materialising the scores), "cublas" (long sequences: the scores in memory,
+// one launch beats materialising the scores), "tiled" (the forward for long sequences at head
+// sizes 32 and 64: the helpers' FlashAttention-2 kernel), "cublas" (the rest of long sequences: the scores in memory,
 // batched cuBLAS products around a softmax kernel, as PyTorch's math path; float32, no mask),
 // or "" (neither: the host runs it).
 std::string attention_cuda_path(const LoopProgram& p, const ExternCall& c);

@@ -114,7 +114,7 @@ extern "C" __global__ void ls_attn_softmax(float* __restrict__ sc, float* __rest
   const int lane = threadIdx.x & 31;
   const long long i = row % L;
   float* r = sc + row * S;
-  const long long lim = causal ? min(S, i + S - L + 1) : S;
+  const long long lim = causal ? min(S, i + 1) : S;
   const float NEG = -__int_as_float(0x7f800000);
   float m = NEG;
   for (long long j = lane; j < lim; j += 32) m = fmaxf(m, r[j]);
@@ -126,12 +126,144 @@ extern "C" __global__ void ls_attn_softmax(float* __restrict__ sc, float* __rest
   for (long long j = lane; j < S; j += 32) r[j] = j < lim ? __expf(r[j] - m) * inv : 0.f;
   if (lane == 0) lse[row] = s > 0.f ? m + __logf(s) : NEG;
 }
+// Attention for long sequences, forward (FlashAttention-2 on the FP32 cores): a block of 256
+// threads takes 64 query rows of one (batch, head) and walks the keys 64 at a time, the scores
+// never reaching memory. Q^T, K^T and V tiles are staged in shared memory (Q and K transposed,
+// lanes on consecutive rows, so neither the stores nor the 16-byte loads conflict); thread
+// (ty, tx) computes the 4 x 4 scores of rows 4ty.. and keys 4tx.. from two 16-byte shared loads
+// per 16 multiply-adds; each row's running maximum comes from shuffles across its 16 threads, its
+// sum stays per thread until the end; the probabilities go back to shared memory over K^T
+// (transposed, 16-byte groups of rows swizzled by key so the stores spread over the banks) and the
+// thread accumulates output rows 4ty.. x columns (D/16)tx.. . Writes the output through its view
+// and the rows' log-sum-exp (natural log) for the backward, as the other attention paths do.
+template <int D>
+LS_DEV void ls_flash_fwd(const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v, float* __restrict__ o,
+                         float* __restrict__ lse, LsAttnView qs, LsAttnView ks, LsAttnView vs, LsAttnView os, long long H, long long L,
+                         long long S, float scale, int causal) {
+  constexpr int BQ = 64, BK = 64, DV = D / 16, KT = D > BK ? D : BK;
+  __shared__ __align__(16) float Qt[D][BQ];
+  __shared__ __align__(16) float Kt[KT][BK];  // K^T, then P^T [key][row]
+  __shared__ __align__(16) float Vs[BK][D];
+  const int tid = threadIdx.x, ty = tid >> 4, tx = tid & 15;
+  const long long tiles = (L + BQ - 1) / BQ, bh = blockIdx.x / tiles, i0 = (blockIdx.x % tiles) * BQ;
+  const long long b = bh / H, h = bh % H;
+  const float* qb = q + b * qs.sb + h * qs.sh;
+  const float* kb = k + b * ks.sb + h * ks.sh;
+  const float* vb = v + b * vs.sb + h * vs.sh;
+  const float log2e = 1.4426950408889634f, s2 = scale * log2e, NEG = -__int_as_float(0x7f800000);
+  for (int t = tid; t < BQ * D; t += 256) {  // lanes on consecutive rows
+    const int r = t % BQ, e = t / BQ;
+    Qt[e][r] = i0 + r < L ? qb[(i0 + r) * qs.sl + e * qs.se] * s2 : 0.f;
+  }
+  float m[4], l[4], acc[4][DV];
+#pragma unroll
+  for (int a = 0; a < 4; ++a) {
+    m[a] = NEG;
+    l[a] = 0.f;
+#pragma unroll
+    for (int c = 0; c < DV; ++c) acc[a][c] = 0.f;
+  }
+  const long long last = min(L - 1, i0 + BQ - 1), kend = causal ? min(S, last + 1) : S;
+  for (long long j0 = 0; j0 < kend; j0 += BK) {
+    __syncthreads();  // the previous tile's P^T and V are read
+    for (int t = tid; t < BK * D; t += 256) {
+      const int r = t % BK, e = t / BK;
+      Kt[e][r] = j0 + r < S ? kb[(j0 + r) * ks.sl + e * ks.se] : 0.f;
+      const int vr = t / D, ve = t % D;
+      Vs[vr][ve] = j0 + vr < S ? vb[(j0 + vr) * vs.sl + ve * vs.se] : 0.f;
+    }
+    __syncthreads();
+    float s[4][4];
+#pragma unroll
+    for (int a = 0; a < 4; ++a)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) s[a][c] = 0.f;
+#pragma unroll 16
+    for (int e = 0; e < D; ++e) {
+      const float4 qa = *reinterpret_cast<const float4*>(&Qt[e][ty * 4]);
+      const float4 kc = *reinterpret_cast<const float4*>(&Kt[e][tx * 4]);
+      const float qv[4] = {qa.x, qa.y, qa.z, qa.w}, kv[4] = {kc.x, kc.y, kc.z, kc.w};
+#pragma unroll
+      for (int a = 0; a < 4; ++a)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) s[a][c] = fmaf(qv[a], kv[c], s[a][c]);
+    }
+#pragma unroll
+    for (int a = 0; a < 4; ++a) {
+      const long long i = i0 + ty * 4 + a;
+      float mt = NEG;
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        const long long j = j0 + tx * 4 + c;
+        if (j >= S || (causal && j > i)) s[a][c] = NEG;
+        mt = fmaxf(mt, s[a][c]);
+      }
+      mt = ls_warp_reduce<1, 16>(mt);
+      const float mn = fmaxf(m[a], mt), base = mn == NEG ? 0.f : mn, corr = exp2f(m[a] - base);
+      float sum = 0.f;
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        s[a][c] = exp2f(s[a][c] - base);
+        sum += s[a][c];
+      }
+      l[a] = l[a] * corr + sum;
+#pragma unroll
+      for (int c = 0; c < DV; ++c) acc[a][c] *= corr;
+      m[a] = mn;
+    }
+    __syncthreads();  // every thread has read K^T
+#pragma unroll
+    for (int c = 0; c < 4; ++c)  // key 4tx + c: its row group ty lands at group ty ^ tx
+      *reinterpret_cast<float4*>(&Kt[tx * 4 + c][(ty ^ tx) * 4]) = make_float4(s[0][c], s[1][c], s[2][c], s[3][c]);
+    __syncthreads();
+#pragma unroll 8
+    for (int kk = 0; kk < BK; ++kk) {
+      const float4 pa = *reinterpret_cast<const float4*>(&Kt[kk][(ty ^ (kk >> 2)) * 4]);
+      const float pv[4] = {pa.x, pa.y, pa.z, pa.w};
+      float vv[DV];
+      if constexpr (DV == 4) {
+        const float4 t = *reinterpret_cast<const float4*>(&Vs[kk][tx * 4]);
+        vv[0] = t.x, vv[1] = t.y, vv[2] = t.z, vv[3] = t.w;
+      } else {
+#pragma unroll
+        for (int c = 0; c < DV; ++c) vv[c] = Vs[kk][tx * DV + c];
+      }
+#pragma unroll
+      for (int a = 0; a < 4; ++a)
+#pragma unroll
+        for (int c = 0; c < DV; ++c) acc[a][c] = fmaf(pv[a], vv[c], acc[a][c]);
+    }
+  }
+  float* ob = o + b * os.sb + h * os.sh;
+#pragma unroll
+  for (int a = 0; a < 4; ++a) {
+    const float sum = ls_warp_reduce<0, 16>(l[a]);
+    const long long i = i0 + ty * 4 + a;
+    if (i >= L) continue;
+    const float inv = sum > 0.f ? 1.f / sum : 0.f;
+#pragma unroll
+    for (int c = 0; c < DV; ++c) ob[i * os.sl + (tx * DV + c) * os.se] = acc[a][c] * inv;
+    if (tx == 0) lse[bh * L + i] = sum > 0.f ? (m[a] + log2f(sum)) / log2e : NEG;
+  }
+}
+extern "C" __global__ void __launch_bounds__(256) ls_flash_attention_fwd_32(const float* q, const float* k, const float* v, float* o,
+                                                                            float* lse, LsAttnView qs, LsAttnView ks, LsAttnView vs,
+                                                                            LsAttnView os, long long H, long long L, long long S,
+                                                                            float scale, int causal) {
+  ls_flash_fwd<32>(q, k, v, o, lse, qs, ks, vs, os, H, L, S, scale, causal);
+}
+extern "C" __global__ void __launch_bounds__(256) ls_flash_attention_fwd_64(const float* q, const float* k, const float* v, float* o,
+                                                                            float* lse, LsAttnView qs, LsAttnView ks, LsAttnView vs,
+                                                                            LsAttnView os, long long H, long long L, long long S,
+                                                                            float scale, int causal) {
+  ls_flash_fwd<64>(q, k, v, o, lse, qs, ks, vs, os, H, L, S, scale, causal);
+}
 // Backward: P from the scores and lse (in place), D_i = dO_i . O_i, then dS = P (dP - D) scale.
 extern "C" __global__ void ls_attn_probs(float* __restrict__ sc, const float* __restrict__ lse, long long L, long long S,
                                          long long total, int causal) {
   for (long long x = (long long)blockIdx.x * blockDim.x + threadIdx.x; x < total; x += (long long)gridDim.x * blockDim.x) {
     const long long row = x / S, j = x % S, i = row % L;
-    sc[x] = !causal || j <= i + S - L ? __expf(sc[x] - lse[row]) : 0.f;
+    sc[x] = !causal || j <= i ? __expf(sc[x] - lse[row]) : 0.f;
   }
 }
 extern "C" __global__ void ls_attn_rowdot(float* __restrict__ d, const float* __restrict__ a, const float* __restrict__ b, long long rows,

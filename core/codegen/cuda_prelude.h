@@ -76,6 +76,23 @@ template <int OP, typename T> LS_DEV T ls_block_reduce(T v, T identity) {
   __syncthreads();
   return s[32];
 }
+// Column form: thread t holds column t % 32 of the block's group, lane t / 32 of its rows;
+// reduces each column across the lanes, and every thread gets its column's result.
+template <int OP, typename T> LS_DEV T ls_column_reduce(T v, T identity) {
+  __shared__ double ls_csmem[32 * 33 + 32];
+  T* s = reinterpret_cast<T*>(ls_csmem);
+  const int col = threadIdx.x & 31, lane = threadIdx.x >> 5, lanes = blockDim.x >> 5;
+  __syncthreads();  // the previous reduction has read its result
+  s[lane * 33 + col] = v;
+  __syncthreads();
+  for (int c = lane; c < 32; c += lanes) {  // warp `lane` finishes columns lane, lane + lanes, ...
+    T w = col < lanes ? s[col * 33 + c] : identity;
+    w = ls_warp_reduce<OP, 32>(w);
+    if (col == 0) s[32 * 33 + c] = w;
+  }
+  __syncthreads();
+  return s[32 * 33 + col];
+}
 
 // Fused attention (FlashAttention's forward, one query row per thread): each block holds
 // LS_ATT_BQ rows of q in registers and walks the keys in tiles of LS_ATT_BK staged in shared
@@ -89,8 +106,9 @@ struct LsAttnView {
 };
 #define LS_ATT_BQ 64
 #define LS_ATT_BK 32
-// How many keys query row i sees: all, or (causal) those up to i + S - L.
-LS_DEV long long ls_attn_keys(long long i, long long L, long long S, int causal) { return causal ? min(S, i + S - L + 1) : S; }
+// How many keys query row i sees: all, or (causal) keys 0 .. i (PyTorch's is_causal: the mask
+// tril(ones(L, S)), aligned at the top left).
+LS_DEV long long ls_attn_keys(long long i, long long L, long long S, int causal) { return causal ? min(S, i + 1) : S; }
 // Stages rows r0 .. r0 + LS_ATT_BK of two operands (rows past n as zeros) in shared memory, the
 // block's threads striding over the elements.
 template <int D>
@@ -232,10 +250,10 @@ LS_DEV void ls_attention_bwd_dkv(const float* __restrict__ go, const float* __re
     vr[e] = active ? v[b * vs.sb + h * vs.sh + j * vs.sl + e * vs.se] : 0.f;
     dkr[e] = dvr[e] = 0.f;
   }
-  // Query i sees key j when j <= i + S - L: the block's first key bounds the first query tile.
-  long long i_begin = causal ? max(0LL, tile * LS_ATT_BQ - (S - L)) : 0;
+  // Query i sees key j when j <= i: the block's first key bounds the first query tile.
+  long long i_begin = causal ? tile * LS_ATT_BQ : 0;
   i_begin = i_begin / LS_ATT_BK * LS_ATT_BK;
-  const long long first = causal ? j - (S - L) : 0;  // this thread's first visible query
+  const long long first = causal ? j : 0;  // this thread's first visible query
   for (long long i0 = i_begin; i0 < L; i0 += LS_ATT_BK) {
     __syncthreads();
     ls_attn_stage<D>(Qs, qb, qs, Gs, gb, gs, i0, L);

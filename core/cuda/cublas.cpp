@@ -2,8 +2,10 @@
 
 #include <dlfcn.h>
 
+#include <map>
 #include <memory>
 #include <mutex>
+#include <tuple>
 #include <stdexcept>
 #include <vector>
 
@@ -54,6 +56,8 @@ Cublas* Cublas::get(std::string* why) {
       c->generation_ = d->generation();
       c->create_(&c->handle_);
       c->stream_ = nullptr;
+      c->lt_.reset();  // its handle, plans and workspace died with the context too
+      c->lt_tried_ = false;
     }
   }
   return c.get();
@@ -74,6 +78,109 @@ void Cublas::sgemm(int64_t batch, int64_t M, int64_t N, int64_t K, float alpha, 
                       reinterpret_cast<const float*>(B), ldb, sb, reinterpret_cast<const float*>(A), lda, sa, &beta,
                       reinterpret_cast<float*>(C), static_cast<int>(N), sc, static_cast<int>(batch));
   if (r != 0) throw std::runtime_error("cublasSgemmStridedBatched failed (status " + std::to_string(r) + ")");
+}
+
+}  // namespace ls
+
+namespace ls {
+
+// The few cuBLASLt entry points and constants used (cublasLt.h, CUDA 12 and 13): opaque handles
+// are pointers, the constants are the header's values.
+struct Cublas::Lt {
+  static constexpr int kCompute32F = 68, kR32F = 0;                              // CUBLAS_COMPUTE_32F, CUDA_R_32F
+  static constexpr int kTransA = 3, kTransB = 4, kEpilogue = 7, kBiasPointer = 8;  // CUBLASLT_MATMUL_DESC_*
+  static constexpr uint32_t kEpilogueBias = 4;                                  // CUBLASLT_EPILOGUE_BIAS
+  static constexpr int kPrefMaxWorkspace = 1;                                   // CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES
+  static constexpr size_t kWorkspace = size_t(4) << 20;
+  struct Algo {
+    uint64_t data[8];
+  };
+  struct Heuristic {  // cublasLtMatmulHeuristicResult_t
+    Algo algo;
+    size_t workspace;
+    int state;
+    float waves;
+    int reserved[4];
+  };
+  int (*create)(void**) = nullptr;
+  int (*desc_create)(void**, int, int) = nullptr;
+  int (*desc_set)(void*, int, const void*, size_t) = nullptr;
+  int (*layout_create)(void**, int, uint64_t, uint64_t, int64_t) = nullptr;
+  int (*pref_create)(void**) = nullptr;
+  int (*pref_set)(void*, int, const void*, size_t) = nullptr;
+  int (*heuristic)(void*, void*, void*, void*, void*, void*, void*, int, Heuristic*, int*) = nullptr;
+  int (*matmul)(void*, void*, const void*, const void*, void*, const void*, void*, const void*, const void*, void*, void*, void*,
+                const Algo*, void*, size_t, void*) = nullptr;
+  void* lib = nullptr;
+  void* handle = nullptr;
+  DeviceBuffer workspace;
+  // One plan per shape and layout (descriptors and the heuristic's algorithm), found once: the
+  // heuristic costs tens of microseconds, more than a small product.
+  struct Plan {
+    void *desc = nullptr, *a = nullptr, *b = nullptr, *c = nullptr;
+    Algo algo{};
+    bool ok = false;
+  };
+  std::map<std::tuple<int64_t, int64_t, int64_t, bool, bool>, Plan> plans;
+};
+
+Cublas::Lt* Cublas::lt() {
+  if (lt_tried_) return lt_.get();
+  lt_tried_ = true;
+  auto lt = std::make_shared<Lt>();
+  const std::vector<std::string> names = {
+#ifdef LOWERSCOPE_CUDA_LIB
+      std::string(LOWERSCOPE_CUDA_LIB) + "/libcublasLt.so",
+#endif
+      "libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so", "/usr/local/cuda/lib64/libcublasLt.so"};
+  for (const auto& n : names)
+    if ((lt->lib = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL))) break;
+  if (!lt->lib) return nullptr;
+  auto sym = [&](auto& f, const char* name) { f = reinterpret_cast<std::remove_reference_t<decltype(f)>>(dlsym(lt->lib, name)); return f != nullptr; };
+  if (!sym(lt->create, "cublasLtCreate") || !sym(lt->desc_create, "cublasLtMatmulDescCreate") ||
+      !sym(lt->desc_set, "cublasLtMatmulDescSetAttribute") || !sym(lt->layout_create, "cublasLtMatrixLayoutCreate") ||
+      !sym(lt->pref_create, "cublasLtMatmulPreferenceCreate") || !sym(lt->pref_set, "cublasLtMatmulPreferenceSetAttribute") ||
+      !sym(lt->heuristic, "cublasLtMatmulAlgoGetHeuristic") || !sym(lt->matmul, "cublasLtMatmul"))
+    return nullptr;
+  if (lt->create(&lt->handle) != 0) return nullptr;
+  lt->workspace = DeviceBuffer(*CudaDriver::get(), Lt::kWorkspace);
+  lt_ = std::move(lt);
+  return lt_.get();
+}
+
+bool Cublas::gemm_bias(int64_t M, int64_t N, int64_t K, float alpha, DevicePtr A, bool ta, DevicePtr B, bool tb, DevicePtr bias,
+                       DevicePtr C) {
+  Lt* lt = this->lt();
+  if (!lt) return false;
+  // Column-major, as sgemm: C^T (N x M) = op(B buffer) (N x K) @ op(A buffer) (K x M); the bias
+  // runs along C^T's rows, one value per column of our row-major C.
+  Lt::Plan& pl = lt->plans[{M, N, K, ta, tb}];
+  if (!pl.desc) {
+    const int opb = tb ? 1 : 0, opa = ta ? 1 : 0;
+    const uint32_t epilogue = Lt::kEpilogueBias;
+    const uint64_t ws = Lt::kWorkspace;
+    void* pref = nullptr;
+    Lt::Heuristic h{};
+    int found = 0;
+    pl.ok = lt->desc_create(&pl.desc, Lt::kCompute32F, Lt::kR32F) == 0 &&
+            lt->desc_set(pl.desc, Lt::kTransA, &opb, sizeof opb) == 0 && lt->desc_set(pl.desc, Lt::kTransB, &opa, sizeof opa) == 0 &&
+            lt->desc_set(pl.desc, Lt::kEpilogue, &epilogue, sizeof epilogue) == 0 &&
+            lt->layout_create(&pl.a, Lt::kR32F, tb ? K : N, tb ? N : K, tb ? K : N) == 0 &&
+            lt->layout_create(&pl.b, Lt::kR32F, ta ? M : K, ta ? K : M, ta ? M : K) == 0 &&
+            lt->layout_create(&pl.c, Lt::kR32F, N, M, N) == 0 && lt->pref_create(&pref) == 0 &&
+            lt->pref_set(pref, Lt::kPrefMaxWorkspace, &ws, sizeof ws) == 0 &&
+            lt->heuristic(lt->handle, pl.desc, pl.a, pl.b, pl.c, pl.c, pref, 1, &h, &found) == 0 && found > 0 && h.state == 0;
+    if (pl.ok) pl.algo = h.algo;
+  }
+  if (!pl.ok) return false;
+  void* bp = reinterpret_cast<void*>(bias);
+  if (lt->desc_set(pl.desc, Lt::kBiasPointer, &bp, sizeof bp) != 0) return false;
+  const float beta = 0.f;
+  const int r = lt->matmul(lt->handle, pl.desc, &alpha, reinterpret_cast<const void*>(B), pl.a, reinterpret_cast<const void*>(A), pl.b,
+                           &beta, reinterpret_cast<const void*>(C), pl.c, reinterpret_cast<void*>(C), pl.c, &pl.algo,
+                           reinterpret_cast<void*>(lt->workspace.ptr()), Lt::kWorkspace, CudaDriver::get()->stream());
+  if (r != 0) throw std::runtime_error("cublasLtMatmul failed (status " + std::to_string(r) + ")");
+  return true;
 }
 
 }  // namespace ls

@@ -2,6 +2,7 @@
 // operands, as the loop IR's buffers are; FP32 math (no TF32), as PyTorch's default.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "cuda/driver.h"
@@ -15,9 +16,17 @@ class Cublas {
   // transposed (K x M), tb: B is stored transposed (N x K). Strides in elements.
   void sgemm(int64_t batch, int64_t M, int64_t N, int64_t K, float alpha, DevicePtr A, bool ta, int64_t stride_a, DevicePtr B,
              bool tb, int64_t stride_b, float beta, DevicePtr C, int64_t stride_c);
+  // C (M x N) = alpha * op(A) @ op(B) + bias[N] on every row, through cuBLASLt's bias epilogue
+  // (as PyTorch's addmm does): no pass broadcasting the bias, C not read. False where cuBLASLt is
+  // absent or has no algorithm for the shape: the caller broadcasts and uses sgemm.
+  bool gemm_bias(int64_t M, int64_t N, int64_t K, float alpha, DevicePtr A, bool ta, DevicePtr B, bool tb, DevicePtr bias, DevicePtr C);
   std::string library;  // the file it was loaded from
 
  private:
+  struct Lt;             // cuBLASLt: its entry points, handle, workspace and plans per shape
+  Lt* lt();              // loaded on first use; nullptr when it cannot be
+  std::shared_ptr<Lt> lt_;
+  bool lt_tried_ = false;
   void* lib_ = nullptr;
   void* handle_ = nullptr;
   int generation_ = 0;  // the device context the handle belongs to (a reset after a fault makes a new one)

@@ -42,6 +42,7 @@ std::string device_how(const LoopProgram& p, const ExternCall& c, bool blas) {
   if (is_matmul(n) && f32 && blas) return "cuBLAS";
   const std::string attention = attention_cuda_path(p, c);
   if (attention == "fused") return "attention kernel";
+  if (attention == "tiled") return "flash attention kernel";
   if (attention == "cublas" && blas) return "attention (cuBLAS)";
   if (n == "aten.convolution.default" && f32 && !c.args[6].b && c.output_metas.at(0).shape.size() == 4) {
     const Shape w = seen_shape(p, c, 1);
@@ -94,7 +95,8 @@ CudaExecutable::CudaExecutable(const LoopProgram& p, const Schedule& s, const Ge
     }
   bias_kernel_ = helpers.function("ls_broadcast_bias");
   for (const char* k : {"ls_add_channel_bias", "ls_im2col", "ls_depthwise_conv", "ls_max_pool2d", "ls_copy_rows", "ls_strided_copy4",
-                        "ls_attn_softmax", "ls_attn_probs", "ls_attn_rowdot", "ls_attn_dscores", "ls_col2im", "ls_channel_sum"})
+                        "ls_attn_softmax", "ls_attn_probs", "ls_attn_rowdot", "ls_attn_dscores", "ls_col2im", "ls_channel_sum",
+                        "ls_flash_attention_fwd_32", "ls_flash_attention_fwd_64"})
     helpers_[k] = helpers.function(k);
 }
 
@@ -141,7 +143,7 @@ void CudaExecutable::step(size_t k) {
   try {
     if (how[k] == "cuBLAS") cublas_extern(k);
     else if (how[k] == "host (reference kernel)") host_extern(k);
-    else if (how[k] == "attention kernel") attention_extern(k);
+    else if (how[k] == "attention kernel" || how[k] == "flash attention kernel") attention_extern(k);
     else if (how[k] == "attention (cuBLAS)") attention_cublas(k);
     else device_extern(k);
   } catch (const std::exception& e) {
@@ -172,8 +174,14 @@ void CudaExecutable::cublas_extern(size_t k) {
   const bool ta = transposed_operand(c, ia), tb = transposed_operand(c, ib);
   const int64_t M = as[ta ? 1 : 0], K = as[ta ? 0 : 1], N = bs[tb ? 0 : 1];
   float beta = 0.f, alpha = 1.f;
-  if (addmm) {  // broadcast the bias into C, then C = alpha * A @ B + beta * C
+  if (addmm) {
     const auto [bias, bias_shape] = operand(0);
+    // A bias per column, unscaled: cuBLASLt adds it in the product's epilogue.
+    const bool row_vector = bias_shape.size() == 1 ? bias_shape[0] == N : bias_shape.size() == 2 && bias_shape[0] == 1 && bias_shape[1] == N;
+    if (row_vector && c.args[3].number() == 1.0 &&
+        blas.gemm_bias(M, N, K, static_cast<float>(c.args[4].number()), a, ta, b, tb, bias, y))
+      return;
+    // Else broadcast the bias into C, then C = alpha * A @ B + beta * C.
     long long MM = M, NN = N, row_stride = bias_shape.size() == 2 ? bias_shape[1] : 0;
     int per_row = bias_shape.size() == 2 && bias_shape[0] != 1, per_col = !bias_shape.empty() && bias_shape.back() != 1;
     DevicePtr yy = y, bb = bias;
@@ -267,7 +275,8 @@ void CudaExecutable::device_extern(size_t k) {
   }
 }
 
-// The prelude's fused attention kernels (LS_ATTENTION), operands read in place through their strides.
+// The prelude's fused attention kernels (LS_ATTENTION), or the helpers' tiled forward for long
+// sequences; operands read in place through their strides.
 void CudaExecutable::attention_extern(size_t k) {
   const ExternCall& c = externs_[k]->ext;
   const bool bwd = is_attention_backward(c.op->name);
@@ -297,6 +306,8 @@ void CudaExecutable::attention_extern(size_t k) {
     const AttnOperand ov = attn_output(g, attention_output_heads_inner(c));
     View os{ov.sb, ov.sh, ov.sl, ov.se};
     void* params[] = {&q, &kk, &v, &o, &lse, &qs, &ks, &vs, &os, &H, &L, &S, &scale, &causal};
+    if (how[k] == "flash attention kernel")
+      return d_.launch(helpers_.at("ls_flash_attention_fwd_" + d), bh * q_tiles, 256, params, "ls_flash_attention_fwd");
     return d_.launch(helpers_.at("ls_attention_fwd_" + d), bh * q_tiles, 64, params, "ls_attention_fwd");
   }
   DevicePtr go, q, kk, v, o;

@@ -520,7 +520,7 @@ void attention_forward(const ExternCall& c, const RefInputs& in, std::vector<Ten
       const float* qi = qp + b * q.sb + h * q.sh + i * q.sl;
       const float *kb = kp + b * k.sb + h * k.sh, *vb = vp + b * v.sb + h * v.sh;
       float* oi = op + b * o.sb + h * o.sh + i * o.sl;
-      const int64_t lim = g.causal ? std::min(g.S, i + g.S - g.L + 1) : g.S;
+      const int64_t lim = g.causal ? std::min(g.S, i + 1) : g.S;
       float m = -INFINITY, sum = 0;
       for (int64_t j = 0; j < lim; ++j) {
         float s = 0;
@@ -566,7 +566,7 @@ void attention_backward(const ExternCall& c, const RefInputs& in, std::vector<Te
         D[i] = d;
       }
       for (int64_t i = 0; i < g.L; ++i) {
-        const int64_t lim = g.causal ? std::min(g.S, i + g.S - g.L + 1) : g.S;
+        const int64_t lim = g.causal ? std::min(g.S, i + 1) : g.S;
         const float l = lse[bh * g.L + i];
         for (int64_t j = 0; j < lim; ++j) {
           float s = 0, dp = 0;

@@ -162,7 +162,7 @@ struct Attention {
         const float* kb = kp + k.offset + b * k.sb + h * k.sh;
         const float* vb = vp + v.offset + b * v.sb + h * v.sh;
         float* oi = op + o.offset + b * o.sb + h * o.sh + i * o.sl;
-        const int64_t lim = causal ? std::min(S, i + S - L + 1) : S;
+        const int64_t lim = causal ? std::min(S, i + 1) : S;
         float m = -INFINITY, sum = 0;
         for (int64_t j = 0; j < lim; ++j) {
           float s = 0;

@@ -224,7 +224,7 @@ std::vector<Tensor> sdpa_backward_ref(const OpDef&, const std::vector<Arg>& a, c
       for (int64_t j = 0; j < S; ++j) {
         double s = 0;
         for (int64_t e = 0; e < E; ++e) s += q.get((bb * L + i) * E + e) * k.get((bb * S + j) * E + e);
-        s = causal && j > i + (S - L) ? -std::numeric_limits<double>::infinity() : s * scale;
+        s = causal && j > i ? -std::numeric_limits<double>::infinity() : s * scale;
         P[i * S + j] = s;
         m = std::max(m, s);
       }

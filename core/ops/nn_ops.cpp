@@ -681,7 +681,7 @@ std::vector<Tensor> ref_sdpa(const OpDef& op, const std::vector<Arg>& a, const R
         double s = 0;
         for (int64_t e = 0; e < E; ++e) s += q.get((bb * L + i) * E + e) * k.get((bb * S + j) * E + e);
         s *= scale;
-        if (causal && j > i + (S - L)) s = -std::numeric_limits<double>::infinity();
+        if (causal && j > i) s = -std::numeric_limits<double>::infinity();
         if (a[ix.mask].is_node()) s += in[ix.mask].get((i * S + j) % in[ix.mask].numel());
         w[j] = s;
         m = std::max(m, s);
@@ -725,7 +725,7 @@ std::vector<Arg> decomp_sdpa(GraphBuilder& b, const OpDef& op, const std::vector
   if (a[ix.causal].b) {
     Tensor mask(DType::f32, {L, S});
     for (int64_t i = 0; i < L; ++i)
-      for (int64_t j = 0; j < S; ++j) mask.set(i * S + j, j > i + (S - L) ? -std::numeric_limits<double>::infinity() : 0.0);
+      for (int64_t j = 0; j < S; ++j) mask.set(i * S + j, j > i ? -std::numeric_limits<double>::infinity() : 0.0);
     s = b.call("aten.add.Tensor", {s, b.constant("causal_mask", mask)});
   }
   if (a[ix.mask].is_node()) s = b.call("aten.add.Tensor", {s, a[ix.mask]});

@@ -661,7 +661,8 @@ CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const st
         rep.registers = registers[k];
         if (!kr.is_extern)
           rep.launch = l.form + ": grid " + std::to_string(l.grid) + " x " + std::to_string(l.block) + " threads" +
-                       (l.split ? ", " + std::to_string(l.split) + " slices a row" : "");
+                       (l.form == "column" ? ", 32 columns x " + std::to_string(l.threads_per_row) + " lanes" : "") +
+                       (l.split > 1 ? ", " + std::to_string(l.split) + " slices a " + (l.form == "column" ? "column" : "row") : "");
       }
       r.kernels.push_back(rep);
     }

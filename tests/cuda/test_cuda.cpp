@@ -163,6 +163,38 @@ void kernel_forms() {
   VERIFY(sum.cuda.launch[0].scratch_bytes >= sum.cuda.launch[0].split * 4);
   VERIFY(sum.source.code.find("atomicAdd") != std::string::npos);
   if (sum.not_run.empty()) VERIFY2(sum.check.ok, sum.stage("run")->text);  // with a GPU: against the reference
+
+  // A bias gradient (the sum over the rows of a pointwise value): the
+  // column form, warps on 32 neighbouring columns; long columns split over blocks. 48 columns
+  // are no whole number of warps: the row form.
+  struct Col {
+    int64_t rows, cols;
+    const char* form;
+    bool split;
+  };
+  for (const Col& cc : {Col{8192, 512, "column", true}, Col{64, 4096, "column", false}, Col{4096, 48, "row", false}}) {
+    const std::string cpath = (std::filesystem::temp_directory_path() / "ls_cuda_colsum.txt").string();
+    {
+      const std::string shape = "[" + std::to_string(cc.rows) + ", " + std::to_string(cc.cols) + "]";
+      std::ofstream f(cpath);
+      f << "class G(torch.nn.Module):\n    def forward(self, g: \"f32" << shape << "\", x: \"f32" << shape << "\"):\n"
+        << "        t: \"f32" << shape << "\" = torch.ops.aten.tanh.default(x)\n"
+        << "        d: \"f32" << shape << "\" = torch.ops.aten.mul.Tensor(g, t)\n"
+        << "        s: \"f32[" << cc.cols << "]\" = torch.ops.aten.sum.dim_IntList(d, [0])\n"
+        << "        return (s,)\n";
+    }
+    const CompileResult col = run_pipeline(load_model(cpath), o);
+    VERIFY2(col.error.empty(), col.error);
+    VERIFY2(col.cuda.launch.size() == 1, std::to_string(col.cuda.launch.size()) + " kernels");
+    const CudaLaunch& l = col.cuda.launch[0];
+    VERIFY2(l.form == cc.form, l.form + " for " + std::to_string(cc.rows) + "x" + std::to_string(cc.cols));
+    if (l.form == "column") {
+      VERIFY((l.split > 1) == cc.split);
+      VERIFY(l.grid == cc.cols / 32 * l.split);
+      VERIFY(col.source.code.find("ls_column_reduce<0>") != std::string::npos);
+    }
+    if (col.not_run.empty()) VERIFY2(col.check.ok, col.stage("run")->text);  // with a GPU: against the reference
+  }
 }
 
 // NVRTC's complaint comes back with the line it points at.
@@ -201,7 +233,7 @@ void run_or_say_why_not(const std::string& model, bool train) {
 // transformer block's 64 positions) and cuBLAS around softmax kernels for long ones (256), with
 // q, k, v read in place through their strides; outputs and gradients against the reference
 // interpreter (float64 kernels of its own).
-void attention_runs_on_the_device(const std::string& model, bool train, const std::string& how) {
+void attention_runs_on_the_device(const std::string& model, bool train, const std::string& how, const std::string& how_backward) {
   const CompileResult r = compile_cuda_model(model, train, true);
   VERIFY2(r.error.empty(), r.error_stage + ": " + r.error);
   std::string why;
@@ -215,7 +247,8 @@ void attention_runs_on_the_device(const std::string& model, bool train, const st
   int attention = 0;
   for (const KernelReport& k : r.kernels)
     if (k.name.find("efficient_attention") != std::string::npos) {
-      VERIFY2(k.how == how, k.name + " ran as " + k.how);
+      const bool backward = k.name.find("efficient_attention_backward") != std::string::npos;
+      VERIFY2(k.how == (backward ? how_backward : how), k.name + " ran as " + k.how);
       ++attention;
     }
   VERIFY(attention == (train ? 2 : 1));
@@ -333,9 +366,12 @@ int main(int argc, char** argv) {
       cases.push_back({std::string("run ") + m + (t ? " train" : ""), [=] { run_or_say_why_not(m, t); }});
   for (bool t : {false, true}) {
     cases.push_back({std::string("attention fused") + (t ? " train" : ""),
-                     [=] { attention_runs_on_the_device("stages/attn_block/3_core_aten.txt", t, "attention kernel"); }});
-    cases.push_back({std::string("attention cuBLAS") + (t ? " train" : ""),
-                     [=] { attention_runs_on_the_device("stages/extra/attention_long.txt", t, "attention (cuBLAS)"); }});
+                     [=] { attention_runs_on_the_device("stages/attn_block/3_core_aten.txt", t, "attention kernel", "attention kernel"); }});
+    // long sequences: the tiled forward, the backward through cuBLAS; causal and not, a length
+    // that is no multiple of the tiles, keys and queries of different lengths
+    for (const char* m : {"stages/extra/attention_long.txt", "stages/extra/attention_long_uneven.txt"})
+      cases.push_back({std::string("attention long ") + m + (t ? " train" : ""),
+                       [=] { attention_runs_on_the_device(m, t, "flash attention kernel", "attention (cuBLAS)"); }});
   }
   for (const char* m : {"models/cifar_net", "models/res_block"})
     for (bool t : {false, true})
