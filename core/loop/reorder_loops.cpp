@@ -1,6 +1,7 @@
 #include "loop/reorder_loops.h"
 
 #include <algorithm>
+#include <map>
 
 #include "loop/dependencies.h"
 #include "loop/index.h"
@@ -89,6 +90,42 @@ std::vector<std::string> reorder_for_column_reductions(LoopProgram& p) {
       done.insert(done.begin(), n.name);
       break;
     }
+  }
+  return done;
+}
+
+std::vector<std::string> restore_unfused_orders(LoopProgram& p, const std::vector<std::vector<int>>& pointwise_kernels) {
+  std::vector<std::string> done;
+  for (const std::vector<int>& k : pointwise_kernels) {
+    if (std::none_of(k.begin(), k.end(), [&](int n) { return !p.nodes[n].iter_order.empty(); })) continue;
+    std::vector<LoopNode> kept;
+    for (int n : k) kept.push_back(p.nodes[n]);
+    for (int n : k) {
+      LoopNode& ln = p.nodes[n];
+      if (ln.iter_order.empty()) continue;
+      Shape own(ln.ranges.size());
+      for (size_t i = 0; i < ln.iter_order.size(); ++i) own[static_cast<size_t>(ln.iter_order[i])] = ln.ranges[i];
+      ln.ranges = own;
+      ln.iter_order.clear();
+    }
+    // Inside the kernel every node runs at x over its own ranges: a value read from a node of the
+    // kernel must be read where that node writes it.
+    const int64_t numel = p.nodes[k.front()].numel();
+    const Expr x = Expr::var("x0", numel);
+    std::map<std::string, Expr> written;
+    bool lines_up = true;
+    for (int n : k) {
+      const Dependencies d = extract_dependencies(p.nodes[n], unflatten(x, p.nodes[n].ranges), {});
+      for (const MemDep& r : d.reads)
+        if (written.count(r.buffer) && written.at(r.buffer) != r.index) lines_up = false;
+      for (const MemDep& w : d.writes) written.insert_or_assign(w.buffer, w.index);
+    }
+    if (!lines_up) {
+      for (size_t i = 0; i < k.size(); ++i) p.nodes[k[i]] = kept[i];
+      continue;
+    }
+    for (size_t i = 0; i < k.size(); ++i)
+      if (!kept[i].iter_order.empty()) done.push_back(kept[i].name);
   }
   return done;
 }

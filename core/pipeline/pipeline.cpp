@@ -384,15 +384,21 @@ CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const st
     }
 
     std::vector<std::pair<std::string, std::vector<std::string>>> inlined;
-    std::vector<std::string> reordered;
+    std::vector<std::string> reordered, restored;
     r.schedule = rec.step("fused", [&] {
       if (o.fusion) inlined = inline_pointwise(r.loops);
       if (o.fusion) reordered = reorder_for_column_reductions(r.loops);
       ScheduleOptions so;
       so.fusion = o.fusion;
       so.prefix = o.device == "cuda" ? "cuda" : "cpp";
+      so.coalesced = o.device == "cuda";
       so.max_loop_nests = o.device == "cuda" ? 1 : 16;
-      return schedule(r.loops, so);
+      Schedule sched = schedule(r.loops, so);
+      std::vector<std::vector<int>> pointwise;
+      for (const Kernel& k : sched.kernels)
+        if (!k.is_extern && k.rnumel == 1 && k.nests.empty()) pointwise.push_back(k.nodes);
+      restored = restore_unfused_orders(r.loops, pointwise);
+      return sched;
     });
     if (o.record) {
       Stage s;
@@ -410,7 +416,12 @@ CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const st
       }
       if (!reordered.empty()) {
         s.text += "\n# Reordered (iterate columns outer, so the reduction over rows that reads them fuses)\n";
-        for (const auto& n : reordered) s.text += n + "\n";
+        for (const auto& n : reordered)
+          if (!std::count(restored.begin(), restored.end(), n)) s.text += n + "\n";
+      }
+      if (!restored.empty()) {
+        s.text += "\n# Back in their own order (reordered for a reduction they did not fuse with)\n";
+        for (const auto& n : restored) s.text += n + "\n";
       }
       s.dot = schedule_to_dot(r.loops, r.schedule);
       s.nodes = static_cast<int>(r.schedule.kernels.size());

@@ -163,6 +163,28 @@ class Scheduler {
                            " fits neither the kernel's " + std::to_string(x) + " nor " + std::to_string(x) + " x " + std::to_string(r)};
       where[n] = pl;
     }
+    if (opts_.coalesced && r > 1) {
+      // Which way each group's r loop walks memory: consecutive r adjacent (along the rows) or
+      // consecutive x adjacent (along the columns).
+      auto walk = [&](int g) {
+        int rows = 0, cols = 0;
+        for (int n : groups_[g].nodes) {
+          if (!where[n].inner) continue;
+          const Dependencies d = extract_dependencies(p_.nodes[n], where[n].idx, where[n].ridx);
+          for (const auto* list : {&d.reads, &d.writes})
+            for (const MemDep& m : *list) {
+              if (!m.index.depends_on("r0")) continue;
+              if (m.index.coefficient("r0") == 1) ++rows;
+              else if (m.index.coefficient("x0") == 1) ++cols;
+            }
+        }
+        return rows && !cols ? 1 : cols && !rows ? 2 : 0;
+      };
+      const int wa = walk(ga), wb = walk(gb);
+      if (wa && wb && wa != wb)
+        return {false, std::string("one reads memory along its rows, the other along its columns: fused, one of them would be read "
+                                   "uncoalesced on the GPU")};
+    }
     // Every value passed between the two groups must be produced in the same iteration that
     // reads it: same index in the kernel's variables, and not from a reduction still running.
     std::set<int> in_a(groups_[ga].nodes.begin(), groups_[ga].nodes.end());

@@ -60,6 +60,10 @@ struct ScheduleOptions {
   // cpp.max_horizontal_fusion_size). 1: never. Only where kernels are plain functions (CPU): a
   // CUDA grid cannot wait for itself between two nests.
   int max_loop_nests = 1;
+  // CUDA: no kernel whose reduction loop would read one group's memory along its rows and the
+  // other's along its columns (a layer norm's input gradient beside its weight gradient): one of
+  // the two would be read uncoalesced, 30% of copy bandwidth where apart both run near 90%.
+  bool coalesced = false;
   // No kernel holds more loop nodes than this (Inductor's config.max_fusion_size): bounds the
   // time fusion takes on very large graphs, and the size of one kernel's source.
   int max_fusion_size = 64;
