@@ -352,7 +352,7 @@ std::string attention_cuda_path(const LoopProgram& p, const ExternCall& c) {
   const int64_t L = q.at(q.size() - 2), S = k.at(k.size() - 2);
   const int d = attention_head_dim(p, c);
   if (d && L * S <= 128 * 128) return "fused";
-  if (!first && (d == 32 || d == 64)) return "tiled";
+  if (d == 32 || d == 64) return "tiled";
   if (c.args.at(first + 3).is_node()) return "";
   // float32 operands (the backward's philox seed and offset, integers, are not read)
   const std::vector<size_t> tensors = first ? std::vector<size_t>{0, 1, 2, 3, 5, 6} : std::vector<size_t>{0, 1, 2};
@@ -401,12 +401,18 @@ GeneratedCuda generate_cuda(const LoopProgram& p, const Schedule& s, const CudaC
                              [&](size_t i, const Kernel& k, std::vector<Emitted>& lines) {
                                return CudaKernelWriter(p, k, o).write(lines, g.launch[i]);
                              });
-  // The fused attention kernels, for each head size the schedule's attention calls use.
-  std::set<int> dims;
+  // The attention kernels (short sequences: fused; long: tiled), for each head size the
+  // schedule's attention calls use.
+  std::set<int> fused, tiled;
   for (const Kernel& k : s.kernels)
-    if (k.is_extern)
-      if (attention_cuda_path(p, p.nodes.at(k.nodes.at(0)).ext) == "fused") dims.insert(attention_head_dim(p, p.nodes.at(k.nodes.at(0)).ext));
-  for (int d : dims) g.source.code += "LS_ATTENTION(" + std::to_string(d) + ")\n";
+    if (k.is_extern) {
+      const ExternCall& c = p.nodes.at(k.nodes.at(0)).ext;
+      const std::string path = attention_cuda_path(p, c);
+      if (path == "fused") fused.insert(attention_head_dim(p, c));
+      if (path == "tiled") tiled.insert(attention_head_dim(p, c));
+    }
+  for (int d : fused) g.source.code += "LS_ATTENTION(" + std::to_string(d) + ")\n";
+  for (int d : tiled) g.source.code += "LS_FLASH_ATTENTION(" + std::to_string(d) + ")\n";
   return g;
 }
 

@@ -50,8 +50,8 @@ struct CudaLaunch {
 // take (float32, q, k and v of one head size among 16, 32, 64, 128, no mask); 0: they do not.
 int attention_head_dim(const LoopProgram& p, const ExternCall& c);
 // How the CUDA runtime runs an attention call: "fused" (those kernels: short sequences, where
-// one launch beats materialising the scores), "tiled" (the forward for long sequences at head
-// sizes 32 and 64: the helpers' FlashAttention-2 kernel), "cublas" (the rest of long sequences: the scores in memory,
+// one launch beats materialising the scores), "tiled" (long sequences at head sizes 32 and
+// 64: the prelude's FlashAttention-2 kernels, forward and backward), "cublas" (the rest of long sequences: the scores in memory,
 // batched cuBLAS products around a softmax kernel, as PyTorch's math path; float32, no mask),
 // or "" (neither: the host runs it).
 std::string attention_cuda_path(const LoopProgram& p, const ExternCall& c);

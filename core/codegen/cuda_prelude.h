@@ -307,3 +307,382 @@ LS_DEV void ls_attention_bwd_dkv(const float* __restrict__ go, const float* __re
       float scale, int causal) {                                                                                              \
     ls_attention_bwd_dkv<D>(go, q, k, v, lse, drow, dk, dv, gs, qs, ks, vs, H, L, S, scale, causal);                         \
   }
+
+// Attention for long sequences, forward (FlashAttention-2 on the FP32 cores): a block of 256
+// threads takes 64 query rows of one (batch, head) and walks the keys 64 at a time, the scores
+// never reaching memory. Q^T, K^T and V tiles are staged in shared memory (Q and K transposed,
+// lanes on consecutive rows, so neither the stores nor the 16-byte loads conflict); thread
+// (ty, tx) computes the 4 x 4 scores of rows 4ty.. and keys 4tx.. from two 16-byte shared loads
+// per 16 multiply-adds; each row's running maximum comes from shuffles across its 16 threads, its
+// sum stays per thread until the end; the probabilities go back to shared memory over K^T
+// (transposed, 16-byte groups of rows swizzled by key so the stores spread over the banks) and the
+// thread accumulates output rows 4ty.. x columns (D/16)tx.. . Writes the output through its view
+// and the rows' log-sum-exp (natural log) for the backward, as the other attention paths do.
+// Tuning knobs of the FlashAttention kernels, set from timings on the H100 at 16 x 8 x 512 x 64:
+// blocks an SM each kernel is compiled for (bounds its registers: the backward left unbounded took
+// 175 registers, one block an SM, and ran 20% slower), and how far the inner products are unrolled.
+#ifndef LS_FLASH_FWD_BLOCKS
+#define LS_FLASH_FWD_BLOCKS 3
+#endif
+#ifndef LS_FLASH_BWD_BLOCKS
+#define LS_FLASH_BWD_BLOCKS 2
+#endif
+#ifndef LS_FLASH_UNROLL
+#define LS_FLASH_UNROLL 16
+#endif
+constexpr int ls_flash_unroll = LS_FLASH_UNROLL;  // #pragma unroll takes a constant, not a macro
+// Stages rows r0 .. r0 + 63 of an operand (rows past n as zeros) in shared memory, transposed
+// ("T" tile, [element][row], lanes on rows so the stores do not conflict) or as it is ("N" tile,
+// [row][element]); 16-byte loads where the rows are contiguous and aligned.
+LS_DEV bool ls_flash_vec(const float* src, LsAttnView v) { return v.se == 1 && (v.sl & 3) == 0 && ((unsigned long long)src & 15) == 0; }
+template <int D>
+LS_DEV void ls_flash_stage_t(float* t, const float* src, LsAttnView v, long long r0, long long n, float mul = 1.f) {
+  if (ls_flash_vec(src, v)) {
+    for (int i = threadIdx.x; i < 16 * D; i += 256) {
+      const int r = i % 64, c = i / 64;
+      const float4 x = r0 + r < n ? *reinterpret_cast<const float4*>(&src[(r0 + r) * v.sl + c * 4]) : make_float4(0.f, 0.f, 0.f, 0.f);
+      t[(c * 4) * 64 + r] = x.x * mul;
+      t[(c * 4 + 1) * 64 + r] = x.y * mul;
+      t[(c * 4 + 2) * 64 + r] = x.z * mul;
+      t[(c * 4 + 3) * 64 + r] = x.w * mul;
+    }
+    return;
+  }
+  for (int i = threadIdx.x; i < 64 * D; i += 256) {
+    const int r = i % 64, e = i / 64;
+    t[e * 64 + r] = r0 + r < n ? src[(r0 + r) * v.sl + e * v.se] * mul : 0.f;
+  }
+}
+template <int D>
+LS_DEV void ls_flash_stage_n(float* t, const float* src, LsAttnView v, long long r0, long long n) {
+  if (ls_flash_vec(src, v)) {
+    for (int i = threadIdx.x; i < 16 * D; i += 256) {
+      const int r = i / (D / 4), c = i % (D / 4);
+      *reinterpret_cast<float4*>(&t[r * D + c * 4]) =
+          r0 + r < n ? *reinterpret_cast<const float4*>(&src[(r0 + r) * v.sl + c * 4]) : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+    return;
+  }
+  for (int i = threadIdx.x; i < 64 * D; i += 256) {
+    const int r = i / D, e = i % D;
+    t[r * D + e] = r0 + r < n ? src[(r0 + r) * v.sl + e * v.se] : 0.f;
+  }
+}
+template <int D>
+LS_DEV void ls_flash_fwd(const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v, float* __restrict__ o,
+                         float* __restrict__ lse, LsAttnView qs, LsAttnView ks, LsAttnView vs, LsAttnView os, long long H, long long L,
+                         long long S, float scale, int causal) {
+  constexpr int BQ = 64, BK = 64, DV = D / 16, KT = D > BK ? D : BK;
+  __shared__ __align__(16) float Qt[D][BQ];
+  __shared__ __align__(16) float Kt[KT][BK];  // K^T, then P^T [key][row]
+  __shared__ __align__(16) float Vs[BK][D];
+  const int tid = threadIdx.x, ty = tid >> 4, tx = tid & 15;
+  const long long tiles = (L + BQ - 1) / BQ, bh = blockIdx.x / tiles, i0 = (blockIdx.x % tiles) * BQ;
+  const long long b = bh / H, h = bh % H;
+  const float* qb = q + b * qs.sb + h * qs.sh;
+  const float* kb = k + b * ks.sb + h * ks.sh;
+  const float* vb = v + b * vs.sb + h * vs.sh;
+  const float log2e = 1.4426950408889634f, s2 = scale * log2e, NEG = -__int_as_float(0x7f800000);
+  ls_flash_stage_t<D>(&Qt[0][0], qb, qs, i0, L, s2);
+  float m[4], l[4], acc[4][DV];
+#pragma unroll
+  for (int a = 0; a < 4; ++a) {
+    m[a] = NEG;
+    l[a] = 0.f;
+#pragma unroll
+    for (int c = 0; c < DV; ++c) acc[a][c] = 0.f;
+  }
+  const long long last = min(L - 1, i0 + BQ - 1), kend = causal ? min(S, last + 1) : S;
+  for (long long j0 = 0; j0 < kend; j0 += BK) {
+    __syncthreads();  // the previous tile's P^T and V are read
+    ls_flash_stage_t<D>(&Kt[0][0], kb, ks, j0, S);
+    ls_flash_stage_n<D>(&Vs[0][0], vb, vs, j0, S);
+    __syncthreads();
+    float s[4][4];
+#pragma unroll
+    for (int a = 0; a < 4; ++a)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) s[a][c] = 0.f;
+#pragma unroll ls_flash_unroll
+    for (int e = 0; e < D; ++e) {
+      const float4 qa = *reinterpret_cast<const float4*>(&Qt[e][ty * 4]);
+      const float4 kc = *reinterpret_cast<const float4*>(&Kt[e][tx * 4]);
+      const float qv[4] = {qa.x, qa.y, qa.z, qa.w}, kv[4] = {kc.x, kc.y, kc.z, kc.w};
+#pragma unroll
+      for (int a = 0; a < 4; ++a)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) s[a][c] = fmaf(qv[a], kv[c], s[a][c]);
+    }
+#pragma unroll
+    for (int a = 0; a < 4; ++a) {
+      const long long i = i0 + ty * 4 + a;
+      float mt = NEG;
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        const long long j = j0 + tx * 4 + c;
+        if (j >= S || (causal && j > i)) s[a][c] = NEG;
+        mt = fmaxf(mt, s[a][c]);
+      }
+      mt = ls_warp_reduce<1, 16>(mt);
+      const float mn = fmaxf(m[a], mt), base = mn == NEG ? 0.f : mn, corr = exp2f(m[a] - base);
+      float sum = 0.f;
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        s[a][c] = exp2f(s[a][c] - base);
+        sum += s[a][c];
+      }
+      l[a] = l[a] * corr + sum;
+#pragma unroll
+      for (int c = 0; c < DV; ++c) acc[a][c] *= corr;
+      m[a] = mn;
+    }
+    __syncthreads();  // every thread has read K^T
+#pragma unroll
+    for (int c = 0; c < 4; ++c)  // key 4tx + c: its row group ty lands at group ty ^ tx
+      *reinterpret_cast<float4*>(&Kt[tx * 4 + c][(ty ^ tx) * 4]) = make_float4(s[0][c], s[1][c], s[2][c], s[3][c]);
+    __syncthreads();
+#pragma unroll ls_flash_unroll
+    for (int kk = 0; kk < BK; ++kk) {
+      const float4 pa = *reinterpret_cast<const float4*>(&Kt[kk][(ty ^ (kk >> 2)) * 4]);
+      const float pv[4] = {pa.x, pa.y, pa.z, pa.w};
+      float vv[DV];
+      if constexpr (DV == 4) {
+        const float4 t = *reinterpret_cast<const float4*>(&Vs[kk][tx * 4]);
+        vv[0] = t.x, vv[1] = t.y, vv[2] = t.z, vv[3] = t.w;
+      } else {
+#pragma unroll
+        for (int c = 0; c < DV; ++c) vv[c] = Vs[kk][tx * DV + c];
+      }
+#pragma unroll
+      for (int a = 0; a < 4; ++a)
+#pragma unroll
+        for (int c = 0; c < DV; ++c) acc[a][c] = fmaf(pv[a], vv[c], acc[a][c]);
+    }
+  }
+  float* ob = o + b * os.sb + h * os.sh;
+#pragma unroll
+  for (int a = 0; a < 4; ++a) {
+    const float sum = ls_warp_reduce<0, 16>(l[a]);
+    const long long i = i0 + ty * 4 + a;
+    if (i >= L) continue;
+    const float inv = sum > 0.f ? 1.f / sum : 0.f;
+#pragma unroll
+    for (int c = 0; c < DV; ++c) ob[i * os.sl + (tx * DV + c) * os.se] = acc[a][c] * inv;
+    if (tx == 0) lse[bh * L + i] = sum > 0.f ? (m[a] + log2f(sum)) / log2e : NEG;
+  }
+}
+// Attention for long sequences, backward (FlashAttention-2's, in two kernels, no atomics): the
+// probabilities are recomputed tile by tile from q, k and the forward's log-sum-exp, as in the
+// forward. The dq kernel (a block per 64 query rows, walking the keys) also writes the rows' dots
+// D_i = dO_i . O_i; the dk/dv kernel (a block per 64 keys, walking the queries) reads them.
+// Register tiles as in the forward: thread (ty, tx) holds a 4 x 4 tile of scores and accumulates
+// 4 x D/16 outputs. Tiles in dynamic shared memory: "T" tiles hold an operand transposed
+// ([element][row], lanes on rows when staged), "N" tiles as it is ([row][element]); a tile of
+// scores is written back swizzled by 16-byte groups as in the forward.
+// c[a][b] = sum over e < D of A[e][4ta + a] * B[e][4tb + b] (two T tiles).
+template <int D>
+LS_DEV void ls_flash_tile(float (&c)[4][4], const float* A, int ta, const float* B, int tb) {
+#pragma unroll
+  for (int a = 0; a < 4; ++a)
+#pragma unroll
+    for (int b = 0; b < 4; ++b) c[a][b] = 0.f;
+#pragma unroll ls_flash_unroll
+  for (int e = 0; e < D; ++e) {
+    const float4 x = *reinterpret_cast<const float4*>(&A[e * 64 + ta * 4]);
+    const float4 y = *reinterpret_cast<const float4*>(&B[e * 64 + tb * 4]);
+    const float xv[4] = {x.x, x.y, x.z, x.w}, yv[4] = {y.x, y.y, y.z, y.w};
+#pragma unroll
+    for (int a = 0; a < 4; ++a)
+#pragma unroll
+      for (int b = 0; b < 4; ++b) c[a][b] = fmaf(xv[a], yv[b], c[a][b]);
+  }
+}
+// Writes c (rows 4ta.., columns 4tb..) transposed into a 64 x 64 tile P[column][row], the row
+// group swizzled by the column group; ls_flash_swz reads it back.
+LS_DEV void ls_flash_put(float* P, const float (&c)[4][4], int ta, int tb) {
+#pragma unroll
+  for (int b = 0; b < 4; ++b)
+    *reinterpret_cast<float4*>(&P[(tb * 4 + b) * 64 + ((ta ^ tb) * 4)]) = make_float4(c[0][b], c[1][b], c[2][b], c[3][b]);
+}
+LS_DEV float4 ls_flash_swz(const float* P, int k, int ta) { return *reinterpret_cast<const float4*>(&P[k * 64 + ((ta ^ (k >> 2)) * 4)]); }
+// acc[a][c] += sum over k < 64 of P[k][4ta + a] * N[k][tx * D/16 + c] (P swizzled, N an N tile).
+template <int D>
+LS_DEV void ls_flash_accumulate(float (&acc)[4][D / 16], const float* P, int ta, const float* N, int tx) {
+  constexpr int DV = D / 16;
+#pragma unroll ls_flash_unroll
+  for (int k = 0; k < 64; ++k) {
+    const float4 p = ls_flash_swz(P, k, ta);
+    const float pv[4] = {p.x, p.y, p.z, p.w};
+    float nv[DV];
+    if constexpr (DV == 4) {
+      const float4 t = *reinterpret_cast<const float4*>(&N[k * D + tx * 4]);
+      nv[0] = t.x, nv[1] = t.y, nv[2] = t.z, nv[3] = t.w;
+    } else {
+#pragma unroll
+      for (int c = 0; c < DV; ++c) nv[c] = N[k * D + tx * DV + c];
+    }
+#pragma unroll
+    for (int a = 0; a < 4; ++a)
+#pragma unroll
+      for (int c = 0; c < DV; ++c) acc[a][c] = fmaf(pv[a], nv[c], acc[a][c]);
+  }
+}
+// dq (and D_i): shared Qt, dOt [D][64], St [max(D,64)][64] (K^T, then dS), Vt [D][64], Kn [64][D], lse and D (64 each).
+template <int D>
+LS_DEV void ls_flash_bwd_dq(const float* __restrict__ go, const float* __restrict__ q, const float* __restrict__ k,
+                            const float* __restrict__ v, const float* __restrict__ o, const float* __restrict__ lse,
+                            float* __restrict__ dq, float* __restrict__ drow, LsAttnView gs, LsAttnView qs, LsAttnView ks,
+                            LsAttnView vs, LsAttnView os, long long H, long long L, long long S, float scale, int causal) {
+  constexpr int DV = D / 16, KT = D > 64 ? D : 64;
+  extern __shared__ __align__(16) float ls_dyn[];
+  float *Qt = ls_dyn, *Gt = Qt + D * 64, *St = Gt + D * 64, *Vt = St + KT * 64, *Kn = Vt + D * 64, *Ls = Kn + 64 * D, *Ds = Ls + 64;
+  const int tid = threadIdx.x, ty = tid >> 4, tx = tid & 15;
+  const long long tiles = (L + 63) / 64, bh = blockIdx.x / tiles, i0 = (blockIdx.x % tiles) * 64;
+  const long long b = bh / H, h = bh % H;
+  const float* qb = q + b * qs.sb + h * qs.sh;
+  const float* gb = go + b * gs.sb + h * gs.sh;
+  const float* ob = o + b * os.sb + h * os.sh;
+  const float* kb = k + b * ks.sb + h * ks.sh;
+  const float* vb = v + b * vs.sb + h * vs.sh;
+  ls_flash_stage_t<D>(Qt, qb, qs, i0, L);
+  ls_flash_stage_t<D>(Gt, gb, gs, i0, L);
+  {  // D_i = dO_i . O_i: 4 threads a row
+    const int r = tid >> 2, part = tid & 3;
+    float d = 0.f;
+    if (i0 + r < L)
+      for (int e = part; e < D; e += 4) d += gb[(i0 + r) * gs.sl + e * gs.se] * ob[(i0 + r) * os.sl + e * os.se];
+    d = ls_warp_reduce<0, 4>(d);
+    if (part == 0) {
+      Ds[r] = d;
+      Ls[r] = i0 + r < L ? lse[bh * L + i0 + r] : 0.f;
+      if (i0 + r < L) drow[bh * L + i0 + r] = d;
+    }
+  }
+  float acc[4][DV];
+#pragma unroll
+  for (int a = 0; a < 4; ++a)
+#pragma unroll
+    for (int c = 0; c < DV; ++c) acc[a][c] = 0.f;
+  const long long last = min(L - 1, i0 + 63), kend = causal ? min(S, last + 1) : S;
+  for (long long j0 = 0; j0 < kend; j0 += 64) {
+    __syncthreads();
+    ls_flash_stage_t<D>(St, kb, ks, j0, S);
+    ls_flash_stage_t<D>(Vt, vb, vs, j0, S);
+    ls_flash_stage_n<D>(Kn, kb, ks, j0, S);
+    __syncthreads();
+    float s[4][4], dp[4][4];
+    ls_flash_tile<D>(s, Qt, ty, St, tx);
+    ls_flash_tile<D>(dp, Gt, ty, Vt, tx);
+#pragma unroll
+    for (int a = 0; a < 4; ++a) {
+      const int r = ty * 4 + a;
+      const long long i = i0 + r;
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        const long long j = j0 + tx * 4 + c;
+        const float p = j < S && (!causal || j <= i) ? __expf(s[a][c] * scale - Ls[r]) : 0.f;
+        s[a][c] = p * (dp[a][c] - Ds[r]) * scale;  // dS
+      }
+    }
+    __syncthreads();  // K^T is read
+    ls_flash_put(St, s, ty, tx);
+    __syncthreads();
+    ls_flash_accumulate<D>(acc, St, ty, Kn, tx);
+  }
+#pragma unroll
+  for (int a = 0; a < 4; ++a) {
+    const long long i = i0 + ty * 4 + a;
+    if (i >= L) continue;
+#pragma unroll
+    for (int c = 0; c < DV; ++c) dq[(bh * L + i) * D + tx * DV + c] = acc[a][c];
+  }
+}
+// dk and dv: shared Kt, Vt [D][64], Qt, Gt [max(D,64)][64] (Q^T and dO^T, then P and dS), Qn, Gn [64][D], lse and D.
+template <int D>
+LS_DEV void ls_flash_bwd_dkv(const float* __restrict__ go, const float* __restrict__ q, const float* __restrict__ k,
+                             const float* __restrict__ v, const float* __restrict__ lse, const float* __restrict__ drow,
+                             float* __restrict__ dk, float* __restrict__ dv, LsAttnView gs, LsAttnView qs, LsAttnView ks,
+                             LsAttnView vs, long long H, long long L, long long S, float scale, int causal) {
+  constexpr int DV = D / 16, KT = D > 64 ? D : 64;
+  extern __shared__ __align__(16) float ls_dyn[];
+  float *Kt = ls_dyn, *Vt = Kt + D * 64, *Qt = Vt + D * 64, *Gt = Qt + KT * 64, *Qn = Gt + KT * 64, *Gn = Qn + 64 * D, *Ls = Gn + 64 * D,
+        *Ds = Ls + 64;
+  const int tid = threadIdx.x, ty = tid >> 4, tx = tid & 15;
+  const long long tiles = (S + 63) / 64, bh = blockIdx.x / tiles, j0 = (blockIdx.x % tiles) * 64;
+  const long long b = bh / H, h = bh % H;
+  const float* qb = q + b * qs.sb + h * qs.sh;
+  const float* gb = go + b * gs.sb + h * gs.sh;
+  ls_flash_stage_t<D>(Kt, k + b * ks.sb + h * ks.sh, ks, j0, S);
+  ls_flash_stage_t<D>(Vt, v + b * vs.sb + h * vs.sh, vs, j0, S);
+  float ak[4][DV], av[4][DV];
+#pragma unroll
+  for (int a = 0; a < 4; ++a)
+#pragma unroll
+    for (int c = 0; c < DV; ++c) ak[a][c] = av[a][c] = 0.f;
+  // Query i sees key j when j <= i: under causal the first query tile is the keys' own.
+  for (long long i0 = causal ? j0 : 0; i0 < L; i0 += 64) {
+    __syncthreads();
+    ls_flash_stage_t<D>(Qt, qb, qs, i0, L);
+    ls_flash_stage_t<D>(Gt, gb, gs, i0, L);
+    ls_flash_stage_n<D>(Qn, qb, qs, i0, L);
+    ls_flash_stage_n<D>(Gn, gb, gs, i0, L);
+    if (tid < 64) {
+      Ls[tid] = i0 + tid < L ? lse[bh * L + i0 + tid] : 0.f;
+      Ds[tid] = i0 + tid < L ? drow[bh * L + i0 + tid] : 0.f;
+    }
+    __syncthreads();
+    float st[4][4], dpt[4][4];  // keys 4ty.., queries 4tx..
+    ls_flash_tile<D>(st, Kt, ty, Qt, tx);
+    ls_flash_tile<D>(dpt, Vt, ty, Gt, tx);
+#pragma unroll
+    for (int a = 0; a < 4; ++a) {
+      const long long j = j0 + ty * 4 + a;
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        const int r = tx * 4 + c;
+        const long long i = i0 + r;
+        const float p = j < S && i < L && (!causal || j <= i) ? __expf(st[a][c] * scale - Ls[r]) : 0.f;
+        st[a][c] = p;
+        dpt[a][c] = p * (dpt[a][c] - Ds[r]) * scale;  // dS^T
+      }
+    }
+    __syncthreads();  // Q^T and dO^T are read
+    ls_flash_put(Qt, st, ty, tx);   // P [query][key]
+    ls_flash_put(Gt, dpt, ty, tx);  // dS [query][key]
+    __syncthreads();
+    ls_flash_accumulate<D>(av, Qt, ty, Gn, tx);  // dV += P^T dO
+    ls_flash_accumulate<D>(ak, Gt, ty, Qn, tx);  // dK += dS^T Q
+  }
+#pragma unroll
+  for (int a = 0; a < 4; ++a) {
+    const long long j = j0 + ty * 4 + a;
+    if (j >= S) continue;
+#pragma unroll
+    for (int c = 0; c < DV; ++c) {
+      dk[(bh * S + j) * D + tx * DV + c] = ak[a][c];
+      dv[(bh * S + j) * D + tx * DV + c] = av[a][c];
+    }
+  }
+}
+// Their dynamic shared memory (the launcher's): dq 4 D x 64 + max(D, 64) x 64 + 128 floats,
+// dk/dv 4 D x 64 + 2 max(D, 64) x 64 + 128 (99 KB at D = 64: two blocks an SM).
+// Instantiated per head size (32 or 64) by LS_FLASH_ATTENTION(D) in a model's generated file, as
+// LS_ATTENTION: only models with long attention pay for compiling them.
+#define LS_FLASH_ATTENTION(D)                                                                                                  \
+  extern "C" __global__ void __launch_bounds__(256, LS_FLASH_FWD_BLOCKS) ls_flash_attention_fwd_##D(                          \
+      const float* q, const float* k, const float* v, float* o, float* lse, LsAttnView qs, LsAttnView ks, LsAttnView vs,    \
+      LsAttnView os, long long H, long long L, long long S, float scale, int causal) {                                      \
+    ls_flash_fwd<D>(q, k, v, o, lse, qs, ks, vs, os, H, L, S, scale, causal);                                                \
+  }                                                                                                                            \
+  extern "C" __global__ void __launch_bounds__(256, LS_FLASH_BWD_BLOCKS) ls_flash_attention_bwd_dq_##D(                       \
+      const float* go, const float* q, const float* k, const float* v, const float* o, const float* lse, float* dq,          \
+      float* drow, LsAttnView gs, LsAttnView qs, LsAttnView ks, LsAttnView vs, LsAttnView os, long long H, long long L,       \
+      long long S, float scale, int causal) {                                                                                  \
+    ls_flash_bwd_dq<D>(go, q, k, v, o, lse, dq, drow, gs, qs, ks, vs, os, H, L, S, scale, causal);                            \
+  }                                                                                                                            \
+  extern "C" __global__ void __launch_bounds__(256, LS_FLASH_BWD_BLOCKS) ls_flash_attention_bwd_dkv_##D(                      \
+      const float* go, const float* q, const float* k, const float* v, const float* lse, const float* drow, float* dk,       \
+      float* dv, LsAttnView gs, LsAttnView qs, LsAttnView ks, LsAttnView vs, long long H, long long L, long long S,           \
+      float scale, int causal) {                                                                                               \
+    ls_flash_bwd_dkv<D>(go, q, k, v, lse, drow, dk, dv, gs, qs, ks, vs, H, L, S, scale, causal);                              \
+  }

@@ -26,6 +26,7 @@ struct CudaDriver::Api {
   int (*cuModuleUnload)(void*);
   int (*cuModuleGetFunction)(void**, void*, const char*);
   int (*cuFuncGetAttribute)(int*, int, void*);
+  int (*cuFuncSetAttribute)(void*, int, int);
   int (*cuLaunchKernel)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void**, void**);
   int (*cuMemAlloc)(DevicePtr*, size_t);
   int (*cuMemFree)(DevicePtr);
@@ -119,6 +120,7 @@ void CudaDriver::init() {
   resolve(a.lib, a.cuModuleUnload, "cuModuleUnload", missing);
   resolve(a.lib, a.cuModuleGetFunction, "cuModuleGetFunction", missing);
   resolve(a.lib, a.cuFuncGetAttribute, "cuFuncGetAttribute", missing);
+  resolve(a.lib, a.cuFuncSetAttribute, "cuFuncSetAttribute", missing);
   resolve(a.lib, a.cuLaunchKernel, "cuLaunchKernel", missing);
   resolve(a.lib, a.cuMemAlloc, "cuMemAlloc_v2", missing);
   resolve(a.lib, a.cuMemFree, "cuMemFree_v2", missing);
@@ -222,6 +224,15 @@ void CudaDriver::launch(void* f, int64_t grid, int block, void** params, const c
   if (grid > 0x7fffffff) throw std::runtime_error(std::string("kernel ") + name + ": grid of " + std::to_string(grid) + " blocks is too large");
   const int rc = api_->cuLaunchKernel(f, static_cast<unsigned>(grid), 1, 1, static_cast<unsigned>(block), 1, 1, 0, stream_, params, nullptr);
   if (rc != 0) check(rc, (std::string("launching kernel ") + name).c_str());  // the message is built only when it fails
+}
+
+void CudaDriver::launch(void* f, int64_t grid, int block, void** params, const char* name, unsigned shared) {
+  if (grid <= 0) return;
+  if (grid > 0x7fffffff) throw std::runtime_error(std::string("kernel ") + name + ": grid of " + std::to_string(grid) + " blocks is too large");
+  constexpr int kMaxDynamicShared = 8;  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+  if (shared > 48 * 1024) check(api_->cuFuncSetAttribute(f, kMaxDynamicShared, static_cast<int>(shared)), (std::string("shared memory for ") + name).c_str());
+  const int rc = api_->cuLaunchKernel(f, static_cast<unsigned>(grid), 1, 1, static_cast<unsigned>(block), 1, 1, shared, stream_, params, nullptr);
+  if (rc != 0) check(rc, (std::string("launching kernel ") + name).c_str());
 }
 
 void* CudaDriver::event() {

@@ -42,6 +42,8 @@ class CudaDriver {
   void zero(DevicePtr dst, size_t bytes);
   void synchronize();
   void launch(void* function, int64_t grid, int block, void** params, const char* name);
+  // With `shared` bytes of dynamic shared memory (above 48 KB the function is opted in first).
+  void launch(void* function, int64_t grid, int block, void** params, const char* name, unsigned shared);
 
   // Launches, cuBLAS calls and event records go to this stream (nullptr: the default stream);
   // CudaGraph switches it while it captures.

@@ -92,11 +92,14 @@ CudaExecutable::CudaExecutable(const LoopProgram& p, const Schedule& s, const Ge
     if (how[i] == "attention kernel") {
       const std::string d = std::to_string(attention_head_dim(p, externs_[i]->ext));
       for (const char* k : {"ls_attention_fwd_", "ls_attention_bwd_dq_", "ls_attention_bwd_dkv_"}) helpers_[k + d] = m.function(k + d);
+    } else if (how[i] == "flash attention kernel") {
+      const std::string d = std::to_string(attention_head_dim(p, externs_[i]->ext));
+      for (const char* k : {"ls_flash_attention_fwd_", "ls_flash_attention_bwd_dq_", "ls_flash_attention_bwd_dkv_"})
+        helpers_[k + d] = m.function(k + d);
     }
   bias_kernel_ = helpers.function("ls_broadcast_bias");
   for (const char* k : {"ls_add_channel_bias", "ls_im2col", "ls_depthwise_conv", "ls_max_pool2d", "ls_copy_rows", "ls_strided_copy4",
-                        "ls_attn_softmax", "ls_attn_probs", "ls_attn_rowdot", "ls_attn_dscores", "ls_col2im", "ls_channel_sum",
-                        "ls_flash_attention_fwd_32", "ls_flash_attention_fwd_64"})
+                        "ls_attn_softmax", "ls_attn_probs", "ls_attn_rowdot", "ls_attn_dscores", "ls_col2im", "ls_channel_sum"})
     helpers_[k] = helpers.function(k);
 }
 
@@ -275,8 +278,8 @@ void CudaExecutable::device_extern(size_t k) {
   }
 }
 
-// The prelude's fused attention kernels (LS_ATTENTION), or the helpers' tiled forward for long
-// sequences; operands read in place through their strides.
+// The prelude's attention kernels, instantiated in the model's module: fused (LS_ATTENTION) or,
+// for long sequences, tiled (LS_FLASH_ATTENTION); operands read in place through their strides.
 void CudaExecutable::attention_extern(size_t k) {
   const ExternCall& c = externs_[k]->ext;
   const bool bwd = is_attention_backward(c.op->name);
@@ -323,8 +326,14 @@ void CudaExecutable::attention_extern(size_t k) {
   if (rows.bytes() < static_cast<size_t>(bh * g.L * 4)) rows = DeviceBuffer(d_, static_cast<size_t>(bh * g.L * 4));
   DevicePtr drow = rows.ptr();
   void* p1[] = {&go, &q, &kk, &v, &o, &lse, &dq, &drow, &gs, &qs, &ks, &vs, &os, &H, &L, &S, &scale, &causal};
-  d_.launch(helpers_.at("ls_attention_bwd_dq_" + d), bh * q_tiles, 64, p1, "ls_attention_bwd_dq");
   void* p2[] = {&go, &q, &kk, &v, &lse, &drow, &dk, &dv, &gs, &qs, &ks, &vs, &H, &L, &S, &scale, &causal};
+  if (how[k] == "flash attention kernel") {  // dynamic shared memory: the tiles (cuda_helpers.h)
+    const unsigned tile = static_cast<unsigned>(g.E) * 64 * 4, wide = static_cast<unsigned>(std::max<int64_t>(g.E, 64)) * 64 * 4;
+    d_.launch(helpers_.at("ls_flash_attention_bwd_dq_" + d), bh * q_tiles, 256, p1, "ls_flash_attention_bwd_dq", 4 * tile + wide + 512);
+    d_.launch(helpers_.at("ls_flash_attention_bwd_dkv_" + d), bh * k_tiles, 256, p2, "ls_flash_attention_bwd_dkv", 4 * tile + 2 * wide + 512);
+    return;
+  }
+  d_.launch(helpers_.at("ls_attention_bwd_dq_" + d), bh * q_tiles, 64, p1, "ls_attention_bwd_dq");
   d_.launch(helpers_.at("ls_attention_bwd_dkv_" + d), bh * k_tiles, 64, p2, "ls_attention_bwd_dkv");
 }
 

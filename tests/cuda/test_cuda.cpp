@@ -367,11 +367,14 @@ int main(int argc, char** argv) {
   for (bool t : {false, true}) {
     cases.push_back({std::string("attention fused") + (t ? " train" : ""),
                      [=] { attention_runs_on_the_device("stages/attn_block/3_core_aten.txt", t, "attention kernel", "attention kernel"); }});
-    // long sequences: the tiled forward, the backward through cuBLAS; causal and not, a length
+    // long sequences: the tiled kernels (FlashAttention-2), forward and backward; causal, a length
     // that is no multiple of the tiles, keys and queries of different lengths
     for (const char* m : {"stages/extra/attention_long.txt", "stages/extra/attention_long_uneven.txt"})
       cases.push_back({std::string("attention long ") + m + (t ? " train" : ""),
-                       [=] { attention_runs_on_the_device(m, t, "flash attention kernel", "attention (cuBLAS)"); }});
+                       [=] { attention_runs_on_the_device(m, t, "flash attention kernel", "flash attention kernel"); }});
+    // head size 128: the scores in memory, batched cuBLAS products around a softmax kernel
+    cases.push_back({std::string("attention cuBLAS") + (t ? " train" : ""),
+                     [=] { attention_runs_on_the_device("stages/extra/attention_long_d128.txt", t, "attention (cuBLAS)", "attention (cuBLAS)"); }});
   }
   for (const char* m : {"models/cifar_net", "models/res_block"})
     for (bool t : {false, true})
