@@ -411,8 +411,10 @@ GeneratedCuda generate_cuda(const LoopProgram& p, const Schedule& s, const CudaC
       if (path == "fused") fused.insert(attention_head_dim(p, c));
       if (path == "tiled") tiled.insert(attention_head_dim(p, c));
     }
-  for (int d : fused) g.source.code += "LS_ATTENTION(" + std::to_string(d) + ")\n";
-  for (int d : tiled) g.source.code += "LS_FLASH_ATTENTION(" + std::to_string(d) + ")\n";
+  if (fused.empty() && tiled.empty()) return g;
+  g.attention_source = std::string("// Lowerscope's attention kernels\n") + kCudaPrelude;
+  for (int d : fused) g.attention_source += "LS_ATTENTION(" + std::to_string(d) + ")\n";
+  for (int d : tiled) g.attention_source += "LS_FLASH_ATTENTION(" + std::to_string(d) + ")\n";
   return g;
 }
 

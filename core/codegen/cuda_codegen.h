@@ -63,6 +63,11 @@ std::string cuda_helpers_source();
 struct GeneratedCuda {
   GeneratedSource source;         // kernels in schedule order (extern kernels have no launcher)
   std::vector<CudaLaunch> launch; // per kernel
+  // The attention kernels the model's attention calls use (the prelude's LS_ATTENTION /
+  // LS_FLASH_ATTENTION per head size), a module of their own: it depends only on the head sizes,
+  // so it is compiled once per machine and cached, and max-autotune's rounds do not rebuild it.
+  // Empty when the model has none.
+  std::string attention_source;
 };
 
 // The configurations max-autotune tries for a kernel the heuristics launched as `heuristic`

@@ -68,7 +68,7 @@ int64_t grid_for(int64_t total) { return std::clamp<int64_t>((total + 255) / 256
 }  // namespace
 
 CudaExecutable::CudaExecutable(const LoopProgram& p, const Schedule& s, const GeneratedCuda& g, CudaDriver& d, CudaModule& m,
-                               CudaModule& helpers)
+                               CudaModule& helpers, CudaModule* attention)
     : p_(p), g_(g), d_(d) {
   std::string why;
   blas_ = Cublas::get(&why);
@@ -88,15 +88,18 @@ CudaExecutable::CudaExecutable(const LoopProgram& p, const Schedule& s, const Ge
       how.push_back("generated");
     }
   }
-  for (size_t i = 0; i < how.size(); ++i)
+  for (size_t i = 0; i < how.size(); ++i) {
+    if ((how[i] == "attention kernel" || how[i] == "flash attention kernel") && !attention)
+      throw std::runtime_error("the attention kernels' module was not compiled");
     if (how[i] == "attention kernel") {
       const std::string d = std::to_string(attention_head_dim(p, externs_[i]->ext));
-      for (const char* k : {"ls_attention_fwd_", "ls_attention_bwd_dq_", "ls_attention_bwd_dkv_"}) helpers_[k + d] = m.function(k + d);
+      for (const char* k : {"ls_attention_fwd_", "ls_attention_bwd_dq_", "ls_attention_bwd_dkv_"}) helpers_[k + d] = attention->function(k + d);
     } else if (how[i] == "flash attention kernel") {
       const std::string d = std::to_string(attention_head_dim(p, externs_[i]->ext));
       for (const char* k : {"ls_flash_attention_fwd_", "ls_flash_attention_bwd_dq_", "ls_flash_attention_bwd_dkv_"})
-        helpers_[k + d] = m.function(k + d);
+        helpers_[k + d] = attention->function(k + d);
     }
+  }
   bias_kernel_ = helpers.function("ls_broadcast_bias");
   for (const char* k : {"ls_add_channel_bias", "ls_im2col", "ls_depthwise_conv", "ls_max_pool2d", "ls_copy_rows", "ls_strided_copy4",
                         "ls_attn_softmax", "ls_attn_probs", "ls_attn_rowdot", "ls_attn_dscores", "ls_col2im", "ls_channel_sum"})
@@ -278,8 +281,9 @@ void CudaExecutable::device_extern(size_t k) {
   }
 }
 
-// The prelude's attention kernels, instantiated in the model's module: fused (LS_ATTENTION) or,
-// for long sequences, tiled (LS_FLASH_ATTENTION); operands read in place through their strides.
+// The prelude's attention kernels, in the attention module (GeneratedCuda::attention_source):
+// fused (LS_ATTENTION) or, for long sequences, tiled (LS_FLASH_ATTENTION); operands read in place
+// through their strides.
 void CudaExecutable::attention_extern(size_t k) {
   const ExternCall& c = externs_[k]->ext;
   const bool bwd = is_attention_backward(c.op->name);

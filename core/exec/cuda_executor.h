@@ -22,9 +22,11 @@ class Cublas;
 
 class CudaExecutable {
  public:
-  // Loads the model module's kernels and the helper module's (cuda_helpers_source()); throws
+  // Loads the model module's kernels, the helper module's (cuda_helpers_source()) and, when the
+  // model has attention kernels, those of g.attention_source's module; throws
   // std::runtime_error naming a missing one.
-  CudaExecutable(const LoopProgram& p, const Schedule& s, const GeneratedCuda& g, CudaDriver& d, CudaModule& m, CudaModule& helpers);
+  CudaExecutable(const LoopProgram& p, const Schedule& s, const GeneratedCuda& g, CudaDriver& d, CudaModule& m, CudaModule& helpers,
+                 CudaModule* attention = nullptr);
   // One checked run: synchronizes after every kernel, so a fault names the kernel that made it.
   std::vector<Tensor> run(const std::vector<Tensor>& inputs);
   Timings benchmark(const std::vector<Tensor>& inputs, const TimingOptions& o = {});

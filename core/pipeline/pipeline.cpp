@@ -525,7 +525,7 @@ CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const st
     rec.current = "asm";
     if (cancelled && cancelled()) throw Cancelled{};
     std::unique_ptr<LoadedCode> cpu_code;
-    std::string cubin, helpers_cubin;
+    std::string cubin, helpers_cubin, attention_cubin;
     if (cuda) {
       CudaCompileOptions co;
       co.sm = driver ? driver->device().sm() : 90;
@@ -537,13 +537,24 @@ CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const st
         ho.ptx = ho.sass = false;
         helpers = std::async(std::launch::async, [ho] { return compile_cuda(cuda_helpers_source(), ho); });
       }
+      // The attention kernels' module (cached: it depends only on the head sizes), PTX alone
+      // without a GPU so its compile is checked everywhere.
+      std::future<CudaCompileResult> attention;
+      if (!r.cuda.attention_source.empty()) {
+        CudaCompileOptions ao = co;
+        ao.ptx = !driver;
+        ao.sass = false;
+        attention = std::async(std::launch::async, [ao, src = r.cuda.attention_source] { return compile_cuda(src, ao); });
+      }
       CudaCompileResult compiled = compile_cuda(r.source.code, co);
       if (helpers.valid()) helpers_cubin = helpers.get().cubin;
+      if (attention.valid()) attention_cubin = attention.get().cubin;
       r.compiler = compiled.compiler + (driver ? " for " + driver->device().name : " (no GPU here: PTX for the H100's sm_90)");
       r.compile_log = compiled.log;
       cubin = compiled.cubin;
       if (!cubin.empty()) r.objects.push_back({"kernels.cubin", cubin});
       if (!helpers_cubin.empty()) r.objects.push_back({"helpers.cubin", helpers_cubin});
+      if (!attention_cubin.empty()) r.objects.push_back({"attention.cubin", attention_cubin});
       Stage s;
       s.name = "asm";
       s.title = "PTX and SASS";
@@ -592,7 +603,9 @@ CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const st
     std::vector<int> registers(r.schedule.kernels.size(), 0);
     if (cuda) {
       CudaModule module(*driver, cubin), helper_module(*driver, helpers_cubin);
-      CudaExecutable exe(r.loops, r.schedule, r.cuda, *driver, module, helper_module);
+      std::unique_ptr<CudaModule> attention_module;
+      if (!attention_cubin.empty()) attention_module = std::make_unique<CudaModule>(*driver, attention_cubin);
+      CudaExecutable exe(r.loops, r.schedule, r.cuda, *driver, module, helper_module, attention_module.get());
       r.outputs = exe.run(all_inputs);
       t = exe.benchmark(all_inputs, to);
       how = exe.how;

@@ -1,5 +1,6 @@
 #include "tune/autotune.h"
 
+#include <memory>
 #include <algorithm>
 #include <chrono>
 #include <iomanip>
@@ -89,6 +90,10 @@ AutotuneResult autotune_cuda(const LoopProgram& p, const Schedule& s, const Cuda
   co.ptx = false;
   const CudaCompileResult helpers = compile_cuda(cuda_helpers_source(), co);
   CudaModule helper_module(d, helpers.cubin);
+  // The attention kernels do not depend on the configurations: compiled once for every round.
+  const std::string attention_source = generate_cuda(p, s, base).attention_source;
+  std::unique_ptr<CudaModule> attention;
+  if (!attention_source.empty()) attention = std::make_unique<CudaModule>(d, compile_cuda(attention_source, co).cubin);
   size_t rounds = 0;
   for (const KernelTuning& t : result.kernels) rounds = std::max(rounds, t.candidates.size());
   std::vector<Tensor> expected;
@@ -110,7 +115,7 @@ AutotuneResult autotune_cuda(const LoopProgram& p, const Schedule& s, const Cuda
       const GeneratedCuda g = generate_cuda(p, s, o);
       const CudaCompileResult c = compile_cuda(g.source.code, co);
       CudaModule module(d, c.cubin);
-      CudaExecutable exe(p, s, g, d, module, helper_module);
+      CudaExecutable exe(p, s, g, d, module, helper_module, attention.get());
       const std::vector<Tensor> out = exe.run(inputs);
       if (round == 0) expected = out;
       for (size_t i = 0; i < out.size(); ++i)
@@ -146,7 +151,7 @@ AutotuneResult autotune_cuda(const LoopProgram& p, const Schedule& s, const Cuda
     const GeneratedCuda g = generate_cuda(p, s, tuned);
     const CudaCompileResult c = compile_cuda(g.source.code, co);
     CudaModule module(d, c.cubin);
-    CudaExecutable exe(p, s, g, d, module, helper_module);
+    CudaExecutable exe(p, s, g, d, module, helper_module, attention.get());
     exe.run(inputs);
     result.tuned_ms = exe.benchmark(inputs, timing).total_ms;
     result.heuristic_ms = heuristic_total;

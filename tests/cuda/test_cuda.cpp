@@ -108,8 +108,16 @@ void every_kernel_compiles_to_ptx(const std::string& model, bool train) {
   const std::string over = ls_test::counts_within(r, rows, compared);
   VERIFY2(over.empty(), over);
   VERIFY(compared == static_cast<int>(rows.size()));
-  // Attention is the fused kernel, instantiated for its head size.
-  if (model.find("attn_block") != std::string::npos) VERIFY(entries.count("ls_attention_fwd_32") == 1);
+  // Attention is the fused kernel, instantiated for its head size in the attention module (not
+  // the model's), which compiles too.
+  if (model.find("attn_block") != std::string::npos) {
+    VERIFY(entries.count("ls_attention_fwd_32") == 0);
+    VERIFY(r.cuda.attention_source.find("LS_ATTENTION(32)") != std::string::npos);
+    const std::set<std::string> att = ptx_entries(compile_cuda(r.cuda.attention_source, CudaCompileOptions{90, false, "off"}).ptx);
+    VERIFY(att.count("ls_attention_fwd_32") == 1 && att.count("ls_attention_bwd_dkv_32") == 1);
+  } else {
+    VERIFY(r.cuda.attention_source.empty());
+  }
 }
 
 // The helper kernels' module (compiled once per machine) holds every helper the runtime loads.
