@@ -10,6 +10,25 @@
 #include <vector>
 
 namespace ls {
+namespace {
+
+// The first of the toolkit's library `base` (libcublas, libcublasLt) that loads: the CMake-found
+// toolkit's, then CUDA 13's, 12's, any, /usr/local/cuda's. `which` gets the file's name.
+void* open_cuda_library(const std::string& base, std::string* which = nullptr) {
+  const std::vector<std::string> names = {
+#ifdef LOWERSCOPE_CUDA_LIB
+      std::string(LOWERSCOPE_CUDA_LIB) + "/" + base + ".so",
+#endif
+      base + ".so.13", base + ".so.12", base + ".so", "/usr/local/cuda/lib64/" + base + ".so"};
+  for (const auto& n : names)
+    if (void* lib = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+      if (which) *which = n;
+      return lib;
+    }
+  return nullptr;
+}
+
+}  // namespace
 
 Cublas* Cublas::get(std::string* why) {
   static std::mutex m;
@@ -24,16 +43,7 @@ Cublas* Cublas::get(std::string* why) {
       error = reason;
     } else {
       auto b = std::make_unique<Cublas>();
-      const std::vector<std::string> names = {
-#ifdef LOWERSCOPE_CUDA_LIB
-          std::string(LOWERSCOPE_CUDA_LIB) + "/libcublas.so",
-#endif
-          "libcublas.so.13", "libcublas.so.12", "libcublas.so", "/usr/local/cuda/lib64/libcublas.so"};
-      for (const auto& n : names)
-        if ((b->lib_ = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL))) {
-          b->library = n;
-          break;
-        }
+      b->lib_ = open_cuda_library("libcublas", &b->library);
       if (!b->lib_) {
         error = "cuBLAS (libcublas.so) was not found";
       } else {
@@ -128,14 +138,7 @@ Cublas::Lt* Cublas::lt() {
   if (lt_tried_) return lt_.get();
   lt_tried_ = true;
   auto lt = std::make_shared<Lt>();
-  const std::vector<std::string> names = {
-#ifdef LOWERSCOPE_CUDA_LIB
-      std::string(LOWERSCOPE_CUDA_LIB) + "/libcublasLt.so",
-#endif
-      "libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so", "/usr/local/cuda/lib64/libcublasLt.so"};
-  for (const auto& n : names)
-    if ((lt->lib = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL))) break;
-  if (!lt->lib) return nullptr;
+  if (!(lt->lib = open_cuda_library("libcublasLt"))) return nullptr;
   auto sym = [&](auto& f, const char* name) { f = reinterpret_cast<std::remove_reference_t<decltype(f)>>(dlsym(lt->lib, name)); return f != nullptr; };
   if (!sym(lt->create, "cublasLtCreate") || !sym(lt->desc_create, "cublasLtMatmulDescCreate") ||
       !sym(lt->desc_set, "cublasLtMatmulDescSetAttribute") || !sym(lt->layout_create, "cublasLtMatrixLayoutCreate") ||
