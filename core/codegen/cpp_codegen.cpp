@@ -101,7 +101,12 @@ class KernelWriter {
   }
 
   void write_nest(LoopEmitter& e, const LoopNest& nest) {
-    const int64_t X = nest.numel, R = nest.rnumel, work = X > 1 ? X * R : R;
+    // Work: the elements the nest walks, once per r loop (a softmax reads its row three times).
+    const int64_t X = nest.numel, R = nest.rnumel;
+    int64_t passes = 0;
+    if (R > 1)
+      for (const KernelLoop& l : kernel_loops(p_, nest.nodes, X, R)) passes += l.inner ? 1 : 0;
+    const int64_t work = (X > 1 ? X * R : R) * std::max<int64_t>(1, passes);
     if (!o_.size_generic || work <= 1) return write_nest_as(e, nest, work >= o_.parallel_threshold);
     // Size-generic code (dynamic shapes) holds both forms and picks one at run time, so that one
     // compiled kernel serves every size (an `if` clause on the pragma would enter a serialized

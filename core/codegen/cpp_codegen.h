@@ -24,7 +24,8 @@ struct GeneratedSource {
   std::vector<GeneratedKernel> kernels;
 };
 
-// Elements of work below which a loop stays serial: at least 4096 per thread of this machine
+// Elements of work (each r loop of a nest counted: a softmax walks its rows three times) below
+// which a loop stays serial: at least 4096 per thread of this machine
 // (OMP_NUM_THREADS or its cores), as Inductor's CPU backend keeps a minimum chunk per thread; a
 // parallel region on many cores costs tens of microseconds, more than a small kernel's work.
 int64_t default_parallel_threshold();

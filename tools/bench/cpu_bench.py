@@ -107,7 +107,9 @@ def main():
     ap.add_argument("--cli", required=True)
     ap.add_argument("--out")
     ap.add_argument("--in-process", action="store_true", help="compile with the in-process Clang JIT (default: external c++)")
+    ap.add_argument("--only", help="run only the cases whose name contains this text")
     args = ap.parse_args()
+    wanted = lambda name: not args.only or args.only in name  # noqa: E731
     if args.in_process:
         EXTERNAL.clear()
     torch.manual_seed(0)
@@ -115,6 +117,8 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         with torch.no_grad():
             for name, fn, shapes, text in synthetic_cases():
+                if not wanted(name):
+                    continue
                 path = os.path.join(tmp, name.split()[0].replace("+", "_") + ".txt")
                 open(path, "w").write(text)
                 inputs = [torch.randn(*s) for s in shapes]
@@ -123,6 +127,8 @@ def main():
                 rows.append((name, e, c, o, cms, oms, status))
                 print(rows[-1], flush=True)
             for m, (model, shape) in fixture_models().items():
+                if not wanted(m):
+                    continue
                 model.eval()
                 graph = os.path.join(REPO, "tests", "data", "stages", m, "3_core_aten.txt")
                 x = torch.randn(*shape)
@@ -131,7 +137,7 @@ def main():
                 rows.append((m, e, c, o, cms, oms, status))
                 print(rows[-1], flush=True)
         for m, (model, shape) in fixture_models().items():
-            if m == "mobilenet_v3_small":
+            if m == "mobilenet_v3_small" or not wanted(m + " train"):
                 continue  # inference only in the fixtures
             graph = os.path.join(REPO, "tests", "data", "stages", m, "3_core_aten.txt")
             x = torch.randn(*shape, requires_grad=True)
