@@ -367,7 +367,7 @@ std::string KernelConfig::text() const {
   if (block) add("block " + std::to_string(block));
   if (unroll) add("unroll " + std::to_string(unroll));
   if (threads_per_row) add(std::to_string(threads_per_row) + " threads a row");
-  if (split) add(std::to_string(split) + (split == 1 ? " block a row" : " slices a row"));
+  if (split) add(split == 1 ? std::string("unsplit") : std::to_string(split) + " slices");  // of a row (split form) or a column
   return t.empty() ? "heuristic" : t;
 }
 

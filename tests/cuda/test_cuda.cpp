@@ -108,6 +108,11 @@ void every_kernel_compiles_to_ptx(const std::string& model, bool train) {
   const std::string over = ls_test::counts_within(r, rows, compared);
   VERIFY2(over.empty(), over);
   VERIFY(compared == static_cast<int>(rows.size()));
+  // A node turned for a column reduction runs turned only in that reduction's kernel: a
+  // pointwise kernel of its own walks its buffer in order (coalesced).
+  for (const Kernel& kr : r.schedule.kernels)
+    if (!kr.is_extern && kr.rnumel == 1)
+      for (int n : kr.nodes) VERIFY2(r.loops.nodes.at(n).iter_order.empty(), kr.name + " runs " + r.loops.nodes[n].name + " turned");
   // Attention is the fused kernel, instantiated for its head size in the attention module (not
   // the model's), which compiles too.
   if (model.find("attn_block") != std::string::npos) {
