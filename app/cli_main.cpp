@@ -46,7 +46,7 @@ and a backward, with the gradient of the sum of the first output checked against
 grad_in0.npy, ... (found beside the inputs, or given with --expect-grads); --sgd LR adds the
 parameter update.
 --dynamic compiles with dynamic shapes (as torch.compile(dynamic=True)): the inputs' sizes become
-symbols s0, s1, ... and the CPU kernels take them as arguments; the `dynamic` stage lists the
+symbols s0, s1, ... and the kernels (C++ or CUDA) take them as arguments; the `dynamic` stage lists the
 symbols, what was specialized and why, and the guards. --at s0=N runs the same compiled code again
 at that size (random inputs, checked against the reference interpreter), or recompiles where a
 guard fails.
@@ -254,12 +254,14 @@ int compile_command(int argc, char** argv) {
   }
   if ((!lo.expect_grads.empty() || po.sgd_lr > 0) && !po.train)
     throw std::invalid_argument("--expect-grads and --sgd need --train");
-  if (!at.empty() && (!po.dynamic || po.train || po.device != "cpu" || !po.run))
-    throw std::invalid_argument("--at runs a dynamic CPU inference compile at other sizes: it needs --dynamic, and no --train, --device cuda or --no-run");
+  if (!at.empty() && (!po.dynamic || po.train || !po.run))
+    throw std::invalid_argument("--at runs a dynamic inference compile at other sizes: it needs --dynamic, and no --train or --no-run");
   po.keep_program = po.keep_program || !at.empty();
   ls::CompileResult r = ls::run_pipeline(ls::load_model(model_path, lo), po);
   if (!quiet) print_result(r);
   bool at_ok = true;
+  if (!at.empty() && r.error.empty() && !r.program && !r.not_run.empty())
+    std::cout << "\n--at: not run: " << r.not_run << "\n";
   if (!at.empty() && r.error.empty() && r.program) {
     std::cout << "\nrun again at other sizes (inputs random normal, checked against the reference interpreter):\n";
     for (const std::string& spec : at) {

@@ -15,6 +15,7 @@ struct GeneratedKernel {
   std::string launcher;            // extern "C" void launcher(void** args); empty for extern kernels
   std::vector<std::string> args;   // buffer per argument, in order
   int first_line = 0, last_line = 0;  // 1-based lines of the kernel in the source
+  bool narrow_index = false;          // CUDA: its index arithmetic is 32-bit (every buffer fits)
   // Source line -> loop node it came from (for linking source and graph).
   std::vector<std::pair<int, int>> line_nodes;
 };

@@ -22,6 +22,11 @@ int64_t next_pow2(int64_t v) {
   while (p < v) p *= 2;
   return p;
 }
+int64_t prev_pow2(int64_t v) {
+  int64_t p = 1;
+  while (p * 2 <= v) p *= 2;
+  return p;
+}
 
 class CudaKernelWriter {
  public:
@@ -50,6 +55,7 @@ class CudaKernelWriter {
     for (const auto& b : k_.reads) add_arg(b, false);
     for (const auto& b : k_.writes) add_arg(b, true);
     idx_ = small ? "int" : "int64_t";
+    gk.narrow_index = small;
 
     // The form.
     int inner_segs = 0;
@@ -88,7 +94,8 @@ class CudaKernelWriter {
       column_ = true;
     } else {
       launch.form = "row";
-      const int64_t t = cfg.threads_per_row ? cfg.threads_per_row : std::min<int64_t>(1024, next_pow2((R + 7) / 8));
+      const int64_t heuristic = o_.size_generic ? prev_pow2(std::max<int64_t>(1, R / 8)) : next_pow2((R + 7) / 8);
+      const int64_t t = cfg.threads_per_row ? cfg.threads_per_row : std::min<int64_t>(1024, heuristic);
       launch.threads_per_row = static_cast<int>(std::max<int64_t>(1, t));
       launch.block = launch.threads_per_row > 32 ? launch.threads_per_row : 256;
       const int64_t rows_per_block = launch.block / launch.threads_per_row;
@@ -132,7 +139,7 @@ class CudaKernelWriter {
       const std::string U = std::to_string(unroll_);
       // Whole blocks take a path without bounds checks, so the unrolled loads can all be issued
       // before the first store; the last block checks every element.
-      const bool tail = X % (int64_t(block_) * unroll_) != 0;
+      const bool tail = o_.size_generic || X % (int64_t(block_) * unroll_) != 0;
       for (int guarded = 0; guarded <= (tail ? 1 : 0); ++guarded) {
         if (tail) {
           e.line(guarded ? "} else {" : "if (ls_base + " + std::to_string(int64_t(unroll_ - 1) * block_) + " < " + Xs + ") {");
@@ -160,7 +167,7 @@ class CudaKernelWriter {
       e.line("const " + idx_ + " x0 = " +
              (rows_per_block > 1 ? "(" + idx_ + ")blockIdx.x * " + std::to_string(rows_per_block) + " + threadIdx.x / " + std::to_string(T_)
                                  : std::string("blockIdx.x")) + ";");
-      const bool guard = rows_per_block > 1 && X % rows_per_block != 0;
+      const bool guard = rows_per_block > 1 && (o_.size_generic || X % rows_per_block != 0);
       if (guard) {
         e.line("if (x0 < " + Xs + ") {");
         e.indent += "    ";

@@ -35,6 +35,10 @@ struct CudaCodegenOptions {
   int pointwise_block = 256;
   int pointwise_unroll = 4;
   std::map<std::string, KernelConfig> configs;  // kernel name -> its tuned configuration
+  // Dynamic shapes: code whose structure does not hang on divisibility (tails always masked) and
+  // whose threads per row change only where the row length doubles, so sizes near the traced
+  // ones give the same code with other numbers.
+  bool size_generic = false;
 };
 
 struct CudaLaunch {

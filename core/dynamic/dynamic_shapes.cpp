@@ -14,8 +14,10 @@ namespace ls {
 namespace {
 
 // ---------------------------------------------------------------------------------------------
-// Tokens: words, numbers, and every other character (whitespace included) on its own, so two
-// sources agree token for token exactly when they differ in numbers only.
+// Tokens: words, numbers, a `//` comment to the end of its line, and every other character
+// (whitespace included) on its own, so two sources agree token for token exactly when they differ
+// in numbers only. Comments say what the code is at the traced sizes (a kernel's grid): any two
+// agree, and their numbers are not fitted.
 // ---------------------------------------------------------------------------------------------
 
 bool word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
@@ -28,7 +30,9 @@ std::vector<std::string> tokenize(const std::string& s) {
   while (i < s.size()) {
     const size_t b = i;
     const char c = s[i];
-    if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
+    if (c == '/' && i + 1 < s.size() && s[i + 1] == '/') {
+      while (i < s.size() && s[i] != '\n') ++i;
+    } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
       while (i < s.size() && word_char(s[i])) ++i;
     } else if (digit(c) || (c == '.' && i + 1 < s.size() && digit(s[i + 1]))) {
       while (i < s.size() && (digit(s[i]) || s[i] == '.')) ++i;
@@ -44,6 +48,27 @@ std::vector<std::string> tokenize(const std::string& s) {
     out.push_back(s.substr(b, i - b));
   }
   return out;
+}
+
+bool is_comment(const std::string& t) { return t.size() >= 2 && t[0] == '/' && t[1] == '/'; }
+// Tokens that agree: equal, or both comments.
+bool same(const std::string& a, const std::string& b) { return a == b || (is_comment(a) && is_comment(b)); }
+
+// Whether token k must be a compile-time constant: on a preprocessor line (`#pragma unroll 4`),
+// in `__launch_bounds__(...)`, or a template argument (`ls_warp_reduce<0, 32>`: a `<` right after
+// a name, no `>` between). A number there cannot become an expression of the sizes.
+bool constant_context(const std::vector<std::string>& toks, size_t k) {
+  size_t b = k;
+  while (b > 0 && toks[b - 1] != "\n") --b;
+  while (b < k && toks[b] == " ") ++b;
+  if (toks[b] == "#") return true;
+  for (size_t i = b; i < k; ++i)
+    if (toks[i] == "__launch_bounds__") return true;
+  for (size_t i = k; i-- > b;) {
+    if (toks[i] == ">" || toks[i] == ";" || toks[i] == "(" || toks[i] == ")") return false;
+    if (toks[i] == "<") return i > b && !toks[i - 1].empty() && (std::isalnum(static_cast<unsigned char>(toks[i - 1].back())) || toks[i - 1].back() == '_');
+  }
+  return false;
 }
 
 bool is_float_literal(const std::string& t) {
@@ -83,7 +108,7 @@ std::string line_text(const std::vector<std::string>& toks, size_t k) {
 std::string structure_differs(const std::vector<std::string>& a, const std::vector<std::string>& b) {
   const size_t n = std::min(a.size(), b.size());
   for (size_t i = 0; i < n; ++i) {
-    if (a[i] == b[i] || (is_number(a[i]) && is_number(b[i]))) continue;
+    if (same(a[i], b[i]) || (is_number(a[i]) && is_number(b[i]))) continue;
     return "line " + std::to_string(line_of(a, i)) + ": `" + line_text(a, i) + "` becomes `" + line_text(b, i) + "`";
   }
   if (a.size() != b.size()) return "line " + std::to_string(line_of(a, n)) + ": the code's length changes";
@@ -169,7 +194,7 @@ bool SizeGeneric::matches(const std::string& source, const std::vector<int64_t>&
   const std::vector<std::string> t = tokenize(source);
   for (size_t i = 0; i < std::min(t.size(), base_tokens.size()); ++i) {
     const int h = hole_at[i];
-    if (h < 0 ? t[i] == base_tokens[i] : [&] { int64_t x; return integer_value(t[i], x) && x == holes[h].at(values); }()) continue;
+    if (h < 0 ? same(t[i], base_tokens[i]) : [&] { int64_t x; return integer_value(t[i], x) && x == holes[h].at(values); }()) continue;
     if (why)
       *why = "line " + std::to_string(line_of(t, i)) + " is `" + line_text(t, i) + "`, the compiled code's `" + line_text(base_tokens, i) + "`" +
              (h >= 0 ? " with " + holes[h].expr + " = " + std::to_string(holes[h].at(values)) : "");
@@ -233,7 +258,8 @@ std::string SizeGeneric::report() const {
 }
 
 SizeGeneric make_size_generic(const std::vector<std::string>& input_names, const std::vector<Shape>& traced_shapes,
-                              const std::vector<bool>& static_inputs, const GeneratedSource& traced, const GenerateAt& generate) {
+                              const std::vector<bool>& static_inputs, const GeneratedSource& traced, const GenerateAt& generate,
+                              SizeArgs style) {
   SizeGeneric g;
   g.inputs = input_names;
   g.traced = traced_shapes;
@@ -390,6 +416,24 @@ SizeGeneric make_size_generic(const std::vector<std::string>& input_names, const
       for (const Point& p : grid) moves = moves || made.at(p)[k] != tok;
       moves = moves || made.at(check)[k] != tok;
       if (!moves) continue;
+      // The symbols this number moves with (each alone), all where none alone moves it.
+      auto moved_by = [&] {
+        std::vector<size_t> with;
+        for (size_t s : act) {
+          Point p1 = base, p2 = base;
+          p1[s] += g.symbols[s].step;
+          p2[s] += 2 * g.symbols[s].step;
+          if (made.at(p1)[k] != tok || made.at(p2)[k] != tok) with.push_back(s);
+        }
+        return with.empty() ? act : with;
+      };
+      if (constant_context(g.base_tokens, k)) {
+        for (size_t s : moved_by())
+          specialize(s, "a compile-time constant of the code follows it (line " + std::to_string(line_of(g.base_tokens, k)) + ": `" +
+                            line_text(g.base_tokens, k) + "`)");
+        changed = true;
+        break;
+      }
       SizeHole h;
       h.traced = tok;
       h.line = line_of(g.base_tokens, k);
@@ -434,15 +478,7 @@ SizeGeneric make_size_generic(const std::vector<std::string>& input_names, const
       }
       if (!ok) {
         // Not a polynomial of the sizes (a reciprocal, a rounding): the symbols it moves with are specialized.
-        std::vector<size_t> with;
-        for (size_t s : act) {
-          Point p1 = base, p2 = base;
-          p1[s] += g.symbols[s].step;
-          p2[s] += 2 * g.symbols[s].step;
-          if (made.at(p1)[k] != tok || made.at(p2)[k] != tok) with.push_back(s);
-        }
-        if (with.empty()) with = act;
-        for (size_t s : with)
+        for (size_t s : moved_by())
           specialize(s, "the code has a number that is not a polynomial of it (line " + std::to_string(h.line) + ": `" +
                             line_text(g.base_tokens, k) + "`)");
         changed = true;
@@ -461,17 +497,29 @@ SizeGeneric make_size_generic(const std::vector<std::string>& input_names, const
   }
 
   // The template: holes become expressions of ks0, ks1, ...; each kernel takes the sizes as its
-  // last argument, and its launcher passes the launch array's last slot. Lines keep their numbers.
+  // last argument (C++: an array, its launcher passing the launch array's last slot; CUDA: one
+  // value a symbol). Lines keep their numbers. In a CUDA kernel with 32-bit index arithmetic the
+  // sizes' expressions are 32-bit too (the front half chose it because every buffer fits, and a
+  // size where they do not changes the code, which fails the template check).
+  std::vector<char> narrow_line;
+  for (const GeneratedKernel& k : traced.kernels)
+    if (k.narrow_index && k.last_line >= k.first_line) {
+      if (narrow_line.size() <= static_cast<size_t>(k.last_line)) narrow_line.resize(static_cast<size_t>(k.last_line) + 1, 0);
+      std::fill(narrow_line.begin() + k.first_line, narrow_line.begin() + k.last_line + 1, 1);
+    }
   std::string code;
+  int line_no = 1;
   for (size_t k = 0; k < g.base_tokens.size(); ++k) {
     const int h = g.hole_at[k];
     if (h < 0) {
       code += g.base_tokens[k];
+      line_no += g.base_tokens[k] == "\n";
       continue;
     }
     const std::string& t = g.base_tokens[k];
     const std::string e = g.holes[h].expr;
-    if (!is_float_literal(t)) code += "(" + e + ")";
+    const bool narrow = style == SizeArgs::cuda_values && static_cast<size_t>(line_no) < narrow_line.size() && narrow_line[line_no];
+    if (!is_float_literal(t)) code += narrow ? "static_cast<int>(" + e + ")" : "(" + e + ")";
     else code += (t.back() == 'f' || t.back() == 'F' ? "static_cast<float>(" : "static_cast<double>(") + e + ")";
   }
   std::string decl;
@@ -487,9 +535,21 @@ SizeGeneric make_size_generic(const std::vector<std::string>& input_names, const
       kernels[k.name] = k.args.size();
       launchers[k.launcher] = k.name;
     }
+  std::string cuda_params;
+  for (size_t s = 0; s < g.symbols.size(); ++s) cuda_params += ", const long long ls_ks" + std::to_string(s);
+  std::string cuda_decl;
+  for (size_t s = 0; s < g.symbols.size(); ++s)
+    if (g.symbols[s].dynamic) cuda_decl += " const int64_t ks" + std::to_string(s) + " = ls_ks" + std::to_string(s) + ";";
   while (std::getline(in, line)) {
-    const std::string head = "extern \"C\" void ";
-    if (line.rfind(head, 0) == 0) {
+    const std::string head = style == SizeArgs::cuda_values ? "extern \"C\" __global__ void " : "extern \"C\" void ";
+    if (style == SizeArgs::cuda_values && line.rfind(head, 0) == 0 && line.size() >= 3 && line.compare(line.size() - 3, 3, ") {") == 0) {
+      for (const auto& [name, nargs] : kernels)
+        if (line.find(" " + name + "(") != std::string::npos) {
+          const bool none = line.find(" " + name + "()") != std::string::npos;
+          line = line.substr(0, line.size() - 3) + (none ? cuda_params.substr(cuda_params.empty() ? 0 : 2) : cuda_params) + ") {" + cuda_decl;
+          break;
+        }
+    } else if (style == SizeArgs::cpu_array && line.rfind(head, 0) == 0) {
       const size_t paren = line.find('(', head.size());
       const std::string name = paren == std::string::npos ? "" : line.substr(head.size(), paren - head.size());
       if (kernels.count(name) && line.size() >= 3 && line.compare(line.size() - 3, 3, ") {") == 0) {

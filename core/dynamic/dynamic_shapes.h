@@ -71,10 +71,16 @@ struct SizeGeneric {
 // The front half's code at other sizes of the user inputs; throws where they do not compile.
 using GenerateAt = std::function<GeneratedSource(const std::vector<Shape>& user_input_shapes)>;
 
+// How the template's kernels take the sizes: C++ kernels an array (`const int64_t* ks`, their
+// launcher passing the launch array's last slot), CUDA kernels one `long long` a symbol after
+// their buffers (the launch passes every symbol's value, specialized ones included).
+enum class SizeArgs { cpu_array, cuda_values };
+
 // Plans the symbols and builds the template. `traced` is the front half's code at the traced
 // shapes, generated as size-generic code (CppCodegenOptions::size_generic).
 // Inputs marked static (parameters: Dynamo keeps their shapes static) get no symbols.
 SizeGeneric make_size_generic(const std::vector<std::string>& input_names, const std::vector<Shape>& traced_shapes,
-                              const std::vector<bool>& static_inputs, const GeneratedSource& traced, const GenerateAt& generate);
+                              const std::vector<bool>& static_inputs, const GeneratedSource& traced, const GenerateAt& generate,
+                              SizeArgs style = SizeArgs::cpu_array);
 
 }  // namespace ls

@@ -68,8 +68,8 @@ int64_t grid_for(int64_t total) { return std::clamp<int64_t>((total + 255) / 256
 }  // namespace
 
 CudaExecutable::CudaExecutable(const LoopProgram& p, const Schedule& s, const GeneratedCuda& g, CudaDriver& d, CudaModule& m,
-                               CudaModule& helpers, CudaModule* attention)
-    : p_(p), g_(g), d_(d) {
+                               CudaModule& helpers, CudaModule* attention, std::vector<int64_t> sizes)
+    : p_(p), g_(g), d_(d), sizes_(sizes.begin(), sizes.end()) {
   std::string why;
   blas_ = Cublas::get(&why);
   Cublas* blas = blas_;
@@ -138,6 +138,8 @@ void CudaExecutable::bind(const std::vector<Tensor>& inputs) {
       v.push_back(scratch_.back().ptr());
     }
     for (DevicePtr& x : v) arg_ptrs_[k].push_back(&x);
+    if (functions_[k])
+      for (long long& x : sizes_) arg_ptrs_[k].push_back(&x);
   }
 }
 

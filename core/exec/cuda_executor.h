@@ -25,8 +25,10 @@ class CudaExecutable {
   // Loads the model module's kernels, the helper module's (cuda_helpers_source()) and, when the
   // model has attention kernels, those of g.attention_source's module; throws
   // std::runtime_error naming a missing one.
+  // `sizes`: a dynamic-shapes template's size symbols (SizeGeneric::values_of), passed to every
+  // generated kernel after its buffers; empty for code compiled at fixed sizes.
   CudaExecutable(const LoopProgram& p, const Schedule& s, const GeneratedCuda& g, CudaDriver& d, CudaModule& m, CudaModule& helpers,
-                 CudaModule* attention = nullptr);
+                 CudaModule* attention = nullptr, std::vector<int64_t> sizes = {});
   // One checked run: synchronizes after every kernel, so a fault names the kernel that made it.
   std::vector<Tensor> run(const std::vector<Tensor>& inputs);
   Timings benchmark(const std::vector<Tensor>& inputs, const TimingOptions& o = {});
@@ -64,6 +66,7 @@ class CudaExecutable {
   std::map<std::string, DeviceBuffer> buffers_;
   std::vector<DeviceBuffer> scratch_;      // per kernel (split reductions)
   std::vector<std::vector<DevicePtr>> arg_values_;
+  std::vector<long long> sizes_;           // the size symbols' values (kernel arguments)
   std::vector<std::vector<void*>> arg_ptrs_;
   std::unique_ptr<CudaGraph> graph_;
   std::vector<Tensor> download_outputs();

@@ -295,6 +295,86 @@ class DynamicCpuProgram final : public CompiledProgram {
   std::map<std::vector<int64_t>, std::unique_ptr<AtSizes>> at_;
 };
 
+// The CUDA code of one compile: its modules (the model's kernels, the helpers', the attention
+// kernels') and one executable per size it has run at (a dynamic-shapes template: every size
+// its guards admit; else the traced sizes only).
+class CudaProgram final : public CompiledProgram {
+ public:
+  CudaProgram(const CompileResult& r, const PipelineOptions& o, const Graph& lowered_from, CudaDriver& d, const std::string& cubin,
+              const std::string& helpers_cubin, const std::string& attention_cubin)
+      : aten_(r.aten), o_(o), plan_(r.dynamic), dynamic_(o.dynamic), attention_source_(r.cuda.attention_source), d_(d),
+        module_(std::make_unique<CudaModule>(d, cubin)), helpers_(std::make_unique<CudaModule>(d, helpers_cubin)) {
+    o_.keep_program = false;
+    o_.on_capture = nullptr;
+    o_.mode = "default";  // the samples reuse the traced compile's launch configurations (o.cuda_configs)
+    if (!attention_cubin.empty()) attention_ = std::make_unique<CudaModule>(d, attention_cubin);
+    auto at = std::make_unique<AtSizes>();
+    at->lowered = lowered_from;
+    at->loops = r.loops;
+    at->schedule = r.schedule;
+    at->cuda = r.cuda;
+    const std::vector<int64_t> v = dynamic_ ? plan_.values_of(plan_.traced, nullptr) : std::vector<int64_t>{};
+    at->exe = std::make_unique<CudaExecutable>(at->loops, at->schedule, at->cuda, d_, *module_, *helpers_, attention_.get(), v);
+    at_.emplace(v, std::move(at));
+  }
+
+  std::vector<Tensor> run(const std::vector<Tensor>& user_inputs) override {
+    std::vector<int64_t> v;
+    std::vector<Shape> shapes;
+    for (size_t i = 0; i < user_inputs.size(); ++i) shapes.push_back(user_inputs[i].shape());
+    if (dynamic_) {
+      shapes.resize(std::min(shapes.size(), plan_.traced.size()));
+      std::string why;
+      v = plan_.values_of(shapes, &why);
+      if (!why.empty()) throw GuardFailed("guard failed: " + why);
+    }
+    auto it = at_.find(v);
+    if (it == at_.end() && !dynamic_) throw GuardFailed("the CUDA kernels were compiled for other input sizes (compile with dynamic shapes)");
+    if (it == at_.end()) {
+      const auto t0 = Clock::now();
+      CompileResult r = front_half(aten_, shapes, o_);
+      std::string why;
+      if (!plan_.matches(r.source.code, v, &why))
+        throw GuardFailed("guard failed: at " + values_text(plan_, v) + " the code is not the compiled template's: " + why);
+      if (r.cuda.attention_source != attention_source_)
+        throw GuardFailed("guard failed: at " + values_text(plan_, v) + " the attention calls need other attention kernels");
+      auto at = std::make_unique<AtSizes>();
+      const bool to_prims = o_.decompose_to == 0 || o_.decompose_to == level::prims;
+      at->lowered = to_prims ? std::move(r.prims) : std::move(r.core_aten);
+      at->loops = std::move(r.loops);
+      at->schedule = std::move(r.schedule);
+      at->cuda = std::move(r.cuda);
+      at->exe = std::make_unique<CudaExecutable>(at->loops, at->schedule, at->cuda, d_, *module_, *helpers_, attention_.get(), v);
+      it = at_.emplace(v, std::move(at)).first;
+      std::ostringstream note;
+      note << std::fixed << std::setprecision(1) << "new sizes " << values_text(plan_, v)
+           << ": the compiled CUDA kernels reused, no compile (front half and check "
+           << std::chrono::duration<double, std::milli>(Clock::now() - t0).count() << " ms)";
+      last_note = note.str();
+    } else {
+      last_note = dynamic_ ? "sizes " + values_text(plan_, v) + " seen before: the compiled CUDA kernels reused" : "";
+    }
+    return it->second->exe->run(bind_inputs(it->second->lowered, user_inputs));
+  }
+
+ private:
+  struct AtSizes {
+    Graph lowered;
+    LoopProgram loops;
+    Schedule schedule;
+    GeneratedCuda cuda;
+    std::unique_ptr<CudaExecutable> exe;
+  };
+  Graph aten_;
+  PipelineOptions o_;
+  SizeGeneric plan_;
+  bool dynamic_;
+  std::string attention_source_;
+  CudaDriver& d_;
+  std::unique_ptr<CudaModule> module_, helpers_, attention_;
+  std::map<std::vector<int64_t>, std::unique_ptr<AtSizes>> at_;
+};
+
 }  // namespace
 
 const std::vector<std::string>& stage_names(bool train) {
@@ -436,6 +516,8 @@ CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const st
       driver = CudaDriver::get(&no_gpu);
       if (driver) cuda_opts.sm_count = driver->device().sm_count;
     }
+    if (cuda && !o.cuda_configs.empty()) cuda_opts.configs = o.cuda_configs;
+    cuda_opts.size_generic = o.dynamic;
     if (cuda && o.mode == "max-autotune") {
       // Each kernel's launch configurations timed on the real buffers; the fastest kept.
       if (!driver) {
@@ -476,9 +558,12 @@ CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const st
     if (o.stop_after_source) return r;
     const double source_ms = rec.last_ms;
     std::vector<int64_t> dynamic_sizes;
-    if (o.dynamic && cuda) {
-      r.dynamic_note = "dynamic shapes: CUDA kernels are compiled for the traced sizes (size-generic code is made for the CPU)";
-    } else if (o.dynamic) {
+    PipelineOptions sample_opts = o;  // the front half at other sizes: tuned configurations reused, not tuned again
+    if (cuda) {
+      sample_opts.cuda_configs = cuda_opts.configs;
+      if (sample_opts.mode == "max-autotune") sample_opts.mode = "default";
+    }
+    if (o.dynamic) {
       std::vector<std::string> names;
       std::vector<Shape> shapes;
       std::vector<bool> fixed;
@@ -489,11 +574,14 @@ CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const st
         fixed.push_back(is_parameter(n));
       }
       r.dynamic = rec.step("dynamic", [&] {
-        return make_size_generic(names, shapes, fixed, r.source,
-                                 [&](const std::vector<Shape>& at) { return front_half(r.aten, at, o).source; });
+        return make_size_generic(
+            names, shapes, fixed, r.source, [&](const std::vector<Shape>& at) { return front_half(r.aten, at, sample_opts).source; },
+            cuda ? SizeArgs::cuda_values : SizeArgs::cpu_array);
       });
       r.source.code = r.dynamic.code;  // the template is what compiles
-      dynamic_sizes = DynamicCpuProgram::sizes_arg(r.dynamic.values_of(r.dynamic.traced, nullptr));
+      r.cuda.source.code = r.dynamic.code;
+      dynamic_sizes = r.dynamic.values_of(r.dynamic.traced, nullptr);
+      if (!cuda) dynamic_sizes = DynamicCpuProgram::sizes_arg(dynamic_sizes);
       int n = 0;
       for (const SizeSymbol& sym : r.dynamic.symbols) n += sym.dynamic;
       r.dynamic_note = "dynamic shapes: " + std::to_string(n) + " of " + std::to_string(r.dynamic.symbols.size()) +
@@ -511,7 +599,7 @@ CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const st
       s.nodes = static_cast<int>(r.source.kernels.size());
       rec.add(std::move(s));
     }
-    if (o.dynamic && !cuda) {
+    if (o.dynamic) {
       rec.last_ms = dynamic_ms;
       Stage s;
       s.name = "dynamic";
@@ -605,11 +693,15 @@ CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const st
       CudaModule module(*driver, cubin), helper_module(*driver, helpers_cubin);
       std::unique_ptr<CudaModule> attention_module;
       if (!attention_cubin.empty()) attention_module = std::make_unique<CudaModule>(*driver, attention_cubin);
-      CudaExecutable exe(r.loops, r.schedule, r.cuda, *driver, module, helper_module, attention_module.get());
+      CudaExecutable exe(r.loops, r.schedule, r.cuda, *driver, module, helper_module, attention_module.get(), dynamic_sizes);
       r.outputs = exe.run(all_inputs);
       t = exe.benchmark(all_inputs, to);
       how = exe.how;
       registers = exe.registers;
+      if (o.keep_program) {
+        PipelineOptions po = sample_opts;
+        r.program = std::make_shared<CudaProgram>(r, po, lowered_from, *driver, cubin, helpers_cubin, attention_cubin);
+      }
       if (o.mode == "reduce-overhead") {
         // The whole model as one CUDA graph: the same kernels, one launch, checked to give the
         // same numbers as the kernels launched one by one.

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <stdexcept>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -98,12 +99,15 @@ struct PipelineOptions {
   bool train = false;
   Partitioner partitioner = Partitioner::min_cut;
   double sgd_lr = 0;  // > 0: the step ends with an SGD update of every parameter
-  // Keep the compiled code in CompileResult::program, to run again on other inputs (CPU).
+  // Keep the compiled code in CompileResult::program, to run again on other inputs.
   bool keep_program = false;
-  // As torch.compile(dynamic=True): the user inputs' sizes become symbols and the CPU kernels take
-  // them as arguments, so the kept program runs other sizes without compiling again
+  // As torch.compile(dynamic=True): the user inputs' sizes become symbols and the kernels (C++ or
+  // CUDA) take them as arguments, so the kept program runs other sizes without compiling again
   // (dynamic/dynamic_shapes.h; the "dynamic" stage shows the symbols, guards and sizes in the code).
   bool dynamic = false;
+  // Internal (dynamic shapes' sample runs under max-autotune): the traced compile's tuned CUDA
+  // launch configurations, used instead of tuning again at each sample.
+  std::map<std::string, KernelConfig> cuda_configs;
   // Internal (dynamic shapes' sample runs): stop once the code is generated, and record no stage text.
   bool stop_after_source = false;
   bool record = true;

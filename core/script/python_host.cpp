@@ -370,9 +370,7 @@ PyObject* py_compile(PyObject*, PyObject* args) {
     if (!r->error.empty())
       throw std::runtime_error("compiling " + std::string(name) + " failed at stage '" + r->error_stage + "': " + r->error);
     if (!r->program)
-      throw std::runtime_error("compiled " + std::string(name) + " for " + o.device +
-                               ", but a script's compiled graphs run on the CPU (open a captured graph in the explorer "
-                               "and choose Target: CUDA to compile it for a GPU)" +
+      throw std::runtime_error("compiled " + std::string(name) + " for " + o.device + ", but it cannot run here" +
                                (r->not_run.empty() ? std::string() : ": " + r->not_run));
     g_session->results.push_back(r);
     PyObject* tangent_of = PyList_New(0);

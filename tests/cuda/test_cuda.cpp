@@ -21,7 +21,9 @@
 #include "compile/cpu_compiler.h"
 #include "cuda/driver.h"
 #include "cuda/nvrtc_compiler.h"
+#include "dynamic/retarget.h"
 #include "frontend/load_model.h"
+#include "interp/reference.h"
 #include "pipeline/pipeline.h"
 #include "../inductor_counts.h"
 
@@ -323,6 +325,79 @@ void max_autotune_times_candidates(const std::string& model) {
   setenv("LOWERSCOPE_CACHE_DIR", "off", 1);
 }
 
+// Dynamic shapes on CUDA: one compiled template (the kernels take the size symbols as arguments)
+// runs other sizes within its guards with no compile, each run checked against the reference
+// interpreter on the graph at those sizes; sizes seen before reuse their executable; a size that
+// breaks a guard (a batch of 1) or changes the code (a row length whose reduction takes another
+// number of threads) is refused with the guard, as Dynamo would recompile. Without a GPU: the
+// template, its symbols and its PTX (every kernel with the size parameters).
+struct DynamicCase {
+  std::string model;
+  std::vector<std::string> dynamic;   // the symbols expected dynamic
+  std::vector<Shape> reused;          // sizes the template runs (the first twice)
+  Shape refused;                      // a size whose code is not the template's (empty: none)
+};
+void dynamic_shapes_reuse_the_cuda_kernels(const DynamicCase& c) {
+  PipelineOptions o;
+  o.device = "cuda";
+  o.dynamic = true;
+  o.keep_program = true;
+  o.timing_budget_ms = 20;
+  const CompileResult r = run_pipeline(load_model(data(c.model)), o);
+  VERIFY2(r.error.empty(), r.error_stage + ": " + r.error);
+  std::vector<std::string> dynamic;
+  for (const SizeSymbol& s : r.dynamic.symbols)
+    if (s.dynamic) dynamic.push_back(s.name);
+  VERIFY2(dynamic == c.dynamic, r.stage("dynamic")->text);
+  VERIFY(!r.dynamic.holes.empty());
+  const Stage* ptx = r.stage("asm");
+  VERIFY(ptx != nullptr);
+  const std::set<std::string> entries = ptx_entries(ptx->text);
+  for (const GeneratedKernel& k : r.source.kernels) {
+    if (k.launcher.empty()) continue;
+    VERIFY2(entries.count(k.name) == 1, "no PTX entry for " + k.name);
+    const size_t at = r.source.code.find(" " + k.name + "(");
+    const size_t eol = r.source.code.find('\n', at);
+    VERIFY2(r.source.code.substr(at, eol - at).find("const long long ls_ks" + std::to_string(r.dynamic.symbols.size() - 1) + ")") !=
+                std::string::npos,
+            k.name + " does not take the sizes");
+  }
+  std::string why;
+  if (!CudaDriver::get(&why)) {
+    VERIFY2(r.not_run.find("needs a GPU") != std::string::npos, r.not_run);
+    return;
+  }
+  VERIFY2(r.check.ok, r.stage("run")->text);
+  VERIFY(r.program != nullptr);
+  std::vector<Shape> sizes = c.reused;
+  sizes.push_back(c.reused.at(0));
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    const Graph at = retarget_graph(r.aten, {sizes[i]});
+    const std::vector<Tensor> in = random_inputs(at, i);
+    const std::vector<Tensor> out = r.program->run(in);
+    const std::string note = r.program->last_note;
+    VERIFY2(note.find(i + 1 == sizes.size() ? "seen before" : "no compile") != std::string::npos, note);
+    const std::vector<Tensor> want = run_reference(at, in);
+    VERIFY(out.size() == want.size());
+    for (size_t k = 0; k < out.size(); ++k) {
+      VERIFY2(out[k].shape() == want[k].shape(), shape_str(out[k].shape()));
+      const Comparison cmp = compare(out[k], want[k]);
+      VERIFY2(cmp.ok, shape_str(sizes[i]) + ": " + cmp.why);
+    }
+  }
+  Shape one = c.reused.at(0);
+  one[0] = 1;
+  for (const auto& [shape, guard] : std::vector<std::pair<Shape, std::string>>{{one, "2 <= L["}, {c.refused, "guard failed: at s"}}) {
+    if (shape.empty()) continue;
+    try {
+      r.program->run(random_inputs(retarget_graph(r.aten, {shape}), 7));
+      VERIFY2(false, shape_str(shape) + " passed the guards");
+    } catch (const GuardFailed& e) {
+      VERIFY2(std::string(e.what()).find(guard) != std::string::npos, e.what());
+    }
+  }
+}
+
 // A kernel that faults is named, and the device works again for the next compile.
 void faulting_kernel_is_named_and_device_recovers() {
   std::string why;
@@ -394,6 +469,14 @@ int main(int argc, char** argv) {
       cases.push_back({std::string("reduce-overhead ") + m + (t ? " train" : ""), [=] { reduce_overhead_replays_a_cuda_graph(m, t); }});
   for (const char* m : {"models/softmax", "models/res_block"})
     cases.push_back({std::string("max-autotune ") + m, [=] { max_autotune_times_candidates(m); }});
+  // layer norm + GELU: batch and sequence dynamic, the normalized size fixed by the weights; the
+  // softmax: rows and row length dynamic, until the row length halves (fewer threads a row).
+  const std::vector<DynamicCase> dynamic_cases = {
+      {"stages/layernorm_gelu/3_core_aten.txt", {"s0", "s1"}, {{3, 64, 256}, {5, 40, 256}}, {}},
+      {"models/softmax/model.pt2", {"s0", "s1"}, {{7, 512}, {100, 700}}, {7, 300}},
+      {"stages/attn_block/3_core_aten.txt", {"s0", "s1"}, {{2, 48, 128}, {5, 64, 128}}, {2, 256, 128}}};
+  for (const DynamicCase& c : dynamic_cases)
+    cases.push_back({"dynamic shapes " + c.model, [=] { dynamic_shapes_reuse_the_cuda_kernels(c); }});
   cases.push_back({"faulting kernel is named, device recovers", faulting_kernel_is_named_and_device_recovers});
   int failed = 0, passed = 0, xfail = 0, skipped = 0;
   for (auto& [name, fn] : cases) {
