@@ -24,6 +24,7 @@ double median_of(std::vector<double> v);  // 0 for none
 struct Timings {
   std::vector<double> kernel_ms;  // median per kernel
   double total_ms = 0;            // median of whole runs
+  double host_ms = 0;             // CUDA: median host time to launch a whole run (no waiting on the device)
   int runs = 0;
 };
 // The medians of per-kernel and whole-model times, and how many runs they came from.

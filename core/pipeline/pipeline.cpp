@@ -98,7 +98,11 @@ std::string run_table(const CompileResult& r) {
     }
     os << '\n';
   }
-  os << "\nwhole model: " << r.run_ms << " ms (median)\ncompiled with " << r.compiler << "\n";
+  os << "\nwhole model: " << r.run_ms << " ms (median)";
+  if (r.host_ms > 0)
+    os << "; the host launches a run in " << r.host_ms * 1000 << " us (" << r.host_ms * 1000 / std::max<size_t>(1, r.kernels.size())
+       << " us a kernel)";
+  os << "\ncompiled with " << r.compiler << "\n";
   if (!r.compile_log.empty()) os << "\ncompiler messages:\n" << r.compile_log;
   os << "\n";
   os << std::scientific << std::setprecision(3);
@@ -754,6 +758,7 @@ CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const st
       r.reference_outputs = run_reference(r.aten, r.model.inputs);
     }
     r.run_ms = t.total_ms;
+    r.host_ms = t.host_ms;
     r.bandwidth_gbps = memory_bandwidth_gbps(r.device);
     for (size_t k = 0; k < r.schedule.kernels.size(); ++k) {
       const Kernel& kr = r.schedule.kernels[k];

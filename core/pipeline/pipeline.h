@@ -162,6 +162,7 @@ struct CompileResult {
   double compile_ms = 0, run_ms = 0;
   double bandwidth_gbps = 0;
   double launched_ms = 0;     // reduce-overhead with a graph: the run with kernels launched one by one
+  double host_ms = 0;         // CUDA: the host's time to launch one run, kernel by kernel (median)
   std::string mode = "default";
   std::string mode_note;      // what the mode did (the graph's nodes and time), or why it could not  // the device's measured memory bandwidth (run stage), 0 where unknown
   std::string error;        // set when a stage failed; the stages before it are kept

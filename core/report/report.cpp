@@ -97,6 +97,7 @@ std::string report_json(const CompileResult& r) {
   j["mode"] = r.mode;
   if (!r.mode_note.empty()) j["mode_note"] = r.mode_note;
   if (r.launched_ms > 0) j["launched_ms"] = r.launched_ms;
+  if (r.host_ms > 0) j["host_ms"] = r.host_ms;
   j["device"] = r.device;
   if (!r.not_run.empty()) j["not_run"] = r.not_run;
   j["ok"] = r.ok();

@@ -371,8 +371,14 @@ void dynamic_shapes_reuse_the_cuda_kernels(const DynamicCase& c) {
   VERIFY(r.program != nullptr);
   std::vector<Shape> sizes = c.reused;
   sizes.push_back(c.reused.at(0));
+  // The graph at other sizes of its first input (the others, weights, as traced).
+  auto graph_at = [&](const Shape& x) {
+    std::vector<Shape> shapes = r.dynamic.traced;
+    shapes.at(0) = x;
+    return retarget_graph(r.aten, shapes);
+  };
   for (size_t i = 0; i < sizes.size(); ++i) {
-    const Graph at = retarget_graph(r.aten, {sizes[i]});
+    const Graph at = graph_at(sizes[i]);
     const std::vector<Tensor> in = random_inputs(at, i);
     const std::vector<Tensor> out = r.program->run(in);
     const std::string note = r.program->last_note;
@@ -390,7 +396,7 @@ void dynamic_shapes_reuse_the_cuda_kernels(const DynamicCase& c) {
   for (const auto& [shape, guard] : std::vector<std::pair<Shape, std::string>>{{one, "2 <= L["}, {c.refused, "guard failed: at s"}}) {
     if (shape.empty()) continue;
     try {
-      r.program->run(random_inputs(retarget_graph(r.aten, {shape}), 7));
+      r.program->run(random_inputs(graph_at(shape), 7));
       VERIFY2(false, shape_str(shape) + " passed the guards");
     } catch (const GuardFailed& e) {
       VERIFY2(std::string(e.what()).find(guard) != std::string::npos, e.what());

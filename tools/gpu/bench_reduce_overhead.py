@@ -3,7 +3,8 @@
 costs more than running them. Side by side in one run, CUDA events, median after warm-up:
 PyTorch eager, torch.compile (default), torch.compile(mode="reduce-overhead") (CUDA graphs), and
 Lowerscope default and --mode reduce-overhead (the whole model as one CUDA graph). Also the host
-overhead per kernel that the graph removes: (one-by-one time - graph time) / kernels.
+overhead per kernel that the graph removes: (one-by-one time - graph time) / kernels, and the
+host's own time to launch a run kernel by kernel (no graph), per kernel.
 
     python3 tools/gpu/bench_reduce_overhead.py --cli build-gpu/app/lowerscope-cli [--out results.md]
 """
@@ -73,16 +74,17 @@ def main():
             kernels = len(d["kernels"]) if d else 0
             graph = g is not None and "CUDA graph of" in g.get("mode_note", "")
             per_kernel = (g["launched_ms"] - g["run_ms"]) * 1e3 / kernels if graph and kernels else float("nan")
+            host = d["host_ms"] * 1e3 / kernels if d and kernels and "host_ms" in d else float("nan")
             row = (name, t["eager"], t["default"], t["reduce-overhead"], d["run_ms"] if d else float("nan"),
-                   g["run_ms"] if g else float("nan"), kernels, per_kernel,
+                   g["run_ms"] if g else float("nan"), kernels, per_kernel, host,
                    f"{d_status} / {g_status}" + ("" if graph else " (no graph: " + (g or {}).get("mode_note", "?")[:80] + ")"))
             rows.append(row)
             print(row, flush=True)
     lines = ["| case | eager ms | torch.compile ms | torch.compile reduce-overhead ms | ours ms | ours reduce-overhead ms | "
-             "kernels | launch overhead removed per kernel (µs) | check (default / graph) |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+             "kernels | launch overhead removed per kernel (µs) | host time to launch a kernel, no graph (µs) | check (default / graph) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in rows:
-        lines.append("| %s | %.4f | %.4f | %.4f | %.4f | %.4f | %d | %.2f | %s |" % r)
+        lines.append("| %s | %.4f | %.4f | %.4f | %.4f | %.4f | %d | %.2f | %.2f | %s |" % r)
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:

@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""max-autotune on the GPU machine: Lowerscope's --mode max-autotune against
+torch.compile(mode="max-autotune"), side by side in one run, CUDA events, median after warm-up.
+
+    python3 tools/gpu/bench_max_autotune.py --cli build-gpu/app/lowerscope-cli [--out results.md] [--only TEXT]
+
+Per case: torch.compile default; mode="max-autotune" (Inductor tunes its Triton kernels and, for
+matrix multiplies, cuBLAS against Triton templates, then replays the model as a CUDA graph) with
+its first call's time (compile + tuning, fresh cache); mode="max-autotune-no-cudagraphs" (the same
+tuned kernels launched one by one: the like of our run); ours default and --mode max-autotune (a
+fresh cache: every kernel's candidates timed), our compile time including the tuning, and how
+many kernels tuning changed (from the autotune stage's note). The check compares our output with
+PyTorch's.
+"""
+import argparse, json, os, re, subprocess, sys, tempfile, time
+
+import numpy as np
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "bench"))
+from cuda_bench import cuda_ms, export_case  # noqa: E402
+from models import Attn, LnGeluOnly, Mse, SinCos, Softmax, fixture_models  # noqa: E402
+
+
+def cases():
+    n = 1 << 26
+    yield "sincos 2^26", SinCos(), [(n,)]
+    yield "softmax 16384x4096", Softmax(), [(16384, 4096)]
+    yield "layernorm+gelu 8x1024x1024", LnGeluOnly(1024), [(8, 1024, 1024)]
+    yield "transformer block 16x512x512", Attn(512, 8), [(16, 512, 512)]
+    fx = fixture_models()
+    for name in ("mlp", "attn_block", "res_block"):
+        model, shape = fx[name]
+        yield name, model, [shape]
+
+
+def ours(cli, folder, mode):
+    report = os.path.join(folder, "report.json")
+    env = dict(os.environ, LOWERSCOPE_CACHE_DIR=tempfile.mkdtemp())
+    p = subprocess.run([cli, "compile", folder, "--device", "cuda", "--quiet", "--no-reference", "--mode", mode, "--report", report],
+                       capture_output=True, text=True, env=env)
+    if not os.path.exists(report):
+        return None, None, f"rc={p.returncode}: {(p.stderr or p.stdout).strip()[-200:]}"
+    r = json.load(open(report))
+    if "error" in r:
+        return None, None, "error: " + r["error"]["message"][:160]
+    note = ""
+    m = re.search(r"max-autotune: (\d+) kernel\(s\) tuned in (\d+) ms \((\d+) rounds.*?\), (\d+) run faster", r.get("mode_note", ""))
+    if m:
+        note = f"{m.group(1)} tuned, {m.group(4)} changed, {m.group(2)} ms"
+    status = ("ok (%.1e)" % r["check"]["max_abs_err"]) if r["check"]["ok"] else "CHECK FAILED"
+    return r["run_ms"], r["compile_ms"], status + ("; " + note if note else "")
+
+
+def inductor(model, xs, mode):
+    torch._dynamo.reset()
+    cm = torch.compile(model, mode=mode)
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    cm(*xs)
+    torch.cuda.synchronize()
+    first = (time.perf_counter() - t0) * 1e3
+    return cuda_ms(lambda: cm(*xs)), first
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cli", required=True)
+    ap.add_argument("--out")
+    ap.add_argument("--only")
+    a = ap.parse_args()
+    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp())  # a fresh cache: Inductor tunes for real
+    dev = torch.device("cuda")
+    tmp = tempfile.mkdtemp()
+    rows = []
+    for name, model, shapes in cases():
+        if a.only and a.only not in name:
+            continue
+        model = model.eval()
+        xs_cpu = [torch.randn(*s) for s in shapes]
+        folder = os.path.join(tmp, re.sub(r"\W", "_", name))
+        with torch.no_grad():
+            export_case(model, xs_cpu, folder)
+            np.save(os.path.join(folder, "out.npy"), model(*xs_cpu).numpy())
+        m = model.to(dev)
+        xs = [x.to(dev) for x in xs_cpu]
+        with torch.no_grad():
+            d, _ = inductor(m, xs, "default")
+            ma, ma_first = inductor(m, xs, "max-autotune")
+            mn, _ = inductor(m, xs, "max-autotune-no-cudagraphs")
+        o, ocms, _ = ours(a.cli, folder, "default")
+        ot, otms, status = ours(a.cli, folder, "max-autotune")
+        rows.append((name, d, ma, mn, o, ot, ma_first, otms, status))
+        print(rows[-1], flush=True)
+
+    def f(v, p=3):
+        return "-" if v is None else f"{v:.{p}f}"
+    out = ["| case | torch.compile ms | max-autotune ms | max-autotune-no-cudagraphs ms | ours default ms | ours max-autotune ms | "
+           "ours / Inductor max-autotune (no graphs) | Inductor max-autotune first call ms | ours max-autotune compile ms | check; tuning |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    for name, d, ma, mn, o, ot, ma_first, otms, status in rows:
+        ratio = "-" if ot is None or mn is None else f"{ot / mn:.2f}x"
+        out.append(f"| {name} | {f(d)} | {f(ma)} | {f(mn)} | {f(o)} | {f(ot)} | {ratio} | {f(ma_first, 0)} | {f(otms, 0)} | {status} |")
+    head = f"{torch.cuda.get_device_name()}, torch {torch.__version__}, CUDA {torch.version.cuda}"
+    text = head + "\n\n" + "\n".join(out) + "\n"
+    print(text)
+    if a.out:
+        open(a.out, "w").write(text)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
