@@ -8,9 +8,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
-cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DLOWERSCOPE_GUI=OFF -DLOWERSCOPE_TESTS=OFF \
-  -DLOWERSCOPE_CUDA_TESTS=ON -DLOWERSCOPE_JSON_INCLUDE="$ROOT/.carry/include" > build-gpu.log 2>&1 || { cat build-gpu.log; exit 2; }
-cmake --build build-gpu >> build-gpu.log 2>&1 || { tail -40 build-gpu.log; exit 2; }
+tools/gpu/build.sh || exit 2
 CLI=$ROOT/build-gpu/app/lowerscope-cli
 
 # A copy of a data folder with every model.pt2 unpacked into a folder of the same name.
@@ -22,7 +20,6 @@ unpacked() {
   done
 }
 
-unpacked tests/data build-gpu/data
 echo "== test_cuda"
 LS_TEST_DATA=$ROOT/build-gpu/data ./build-gpu/tests/cuda/test_cuda
 rc=$?
