@@ -500,6 +500,68 @@ std::vector<Tensor> CudaExecutable::run(const std::vector<Tensor>& inputs) {
   return download_outputs();
 }
 
+namespace {
+// Kernel k's arguments for another version of it: its buffers, the version's scratch, the sizes.
+struct AloneArgs {
+  std::vector<DevicePtr> values;
+  std::vector<void*> ptrs;
+  DeviceBuffer scratch;
+};
+}  // namespace
+
+void CudaExecutable::run_alone(size_t k, void* f, const CudaLaunch& l) {
+  if (arg_ptrs_.empty()) throw std::logic_error("the inputs are not bound yet (run or benchmark first)");
+  AloneArgs a{{}, {}, DeviceBuffer(d_, static_cast<size_t>(l.scratch_bytes))};
+  for (const auto& b : g_.source.kernels.at(k).args) a.values.push_back(buffers_.at(b).ptr());
+  if (l.scratch_bytes) {
+    d_.zero(a.scratch.ptr(), static_cast<size_t>(l.scratch_bytes));
+    a.values.push_back(a.scratch.ptr());
+  }
+  for (DevicePtr& x : a.values) a.ptrs.push_back(&x);
+  for (long long& x : sizes_) a.ptrs.push_back(&x);
+  d_.launch(f, l.grid, l.block, a.ptrs.data(), g_.source.kernels[k].name.c_str());
+  try {
+    d_.synchronize();
+  } catch (const std::exception& e) {
+    throw std::runtime_error("kernel " + g_.source.kernels[k].name + " failed on the GPU: " + e.what());
+  }
+}
+
+double CudaExecutable::time_alone(size_t k, void* f, const CudaLaunch& l, const TimingOptions& o) {
+  AloneArgs a{{}, {}, DeviceBuffer(d_, static_cast<size_t>(l.scratch_bytes))};
+  for (const auto& b : g_.source.kernels.at(k).args) a.values.push_back(buffers_.at(b).ptr());
+  if (l.scratch_bytes) {
+    d_.zero(a.scratch.ptr(), static_cast<size_t>(l.scratch_bytes));
+    a.values.push_back(a.scratch.ptr());
+  }
+  for (DevicePtr& x : a.values) a.ptrs.push_back(&x);
+  for (long long& x : sizes_) a.ptrs.push_back(&x);
+  const char* name = g_.source.kernels[k].name.c_str();
+  for (int w = 0; w < o.warmup; ++w) d_.launch(f, l.grid, l.block, a.ptrs.data(), name);
+  void* e0 = d_.event();
+  void* e1 = d_.event();
+  std::vector<double> times;
+  const auto start = std::chrono::steady_clock::now();
+  auto spent = [&] { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count(); };
+  for (int run = 0; run < o.max_runs && (run < o.min_runs || spent() < o.budget_ms); ++run) {
+    d_.record(e0);
+    d_.launch(f, l.grid, l.block, a.ptrs.data(), name);
+    d_.record(e1);
+    times.push_back(d_.elapsed_ms(e0, e1));
+  }
+  d_.destroy_event(e0);
+  d_.destroy_event(e1);
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+Tensor CudaExecutable::download(const std::string& buffer) {
+  const LoopBuffer& b = p_.buffer(buffer);
+  Tensor t(b.dtype, b.shape);
+  if (t.nbytes()) d_.download(t.data(), buffers_.at(buffer).ptr(), static_cast<size_t>(t.nbytes()));
+  return t;
+}
+
 std::vector<Tensor> CudaExecutable::download_outputs() {
   std::vector<Tensor> outs;
   for (const auto& o : p_.outputs) {

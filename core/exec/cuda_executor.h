@@ -41,6 +41,14 @@ class CudaExecutable {
   std::vector<Tensor> replay_graph();                 // one replay, then the outputs
   Timings benchmark_graph(const TimingOptions& o = {});  // whole-model replays (no per-kernel times)
 
+  // max-autotune: generated kernel k launched alone on the bound buffers (after run() or
+  // benchmark()) as another compiled version of it, `f` launched as `l` (its own scratch where
+  // its form needs one). run_alone synchronizes, naming the kernel when it faults; time_alone
+  // gives the median of timed launches.
+  void run_alone(size_t k, void* f, const CudaLaunch& l);
+  double time_alone(size_t k, void* f, const CudaLaunch& l, const TimingOptions& o);
+  Tensor download(const std::string& buffer);  // a bound buffer's contents
+
   std::vector<std::string> how;  // per kernel: "generated", "cuBLAS", "host (reference kernel)"
   std::vector<int> registers;    // per generated kernel, from the driver (0 for others)
 

@@ -547,7 +547,7 @@ CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const st
         for (const KernelTuning& k : a.kernels) better += k.chosen != 0;
         std::ostringstream note;
         note << std::fixed << std::setprecision(0) << "max-autotune: " << a.kernels.size() << " kernel(s) tuned in " << a.ms << " ms ("
-             << a.rounds << " rounds" << (a.from_cache ? ", from the disk cache" : "") << "), " << better
+             << a.rounds << " NVRTC modules" << (a.from_cache ? ", from the disk cache" : "") << "), " << better
              << " run faster than the heuristics' choice";
         r.mode_note = note.str();
       }

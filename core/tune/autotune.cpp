@@ -1,10 +1,13 @@
 #include "tune/autotune.h"
 
-#include <memory>
 #include <algorithm>
 #include <chrono>
+#include <cstring>
+#include <future>
 #include <iomanip>
+#include <memory>
 #include <sstream>
+#include <thread>
 
 #include "compile/disk_cache.h"
 #include "cuda/nvrtc_compiler.h"
@@ -34,7 +37,8 @@ void deserialize(const std::string& text, CudaCodegenOptions& o) {
 
 std::string AutotuneResult::table() const {
   std::ostringstream os;
-  os << "AUTOTUNE: " << kernels.size() << " kernel(s), " << rounds << " round(s) (one compile and one timed run each), "
+  os << "AUTOTUNE: " << kernels.size() << " kernel(s), every candidate compiled (" << rounds
+     << " NVRTC modules at once) and timed alone on the model's buffers, "
      << std::fixed << std::setprecision(0) << ms << " ms" << (from_cache ? " (choices from the disk cache)" : "") << "\n";
   if (tuned_ms > 0)
     os << std::setprecision(4) << "the model with the tuned kernels: " << tuned_ms << " ms a run, with the heuristics' "
@@ -88,47 +92,138 @@ AutotuneResult autotune_cuda(const LoopProgram& p, const Schedule& s, const Cuda
   co.sm = d.device().sm();
   co.sass = false;
   co.ptx = false;
-  const CudaCompileResult helpers = compile_cuda(cuda_helpers_source(), co);
-  CudaModule helper_module(d, helpers.cubin);
-  // The attention kernels do not depend on the configurations: compiled once for every round.
-  const std::string attention_source = generate_cuda(p, s, base).attention_source;
-  std::unique_ptr<CudaModule> attention;
-  if (!attention_source.empty()) attention = std::make_unique<CudaModule>(d, compile_cuda(attention_source, co).cubin);
+  // Every candidate of every kernel (the heuristic's excepted: it is the model's own kernel) as a
+  // kernel of its own, renamed <kernel>__c<i>, from the source of the round that gives each kernel
+  // its i-th candidate. They compile in a few modules at once (NVRTC is thread-safe), beside the
+  // model's module, the helpers' and the attention kernels'.
+  struct Version {
+    size_t tuning = 0, candidate = 0;  // result.kernels[tuning].candidates[candidate]
+    std::string function, text;
+    CudaLaunch launch;
+    int module = -1;
+  };
+  std::vector<Version> versions;
   size_t rounds = 0;
   for (const KernelTuning& t : result.kernels) rounds = std::max(rounds, t.candidates.size());
-  std::vector<Tensor> expected;
-  double heuristic_total = 0;  // the whole model under the heuristics (round 0)
+  auto lines_of = [](const std::string& code, int first, int last) {
+    std::string out;
+    int line = 1;
+    size_t at = 0;
+    while (at < code.size() && line <= last) {
+      size_t eol = code.find('\n', at);
+      if (eol == std::string::npos) eol = code.size();
+      if (line >= first) out += code.substr(at, eol - at) + "\n";
+      at = eol + 1;
+      ++line;
+    }
+    return out;
+  };
+  for (size_t round = 1; round < rounds; ++round) {
+    CudaCodegenOptions o = base;
+    for (const KernelTuning& t : result.kernels)
+      if (round < t.candidates.size()) o.configs[t.kernel] = t.candidates[round].config;
+    const GeneratedCuda g = generate_cuda(p, s, o);
+    for (size_t j = 0; j < tuned_kernels.size(); ++j) {
+      if (round >= result.kernels[j].candidates.size()) continue;
+      const size_t k = tuned_kernels[j];
+      const GeneratedKernel& gk = g.source.kernels.at(k);
+      Version v;
+      v.tuning = j;
+      v.candidate = round;
+      v.function = gk.name + "__c" + std::to_string(round);
+      v.text = lines_of(g.source.code, gk.first_line, gk.last_line);
+      const size_t at = v.text.find(" " + gk.name + "(");
+      if (at != std::string::npos) v.text.replace(at + 1, gk.name.size(), v.function);
+      v.launch = g.launch.at(k);
+      versions.push_back(std::move(v));
+    }
+  }
+  const std::string& code = heuristic.source.code;
+  int first_kernel_line = 0;
+  for (const GeneratedKernel& gk : heuristic.source.kernels)
+    if (!gk.launcher.empty() && (first_kernel_line == 0 || gk.first_line < first_kernel_line)) first_kernel_line = gk.first_line;
+  const std::string prelude = first_kernel_line > 1 ? lines_of(code, 1, first_kernel_line - 1) : std::string();
+  const size_t threads = std::max(1u, std::min(8u, std::thread::hardware_concurrency()));
+  const size_t modules = std::min(threads, (versions.size() + 3) / 4);
+  std::vector<std::string> sources(modules, prelude);
+  for (size_t i = 0; i < versions.size(); ++i) {
+    versions[i].module = static_cast<int>(i % modules);
+    sources[i % modules] += versions[i].text;
+  }
+  std::vector<std::future<CudaCompileResult>> compiling;
+  auto compile_async = [&](const std::string& src) { return std::async(std::launch::async, [src, co] { return compile_cuda(src, co); }); };
+  compiling.push_back(compile_async(code));
+  compiling.push_back(compile_async(cuda_helpers_source()));
+  const std::string attention_source = heuristic.attention_source;
+  if (!attention_source.empty()) compiling.push_back(compile_async(attention_source));
+  for (const std::string& src : sources) compiling.push_back(compile_async(src));
+  std::vector<CudaCompileResult> compiled;
+  std::vector<std::string> compile_errors(compiling.size());
+  for (size_t i = 0; i < compiling.size(); ++i) {
+    try {
+      compiled.push_back(compiling[i].get());
+    } catch (const std::exception& e) {
+      if (i < 2 || (i == 2 && !attention_source.empty())) throw;  // the model's own kernels must compile
+      compiled.emplace_back();
+      compile_errors[i] = e.what();
+    }
+  }
+  CudaModule module(d, compiled[0].cubin), helper_module(d, compiled[1].cubin);
+  std::unique_ptr<CudaModule> attention;
+  const size_t first_version_module = attention_source.empty() ? 2 : 3;
+  if (!attention_source.empty()) attention = std::make_unique<CudaModule>(d, compiled[2].cubin);
+  std::vector<std::unique_ptr<CudaModule>> version_modules;
+  for (size_t m = 0; m < modules; ++m)
+    version_modules.push_back(compile_errors[first_version_module + m].empty()
+                                  ? std::make_unique<CudaModule>(d, compiled[first_version_module + m].cubin)
+                                  : nullptr);
+  result.rounds = static_cast<int>(compiling.size());
+
+  // The model runs once with the heuristics (the reference for every candidate's numbers, and
+  // every buffer filled); then each candidate runs alone on those buffers: checked against the
+  // heuristic kernel's output, then timed.
   TimingOptions timing;
   timing.warmup = 2;
   timing.min_runs = 5;
   timing.max_runs = 50;
   timing.budget_ms = 60;
-  for (size_t round = 0; round < rounds; ++round) {
-    CudaCodegenOptions o = base;
-    for (const KernelTuning& t : result.kernels)
-      if (round < t.candidates.size()) o.configs[t.kernel] = t.candidates[round].config;
-    auto mark = [&](const std::string& problem) {
-      for (KernelTuning& t : result.kernels)
-        if (round < t.candidates.size()) t.candidates[round].problem = problem;
-    };
-    try {
-      const GeneratedCuda g = generate_cuda(p, s, o);
-      const CudaCompileResult c = compile_cuda(g.source.code, co);
-      CudaModule module(d, c.cubin);
-      CudaExecutable exe(p, s, g, d, module, helper_module, attention.get());
-      const std::vector<Tensor> out = exe.run(inputs);
-      if (round == 0) expected = out;
-      for (size_t i = 0; i < out.size(); ++i)
-        if (out[i].defined() && !compare(out[i], expected.at(i)).ok) throw std::runtime_error("other numbers than the heuristic's");
-      const Timings t = exe.benchmark(inputs, timing);
-      if (round == 0) heuristic_total = t.total_ms;
-      for (size_t j = 0; j < tuned_kernels.size(); ++j)
-        if (round < result.kernels[j].candidates.size()) result.kernels[j].candidates[round].ms = t.kernel_ms.at(tuned_kernels[j]);
-    } catch (const std::exception& e) {
-      if (round == 0) throw;  // the heuristic's own kernels must run
-      mark(std::string("failed: ") + e.what());
+  CudaExecutable exe(p, s, heuristic, d, module, helper_module, attention.get());
+  exe.run(inputs);
+  const double heuristic_total = exe.benchmark(inputs, timing).total_ms;
+  TimingOptions alone = timing;
+  alone.budget_ms = 15;
+  for (size_t j = 0; j < tuned_kernels.size(); ++j) {
+    const size_t k = tuned_kernels[j];
+    KernelTuning& t = result.kernels[j];
+    const Kernel& kr = s.kernels[k];
+    void* own = module.function(heuristic.source.kernels[k].launcher);
+    bool in_place = false;
+    for (const std::string& w : kr.writes) in_place = in_place || std::count(kr.reads.begin(), kr.reads.end(), w);
+    std::vector<Tensor> want;
+    if (!in_place) {
+      exe.run_alone(k, own, heuristic.launch[k]);
+      for (const std::string& w : kr.writes) want.push_back(exe.download(w));
     }
-    ++result.rounds;
+    t.candidates[0].ms = exe.time_alone(k, own, heuristic.launch[k], alone);
+    for (const Version& v : versions) {
+      if (v.tuning != j) continue;
+      TunedCandidate& c = t.candidates[v.candidate];
+      try {
+        if (in_place) throw std::runtime_error("not timed: the kernel updates a buffer it reads");
+        if (!version_modules[v.module]) throw std::runtime_error("did not compile: " + compile_errors[first_version_module + v.module]);
+        void* f = version_modules[v.module]->function(v.function);
+        exe.run_alone(k, f, v.launch);
+        for (size_t w = 0; w < kr.writes.size(); ++w) {
+          const Tensor got = exe.download(kr.writes[w]);
+          const bool same_bits = got.nbytes() == want[w].nbytes() && std::memcmp(got.data(), want[w].data(), static_cast<size_t>(got.nbytes())) == 0;
+          if (!same_bits && !compare(got, want[w]).ok) throw std::runtime_error("other numbers than the heuristic's");
+        }
+        c.ms = exe.time_alone(k, f, v.launch, alone);
+      } catch (const std::exception& e) {
+        c.problem = std::string("failed: ") + e.what();
+      }
+    }
+    if (!in_place) exe.run_alone(k, own, heuristic.launch[k]);  // its buffers as the heuristic left them
   }
   for (KernelTuning& t : result.kernels) {
     size_t best = 0;
@@ -149,11 +244,10 @@ AutotuneResult autotune_cuda(const LoopProgram& p, const Schedule& s, const Cuda
   // must beat the heuristics' whole-model time, else the heuristics stay.
   if (!tuned.configs.empty() && tuned.configs.size() != base.configs.size()) {
     const GeneratedCuda g = generate_cuda(p, s, tuned);
-    const CudaCompileResult c = compile_cuda(g.source.code, co);
-    CudaModule module(d, c.cubin);
-    CudaExecutable exe(p, s, g, d, module, helper_module, attention.get());
-    exe.run(inputs);
-    result.tuned_ms = exe.benchmark(inputs, timing).total_ms;
+    CudaModule tuned_module(d, compile_cuda(g.source.code, co).cubin);
+    CudaExecutable tuned_exe(p, s, g, d, tuned_module, helper_module, attention.get());
+    tuned_exe.run(inputs);
+    result.tuned_ms = tuned_exe.benchmark(inputs, timing).total_ms;
     result.heuristic_ms = heuristic_total;
     if (result.tuned_ms > 0.99 * heuristic_total) {
       for (KernelTuning& t : result.kernels)

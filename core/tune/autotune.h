@@ -1,9 +1,11 @@
 // max-autotune for CUDA kernels (torch.compile(mode="max-autotune")): every generated kernel's
 // candidate launch configurations (codegen/cuda_codegen.h: cuda_candidates) are compiled and
 // timed on the real buffers, each checked against the heuristic's output, and the fastest kept,
-// with a table per kernel like Inductor's AUTOTUNE log. All kernels try their i-th candidate in
-// the same round, so a round is one NVRTC compile and one timed run of the model. The choice is
-// kept on disk, keyed by the device and the kernels' source: the next compile takes it from there.
+// with a table per kernel like Inductor's AUTOTUNE log. Every candidate is a kernel of its own in
+// a few modules compiled at once; the model runs once with the heuristics, then each candidate
+// runs alone on its kernel's buffers (as Inductor benchmarks a choice on its real inputs). The
+// choice is kept on disk, keyed by the device and the kernels' source: the next compile takes it
+// from there. The tuned kernels together must also beat the heuristics on the whole model.
 #pragma once
 #include <string>
 #include <vector>
@@ -30,7 +32,7 @@ struct KernelTuning {
 
 struct AutotuneResult {
   std::vector<KernelTuning> kernels;
-  int rounds = 0;
+  int rounds = 0;          // NVRTC modules compiled (candidates, the model's, helpers', attention's, the tuned model's)
   double ms = 0;           // the whole tuning
   bool from_cache = false;
   double tuned_ms = 0, heuristic_ms = 0;  // the whole model, both ways (0 when nothing was tuned)

@@ -371,10 +371,11 @@ void dynamic_shapes_reuse_the_cuda_kernels(const DynamicCase& c) {
   VERIFY(r.program != nullptr);
   std::vector<Shape> sizes = c.reused;
   sizes.push_back(c.reused.at(0));
-  // The graph at other sizes of its first input (the others, weights, as traced).
+  // The graph at other sizes of the input that has s0 (the others, weights, as traced).
+  const size_t x_input = static_cast<size_t>(r.dynamic.symbols.at(0).dims.at(0).first);
   auto graph_at = [&](const Shape& x) {
     std::vector<Shape> shapes = r.dynamic.traced;
-    shapes.at(0) = x;
+    shapes.at(x_input) = x;
     return retarget_graph(r.aten, shapes);
   };
   for (size_t i = 0; i < sizes.size(); ++i) {
