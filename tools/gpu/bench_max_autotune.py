@@ -69,14 +69,14 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cli", required=True)
     ap.add_argument("--out")
-    ap.add_argument("--only")
+    ap.add_argument("--only", help="only the cases whose name contains one of these texts (comma-separated)")
     a = ap.parse_args()
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp())  # a fresh cache: Inductor tunes for real
     dev = torch.device("cuda")
     tmp = tempfile.mkdtemp()
     rows = []
     for name, model, shapes in cases():
-        if a.only and a.only not in name:
+        if a.only and not any(o in name for o in a.only.split(",")):
             continue
         model = model.eval()
         xs_cpu = [torch.randn(*s) for s in shapes]
