@@ -55,11 +55,25 @@ int main(int argc, char** argv) {
   cli.addOption(palette);
   QCommandLineOption theme("theme", "Colour theme: light or dark (remembered otherwise).", "name");
   cli.addOption(theme);
+  QCommandLineOption device("device", "Compile for cpu or cuda (Compile > Target).", "name");
+  cli.addOption(device);
+  QCommandLineOption dynamic("dynamic", "Compile with dynamic shapes (Compile > Dynamic Shapes).");
+  cli.addOption(dynamic);
   cli.process(app);
   ls::apply_theme(cli.isSet(theme) ? cli.value(theme) == "dark" : QSettings().value("theme").toString() == "dark");
 
   ls::MainWindow w;
   w.show();
+  if (cli.isSet(device)) {
+    auto* target = w.findChild<QAction*>("target_" + cli.value(device));
+    if (!target || !target->isEnabled()) {
+      std::fprintf(stderr, "lowerscope: no target '%s' in this build (cpu%s)\n", qPrintable(cli.value(device)),
+                   w.findChild<QAction*>("target_cuda")->isEnabled() ? ", cuda" : "");
+      return 2;
+    }
+    target->trigger();
+  }
+  if (cli.isSet(dynamic)) w.findChild<QAction*>("dynamic")->setChecked(true);
   if (cli.isSet(train)) w.setTraining(true);
   if (cli.isSet(heat)) w.setHeatOverlay(true);
   if (cli.isSet(raise)) {

@@ -433,8 +433,8 @@ void MainWindow::buildActions() {
       if (!path_.isEmpty()) openModel(path_);
     });
   }
-  // torch.compile(dynamic=True): the inputs' sizes become symbols, the CPU kernels take them as
-  // arguments; the "dynamic" stage lists the symbols, what was specialized and why, and the guards.
+  // torch.compile(dynamic=True): the inputs' sizes become symbols, the kernels (C++ or CUDA) take
+  // them as arguments; the "dynamic" stage lists the symbols, what was specialized and why, and the guards.
   QAction* dynamic = compile->addAction(tr("D&ynamic Shapes (sizes as kernel arguments)"));
   dynamic->setCheckable(true);
   dynamic->setObjectName("dynamic");

@@ -173,6 +173,15 @@ class TestGui : public QObject {
       QApplication::processEvents();
       w.grab().save(qEnvironmentVariable("LS_SCREENSHOT_DIR") + "/dynamic.png");
     }
+    // Target CUDA keeps dynamic shapes: the CUDA kernels take the symbols after their buffers.
+    if (!have_nvrtc()) return;
+    w.findChild<QAction*>("target_cuda")->trigger();
+    QVERIFY(done.wait(60000));
+    QCOMPARE(done.last().at(0).toBool(), true);
+    r = w.session()->result();
+    QCOMPARE(QString::fromStdString(r->device), QString("cuda"));
+    QVERIFY(r->stage("dynamic") != nullptr);
+    QVERIFY2(r->stage("source")->text.find("const long long ls_ks0") != std::string::npos, r->stage("source")->text.c_str());
   }
 
   // Target CUDA: the source stage holds CUDA C++, the asm stage NVRTC's PTX with an entry per
