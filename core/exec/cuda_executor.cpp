@@ -500,25 +500,28 @@ std::vector<Tensor> CudaExecutable::run(const std::vector<Tensor>& inputs) {
   return download_outputs();
 }
 
-namespace {
 // Kernel k's arguments for another version of it: its buffers, the version's scratch, the sizes.
-struct AloneArgs {
+struct CudaExecutable::AloneArgs {
   std::vector<DevicePtr> values;
   std::vector<void*> ptrs;
-  DeviceBuffer scratch;
+  std::unique_ptr<DeviceBuffer> scratch;
 };
-}  // namespace
 
-void CudaExecutable::run_alone(size_t k, void* f, const CudaLaunch& l) {
+void CudaExecutable::alone_args(size_t k, const CudaLaunch& l, AloneArgs& a) {
   if (arg_ptrs_.empty()) throw std::logic_error("the inputs are not bound yet (run or benchmark first)");
-  AloneArgs a{{}, {}, DeviceBuffer(d_, static_cast<size_t>(l.scratch_bytes))};
   for (const auto& b : g_.source.kernels.at(k).args) a.values.push_back(buffers_.at(b).ptr());
   if (l.scratch_bytes) {
-    d_.zero(a.scratch.ptr(), static_cast<size_t>(l.scratch_bytes));
-    a.values.push_back(a.scratch.ptr());
+    a.scratch = std::make_unique<DeviceBuffer>(d_, static_cast<size_t>(l.scratch_bytes));
+    d_.zero(a.scratch->ptr(), static_cast<size_t>(l.scratch_bytes));
+    a.values.push_back(a.scratch->ptr());
   }
   for (DevicePtr& x : a.values) a.ptrs.push_back(&x);
   for (long long& x : sizes_) a.ptrs.push_back(&x);
+}
+
+void CudaExecutable::run_alone(size_t k, void* f, const CudaLaunch& l) {
+  AloneArgs a;
+  alone_args(k, l, a);
   d_.launch(f, l.grid, l.block, a.ptrs.data(), g_.source.kernels[k].name.c_str());
   try {
     d_.synchronize();
@@ -528,14 +531,8 @@ void CudaExecutable::run_alone(size_t k, void* f, const CudaLaunch& l) {
 }
 
 double CudaExecutable::time_alone(size_t k, void* f, const CudaLaunch& l, const TimingOptions& o) {
-  AloneArgs a{{}, {}, DeviceBuffer(d_, static_cast<size_t>(l.scratch_bytes))};
-  for (const auto& b : g_.source.kernels.at(k).args) a.values.push_back(buffers_.at(b).ptr());
-  if (l.scratch_bytes) {
-    d_.zero(a.scratch.ptr(), static_cast<size_t>(l.scratch_bytes));
-    a.values.push_back(a.scratch.ptr());
-  }
-  for (DevicePtr& x : a.values) a.ptrs.push_back(&x);
-  for (long long& x : sizes_) a.ptrs.push_back(&x);
+  AloneArgs a;
+  alone_args(k, l, a);
   const char* name = g_.source.kernels[k].name.c_str();
   for (int w = 0; w < o.warmup; ++w) d_.launch(f, l.grid, l.block, a.ptrs.data(), name);
   void* e0 = d_.event();
@@ -551,8 +548,7 @@ double CudaExecutable::time_alone(size_t k, void* f, const CudaLaunch& l, const 
   }
   d_.destroy_event(e0);
   d_.destroy_event(e1);
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  return median_of(times);
 }
 
 Tensor CudaExecutable::download(const std::string& buffer) {

@@ -53,6 +53,8 @@ class CudaExecutable {
   std::vector<int> registers;    // per generated kernel, from the driver (0 for others)
 
  private:
+  struct AloneArgs;
+  void alone_args(size_t k, const CudaLaunch& l, AloneArgs& a);
   void bind(const std::vector<Tensor>& inputs);
   void step(size_t k);
   void host_extern(size_t k);
