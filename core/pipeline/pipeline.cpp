@@ -229,6 +229,31 @@ std::string values_text(const SizeGeneric& g, const std::vector<int64_t>& v) {
   return t.empty() ? "the traced sizes" : t;
 }
 
+// A kept program at sizes it has not run: the front half there, checked to make the compiled
+// template's code at those values (else GuardFailed, naming the line), and the graph it lowered.
+struct NewSizes {
+  CompileResult r;
+  Graph lowered;
+};
+NewSizes front_half_at(const Graph& aten, const std::vector<Shape>& shapes, const PipelineOptions& o, const SizeGeneric& plan,
+                       const std::vector<int64_t>& v) {
+  NewSizes n{front_half(aten, shapes, o), {}};
+  std::string why;
+  if (!plan.matches(n.r.source.code, v, &why))
+    throw GuardFailed("guard failed: at " + values_text(plan, v) + " the code is not the compiled template's: " + why);
+  const bool to_prims = o.decompose_to == 0 || o.decompose_to == level::prims;
+  n.lowered = to_prims ? std::move(n.r.prims) : std::move(n.r.core_aten);
+  return n;
+}
+
+std::string new_sizes_note(const SizeGeneric& plan, const std::vector<int64_t>& v, Clock::time_point since, const char* kernels) {
+  std::ostringstream note;
+  note << std::fixed << std::setprecision(1) << "new sizes " << values_text(plan, v) << ": the compiled " << kernels
+       << " reused, no compile (front half and check " << std::chrono::duration<double, std::milli>(Clock::now() - since).count()
+       << " ms)";
+  return note.str();
+}
+
 // A dynamic-shapes compile kept to run again: one compiled template, run at any sizes its guards
 // admit. A new size costs the front half (milliseconds) and the check that its code is the
 // template's; sizes seen before cost nothing more.
@@ -257,22 +282,15 @@ class DynamicCpuProgram final : public CompiledProgram {
     auto it = at_.find(v);
     if (it == at_.end()) {
       const auto t0 = Clock::now();
+      NewSizes n = front_half_at(aten_, shapes, o_, plan_, v);
       auto at = std::make_unique<AtSizes>();
-      CompileResult r = front_half(aten_, shapes, o_);
-      if (!plan_.matches(r.source.code, v, &why))
-        throw GuardFailed("guard failed: at " + values_text(plan_, v) + " the code is not the compiled template's: " + why);
-      const bool to_prims = o_.decompose_to == 0 || o_.decompose_to == level::prims;
-      at->lowered = to_prims ? std::move(r.prims) : std::move(r.core_aten);
-      at->loops = std::move(r.loops);
-      at->schedule = std::move(r.schedule);
-      at->source = std::move(r.source);
+      at->lowered = std::move(n.lowered);
+      at->loops = std::move(n.r.loops);
+      at->schedule = std::move(n.r.schedule);
+      at->source = std::move(n.r.source);
       at->exe = std::make_unique<CpuExecutable>(at->loops, at->schedule, at->source, *code_, sizes_arg(v));
       it = at_.emplace(v, std::move(at)).first;
-      std::ostringstream note;
-      note << std::fixed << std::setprecision(1) << "new sizes " << values_text(plan_, v)
-           << ": the compiled kernels reused, no compile (front half and check "
-           << std::chrono::duration<double, std::milli>(Clock::now() - t0).count() << " ms)";
-      last_note = note.str();
+      last_note = new_sizes_note(plan_, v, t0, "kernels");
     } else {
       last_note = "sizes " + values_text(plan_, v) + " seen before: the compiled kernels reused";
     }
@@ -336,25 +354,17 @@ class CudaProgram final : public CompiledProgram {
     if (it == at_.end() && !dynamic_) throw GuardFailed("the CUDA kernels were compiled for other input sizes (compile with dynamic shapes)");
     if (it == at_.end()) {
       const auto t0 = Clock::now();
-      CompileResult r = front_half(aten_, shapes, o_);
-      std::string why;
-      if (!plan_.matches(r.source.code, v, &why))
-        throw GuardFailed("guard failed: at " + values_text(plan_, v) + " the code is not the compiled template's: " + why);
-      if (r.cuda.attention_source != attention_source_)
+      NewSizes n = front_half_at(aten_, shapes, o_, plan_, v);
+      if (n.r.cuda.attention_source != attention_source_)
         throw GuardFailed("guard failed: at " + values_text(plan_, v) + " the attention calls need other attention kernels");
       auto at = std::make_unique<AtSizes>();
-      const bool to_prims = o_.decompose_to == 0 || o_.decompose_to == level::prims;
-      at->lowered = to_prims ? std::move(r.prims) : std::move(r.core_aten);
-      at->loops = std::move(r.loops);
-      at->schedule = std::move(r.schedule);
-      at->cuda = std::move(r.cuda);
+      at->lowered = std::move(n.lowered);
+      at->loops = std::move(n.r.loops);
+      at->schedule = std::move(n.r.schedule);
+      at->cuda = std::move(n.r.cuda);
       at->exe = std::make_unique<CudaExecutable>(at->loops, at->schedule, at->cuda, d_, *module_, *helpers_, attention_.get(), v);
       it = at_.emplace(v, std::move(at)).first;
-      std::ostringstream note;
-      note << std::fixed << std::setprecision(1) << "new sizes " << values_text(plan_, v)
-           << ": the compiled CUDA kernels reused, no compile (front half and check "
-           << std::chrono::duration<double, std::milli>(Clock::now() - t0).count() << " ms)";
-      last_note = note.str();
+      last_note = new_sizes_note(plan_, v, t0, "CUDA kernels");
     } else {
       last_note = dynamic_ ? "sizes " + values_text(plan_, v) + " seen before: the compiled CUDA kernels reused" : "";
     }

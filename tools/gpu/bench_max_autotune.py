@@ -12,7 +12,7 @@ fresh cache: every kernel's candidates timed), our compile time including the tu
 many kernels tuning changed (from the autotune stage's note). The check compares our output with
 PyTorch's.
 """
-import argparse, json, os, re, subprocess, sys, tempfile, time
+import argparse, os, re, sys, tempfile, time
 
 import numpy as np
 import torch
@@ -20,8 +20,9 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "bench"))
+import cuda_bench  # noqa: E402
 from cuda_bench import cuda_ms, export_case  # noqa: E402
-from models import Attn, LnGeluOnly, Mse, SinCos, Softmax, fixture_models  # noqa: E402
+from models import Attn, LnGeluOnly, SinCos, Softmax, fixture_models  # noqa: E402
 
 
 def cases():
@@ -37,21 +38,13 @@ def cases():
 
 
 def ours(cli, folder, mode):
-    report = os.path.join(folder, "report.json")
-    env = dict(os.environ, LOWERSCOPE_CACHE_DIR=tempfile.mkdtemp())
-    p = subprocess.run([cli, "compile", folder, "--device", "cuda", "--quiet", "--no-reference", "--mode", mode, "--report", report],
-                       capture_output=True, text=True, env=env)
-    if not os.path.exists(report):
-        return None, None, f"rc={p.returncode}: {(p.stderr or p.stdout).strip()[-200:]}"
-    r = json.load(open(report))
-    if "error" in r:
-        return None, None, "error: " + r["error"]["message"][:160]
-    note = ""
-    m = re.search(r"max-autotune: (\d+) kernel\(s\) tuned in (\d+) ms \((\d+) NVRTC modules.*?\), (\d+) run faster", r.get("mode_note", ""))
+    """cuda_bench's compile of the folder, in this mode; the tuning summary from the report's mode note."""
+    ms, compile_ms, status, r = cuda_bench.ours(cli, folder, ["--no-reference", "--mode", mode])
+    m = re.search(r"max-autotune: (\d+) kernel\(s\) tuned in (\d+) ms \((\d+) NVRTC modules.*?\), (\d+) run faster",
+                  (r or {}).get("mode_note", ""))
     if m:
-        note = f"{m.group(1)} tuned, {m.group(4)} changed, {m.group(2)} ms"
-    status = ("ok (%.1e)" % r["check"]["max_abs_err"]) if r["check"]["ok"] else "CHECK FAILED"
-    return r["run_ms"], r["compile_ms"], status + ("; " + note if note else "")
+        status += f"; {m.group(1)} tuned, {m.group(4)} changed, {m.group(2)} ms"
+    return ms, compile_ms, status
 
 
 def inductor(model, xs, mode):
@@ -90,7 +83,7 @@ def main():
             d, _ = inductor(m, xs, "default")
             ma, ma_first = inductor(m, xs, "max-autotune")
             mn, _ = inductor(m, xs, "max-autotune-no-cudagraphs")
-        o, ocms, _ = ours(a.cli, folder, "default")
+        o, _, _ = ours(a.cli, folder, "default")
         ot, otms, status = ours(a.cli, folder, "max-autotune")
         rows.append((name, d, ma, mn, o, ot, ma_first, otms, status))
         print(rows[-1], flush=True)
