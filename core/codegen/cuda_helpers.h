@@ -180,3 +180,18 @@ extern "C" __global__ void ls_channel_sum(const float* __restrict__ gy, float* _
   s = ls_block_reduce<0>(s, 0.f);
   if (threadIdx.x == 0) gb[o] = s;
 }
+// max-autotune's check of a candidate kernel against the heuristic's output, on the device: counts
+// the elements that differ by more than atol + rtol * max(|expected|, rms), as compare() does on
+// the host (NaN matches NaN, an infinity itself).
+extern "C" __global__ void ls_count_mismatches(const float* __restrict__ a, const float* __restrict__ b, long long n, double atol,
+                                               double rtol, double rms, unsigned* __restrict__ count) {
+  unsigned bad = 0;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+    const float x = a[i], y = b[i];
+    const bool same = (x != x && y != y) || (isinf(x) && x == y);
+    const double d = fabs((double)x - (double)y);
+    if (!same && (d != d || d > atol + rtol * fmax(fabs((double)y), rms))) ++bad;
+  }
+  bad = ls_warp_reduce<0, 32>(bad);
+  if ((threadIdx.x & 31) == 0 && bad) atomicAdd(count, bad);
+}

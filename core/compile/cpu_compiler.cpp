@@ -1,6 +1,7 @@
 #include "compile/cpu_compiler.h"
 
 #include "compile/disk_cache.h"
+#include "compile/phase_times.h"
 
 #include <dlfcn.h>
 #include <unistd.h>
@@ -150,7 +151,9 @@ CpuCompileResult compile_cpp(const std::string& source, const CpuCompileOptions&
     if (!r.code) {
       std::string object;
       diag.clear();
+      PhaseTimer timer("Clang: compile in-process (C++ -> IR -> object, JIT load)");
       r.code = clang_jit_compile(source, o.opt_level, diag, &r.llvm_ir, &r.assembly, &object);
+      timer.stop();
       if (!r.code) throw CompileError("Clang rejected the generated kernels", diag);
       r.log = diag;
       r.compiler = "clang 14 (in-process, ORC JIT)";
@@ -159,6 +162,7 @@ CpuCompileResult compile_cpp(const std::string& source, const CpuCompileOptions&
     }
     note_loaded_runtime({"libomp.so.5", "libomp.so"}, 0);  // the JIT's kernels call libomp
   } else {
+    PhaseTimer timer("external compiler: compile and dlopen");
     r.code = external_compile(source, o, r.from_cache, r.object);
     r.object_name = "kernels.so";
     r.compiler = o.external_cxx + (r.from_cache ? " (external, dlopen; from the disk cache)" : " (external, dlopen)");

@@ -5,6 +5,8 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "compile/phase_times.h"
+
 namespace ls {
 
 // The driver functions used, with the ABI of cuda.h (CUresult is an int, handles are pointers,
@@ -78,6 +80,7 @@ CudaDriver* CudaDriver::get(std::string* why) {
   if (!tried) {
     tried = true;
     std::unique_ptr<CudaDriver> c(new CudaDriver);
+    PhaseTimer timer("CUDA driver: start (cuInit, context)");
     try {
       c->init();
       d = std::move(c);
@@ -318,7 +321,10 @@ int CudaDriver::registers(void* f) {
   return n;
 }
 
-CudaModule::CudaModule(CudaDriver& d, const std::string& image) : d_(d), m_(d.load_module(image)), generation_(d.generation()) {}
+CudaModule::CudaModule(CudaDriver& d, const std::string& image) : d_(d), generation_(d.generation()) {
+  PhaseTimer timer("CUDA driver: load module");
+  m_ = d.load_module(image);
+}
 CudaModule::~CudaModule() {
   if (m_ && d_.generation() == generation_) d_.unload_module(m_);
 }

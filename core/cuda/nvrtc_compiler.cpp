@@ -11,6 +11,7 @@
 
 #include "compile/cpu_compiler.h"
 #include "compile/disk_cache.h"
+#include "compile/phase_times.h"
 
 #ifdef LOWERSCOPE_HAVE_NVRTC
 #include <nvrtc.h>
@@ -28,6 +29,7 @@ struct Built {
 
 // One NVRTC compile: PTX for a virtual architecture, or a cubin for a real one.
 Built nvrtc_build(const std::string& source, const std::string& arch, bool want_cubin) {
+  PhaseTimer timer(want_cubin ? "NVRTC: cubin" : "NVRTC: PTX");
   Built b;
   nvrtcProgram prog = nullptr;
   if (nvrtcCreateProgram(&prog, source.c_str(), "lowerscope_kernels.cu", 0, nullptr, nullptr) != NVRTC_SUCCESS) {
@@ -69,6 +71,7 @@ std::string disassemble(const std::string& cubin) {
       break;
     }
   if (tool.empty() || cubin.empty()) return {};
+  PhaseTimer timer("cuobjdump -sass");
   const fs::path f = fs::temp_directory_path() / ("lowerscope-" + std::to_string(getpid()) + ".cubin");
   { std::ofstream(f, std::ios::binary) << cubin; }
   std::string out;

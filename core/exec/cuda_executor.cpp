@@ -102,7 +102,7 @@ CudaExecutable::CudaExecutable(const LoopProgram& p, const Schedule& s, const Ge
   }
   bias_kernel_ = helpers.function("ls_broadcast_bias");
   for (const char* k : {"ls_add_channel_bias", "ls_im2col", "ls_depthwise_conv", "ls_max_pool2d", "ls_copy_rows", "ls_strided_copy4",
-                        "ls_attn_softmax", "ls_attn_probs", "ls_attn_rowdot", "ls_attn_dscores", "ls_col2im", "ls_channel_sum"})
+                        "ls_attn_softmax", "ls_attn_probs", "ls_attn_rowdot", "ls_attn_dscores", "ls_col2im", "ls_channel_sum", "ls_count_mismatches"})
     helpers_[k] = helpers.function(k);
 }
 
@@ -549,6 +549,21 @@ double CudaExecutable::time_alone(size_t k, void* f, const CudaLaunch& l, const 
   d_.destroy_event(e0);
   d_.destroy_event(e1);
   return median_of(times);
+}
+
+long long CudaExecutable::mismatches(const std::string& buffer, DevicePtr expected, double rms, Tolerance tol) {
+  const LoopBuffer& b = p_.buffer(buffer);
+  if (b.dtype != DType::f32) throw std::invalid_argument("mismatches: " + buffer + " is not float32");
+  DeviceBuffer count(d_, 4);
+  d_.zero(count.ptr(), 4);
+  DevicePtr a = buffers_.at(buffer).ptr(), e = expected, c = count.ptr();
+  long long n = numel_of(b.shape);
+  void* params[] = {&a, &e, &n, &tol.atol, &tol.rtol, &rms, &c};
+  d_.launch(helpers_.at("ls_count_mismatches"), grid_for(n), 256, params, "ls_count_mismatches");
+  unsigned got = 0;
+  d_.synchronize();
+  d_.download(&got, c, 4);
+  return got;
 }
 
 Tensor CudaExecutable::download(const std::string& buffer) {

@@ -48,6 +48,10 @@ class CudaExecutable {
   void run_alone(size_t k, void* f, const CudaLaunch& l);
   double time_alone(size_t k, void* f, const CudaLaunch& l, const TimingOptions& o);
   Tensor download(const std::string& buffer);  // a bound buffer's contents
+  DevicePtr device_ptr(const std::string& buffer) const { return buffers_.at(buffer).ptr(); }
+  // The elements of a bound float32 buffer that differ from `expected` (a device copy of as many
+  // elements) beyond compare()'s tolerance, counted on the device.
+  long long mismatches(const std::string& buffer, DevicePtr expected, double rms, Tolerance tol = {});
 
   std::vector<std::string> how;  // per kernel: "generated", "cuBLAS", "host (reference kernel)"
   std::vector<int> registers;    // per generated kernel, from the driver (0 for others)

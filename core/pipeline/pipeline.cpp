@@ -412,6 +412,7 @@ CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const st
   Recorder rec(r, cancelled);
   rec.recording = o.record;
   const auto t_compile = Clock::now();
+  const size_t phases_from = phase_mark();
   try {
     if (o.device != "cpu" && o.device != "cuda") throw std::runtime_error("unknown device '" + o.device + "' (cpu or cuda)");
     if (o.mode != "default" && o.mode != "reduce-overhead" && o.mode != "max-autotune")
@@ -686,6 +687,7 @@ CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const st
       rec.add(std::move(s));
     }
     r.compile_ms = std::chrono::duration<double, std::milli>(Clock::now() - t_compile).count();
+    r.compile_phases = phase_times_since(phases_from);
     if (!o.run) return r;
     rec.current = "run";
     if (cuda && !driver) {

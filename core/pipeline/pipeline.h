@@ -20,6 +20,7 @@
 #include "autodiff/partition.h"
 #include "codegen/cpp_codegen.h"
 #include "codegen/cuda_codegen.h"
+#include "compile/phase_times.h"
 #include "dynamic/dynamic_shapes.h"
 #include "frontend/load_model.h"
 #include "ir/graph.h"
@@ -160,6 +161,9 @@ struct CompileResult {
   std::vector<Tensor> outputs, reference_outputs;
   Check check;
   double compile_ms = 0, run_ms = 0;
+  // Below the stages, where the compile's time went (NVRTC, Clang, the CUDA driver, tuning), summed
+  // per phase over threads: compile/phase_times.h.
+  std::vector<PhaseTime> compile_phases;
   double bandwidth_gbps = 0;
   double launched_ms = 0;     // reduce-overhead with a graph: the run with kernels launched one by one
   double host_ms = 0;         // CUDA: the host's time to launch one run, kernel by kernel (median)

@@ -92,6 +92,7 @@ std::string report_json(const CompileResult& r) {
   j["check"] = check;
   j["compiler"] = r.compiler;
   j["compile_ms"] = r.compile_ms;
+  for (const PhaseTime& t : r.compile_phases) j["compile_phases"].push_back({{"name", t.name}, {"ms", t.ms}, {"count", t.count}});
   j["run_ms"] = r.run_ms;
   j["bandwidth_gbps"] = r.bandwidth_gbps;
   j["mode"] = r.mode;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <future>
 #include <iomanip>
@@ -9,6 +10,7 @@
 #include <sstream>
 #include <thread>
 
+#include "compile/phase_times.h"
 #include "compile/disk_cache.h"
 #include "cuda/nvrtc_compiler.h"
 #include "exec/cuda_executor.h"
@@ -49,7 +51,7 @@ std::string AutotuneResult::table() const {
       const TunedCandidate& c = k.candidates[i];
       os << "  " << (i == k.chosen ? "* " : "  ") << std::left << std::setw(34) << c.config.text() << std::right;
       if (!c.problem.empty()) os << c.problem << "\n";
-      else os << std::setprecision(4) << std::setw(10) << c.ms * 1000.0 << " us\n";
+      else os << std::setprecision(4) << std::setw(10) << c.ms * 1000.0 << " us" << (c.note.empty() ? "" : "  (" + c.note + ")") << "\n";
     }
   }
   return os.str();
@@ -71,7 +73,7 @@ AutotuneResult autotune_cuda(const LoopProgram& p, const Schedule& s, const Cuda
     t.kernel = s.kernels[k].name;
     t.form = heuristic.launch[k].form;
     for (const KernelConfig& c : cuda_candidates(heuristic.launch[k], s.kernels[k].numel, s.kernels[k].rnumel))
-      t.candidates.push_back({c, 0, ""});
+      t.candidates.push_back({c, 0, "", ""});
     result.kernels.push_back(std::move(t));
     tuned_kernels.push_back(k);
   }
@@ -118,6 +120,7 @@ AutotuneResult autotune_cuda(const LoopProgram& p, const Schedule& s, const Cuda
     }
     return out;
   };
+  PhaseTimer generating("max-autotune: generate candidates");
   for (size_t round = 1; round < rounds; ++round) {
     CudaCodegenOptions o = base;
     for (const KernelTuning& t : result.kernels)
@@ -138,6 +141,7 @@ AutotuneResult autotune_cuda(const LoopProgram& p, const Schedule& s, const Cuda
       versions.push_back(std::move(v));
     }
   }
+  generating.stop();
   const std::string& code = heuristic.source.code;
   int first_kernel_line = 0;
   for (const GeneratedKernel& gk : heuristic.source.kernels)
@@ -187,11 +191,16 @@ AutotuneResult autotune_cuda(const LoopProgram& p, const Schedule& s, const Cuda
   timing.min_runs = 5;
   timing.max_runs = 50;
   timing.budget_ms = 60;
+  PhaseTimer model_run("max-autotune: the model run and timed with the heuristics");
   CudaExecutable exe(p, s, heuristic, d, module, helper_module, attention.get());
   exe.run(inputs);
   const double heuristic_total = exe.benchmark(inputs, timing).total_ms;
+  model_run.stop();
   TimingOptions alone = timing;
   alone.budget_ms = 15;
+  TimingOptions once;
+  once.warmup = 0;
+  once.min_runs = once.max_runs = 1;
   for (size_t j = 0; j < tuned_kernels.size(); ++j) {
     const size_t k = tuned_kernels[j];
     KernelTuning& t = result.kernels[j];
@@ -199,12 +208,34 @@ AutotuneResult autotune_cuda(const LoopProgram& p, const Schedule& s, const Cuda
     void* own = module.function(heuristic.source.kernels[k].launcher);
     bool in_place = false;
     for (const std::string& w : kr.writes) in_place = in_place || std::count(kr.reads.begin(), kr.reads.end(), w);
+    // The heuristic's outputs: on the host (for the rms under compare()'s tolerance, and for
+    // outputs that are not float32) and, float32 ones, copied on the device, where each
+    // candidate's outputs are checked against them.
     std::vector<Tensor> want;
+    std::vector<DeviceBuffer> want_device;
+    std::vector<double> rms;
+    PhaseTimer reference("max-autotune: the heuristic kernel's outputs (the candidates' reference)");
     if (!in_place) {
       exe.run_alone(k, own, heuristic.launch[k]);
-      for (const std::string& w : kr.writes) want.push_back(exe.download(w));
+      for (const std::string& w : kr.writes) {
+        want.push_back(exe.download(w));
+        const Tensor& y = want.back();
+        double sq = 0;
+        int64_t finite = 0;
+        for (int64_t i = 0; y.dtype() == DType::f32 && i < y.numel(); ++i) {
+          const double v = static_cast<const float*>(y.data())[i];
+          if (std::isfinite(v)) sq += v * v, ++finite;
+        }
+        rms.push_back(finite ? std::sqrt(sq / static_cast<double>(finite)) : 0.0);
+        want_device.emplace_back(d, static_cast<size_t>(y.nbytes()));
+        if (y.dtype() == DType::f32 && y.nbytes()) d.copy(want_device.back().ptr(), exe.device_ptr(w), static_cast<size_t>(y.nbytes()));
+      }
+      d.synchronize();
     }
+    reference.stop();
+    PhaseTimer timing_heuristic("max-autotune: time candidates");
     t.candidates[0].ms = exe.time_alone(k, own, heuristic.launch[k], alone);
+    timing_heuristic.stop();
     for (const Version& v : versions) {
       if (v.tuning != j) continue;
       TunedCandidate& c = t.candidates[v.candidate];
@@ -212,11 +243,24 @@ AutotuneResult autotune_cuda(const LoopProgram& p, const Schedule& s, const Cuda
         if (in_place) throw std::runtime_error("not timed: the kernel updates a buffer it reads");
         if (!version_modules[v.module]) throw std::runtime_error("did not compile: " + compile_errors[first_version_module + v.module]);
         void* f = version_modules[v.module]->function(v.function);
-        exe.run_alone(k, f, v.launch);
+        PhaseTimer checking("max-autotune: check candidates (on the device)");
+        exe.run_alone(k, f, v.launch);  // also loads the kernel (the driver loads lazily)
         for (size_t w = 0; w < kr.writes.size(); ++w) {
-          const Tensor got = exe.download(kr.writes[w]);
-          const bool same_bits = got.nbytes() == want[w].nbytes() && std::memcmp(got.data(), want[w].data(), static_cast<size_t>(got.nbytes())) == 0;
-          if (!same_bits && !compare(got, want[w]).ok) throw std::runtime_error("other numbers than the heuristic's");
+          if (want[w].dtype() == DType::f32) {
+            if (const long long bad = exe.mismatches(kr.writes[w], want_device[w].ptr(), rms[w]))
+              throw std::runtime_error("other numbers than the heuristic's (" + std::to_string(bad) + " elements of " + kr.writes[w] + ")");
+            continue;
+          }
+          const Comparison cmp = compare(exe.download(kr.writes[w]), want[w]);
+          if (!cmp.ok) throw std::runtime_error("other numbers than the heuristic's: " + cmp.why);
+        }
+        checking.stop();
+        PhaseTimer timing_candidate("max-autotune: time candidates");
+        const double first_ms = exe.time_alone(k, f, v.launch, once);
+        if (first_ms > 3 * t.candidates[0].ms + 0.01) {  // far slower at one run: not worth timing further
+          c.ms = first_ms;
+          c.note = "one run, far slower than the heuristic's";
+          continue;
         }
         c.ms = exe.time_alone(k, f, v.launch, alone);
       } catch (const std::exception& e) {
@@ -243,6 +287,7 @@ AutotuneResult autotune_cuda(const LoopProgram& p, const Schedule& s, const Cuda
   // The kernels were timed one at a time; the model is what counts: the tuned kernels together
   // must beat the heuristics' whole-model time, else the heuristics stay.
   if (!tuned.configs.empty() && tuned.configs.size() != base.configs.size()) {
+    PhaseTimer checking("max-autotune: the tuned model compiled and timed");
     const GeneratedCuda g = generate_cuda(p, s, tuned);
     CudaModule tuned_module(d, compile_cuda(g.source.code, co).cubin);
     CudaExecutable tuned_exe(p, s, g, d, tuned_module, helper_module, attention.get());

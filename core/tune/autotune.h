@@ -21,6 +21,7 @@ struct TunedCandidate {
   KernelConfig config;
   double ms = 0;           // median time of the kernel under it
   std::string problem;     // set when it failed or gave other numbers than the heuristic's
+  std::string note;        // how it was timed, where not as the others (one run: far slower)
 };
 
 struct KernelTuning {

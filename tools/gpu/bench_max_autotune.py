@@ -44,6 +44,8 @@ def ours(cli, folder, mode):
                   (r or {}).get("mode_note", ""))
     if m:
         status += f"; {m.group(1)} tuned, {m.group(4)} changed, {m.group(2)} ms"
+    for t in (r or {}).get("compile_phases", []):  # where our compile's time went (stdout only)
+        print(f"    {mode:13s} {t['ms']:9.1f} ms  {t['name']}" + (f" (x{t['count']})" if t["count"] > 1 else ""), flush=True)
     return ms, compile_ms, status
 
 
