@@ -263,6 +263,7 @@ int compile_command(int argc, char** argv) {
   if (!at.empty() && (!po.dynamic || po.train || !po.run))
     throw std::invalid_argument("--at runs a dynamic inference compile at other sizes: it needs --dynamic, and no --train or --no-run");
   po.keep_program = po.keep_program || !at.empty();
+  po.sass = !dump.empty();  // the SASS listing is only seen in the dumped asm stage
   ls::CompileResult r = ls::run_pipeline(ls::load_model(model_path, lo), po);
   if (!quiet) print_result(r);
   bool at_ok = true;

@@ -195,3 +195,20 @@ extern "C" __global__ void ls_count_mismatches(const float* __restrict__ a, cons
   bad = ls_warp_reduce<0, 32>(bad);
   if ((threadIdx.x & 31) == 0 && bad) atomicAdd(count, bad);
 }
+// The sum of squares and the count of the finite elements of a float32 buffer (max-autotune's
+// rms under compare()'s tolerance, without downloading the buffer).
+extern "C" __global__ void ls_square_sum(const float* __restrict__ a, long long n, double* __restrict__ sum,
+                                         unsigned long long* __restrict__ finite) {
+  double s = 0;
+  unsigned long long f = 0;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+    const float x = a[i];
+    if (isfinite(x)) s += (double)x * x, ++f;
+  }
+  s = ls_warp_reduce<0, 32>(s);
+  f = ls_warp_reduce<0, 32>(f);
+  if ((threadIdx.x & 31) == 0 && f) {
+    atomicAdd(sum, s);
+    atomicAdd(finite, f);
+  }
+}

@@ -133,6 +133,15 @@ CudaCompileResult compile_cuda(const std::string& source, const CudaCompileOptio
   return r;
 }
 
+std::string cuda_sass(const std::string& cubin, const std::string& cache_dir) {
+  if (cubin.empty()) return {};
+  const DiskCache cache(cache_folder(cache_dir, "cuda"), fnv1a_hex("sass\n" + cubin), ".cubin");
+  if (cache.has(".sass", cubin)) return cache.get(".sass");
+  std::string sass = disassemble(cubin);
+  if (!sass.empty()) cache.put({{".sass", sass}}, cubin);
+  return sass;
+}
+
 #else
 
 bool have_nvrtc() { return false; }
@@ -140,6 +149,7 @@ std::string nvrtc_version() { return {}; }
 CudaCompileResult compile_cuda(const std::string&, const CudaCompileOptions&) {
   throw std::runtime_error("this build has no NVRTC (the CUDA toolkit was not found when it was configured)");
 }
+std::string cuda_sass(const std::string&, const std::string&) { return {}; }
 
 #endif
 

@@ -10,7 +10,7 @@ struct CudaCompileOptions {
   bool cubin = true;      // also build the cubin (machine code) the runtime loads
   std::string cache_dir;  // as CpuCompileOptions::cache_dir (kind "cuda")
   bool ptx = true;        // build the PTX (what the explorer shows); off for the helper module
-  bool sass = true;       // list the cubin's SASS (cuobjdump)
+  bool sass = true;       // list the cubin's SASS (cuobjdump; cuda_sass() lists it apart)
 };
 
 struct CudaCompileResult {
@@ -27,5 +27,9 @@ bool have_nvrtc();
 std::string nvrtc_version();  // "13.0", or empty without NVRTC
 // Throws CompileError (compile/cpu_compiler.h) with NVRTC's log when the source does not compile.
 CudaCompileResult compile_cuda(const std::string& source, const CudaCompileOptions& o = {});
+// cuobjdump's SASS listing of a cubin (cached on disk by the cubin), empty without the tool. A
+// process of its own takes about half a second: the pipeline lists it beside the run, not in the
+// compile.
+std::string cuda_sass(const std::string& cubin, const std::string& cache_dir = {});
 
 }  // namespace ls

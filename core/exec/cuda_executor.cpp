@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <stdexcept>
 
 #include "cuda/cublas.h"
@@ -102,7 +103,7 @@ CudaExecutable::CudaExecutable(const LoopProgram& p, const Schedule& s, const Ge
   }
   bias_kernel_ = helpers.function("ls_broadcast_bias");
   for (const char* k : {"ls_add_channel_bias", "ls_im2col", "ls_depthwise_conv", "ls_max_pool2d", "ls_copy_rows", "ls_strided_copy4",
-                        "ls_attn_softmax", "ls_attn_probs", "ls_attn_rowdot", "ls_attn_dscores", "ls_col2im", "ls_channel_sum", "ls_count_mismatches"})
+                        "ls_attn_softmax", "ls_attn_probs", "ls_attn_rowdot", "ls_attn_dscores", "ls_col2im", "ls_channel_sum", "ls_count_mismatches", "ls_square_sum"})
     helpers_[k] = helpers.function(k);
 }
 
@@ -488,6 +489,11 @@ void CudaExecutable::host_extern(size_t k) {
 }
 
 std::vector<Tensor> CudaExecutable::run(const std::vector<Tensor>& inputs) {
+  run_bound(inputs);
+  return download_outputs();
+}
+
+void CudaExecutable::run_bound(const std::vector<Tensor>& inputs) {
   bind(inputs);
   for (size_t k = 0; k < functions_.size(); ++k) {
     step(k);
@@ -497,7 +503,6 @@ std::vector<Tensor> CudaExecutable::run(const std::vector<Tensor>& inputs) {
       throw std::runtime_error("kernel " + g_.source.kernels[k].name + " failed on the GPU: " + e.what());
     }
   }
-  return download_outputs();
 }
 
 // Kernel k's arguments for another version of it: its buffers, the version's scratch, the sizes.
@@ -564,6 +569,24 @@ long long CudaExecutable::mismatches(const std::string& buffer, DevicePtr expect
   d_.synchronize();
   d_.download(&got, c, 4);
   return got;
+}
+
+double CudaExecutable::rms(const std::string& buffer) {
+  const LoopBuffer& b = p_.buffer(buffer);
+  if (b.dtype != DType::f32) throw std::invalid_argument("rms: " + buffer + " is not float32");
+  DeviceBuffer acc(d_, 16);
+  d_.zero(acc.ptr(), 16);
+  DevicePtr a = buffers_.at(buffer).ptr(), sum = acc.ptr(), finite = acc.ptr() + 8;
+  long long n = numel_of(b.shape);
+  void* params[] = {&a, &n, &sum, &finite};
+  d_.launch(helpers_.at("ls_square_sum"), grid_for(n), 256, params, "ls_square_sum");
+  struct {
+    double sum;
+    unsigned long long finite;
+  } got{};
+  d_.synchronize();
+  d_.download(&got, acc.ptr(), 16);
+  return got.finite ? std::sqrt(got.sum / static_cast<double>(got.finite)) : 0.0;
 }
 
 Tensor CudaExecutable::download(const std::string& buffer) {
@@ -636,6 +659,11 @@ Timings CudaExecutable::benchmark_graph(const TimingOptions& o) {
 
 Timings CudaExecutable::benchmark(const std::vector<Tensor>& inputs, const TimingOptions& o) {
   bind(inputs);
+  return benchmark_bound(o);
+}
+
+Timings CudaExecutable::benchmark_bound(const TimingOptions& o) {
+  if (arg_ptrs_.empty()) throw std::logic_error("the inputs are not bound yet (run or benchmark first)");
   const size_t n = functions_.size();
   for (int w = 0; w < o.warmup; ++w)
     for (size_t k = 0; k < n; ++k) step(k);

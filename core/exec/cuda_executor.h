@@ -31,7 +31,9 @@ class CudaExecutable {
                  CudaModule* attention = nullptr, std::vector<int64_t> sizes = {});
   // One checked run: synchronizes after every kernel, so a fault names the kernel that made it.
   std::vector<Tensor> run(const std::vector<Tensor>& inputs);
+  void run_bound(const std::vector<Tensor>& inputs);  // the same run, outputs left on the device
   Timings benchmark(const std::vector<Tensor>& inputs, const TimingOptions& o = {});
+  Timings benchmark_bound(const TimingOptions& o = {});  // on the inputs bound last (no upload)
 
   // reduce-overhead: the whole model (after benchmark() or run() bound the inputs, so every
   // workspace exists) captured as one CUDA graph and replayed with one launch. Returns why not
@@ -52,6 +54,7 @@ class CudaExecutable {
   // The elements of a bound float32 buffer that differ from `expected` (a device copy of as many
   // elements) beyond compare()'s tolerance, counted on the device.
   long long mismatches(const std::string& buffer, DevicePtr expected, double rms, Tolerance tol = {});
+  double rms(const std::string& buffer);  // a bound float32 buffer's root mean square over its finite elements
 
   std::vector<std::string> how;  // per kernel: "generated", "cuBLAS", "host (reference kernel)"
   std::vector<int> registers;    // per generated kernel, from the driver (0 for others)

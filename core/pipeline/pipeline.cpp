@@ -404,7 +404,23 @@ const Stage* CompileResult::stage(const std::string& name) const {
   return nullptr;
 }
 
+namespace {
+CompileResult run_stages(LoadedModel model, const PipelineOptions& o, const std::function<bool()>& cancelled, std::future<std::string>& sass);
+}
+
 CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const std::function<bool()>& cancelled) {
+  std::future<std::string> sass;  // CUDA: the SASS listing, made beside the run
+  CompileResult r = run_stages(std::move(model), o, cancelled, sass);
+  if (sass.valid()) {
+    const std::string text = sass.get();
+    for (Stage& s : r.stages)
+      if (s.name == "asm" && !text.empty()) s.text += "\n\n// ---- SASS (cuobjdump -sass) ----\n" + text;
+  }
+  return r;
+}
+
+namespace {
+CompileResult run_stages(LoadedModel model, const PipelineOptions& o, const std::function<bool()>& cancelled, std::future<std::string>& sass) {
   CompileResult r;
   r.model = std::move(model);
   r.device = o.device;
@@ -633,6 +649,7 @@ CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const st
       CudaCompileOptions co;
       co.sm = driver ? driver->device().sm() : 90;
       co.cubin = driver != nullptr;  // the machine code is only needed to run (and for SASS)
+      co.sass = false;                // listed apart (cuda_sass), beside the run
       // The helper kernels' module, beside the model's (once per machine: then from the cache).
       std::future<CudaCompileResult> helpers;
       if (driver) {
@@ -663,7 +680,7 @@ CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const st
       s.title = "PTX and SASS";
       s.kind = Stage::Kind::assembly;
       s.text = "// PTX (" + compiled.compiler + ")\n" + compiled.ptx;
-      if (!compiled.sass.empty()) s.text += "\n\n// ---- SASS (cuobjdump -sass) ----\n" + compiled.sass;
+      if (o.sass && !cubin.empty()) sass = std::async(std::launch::async, [cubin] { return cuda_sass(cubin); });
       s.nodes = static_cast<int>(r.source.kernels.size());
       rec.last_ms = compiled.ms;
       rec.add(std::move(s));
@@ -859,5 +876,6 @@ CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const st
   }
   return r;
 }
+}  // namespace
 
 }  // namespace ls

@@ -90,6 +90,9 @@ struct PipelineOptions {
   unsigned decompose_to = 0;  // 0: prims (default); or level::core_aten
   bool fusion = true;
   bool external_compiler = false;  // build kernels with an external c++ instead of the in-process JIT
+  // CUDA: list the cubin's SASS in the asm stage (cuobjdump, where installed). It runs beside the
+  // run stage, outside compile_ms; the CLI asks for it only when it writes the stages (--dump).
+  bool sass = true;
   bool run = true;
   int timing_budget_ms = 300;
   // Also run the reference interpreter and compare (off for models too large for it: the

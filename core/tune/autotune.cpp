@@ -147,8 +147,10 @@ AutotuneResult autotune_cuda(const LoopProgram& p, const Schedule& s, const Cuda
   for (const GeneratedKernel& gk : heuristic.source.kernels)
     if (!gk.launcher.empty() && (first_kernel_line == 0 || gk.first_line < first_kernel_line)) first_kernel_line = gk.first_line;
   const std::string prelude = first_kernel_line > 1 ? lines_of(code, 1, first_kernel_line - 1) : std::string();
-  const size_t threads = std::max(1u, std::min(8u, std::thread::hardware_concurrency()));
-  const size_t modules = std::min(threads, (versions.size() + 3) / 4);
+  // As many modules as cores, two candidates or more each (a module's fixed cost, the prelude,
+  // is about a third of two candidates').
+  const size_t threads = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
+  const size_t modules = std::max<size_t>(1, std::min(threads, (versions.size() + 1) / 2));
   std::vector<std::string> sources(modules, prelude);
   for (size_t i = 0; i < versions.size(); ++i) {
     versions[i].module = static_cast<int>(i % modules);
@@ -161,6 +163,7 @@ AutotuneResult autotune_cuda(const LoopProgram& p, const Schedule& s, const Cuda
   const std::string attention_source = heuristic.attention_source;
   if (!attention_source.empty()) compiling.push_back(compile_async(attention_source));
   for (const std::string& src : sources) compiling.push_back(compile_async(src));
+  PhaseTimer compile_wall("max-autotune: the candidates' modules compiling (wall time)");
   std::vector<CudaCompileResult> compiled;
   std::vector<std::string> compile_errors(compiling.size());
   for (size_t i = 0; i < compiling.size(); ++i) {
@@ -172,6 +175,7 @@ AutotuneResult autotune_cuda(const LoopProgram& p, const Schedule& s, const Cuda
       compile_errors[i] = e.what();
     }
   }
+  compile_wall.stop();
   CudaModule module(d, compiled[0].cubin), helper_module(d, compiled[1].cubin);
   std::unique_ptr<CudaModule> attention;
   const size_t first_version_module = attention_source.empty() ? 2 : 3;
@@ -193,11 +197,11 @@ AutotuneResult autotune_cuda(const LoopProgram& p, const Schedule& s, const Cuda
   timing.budget_ms = 60;
   PhaseTimer model_run("max-autotune: the model run and timed with the heuristics");
   CudaExecutable exe(p, s, heuristic, d, module, helper_module, attention.get());
-  exe.run(inputs);
-  const double heuristic_total = exe.benchmark(inputs, timing).total_ms;
+  exe.run_bound(inputs);  // checked: a fault names its kernel
+  const double heuristic_total = exe.benchmark_bound(timing).total_ms;
   model_run.stop();
   TimingOptions alone = timing;
-  alone.budget_ms = 15;
+  alone.budget_ms = 5;
   TimingOptions once;
   once.warmup = 0;
   once.min_runs = once.max_runs = 1;
@@ -208,9 +212,9 @@ AutotuneResult autotune_cuda(const LoopProgram& p, const Schedule& s, const Cuda
     void* own = module.function(heuristic.source.kernels[k].launcher);
     bool in_place = false;
     for (const std::string& w : kr.writes) in_place = in_place || std::count(kr.reads.begin(), kr.reads.end(), w);
-    // The heuristic's outputs: on the host (for the rms under compare()'s tolerance, and for
-    // outputs that are not float32) and, float32 ones, copied on the device, where each
-    // candidate's outputs are checked against them.
+    // The heuristic's outputs, the candidates' reference: float32 ones copied on the device (with
+    // their rms, compare()'s floor under |expected|), where each candidate's are checked; others
+    // downloaded.
     std::vector<Tensor> want;
     std::vector<DeviceBuffer> want_device;
     std::vector<double> rms;
@@ -218,17 +222,12 @@ AutotuneResult autotune_cuda(const LoopProgram& p, const Schedule& s, const Cuda
     if (!in_place) {
       exe.run_alone(k, own, heuristic.launch[k]);
       for (const std::string& w : kr.writes) {
-        want.push_back(exe.download(w));
-        const Tensor& y = want.back();
-        double sq = 0;
-        int64_t finite = 0;
-        for (int64_t i = 0; y.dtype() == DType::f32 && i < y.numel(); ++i) {
-          const double v = static_cast<const float*>(y.data())[i];
-          if (std::isfinite(v)) sq += v * v, ++finite;
-        }
-        rms.push_back(finite ? std::sqrt(sq / static_cast<double>(finite)) : 0.0);
-        want_device.emplace_back(d, static_cast<size_t>(y.nbytes()));
-        if (y.dtype() == DType::f32 && y.nbytes()) d.copy(want_device.back().ptr(), exe.device_ptr(w), static_cast<size_t>(y.nbytes()));
+        const LoopBuffer& b = p.buffer(w);
+        const bool f32 = b.dtype == DType::f32;
+        want.push_back(f32 ? Tensor() : exe.download(w));
+        rms.push_back(f32 ? exe.rms(w) : 0.0);
+        want_device.emplace_back(d, f32 ? static_cast<size_t>(b.bytes()) : 0);
+        if (f32 && b.bytes()) d.copy(want_device.back().ptr(), exe.device_ptr(w), static_cast<size_t>(b.bytes()));
       }
       d.synchronize();
     }
@@ -246,7 +245,7 @@ AutotuneResult autotune_cuda(const LoopProgram& p, const Schedule& s, const Cuda
         PhaseTimer checking("max-autotune: check candidates (on the device)");
         exe.run_alone(k, f, v.launch);  // also loads the kernel (the driver loads lazily)
         for (size_t w = 0; w < kr.writes.size(); ++w) {
-          if (want[w].dtype() == DType::f32) {
+          if (p.buffer(kr.writes[w]).dtype == DType::f32) {
             if (const long long bad = exe.mismatches(kr.writes[w], want_device[w].ptr(), rms[w]))
               throw std::runtime_error("other numbers than the heuristic's (" + std::to_string(bad) + " elements of " + kr.writes[w] + ")");
             continue;

@@ -242,6 +242,17 @@ void run_or_say_why_not(const std::string& model, bool train) {
   if (train) VERIFY(!r.check.gradients.empty());  // against grad_in0.npy
   for (const KernelReport& k : r.kernels)
     if (k.kind == "generated") VERIFY2(k.registers > 0 && k.ms > 0, k.name);
+  // The SASS listing (made beside the run, outside compile_ms) names every generated kernel, and
+  // no compile phase is cuobjdump's.
+  if (std::filesystem::exists("/usr/local/cuda/bin/cuobjdump")) {
+    const std::string& text = r.stage("asm")->text;
+    const size_t at = text.find("// ---- SASS (cuobjdump -sass) ----");
+    VERIFY2(at != std::string::npos, "no SASS in the asm stage");
+    for (const KernelReport& k : r.kernels)
+      if (k.kind == "generated") VERIFY2(text.find("Function : " + k.name, at) != std::string::npos, "no SASS for " + k.name);
+  }
+  for (const PhaseTime& t : r.compile_phases) VERIFY2(t.name.find("cuobjdump") == std::string::npos, t.name);
+  VERIFY(!r.compile_phases.empty());
 }
 
 // Attention on the device, both ways it runs there: the fused kernels for short sequences (the
