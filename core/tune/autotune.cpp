@@ -163,90 +163,101 @@ AutotuneResult autotune_cuda(const LoopProgram& p, const Schedule& s, const Cuda
   const std::string attention_source = heuristic.attention_source;
   if (!attention_source.empty()) compiling.push_back(compile_async(attention_source));
   for (const std::string& src : sources) compiling.push_back(compile_async(src));
-  PhaseTimer compile_wall("max-autotune: the candidates' modules compiling (wall time)");
-  std::vector<CudaCompileResult> compiled;
-  std::vector<std::string> compile_errors(compiling.size());
-  for (size_t i = 0; i < compiling.size(); ++i) {
+  // The model's own modules first: the model runs with the heuristics while the candidates'
+  // modules are still compiling.
+  auto wait = [&](size_t i) {
     try {
-      compiled.push_back(compiling[i].get());
+      return compiling[i].get();
     } catch (const std::exception& e) {
       if (i < 2 || (i == 2 && !attention_source.empty())) throw;  // the model's own kernels must compile
-      compiled.emplace_back();
-      compile_errors[i] = e.what();
+      CudaCompileResult failed;
+      failed.log = e.what();
+      return failed;
     }
-  }
-  compile_wall.stop();
-  CudaModule module(d, compiled[0].cubin), helper_module(d, compiled[1].cubin);
-  std::unique_ptr<CudaModule> attention;
+  };
   const size_t first_version_module = attention_source.empty() ? 2 : 3;
-  if (!attention_source.empty()) attention = std::make_unique<CudaModule>(d, compiled[2].cubin);
-  std::vector<std::unique_ptr<CudaModule>> version_modules;
-  for (size_t m = 0; m < modules; ++m)
-    version_modules.push_back(compile_errors[first_version_module + m].empty()
-                                  ? std::make_unique<CudaModule>(d, compiled[first_version_module + m].cubin)
-                                  : nullptr);
+  PhaseTimer own_compile("max-autotune: the model's own modules compiling (wall time)");
+  std::vector<CudaCompileResult> own_compiled;
+  for (size_t i = 0; i < first_version_module; ++i) own_compiled.push_back(wait(i));
+  own_compile.stop();
+  CudaModule module(d, own_compiled[0].cubin), helper_module(d, own_compiled[1].cubin);
+  std::unique_ptr<CudaModule> attention;
+  if (!attention_source.empty()) attention = std::make_unique<CudaModule>(d, own_compiled[2].cubin);
   result.rounds = static_cast<int>(compiling.size());
 
-  // The model runs once with the heuristics (the reference for every candidate's numbers, and
-  // every buffer filled); then each candidate runs alone on those buffers: checked against the
-  // heuristic kernel's output, then timed.
+  // The model runs once with the heuristics (every buffer filled: each kernel's outputs are its
+  // candidates' reference), then each kernel's heuristic launch is timed alone, its outputs' rms
+  // taken (compare()'s floor under |expected|).
   TimingOptions timing;
   timing.warmup = 2;
   timing.min_runs = 5;
   timing.max_runs = 50;
-  timing.budget_ms = 60;
-  PhaseTimer model_run("max-autotune: the model run and timed with the heuristics");
-  CudaExecutable exe(p, s, heuristic, d, module, helper_module, attention.get());
-  exe.run_bound(inputs);  // checked: a fault names its kernel
-  const double heuristic_total = exe.benchmark_bound(timing).total_ms;
-  model_run.stop();
+  timing.budget_ms = 30;
   TimingOptions alone = timing;
   alone.budget_ms = 5;
   TimingOptions once;
   once.warmup = 0;
   once.min_runs = once.max_runs = 1;
+  PhaseTimer model_run("max-autotune: the model run and timed with the heuristics");
+  CudaExecutable exe(p, s, heuristic, d, module, helper_module, attention.get());
+  exe.run_bound(inputs);  // checked: a fault names its kernel
+  const double heuristic_total = exe.benchmark_bound(timing).total_ms;
+  std::vector<bool> in_place(tuned_kernels.size());
+  std::vector<std::vector<double>> rms(tuned_kernels.size());
+  for (size_t j = 0; j < tuned_kernels.size(); ++j) {
+    const size_t k = tuned_kernels[j];
+    const Kernel& kr = s.kernels[k];
+    for (const std::string& w : kr.writes) in_place[j] = in_place[j] || std::count(kr.reads.begin(), kr.reads.end(), w);
+    void* own = module.function(heuristic.source.kernels[k].launcher);
+    result.kernels[j].candidates[0].ms = exe.time_alone(k, own, heuristic.launch[k], alone);
+    if (in_place[j]) continue;
+    for (const std::string& w : kr.writes) rms[j].push_back(p.buffer(w).dtype == DType::f32 ? exe.rms(w) : 0.0);
+  }
+  model_run.stop();
+
+  PhaseTimer compile_wall("max-autotune: the candidates' modules compiling (wall time, after the model's run)");
+  std::vector<std::string> compile_errors(compiling.size());
+  std::vector<std::unique_ptr<CudaModule>> version_modules;
+  for (size_t m = 0; m < modules; ++m) {
+    const CudaCompileResult c = wait(first_version_module + m);
+    if (c.cubin.empty()) compile_errors[first_version_module + m] = c.log;
+    version_modules.push_back(c.cubin.empty() ? nullptr : std::make_unique<CudaModule>(d, c.cubin));
+  }
+  compile_wall.stop();
+
+  // Each candidate alone on the heuristic's buffers: checked against the heuristic kernel's
+  // outputs (float32 ones copied on the device and compared there; others downloaded), then timed.
   for (size_t j = 0; j < tuned_kernels.size(); ++j) {
     const size_t k = tuned_kernels[j];
     KernelTuning& t = result.kernels[j];
     const Kernel& kr = s.kernels[k];
     void* own = module.function(heuristic.source.kernels[k].launcher);
-    bool in_place = false;
-    for (const std::string& w : kr.writes) in_place = in_place || std::count(kr.reads.begin(), kr.reads.end(), w);
-    // The heuristic's outputs, the candidates' reference: float32 ones copied on the device (with
-    // their rms, compare()'s floor under |expected|), where each candidate's are checked; others
-    // downloaded.
     std::vector<Tensor> want;
     std::vector<DeviceBuffer> want_device;
-    std::vector<double> rms;
-    PhaseTimer reference("max-autotune: the heuristic kernel's outputs (the candidates' reference)");
-    if (!in_place) {
-      exe.run_alone(k, own, heuristic.launch[k]);
+    if (!in_place[j]) {
+      PhaseTimer reference("max-autotune: the heuristic kernel's outputs (the candidates' reference)");
+      exe.run_alone(k, own, heuristic.launch[k]);  // on its inputs as they are now (a kernel before may update in place)
       for (const std::string& w : kr.writes) {
         const LoopBuffer& b = p.buffer(w);
         const bool f32 = b.dtype == DType::f32;
         want.push_back(f32 ? Tensor() : exe.download(w));
-        rms.push_back(f32 ? exe.rms(w) : 0.0);
         want_device.emplace_back(d, f32 ? static_cast<size_t>(b.bytes()) : 0);
         if (f32 && b.bytes()) d.copy(want_device.back().ptr(), exe.device_ptr(w), static_cast<size_t>(b.bytes()));
       }
       d.synchronize();
     }
-    reference.stop();
-    PhaseTimer timing_heuristic("max-autotune: time candidates");
-    t.candidates[0].ms = exe.time_alone(k, own, heuristic.launch[k], alone);
-    timing_heuristic.stop();
     for (const Version& v : versions) {
       if (v.tuning != j) continue;
       TunedCandidate& c = t.candidates[v.candidate];
       try {
-        if (in_place) throw std::runtime_error("not timed: the kernel updates a buffer it reads");
+        if (in_place[j]) throw std::runtime_error("not timed: the kernel updates a buffer it reads");
         if (!version_modules[v.module]) throw std::runtime_error("did not compile: " + compile_errors[first_version_module + v.module]);
         void* f = version_modules[v.module]->function(v.function);
         PhaseTimer checking("max-autotune: check candidates (on the device)");
         exe.run_alone(k, f, v.launch);  // also loads the kernel (the driver loads lazily)
         for (size_t w = 0; w < kr.writes.size(); ++w) {
           if (p.buffer(kr.writes[w]).dtype == DType::f32) {
-            if (const long long bad = exe.mismatches(kr.writes[w], want_device[w].ptr(), rms[w]))
+            if (const long long bad = exe.mismatches(kr.writes[w], want_device[w].ptr(), rms[j][w]))
               throw std::runtime_error("other numbers than the heuristic's (" + std::to_string(bad) + " elements of " + kr.writes[w] + ")");
             continue;
           }
@@ -266,7 +277,7 @@ AutotuneResult autotune_cuda(const LoopProgram& p, const Schedule& s, const Cuda
         c.problem = std::string("failed: ") + e.what();
       }
     }
-    if (!in_place) exe.run_alone(k, own, heuristic.launch[k]);  // its buffers as the heuristic left them
+    if (!in_place[j]) exe.run_alone(k, own, heuristic.launch[k]);  // its buffers as the heuristic left them
   }
   for (KernelTuning& t : result.kernels) {
     size_t best = 0;

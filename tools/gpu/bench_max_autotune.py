@@ -44,6 +44,9 @@ def ours(cli, folder, mode):
                   (r or {}).get("mode_note", ""))
     if m:
         status += f"; {m.group(1)} tuned, {m.group(4)} changed, {m.group(2)} ms"
+    start = [t["ms"] for t in (r or {}).get("compile_phases", []) if t["name"].startswith("CUDA driver: start")]
+    if start and mode == "max-autotune":
+        status += f"; driver start {start[0]:.0f} ms"
     for t in (r or {}).get("compile_phases", []):  # where our compile's time went (stdout only)
         print(f"    {mode:13s} {t['ms']:9.1f} ms  {t['name']}" + (f" (x{t['count']})" if t["count"] > 1 else ""), flush=True)
     return ms, compile_ms, status
