@@ -1,9 +1,10 @@
-// max-autotune for CUDA kernels (torch.compile(mode="max-autotune")): every generated kernel's
-// candidate launch configurations (codegen/cuda_codegen.h: cuda_candidates) are compiled and
-// timed on the real buffers, each checked against the heuristic's output, and the fastest kept,
-// with a table per kernel like Inductor's AUTOTUNE log. Every candidate is a kernel of its own in
-// a few modules compiled at once; the model runs once with the heuristics, then each candidate
-// runs alone on its kernel's buffers (as Inductor benchmarks a choice on its real inputs). The
+// max-autotune for CUDA kernels (torch.compile(mode="max-autotune")): each generated kernel's
+// launch configurations (codegen/cuda_codegen.h: cuda_candidates) are searched by coordinate
+// descent from the heuristic's: every round compiles and times the neighbours of each kernel's
+// best so far, on the real buffers, each checked against the heuristic's output; the fastest is
+// kept, with a table per kernel like Inductor's AUTOTUNE log. Every candidate is a kernel of its
+// own in modules compiled at once; the model runs once with the heuristics (while the first
+// round compiles), then each candidate runs alone on its kernel's buffers (as Inductor benchmarks a choice on its real inputs). The
 // choice is kept on disk, keyed by the device and the kernels' source: the next compile takes it
 // from there. The tuned kernels together must also beat the heuristics on the whole model.
 #pragma once
@@ -26,7 +27,8 @@ struct TunedCandidate {
 
 struct KernelTuning {
   std::string kernel, form;
-  std::vector<TunedCandidate> candidates;  // the heuristic's first
+  std::vector<TunedCandidate> candidates;  // those tried, in order (the heuristic's first)
+  size_t space = 0;                        // the configurations there were to try (cuda_candidates)
   size_t chosen = 0;
   std::string why;  // "fastest: 1.8x the heuristic's time"
 };
@@ -34,6 +36,7 @@ struct KernelTuning {
 struct AutotuneResult {
   std::vector<KernelTuning> kernels;
   int rounds = 0;          // NVRTC modules compiled (candidates, the model's, helpers', attention's, the tuned model's)
+  int descent_rounds = 0;  // rounds of coordinate descent
   double ms = 0;           // the whole tuning
   bool from_cache = false;
   double tuned_ms = 0, heuristic_ms = 0;  // the whole model, both ways (0 when nothing was tuned)

@@ -303,7 +303,7 @@ void reduce_overhead_replays_a_cuda_graph(const std::string& model, bool train) 
   VERIFY2(nodes >= r.kernels.size(), r.mode_note);
 }
 
-// max-autotune: every generated kernel's candidates timed, the chosen one no slower than the
+// max-autotune: every generated kernel's candidates (coordinate descent) timed, the chosen one no slower than the
 // heuristic's, the model still matching PyTorch; a second compile takes the choice from the disk
 // cache. Without a GPU: compiled with the heuristics, and the note says why it was not tuned.
 void max_autotune_times_candidates(const std::string& model) {
@@ -329,6 +329,7 @@ void max_autotune_times_candidates(const std::string& model) {
   VERIFY(generated > 0);
   VERIFY2(table->text.find("* ") != std::string::npos, table->text);
   VERIFY2(r.mode_note.find("tuned in") != std::string::npos, r.mode_note);
+  VERIFY2(table->text.find("coordinate descent") != std::string::npos && table->text.find(" tried)") != std::string::npos, table->text);
   const CompileResult again = compile_cuda_model(model, false, true, "max-autotune");
   VERIFY2(again.mode_note.find("from the disk cache") != std::string::npos, again.mode_note);
   VERIFY(again.check.ok);
