@@ -98,12 +98,7 @@ void print_result(const ls::CompileResult& r) {
   const char* check = !r.not_run.empty() ? "not run" : !run ? "not run (--no-run)" : r.check.ok ? "ok" : "FAILED";
   std::cout << "\ncompile: " << std::fixed << std::setprecision(1) << r.compile_ms << " ms   run: " << std::setprecision(4)
             << r.run_ms << " ms   check: " << check << '\n';
-  if (!r.compile_phases.empty()) {
-    std::cout << "compile time by phase (summed over threads):\n";
-    for (const ls::PhaseTime& t : r.compile_phases)
-      std::cout << "  " << std::right << std::setw(9) << std::setprecision(1) << t.ms << " ms  " << t.name
-                << (t.count > 1 ? " (x" + std::to_string(t.count) + ")" : "") << '\n';
-  }
+  if (!run) std::cout << ls::phase_table(r.compile_phases);  // else the run stage ends with it
 }
 
 // The debug folder, each graph drawn as SVG by Graphviz's dot where it is installed, and

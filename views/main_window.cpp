@@ -98,6 +98,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   auto* rv = new QVBoxLayout(runw);
   rv->setContentsMargins(4, 4, 4, 4);
   summary_ = new QLabel(runw);
+  summary_->setObjectName("run_summary");  // its tooltip: compile time by phase
   summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   rv->addWidget(summary_);
   kernels_ = new QTableView(runw);
@@ -605,6 +606,7 @@ void MainWindow::onFinished() {
                                     .arg(r->check.gradients.size() + r->training.num_gradients)
                                     .arg(r->check.gradients.size())
                               : QString()));
+  summary_->setToolTip(QString::fromStdString(phase_table(r->compile_phases)));  // where the compile's time went
   progress_->setText(tr("Compiled %1").arg(QString::fromStdString(r->model.path)));
   if (!r->not_run.empty()) {  // compiled for a GPU this machine does not have: every stage but the run is there
     summary_->setText(tr("<b>Not run</b> &nbsp; %1 &nbsp;|&nbsp; compile %2 ms · %3 kernel(s) · %4")

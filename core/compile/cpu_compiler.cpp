@@ -138,6 +138,7 @@ CpuCompileResult compile_cpp(const std::string& source, const CpuCompileOptions&
     const DiskCache cache(cache_folder(o.cache_dir, "cpu"), "jit-" + fnv1a_hex("clang14 " + o.opt_level + " " + clang_jit_target() + "\n" + source));
     std::string diag;
     if (cache.has(".o", source)) {
+      PhaseTimer timer("disk cache: compiled kernels read and loaded");
       r.code = clang_jit_load_object(cache.get(".o"), diag);
       if (r.code) {
         r.from_cache = true;

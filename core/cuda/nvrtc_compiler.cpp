@@ -103,6 +103,7 @@ CudaCompileResult compile_cuda(const std::string& source, const CudaCompileOptio
   r.compiler = "NVRTC " + nvrtc_version() + (o.ptx ? ", compute_" + sm : ",") + (o.cubin ? " + sm_" + sm : "");
   const DiskCache cache(cache_folder(o.cache_dir, "cuda"), fnv1a_hex(r.compiler + "\n" + source), ".cu");
   if ((!o.ptx || cache.has(".ptx", source)) && (!o.cubin || cache.has(".cubin", source))) {
+    PhaseTimer timer("disk cache: PTX / cubin read");
     if (o.ptx) r.ptx = cache.get(".ptx");
     if (o.cubin) r.cubin = cache.get(".cubin");
     r.log = cache.get(".log");

@@ -398,6 +398,15 @@ const std::vector<std::string>& stage_names(bool train) {
   return train ? t : n;
 }
 
+std::string phase_table(const std::vector<PhaseTime>& phases) {
+  if (phases.empty()) return {};
+  std::ostringstream os;
+  os << "compile time by phase (summed over threads; phases of one compile overlap):\n" << std::fixed << std::setprecision(1);
+  for (const PhaseTime& t : phases)
+    os << "  " << std::setw(9) << t.ms << " ms  " << t.name << (t.count > 1 ? " (x" + std::to_string(t.count) + ")" : "") << "\n";
+  return os.str();
+}
+
 const Stage* CompileResult::stage(const std::string& name) const {
   for (const Stage& s : stages)
     if (s.name == name) return &s;
@@ -861,7 +870,8 @@ CompileResult run_stages(LoadedModel model, const PipelineOptions& o, const std:
     s.title = "Run: kernel times and the check";
     s.kind = Stage::Kind::run;
     s.text = run_table(r) + (r.mode_note.empty() ? "" : "\n" + r.mode_note + "\n") +
-             (r.dynamic_note.empty() ? "" : "\n" + r.dynamic_note + "\n");
+             (r.dynamic_note.empty() ? "" : "\n" + r.dynamic_note + "\n") +
+             (r.compile_phases.empty() ? "" : "\n" + phase_table(r.compile_phases));
     s.nodes = static_cast<int>(r.kernels.size());
     rec.add(std::move(s));
   } catch (const Cancelled&) {

@@ -120,6 +120,9 @@ struct PipelineOptions {
   std::function<void(const CompileResult&)> on_capture;
 };
 
+// "compile time by phase" as a small table (the run stage ends with it; the CLI prints it).
+std::string phase_table(const std::vector<PhaseTime>& phases);
+
 // A compiled model kept to run again: user inputs (then the tangents, for a training step) in,
 // the outputs of the compiled graph out (a training step: outputs, gradients, updates). Not
 // thread-safe: one run at a time.

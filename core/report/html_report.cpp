@@ -104,6 +104,12 @@ std::string html_report(const CompileResult& r, const std::map<std::string, std:
       << "</td><td class=\"n\">" << s.nodes << "</td><td class=\"n\">" << num(s.ms, 2) << "</td><td>" << esc(ops) << "</td></tr>\n";
   }
   h << "</table>\n";
+  if (!r.compile_phases.empty()) {  // below the stages: where the compile's time went
+    h << "<table><tr><th>Compile phase</th><th>Times</th><th>ms (summed over threads)</th></tr>\n";
+    for (const PhaseTime& t : r.compile_phases)
+      h << "<tr><td>" << esc(t.name) << "</td><td class=\"n\">" << t.count << "</td><td class=\"n\">" << num(t.ms, 1) << "</td></tr>\n";
+    h << "</table>\n";
+  }
   if (r.train && !r.training.partitions.empty()) {
     h << "<table><tr><th>Partitioner</th><th>Saved</th><th>Bytes</th><th>Activations</th><th>Recomputed</th></tr>\n";
     for (const Partition& p : r.training.partitions)

@@ -12,6 +12,7 @@
 #include "ir/builder.h"
 #include "pipeline/pipeline.h"
 #include "../inductor_counts.h"
+#include "report/html_report.h"
 #include "report/report.h"
 #include "sched/schedule.h"
 #include "tensor/npy.h"
@@ -171,6 +172,29 @@ class TestCpu : public QObject {
     QVERIFY2(kernel.find("for (int64_t x0i = 0; x0i < 256; ++x0i)") != std::string::npos, kernel.c_str());
     QVERIFY2(kernel.find(" / 256") == std::string::npos, kernel.c_str());
     QVERIFY2(kernel.find("[(x0o % 32)]") != std::string::npos, kernel.c_str());
+  }
+
+  // Compile time by phase: a cold compile (no disk cache) records the compiler's phase once, no
+  // longer than the whole compile; the run stage, the report JSON and the HTML report show it.
+  void testCompileTimeByPhase() {
+    const QByteArray before = qgetenv("LOWERSCOPE_CACHE_DIR");
+    qputenv("LOWERSCOPE_CACHE_DIR", "off");
+    PipelineOptions o;
+    o.external_compiler = true;
+    const CompileResult r = compile_fixture("mse_loss/3_core_aten.txt", 2, o);
+    if (before.isEmpty()) qunsetenv("LOWERSCOPE_CACHE_DIR");
+    else qputenv("LOWERSCOPE_CACHE_DIR", before);
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    const PhaseTime* compiler = nullptr;
+    for (const PhaseTime& t : r.compile_phases)
+      if (t.name.rfind("external compiler", 0) == 0) compiler = &t;
+    QVERIFY(compiler);
+    QCOMPARE(compiler->count, 1);
+    QVERIFY2(compiler->ms > 0 && compiler->ms <= r.compile_ms, std::to_string(compiler->ms).c_str());
+    QVERIFY(r.stage("run")->text.find("compile time by phase") != std::string::npos);
+    QVERIFY(r.stage("run")->text.find(compiler->name) != std::string::npos);
+    QVERIFY(report_json(r).find("\"compile_phases\"") != std::string::npos);
+    QVERIFY(html_report(r, {}).find("Compile phase") != std::string::npos);
   }
 
   void testMachineCodeIsShown() {

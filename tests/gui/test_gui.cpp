@@ -4,6 +4,7 @@
 #include <QAction>
 #include <QApplication>
 #include <QDockWidget>
+#include <QLabel>
 #include <QListView>
 #include <QTableView>
 #include <QTreeWidget>
@@ -201,6 +202,10 @@ class TestGui : public QObject {
     QVERIFY(r->stage("source")->text.find("__global__") != std::string::npos);
     for (const Kernel& k : r->schedule.kernels)
       if (!k.is_extern) QVERIFY(r->stage("asm")->text.find(".entry " + k.name) != std::string::npos);
+    // The summary's tooltip: compile time by phase, NVRTC's among them (or its disk cache's).
+    const QString phases = w.findChild<QLabel*>("run_summary")->toolTip();
+    QVERIFY2(phases.contains("compile time by phase") && (phases.contains("NVRTC: PTX") || phases.contains("disk cache: PTX")),
+             qPrintable(phases));
     QVERIFY(w.selectStage("source"));
     if (qEnvironmentVariableIsSet("LS_SCREENSHOT_DIR")) {
       QApplication::processEvents();
