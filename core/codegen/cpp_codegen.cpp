@@ -122,12 +122,165 @@ class KernelWriter {
     }
   }
 
+  // A reduction over rows of column-contiguous memory (a bias gradient: the sum of each column of a
+  // row-major matrix; a GELU backward before it) is walked row by row: every access along x0 is
+  // contiguous (x0's coefficient 1) and r0 strides across rows, so the usual order (a column per
+  // x0, r0 inner) would read one element a cache line. One r loop, sums, maxima or minima only, and
+  // nothing stored before it (it would be stored once a row).
+  bool column_form(const LoopNest& nest, const std::vector<KernelLoop>& segs) const {
+    const int64_t X = nest.numel, R = nest.rnumel;
+    if (X < 16 || R < 2) return false;
+    int inner = 0;
+    bool column = false;
+    for (const KernelLoop& seg : segs) {
+      inner += seg.inner;
+      for (int n : seg.nodes) {
+        const LoopNode& ln = p_.nodes[n];
+        if (ln.kind == LoopNode::Kind::reduction && ln.reduce != Reduce::sum && ln.reduce != Reduce::max && ln.reduce != Reduce::min)
+          return false;
+        const Placement pl = place(ln, X, R);
+        const Dependencies d = extract_dependencies(ln, pl.idx, pl.ridx);
+        if (!seg.inner && inner == 0 && !d.writes.empty()) return false;
+        for (const auto* list : {&d.reads, &d.writes})
+          for (const MemDep& m : *list) {
+            const bool on_x = m.index.depends_on("x0"), on_r = m.index.depends_on("r0");
+            if (on_x && m.index.coefficient("x0") != 1) return false;  // strided or nested along x0: the row form
+            if (on_r && m.index.coefficient("r0") == 0) return false;  // nested along r0
+            column = column || (on_x && on_r && m.index.coefficient("r0") != 1);
+          }
+      }
+    }
+    return inner == 1 && column;
+  }
+
+  // The column form. Up to 16384 columns: the rows split into C chunks (parallel), each walking
+  // whole rows (contiguous: the prefetchers stream them) into its own sums of every column, then
+  // the chunks' sums combined in chunk order, C fixed by the sizes (the same numbers on any number
+  // of threads). More columns: blocks of 1024 columns (parallel), each walking every row.
+  void write_column_nest(LoopEmitter& e, const LoopNest& nest, const std::vector<KernelLoop>& segs, bool parallel) {
+    const int64_t X = nest.numel, R = nest.rnumel;
+    size_t inner_seg = 0;
+    for (size_t i = 0; i < segs.size(); ++i)
+      if (segs[i].inner) inner_seg = i;
+    std::vector<int> reductions;
+    for (int n : segs[inner_seg].nodes)
+      if (p_.nodes[n].kind == LoopNode::Kind::reduction) reductions.push_back(n);
+    const bool chunked = X <= 16384;
+    const int64_t C = !parallel || !chunked ? 1 : std::clamp<int64_t>(std::min<int64_t>(R / 16, (64 << 10) / X), 1, 64);
+    const int64_t B = chunked ? X : std::min<int64_t>(1024, X);
+    const std::string Xs = std::to_string(X), Rs = std::to_string(R), Cs = std::to_string(C), Bs = std::to_string(B);
+    // The body over one row r0 of columns x0 (from the block's first column xb, xn of them).
+    auto row_body = [&]() {
+      e.line("#pragma omp simd");
+      e.line("for (int64_t xi = 0; xi < xn; ++xi) {");
+      e.indent += "    ";
+      e.line("const int64_t x0 = xb + xi;");
+      e.push_scope();
+      for (size_t i = 0; i < inner_seg; ++i)
+        for (int n : segs[i].nodes) run_node(e, n, X, R);
+      e.run_loop_nodes(segs[inner_seg], [&](int n) { run_node(e, n, X, R); });
+      e.pop_scope();
+      e.indent.resize(e.indent.size() - 4);
+      e.line("}");
+    };
+    // The epilogue over the block's columns: the finished reductions stored, the nodes after the loop.
+    auto epilogue = [&](const std::string& loop_pragma) {
+      e.line(loop_pragma);
+      e.line("for (int64_t xi = 0; xi < xn; ++xi) {");
+      e.indent += "    ";
+      e.line("const int64_t x0 = xb + xi;");
+      for (int n : reductions) {
+        const LoopNode& ln = p_.nodes[n];
+        const std::string acc = "acc" + std::to_string(n), part = "part" + std::to_string(n);
+        e.node = n;
+        if (C == 1) {
+          accs_[n] = acc + "[xi]";
+          continue;
+        }
+        e.line(std::string(dtype_c(ln.dtype)) + " " + acc + " = " + part + "[x0];");
+        const std::string next = part + "[c * " + Xs + " + x0]";
+        const std::string combine = ln.reduce == Reduce::max   ? acc + " > " + next + " ? " + acc + " : " + next
+                                    : ln.reduce == Reduce::min ? acc + " < " + next + " ? " + acc + " : " + next
+                                                               : acc + " + " + next;
+        e.line("for (int64_t c = 1; c < " + Cs + "; ++c) " + acc + " = " + combine + ";");
+        accs_[n] = acc;
+      }
+      e.node = -1;
+      // The pending stores name the accumulators as the row loop did: rename them.
+      for (auto& [key, accumulator] : e.pending_reduction)
+        for (int n : reductions)
+          if (accumulator == "part" + std::to_string(n) + "[c * " + Xs + " + x0]" || accumulator == "acc" + std::to_string(n) + "[xi]")
+            accumulator = accs_.at(n);
+      e.push_scope();
+      for (size_t i = 0; i < inner_seg; ++i)
+        for (int n : segs[i].nodes) run_node(e, n, X, R);
+      e.bind_finished_reductions(k_.writes);
+      for (size_t i = inner_seg + 1; i < segs.size(); ++i)
+        for (int n : segs[i].nodes) run_node(e, n, X, R);
+      e.pop_scope();
+      e.indent.resize(e.indent.size() - 4);
+      e.line("}");
+    };
+    if (C > 1) {
+      e.line("// columns contiguous, rows strided: " + Cs + " chunks of rows, each walking whole rows into its sums of every column");
+      for (int n : reductions) {
+        e.node = n;
+        e.line(std::string(dtype_c(p_.nodes[n].dtype)) + " part" + std::to_string(n) + "[" + std::to_string(C * X) + "];");
+        accs_[n] = "part" + std::to_string(n) + "[c * " + Xs + " + x0]";
+      }
+      e.node = -1;
+      e.line("#pragma omp parallel for schedule(static)");
+      e.line("for (int64_t c = 0; c < " + Cs + "; ++c) {");
+      e.indent += "    ";
+      e.line("const int64_t xb = 0, xn = " + Xs + ";");
+      for (int n : reductions)
+        e.line("for (int64_t x0 = 0; x0 < " + Xs + "; ++x0) part" + std::to_string(n) + "[c * " + Xs + " + x0] = " +
+               reduce_identity(p_.nodes[n].reduce, p_.nodes[n].dtype) + ";");
+      e.line("for (int64_t r0 = c * " + Rs + " / " + Cs + "; r0 < (c + 1) * " + Rs + " / " + Cs + "; ++r0) {");
+      e.indent += "    ";
+      row_body();
+      e.indent.resize(e.indent.size() - 4);
+      e.line("}");
+      e.indent.resize(e.indent.size() - 4);
+      e.line("}");
+      e.line("{");
+      e.indent += "    ";
+      e.line("const int64_t xb = 0, xn = " + Xs + ";");
+      epilogue(parallel ? "#pragma omp parallel for simd schedule(static)" : "#pragma omp simd");
+      e.indent.resize(e.indent.size() - 4);
+      e.line("}");
+      return;
+    }
+    e.line("// columns contiguous, rows strided: blocks of " + Bs + " columns, each walking the rows with its columns inner");
+    if (parallel && X > B) e.line("#pragma omp parallel for schedule(static)");
+    e.line("for (int64_t xb = 0; xb < " + Xs + "; xb += " + Bs + ") {");
+    e.indent += "    ";
+    e.line("const int64_t xn = " + Xs + " - xb < " + Bs + " ? " + Xs + " - xb : " + Bs + ";");
+    for (int n : reductions) {
+      e.node = n;
+      e.line(std::string(dtype_c(p_.nodes[n].dtype)) + " acc" + std::to_string(n) + "[" + Bs + "];");
+      e.line("for (int64_t xi = 0; xi < " + Bs + "; ++xi) acc" + std::to_string(n) + "[xi] = " +
+             reduce_identity(p_.nodes[n].reduce, p_.nodes[n].dtype) + ";");
+      accs_[n] = "acc" + std::to_string(n) + "[xi]";
+    }
+    e.node = -1;
+    e.line("for (int64_t r0 = 0; r0 < " + Rs + "; ++r0) {");
+    e.indent += "    ";
+    row_body();
+    e.indent.resize(e.indent.size() - 4);
+    e.line("}");
+    epilogue("#pragma omp simd");
+    e.indent.resize(e.indent.size() - 4);
+    e.line("}");
+  }
+
   // One loop nest, parallel over its outer loop (or, with one row, over its reduction) or not.
   void write_nest_as(LoopEmitter& e, const LoopNest& nest, bool parallel) {
     const int64_t X = nest.numel, R = nest.rnumel;
     const bool parallel_outer = X > 1 && parallel;
     const auto outer = [&](const std::string& pragma, const std::string& serial) { return parallel_outer ? pragma : serial; };
     const std::vector<KernelLoop> segs = kernel_loops(p_, nest.nodes, X, R);
+    if (!o_.size_generic && column_form(nest, segs)) return write_column_nest(e, nest, segs, parallel);
     if (const int64_t I = R == 1 && X > 1 ? inner_block(nest) : 0) {
       const Expr xo = Expr::var("x0o", X / I), xi = Expr::var("x0i", I);
       subst_ = {{"x0", xo * I + xi}};

@@ -174,6 +174,28 @@ class TestCpu : public QObject {
     QVERIFY2(kernel.find("[(x0o % 32)]") != std::string::npos, kernel.c_str());
   }
 
+  // Reductions over the rows of row-major matrices walk whole rows (the column form): blocks of
+  // 1024 columns for 20000 columns, one serial block for a small matrix, chunks of rows whose
+  // per-column sums are combined for 384 columns (a max beside the sum, an add after them). Both
+  // compile paths; every output against the reference interpreter.
+  void testColumnReductionsWalkRows() {
+    for (bool ext : {false, true}) {
+      if (!ext && !have_clang_jit()) continue;
+      PipelineOptions o;
+      o.external_compiler = ext;
+      o.timing_budget_ms = 5;
+      const CompileResult r = run_pipeline(load_model(data("stages/extra/column_reductions.txt")), o);
+      QVERIFY2(r.error.empty(), r.error.c_str());
+      const std::string& src = r.source.code;
+      for (const char* form : {"blocks of 1024 columns", "blocks of 40 columns", "chunks of rows, each walking whole rows"})
+        QVERIFY2(src.find(form) != std::string::npos, form);
+      QVERIFY(src.find("[20000*r0 + x0]") != std::string::npos);  // the rows, contiguous along x0
+      QCOMPARE(r.check.reference.size(), size_t(6));
+      for (const auto& c : r.check.reference) QVERIFY2(c.cmp.ok, (c.against + ": " + c.cmp.why).c_str());
+      QVERIFY(r.check.ok);
+    }
+  }
+
   // Compile time by phase: a cold compile (no disk cache) records the compiler's phase once, no
   // longer than the whole compile; the run stage, the report JSON and the HTML report show it.
   void testCompileTimeByPhase() {
