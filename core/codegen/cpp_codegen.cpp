@@ -155,8 +155,8 @@ class KernelWriter {
 
   // The column form. Up to 16384 columns: the rows split into C chunks (parallel), each walking
   // whole rows (contiguous: the prefetchers stream them) into its own sums of every column, then
-  // the chunks' sums combined in chunk order, C fixed by the sizes (the same numbers on any number
-  // of threads). More columns: blocks of 1024 columns (parallel), each walking every row.
+  // the chunks' sums combined in chunk order. More columns: blocks of 1024 columns (parallel),
+  // each walking every row.
   void write_column_nest(LoopEmitter& e, const LoopNest& nest, const std::vector<KernelLoop>& segs, bool parallel) {
     const int64_t X = nest.numel, R = nest.rnumel;
     size_t inner_seg = 0;
@@ -166,7 +166,10 @@ class KernelWriter {
     for (int n : segs[inner_seg].nodes)
       if (p_.nodes[n].kind == LoopNode::Kind::reduction) reductions.push_back(n);
     const bool chunked = X <= 16384;
-    const int64_t C = !parallel || !chunked ? 1 : std::clamp<int64_t>(std::min<int64_t>(R / 16, (64 << 10) / X), 1, 64);
+    // Chunks: by the sizes alone (not by whether the nest runs in parallel, which hangs on the
+    // machine's threads), so the sums are the same everywhere; their partials at most 128 KiB of
+    // the caller's stack.
+    const int64_t C = !chunked ? 1 : std::clamp<int64_t>(std::min<int64_t>(R / 16, (32 << 10) / X), 1, 64);
     const int64_t B = chunked ? X : std::min<int64_t>(1024, X);
     const std::string Xs = std::to_string(X), Rs = std::to_string(R), Cs = std::to_string(C), Bs = std::to_string(B);
     // The body over one row r0 of columns x0 (from the block's first column xb, xn of them).
@@ -229,7 +232,7 @@ class KernelWriter {
         accs_[n] = "part" + std::to_string(n) + "[c * " + Xs + " + x0]";
       }
       e.node = -1;
-      e.line("#pragma omp parallel for schedule(static)");
+      if (parallel) e.line("#pragma omp parallel for schedule(static)");
       e.line("for (int64_t c = 0; c < " + Cs + "; ++c) {");
       e.indent += "    ";
       e.line("const int64_t xb = 0, xn = " + Xs + ";");

@@ -175,8 +175,8 @@ class TestCpu : public QObject {
   }
 
   // Reductions over the rows of row-major matrices walk whole rows (the column form): blocks of
-  // 1024 columns for 20000 columns, one serial block for a small matrix, chunks of rows whose
-  // per-column sums are combined for 384 columns (a max beside the sum, an add after them). Both
+  // 1024 columns for 20000 columns; chunks of rows whose per-column sums are combined (3 for a
+  // 48 x 40 matrix, run serially; 32 for 512 x 384, a max beside the sum, an add after them). Both
   // compile paths; every output against the reference interpreter.
   void testColumnReductionsWalkRows() {
     for (bool ext : {false, true}) {
@@ -187,7 +187,7 @@ class TestCpu : public QObject {
       const CompileResult r = run_pipeline(load_model(data("stages/extra/column_reductions.txt")), o);
       QVERIFY2(r.error.empty(), r.error.c_str());
       const std::string& src = r.source.code;
-      for (const char* form : {"blocks of 1024 columns", "blocks of 40 columns", "chunks of rows, each walking whole rows"})
+      for (const char* form : {"blocks of 1024 columns", "3 chunks of rows", "32 chunks of rows, each walking whole rows"})
         QVERIFY2(src.find(form) != std::string::npos, form);
       QVERIFY(src.find("[20000*r0 + x0]") != std::string::npos);  // the rows, contiguous along x0
       QCOMPARE(r.check.reference.size(), size_t(6));
