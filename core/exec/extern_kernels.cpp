@@ -501,9 +501,89 @@ void convolution_backward(const ExternCall& c, const RefInputs& in, std::vector<
   }
 }
 
+// Attention in blocks of query rows, where every operand's rows are contiguous: per (batch, head,
+// block of kAttnRows queries) the block's scores against the keys it sees (a causal block: the
+// keys up to its last row) as one matrix multiply, the rows' softmax (masked keys zero), then the
+// probabilities times the values as another; the scores of a block stay in the thread's cache.
+constexpr int64_t kAttnRows = 64;
+
+void attention_forward_blocked(const AttnGeom& g, const AttnOperand& q, const AttnOperand& k, const AttnOperand& v, const AttnOperand& o,
+                               const float* qp, const float* kp, const float* vp, float* op, float* lse) {
+  const float scale = static_cast<float>(g.scale);
+  const int64_t blocks = ceil_div(g.L, kAttnRows), tasks = g.B * g.H * blocks;
+  parallel_for(tasks, g.B * g.H * g.L * g.S * (g.E + g.Ev), [&](int64_t t0, int64_t t1) {
+    std::vector<float> p(static_cast<size_t>(kAttnRows * g.S)), out(static_cast<size_t>(kAttnRows * g.Ev));
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t bh = t / blocks, b = bh / g.H, h = bh % g.H, i0 = t % blocks * kAttnRows, n = std::min(kAttnRows, g.L - i0);
+      const int64_t keys = g.causal ? std::min(g.S, i0 + n) : g.S;
+      const float *qb = qp + b * q.sb + h * q.sh + i0 * q.sl, *kb = kp + b * k.sb + h * k.sh, *vb = vp + b * v.sb + h * v.sh;
+      float* P = p.data();
+      if (keys > 0) gemm_serial(n, keys, g.E, scale, qb, q.sl, false, kb, k.sl, true, 0.f, P, keys);
+      std::vector<float> sums(static_cast<size_t>(n));
+      for (int64_t r = 0; r < n; ++r) {
+        float* row = P + r * keys;
+        const int64_t lim = g.causal ? std::min(g.S, i0 + r + 1) : g.S;
+        float m = -INFINITY, sum = 0;
+        for (int64_t j = 0; j < lim; ++j) m = std::max(m, row[j]);
+        for (int64_t j = 0; j < lim; ++j) sum += row[j] = std::exp(row[j] - m);
+        for (int64_t j = lim; j < keys; ++j) row[j] = 0.f;
+        sums[r] = sum;
+        lse[bh * g.L + i0 + r] = lim > 0 ? m + std::log(sum) : -INFINITY;
+      }
+      if (keys > 0) gemm_serial(n, g.Ev, keys, 1.f, P, keys, false, vb, v.sl, false, 0.f, out.data(), g.Ev);
+      for (int64_t r = 0; r < n; ++r) {
+        float* oi = op + b * o.sb + h * o.sh + (i0 + r) * o.sl;
+        const float inv = sums[r] > 0 ? 1.f / sums[r] : 0.f;
+        for (int64_t e = 0; e < g.Ev; ++e) oi[e] = keys > 0 ? out[r * g.Ev + e] * inv : 0.f;
+      }
+    }
+  });
+}
+
+// Its backward in the same blocks, per (batch, head) (the key gradients sum over the query
+// blocks): P = exp(scores - lse) recomputed, dP = dO V^T, dS = P (dP - D) s with D_i = dO_i . O_i,
+// then dq = dS K, dk += dS^T Q, dv += P^T dO, each a matrix multiply.
+void attention_backward_blocked(const AttnGeom& g, const AttnOperand& go, const AttnOperand& q, const AttnOperand& k, const AttnOperand& v,
+                                const AttnOperand& o, const float* gop, const float* qp, const float* kp, const float* vp, const float* opp,
+                                const float* lse, float* dq, float* dk, float* dv) {
+  const float scale = static_cast<float>(g.scale);
+  parallel_for(g.B * g.H, g.B * g.H * g.L * g.S * (2 * g.E + 2 * g.Ev), [&](int64_t b0, int64_t e0) {
+    std::vector<float> p(static_cast<size_t>(kAttnRows * g.S)), dp(static_cast<size_t>(kAttnRows * g.S));
+    for (int64_t bh = b0; bh < e0; ++bh) {
+      const int64_t b = bh / g.H, h = bh % g.H;
+      const float *gob = gop + b * go.sb + h * go.sh, *qb = qp + b * q.sb + h * q.sh, *kb = kp + b * k.sb + h * k.sh,
+                  *vb = vp + b * v.sb + h * v.sh, *ob = opp + b * o.sb + h * o.sh;
+      float *dqb = dq + bh * g.L * g.E, *dkb = dk + bh * g.S * g.E, *dvb = dv + bh * g.S * g.Ev;
+      for (int64_t i0 = 0; i0 < g.L; i0 += kAttnRows) {
+        const int64_t n = std::min(kAttnRows, g.L - i0), keys = g.causal ? std::min(g.S, i0 + n) : g.S;
+        if (keys <= 0) continue;
+        float *P = p.data(), *dS = dp.data();
+        gemm_serial(n, keys, g.E, scale, qb + i0 * q.sl, q.sl, false, kb, k.sl, true, 0.f, P, keys);
+        gemm_serial(n, keys, g.Ev, 1.f, gob + i0 * go.sl, go.sl, false, vb, v.sl, true, 0.f, dS, keys);
+        for (int64_t r = 0; r < n; ++r) {
+          const int64_t i = i0 + r, lim = g.causal ? std::min(g.S, i + 1) : g.S;
+          float D = 0;
+          for (int64_t e = 0; e < g.Ev; ++e) D += gob[i * go.sl + e] * ob[i * o.sl + e];
+          const float l = lse[bh * g.L + i];
+          float *prow = P + r * keys, *drow = dS + r * keys;
+          for (int64_t j = 0; j < lim; ++j) {
+            prow[j] = std::exp(prow[j] - l);
+            drow[j] = prow[j] * (drow[j] - D) * scale;
+          }
+          for (int64_t j = lim; j < keys; ++j) prow[j] = drow[j] = 0.f;
+        }
+        gemm_serial(n, g.E, keys, 1.f, dS, keys, false, kb, k.sl, false, 0.f, dqb + i0 * g.E, g.E);
+        gemm_serial(keys, g.E, n, 1.f, dS, keys, true, qb + i0 * q.sl, q.sl, false, 1.f, dkb, g.E);
+        gemm_serial(keys, g.Ev, n, 1.f, P, keys, true, gob + i0 * go.sl, go.sl, false, 1.f, dvb, g.Ev);
+      }
+    }
+  });
+}
+
 // Fused attention, one query row at a time: the scores of the row, its softmax and the weighted
 // sum of values never leave the core (FlashAttention's row form, without tiling: the rows of a
-// CPU are long enough). Writes the output [B, L, H, Ev] and the log-sum-exp of each row.
+// CPU are long enough). Writes the output [B, L, H, Ev] and the log-sum-exp of each row. Operands
+// with contiguous rows take the blocked form above.
 void attention_forward(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs) {
   const size_t iq = c.args[0].node, ik = c.args[1].node, iv = c.args[2].node;
   const AttnGeom g = attn_geom(c);
@@ -511,6 +591,7 @@ void attention_forward(const ExternCall& c, const RefInputs& in, std::vector<Ten
   const AttnOperand o = attn_output(g, attention_output_heads_inner(c));
   const float *qp = f32(in.t[0]) + q.offset, *kp = f32(in.t[1]) + k.offset, *vp = f32(in.t[2]) + v.offset;
   float *op = f32(outs[0]), *lse = f32(outs[1]);
+  if (q.se == 1 && k.se == 1 && v.se == 1 && o.se == 1) return attention_forward_blocked(g, q, k, v, o, qp, kp, vp, op, lse);
   const float scale = static_cast<float>(g.scale);
   const int64_t rows = g.B * g.H * g.L;
   parallel_for(rows, rows * g.S * (g.E + g.Ev), [&](int64_t b0, int64_t e0) {
@@ -552,6 +633,8 @@ void attention_backward(const ExternCall& c, const RefInputs& in, std::vector<Te
               *vp = f32(in.t[3]) + v.offset, *opp = f32(in.t[5]) + o.offset, *lse = f32(in.t[6]);
   float *dq = f32(outs[0]), *dk = f32(outs[1]), *dv = f32(outs[2]);
   for (int i = 0; i < 3; ++i) std::memset(outs[i].data(), 0, static_cast<size_t>(outs[i].nbytes()));
+  if (go.se == 1 && q.se == 1 && k.se == 1 && v.se == 1 && o.se == 1)
+    return attention_backward_blocked(g, go, q, k, v, o, gop, qp, kp, vp, opp, lse, dq, dk, dv);
   const float scale = static_cast<float>(g.scale);
   parallel_for(g.B * g.H, g.B * g.H * g.L * g.S * (2 * g.E + 2 * g.Ev), [&](int64_t b0, int64_t e0) {
     std::vector<float> D(static_cast<size_t>(g.L));

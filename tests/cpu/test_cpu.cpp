@@ -196,6 +196,33 @@ class TestCpu : public QObject {
     }
   }
 
+  // CPU attention (forward and backward) against the reference interpreter's own float64 kernels:
+  // causal over 256 positions (four blocks of query rows, the later ones seeing more keys), queries
+  // and keys of other lengths than the blocks, head size 128; q, k and v read in place through
+  // their strides.
+  void testAttentionMatchesReference_data() {
+    QTest::addColumn<QString>("model");
+    QTest::addColumn<bool>("train");
+    for (const char* m : {"attention_long", "attention_long_uneven", "attention_long_d128"})
+      for (bool t : {false, true})
+        QTest::newRow((std::string(m) + (t ? " train" : "")).c_str()) << QString("stages/extra/%1.txt").arg(m) << t;
+  }
+  void testAttentionMatchesReference() {
+    QFETCH(QString, model);
+    QFETCH(bool, train);
+    PipelineOptions o;
+    o.train = train;
+    o.timing_budget_ms = 5;
+    const CompileResult r = run_pipeline(load_model(data(model.toStdString())), o);
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    QVERIFY(!r.check.reference.empty());
+    for (const OutputCheck& c : r.check.reference) QVERIFY2(c.cmp.ok, c.cmp.why.c_str());
+    QVERIFY(r.check.ok);
+    int attention = 0;
+    for (const KernelReport& k : r.kernels) attention += k.name.find("efficient_attention") != std::string::npos;
+    QCOMPARE(attention, train ? 2 : 1);
+  }
+
   // Compile time by phase: a cold compile (no disk cache) records the compiler's phase once, no
   // longer than the whole compile; the run stage, the report JSON and the HTML report show it.
   void testCompileTimeByPhase() {
