@@ -12,7 +12,7 @@ fresh cache: every kernel's candidates timed), our compile time including the tu
 many kernels tuning changed (from the autotune stage's note). The check compares our output with
 PyTorch's.
 """
-import argparse, os, re, sys, tempfile, time
+import argparse, os, re, sys, tempfile
 
 import numpy as np
 import torch
@@ -21,7 +21,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "bench"))
 import cuda_bench  # noqa: E402
-from cuda_bench import cuda_ms, export_case  # noqa: E402
+from cuda_bench import export_case  # noqa: E402
 from models import Attn, LnGeluOnly, SinCos, Softmax, fixture_models  # noqa: E402
 
 
@@ -52,17 +52,6 @@ def ours(cli, folder, mode):
     return ms, compile_ms, status
 
 
-def inductor(model, xs, mode):
-    torch._dynamo.reset()
-    cm = torch.compile(model, mode=mode)
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    cm(*xs)
-    torch.cuda.synchronize()
-    first = (time.perf_counter() - t0) * 1e3
-    return cuda_ms(lambda: cm(*xs)), first
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cli", required=True)
@@ -85,9 +74,9 @@ def main():
         m = model.to(dev)
         xs = [x.to(dev) for x in xs_cpu]
         with torch.no_grad():
-            d, _ = inductor(m, xs, "default")
-            ma, ma_first = inductor(m, xs, "max-autotune")
-            mn, _ = inductor(m, xs, "max-autotune-no-cudagraphs")
+            d, _ = cuda_bench.torch_side(m, xs, False, mode="default")
+            ma, ma_first = cuda_bench.torch_side(m, xs, False, mode="max-autotune")
+            mn, _ = cuda_bench.torch_side(m, xs, False, mode="max-autotune-no-cudagraphs")
         o, _, _ = ours(a.cli, folder, "default")
         ot, otms, status = ours(a.cli, folder, "max-autotune")
         rows.append((name, d, ma, mn, o, ot, ma_first, otms, status))
