@@ -444,6 +444,11 @@ CompileResult run_stages(LoadedModel model, const PipelineOptions& o, const std:
       throw std::runtime_error("unknown mode '" + o.mode + "' (default, reduce-overhead or max-autotune)");
     if (o.device == "cuda" && !have_nvrtc())
       throw std::runtime_error("this build has no CUDA support: NVRTC was not found when it was configured");
+    // CUDA: the driver starts (cuInit and a context: about 0.15 s, once a process) while the
+    // front half runs; the code generator waits for it (it sizes grids by the device).
+    std::future<void> driver_start;
+    if (o.device == "cuda" && !o.stop_after_source)
+      driver_start = std::async(std::launch::async, [] { CudaDriver::get(); });
     rec.step("capture", [&] { return 0; });
     rec.graph("capture", "Captured graph (as imported)", r.model.graph);
     if (o.on_capture) o.on_capture(r);
