@@ -122,35 +122,74 @@ class KernelWriter {
     }
   }
 
+  // A pointwise node inside the r loop walks its elements as flat index x0 * R + r0; in the column
+  // form, as r0 * X + x0 (rows outer): the same elements, in the order of a row-major [R, X]
+  // matrix, so that a LayerNorm backward's input gradient (per element) walks its rows beside
+  // the weight gradients (per column) of the same nest.
+  Placement placement(int n, int64_t X, int64_t R) const {
+    Placement pl = place(p_.nodes[n], X, R);
+    if (transposed_.count(n)) pl.idx = unflatten(Expr::var("r0", R) * X + Expr::var("x0", X), p_.nodes[n].ranges);
+    return pl;
+  }
+
+  // Whether a node's memory accesses suit the column form: contiguous along x0 wherever they
+  // follow it, r0 never nested; `column` is set by one that strides rows (on both x0 and r0).
+  bool column_accesses(int n, int64_t X, int64_t R, bool& column) const {
+    const Placement pl = placement(n, X, R);
+    const Dependencies d = extract_dependencies(p_.nodes[n], pl.idx, pl.ridx);
+    for (const auto* list : {&d.reads, &d.writes})
+      for (const MemDep& m : *list) {
+        const bool on_x = m.index.depends_on("x0"), on_r = m.index.depends_on("r0");
+        if (on_x && m.index.coefficient("x0") != 1) return false;  // strided or nested along x0: the row form
+        if (on_r && m.index.coefficient("r0") == 0) return false;  // nested along r0
+        column = column || (on_x && on_r && m.index.coefficient("r0") != 1);
+      }
+    return true;
+  }
+
   // A reduction over rows of column-contiguous memory (a bias gradient: the sum of each column of a
-  // row-major matrix; a GELU backward before it) is walked row by row: every access along x0 is
-  // contiguous (x0's coefficient 1) and r0 strides across rows, so the usual order (a column per
-  // x0, r0 inner) would read one element a cache line. One r loop, sums, maxima or minima only, and
-  // nothing stored before it (it would be stored once a row).
-  bool column_form(const LoopNest& nest, const std::vector<KernelLoop>& segs) const {
+  // row-major matrix; a GELU backward before it) is walked row by row, the column form: every
+  // access along x0 is contiguous (x0's coefficient 1) and r0 strides across rows, so the usual
+  // order (a column per x0, r0 inner) would read one element a cache line.
+  // The column form applies to a nest with one r loop, sums, maxima or minima only, nothing stored
+  // before the loop (it would be stored once a row), every access as column_accesses wants it (a
+  // pointwise node of the loop walked rows outer where that makes it so), and every value one node
+  // of the nest reads from another's buffer read at the index it was written (so it is handed over
+  // in the iteration, as in the row form).
+  bool column_form(const LoopNest& nest, const std::vector<KernelLoop>& segs) {
     const int64_t X = nest.numel, R = nest.rnumel;
+    transposed_.clear();
     if (X < 16 || R < 2) return false;
     int inner = 0;
     bool column = false;
+    std::map<std::string, Expr> written;
+    auto reject = [&] {
+      transposed_.clear();
+      return false;
+    };
     for (const KernelLoop& seg : segs) {
       inner += seg.inner;
       for (int n : seg.nodes) {
         const LoopNode& ln = p_.nodes[n];
         if (ln.kind == LoopNode::Kind::reduction && ln.reduce != Reduce::sum && ln.reduce != Reduce::max && ln.reduce != Reduce::min)
-          return false;
-        const Placement pl = place(ln, X, R);
+          return reject();
+        bool col = false;
+        if (!column_accesses(n, X, R, col)) {
+          if (!seg.inner || ln.kind != LoopNode::Kind::pointwise) return reject();
+          transposed_.insert(n);
+          col = false;
+          if (!column_accesses(n, X, R, col)) return reject();
+        }
+        column = column || col;
+        const Placement pl = placement(n, X, R);
         const Dependencies d = extract_dependencies(ln, pl.idx, pl.ridx);
-        if (!seg.inner && inner == 0 && !d.writes.empty()) return false;
-        for (const auto* list : {&d.reads, &d.writes})
-          for (const MemDep& m : *list) {
-            const bool on_x = m.index.depends_on("x0"), on_r = m.index.depends_on("r0");
-            if (on_x && m.index.coefficient("x0") != 1) return false;  // strided or nested along x0: the row form
-            if (on_r && m.index.coefficient("r0") == 0) return false;  // nested along r0
-            column = column || (on_x && on_r && m.index.coefficient("r0") != 1);
-          }
+        if (!seg.inner && inner == 0 && !d.writes.empty()) return reject();
+        for (const MemDep& m : d.reads)
+          if (auto w = written.find(m.buffer); w != written.end() && w->second != m.index) return reject();
+        for (const MemDep& m : d.writes) written.emplace(m.buffer, m.index);
       }
     }
-    return inner == 1 && column;
+    return inner == 1 && column ? true : reject();
   }
 
   // The column form. Up to 16384 columns: the rows split into C chunks (parallel), each walking
@@ -283,7 +322,11 @@ class KernelWriter {
     const bool parallel_outer = X > 1 && parallel;
     const auto outer = [&](const std::string& pragma, const std::string& serial) { return parallel_outer ? pragma : serial; };
     const std::vector<KernelLoop> segs = kernel_loops(p_, nest.nodes, X, R);
-    if (!o_.size_generic && column_form(nest, segs)) return write_column_nest(e, nest, segs, parallel);
+    if (!o_.size_generic && column_form(nest, segs)) {
+      write_column_nest(e, nest, segs, parallel);
+      transposed_.clear();
+      return;
+    }
     if (const int64_t I = R == 1 && X > 1 ? inner_block(nest) : 0) {
       const Expr xo = Expr::var("x0o", X / I), xi = Expr::var("x0i", I);
       subst_ = {{"x0", xo * I + xi}};
@@ -342,7 +385,7 @@ class KernelWriter {
 
   void run_node(LoopEmitter& e, int n, int64_t X, int64_t R) {
     const LoopNode& ln = p_.nodes[n];
-    const Placement pl = place(ln, X, R);
+    const Placement pl = placement(n, X, R);
     e.node = n;
     if (ln.kind == LoopNode::Kind::reduction) {
       e.acc = accs_.at(n);
@@ -360,6 +403,7 @@ class KernelWriter {
   const CppCodegenOptions& o_;
   std::map<int, std::string> accs_;
   std::map<std::string, Expr> subst_;  // x0 split into outer and inner loops (inner_block)
+  std::set<int> transposed_;           // the column form's pointwise nodes walked rows outer (placement)
 };
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <sstream>
 
 #include "compile/cpu_compiler.h"
 #include "frontend/load_model.h"
@@ -211,6 +212,28 @@ class TestCpu : public QObject {
       for (const auto& c : r.check.reference) QVERIFY2(c.cmp.ok, (c.against + ": " + c.cmp.why).c_str());
       QVERIFY(r.check.ok);
     }
+    // A LayerNorm backward: its input gradient (per element) walks the rows beside its weight and
+    // bias gradients (per column) in one column-form nest; the step against the reference
+    // interpreter on the joint graph.
+    PipelineOptions o;
+    o.train = true;
+    o.timing_budget_ms = 5;
+    const CompileResult r = run_pipeline(load_model(data("stages/layernorm_gelu/3_core_aten.txt")), o);
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    bool layer_norm_columns = false;
+    for (const GeneratedKernel& k : r.source.kernels)
+      if (k.name.find("native_layer_norm") != std::string::npos) {
+        std::string text;
+        std::istringstream lines(r.source.code);
+        int at = 0;
+        for (std::string line; std::getline(lines, line);)
+          if (++at >= k.first_line && at <= k.last_line) text += line + "\n";
+        layer_norm_columns = layer_norm_columns || text.find("chunks of rows") != std::string::npos;
+      }
+    QVERIFY(layer_norm_columns);
+    QVERIFY(!r.check.reference.empty());
+    for (const auto& c : r.check.reference) QVERIFY2(c.cmp.ok, (c.against + ": " + c.cmp.why).c_str());
+    QVERIFY(r.check.ok);
   }
 
   // CPU attention (forward and backward) against the reference interpreter's own float64 kernels:
