@@ -94,11 +94,7 @@ def write_table(rows, path):
     for name, d, ma, mn, o, ot, ma_first, otms, status in rows:
         ratio = "-" if ot is None or mn is None else f"{ot / mn:.2f}x"
         out.append(f"| {name} | {f(d)} | {f(ma)} | {f(mn)} | {f(o)} | {f(ot)} | {ratio} | {f(ma_first, 0)} | {f(otms, 0)} | {status} |")
-    head = f"{torch.cuda.get_device_name()}, torch {torch.__version__}, CUDA {torch.version.cuda}"
-    text = head + "\n\n" + "\n".join(out) + "\n"
-    if path:
-        open(path, "w").write(text)
-    return text
+    return cuda_bench.write_markdown(out, path)
 
 
 if __name__ == "__main__":

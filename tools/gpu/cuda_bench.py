@@ -181,9 +181,13 @@ def write_table(rows, copy_gbps, path):
         # first call finds CUDA started by the eager runs before it.
         start = sum(t["ms"] for t in (rep or {}).get("compile_phases", []) if t["name"].startswith("CUDA driver: start"))
         out.append(f"| {name} | {f(e)} | {f(c)} | {f(cs)} | {f(o)} | {ratio} | {f(cms, 0)} | {f(oms, 0)} | {f(start, 0)} | {kern} | {status} |")
-    head = (f"{torch.cuda.get_device_name()}, torch {torch.__version__}, CUDA {torch.version.cuda}; "
-            f"measured device copy bandwidth {copy_gbps:.0f} GB/s")
-    text = head + "\n\n" + "\n".join(out) + "\n"
+    return write_markdown(out, path, f"; measured device copy bandwidth {copy_gbps:.0f} GB/s")
+
+
+def write_markdown(lines, path, note=""):
+    """A results table under a line naming the device and the torch build; written to path (if any) and returned."""
+    head = f"{torch.cuda.get_device_name()}, torch {torch.__version__}, CUDA {torch.version.cuda}" + note
+    text = head + "\n\n" + "\n".join(lines) + "\n"
     if path:
         open(path, "w").write(text)
     return text
