@@ -26,10 +26,12 @@ QVariant StageListModel::data(const QModelIndex& index, int role) const {
           .arg(index.row() + 1)
           .arg(QString::fromStdString(s.title))
           .arg(s.nodes)
-          .arg(s.name == "dynamic" ? "size symbols"  // the dynamic-shapes stage counts its symbols
-               : s.kind == Stage::Kind::kernels || s.kind == Stage::Kind::source || s.kind == Stage::Kind::assembly || s.kind == Stage::Kind::run
-                   ? "kernels"
-                   : "nodes")
+          .arg(QString(s.name == "dynamic" ? "size symbol"  // the dynamic-shapes stage counts its symbols
+                       : s.kind == Stage::Kind::kernels || s.kind == Stage::Kind::source || s.kind == Stage::Kind::assembly ||
+                               s.kind == Stage::Kind::run
+                           ? "kernel"
+                           : "node") +
+               (s.nodes == 1 ? "" : "s"))
           .arg(s.ms, 0, 'f', 2)
           .arg(s.changed ? "" : " · unchanged");
     case Qt::ToolTipRole: return QString::fromStdString(s.name);

@@ -368,6 +368,24 @@ LS_DEV void ls_flash_stage_n(float* t, const float* src, LsAttnView v, long long
     t[r * D + e] = r0 + r < n ? src[(r0 + r) * v.sl + e * v.se] : 0.f;
   }
 }
+// c[a][b] = sum over e < D of A[e][4ta + a] * B[e][4tb + b] (two T tiles).
+template <int D>
+LS_DEV void ls_flash_tile(float (&c)[4][4], const float* A, int ta, const float* B, int tb) {
+#pragma unroll
+  for (int a = 0; a < 4; ++a)
+#pragma unroll
+    for (int b = 0; b < 4; ++b) c[a][b] = 0.f;
+#pragma unroll ls_flash_unroll
+  for (int e = 0; e < D; ++e) {
+    const float4 x = *reinterpret_cast<const float4*>(&A[e * 64 + ta * 4]);
+    const float4 y = *reinterpret_cast<const float4*>(&B[e * 64 + tb * 4]);
+    const float xv[4] = {x.x, x.y, x.z, x.w}, yv[4] = {y.x, y.y, y.z, y.w};
+#pragma unroll
+    for (int a = 0; a < 4; ++a)
+#pragma unroll
+      for (int b = 0; b < 4; ++b) c[a][b] = fmaf(xv[a], yv[b], c[a][b]);
+  }
+}
 template <int D>
 LS_DEV void ls_flash_fwd(const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v, float* __restrict__ o,
                          float* __restrict__ lse, LsAttnView qs, LsAttnView ks, LsAttnView vs, LsAttnView os, long long H, long long L,
@@ -399,20 +417,7 @@ LS_DEV void ls_flash_fwd(const float* __restrict__ q, const float* __restrict__ 
     ls_flash_stage_n<D>(&Vs[0][0], vb, vs, j0, S);
     __syncthreads();
     float s[4][4];
-#pragma unroll
-    for (int a = 0; a < 4; ++a)
-#pragma unroll
-      for (int c = 0; c < 4; ++c) s[a][c] = 0.f;
-#pragma unroll ls_flash_unroll
-    for (int e = 0; e < D; ++e) {
-      const float4 qa = *reinterpret_cast<const float4*>(&Qt[e][ty * 4]);
-      const float4 kc = *reinterpret_cast<const float4*>(&Kt[e][tx * 4]);
-      const float qv[4] = {qa.x, qa.y, qa.z, qa.w}, kv[4] = {kc.x, kc.y, kc.z, kc.w};
-#pragma unroll
-      for (int a = 0; a < 4; ++a)
-#pragma unroll
-        for (int c = 0; c < 4; ++c) s[a][c] = fmaf(qv[a], kv[c], s[a][c]);
-    }
+    ls_flash_tile<D>(s, &Qt[0][0], ty, &Kt[0][0], tx);
 #pragma unroll
     for (int a = 0; a < 4; ++a) {
       const long long i = i0 + ty * 4 + a;
@@ -479,24 +484,6 @@ LS_DEV void ls_flash_fwd(const float* __restrict__ q, const float* __restrict__ 
 // 4 x D/16 outputs. Tiles in dynamic shared memory: "T" tiles hold an operand transposed
 // ([element][row], lanes on rows when staged), "N" tiles as it is ([row][element]); a tile of
 // scores is written back swizzled by 16-byte groups as in the forward.
-// c[a][b] = sum over e < D of A[e][4ta + a] * B[e][4tb + b] (two T tiles).
-template <int D>
-LS_DEV void ls_flash_tile(float (&c)[4][4], const float* A, int ta, const float* B, int tb) {
-#pragma unroll
-  for (int a = 0; a < 4; ++a)
-#pragma unroll
-    for (int b = 0; b < 4; ++b) c[a][b] = 0.f;
-#pragma unroll ls_flash_unroll
-  for (int e = 0; e < D; ++e) {
-    const float4 x = *reinterpret_cast<const float4*>(&A[e * 64 + ta * 4]);
-    const float4 y = *reinterpret_cast<const float4*>(&B[e * 64 + tb * 4]);
-    const float xv[4] = {x.x, x.y, x.z, x.w}, yv[4] = {y.x, y.y, y.z, y.w};
-#pragma unroll
-    for (int a = 0; a < 4; ++a)
-#pragma unroll
-      for (int b = 0; b < 4; ++b) c[a][b] = fmaf(xv[a], yv[b], c[a][b]);
-  }
-}
 // Writes c (rows 4ta.., columns 4tb..) transposed into a 64 x 64 tile P[column][row], the row
 // group swizzled by the column group; ls_flash_swz reads it back.
 LS_DEV void ls_flash_put(float* P, const float (&c)[4][4], int ta, int tb) {

@@ -170,7 +170,8 @@ class TestGui : public QObject {
     for (int i = 0; i < stages->model()->rowCount(); ++i)  // the stage's row counts its size symbols
       if (stages->model()->index(i, 0).data(Qt::ToolTipRole).toString() == "dynamic") {
         const QString text = stages->model()->index(i, 0).data().toString();
-        QVERIFY2(text.contains(QString("%1 size symbols").arg(r->dynamic.symbols.size())), qPrintable(text));
+        const size_t n = r->dynamic.symbols.size();
+        QVERIFY2(text.contains(QString("%1 size symbol%2 ").arg(n).arg(n == 1 ? "" : "s")), qPrintable(text));
       }
     QVERIFY2(r->stage("dynamic")->text.find("dynamic") != std::string::npos, r->stage("dynamic")->text.c_str());
     QVERIFY(r->stage("source")->text.find("ks0") != std::string::npos);

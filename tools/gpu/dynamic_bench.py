@@ -23,7 +23,7 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "bench"))
-from cuda_bench import cuda_ms, export_case  # noqa: E402
+from cuda_bench import cuda_ms, export_case, write_markdown  # noqa: E402
 from models import MLP, Attn, LnGeluOnly, Softmax  # noqa: E402
 
 
@@ -127,11 +127,7 @@ def main():
         ro = f"{od / os_:.2f}x" if os_ and od else "-"
         out.append(f"| {name} | {'x'.join(map(str, shape))} | {f(ts)} | {f(td)} | {ri} | {f(os_)} | {f(od)} | {ro} | "
                    f"{'-' if worst is None else f'{worst:.2f}x'} | {same} | {sym} | {first:.0f} |")
-    head = f"{torch.cuda.get_device_name()}, torch {torch.__version__}, CUDA {torch.version.cuda}"
-    text = head + "\n\n" + "\n".join(out) + "\n"
-    print(text)
-    if a.out:
-        open(a.out, "w").write(text)
+    print(write_markdown(out, a.out))
 
 
 if __name__ == "__main__":
