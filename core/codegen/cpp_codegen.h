@@ -18,6 +18,10 @@ struct GeneratedKernel {
   bool narrow_index = false;          // CUDA: its index arithmetic is 32-bit (every buffer fits)
   // Source line -> loop node it came from (for linking source and graph).
   std::vector<std::pair<int, int>> line_nodes;
+  // An epilogue kernel (Kernel::epilogue): extern "C" void rows_launcher(void** args, int64_t begin,
+  // int64_t end) runs its elements [begin, end) on the calling thread, for a whole number of the
+  // product's rows. Empty for other kernels.
+  std::string rows_launcher;
 };
 
 struct GeneratedSource {

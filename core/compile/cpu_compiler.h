@@ -4,6 +4,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace ls {
 
@@ -22,6 +23,10 @@ struct CpuCompileOptions {
   // next time. Empty: $LOWERSCOPE_CACHE_DIR, else $XDG_CACHE_HOME/lowerscope/cpu,
   // else ~/.cache/lowerscope/cpu; "off" (here or in $LOWERSCOPE_CACHE_DIR) disables it.
   std::string cache_dir;
+  // The first line (1-based) of each kernel in the source, lines before the first being the
+  // prelude every kernel needs: the external compiler then compiles the kernels as several
+  // translation units at once, one a core, and links them into one library. Empty: one unit.
+  std::vector<int> kernel_lines;
 };
 
 struct CpuCompileResult {

@@ -41,11 +41,20 @@ CpuExecutable::CpuExecutable(const LoopProgram& p, const Schedule& s, const Gene
       launchers_.push_back(f);
       externs_.push_back(nullptr);
     }
+    RowsLauncher rows = nullptr;
+    if (s.kernels[i].epilogue && !k.rows_launcher.empty() && (rows = reinterpret_cast<RowsLauncher>(code.symbol(k.rows_launcher))) == nullptr)
+      throw std::runtime_error("compiled code has no kernel '" + k.rows_launcher + "'");
+    rows_.push_back(rows);
     args_.push_back(k.args);
   }
+  done_.assign(launchers_.size(), false);
 }
 
 void CpuExecutable::step(size_t k) {
+  if (done_[k]) {  // it ran inside the matrix multiply before it
+    done_[k] = false;
+    return;
+  }
   if (launchers_[k]) return launchers_[k](arg_ptrs_[k].data());
   const ExternCall& c = externs_[k]->ext;
   RefInputs in;
@@ -61,8 +70,15 @@ void CpuExecutable::step(size_t k) {
   }
   std::vector<Tensor> outs;
   for (const auto& o : c.outputs) outs.push_back(buffers_.at(o));
+  // The kernel after it, if it is this multiply's epilogue, runs on each block of rows as the
+  // library finishes it (or after the whole, where the multiply is not split into rows).
+  const bool epilogue = k + 1 < rows_.size() && rows_[k + 1];
+  void** epilogue_args = epilogue ? arg_ptrs_[k + 1].data() : nullptr;
+  const RowsLauncher rows = epilogue ? rows_[k + 1] : nullptr;
+  const RowEpilogue run_rows = [rows, epilogue_args](int64_t b, int64_t e) { rows(epilogue_args, b, e); };
   try {
-    run_extern(c, in, outs);
+    const bool ran_epilogue = run_extern(c, in, outs, epilogue ? &run_rows : nullptr);
+    if (epilogue) done_[k + 1] = ran_epilogue;
   } catch (const std::exception& e) {
     throw std::runtime_error("extern kernel " + c.op->name + " (" + externs_[k]->graph_node + "): " + e.what());
   }

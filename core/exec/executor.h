@@ -44,8 +44,11 @@ class CpuExecutable {
   void bind(const std::vector<Tensor>& inputs);
   void step(size_t k);
   using Launcher = void (*)(void**);
+  using RowsLauncher = void (*)(void**, int64_t, int64_t);
   const LoopProgram& p_;
   std::vector<Launcher> launchers_;              // nullptr for extern kernels
+  std::vector<RowsLauncher> rows_;               // an epilogue kernel's rows form (Kernel::epilogue), else nullptr
+  std::vector<bool> done_;                       // this run: the kernel already ran, as the epilogue of the one before
   std::vector<const LoopNode*> externs_;         // the extern node, for extern kernels
   std::vector<std::vector<std::string>> args_;
   std::map<std::string, Tensor> buffers_;

@@ -174,8 +174,11 @@ void gemm_serial(int64_t M, int64_t N, int64_t K, float alpha, const float* A, i
 
 // C[M,N] = alpha * op(A)[M,K] @ op(B)[K,N] + beta * C, row-major, dense operands. Large products
 // are split into blocks of rows (or of columns, when there are few rows), one single-threaded
-// BLAS call per block.
-void sgemm(int64_t M, int64_t N, int64_t K, float alpha, const float* A, bool ta, const float* B, bool tb, float beta, float* C) {
+// BLAS call per block. With blocks of rows, `before` (rows m0..m1: C's initial value, a bias) and
+// `after` (elements m0*N..m1*N: an epilogue) run on each block's thread around its call, while
+// its rows are in cache; returns whether they did (false: the caller runs them on the whole).
+bool sgemm(int64_t M, int64_t N, int64_t K, float alpha, const float* A, bool ta, const float* B, bool tb, float beta, float* C,
+           const std::function<void(int64_t, int64_t)>* before = nullptr, const RowEpilogue* after = nullptr) {
   const int64_t lda = ta ? M : K, ldb = tb ? K : N, ldc = N;
   auto call = [&](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
     const float* a = ta ? A + m0 : A + m0 * K;
@@ -184,20 +187,35 @@ void sgemm(int64_t M, int64_t N, int64_t K, float alpha, const float* A, bool ta
   };
   const int64_t flops = M * N * K;
   const int64_t parts = split_blas() ? std::min<int64_t>(Pool::get().size(), std::max<int64_t>(1, flops / (1 << 18))) : 1;
-  if (parts <= 1) return call(0, M, 0, N);
-  if (M >= parts * 16) {
-    const int64_t chunk = (M + parts - 1) / parts;
-    Pool::get().run(static_cast<int>(parts), [&](int t) {
-      const int64_t b = t * chunk, e = std::min(M, b + chunk);
-      if (b < e) call(b, e, 0, N);
-    });
-  } else {
-    const int64_t chunk = ((N + parts - 1) / parts + 15) / 16 * 16;
-    Pool::get().run(static_cast<int>(parts), [&](int t) {
-      const int64_t b = t * chunk, e = std::min(N, b + chunk);
-      if (b < e) call(0, M, b, e);
-    });
+  const bool rows = parts > 1 && M >= parts * 16;
+  if (!rows) {
+    if (before) (*before)(0, M);
+    if (parts <= 1) {
+      call(0, M, 0, N);
+    } else {
+      const int64_t chunk = ((N + parts - 1) / parts + 15) / 16 * 16;
+      Pool::get().run(static_cast<int>(parts), [&](int t) {
+        const int64_t b = t * chunk, e = std::min(N, b + chunk);
+        if (b < e) call(0, M, b, e);
+      });
+    }
+    return false;
   }
+  // A thread's rows in calls of at least 64 rows and about 1 MiB of product, so that an epilogue
+  // finds them in its core's cache (the library packs B once a call: 64 rows or more keep that
+  // under 2% of the work).
+  const int64_t chunk = (M + parts - 1) / parts;
+  const int64_t step = after ? std::max<int64_t>(64, (1 << 18) / std::max<int64_t>(N, 1)) : chunk;
+  Pool::get().run(static_cast<int>(parts), [&](int t) {
+    const int64_t b = t * chunk, e = std::min(M, b + chunk);
+    for (int64_t m0 = b; m0 < e; m0 += step) {
+      const int64_t m1 = std::min(e, m0 + step);
+      if (before) (*before)(m0, m1);
+      call(m0, m1, 0, N);
+      if (after) (*after)(m0 * N, m1 * N);
+    }
+  });
+  return true;
 }
 
 // The operand a transposed input stands for: its last two dimensions swapped (a copy).
@@ -227,7 +245,7 @@ bool all_f32(const RefInputs& in, const std::vector<Tensor>& outs) {
   return true;
 }
 
-void matmul(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs) {
+bool matmul(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs, const RowEpilogue* epilogue) {
   Tensor& y = outs[0];
   const std::string& n = c.op->name;
   if (n == "aten.bmm.default") {
@@ -235,7 +253,7 @@ void matmul(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs)
     const int64_t B = in[0].shape()[0], M = in[0].shape()[ta ? 2 : 1], K = in[0].shape()[ta ? 1 : 2], N = in[1].shape()[tb ? 1 : 2];
     for (int64_t b = 0; b < B; ++b)
       sgemm(M, N, K, 1.f, f32(in[0]) + b * M * K, ta, f32(in[1]) + b * K * N, tb, 0.f, f32(y) + b * M * N);
-    return;
+    return false;
   }
   const bool addmm = n == "aten.addmm.default";
   const size_t ia = addmm ? 1 : 0, ib = addmm ? 2 : 1;
@@ -244,24 +262,31 @@ void matmul(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs)
   const bool ta = transposed_operand(c, ia), tb = transposed_operand(c, ib);
   const int64_t M = a.shape()[ta ? 1 : 0], K = a.shape()[ta ? 0 : 1], N = b.shape()[tb ? 0 : 1];
   float beta = 0.f;
-  if (addmm) {  // broadcast the bias into C, then C = alpha * A @ B + beta * C
+  std::function<void(int64_t, int64_t)> bias_rows;
+  if (addmm) {  // the bias broadcast into C's rows (on each block's thread), then C = alpha * A @ B + beta * C
     const Tensor& bias = in[0];
     float* yp = f32(y);
     const float* bp = f32(bias);
     const bool per_row = bias.dim() == 2 && bias.shape()[0] != 1;
     const bool per_col = bias.dim() >= 1 && bias.shape().back() != 1;
     const int64_t row_stride = bias.dim() == 2 ? bias.shape()[1] : 0;
-    parallel_for(M, M * N, [=](int64_t i0, int64_t i1) {
+    bias_rows = [=](int64_t i0, int64_t i1) {
       for (int64_t i = i0; i < i1; ++i) {
         const float* src = bp + (per_row ? i * row_stride : 0);
         float* dst = yp + i * N;
         if (per_col) std::memcpy(dst, src, static_cast<size_t>(N) * sizeof(float));
         else std::fill(dst, dst + N, src[0]);
       }
-    });
+    };
     beta = static_cast<float>(c.args[3].number());
   }
-  sgemm(M, N, K, addmm ? static_cast<float>(c.args[4].number()) : 1.f, f32(a), ta, f32(b), tb, beta, f32(y));
+  // Unsplit, the bias goes in on every core first.
+  const std::function<void(int64_t, int64_t)> before = [&](int64_t i0, int64_t i1) {
+    if (i0 == 0 && i1 == M) parallel_for(M, M * N, bias_rows);
+    else bias_rows(i0, i1);
+  };
+  return sgemm(M, N, K, addmm ? static_cast<float>(c.args[4].number()) : 1.f, f32(a), ta, f32(b), tb, beta, f32(y),
+               addmm ? &before : nullptr, epilogue);
 }
 
 
@@ -698,17 +723,17 @@ bool have_blas() {
 #endif
 }
 
-void run_extern(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs) {
+bool run_extern(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs, const RowEpilogue* epilogue) {
   const std::string& n = c.op->name;
   if (all_f32(in, outs)) {
-    if (n == "aten.mm.default" || n == "aten.addmm.default" || n == "aten.bmm.default") return matmul(c, in, outs);
-    if (n == "aten.convolution.default" && !c.args[6].b) return convolution(c, in, outs);
-    if (n == "aten.convolution_backward.default" && !c.args[7].b) return convolution_backward(c, in, outs);
-    if (n == "aten.cat.default") return cat(c, in, outs);
+    if (n == "aten.mm.default" || n == "aten.addmm.default" || n == "aten.bmm.default") return matmul(c, in, outs, epilogue);
+    if (n == "aten.convolution.default" && !c.args[6].b) return convolution(c, in, outs), false;
+    if (n == "aten.convolution_backward.default" && !c.args[7].b) return convolution_backward(c, in, outs), false;
+    if (n == "aten.cat.default") return cat(c, in, outs), false;
   }
   const bool f32_operands = !in.t.empty() && in.t[0].dtype() == DType::f32 && in.t[1].dtype() == DType::f32;
-  if (is_attention(n) && f32_operands && !c.args[3].is_node()) return attention_forward(c, in, outs);
-  if (is_attention_backward(n) && f32_operands && !c.args[4].is_node()) return attention_backward(c, in, outs);
+  if (is_attention(n) && f32_operands && !c.args[3].is_node()) return attention_forward(c, in, outs), false;
+  if (is_attention_backward(n) && f32_operands && !c.args[4].is_node()) return attention_backward(c, in, outs), false;
   RefInputs logical = in;  // the reference kernels take every operand as it is meant
   for (size_t i = 0; i < c.args.size(); ++i) {
     if (transposed_operand(c, i)) logical.t[i] = untranspose(in.t[i]);
@@ -731,6 +756,7 @@ void run_extern(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& o
     if (r[i].nbytes() != outs[i].nbytes()) throw std::logic_error(n + ": output " + std::to_string(i) + " has the wrong size");
     std::memcpy(outs[i].data(), r[i].data(), static_cast<size_t>(r[i].nbytes()));
   }
+  return false;
 }
 
 }  // namespace ls

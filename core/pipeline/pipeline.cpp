@@ -81,13 +81,25 @@ std::string run_table(const CompileResult& r) {
   std::ostringstream os;
   os << std::fixed << std::setprecision(4);
   const bool cuda = !r.cuda.launch.empty();
-  os << "kernel                                          how           ms      bytes       GB/s" << (cuda ? "  regs  launch" : "") << "\n";
+  size_t name_w = 48, how_w = 10;
+  bool epilogues = false;
   for (const KernelReport& k : r.kernels) {
-    os << std::left << std::setw(48) << k.name << std::setw(10) << (k.how.empty() ? k.kind : k.how) << std::right << std::setw(8)
+    name_w = std::max(name_w, k.name.size() + 2);
+    how_w = std::max(how_w, (k.how.empty() ? k.kind : k.how).size() + 2);
+    epilogues = epilogues || k.how == "epilogue";
+  }
+  const int nw = static_cast<int>(name_w), hw = static_cast<int>(how_w);
+  os << std::left << std::setw(nw) << "kernel" << std::setw(hw) << "how" << std::right << std::setw(8) << "ms" << std::setw(11)
+     << "bytes" << std::setw(11) << "GB/s" << (cuda ? "  regs  launch" : "") << "\n";
+  for (const KernelReport& k : r.kernels) {
+    os << std::left << std::setw(nw) << k.name << std::setw(hw) << (k.how.empty() ? k.kind : k.how) << std::right << std::setw(8)
        << k.ms << std::setw(11) << k.bytes << std::setw(11) << std::setprecision(2) << k.gbps << std::setprecision(4);
     if (cuda) os << std::setw(6) << k.registers << "  " << k.launch;
     os << '\n';
   }
+  if (epilogues)
+    os << "epilogue: runs inside the matrix multiply before it, on each block of the product's rows right after the "
+          "library computed it (its time is in the multiply's)\n";
   if (r.train) {
     os << "\nkernels per phase:";
     for (Phase p : {Phase::forward, Phase::backward, Phase::update}) {
@@ -518,6 +530,7 @@ CompileResult run_stages(LoadedModel model, const PipelineOptions& o, const std:
       so.prefix = o.device == "cuda" ? "cuda" : "cpp";
       so.coalesced = o.device == "cuda";
       so.max_loop_nests = o.device == "cuda" ? 1 : 16;
+      so.gemm_epilogues = o.device != "cuda" && !o.dynamic;
       Schedule sched = schedule(r.loops, so);
       std::vector<std::vector<int>> pointwise;
       for (const Kernel& k : sched.kernels)
@@ -701,6 +714,8 @@ CompileResult run_stages(LoadedModel model, const PipelineOptions& o, const std:
     } else {
       CpuCompileOptions co;
       co.external = o.external_compiler;
+      for (const GeneratedKernel& k : r.source.kernels)
+        if (!k.launcher.empty()) co.kernel_lines.push_back(k.first_line);
       CpuCompileResult compiled = compile_cpp(r.source.code, co);
       r.compiler = compiled.compiler;
       r.compile_log = compiled.log;
@@ -772,7 +787,12 @@ CompileResult run_stages(LoadedModel model, const PipelineOptions& o, const std:
       CpuExecutable exe(r.loops, r.schedule, r.source, *cpu_code, dynamic_sizes);
       r.outputs = exe.run(all_inputs);
       t = exe.benchmark(all_inputs, to);
-      for (size_t k = 0; k < how.size(); ++k) how[k] = r.schedule.kernels[k].is_extern ? "library" : "generated";
+      for (size_t k = 0; k < how.size(); ++k) {
+        const Kernel& kr = r.schedule.kernels[k];
+        how[k] = kr.is_extern ? "library" : "generated";
+        if (kr.epilogue) how[k] = "epilogue";
+        else if (k + 1 < how.size() && r.schedule.kernels[k + 1].epilogue) how[k] = "library+epilogue";
+      }
       if (o.keep_program && o.dynamic) r.program = std::make_shared<DynamicCpuProgram>(r, o, lowered_from, std::move(cpu_code));
       else if (o.keep_program) r.program = std::make_shared<CpuProgram>(lowered_from, r, std::move(cpu_code));
       if (o.mode == "max-autotune")
@@ -816,7 +836,7 @@ CompileResult run_stages(LoadedModel model, const PipelineOptions& o, const std:
       rep.rnumel = kr.rnumel;
       for (const auto& b : kr.reads) rep.bytes += r.loops.buffer(b).bytes();
       for (const auto& b : kr.writes) rep.bytes += r.loops.buffer(b).bytes();
-      rep.ms = t.kernel_ms.at(k);
+      rep.ms = kr.epilogue && !cuda ? 0 : t.kernel_ms.at(k);  // an epilogue's time is in its multiply's
       rep.gbps = rep.ms > 0 ? rep.bytes / (rep.ms * 1e6) : 0;
       rep.first_line = r.source.kernels[k].first_line;
       rep.last_line = r.source.kernels[k].last_line;

@@ -55,6 +55,7 @@ class Scheduler {
       s.kernels.push_back(make_kernel(groups_[g], s.kernels.size()));
     }
     order_topologically(s.kernels);
+    if (opts_.fusion && opts_.gemm_epilogues) mark_gemm_epilogues(s.kernels);
     if (opts_.fusion && opts_.max_loop_nests > 1) group_loop_nests(s.kernels);
     for (size_t k = 0; k < s.kernels.size(); ++k) rename(s.kernels[k], k);
     for (const auto& e : edges_) {
@@ -238,10 +239,42 @@ class Scheduler {
   // Consecutive generated kernels that share a buffer become one kernel of several loop nests.
   // They are adjacent in a valid order, so grouping them creates no cycle; a buffer one nest
   // writes and a later one reads stays in memory (written, not read, by the group).
+  // A pointwise kernel right after a matrix multiply (mm, addmm) that reads the product at the
+  // index it is written, element for element, and writes nothing the multiply reads, is the
+  // multiply's epilogue: it can run on each block of the product's rows right after the library
+  // computed it, while the block is in cache, instead of reading the whole product back from
+  // memory (a linear layer's GELU: 8 MB less traffic each way at 2048x1024).
+  void mark_gemm_epilogues(std::vector<Kernel>& ks) const {
+    for (size_t k = 1; k < ks.size(); ++k) {
+      Kernel& e = ks[k];
+      const Kernel& g = ks[k - 1];
+      if (!g.is_extern || e.is_extern || e.rnumel != 1 || !e.nests.empty() || e.phase != g.phase) continue;
+      const ExternCall& c = p_.nodes[g.nodes.at(0)].ext;
+      if (!c.op || (c.op->name != "aten.mm.default" && c.op->name != "aten.addmm.default") || c.outputs.size() != 1) continue;
+      const LoopBuffer& product = p_.buffer(c.outputs[0]);
+      if (product.shape.size() != 2 || product.dtype != DType::f32 || numel_of(product.shape) != e.numel) continue;
+      const Expr flat = Expr::var("x0", e.numel);
+      bool reads_product = false, element_wise = true;
+      for (int n : e.nodes) {
+        const Placement pl = place(p_.nodes[n], e.numel, 1);
+        if (!pl.ok) element_wise = false;
+        const Dependencies d = extract_dependencies(p_.nodes[n], pl.idx, pl.ridx);
+        for (const MemDep& m : d.reads)
+          if (m.buffer == c.outputs[0]) {
+            reads_product = true;
+            element_wise = element_wise && m.index == flat;
+          }
+        for (const MemDep& m : d.writes)
+          if (std::count(c.inputs.begin(), c.inputs.end(), m.buffer) || m.buffer == c.outputs[0]) element_wise = false;
+      }
+      e.epilogue = reads_product && element_wise;
+    }
+  }
+
   void group_loop_nests(std::vector<Kernel>& ks) const {
     std::vector<Kernel> out;
     for (Kernel& k : ks) {
-      if (!out.empty() && !k.is_extern && !out.back().is_extern && out.back().phase == k.phase &&
+      if (!out.empty() && !k.is_extern && !out.back().is_extern && !out.back().epilogue && out.back().phase == k.phase &&
           static_cast<int>(out.back().loop_nests().size()) < opts_.max_loop_nests && share_buffers(out.back(), k)) {
         Kernel& g = out.back();
         if (g.nests.empty()) g.nests = g.loop_nests();
@@ -569,6 +602,7 @@ std::string print_schedule(const LoopProgram& p, const Schedule& s) {
       continue;
     }
     os << k.name << ": FusedSchedulerNode(" << k.nodes.size() << " nodes), iteration = (" << k.numel << ", " << k.rnumel << ")";
+    if (k.epilogue) os << ", epilogue of the matrix multiply before it (runs on its blocks of rows)";
     if (k.nests.size() > 1) {
       os << ", " << k.nests.size() << " loop nests:";
       for (const LoopNest& n : k.nests) os << " (" << n.numel << ", " << n.rnumel << ")";

@@ -37,6 +37,11 @@ struct Kernel {
   // kernel's own nodes and iteration. Otherwise numel/rnumel are those of the first nest.
   std::vector<LoopNest> nests;
   std::vector<LoopNest> loop_nests() const;  // nests, or the kernel as its one nest
+  // CPU: this pointwise kernel finishes the matrix multiply of the kernel before it (its epilogue):
+  // it reads the product element for element, so it can run on each block of rows of the product
+  // as soon as the library has computed that block, while the block is in cache
+  // (ScheduleOptions::gemm_epilogues). It still has its whole-kernel form too.
+  bool epilogue = false;
 };
 
 struct EdgeDecision {
@@ -67,6 +72,8 @@ struct ScheduleOptions {
   // No kernel holds more loop nodes than this (Inductor's config.max_fusion_size): bounds the
   // time fusion takes on very large graphs, and the size of one kernel's source.
   int max_fusion_size = 64;
+  // CPU: mark the pointwise kernels that can run as a matrix multiply's epilogue (Kernel::epilogue).
+  bool gemm_epilogues = false;
 };
 
 struct Schedule {

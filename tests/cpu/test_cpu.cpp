@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "compile/cpu_compiler.h"
@@ -236,6 +237,40 @@ class TestCpu : public QObject {
     QVERIFY(r.check.ok);
   }
 
+  // Matrix-multiply epilogues: the pointwise kernels that read a product element for element (a
+  // bias and ReLU, a GELU, a tanh of a product laid out transposed, a sigmoid of an 8-row product
+  // too small to split) are marked and get a rows form; one that reads the product at its
+  // transpose as well is not. Every output against the reference interpreter, both compile paths.
+  void testMatmulEpilogues() {
+    for (bool ext : {false, true}) {
+      if (!ext && !have_clang_jit()) continue;
+      PipelineOptions o;
+      o.external_compiler = ext;
+      o.timing_budget_ms = 5;
+      const CompileResult r = run_pipeline(load_model(data("stages/extra/matmul_epilogues.txt")), o);
+      QVERIFY2(r.error.empty(), r.error.c_str());
+      std::set<std::string> epilogues, plain;
+      for (size_t k = 0; k < r.schedule.kernels.size(); ++k) {
+        const Kernel& kr = r.schedule.kernels[k];
+        if (kr.is_extern) continue;
+        (kr.epilogue ? epilogues : plain).insert(kr.name.substr(0, kr.name.rfind('_')));
+        QCOMPARE(!r.source.kernels[k].rows_launcher.empty(), kr.epilogue);
+        if (kr.epilogue) {
+          QVERIFY(r.schedule.kernels[k - 1].is_extern);
+          QCOMPARE(r.kernels[k].how, std::string("epilogue"));
+          QCOMPARE(r.kernels[k - 1].how, std::string("library+epilogue"));
+          QVERIFY(r.source.code.find("extern \"C\" void " + kr.name + "_rows(void** a, int64_t begin, int64_t end)") != std::string::npos);
+        }
+      }
+      QCOMPARE(epilogues, (std::set<std::string>{"cpp_fused_add_relu", "cpp_fused_gelu", "cpp_fused_tanh", "cpp_fused_sigmoid"}));
+      QCOMPARE(plain, (std::set<std::string>{"cpp_fused_add"}));
+      QVERIFY(r.stage("fused")->text.find("epilogue of the matrix multiply before it") != std::string::npos);
+      QCOMPARE(r.check.reference.size(), size_t(5));
+      for (const auto& c : r.check.reference) QVERIFY2(c.cmp.ok, (c.against + ": " + c.cmp.why).c_str());
+      QVERIFY(r.check.ok);
+    }
+  }
+
   // CPU attention (forward and backward) against the reference interpreter's own float64 kernels:
   // causal over 256 positions (four blocks of query rows, the later ones seeing more keys), queries
   // and keys of other lengths than the blocks, head size 128; q, k and v read in place through
@@ -305,6 +340,25 @@ class TestCpu : public QObject {
         QVERIFY2(e.diagnostics.find(":1:") != std::string::npos, e.diagnostics.c_str());  // names the line
       }
     }
+    // The external compiler compiling kernels as several units at once: the message still names the
+    // line of the whole source (line 6: the second kernel's error).
+    CpuCompileOptions o;
+    o.external = true;
+    o.cache_dir = "off";
+    o.kernel_lines = {3, 5};
+    const std::string two = "// prelude\nstatic inline int twice(int x) { return 2 * x; }\n"
+                            "extern \"C\" int k0() { return twice(1); }\n\n"
+                            "// second kernel\nextern \"C\" int k1() { int x = ; return twice(x); }\n";
+    try {
+      compile_cpp(two, o);
+      QFAIL("no error");
+    } catch (const CompileError& e) {
+      QVERIFY2(e.diagnostics.find("kernels.cpp:6:") != std::string::npos, e.diagnostics.c_str());
+    }
+    const std::string fixed = std::string(two).replace(two.find("int x = ;"), 9, "int x = 3;");
+    const CpuCompileResult r = compile_cpp(fixed, o);
+    QVERIFY(r.code && r.code->symbol("k0") && r.code->symbol("k1"));
+    QCOMPARE(reinterpret_cast<int (*)()>(r.code->symbol("k1"))(), 6);
   }
 
   void testBadModelKeepsEarlierStages() {
