@@ -12,8 +12,8 @@ OLD_TAR=$1; shift
 TRAIN=""
 CASES=()
 for a in "$@"; do [ "$a" = --train ] && TRAIN=--train || CASES+=("$a"); done
-OLD=$(mktemp -d)
-tar -xf "$OLD_TAR" -C "$OLD"
+OLD=$PWD/build-ab-old-src  # a fixed place: the old build folder's CMake cache names it
+rm -rf "$OLD" && mkdir -p "$OLD" && tar -xf "$OLD_TAR" -C "$OLD"
 build() {  # $1 source tree, $2 build dir
   cmake -S "$1" -B "$2" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLOWERSCOPE_GUI=OFF -DLOWERSCOPE_TESTS=OFF \
     -DLOWERSCOPE_JSON_INCLUDE="$PWD/.carry/include" > /dev/null
