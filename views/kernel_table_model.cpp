@@ -36,8 +36,19 @@ QVariant KernelTableModel::data(const QModelIndex& index, int role) const {
   if (role != Qt::DisplayRole && role != Qt::ToolTipRole) return {};
   switch (index.column()) {
     case Name: return QString::fromStdString(k.name);
-    case Kind: return QString::fromStdString(r_->train ? k.kind + " · " + k.phase : k.kind);
-    case Ms: return QString::number(k.ms * 1000.0, 'f', 2) + " µs";
+    case Kind: {
+      // A matrix multiply's epilogue runs inside it (CPU), on each block of rows the library computed.
+      const bool epilogue = k.how == "epilogue", with_epilogue = k.how == "library+epilogue";
+      if (role == Qt::ToolTipRole && (epilogue || with_epilogue))
+        return QObject::tr("The epilogue runs inside the matrix multiply before it, on each block of the product's rows right "
+                           "after the library computed it, while the rows are in cache; its time is in the multiply's.");
+      const std::string kind = epilogue ? "epilogue" : with_epilogue ? k.kind + " + epilogue" : k.kind;
+      return QString::fromStdString(r_->train ? kind + " · " + k.phase : kind);
+    }
+    case Ms:
+      if (k.how == "epilogue" && index.row() > 0)
+        return QObject::tr("in %1").arg(QString::fromStdString(r_->kernels[static_cast<size_t>(index.row()) - 1].name));
+      return QString::number(k.ms * 1000.0, 'f', 2) + " µs";
     case Share: return total > 0 ? QString::number(100.0 * k.ms / total, 'f', 1) + " %" : QString("-");
     case Bytes: return QString::number(k.bytes);
     case GBps: return QString::number(k.gbps, 'f', 2);

@@ -48,6 +48,7 @@ CpuExecutable::CpuExecutable(const LoopProgram& p, const Schedule& s, const Gene
     args_.push_back(k.args);
   }
   done_.assign(launchers_.size(), false);
+  inside_.assign(launchers_.size(), false);
 }
 
 void CpuExecutable::step(size_t k) {
@@ -78,7 +79,7 @@ void CpuExecutable::step(size_t k) {
   const RowEpilogue run_rows = [rows, epilogue_args](int64_t b, int64_t e) { rows(epilogue_args, b, e); };
   try {
     const bool ran_epilogue = run_extern(c, in, outs, epilogue ? &run_rows : nullptr);
-    if (epilogue) done_[k + 1] = ran_epilogue;
+    if (epilogue) done_[k + 1] = inside_[k + 1] = ran_epilogue;
   } catch (const std::exception& e) {
     throw std::runtime_error("extern kernel " + c.op->name + " (" + externs_[k]->graph_node + "): " + e.what());
   }

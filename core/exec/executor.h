@@ -39,6 +39,9 @@ class CpuExecutable {
                 std::vector<int64_t> sizes = {});
   std::vector<Tensor> run(const std::vector<Tensor>& inputs);
   Timings benchmark(const std::vector<Tensor>& inputs, const TimingOptions& o = {});
+  // Per kernel: whether, in the last run, it ran inside the matrix multiply before it (an
+  // epilogue on the product's blocks of rows) rather than as a kernel of its own.
+  const std::vector<bool>& ran_inside() const { return inside_; }
 
  private:
   void bind(const std::vector<Tensor>& inputs);
@@ -49,6 +52,7 @@ class CpuExecutable {
   std::vector<Launcher> launchers_;              // nullptr for extern kernels
   std::vector<RowsLauncher> rows_;               // an epilogue kernel's rows form (Kernel::epilogue), else nullptr
   std::vector<bool> done_;                       // this run: the kernel already ran, as the epilogue of the one before
+  std::vector<bool> inside_;                     // ran_inside()
   std::vector<const LoopNode*> externs_;         // the extern node, for extern kernels
   std::vector<std::vector<std::string>> args_;
   std::map<std::string, Tensor> buffers_;

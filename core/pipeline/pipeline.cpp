@@ -788,10 +788,9 @@ CompileResult run_stages(LoadedModel model, const PipelineOptions& o, const std:
       r.outputs = exe.run(all_inputs);
       t = exe.benchmark(all_inputs, to);
       for (size_t k = 0; k < how.size(); ++k) {
-        const Kernel& kr = r.schedule.kernels[k];
-        how[k] = kr.is_extern ? "library" : "generated";
-        if (kr.epilogue) how[k] = "epilogue";
-        else if (k + 1 < how.size() && r.schedule.kernels[k + 1].epilogue) how[k] = "library+epilogue";
+        how[k] = r.schedule.kernels[k].is_extern ? "library" : "generated";
+        if (exe.ran_inside()[k]) how[k] = "epilogue";  // its time is in the multiply's
+        else if (k + 1 < how.size() && exe.ran_inside()[k + 1]) how[k] = "library+epilogue";
       }
       if (o.keep_program && o.dynamic) r.program = std::make_shared<DynamicCpuProgram>(r, o, lowered_from, std::move(cpu_code));
       else if (o.keep_program) r.program = std::make_shared<CpuProgram>(lowered_from, r, std::move(cpu_code));
@@ -836,7 +835,7 @@ CompileResult run_stages(LoadedModel model, const PipelineOptions& o, const std:
       rep.rnumel = kr.rnumel;
       for (const auto& b : kr.reads) rep.bytes += r.loops.buffer(b).bytes();
       for (const auto& b : kr.writes) rep.bytes += r.loops.buffer(b).bytes();
-      rep.ms = kr.epilogue && !cuda ? 0 : t.kernel_ms.at(k);  // an epilogue's time is in its multiply's
+      rep.ms = rep.how == "epilogue" ? 0 : t.kernel_ms.at(k);  // an epilogue's time is in its multiply's
       rep.gbps = rep.ms > 0 ? rep.bytes / (rep.ms * 1e6) : 0;
       rep.first_line = r.source.kernels[k].first_line;
       rep.last_line = r.source.kernels[k].last_line;

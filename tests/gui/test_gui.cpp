@@ -18,6 +18,7 @@
 #include <QSettings>
 #include <QElapsedTimer>
 #include <QTimer>
+#include <thread>
 #include <QProcess>
 #include <QUrl>
 
@@ -69,6 +70,28 @@ class TestGui : public QObject {
     QVERIFY(w.selectStage("core"));
     QVERIFY(!w.selectStage("nonsense"));
     QVERIFY(w.errorText().isEmpty());
+  }
+
+  // A CPU matrix multiply's epilogue: the kernel table says which kernel runs inside which, and
+  // why its own time is none.
+  void testMatmulEpilogueInKernelTable() {
+    MainWindow w;
+    QSignalSpy done(&w, &MainWindow::compileDone);
+    w.openModel(QString(LS_TEST_DATA) + "/stages/extra/matmul_epilogues.txt");
+    QVERIFY(done.wait(60000));
+    QCOMPARE(done.takeFirst().at(0).toBool(), true);
+    const QAbstractItemModel* m = w.kernelTable()->model();
+    int epilogues = 0;
+    for (int row = 1; row < m->rowCount(); ++row) {
+      if (m->index(row, 1).data().toString() != "epilogue") continue;
+      ++epilogues;
+      const QString multiply = m->index(row - 1, 0).data().toString();
+      QVERIFY2(multiply.startsWith("extern_"), qPrintable(multiply));
+      QCOMPARE(m->index(row - 1, 1).data().toString(), QString("extern + epilogue"));
+      QCOMPARE(m->index(row, 2).data().toString(), "in " + multiply);
+      QVERIFY(m->index(row, 1).data(Qt::ToolTipRole).toString().contains("inside the matrix multiply"));
+    }
+    QCOMPARE(epilogues, std::thread::hardware_concurrency() > 1 ? 3 : 0);  // not the 8-row product's: one BLAS call
   }
 
   void testBadFileShowsErrorInWindow() {
