@@ -400,6 +400,11 @@ int run_command(int argc, char** argv) {
     for (const ls::CapturedGraph& g : r.graphs) {
       std::cout << "\n[graph " << g.id << "] " << g.function << " at " << g.location << "  (" << g.reason
                 << (g.train ? "; training step" : "") << "; " << g.calls << " call(s))\n";
+      if (g.dynamic) {
+        std::cout << "  dynamic shapes: one compile ran at sizes";
+        for (const auto& sz : g.sizes) std::cout << ' ' << sz;
+        std::cout << " (the first input's)\n";
+      }
       if (g.result) {
         int generated = 0, externs = 0;
         for (const auto& k : g.result->kernels) (k.kind == "extern" ? externs : generated)++;

@@ -123,6 +123,11 @@ void ScriptPanel::onFinished() {
     item->setText(1, QString::fromStdString(g.reason) + (g.train ? tr(" · training step") : QString()));
     item->setToolTip(1, item->text(1));
     item->setText(2, QString::number(g.calls));
+    if (g.dynamic) {
+      QStringList sizes;
+      for (const auto& x : g.sizes) sizes << QString::fromStdString(x);
+      item->setToolTip(2, tr("dynamic shapes: one compile ran at sizes %1 (the first input's)").arg(sizes.join(", ")));
+    }
     item->setText(3, g.result ? tr("%1 + %2 lib").arg(generated).arg(externs) : QString("-"));
     item->setText(4, !g.result ? tr("not compiled") : g.result->check.ok ? tr("ok") : tr("FAILED"));
     item->setForeground(4, g.result && g.result->check.ok ? QColor("#1e7e34") : QColor("#b00"));

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "autodiff/joint.h"
+#include "dynamic/retarget.h"
 #include "frontend/fx_text.h"
 #include "interp/reference.h"
 #include "script/script.h"
@@ -37,6 +38,7 @@ namespace {
 struct Session {
   ScriptOptions options;
   std::string output;
+  std::string guard_failure;  // the last run()'s broken guard (dynamic compiles)
   std::vector<std::shared_ptr<CompileResult>> results;
   std::mt19937_64 rng{0};
 };
@@ -347,12 +349,14 @@ PyObject* py_save_npy(PyObject*, PyObject* args) {
 
 // ---- compiled graphs ---------------------------------------------------------------------------
 
-// compile(text, name, buffers, train) -> dict: id, outputs, num_forward, tangent_of, grad_of, ...
+// compile(text, name, buffers, train[, dynamic]) -> dict: id, outputs, num_forward, tangent_of,
+// grad_of, dynamic, ... dynamic: as torch.compile(dynamic=True), the inputs' sizes become symbols
+// (inference graphs; a training step is compiled for its sizes).
 PyObject* py_compile(PyObject*, PyObject* args) {
   const char *text, *name;
   PyObject* bufs;
-  int train;
-  if (!PyArg_ParseTuple(args, "ssOp", &text, &name, &bufs, &train)) return nullptr;
+  int train, dynamic = 0;
+  if (!PyArg_ParseTuple(args, "ssOp|p", &text, &name, &bufs, &train, &dynamic)) return nullptr;
   return guarded([&]() -> PyObject* {
     LoadedModel m;
     m.path = name;
@@ -364,6 +368,7 @@ PyObject* py_compile(PyObject*, PyObject* args) {
     o.device = g_session->options.device;
     o.fusion = g_session->options.fusion;
     o.train = train != 0;
+    o.dynamic = dynamic != 0 && !o.train;
     o.keep_program = true;
     o.timing_budget_ms = 20;
     auto r = without_gil([&] { return std::make_shared<CompileResult>(run_pipeline(std::move(m), o)); });
@@ -394,21 +399,62 @@ PyObject* py_compile(PyObject*, PyObject* args) {
         if (!c.cmp.ok) check += ": " + c.cmp.why;
     int generated = 0, externs = 0;
     for (const KernelReport& k : r->kernels) (k.kind == "extern" ? externs : generated)++;
-    return Py_BuildValue("{s:i,s:N,s:i,s:N,s:N,s:s,s:d,s:i,s:i}", "id", static_cast<int>(g_session->results.size() - 1),
+    PyObject* size_guards = PyList_New(0);  // a dynamic compile's guards on its size symbols
+    if (o.dynamic)
+      for (const std::string& g : r->dynamic.guards()) {
+        PyObject* t = PyUnicode_FromString(g.c_str());
+        PyList_Append(size_guards, t);
+        Py_DECREF(t);
+      }
+    return Py_BuildValue("{s:i,s:N,s:i,s:N,s:N,s:s,s:d,s:i,s:i,s:O,s:N}", "id", static_cast<int>(g_session->results.size() - 1),
                          "outputs", buffers_list(r->outputs), "num_forward", num_forward, "tangent_of", tangent_of,
                          "grad_of", grad_of, "check", check.c_str(), "compile_ms", r->compile_ms, "kernels", generated,
-                         "externs", externs);
+                         "externs", externs, "dynamic", o.dynamic ? Py_True : Py_False, "size_guards", size_guards);
   });
 }
 
-PyObject* py_run(PyObject*, PyObject* args) {  // run(id, buffers) -> outputs
+// run(id, buffers) -> outputs, or None where the inputs break a guard of a dynamic compile (then
+// the caller recompiles; guard_failure() says which).
+PyObject* py_run(PyObject*, PyObject* args) {
   int id;
   PyObject* bufs;
   if (!PyArg_ParseTuple(args, "iO", &id, &bufs)) return nullptr;
   return guarded([&]() -> PyObject* {
     auto& r = g_session->results.at(static_cast<size_t>(id));
     const std::vector<Tensor> in = tensors_of(bufs);
-    return buffers_list(without_gil([&] { return r->program->run(in); }));
+    g_session->guard_failure.clear();
+    std::vector<Tensor> out;
+    try {
+      out = without_gil([&] { return r->program->run(in); });
+    } catch (const GuardFailed& e) {
+      g_session->guard_failure = e.what();
+      Py_RETURN_NONE;
+    }
+    return buffers_list(out);
+  });
+}
+
+PyObject* py_guard_failure(PyObject*, PyObject*) { return PyUnicode_FromString(g_session->guard_failure.c_str()); }
+
+// same_graph(id, text): whether a new capture is compiled graph `id` at other input sizes: the
+// compiled graph re-derived for the new capture's input sizes prints as the new capture does.
+// Only then may a dynamic compile serve it (its guards checked by run()).
+PyObject* py_same_graph(PyObject*, PyObject* args) {
+  int id;
+  const char* text;
+  if (!PyArg_ParseTuple(args, "is", &id, &text)) return nullptr;
+  return guarded([&]() -> PyObject* {
+    const Graph& then = g_session->results.at(static_cast<size_t>(id))->model.graph;
+    const Graph now = import_fx_text(text, "capture");
+    std::vector<Shape> shapes;
+    for (int u : now.user_inputs()) shapes.push_back(now.nodes[static_cast<size_t>(u)].meta().shape);
+    bool same = false;
+    try {
+      same = shapes.size() == then.user_inputs().size() && print_readable(retarget_graph(then, shapes)) == print_readable(now);
+    } catch (const std::invalid_argument&) {
+      same = false;  // a size the graph cannot follow
+    }
+    return PyBool_FromLong(same);
   });
 }
 
@@ -431,7 +477,9 @@ PyMethodDef kMethods[] = {
     {"load_npy", py_load_npy, METH_VARARGS, "load_npy(path) -> (dtype, shape, buffer)"},
     {"save_npy", py_save_npy, METH_VARARGS, "save_npy(path, buffer)"},
     {"compile", py_compile, METH_VARARGS, "compile(text, name, buffers, train) -> dict"},
-    {"run", py_run, METH_VARARGS, "run(id, buffers) -> outputs"},
+    {"run", py_run, METH_VARARGS, "run(id, buffers) -> outputs, or None where a guard fails"},
+    {"guard_failure", py_guard_failure, METH_NOARGS, "guard_failure() -> why the last run found its guards broken"},
+    {"same_graph", py_same_graph, METH_VARARGS, "same_graph(id, text) -> whether the capture is graph id at other sizes"},
     {"write", py_write, METH_VARARGS, "write(text): the script's output"},
     {nullptr, nullptr, 0, nullptr}};
 
@@ -544,6 +592,15 @@ ScriptRun run_script(const std::string& source, const std::string& filename, con
       c.recompile = PyObject_IsTrue(PyDict_GetItemString(g, "recompile")) == 1;
       c.train = PyObject_IsTrue(PyDict_GetItemString(g, "train")) == 1;
       c.calls = static_cast<int>(item_long(g, "calls"));
+      c.dynamic = PyObject_IsTrue(PyDict_GetItemString(g, "dynamic")) == 1;
+      PyObject* sizes = PyDict_GetItemString(g, "sizes");
+      for (Py_ssize_t k = 0; sizes && k < PyList_Size(sizes); ++k) {
+        PyObject* shape = PyList_GetItem(sizes, k);
+        std::string text;
+        for (Py_ssize_t d = 0; PyTuple_Check(shape) && d < PyTuple_Size(shape); ++d)
+          text += (d ? "x" : "") + std::to_string(PyLong_AsLong(PyTuple_GetItem(shape, d)));
+        c.sizes.push_back(text);
+      }
       PyObject* guards = PyDict_GetItemString(g, "guards");
       for (Py_ssize_t k = 0; guards && k < PyList_Size(guards); ++k) c.guards.push_back(str_of(PyList_GetItem(guards, k)));
       const long rid = item_long(g, "result");
@@ -581,6 +638,7 @@ std::string script_report_json(const ScriptRun& r) {
   for (const CapturedGraph& g : r.graphs) {
     json e = {{"id", g.id},         {"function", g.function}, {"location", g.location}, {"text", g.graph_text},
               {"guards", g.guards}, {"reason", g.reason},     {"recompile", g.recompile}, {"train", g.train},
+              {"dynamic", g.dynamic}, {"sizes", g.sizes},
               {"calls", g.calls}};
     if (g.result) {
       const CompileResult& c = *g.result;

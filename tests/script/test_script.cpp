@@ -109,6 +109,38 @@ class TestScript : public QObject {
     QCOMPARE(std::count(r.output.begin(), r.output.end(), '\n'), 4L);
   }
 
+  // Dynamic shapes: dynamic=True compiles once and the same kernels run at four row counts; the
+  // default compiles for the first size, then once more with symbolic sizes when the size changes
+  // (automatic dynamic shapes); a size outside the guards (one row) recompiles, naming the guard.
+  // Every call's result against the uncompiled function (the reference kernels), in the script.
+  void testDynamicShapes() {
+    const ls::ScriptRun r = run_sample("dynamic_shapes.py");
+    QVERIFY2(r.ok, r.error.c_str());
+    QCOMPARE(r.graphs.size(), size_t(3));
+    QCOMPARE(r.recompiles, 1);
+    QVERIFY(r.graphs[0].dynamic);
+    QCOMPARE(r.graphs[0].calls, 4);
+    QCOMPARE(r.graphs[0].sizes, (std::vector<std::string>{"8x64", "24x64", "40x64", "7x64"}));
+    QVERIFY(!r.graphs[1].dynamic);
+    QCOMPARE(r.graphs[1].calls, 1);
+    QVERIFY(r.graphs[2].dynamic);
+    QCOMPARE(r.graphs[2].calls, 3);
+    QVERIFY2(r.graphs[2].reason.find("size mismatch at index 0. expected 8, actual 24") != std::string::npos, r.graphs[2].reason.c_str());
+    QVERIFY(r.graphs[2].reason.find("automatic dynamic shapes") != std::string::npos);
+    QVERIFY(std::find(r.graphs[0].guards.begin(), r.graphs[0].guards.end(), "2 <= L['x'].size()[0]") != r.graphs[0].guards.end());
+    QVERIFY(r.output.find("False") == std::string::npos);
+    QCOMPARE(std::count(r.output.begin(), r.output.end(), '\n'), 4L);
+
+    std::string one_row = read(std::string(LS_SAMPLES) + "/python/dynamic_shapes.py");
+    one_row.replace(one_row.find("(8, 24, 40, 7)"), 14, "(8, 24, 1)");
+    const ls::ScriptRun g = ls::run_script(one_row, "one_row.py");
+    QVERIFY2(g.ok, g.error.c_str());
+    QCOMPARE(g.graphs.size(), size_t(5));
+    QCOMPARE(g.graphs[3].function, std::string("norm_gelu"));
+    QVERIFY2(g.graphs[3].reason.find("guard failed: 2 <= L['x'].size()[0]") != std::string::npos, g.graphs[3].reason.c_str());
+    QVERIFY(g.output.find("False") == std::string::npos);
+  }
+
   void testMlpTrainingLoop() {
     const ls::ScriptRun r = run_sample("mlp_training.py");
     QVERIFY2(r.ok, r.error.c_str());
@@ -256,6 +288,7 @@ assert worst < 2e-3, worst
     QTest::newRow("recompile") << "recompile.py" << 2 << 0 << 1;
     QTest::newRow("mlp_training") << "mlp_training.py" << 1 << 0 << 0;
     QTest::newRow("cifar_cnn") << "cifar_cnn.py" << 2 << 0 << 1;
+    QTest::newRow("dynamic_shapes") << "dynamic_shapes.py" << 3 << 0 << 1;
   }
   void testSamplesThroughCli() {
     QFETCH(QString, sample);

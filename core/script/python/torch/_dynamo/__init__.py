@@ -255,8 +255,9 @@ def _annotation(dt, shape):
     return "%s[%s]" % (dt, ", ".join(str(d) for d in shape))
 
 
-def _tensor_guard(i):
-    return "%s: TENSOR_MATCH %s requires_grad=%s" % (i["source"], _annotation(i["dt"], i["shape"]), i["requires_grad"])
+def _tensor_guard(i, symbolic=False):
+    shape = "%s, rank %d, sizes symbolic" % (i["dt"], len(i["shape"])) if symbolic else _annotation(i["dt"], i["shape"])
+    return "%s: TENSOR_MATCH %s requires_grad=%s" % (i["source"], shape, i["requires_grad"])
 
 
 class _Frame:
@@ -267,6 +268,7 @@ class _Frame:
         self.fn_name = getattr(fn, "__name__", "fn")
         self.names = names          # id(tensor) -> (input name, guard source)
         self.fullgraph = fullgraph
+        self.dynamic = None         # torch.compile's dynamic: True, False or None (automatic)
         self.symbols = symbols      # symbol -> value (the call's ints)
         self.graph = None
         self.segment = 0
@@ -468,26 +470,51 @@ class _Frame:
         for e in entries:
             if e["text"] == text and e["metas"] == metas and e["train"] == train:
                 return e
-        reason = "first call" if not entries else self.why_recompile(entries[-1], g, guards, train)
+        # A dynamic compile serves the same graph at other sizes, within the guards it assumed: the
+        # compiled code runs at the new sizes (None back: a guard failed, recompile).
+        broken = None
+        for e in entries:
+            if not e["dynamic"] or e["train"] != train or not _same_kinds(e["metas"], metas) or not _ls.same_graph(e["id"], text):
+                continue
+            outs = _ls.run(e["id"], values)
+            if outs is None:
+                broken = _by_source(_ls.guard_failure(), g.inputs)
+                continue
+            e["first_outputs"] = outs
+            shape = tuple(metas[0][1]) if metas else ()
+            if shape not in e["log"]["sizes"]:
+                e["log"]["sizes"].append(shape)
+            return e
+        reason = "first call" if not entries else broken or self.why_recompile(entries[-1], g, guards, train)
+        # torch.compile(dynamic=True) compiles with symbolic sizes from the first call; by default
+        # (dynamic=None) a recompile because an input's size changed does (automatic dynamic shapes).
+        dynamic = not train and (self.dynamic is True or (self.dynamic is None and " size mismatch " in reason))
+        if dynamic:
+            reason += " (dynamic shapes: sizes become symbols)" if self.dynamic is True else \
+                " (automatic dynamic shapes: compiled again with symbolic sizes)"
         name = "%s (graph %d)" % (g.function, len(_graphs))
         guard_text = [_tensor_guard(i) for i in g.inputs if i["symbol"] is None]
         guard_text += ["%s: TYPE_MATCH int" % ("L['%s']" % s) for s in sorted({i["symbol"] for i in g.inputs if i["symbol"]})]
         guard_text += [_display(e) if r else "not (%s)" % _display(e) for e, r in guards]
         guard_text.append("GLOBAL_STATE: grad_mode=%s" % torch._grad_enabled)
         log = {"id": len(_graphs), "function": g.function, "location": g.location, "text": text, "guards": guard_text,
-               "reason": reason, "recompile": _bi.bool(entries), "train": train, "calls": 0, "result": -1}
+               "reason": reason, "recompile": _bi.bool(entries), "train": train, "calls": 0, "result": -1,
+               "dynamic": dynamic, "sizes": [tuple(metas[0][1])] if metas else []}
         if len(entries) >= config.cache_size_limit:
             log["reason"] += " (cache_size_limit %d reached at this place: compiled anyway)" % config.cache_size_limit
         _graphs.append(log)
         try:
-            info = _ls.compile(text, name, values, train)
+            info = _ls.compile(text, name, values, train, dynamic)
         except RuntimeError as e:
             log["error"] = str(e)
             raise BackendCompilerFailed(str(e)) from None
         log["result"] = info["id"]
         log["check"] = info["check"]
+        if info["dynamic"]:  # the sizes are symbols: the tensors match by dtype and rank, the sizes by the symbols' guards
+            log["guards"] = [_tensor_guard(i, symbolic=True) for i in g.inputs if i["symbol"] is None] + \
+                [t for t in log["guards"] if "TENSOR_MATCH" not in t] + [_by_source(t, g.inputs) for t in info["size_guards"]]
         entry = {"text": text, "metas": metas, "guards": guards, "inputs": g.inputs, "log": log, "id": info["id"],
-                 "train": train, "num_forward": info["num_forward"], "tangent_of": info["tangent_of"],
+                 "train": train, "dynamic": info["dynamic"], "num_forward": info["num_forward"], "tangent_of": info["tangent_of"],
                  "grad_of": info["grad_of"], "first_outputs": info["outputs"][:info["num_forward"]]}
         if train:
             entry["zero_tangents"] = [_ls.full(*output_metas[k], 0.0) for k in info["tangent_of"]]
@@ -520,6 +547,18 @@ class _Frame:
                 shown = ", ".join("L['%s'] = %d" % (s, v) for s, v in self.symbols.items() if s in expr)
                 return "guard failed: %s  (%s)" % (_display(expr) if result else "not (%s)" % _display(expr), shown)
         return "the captured graph differs (a Python value it depends on changed)"
+
+
+def _by_source(guard, inputs):
+    """A compiled graph's guard with its placeholders (L['L_x_']) named as the call's arguments (L['x'])."""
+    for i in inputs:
+        guard = guard.replace("L['%s']" % i["name"], i["source"])
+    return guard
+
+
+def _same_kinds(a, b):
+    """Input metas alike but for their sizes: dtype, rank and requires_grad of every input."""
+    return len(a) == len(b) and all(x[0] == y[0] and len(x[1]) == len(y[1]) and x[2] == y[2] for x, y in zip(a, b))
 
 
 def _display(expr):
@@ -594,6 +633,7 @@ class _Compiled:
         if self._module is not None:
             names.update(_param_names(self._module))
         frame = _Frame(self._fn, names, self._fullgraph, symbols)
+        frame.dynamic = self._dynamic
         if bound is not None:
             for var, val in bound.arguments.items():
                 if isinstance(val, torch.Tensor):
