@@ -236,9 +236,6 @@ class Scheduler {
     ks = std::move(out);
   }
 
-  // Consecutive generated kernels that share a buffer become one kernel of several loop nests.
-  // They are adjacent in a valid order, so grouping them creates no cycle; a buffer one nest
-  // writes and a later one reads stays in memory (written, not read, by the group).
   // A pointwise kernel right after a matrix multiply (mm, addmm) that reads the product at the
   // index it is written, element for element, and writes nothing the multiply reads, is the
   // multiply's epilogue: it can run on each block of the product's rows right after the library
@@ -271,6 +268,10 @@ class Scheduler {
     }
   }
 
+  // Consecutive generated kernels that share a buffer become one kernel of several loop nests.
+  // They are adjacent in a valid order, so grouping them creates no cycle; a buffer one nest
+  // writes and a later one reads stays in memory (written, not read, by the group).
+  // An epilogue stays a kernel of its own (its rows form runs inside the multiply).
   void group_loop_nests(std::vector<Kernel>& ks) const {
     std::vector<Kernel> out;
     for (Kernel& k : ks) {
