@@ -595,6 +595,14 @@ int Schedule::kernel_of(int node) const {
 
 Schedule schedule(const LoopProgram& p, const ScheduleOptions& opts) { return Scheduler(p, opts).run(); }
 
+namespace {
+// An edge from a matrix multiply into the epilogue kernel right after it.
+bool runs_as_epilogue(const Schedule& s, const EdgeDecision& e) {
+  const int kc = s.kernel_of(e.consumer), kp = s.kernel_of(e.producer);
+  return kc > 0 && kp == kc - 1 && s.kernels[static_cast<size_t>(kc)].epilogue;
+}
+}  // namespace
+
 std::string print_schedule(const LoopProgram& p, const Schedule& s) {
   std::ostringstream os;
   for (const Kernel& k : s.kernels) {
@@ -626,7 +634,8 @@ std::string print_schedule(const LoopProgram& p, const Schedule& s) {
   os << "# Fusion decisions (producer -> consumer: verdict)\n";
   for (const EdgeDecision& e : s.edges)
     os << p.nodes[e.producer].name << " -> " << p.nodes[e.consumer].name << " via " << e.buffer << ": "
-       << (e.verdict.ok ? "fused" : "not fused: " + e.verdict.reason) << '\n';
+       << (e.verdict.ok ? "fused" : "not fused: " + e.verdict.reason) << (runs_as_epilogue(s, e) ? "; runs as its epilogue" : "")
+       << '\n';
   os << "\n# Memory plan\npeak memory, one kernel per node: " << fmt_bytes(s.memory.peak_bytes_unfused)
      << "\npeak memory, after fusion: " << fmt_bytes(s.memory.peak_bytes) << "\nremoved buffers:";
   for (const auto& r : s.memory.removed) os << ' ' << r;
@@ -657,6 +666,7 @@ std::string schedule_to_dot(const LoopProgram& p, const Schedule& s) {
     std::string iter;
     for (const LoopNest& n : kr.loop_nests())
       iter += (iter.empty() ? "(" : " then (") + std::to_string(n.numel) + (n.rnumel > 1 ? " x " + std::to_string(n.rnumel) : std::string()) + ")";
+    if (kr.epilogue && k > 0) iter += "\\nepilogue of " + s.kernels[k - 1].name;
     os << "  subgraph cluster_" << k << " {\n    id=\"" << kr.name << "\"; label=\"" << kr.name << "\\n" << iter
        << "\"; style=\"rounded,filled\"; "
        << "fillcolor=\"#f5f0ff\"; color=\"#8a6fd1\"; fontname=\"Helvetica\"; fontsize=10;\n";
@@ -678,7 +688,10 @@ std::string schedule_to_dot(const LoopProgram& p, const Schedule& s) {
             if (d.buffer == b.name) os << "  \"" << b.name << "\" -> \"" << p.nodes[n].buffer << "\";\n";
   for (const EdgeDecision& e : s.edges) {
     os << "  \"" << e.buffer << "\" -> \"" << p.nodes[e.consumer].buffer << "\"";
-    if (!e.verdict.ok) {
+    if (runs_as_epilogue(s, e)) {
+      os << " [color=\"#2e7d32\", fontcolor=\"#2e7d32\", fontsize=8, style=dashed, label=\"epilogue\", tooltip=\"runs inside the "
+            "matrix multiply, on each block of its rows\"]";
+    } else if (!e.verdict.ok) {
       std::string reason = e.verdict.reason;
       if (reason.size() > 60) reason = reason.substr(0, 57) + "...";
       os << " [color=\"#c0392b\", fontcolor=\"#c0392b\", fontsize=8, label=\"" << reason << "\", tooltip=\"" << e.verdict.reason << "\"]";

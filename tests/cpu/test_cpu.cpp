@@ -268,6 +268,8 @@ class TestCpu : public QObject {
       QCOMPARE(epilogues, (std::set<std::string>{"cpp_fused_add_relu", "cpp_fused_gelu", "cpp_fused_tanh", "cpp_fused_sigmoid"}));
       QCOMPARE(plain, (std::set<std::string>{"cpp_fused_add"}));
       QVERIFY(r.stage("fused")->text.find("epilogue of the matrix multiply before it") != std::string::npos);
+      QVERIFY(r.stage("fused")->text.find("; runs as its epilogue") != std::string::npos);  // the fusion decisions
+      QVERIFY(r.stage("fused")->dot.find("epilogue of extern_mm_0") != std::string::npos);  // the graph's cluster label
       QCOMPARE(r.check.reference.size(), size_t(5));
       for (const auto& c : r.check.reference) QVERIFY2(c.cmp.ok, (c.against + ": " + c.cmp.why).c_str());
       QVERIFY(r.check.ok);
