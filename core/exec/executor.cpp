@@ -58,19 +58,8 @@ void CpuExecutable::step(size_t k) {
   }
   if (launchers_[k]) return launchers_[k](arg_ptrs_[k].data());
   const ExternCall& c = externs_[k]->ext;
-  RefInputs in;
-  in.t.resize(c.args.size());
-  in.lists.resize(c.args.size());
-  for (size_t i = 0; i < c.args.size(); ++i) {
-    if (c.args[i].is_node()) {
-      const size_t k = static_cast<size_t>(c.args[i].node);
-      in.t[i] = extern_operand(c, k, buffers_.at(c.inputs.at(k)));
-    }
-    for (const Arg& x : c.args[i].list)
-      if (x.is_node()) in.lists[i].push_back(buffers_.at(c.inputs.at(x.node)));
-  }
-  std::vector<Tensor> outs;
-  for (const auto& o : c.outputs) outs.push_back(buffers_.at(o));
+  const RefInputs& in = extern_in_[k];  // bound once per bind(): no lookups between kernels
+  std::vector<Tensor>& outs = extern_out_[k];
   // The kernel after it, if it is this multiply's epilogue, runs on each block of rows as the
   // library finishes it (or after the whole, where the multiply is not split into rows).
   const bool epilogue = k + 1 < rows_.size() && rows_[k + 1];
@@ -99,6 +88,8 @@ void CpuExecutable::bind(const std::vector<Tensor>& inputs) {
     buffers_[b.name] = inputs[i];
   }
   arg_ptrs_.clear();
+  extern_in_.assign(externs_.size(), {});
+  extern_out_.assign(externs_.size(), {});
   for (const auto& args : args_) {
     std::vector<void*> ptrs;
     for (const auto& a : args) {
@@ -111,6 +102,28 @@ void CpuExecutable::bind(const std::vector<Tensor>& inputs) {
     }
     if (!sizes_.empty()) ptrs.push_back(sizes_.data());
     arg_ptrs_.push_back(std::move(ptrs));
+  }
+  // The library calls' operands and outputs, as the calls see them.
+  auto buffer = [&](const std::string& name) -> Tensor& {
+    auto it = buffers_.find(name);
+    if (it == buffers_.end()) it = buffers_.emplace(name, Tensor(p_.buffer(name).dtype, p_.buffer(name).shape)).first;
+    return it->second;
+  };
+  for (size_t k = 0; k < externs_.size(); ++k) {
+    if (!externs_[k]) continue;
+    const ExternCall& c = externs_[k]->ext;
+    RefInputs& in = extern_in_[k];
+    in.t.resize(c.args.size());
+    in.lists.resize(c.args.size());
+    for (size_t i = 0; i < c.args.size(); ++i) {
+      if (c.args[i].is_node()) {
+        const size_t j = static_cast<size_t>(c.args[i].node);
+        in.t[i] = extern_operand(c, j, buffer(c.inputs.at(j)));
+      }
+      for (const Arg& x : c.args[i].list)
+        if (x.is_node()) in.lists[i].push_back(buffer(c.inputs.at(static_cast<size_t>(x.node))));
+    }
+    for (const auto& o : c.outputs) extern_out_[k].push_back(buffer(o));
   }
 }
 

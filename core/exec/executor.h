@@ -8,6 +8,7 @@
 #include "sched/schedule.h"
 #include "compile/cpu_compiler.h"
 #include "loop/loop_ir.h"
+#include "ops/op_table.h"
 #include "tensor/tensor.h"
 
 namespace ls {
@@ -57,6 +58,8 @@ class CpuExecutable {
   std::vector<std::vector<std::string>> args_;
   std::map<std::string, Tensor> buffers_;
   std::vector<std::vector<void*>> arg_ptrs_;
+  std::vector<RefInputs> extern_in_;             // per extern kernel: its operands, bound by bind()
+  std::vector<std::vector<Tensor>> extern_out_;  // and its outputs
   std::vector<int64_t> sizes_;
 };
 
