@@ -446,14 +446,20 @@ class KernelWriter {
 
 }  // namespace
 
-int64_t default_parallel_threshold() {
+namespace {
+int64_t machine_threads() {
   static const int64_t t = [] {
     int64_t threads = std::max(1u, std::thread::hardware_concurrency());
     if (const char* e = std::getenv("OMP_NUM_THREADS"); e && std::atoi(e) > 0) threads = std::atoi(e);
-    return std::max<int64_t>(32768, 4096 * threads);
+    return threads;
   }();
   return t;
 }
+}  // namespace
+
+int64_t default_parallel_threshold() { return std::max<int64_t>(32768, 4096 * machine_threads()); }
+
+int64_t default_library_input_threshold() { return std::max<int64_t>(4096, default_parallel_threshold() / machine_threads()); }
 
 GeneratedSource generate_cpp(const LoopProgram& p, const Schedule& s, const CppCodegenOptions& o) {
   std::set<std::string> library_outputs;

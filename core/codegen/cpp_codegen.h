@@ -34,14 +34,17 @@ struct GeneratedSource {
 // (OMP_NUM_THREADS or its cores), as Inductor's CPU backend keeps a minimum chunk per thread; a
 // parallel region on many cores costs tens of microseconds, more than a small kernel's work.
 int64_t default_parallel_threshold();
+// The threshold for a kernel that reads what a library call (matrix multiply, convolution) just
+// wrote on every core: its input sits in the other cores' caches, and one thread pulling it line by
+// line waits on each transfer (cifar_net's ReLU + max-pool after its convolution, 9408 elements:
+// 0.17 ms on one of the GPU machine's 16 cores, ~0.01 ms in parallel). A thread's share of the
+// usual threshold, at least 4096 elements: 4096 on 16 cores, 16384 on 2 (where a parallel region
+// costs about what the transfers do).
+int64_t default_library_input_threshold();
 
 struct CppCodegenOptions {
   int64_t parallel_threshold = default_parallel_threshold();
-  // The threshold for a kernel that reads what a library call (matrix multiply, convolution) just
-  // wrote on every core: its input sits in the other cores' caches, and one thread pulling it line
-  // by line waits on each transfer (cifar_net's ReLU + max-pool after its convolution, 9408
-  // elements: 0.17 ms on one of the GPU machine's 16 cores, ~0.01 ms where the data is local).
-  int64_t library_input_threshold = 4096;
+  int64_t library_input_threshold = default_library_input_threshold();
   // Dynamic shapes: every size-dependent choice is made at run time (a nest is written parallel
   // and serial, and its size picks one), so that the code differs between sizes in numbers only
   // (dynamic/dynamic_shapes.h).
