@@ -429,6 +429,9 @@ PyObject* py_run(PyObject*, PyObject* args) {
     } catch (const GuardFailed& e) {
       g_session->guard_failure = e.what();
       Py_RETURN_NONE;
+    } catch (const std::invalid_argument& e) {  // inputs of another shape than the code takes: as a failed guard
+      g_session->guard_failure = std::string("guard failed: ") + e.what();
+      Py_RETURN_NONE;
     }
     return buffers_list(out);
   });

@@ -504,7 +504,15 @@ class _Frame:
             log["reason"] += " (cache_size_limit %d reached at this place: compiled anyway)" % config.cache_size_limit
         _graphs.append(log)
         try:
-            info = _ls.compile(text, name, values, train, dynamic)
+            try:
+                info = _ls.compile(text, name, values, train, dynamic)
+            except RuntimeError as e:
+                if not dynamic:
+                    raise
+                # Where the sizes cannot become symbols, the graph still compiles for its sizes.
+                log["reason"] += "; the dynamic compile failed (%s): compiled for these sizes" % str(e).splitlines()[0]
+                log["dynamic"] = False
+                info = _ls.compile(text, name, values, train, False)
         except RuntimeError as e:
             log["error"] = str(e)
             raise BackendCompilerFailed(str(e)) from None
