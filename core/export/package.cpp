@@ -5,7 +5,9 @@
 #include <set>
 #include <sstream>
 
+#include "autodiff/joint.h"
 #include "exec/attention.h"
+#include "pipeline/pipeline.h"
 #include "interp/reference.h"
 #include "ops/op_table.h"
 #include "tensor/npy.h"
@@ -53,7 +55,8 @@ class Writer {
     for (const Kernel& k : r_.schedule.kernels) (k.is_extern ? library : generated)++;
     s << "package of " << r_.model.path << ": " << generated << " generated kernel(s) in kernels.cpp, " << library
       << " library call(s) in runtime.h, " << r_.loops.inputs.size() << " input(s) and weight(s) in data/, "
-      << r_.model.expected.size() << " expected output(s); build: cmake -S " << dir_ << " -B " << dir_
+      << expected().size() << " expected output(s)" << (r_.train ? " (a training step: forward outputs, then gradients)" : "")
+      << "; build: cmake -S " << dir_ << " -B " << dir_
       << "/build && cmake --build " << dir_ << "/build && " << dir_ << "/build/run_model";
     pkg_.summary = s.str();
     return pkg_;
@@ -63,7 +66,8 @@ class Writer {
   void check() const {
     if (!r_.error.empty()) throw std::runtime_error("the compile failed at stage '" + r_.error_stage + "': nothing to package");
     if (r_.device != "cpu") throw std::runtime_error("packages are written for CPU compiles only so far (this one is for " + r_.device + ")");
-    if (r_.train) throw std::runtime_error("packages of training steps are not written yet: export the inference compile");
+    if (r_.train && r_.training.num_updates > 0)
+      throw std::runtime_error("packages of training steps with the optimizer's update (--sgd) are not written yet: export without it");
     for (const Kernel& k : r_.schedule.kernels) {
       if (!k.is_extern) continue;
       const LoopNode& n = r_.loops.nodes.at(k.nodes.at(0));
@@ -91,16 +95,41 @@ class Writer {
 
   const Graph& lowered() const { return r_.prims.nodes.empty() ? r_.core_aten : r_.prims; }
 
+  // What the runner is fed: the model's inputs and weights, and for a training step the tangents
+  // (ones for the first output: the gradient of its sum).
+  std::vector<Tensor> user_inputs() const {
+    std::vector<Tensor> v = r_.model.inputs;
+    if (r_.train)
+      for (const Tensor& t : tangent_values(r_.training.joint)) v.push_back(t);
+    return v;
+  }
+
+  // The expected value of each output, where the model came with one: out.npy for the forward
+  // outputs; for a training step's gradients of user inputs, grad_in<i>.npy.
+  std::map<size_t, Tensor> expected() const {
+    std::map<size_t, Tensor> e;
+    for (size_t i = 0; i < r_.model.expected.size(); ++i) e[i] = r_.model.expected[i];
+    if (!r_.train) return e;
+    const JointGraph& j = r_.training.joint;
+    const std::vector<int> users = r_.model.graph.user_inputs();
+    for (size_t k = 0; k < j.grad_of.size(); ++k)
+      for (size_t u = 0; u < users.size() && u < r_.model.expected_grads.size(); ++u)
+        if (j.grad_of_user_input[k] && r_.model.graph.nodes[static_cast<size_t>(users[u])].name == j.grad_of[k])
+          e[static_cast<size_t>(j.num_forward_outputs) + k] = r_.model.expected_grads[u];
+    return e;
+  }
+
   void write_data() {
-    const std::vector<Tensor> values = bind_inputs(lowered(), r_.model.inputs);
+    const std::vector<Tensor> values = bind_inputs(lowered(), user_inputs());
     for (size_t i = 0; i < r_.loops.inputs.size() && i < values.size(); ++i) {
       save_npy((fs::path(dir_) / "data" / (r_.loops.inputs[i] + ".npy")).string(), values[i]);
       pkg_.files.push_back("data/" + r_.loops.inputs[i] + ".npy");
     }
-    if (!r_.model.expected.empty()) fs::create_directories(fs::path(dir_) / "expected");
-    for (size_t i = 0; i < r_.model.expected.size(); ++i) {
+    const std::map<size_t, Tensor> want = expected();
+    if (!want.empty()) fs::create_directories(fs::path(dir_) / "expected");
+    for (const auto& [i, t] : want) {
       const std::string name = "expected/out" + std::to_string(i) + ".npy";
-      save_npy((fs::path(dir_) / name).string(), r_.model.expected[i]);
+      save_npy((fs::path(dir_) / name).string(), t);
       pkg_.files.push_back(name);
     }
   }
@@ -277,7 +306,11 @@ endif()
     for (const auto& in : r_.loops.inputs)
       if (!lowered().weights.count(in)) users += (users.empty() ? "" : ", ") + in;
     os << (users.empty() ? "none" : users) << "; replace them to run on other inputs);\n"
-       << "- `expected/`: the outputs PyTorch computed, when the model came with them; the runner checks against them.\n\n"
+       << "- `expected/`: the outputs PyTorch computed, when the model came with them; the runner checks against them.\n\n";
+    if (r_.train)
+      os << "A training step: the inputs include the tangents (ones for the first output: the gradient of its sum); the\n"
+         << "outputs are the forward outputs, then the gradients (`expected/` holds PyTorch's for the model's inputs).\n\n";
+    os
        << "`run_model [--repeat N] [DIR]` writes `outputs/out<N>.npy`, prints them and the median time.\n";
     return os.str();
   }

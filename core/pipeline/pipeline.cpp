@@ -171,19 +171,6 @@ DotMarks saved_marks(const Partition& p) {
   return m;
 }
 
-// The tangents of a training step: ones for the first output (the gradient of its sum), zeros
-// for the others.
-std::vector<Tensor> tangent_values(const JointGraph& j) {
-  std::vector<Tensor> v;
-  for (size_t k = 0; k < j.tangents.size(); ++k) {
-    const TensorMeta& m = j.graph.nodes.at(j.graph.find(j.tangents[k])).meta();
-    Tensor t(m.dtype, m.shape);
-    if (j.tangent_of[k] == 0)
-      for (int64_t i = 0; i < t.numel(); ++i) t.set(i, 1.0);
-    v.push_back(t);
-  }
-  return v;
-}
 
 // The CPU code of one compile, owning what its executable refers to.
 class CpuProgram final : public CompiledProgram {
@@ -402,6 +389,18 @@ class CudaProgram final : public CompiledProgram {
 };
 
 }  // namespace
+
+std::vector<Tensor> tangent_values(const JointGraph& j) {
+  std::vector<Tensor> v;
+  for (size_t k = 0; k < j.tangents.size(); ++k) {
+    const TensorMeta& m = j.graph.nodes.at(j.graph.find(j.tangents[k])).meta();
+    Tensor t(m.dtype, m.shape);
+    if (j.tangent_of[k] == 0)
+      for (int64_t i = 0; i < t.numel(); ++i) t.set(i, 1.0);
+    v.push_back(t);
+  }
+  return v;
+}
 
 const std::vector<std::string>& stage_names(bool train) {
   static const std::vector<std::string> n = {"capture", "aten", "core_aten", "prims", "loop_ir", "fused", "source", "asm", "run"};

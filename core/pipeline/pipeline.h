@@ -139,6 +139,10 @@ struct GuardFailed : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The tangents a training step runs with: ones for the first output (the gradient of its sum),
+// zeros for the others.
+std::vector<Tensor> tangent_values(const JointGraph& j);
+
 struct TrainingRecord {
   JointGraph joint;
   std::vector<Partition> partitions;  // default, then min_cut
