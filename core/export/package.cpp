@@ -75,8 +75,9 @@ class Writer {
       const std::string op = c.op->name;
       const bool matmul = op == "aten.mm.default" || op == "aten.addmm.default" || op == "aten.bmm.default";
       const bool conv = op == "aten.convolution.default" && !c.args[6].b && c.shapes.at(0).size() == 4;
+      const bool conv_backward = op == "aten.convolution_backward.default" && !c.args[7].b && c.shapes.at(1).size() == 4;
       const bool attention = is_attention(op) && !c.args[3].is_node();  // no attention mask
-      if (!matmul && !conv && !attention)
+      if (!matmul && !conv && !conv_backward && !attention)
         throw std::runtime_error("the package runtime has no " + op + " yet (kernel " + k.name + ", node " + n.graph_node + ")");
       for (const auto& s : c.strides)
         if (!s.empty() && !attention)
@@ -191,6 +192,18 @@ class Writer {
          << operand(2) << ", " << view(attn_output(g, attention_output_heads_inner(c))) << "}.run(" << in(0) << ", " << in(1)
          << ", " << in(2) << ", " << out << ", " << (c.outputs.size() > 1 ? ptr(c.outputs[1]) : std::string("nullptr"))
          << ");\n";
+    } else if (op == "aten.convolution_backward.default") {
+      const Shape x = shape(1), w = shape(2), gy = shape(0);
+      const auto st = spatial_pair(c.args[4]), pad = spatial_pair(c.args[5]), dil = spatial_pair(c.args[6]);
+      const auto mask = c.args[10].list;
+      auto grad = [&](size_t i) {  // output i when the mask wants it
+        const bool wanted = i >= mask.size() || mask[i].b;
+        return wanted && i < c.outputs.size() && !c.outputs[i].empty() ? ptr(c.outputs[i]) : std::string("nullptr");
+      };
+      os << "    lsrt::Conv{" << x[0] << ", " << x[1] << ", " << x[2] << ", " << x[3] << ", " << w[0] << ", " << w[1] << ", "
+         << w[2] << ", " << w[3] << ", " << gy[2] << ", " << gy[3] << ", " << c.args[9].i << ", " << st[0] << ", " << st[1]
+         << ", " << pad[0] << ", " << pad[1] << ", " << dil[0] << ", " << dil[1] << "}.backward(" << in(0) << ", " << in(1) << ", "
+         << in(2) << ", " << grad(0) << ", " << grad(1) << ", " << grad(2) << ");\n";
     } else {  // convolution
       const Shape x = shape(0), w = shape(1), y = c.output_metas.at(0).shape;
       const auto st = spatial_pair(c.args[3]), pad = spatial_pair(c.args[4]), dil = spatial_pair(c.args[5]);

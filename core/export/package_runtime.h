@@ -128,28 +128,81 @@ inline void addmm(float* y, const float* bias, int bias_kind, int64_t M, int64_t
 // 2-D convolution, NCHW, weight [O, C/G, KH, KW]: im2col per image and group, then a matrix multiply.
 struct Conv {
   int64_t N, C, H, W, O, CG, KH, KW, OH, OW, G, sh, sw, ph, pw, dh, dw;
+  int64_t OG() const { return O / G; }
+  int64_t P() const { return OH * OW; }
+  int64_t R() const { return CG * KH * KW; }
+
+  // cols[r, p]: image xi's channel group under kernel tap r at output position p (0: padding).
+  void im2col(const float* xi, float* cols) const {
+    const int64_t P = this->P(), R = this->R();
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < R; ++r) {
+      const int64_t ci = r / (KH * KW), kh = (r / KW) % KH, kw = r % KW;
+      for (int64_t oh = 0; oh < OH; ++oh) {
+        const int64_t ih = oh * sh - ph + kh * dh;
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          const int64_t iw = ow * sw - pw + kw * dw;
+          cols[r * P + oh * OW + ow] = ih >= 0 && ih < H && iw >= 0 && iw < W ? xi[(ci * H + ih) * W + iw] : 0.f;
+        }
+      }
+    }
+  }
+
+  // The adjoint of im2col: every cols[r, p] added back onto the input position it came from.
+  void col2im(const float* cols, float* gxi) const {
+    const int64_t P = this->P();
+#pragma omp parallel for schedule(static)
+    for (int64_t ci = 0; ci < CG; ++ci)  // a channel a thread: its taps write only its plane
+      for (int64_t k = 0; k < KH * KW; ++k) {
+        const int64_t r = ci * KH * KW + k, kh = k / KW, kw = k % KW;
+        for (int64_t oh = 0; oh < OH; ++oh) {
+          const int64_t ih = oh * sh - ph + kh * dh;
+          if (ih < 0 || ih >= H) continue;
+          for (int64_t ow = 0; ow < OW; ++ow) {
+            const int64_t iw = ow * sw - pw + kw * dw;
+            if (iw >= 0 && iw < W) gxi[(ci * H + ih) * W + iw] += cols[r * P + oh * OW + ow];
+          }
+        }
+      }
+  }
+
   void run(const float* x, const float* w, const float* bias, float* y) const {
-    const int64_t OG = O / G, P = OH * OW, R = CG * KH * KW;
+    const int64_t OG = this->OG(), P = this->P(), R = this->R();
     std::vector<float> cols(static_cast<size_t>(R * P));
     for (int64_t n = 0; n < N; ++n)
       for (int64_t g = 0; g < G; ++g) {
-        const float* xi = x + (n * C + g * CG) * H * W;
-#pragma omp parallel for schedule(static)
-        for (int64_t r = 0; r < R; ++r) {
-          const int64_t ci = r / (KH * KW), kh = (r / KW) % KH, kw = r % KW;
-          for (int64_t oh = 0; oh < OH; ++oh) {
-            const int64_t ih = oh * sh - ph + kh * dh;
-            for (int64_t ow = 0; ow < OW; ++ow) {
-              const int64_t iw = ow * sw - pw + kw * dw;
-              cols[static_cast<size_t>(r * P + oh * OW + ow)] =
-                  ih >= 0 && ih < H && iw >= 0 && iw < W ? xi[(ci * H + ih) * W + iw] : 0.f;
-            }
-          }
-        }
+        im2col(x + (n * C + g * CG) * H * W, cols.data());
         float* yo = y + (n * O + g * OG) * P;
         for (int64_t o = 0; o < OG; ++o)
           for (int64_t p = 0; p < P; ++p) yo[o * P + p] = bias ? bias[g * OG + o] : 0.f;
         sgemm(OG, P, R, 1.f, w + g * OG * R, false, cols.data(), false, 1.f, yo);
+      }
+  }
+
+  // The gradients of the input, weight and bias from the output's (gy); nullptr: not wanted.
+  void backward(const float* gy, const float* x, const float* w, float* gx, float* gw, float* gb) const {
+    const int64_t OG = this->OG(), P = this->P(), R = this->R();
+    std::vector<float> cols(static_cast<size_t>(R * P));
+    if (gx) std::fill(gx, gx + N * C * H * W, 0.f);
+    if (gw) std::fill(gw, gw + O * R, 0.f);
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t g = 0; g < G; ++g) {
+        const float* gyo = gy + (n * O + g * OG) * P;
+        if (gx) {  // cols[R, P] = weight[OG, R]^T @ gy[OG, P], then back onto the input
+          sgemm(R, P, OG, 1.f, w + g * OG * R, true, gyo, false, 0.f, cols.data());
+          col2im(cols.data(), gx + (n * C + g * CG) * H * W);
+        }
+        if (gw) {  // weight[OG, R] += gy[OG, P] @ cols[R, P]^T
+          im2col(x + (n * C + g * CG) * H * W, cols.data());
+          sgemm(OG, R, P, 1.f, gyo, false, cols.data(), true, 1.f, gw + g * OG * R);
+        }
+      }
+    if (gb)
+      for (int64_t o = 0; o < O; ++o) {
+        double acc = 0;
+        for (int64_t n = 0; n < N; ++n)
+          for (int64_t p = 0; p < P; ++p) acc += gy[(n * O + o) * P + p];
+        gb[o] = static_cast<float>(acc);
       }
   }
 };

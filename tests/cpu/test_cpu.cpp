@@ -91,18 +91,24 @@ class TestCpu : public QObject {
     QVERIFY2(c.ok, c.why.c_str());
   }
 
-  // A training step's package (the MLP: matrix multiplies forward and backward): the runner computes
-  // the forward output and every gradient (the tangent, ones, is in data/); the output and the
-  // input's gradient match PyTorch's out.npy and grad_in0.npy, compared here.
+  // A training step's package: the runner computes the forward output and every gradient (the
+  // tangent, ones, is in data/); the output and the input's gradient match PyTorch's out.npy and
+  // grad_in0.npy, compared here.
+  void testExportedTrainingStepRuns_data() {
+    QTest::addColumn<QString>("model");
+    QTest::newRow("mlp (matrix multiplies forward and backward)") << "mlp";
+    QTest::newRow("res_block (convolution backward: im2col, col2im)") << "res_block";
+  }
   void testExportedTrainingStepRuns() {
+    QFETCH(QString, model);
     QTemporaryDir dir;
     const QString pkg = dir.filePath("train");
     QProcess p;
-    p.start(LS_CLI, {"export", QString(LS_TEST_DATA) + "/models/mlp/model.pt2", "--train", "--out", pkg});
+    p.start(LS_CLI, {"export", QString(LS_TEST_DATA) + "/models/" + model + "/model.pt2", "--train", "--out", pkg});
     QVERIFY(p.waitForFinished(120000));
     QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
     const QStringList expected = QDir(pkg + "/expected").entryList({"out*.npy"}, QDir::Files, QDir::Name);
-    QCOMPARE(expected.size(), 2);  // the output, and the gradient of the input x (the weights' have no file)
+    QCOMPARE(expected.size(), 2);  // the output, and the gradient of the input (the weights' have no file)
     QCOMPARE(expected[0], QString("out0.npy"));
     p.setWorkingDirectory(pkg);
     p.start("cmake", {"-S", ".", "-B", "build"});
@@ -116,7 +122,7 @@ class TestCpu : public QObject {
     const QByteArray said = p.readAllStandardOutput() + p.readAllStandardError();
     QVERIFY2(p.exitCode() == 0, said.constData());
     QVERIFY2(said.contains(("vs expected/" + expected[1]).toUtf8()), said.constData());
-    const std::string models = std::string(LS_TEST_DATA) + "/models/mlp/";
+    const std::string models = std::string(LS_TEST_DATA) + "/models/" + model.toStdString() + "/";
     const Comparison out = compare(load_npy((pkg + "/outputs/out0.npy").toStdString()), load_npy(models + "out.npy"));
     QVERIFY2(out.ok, out.why.c_str());
     const Comparison grad = compare(load_npy((pkg + "/outputs/" + expected[1]).toStdString()), load_npy(models + "grad_in0.npy"));
@@ -126,11 +132,16 @@ class TestCpu : public QObject {
   void testExportRefusesWhatItCannotPackage() {
     QTemporaryDir dir;
     QProcess p;
-    p.start(LS_CLI, {"export", QString(LS_TEST_DATA) + "/models/cifar_net/model.pt2", "--train", "--out", dir.filePath("t")});
+    p.start(LS_CLI, {"export", QString(LS_TEST_DATA) + "/models/mlp/model.pt2", "--train", "--sgd", "0.1", "--out", dir.filePath("t")});
     QVERIFY(p.waitForFinished(120000));
     QCOMPARE(p.exitCode(), 2);
     const QByteArray why = p.readAllStandardError();
-    QVERIFY2(why.contains("aten.convolution_backward.default") && why.contains("kernel"), why.constData());
+    QVERIFY2(why.contains("optimizer's update"), why.constData());
+    p.start(LS_CLI, {"export", QString(LS_TEST_DATA) + "/stages/extra/attention_long.txt", "--train", "--out", dir.filePath("a")});
+    QVERIFY(p.waitForFinished(120000));
+    QCOMPARE(p.exitCode(), 2);
+    const QByteArray attention = p.readAllStandardError();
+    QVERIFY2(attention.contains("attention_backward") && attention.contains("kernel"), attention.constData());
   }
   void testFixturesMatchPyTorch_data() {
     QTest::addColumn<QString>("graph");
