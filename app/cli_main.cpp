@@ -404,7 +404,7 @@ int run_command(int argc, char** argv) {
       if (g.dynamic) {
         std::cout << "  dynamic shapes: one compile ran at sizes";
         for (const auto& sz : g.sizes) std::cout << ' ' << sz;
-        std::cout << " (the first input's)\n";
+        std::cout << " (the first tensor argument's)\n";
       }
       if (g.result) {
         int generated = 0, externs = 0;

@@ -126,7 +126,7 @@ void ScriptPanel::onFinished() {
     if (g.dynamic) {
       QStringList sizes;
       for (const auto& x : g.sizes) sizes << QString::fromStdString(x);
-      item->setToolTip(2, tr("dynamic shapes: one compile ran at sizes %1 (the first input's)").arg(sizes.join(", ")));
+      item->setToolTip(2, tr("dynamic shapes: one compile ran at sizes %1 (the first tensor argument's)").arg(sizes.join(", ")));
     }
     item->setText(3, g.result ? tr("%1 + %2 lib").arg(generated).arg(externs) : QString("-"));
     item->setText(4, !g.result ? tr("not compiled") : g.result->check.ok ? tr("ok") : tr("FAILED"));

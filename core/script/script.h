@@ -33,7 +33,7 @@ struct CapturedGraph {
   bool train = false;         // inputs required grad: compiled as a training step
   int calls = 0;              // how many calls ran it
   bool dynamic = false;       // compiled with symbolic sizes (dynamic=True, or automatic dynamic shapes)
-  std::vector<std::string> sizes;  // dynamic: the first input's sizes it ran at ("16x32"), in order
+  std::vector<std::string> sizes;  // dynamic: its calls' first tensor argument's sizes ("16x32"), in order
   std::shared_ptr<const CompileResult> result;  // the pipeline's record (stages, kernels, check)
 };
 

@@ -481,7 +481,7 @@ class _Frame:
                 broken = _by_source(_ls.guard_failure(), g.inputs)
                 continue
             e["first_outputs"] = outs
-            shape = tuple(metas[0][1]) if metas else ()
+            shape = _call_shape(g.inputs)
             if shape not in e["log"]["sizes"]:
                 e["log"]["sizes"].append(shape)
             return e
@@ -499,7 +499,7 @@ class _Frame:
         guard_text.append("GLOBAL_STATE: grad_mode=%s" % torch._grad_enabled)
         log = {"id": len(_graphs), "function": g.function, "location": g.location, "text": text, "guards": guard_text,
                "reason": reason, "recompile": _bi.bool(entries), "train": train, "calls": 0, "result": -1,
-               "dynamic": dynamic, "sizes": [tuple(metas[0][1])] if metas else []}
+               "dynamic": dynamic, "sizes": [_call_shape(g.inputs)]}
         if len(entries) >= config.cache_size_limit:
             log["reason"] += " (cache_size_limit %d reached at this place: compiled anyway)" % config.cache_size_limit
         _graphs.append(log)
@@ -562,6 +562,14 @@ def _by_source(guard, inputs):
     for i in inputs:
         guard = guard.replace("L['%s']" % i["name"], i["source"])
     return guard
+
+
+def _call_shape(inputs):
+    """The shape of the call's first tensor argument (not a module's parameter): what the compile log lists."""
+    for i in inputs:
+        if i["symbol"] is None and not i["source"].startswith("L['self']"):
+            return tuple(i["shape"])
+    return ()
 
 
 def _same_kinds(a, b):
