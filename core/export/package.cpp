@@ -76,14 +76,19 @@ class Writer {
       const bool matmul = op == "aten.mm.default" || op == "aten.addmm.default" || op == "aten.bmm.default";
       const bool conv = op == "aten.convolution.default" && !c.args[6].b && c.shapes.at(0).size() == 4;
       const bool conv_backward = op == "aten.convolution_backward.default" && !c.args[7].b && c.shapes.at(1).size() == 4;
-      const bool attention = is_attention(op) && !c.args[3].is_node();  // no attention mask
+      const bool attention = (is_attention(op) && !c.args[3].is_node()) ||  // no attention mask
+                             (is_attention_backward(op) && !c.args[4].is_node());
       if (!matmul && !conv && !conv_backward && !attention)
         throw std::runtime_error("the package runtime has no " + op + " yet (kernel " + k.name + ", node " + n.graph_node + ")");
       for (const auto& s : c.strides)
         if (!s.empty() && !attention)
           throw std::runtime_error(op + " reads a strided view (kernel " + k.name + "): not in the package runtime yet");
-      for (const auto& in : c.inputs)
-        if (r_.loops.buffer(in).dtype != DType::f32) throw std::runtime_error(op + " on non-float32 operands (kernel " + k.name + ")");
+      for (size_t a = 0; a < c.args.size(); ++a) {
+        // Attention's backward also takes the forward's random-number state (int64), which it does not read.
+        if (!c.args[a].is_node() || (is_attention_backward(op) && (a == 7 || a == 8))) continue;
+        if (r_.loops.buffer(c.inputs.at(static_cast<size_t>(c.args[a].node))).dtype != DType::f32)
+          throw std::runtime_error(op + " on non-float32 operands (kernel " + k.name + ")");
+      }
     }
   }
 
@@ -177,6 +182,19 @@ class Writer {
         os << "    lsrt::sgemm(" << M << ", " << N << ", " << K << ", 1.f, " << in(0) << ", " << ta << ", " << in(1) << ", " << tb
            << ", 0.f, " << out << ");\n";
       }
+    } else if (is_attention_backward(op)) {
+      const AttnGeom g = attn_geom(c);
+      auto operand = [&](size_t arg) {
+        const size_t i = static_cast<size_t>(c.args.at(arg).node);
+        const AttnOperand a = attn_operand(c, i, c.shapes.at(i));
+        return "{" + std::to_string(a.offset) + ", " + std::to_string(a.sb) + ", " + std::to_string(a.sh) + ", " +
+               std::to_string(a.sl) + ", " + std::to_string(a.se) + "}";
+      };
+      os << "    lsrt::AttentionBackward{" << g.B << ", " << g.H << ", " << g.L << ", " << g.S << ", " << g.E << ", " << g.Ev
+         << ", " << (g.causal ? "true" : "false") << ", " << flt(g.scale) << ", " << operand(0) << ", " << operand(1) << ", "
+         << operand(2) << ", " << operand(3) << ", " << operand(5) << "}.run(" << in(0) << ", " << in(1) << ", " << in(2) << ", "
+         << in(3) << ", " << in(5) << ", " << in(6) << ", " << ptr(c.outputs.at(0)) << ", " << ptr(c.outputs.at(1)) << ", "
+         << ptr(c.outputs.at(2)) << ");\n";
     } else if (is_attention(op)) {
       const AttnGeom g = attn_geom(c);
       auto view = [](const AttnOperand& a) {

@@ -252,6 +252,54 @@ struct Attention {
   }
 };
 
+// Attention's backward, a (batch, head) a thread: the probabilities again from q, k and the
+// forward's log-sum-exp, then dq, dk, dv (contiguous [B, H, L or S, E]) by the chain rule.
+struct AttentionBackward {
+  using View = Attention::View;
+  int64_t B, H, L, S, E, Ev;
+  bool causal;
+  float scale;
+  View go, q, k, v, o;
+  void run(const float* gop, const float* qp, const float* kp, const float* vp, const float* opp, const float* lse, float* dq,
+           float* dk, float* dv) const {
+    std::fill(dq, dq + B * H * L * E, 0.f);
+    std::fill(dk, dk + B * H * S * E, 0.f);
+    std::fill(dv, dv + B * H * S * Ev, 0.f);
+#pragma omp parallel
+    {
+      std::vector<float> D(static_cast<size_t>(L));
+#pragma omp for schedule(static)
+      for (int64_t bh = 0; bh < B * H; ++bh) {
+        const int64_t b = bh / H, h = bh % H;
+        const float *gob = gop + go.offset + b * go.sb + h * go.sh, *qb = qp + q.offset + b * q.sb + h * q.sh,
+                    *kb = kp + k.offset + b * k.sb + h * k.sh, *vb = vp + v.offset + b * v.sb + h * v.sh,
+                    *ob = opp + o.offset + b * o.sb + h * o.sh;
+        float *dqb = dq + bh * L * E, *dkb = dk + bh * S * E, *dvb = dv + bh * S * Ev;
+        for (int64_t i = 0; i < L; ++i) {  // D_i = dO_i . O_i
+          float d = 0;
+          for (int64_t e = 0; e < Ev; ++e) d += gob[i * go.sl + e * go.se] * ob[i * o.sl + e * o.se];
+          D[static_cast<size_t>(i)] = d;
+        }
+        for (int64_t i = 0; i < L; ++i) {
+          const int64_t lim = causal ? std::min(S, i + 1) : S;
+          const float l = lse[bh * L + i];
+          for (int64_t j = 0; j < lim; ++j) {
+            float sc = 0, dp = 0;
+            for (int64_t e = 0; e < E; ++e) sc += qb[i * q.sl + e * q.se] * kb[j * k.sl + e * k.se];
+            for (int64_t e = 0; e < Ev; ++e) dp += gob[i * go.sl + e * go.se] * vb[j * v.sl + e * v.se];
+            const float p = std::exp(sc * scale - l), ds = p * (dp - D[static_cast<size_t>(i)]) * scale;
+            for (int64_t e = 0; e < E; ++e) {
+              dqb[i * E + e] += ds * kb[j * k.sl + e * k.se];
+              dkb[j * E + e] += ds * qb[i * q.sl + e * q.se];
+            }
+            for (int64_t e = 0; e < Ev; ++e) dvb[j * Ev + e] += p * gob[i * go.sl + e * go.se];
+          }
+        }
+      }
+    }
+  }
+};
+
 // Compares `got` with the expected file, as Lowerscope's check does: |a - b| <= 1e-4 + 1e-3 * |b|.
 inline bool check_against(const std::string& path, Buffer& got, double& max_err) {
   Buffer want(got.name, got.dtype, got.shape);
