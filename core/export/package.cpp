@@ -66,8 +66,6 @@ class Writer {
   void check() const {
     if (!r_.error.empty()) throw std::runtime_error("the compile failed at stage '" + r_.error_stage + "': nothing to package");
     if (r_.device != "cpu") throw std::runtime_error("packages are written for CPU compiles only so far (this one is for " + r_.device + ")");
-    if (r_.train && r_.training.num_updates > 0)
-      throw std::runtime_error("packages of training steps with the optimizer's update (--sgd) are not written yet: export without it");
     for (const Kernel& k : r_.schedule.kernels) {
       if (!k.is_extern) continue;
       const LoopNode& n = r_.loops.nodes.at(k.nodes.at(0));

@@ -17,9 +17,8 @@ struct Package {
   std::string summary;             // what is in it, for the CLI and the export dialog
 };
 
-// Throws std::runtime_error saying what cannot be packaged and why (a CUDA compile, a training
-// step with the optimizer's update, a library call the package runtime does not implement, naming
-// the op and the node).
+// Throws std::runtime_error saying what cannot be packaged and why (a CUDA compile, a library call
+// the package runtime does not implement, naming the op and the node).
 Package export_package(const CompileResult& r, const std::string& dir);
 
 }  // namespace ls
