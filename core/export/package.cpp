@@ -55,7 +55,8 @@ class Writer {
     for (const Kernel& k : r_.schedule.kernels) (k.is_extern ? library : generated)++;
     s << "package of " << r_.model.path << ": " << generated << " generated kernel(s) in kernels.cpp, " << library
       << " library call(s) in runtime.h, " << r_.loops.inputs.size() << " input(s) and weight(s) in data/, "
-      << expected().size() << " expected output(s)" << (r_.train ? " (a training step: forward outputs, then gradients)" : "")
+      << expected().size() << " expected output(s)" << (!r_.train ? "" : r_.training.num_updates > 0 ? " (a training step: forward outputs, gradients, then the updated parameters)"
+                                                     : " (a training step: forward outputs, then gradients)")
       << "; build: cmake -S " << dir_ << " -B " << dir_
       << "/build && cmake --build " << dir_ << "/build && " << dir_ << "/build/run_model";
     pkg_.summary = s.str();
@@ -338,7 +339,8 @@ endif()
        << "- `expected/`: the outputs PyTorch computed, when the model came with them; the runner checks against them.\n\n";
     if (r_.train)
       os << "A training step: the inputs include the tangents (ones for the first output: the gradient of its sum); the\n"
-         << "outputs are the forward outputs, then the gradients (`expected/` holds PyTorch's for the model's inputs).\n\n";
+         << "outputs are the forward outputs, then the gradients (`expected/` holds PyTorch's for the model's inputs)"
+         << (r_.training.num_updates > 0 ? ", then the parameters after the optimizer's step" : "") << ".\n\n";
     os
        << "`run_model [--repeat N] [DIR]` writes `outputs/out<N>.npy`, prints them and the median time.\n";
     return os.str();
