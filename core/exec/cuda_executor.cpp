@@ -470,17 +470,7 @@ void CudaExecutable::host_extern(size_t k) {
     if (t.nbytes()) d_.download(t.data(), buffers_.at(name).ptr(), static_cast<size_t>(t.nbytes()));
     return t;
   };
-  RefInputs in;
-  in.t.resize(c.args.size());
-  in.lists.resize(c.args.size());
-  for (size_t i = 0; i < c.args.size(); ++i) {
-    if (c.args[i].is_node()) {
-      const size_t j = static_cast<size_t>(c.args[i].node);
-      in.t[i] = extern_operand(c, j, download(c.inputs.at(j)));
-    }
-    for (const Arg& x : c.args[i].list)
-      if (x.is_node()) in.lists[i].push_back(download(c.inputs.at(x.node)));
-  }
+  const RefInputs in = extern_inputs(c, download);
   std::vector<Tensor> outs;
   for (const auto& o : c.outputs) outs.emplace_back(p_.buffer(o).dtype, p_.buffer(o).shape);
   run_extern(c, in, outs);

@@ -112,17 +112,7 @@ void CpuExecutable::bind(const std::vector<Tensor>& inputs) {
   for (size_t k = 0; k < externs_.size(); ++k) {
     if (!externs_[k]) continue;
     const ExternCall& c = externs_[k]->ext;
-    RefInputs& in = extern_in_[k];
-    in.t.resize(c.args.size());
-    in.lists.resize(c.args.size());
-    for (size_t i = 0; i < c.args.size(); ++i) {
-      if (c.args[i].is_node()) {
-        const size_t j = static_cast<size_t>(c.args[i].node);
-        in.t[i] = extern_operand(c, j, buffer(c.inputs.at(j)));
-      }
-      for (const Arg& x : c.args[i].list)
-        if (x.is_node()) in.lists[i].push_back(buffer(c.inputs.at(static_cast<size_t>(x.node))));
-    }
+    extern_in_[k] = extern_inputs(c, buffer);
     for (const auto& o : c.outputs) extern_out_[k].push_back(buffer(o));
   }
 }

@@ -723,6 +723,21 @@ bool have_blas() {
 #endif
 }
 
+RefInputs extern_inputs(const ExternCall& c, const std::function<Tensor(const std::string&)>& buffer) {
+  RefInputs in;
+  in.t.resize(c.args.size());
+  in.lists.resize(c.args.size());
+  for (size_t i = 0; i < c.args.size(); ++i) {
+    if (c.args[i].is_node()) {
+      const size_t j = static_cast<size_t>(c.args[i].node);
+      in.t[i] = extern_operand(c, j, buffer(c.inputs.at(j)));
+    }
+    for (const Arg& x : c.args[i].list)
+      if (x.is_node()) in.lists[i].push_back(buffer(c.inputs.at(static_cast<size_t>(x.node))));
+  }
+  return in;
+}
+
 bool run_extern(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs, const RowEpilogue* epilogue) {
   const std::string& n = c.op->name;
   if (all_f32(in, outs)) {

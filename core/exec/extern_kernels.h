@@ -2,6 +2,7 @@
 // found one), convolution (im2col + matrix multiply), and the reference kernels for the rest.
 #pragma once
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "loop/loop_ir.h"
@@ -11,6 +12,9 @@ namespace ls {
 // Operand `input` of the call as its kernel takes it: the buffer under the shape the call sees
 // (a flattening view), or the whole buffer when the kernel reads a strided view of it.
 Tensor extern_operand(const ExternCall& c, size_t input, const Tensor& buffer);
+// The call's operands as run_extern takes them, every input buffer from `buffer` (its name -> its
+// contents) and seen through extern_operand.
+RefInputs extern_inputs(const ExternCall& c, const std::function<Tensor(const std::string&)>& buffer);
 // A matrix multiply's epilogue (Kernel::epilogue): run on the product's elements [begin, end),
 // whole rows, on the thread that computed them.
 using RowEpilogue = std::function<void(int64_t begin, int64_t end)>;

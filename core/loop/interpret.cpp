@@ -78,17 +78,7 @@ std::vector<Tensor> interpret_loops(const LoopProgram& p, const std::vector<Tens
   EvalHandler h(bufs);
   for (const LoopNode& n : p.nodes) {
     if (n.kind == LoopNode::Kind::extern_kernel) {
-      RefInputs in;
-      in.t.resize(n.ext.args.size());
-      in.lists.resize(n.ext.args.size());
-      for (size_t i = 0; i < n.ext.args.size(); ++i) {
-        if (n.ext.args[i].is_node()) {
-          const size_t k = static_cast<size_t>(n.ext.args[i].node);
-          in.t[i] = extern_operand(n.ext, k, bufs.at(n.ext.inputs.at(k)));
-        }
-        for (const Arg& x : n.ext.args[i].list)
-          if (x.is_node()) in.lists[i].push_back(bufs.at(n.ext.inputs.at(x.node)));
-      }
+      const RefInputs in = extern_inputs(n.ext, [&](const std::string& b) { return bufs.at(b); });
       std::vector<Tensor> outs;
       for (const auto& o : n.ext.outputs) outs.push_back(bufs.at(o));
       run_extern(n.ext, in, outs);

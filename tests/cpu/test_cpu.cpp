@@ -50,6 +50,23 @@ int library_calls_matching_reference(const std::string& path, bool train, const 
   for (const KernelReport& k : r.kernels) calls += k.kind == "extern" && k.name.find(library) != std::string::npos;
   return calls;
 }
+// Builds an exported package with CMake alone and runs its runner (3 timed runs); returns what the
+// runner printed, or throws with the step that failed and its output.
+std::string build_and_run_package(const QString& pkg) {
+  QProcess p;
+  p.setWorkingDirectory(pkg);
+  auto step = [&](const QString& program, const QStringList& args, int ms) {
+    p.start(program, args);
+    const bool finished = p.waitForFinished(ms);
+    const QByteArray said = p.readAllStandardOutput() + p.readAllStandardError();
+    if (!finished || p.exitCode() != 0)
+      throw std::runtime_error((program + " " + args.join(' ')).toStdString() + " failed:\n" + said.toStdString());
+    return said.toStdString();
+  };
+  step("cmake", {"-S", ".", "-B", "build"}, 120000);
+  step("cmake", {"--build", "build"}, 300000);
+  return step(pkg + "/build/run_model", {"--repeat", "3"}, 120000);
+}
 }  // namespace
 
 class TestCpu : public QObject {
@@ -74,18 +91,13 @@ class TestCpu : public QObject {
     QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
     for (const char* f : {"kernels.cpp", "model.cpp", "runtime.h", "CMakeLists.txt", "README.md", "data/x.npy"})
       QVERIFY2(QFile::exists(pkg + "/" + f), f);
-    p.setWorkingDirectory(pkg);
-    p.start("cmake", {"-S", ".", "-B", "build"});
-    QVERIFY(p.waitForFinished(120000));
-    QVERIFY2(p.exitCode() == 0, (p.readAllStandardOutput() + p.readAllStandardError()).constData());
-    p.start("cmake", {"--build", "build"});
-    QVERIFY(p.waitForFinished(300000));
-    QVERIFY2(p.exitCode() == 0, (p.readAllStandardOutput() + p.readAllStandardError()).constData());
-    p.start(pkg + "/build/run_model", {"--repeat", "3"});
-    QVERIFY(p.waitForFinished(120000));
-    const QByteArray said = p.readAllStandardOutput() + p.readAllStandardError();
-    QVERIFY2(p.exitCode() == 0, said.constData());
-    QVERIFY2(said.contains("vs expected/out0.npy") && said.contains(" ok"), said.constData());
+    std::string said;
+    try {
+      said = build_and_run_package(pkg);
+    } catch (const std::exception& e) {
+      QFAIL(e.what());
+    }
+    QVERIFY2(said.find("vs expected/out0.npy") != std::string::npos && said.find(" ok") != std::string::npos, said.c_str());
     const Tensor got = load_npy((pkg + "/outputs/out0.npy").toStdString());
     const Tensor want = load_npy(std::string(LS_TEST_DATA) + "/models/" + model.toStdString() + "/out.npy");
     const Comparison c = compare(got, want);
@@ -111,18 +123,13 @@ class TestCpu : public QObject {
     const QStringList expected = QDir(pkg + "/expected").entryList({"out*.npy"}, QDir::Files, QDir::Name);
     QCOMPARE(expected.size(), 2);  // the output, and the gradient of the input (the weights' have no file)
     QCOMPARE(expected[0], QString("out0.npy"));
-    p.setWorkingDirectory(pkg);
-    p.start("cmake", {"-S", ".", "-B", "build"});
-    QVERIFY(p.waitForFinished(120000));
-    QVERIFY2(p.exitCode() == 0, (p.readAllStandardOutput() + p.readAllStandardError()).constData());
-    p.start("cmake", {"--build", "build"});
-    QVERIFY(p.waitForFinished(300000));
-    QVERIFY2(p.exitCode() == 0, (p.readAllStandardOutput() + p.readAllStandardError()).constData());
-    p.start(pkg + "/build/run_model", {"--repeat", "3"});
-    QVERIFY(p.waitForFinished(120000));
-    const QByteArray said = p.readAllStandardOutput() + p.readAllStandardError();
-    QVERIFY2(p.exitCode() == 0, said.constData());
-    QVERIFY2(said.contains(("vs expected/" + expected[1]).toUtf8()), said.constData());
+    std::string said;
+    try {
+      said = build_and_run_package(pkg);
+    } catch (const std::exception& e) {
+      QFAIL(e.what());
+    }
+    QVERIFY2(said.find("vs expected/" + expected[1].toStdString()) != std::string::npos, said.c_str());
     const std::string models = std::string(LS_TEST_DATA) + "/models/" + model.toStdString() + "/";
     const Comparison out = compare(load_npy((pkg + "/outputs/out0.npy").toStdString()), load_npy(models + "out.npy"));
     QVERIFY2(out.ok, out.why.c_str());
@@ -163,17 +170,11 @@ class TestCpu : public QObject {
     std::stringstream runner;
     runner << std::ifstream(pkg + "/model.cpp").rdbuf();
     QVERIFY(runner.str().find(runtime.toStdString()) != std::string::npos);
-    QProcess p;
-    p.setWorkingDirectory(QString::fromStdString(pkg));
-    p.start("cmake", {"-S", ".", "-B", "build"});
-    QVERIFY(p.waitForFinished(120000));
-    QVERIFY2(p.exitCode() == 0, (p.readAllStandardOutput() + p.readAllStandardError()).constData());
-    p.start("cmake", {"--build", "build"});
-    QVERIFY(p.waitForFinished(300000));
-    QVERIFY2(p.exitCode() == 0, (p.readAllStandardOutput() + p.readAllStandardError()).constData());
-    p.start(QString::fromStdString(pkg + "/build/run_model"), {"--repeat", "2"});
-    QVERIFY(p.waitForFinished(120000));
-    QVERIFY2(p.exitCode() == 0, (p.readAllStandardOutput() + p.readAllStandardError()).constData());
+    try {
+      build_and_run_package(QString::fromStdString(pkg));
+    } catch (const std::exception& e) {
+      QFAIL(e.what());
+    }
     int compared = 0;
     for (size_t i = 0; i < r.reference_outputs.size() && i < r.loops.outputs.size(); ++i) {
       if (r.loops.outputs[i].empty() || !r.reference_outputs[i].defined()) continue;
