@@ -474,8 +474,12 @@ class _Frame:
         # compiled code runs at the new sizes (None back: a guard failed, recompile).
         broken = None
         for e in entries:
-            if not e["dynamic"] or e["train"] != train or not _same_kinds(e["metas"], metas) or not _ls.same_graph(e["id"], text):
+            if not e["dynamic"] or e["train"] != train or not _same_kinds(e["metas"], metas):
                 continue
+            if text not in e["same_graph"]:  # parsed and re-derived once a capture text, not once a call
+                if not _ls.same_graph(e["id"], text):
+                    continue
+                e["same_graph"].add(text)
             outs = _ls.run(e["id"], values)
             if outs is None:
                 broken = _by_source(_ls.guard_failure(), g.inputs)
@@ -522,7 +526,8 @@ class _Frame:
             log["guards"] = [_tensor_guard(i, symbolic=True) for i in g.inputs if i["symbol"] is None] + \
                 [t for t in log["guards"] if "TENSOR_MATCH" not in t] + [_by_source(t, g.inputs) for t in info["size_guards"]]
         entry = {"text": text, "metas": metas, "guards": guards, "inputs": g.inputs, "log": log, "id": info["id"],
-                 "train": train, "dynamic": info["dynamic"], "num_forward": info["num_forward"], "tangent_of": info["tangent_of"],
+                 "train": train, "dynamic": info["dynamic"], "same_graph": {text}, "num_forward": info["num_forward"],
+                 "tangent_of": info["tangent_of"],
                  "grad_of": info["grad_of"], "first_outputs": info["outputs"][:info["num_forward"]]}
         if train:
             entry["zero_tangents"] = [_ls.full(*output_metas[k], 0.0) for k in info["tangent_of"]]
