@@ -104,17 +104,24 @@ inline void sgemm(int64_t M, int64_t N, int64_t K, float alpha, const float* A, 
   static const bool single_threaded = (openblas_set_num_threads(1), true);
   (void)single_threaded;
 #endif
-  auto call = [&](int64_t m0, int64_t m1) {
+  auto call = [&](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {  // rows m0..m1, columns n0..n1 of C
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(m1 - m0),
-                static_cast<int>(N), static_cast<int>(K), alpha, ta ? A + m0 : A + m0 * K, static_cast<int>(ta ? M : K), B,
-                static_cast<int>(tb ? K : N), beta, C + m0 * N, static_cast<int>(N));
+                static_cast<int>(n1 - n0), static_cast<int>(K), alpha, ta ? A + m0 : A + m0 * K, static_cast<int>(ta ? M : K),
+                tb ? B + n0 * K : B + n0, static_cast<int>(tb ? K : N), beta, C + m0 * N + n0, static_cast<int>(N));
   };
   const int64_t parts = omp_in_parallel() ? 1 : std::min<int64_t>(omp_get_max_threads(), std::max<int64_t>(1, M * N * K / (1 << 18)));
-  if (parts <= 1 || M < parts * 16) return call(0, M);
-  const int64_t chunk = (M + parts - 1) / parts;
+  if (parts <= 1) return call(0, M, 0, N);
+  if (M >= parts * 16) {  // blocks of rows
+    const int64_t chunk = (M + parts - 1) / parts;
+#pragma omp parallel for schedule(static)
+    for (int64_t t = 0; t < parts; ++t)
+      if (t * chunk < M) call(t * chunk, std::min(M, (t + 1) * chunk), 0, N);
+    return;
+  }
+  const int64_t chunk = ((N + parts - 1) / parts + 15) / 16 * 16;  // few rows: blocks of columns
 #pragma omp parallel for schedule(static)
   for (int64_t t = 0; t < parts; ++t)
-    if (t * chunk < M) call(t * chunk, std::min(M, (t + 1) * chunk));
+    if (t * chunk < N) call(0, M, t * chunk, std::min(N, (t + 1) * chunk));
 }
 
 // addmm: y = beta * bias (broadcast: one value, a row of N, or [M, N]) + alpha * A @ B.
