@@ -54,9 +54,11 @@ guard fails.
 that adds --right's options (e.g. --right "--no-fusion", --right "--device cuda"), or two stages
 of one compile (--stages core_aten,prims): graph nodes matched by provenance, then structure;
 kernels by the nodes they cover; the stage text line by line.
-`export` writes the compiled model (CPU; inference, or with --train the training step) as a package
-that builds with CMake and runs without Lowerscope: kernels.cpp, model.cpp (the runner), runtime.h,
-data/*.npy, expected/*.npy, CMakeLists.txt.
+`export` writes the compiled model (inference, or with --train the training step) as a package
+that builds with CMake and runs without Lowerscope: for CPU kernels.cpp, for --device cuda
+kernels.cu with its PTX (and cubin where a GPU was here) beside the helper kernels' module; then
+model.cpp (the runner), runtime.h, buffers.h, data/*.npy, expected/*.npy, CMakeLists.txt. A CUDA
+package builds with the CUDA toolkit (driver API, cuBLAS) and runs on a GPU.
 `run` runs a PyTorch-style script in the embedded Python against Lowerscope's torch: each
 torch.compile'd call is captured (graphs, guards, graph breaks, recompiles), compiled by the
 pipeline and run; the compile log follows the script's output, and --report writes it as JSON.

@@ -35,9 +35,9 @@ std::vector<int64_t> pair_of(const Arg& a, int64_t dflt) {
   return v;
 }
 
-// Where a library call runs: on the device when we have a kernel or cuBLAS for it, else on the
-// host through the reference kernels (its operands copied down and the results back up).
-std::string device_how(const LoopProgram& p, const ExternCall& c, bool blas) {
+}  // namespace
+
+std::string cuda_extern_how(const LoopProgram& p, const ExternCall& c, bool blas) {
   const std::string& n = c.op->name;
   const bool f32 = all_f32(p, c);
   if (is_matmul(n) && f32 && blas) return "cuBLAS";
@@ -64,6 +64,8 @@ std::string device_how(const LoopProgram& p, const ExternCall& c, bool blas) {
   return "host (reference kernel)";
 }
 
+namespace {
+
 int64_t grid_for(int64_t total) { return std::clamp<int64_t>((total + 255) / 256, 1, 132 * 32); }
 
 }  // namespace
@@ -80,7 +82,7 @@ CudaExecutable::CudaExecutable(const LoopProgram& p, const Schedule& s, const Ge
       functions_.push_back(nullptr);
       externs_.push_back(n);
       registers.push_back(0);
-      how.push_back(device_how(p, n->ext, blas != nullptr));
+      how.push_back(cuda_extern_how(p, n->ext, blas != nullptr));
     } else {
       void* f = m.function(g.source.kernels[i].launcher);
       functions_.push_back(f);

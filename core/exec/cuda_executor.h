@@ -20,6 +20,12 @@ namespace ls {
 
 class Cublas;
 
+// Where a library call runs on the GPU: "cuBLAS", "attention kernel", "flash attention kernel",
+// "attention (cuBLAS)", "depthwise kernel", "im2col + cuBLAS", "im2col + cuBLAS + col2im",
+// "pool kernel", "device copies"; or "host (reference kernel)" where we have neither a kernel
+// nor cuBLAS for it (its operands copied down and the results back up). `blas`: cuBLAS loaded.
+std::string cuda_extern_how(const LoopProgram& p, const ExternCall& c, bool blas);
+
 class CudaExecutable {
  public:
   // Loads the model module's kernels, the helper module's (cuda_helpers_source()) and, when the

@@ -5,14 +5,20 @@
 #include <set>
 #include <sstream>
 
+#include <regex>
+
 #include "autodiff/joint.h"
+#include "cuda/nvrtc_compiler.h"
 #include "exec/attention.h"
+#include "exec/cuda_executor.h"
 #include "pipeline/pipeline.h"
 #include "interp/reference.h"
 #include "ops/op_table.h"
 #include "tensor/npy.h"
 
+extern const char kPackageBuffers[];
 extern const char kPackageRuntime[];
+extern const char kPackageRuntimeCuda[];
 
 namespace ls {
 
@@ -43,18 +49,25 @@ class Writer {
   Package run() {
     check();
     fs::create_directories(fs::path(dir_) / "data");
-    put("kernels.cpp", r_.source.code);
+    if (cuda()) {
+      put("kernels.cu", r_.source.code);
+      write_modules();
+    } else {
+      put("kernels.cpp", r_.source.code);
+    }
     for (const auto& [name, bytes] : r_.objects) put(name, bytes);
-    put("runtime.h", kPackageRuntime);
-    put("model.cpp", model_cpp());
-    put("CMakeLists.txt", cmake());
+    put("buffers.h", kPackageBuffers);
+    put("runtime.h", cuda() ? kPackageRuntimeCuda : kPackageRuntime);
+    put("model.cpp", cuda() ? cuda_model_cpp() : model_cpp());
+    put("CMakeLists.txt", cuda() ? cuda_cmake() : cmake());
     write_data();
     put("README.md", readme());
     std::ostringstream s;
     int generated = 0, library = 0;
     for (const Kernel& k : r_.schedule.kernels) (k.is_extern ? library : generated)++;
-    s << "package of " << r_.model.path << ": " << generated << " generated kernel(s) in kernels.cpp, " << library
-      << " library call(s) in runtime.h, " << r_.loops.inputs.size() << " input(s) and weight(s) in data/, "
+    s << (cuda() ? "CUDA package of " : "package of ") << r_.model.path << ": " << generated << " generated kernel(s) in "
+      << (cuda() ? "kernels.cu (kernels.ptx" + std::string(has("kernels.cubin") ? ", kernels.cubin" : "") + ")" : "kernels.cpp")
+      << ", " << library << " library call(s) in runtime.h, " << r_.loops.inputs.size() << " input(s) and weight(s) in data/, "
       << expected().size() << " expected output(s)" << (!r_.train ? "" : r_.training.num_updates > 0 ? " (a training step: forward outputs, gradients, then the updated parameters)"
                                                      : " (a training step: forward outputs, then gradients)")
       << "; build: cmake -S " << dir_ << " -B " << dir_
@@ -66,7 +79,8 @@ class Writer {
  private:
   void check() const {
     if (!r_.error.empty()) throw std::runtime_error("the compile failed at stage '" + r_.error_stage + "': nothing to package");
-    if (r_.device != "cpu") throw std::runtime_error("packages are written for CPU compiles only so far (this one is for " + r_.device + ")");
+    if (cuda()) return check_cuda();
+    if (r_.device != "cpu") throw std::runtime_error("packages are written for CPU and CUDA compiles (this one is for " + r_.device + ")");
     for (const Kernel& k : r_.schedule.kernels) {
       if (!k.is_extern) continue;
       const LoopNode& n = r_.loops.nodes.at(k.nodes.at(0));
@@ -89,6 +103,47 @@ class Writer {
           throw std::runtime_error(op + " on non-float32 operands (kernel " + k.name + ")");
       }
     }
+  }
+
+  bool cuda() const { return r_.device == "cuda"; }
+  bool has(const std::string& object) const {
+    for (const auto& [name, bytes] : r_.objects)
+      if (name == object) return true;
+    return false;
+  }
+
+  // Every library call must run on the GPU as the app runs it: a call the app sends to the host
+  // (its reference kernel) has no place in a package.
+  void check_cuda() const {
+    for (const Kernel& k : r_.schedule.kernels) {
+      if (!k.is_extern) continue;
+      const LoopNode& n = r_.loops.nodes.at(k.nodes.at(0));
+      if (cuda_extern_how(r_.loops, n.ext, true) == "host (reference kernel)")
+        throw std::runtime_error("the CUDA package runtime has no " + n.ext.op->name + " (kernel " + k.name + ", node " + n.graph_node +
+                                 "): Lowerscope runs it on the host");
+    }
+  }
+
+  // The compute capability the compile was for ("NVRTC 13.0, sm_90 for NVIDIA H100").
+  int sm() const {
+    std::smatch m;
+    return std::regex_search(r_.compiler, m, std::regex("sm_([0-9]+)")) ? std::stoi(m[1]) : 90;
+  }
+
+  // The PTX of the model's kernels, the helper kernels and (where the model has attention) the
+  // attention kernels: what the runner loads where no cubin was built for its GPU. NVRTC's disk
+  // cache has them already when the compile ran here.
+  void write_modules() {
+    CudaCompileOptions o;
+    o.sm = sm();
+    o.cubin = false;
+    o.sass = false;
+    put("kernels.ptx", compile_cuda(r_.source.code, o).ptx);
+    put("helpers.cu", cuda_helpers_source());
+    put("helpers.ptx", compile_cuda(cuda_helpers_source(), o).ptx);
+    if (r_.cuda.attention_source.empty()) return;
+    put("attention.cu", r_.cuda.attention_source);
+    put("attention.ptx", compile_cuda(r_.cuda.attention_source, o).ptx);
   }
 
   void put(const std::string& name, const std::string& text) {
@@ -244,6 +299,7 @@ class Writer {
       decl << "extern \"C\" void " << g.launcher << "(void** args);\n";
       body << "    { void* a[] = {";
       for (size_t i = 0; i < g.args.size(); ++i) body << (i ? ", " : "") << var(g.args[i]) << ".data()";
+      if (!r_.dynamic.symbols.empty()) body << (g.args.empty() ? "" : ", ") << "sizes";  // a dynamic compile's size symbols, last
       body << "}; " << g.launcher << "(a); }\n";
     }
     for (const auto& in : r_.loops.inputs) var(in);
@@ -266,6 +322,12 @@ class Writer {
       os << "  lsrt::Buffer " << v << "(\"" << buffer << "\", \"" << npy_dtype(b.dtype) << "\", " << dims(b.shape) << ");\n";
     }
     for (const auto& in : r_.loops.inputs) os << "  lsrt::load_npy(dir + \"/data/" << in << ".npy\", " << var(in) << ");\n";
+    if (!r_.dynamic.symbols.empty()) {  // the kernels were compiled with dynamic shapes: the sizes they run at
+      os << "  int64_t sizes[] = {";
+      const std::vector<int64_t> v = r_.dynamic.values_of(r_.dynamic.traced, nullptr);
+      for (size_t i = 0; i < v.size(); ++i) os << (i ? ", " : "") << v[i];
+      os << (v.empty() ? "0" : "") << "};\n";
+    }
     os << "  auto run = [&] {\n" << body.str() << "  };\n"
        << "  run();\n"
        << "  std::vector<double> times;\n"
@@ -297,6 +359,235 @@ class Writer {
     return os.str();
   }
 
+  // ---- CUDA packages: the runner calls the same kernels and library calls as the app's CUDA
+  // executor (exec/cuda_executor.cpp), with every size written out.
+
+  std::string dev(const std::string& buffer) { return var(buffer); }
+
+  static const char* tf(bool b) { return b ? "true" : "false"; }
+
+  static std::string view(const AttnOperand& a) {
+    return "lsrt::View{" + std::to_string(a.offset) + ", " + std::to_string(a.sb) + ", " + std::to_string(a.sh) + ", " +
+           std::to_string(a.sl) + ", " + std::to_string(a.se) + "}";
+  }
+
+  // One library call on the GPU: what runs it each time (returned), and the object holding its
+  // geometry and scratch memory, declared once before the runs (`setup`).
+  std::string cuda_extern(const Kernel& k, std::ostringstream& setup) {
+    const LoopNode& node = r_.loops.nodes.at(k.nodes.at(0));
+    const ExternCall& c = node.ext;
+    const std::string op = c.op->name, how = cuda_extern_how(r_.loops, c, true), obj = "x_" + k.name;
+    std::ostringstream os;
+    os << "    // " << k.name << ": " << op << " (" << how << ")\n";
+    auto in = [&](size_t arg) { return dev(c.inputs.at(static_cast<size_t>(c.args.at(arg).node))); };
+    auto shape = [&](size_t arg) {
+      const size_t i = static_cast<size_t>(c.args.at(arg).node);
+      return i < c.shapes.size() ? c.shapes[i] : r_.loops.buffer(c.inputs.at(i)).shape;
+    };
+    auto out = [&](size_t i) { return i < c.outputs.size() && !c.outputs[i].empty() ? dev(c.outputs[i]) : std::string("0"); };
+    auto attn_in = [&](size_t arg) {
+      const size_t i = static_cast<size_t>(c.args.at(arg).node);
+      return dev(c.inputs.at(i)) + ", " + view(attn_operand(c, i, c.shapes.at(i)));
+    };
+    if (how == "cuBLAS" && op == "aten.bmm.default") {
+      const bool ta = transposed_operand(c, 0), tb = transposed_operand(c, 1);
+      const Shape a = shape(0), b = shape(1);
+      const int64_t B = a[0], M = a[ta ? 2 : 1], K = a[ta ? 1 : 2], N = b[tb ? 1 : 2];
+      os << "    gpu.sgemm(" << B << ", " << M << ", " << N << ", " << K << ", 1.f, " << in(0) << ", " << ta << ", " << M * K << ", "
+         << in(1) << ", " << tb << ", " << K * N << ", 0.f, " << out(0) << ", " << M * N << ");\n";
+    } else if (how == "cuBLAS") {
+      const bool addmm = op == "aten.addmm.default";
+      const size_t ia = addmm ? 1 : 0, ib = addmm ? 2 : 1;
+      const bool ta = transposed_operand(c, ia), tb = transposed_operand(c, ib);
+      const Shape a = shape(ia), b = shape(ib);
+      const int64_t M = a[ta ? 1 : 0], K = a[ta ? 0 : 1], N = b[tb ? 0 : 1];
+      if (!addmm) {
+        os << "    gpu.sgemm(1, " << M << ", " << N << ", " << K << ", 1.f, " << in(0) << ", " << ta << ", 0, " << in(1) << ", " << tb
+           << ", 0, 0.f, " << out(0) << ", 0);\n";
+      } else {
+        const Shape bias = shape(0);
+        const bool row_vector = bias.size() == 1 ? bias[0] == N : bias.size() == 2 && bias[0] == 1 && bias[1] == N;
+        setup << "  const lsrt::Addmm " << obj << "{" << M << ", " << N << ", " << K << ", " << tf(ta) << ", " << tf(tb) << ", "
+              << (bias.size() == 2 && bias[0] != 1) << ", " << (!bias.empty() && bias.back() != 1) << ", "
+              << (bias.size() == 2 ? bias[1] : 0) << ", " << tf(row_vector) << ", " << flt(c.args[4].number()) << ", "
+              << flt(c.args[3].number()) << "};\n";
+        os << "    " << obj << ".run(gpu, " << out(0) << ", " << in(0) << ", " << in(ia) << ", " << in(ib) << ");\n";
+      }
+    } else if (how == "depthwise kernel" || how == "im2col + cuBLAS" || how == "im2col + cuBLAS + col2im") {
+      const bool backward = how == "im2col + cuBLAS + col2im";
+      const size_t xa = backward ? 1 : 0;
+      const Shape x = shape(xa), w = shape(xa + 1), y = backward ? shape(0) : c.output_metas.at(0).shape;
+      const size_t at = backward ? 4 : 3;  // stride, padding, dilation, ..., groups
+      const auto st = spatial_pair(c.args[at]), pad = spatial_pair(c.args[at + 1]), dil = spatial_pair(c.args[at + 2]);
+      setup << "  lsrt::Conv " << obj << "{" << x[0] << ", " << x[1] << ", " << x[2] << ", " << x[3] << ", " << w[0] << ", " << w[1]
+            << ", " << w[2] << ", " << w[3] << ", " << y[2] << ", " << y[3] << ", " << c.args[at + 5].i << ", " << st[0] << ", "
+            << st[1] << ", " << pad[0] << ", " << pad[1] << ", " << dil[0] << ", " << dil[1] << ", "
+            << (how == "depthwise kernel" ? "true" : "false") << "};\n";
+      if (!backward) {
+        os << "    " << obj << ".run(gpu, " << in(0) << ", " << in(1) << ", " << (c.args[2].is_node() ? in(2) : "0") << ", " << out(0)
+           << ");\n";
+      } else {
+        const auto mask = c.args[10].list;
+        auto grad = [&](size_t i) {
+          const bool wanted = i >= mask.size() || mask[i].b;
+          return wanted && i < c.outputs.size() && !c.outputs[i].empty() && r_.loops.buffer(c.outputs[i]).bytes() > 0 ? out(i)
+                                                                                                                      : "0";
+        };
+        os << "    " << obj << ".backward(gpu, " << in(0) << ", " << in(1) << ", " << in(2) << ", " << grad(0) << ", " << grad(1)
+           << ", " << grad(2) << ");\n";
+      }
+    } else if (how == "pool kernel") {
+      const Shape x = shape(0), y = c.output_metas.at(0).shape;
+      auto pair = [](const Arg& a, int64_t dflt) {
+        std::vector<int64_t> v = a.kind == Arg::Kind::none ? std::vector<int64_t>{} : a.ints();
+        if (v.empty()) v = {dflt, dflt};
+        if (v.size() == 1) v.push_back(v[0]);
+        return v;
+      };
+      const auto ks = pair(c.args[1], 1), st = pair(c.args[2], 0), pad = pair(c.args[3], 0), dil = pair(c.args[4], 1);
+      setup << "  lsrt::MaxPool " << obj << "{" << x[0] * x[1] << ", " << x[2] << ", " << x[3] << ", " << y[2] << ", " << y[3] << ", "
+            << ks[0] << ", " << ks[1] << ", " << (st[0] ? st[0] : ks[0]) << ", " << (st[1] ? st[1] : ks[1]) << ", " << pad[0] << ", "
+            << pad[1] << ", " << dil[0] << ", " << dil[1] << "};\n";
+      os << "    " << obj << ".run(gpu, " << in(0) << ", " << out(0) << ", " << out(1) << ");\n";
+    } else if (how == "device copies") {
+      const Shape& ys = r_.loops.buffer(c.outputs.at(0)).shape;
+      int64_t dim = c.args[1].i;
+      if (dim < 0) dim += static_cast<int64_t>(ys.size());
+      int64_t outer = 1, inner = 1;
+      for (int64_t d = 0; d < dim; ++d) outer *= ys[d];
+      for (int64_t d = dim + 1; d < static_cast<int64_t>(ys.size()); ++d) inner *= ys[d];
+      int64_t at = 0;
+      for (const Arg& a : c.args[0].list) {
+        const LoopBuffer& b = r_.loops.buffer(c.inputs.at(static_cast<size_t>(a.node)));
+        const int64_t src_row = numel_of(b.shape) / std::max<int64_t>(outer, 1);
+        if (src_row == 0) continue;
+        os << "    lsrt::copy_rows(gpu, " << out(0) << ", " << dev(b.name) << ", " << outer << ", " << src_row << ", " << ys[dim] * inner
+           << ", " << at << ");\n";
+        at += src_row;
+      }
+    } else if (how == "attention kernel" || how == "flash attention kernel" || how == "attention (cuBLAS)") {
+      const AttnGeom g = attn_geom(c);
+      const std::string path = how == "attention kernel" ? "fused" : how == "flash attention kernel" ? "tiled" : "cublas";
+      setup << "  lsrt::Attention " << obj << "{" << g.B << ", " << g.H << ", " << g.L << ", " << g.S << ", " << g.E << ", " << g.Ev
+            << ", " << (g.causal ? "true" : "false") << ", " << flt(g.scale) << ", lsrt::Attention::" << path << "};\n";
+      if (is_attention_backward(op))
+        os << "    " << obj << ".backward(gpu, " << attn_in(0) << ", " << attn_in(1) << ", " << attn_in(2) << ", " << attn_in(3) << ", "
+           << attn_in(5) << ", " << in(6) << ", " << out(0) << ", " << out(1) << ", " << out(2) << ");\n";
+      else
+        os << "    " << obj << ".forward(gpu, " << attn_in(0) << ", " << attn_in(1) << ", " << attn_in(2) << ", " << out(0) << ", "
+           << view(attn_output(g, attention_output_heads_inner(c))) << ", " << out(1) << ");\n";
+    } else {
+      throw std::runtime_error("the CUDA package runtime has no " + op + " (kernel " + k.name + ", node " + node.graph_node + ")");
+    }
+    return os.str();
+  }
+
+  std::string cuda_model_cpp() {
+    std::ostringstream body, setup, functions;
+    const std::vector<int64_t> sizes =
+        r_.dynamic.symbols.empty() ? std::vector<int64_t>{} : r_.dynamic.values_of(r_.dynamic.traced, nullptr);
+    for (size_t k = 0; k < r_.schedule.kernels.size(); ++k) {
+      const Kernel& kr = r_.schedule.kernels[k];
+      const GeneratedKernel& g = r_.source.kernels.at(k);
+      if (kr.is_extern) {
+        body << cuda_extern(kr, setup);
+      } else {
+        const CudaLaunch& l = r_.cuda.launch.at(k);
+        functions << "  CUfunction f_" << g.name << " = gpu.function(kernels, \"" << g.launcher << "\");\n";
+        std::string args;
+        for (const auto& a : g.args) args += (args.empty() ? "&" : ", &") + dev(a);
+        if (l.scratch_bytes) {  // a split reduction's partials and counters: zeroed once, the kernel leaves them zero
+          setup << "  CUdeviceptr s_" << g.name << " = gpu.alloc(" << l.scratch_bytes << ");\n  gpu.zero(s_" << g.name << ", "
+                << l.scratch_bytes << ");\n";
+          args += ", &s_" + g.name;
+        }
+        for (size_t i = 0; i < sizes.size(); ++i) args += ", &size" + std::to_string(i);
+        body << "    { void* a[] = {" << args << "}; gpu.launch(f_" << g.name << ", " << l.grid << ", " << l.block << ", a, \"" << g.name
+             << "\"); }\n";
+      }
+      body << "    if (checked) gpu.sync(\"" << kr.name << " (" << (kr.is_extern ? r_.loops.nodes.at(kr.nodes.at(0)).ext.op->name : "generated")
+           << ")\");\n";
+    }
+    for (const auto& in : r_.loops.inputs) var(in);
+    for (const auto& o : r_.loops.outputs)
+      if (!o.empty()) var(o);
+    std::ostringstream os;
+    os << "// Generated by Lowerscope from " << r_.model.path << " (" << r_.compiler << "):\n"
+       << "// the model's kernels (kernels.cu, as kernels.ptx or kernels.cubin) and library calls (runtime.h) in\n"
+       << "// schedule order, on the GPU.\n"
+       << "//   run_model [--repeat N] [PACKAGE_DIR]   reads PACKAGE_DIR/data, writes PACKAGE_DIR/outputs\n"
+       << "#include \"runtime.h\"\n\nint main(int argc, char** argv) try {\n"
+       << "  std::string dir = PACKAGE_DIR;\n  int repeat = 100;\n"
+       << "  for (int i = 1; i < argc; ++i) {\n"
+       << "    const std::string a = argv[i];\n"
+       << "    if (a == \"--repeat\" && i + 1 < argc) repeat = std::max(1, std::atoi(argv[++i]));\n"
+       << "    else dir = a;\n  }\n"
+       << "  const auto t_load = std::chrono::steady_clock::now();\n"
+       << "  lsrt::Gpu gpu;\n"
+       << "  CUmodule kernels = gpu.load(dir, \"kernels\");\n  gpu.load_helpers(dir);\n"
+       << (r_.cuda.attention_source.empty() ? "" : "  gpu.load_attention(dir);\n") << functions.str();
+    std::vector<std::pair<std::string, std::string>> ordered(vars_.begin(), vars_.end());
+    std::sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) { return std::stoi(a.second.substr(1)) < std::stoi(b.second.substr(1)); });
+    std::set<std::string> host(r_.loops.inputs.begin(), r_.loops.inputs.end());
+    for (const auto& o : r_.loops.outputs)
+      if (!o.empty()) host.insert(o);
+    for (const auto& [buffer, v] : ordered) {
+      const LoopBuffer& b = r_.loops.buffer(buffer);
+      os << "  CUdeviceptr " << v << " = gpu.alloc(" << b.bytes() << ");  // " << buffer << "\n";
+      if (host.count(buffer))
+        os << "  lsrt::Buffer h" << v << "(\"" << buffer << "\", \"" << npy_dtype(b.dtype) << "\", " << dims(b.shape) << ");\n";
+    }
+    for (size_t i = 0; i < sizes.size(); ++i) os << "  long long size" << i << " = " << sizes[i] << ";  // s" << i << "\n";
+    for (const auto& in : r_.loops.inputs)
+      os << "  lsrt::load_npy(dir + \"/data/" << in << ".npy\", h" << var(in) << ");\n  gpu.upload(" << var(in) << ", h" << var(in) << ");\n";
+    os << setup.str() << "  auto run = [&](bool checked) {\n" << body.str() << "  };\n"
+       << "  run(true);  // synchronized after every kernel: a fault names its kernel\n"
+       << "  std::string modules;\n  for (const auto& m : gpu.loaded) modules += \" \" + m;\n"
+       << "  std::printf(\"%s (sm_%d): loaded%s, first run in %.1f ms\\n\", gpu.name.c_str(), gpu.sm, modules.c_str(), lsrt::ms_since(t_load));\n"
+       << "  const double ms = lsrt::median_ms(repeat, [&] { run(false); });\n"
+       << "  std::printf(\"run: %.4f ms (median of %d, CUDA events)\\n\", ms, repeat);\n"
+       << "  std::system((\"mkdir -p '\" + dir + \"/outputs'\").c_str());\n"
+       << "  bool ok = true;\n";
+    for (size_t i = 0; i < r_.loops.outputs.size(); ++i) {
+      const std::string& o = r_.loops.outputs[i];
+      if (o.empty()) continue;
+      const std::string v = var(o), n = std::to_string(i);
+      os << "  {\n    gpu.download(h" << v << ", " << v << ");\n    lsrt::save_npy(dir + \"/outputs/out" << n << ".npy\", h" << v << ");\n"
+         << "    std::printf(\"out" << n << " %s " << npy_dtype(r_.loops.buffer(o).dtype) << ":\", lsrt::shape_text(h" << v
+         << ".shape).c_str());\n";
+      if (r_.loops.buffer(o).dtype == DType::f32)
+        os << "    for (int64_t k = 0; k < std::min<int64_t>(h" << v << ".numel(), 6); ++k) std::printf(\" %.6g\", h" << v
+           << ".f32()[k]);\n";
+      os << "    std::printf(\"\\n\");\n"
+         << "    const std::string want = dir + \"/expected/out" << n << ".npy\";\n"
+         << "    if (std::ifstream(want)) {\n      double err = 0;\n"
+         << "      const bool same = lsrt::check_against(want, h" << v << ", err);\n"
+         << "      std::printf(\"  vs expected/out" << n << ".npy: max abs err %.3g %s\\n\", err, same ? \"ok\" : \"MISMATCH\");\n"
+         << "      ok = ok && same;\n    }\n  }\n";
+    }
+    os << "  return ok ? 0 : 1;\n} catch (const std::exception& e) {\n  std::fprintf(stderr, \"run_model: %s\\n\", e.what());\n"
+       << "  return 2;\n}\n";
+    return os.str();
+  }
+
+  std::string cuda_cmake() const {
+    return R"(# Builds the model Lowerscope exported for CUDA: the runner and its runtime. The kernels are
+# loaded at run time from kernels.cubin (when it was built for this GPU) or kernels.ptx, which the
+# driver compiles; likewise helpers.* and attention.*. Needs a C++17 compiler and the CUDA
+# toolkit (driver API, cuBLAS, cuBLASLt); running needs a GPU.
+cmake_minimum_required(VERSION 3.17)
+project(lowerscope_model CXX)
+set(CMAKE_CXX_STANDARD 17)
+if(NOT CMAKE_BUILD_TYPE)
+  set(CMAKE_BUILD_TYPE Release)
+endif()
+find_package(CUDAToolkit REQUIRED)
+add_executable(run_model model.cpp)
+target_compile_definitions(run_model PRIVATE PACKAGE_DIR="${CMAKE_CURRENT_SOURCE_DIR}")
+target_link_libraries(run_model PRIVATE CUDA::cuda_driver CUDA::cublas CUDA::cublasLt)
+)";
+  }
+
   std::string cmake() const {
     return R"(# Builds the model Lowerscope exported: the generated kernels, the runner and its runtime.
 # Needs a C++17 compiler with OpenMP and a CBLAS (Debian: build-essential libopenblas-dev).
@@ -325,13 +616,26 @@ endif()
 
   std::string readme() const {
     std::ostringstream os;
-    os << "# " << r_.model.path << ", compiled by Lowerscope\n\n"
-       << "Built and run without Lowerscope:\n\n    cmake -S . -B build && cmake --build build && build/run_model\n\n"
-       << "- `kernels.cpp`: the generated kernels (C++/OpenMP), as Lowerscope compiled them";
-    for (const auto& [name, bytes] : r_.objects) os << " (its object: `" << name << "`)";
-    os << ";\n- `model.cpp`: the runner, calling them and the library calls in schedule order;\n"
-       << "- `runtime.h`: buffers, .npy files, matrix multiply (CBLAS), convolution (im2col) and attention;\n"
-       << "- `data/`: the model's inputs and weights, one .npy per buffer (user inputs: ";
+    os << "# " << r_.model.path << ", compiled by Lowerscope" << (cuda() ? " for CUDA" : "") << "\n\n"
+       << "Built and run without Lowerscope" << (cuda() ? " (the CUDA toolkit to build, a GPU to run)" : "")
+       << ":\n\n    cmake -S . -B build && cmake --build build && build/run_model\n\n";
+    if (cuda()) {
+      os << "- `kernels.cu`: the generated kernels (CUDA C++), as Lowerscope compiled them with " << r_.compiler
+         << "; `kernels.ptx` their PTX" << (has("kernels.cubin") ? ", `kernels.cubin` the machine code for that GPU" : "")
+         << " (the runner loads the cubin where it fits the GPU, else the PTX, which the driver compiles);\n"
+         << "- `helpers.cu`" << (r_.cuda.attention_source.empty() ? "" : ", `attention.cu`")
+         << ": the runtime's kernels the library calls use (im2col, col2im, bias, pooling"
+         << (r_.cuda.attention_source.empty() ? "" : "; the attention kernels") << "), with their PTX;\n"
+         << "- `model.cpp`: the runner, launching the kernels and the library calls in schedule order;\n"
+         << "- `runtime.h`, `buffers.h`: the GPU through the driver API, matrix multiply (cuBLAS, cuBLASLt), convolution, attention; "
+            "host buffers and .npy files;\n";
+    } else {
+      os << "- `kernels.cpp`: the generated kernels (C++/OpenMP), as Lowerscope compiled them";
+      for (const auto& [name, bytes] : r_.objects) os << " (its object: `" << name << "`)";
+      os << ";\n- `model.cpp`: the runner, calling them and the library calls in schedule order;\n"
+         << "- `runtime.h`, `buffers.h`: matrix multiply (CBLAS), convolution (im2col) and attention; buffers and .npy files;\n";
+    }
+    os << "- `data/`: the model's inputs and weights, one .npy per buffer (user inputs: ";
     std::string users;
     for (const auto& in : r_.loops.inputs)
       if (!lowered().weights.count(in)) users += (users.empty() ? "" : ", ") + in;
@@ -341,8 +645,8 @@ endif()
       os << "A training step: the inputs include the tangents (ones for the first output: the gradient of its sum); the\n"
          << "outputs are the forward outputs, then the gradients (`expected/` holds PyTorch's for the model's inputs)"
          << (r_.training.num_updates > 0 ? ", then the parameters after the optimizer's step" : "") << ".\n\n";
-    os
-       << "`run_model [--repeat N] [DIR]` writes `outputs/out<N>.npy`, prints them and the median time.\n";
+    os << "`run_model [--repeat N] [DIR]` writes `outputs/out<N>.npy`, prints them and the median time"
+       << (cuda() ? " (CUDA events around whole runs)" : "") << ".\n";
     return os.str();
   }
 

@@ -22,9 +22,11 @@
 #include "cuda/driver.h"
 #include "cuda/nvrtc_compiler.h"
 #include "dynamic/retarget.h"
+#include "export/package.h"
 #include "frontend/load_model.h"
 #include "interp/reference.h"
 #include "pipeline/pipeline.h"
+#include "tensor/npy.h"
 #include "../inductor_counts.h"
 
 namespace {
@@ -418,6 +420,58 @@ void dynamic_shapes_reuse_the_cuda_kernels(const DynamicCase& c) {
 }
 
 // A kernel that faults is named, and the device works again for the next compile.
+// A CUDA package builds with CMake and the CUDA toolkit alone (no Lowerscope), and where there is
+// a GPU its runner reproduces every output: against the reference interpreter's run of the same
+// graph on the same inputs, and PyTorch's out.npy where the model came with it. `calls`: what the
+// runner must call for the model's library calls (the path the app's executor takes).
+void package_builds_and_runs(const std::string& model, bool train, const std::vector<std::string>& calls) {
+  const CompileResult r = compile_cuda_model(model, train, true);
+  VERIFY2(r.error.empty(), r.error_stage + ": " + r.error);
+  const std::string pkg = (std::filesystem::temp_directory_path() / ("ls_cuda_package_" + std::to_string(getpid()))).string();
+  std::filesystem::remove_all(pkg);
+  const Package p = export_package(r, pkg);
+  VERIFY2(p.summary.find("CUDA package") != std::string::npos, p.summary);
+  for (const char* f : {"kernels.cu", "kernels.ptx", "helpers.ptx", "model.cpp", "runtime.h", "buffers.h", "CMakeLists.txt", "README.md"})
+    VERIFY2(std::filesystem::exists(pkg + "/" + f), f);
+  VERIFY(std::filesystem::exists(pkg + "/attention.ptx") == !r.cuda.attention_source.empty());
+  std::stringstream runner;
+  runner << std::ifstream(pkg + "/model.cpp").rdbuf();
+  for (const std::string& c : calls) VERIFY2(runner.str().find(c) != std::string::npos, "model.cpp does not call " + c);
+  for (size_t k = 0; k < r.schedule.kernels.size(); ++k)
+    if (!r.schedule.kernels[k].is_extern)
+      VERIFY2(runner.str().find("\"" + r.source.kernels[k].launcher + "\"") != std::string::npos, "no launch of " + r.schedule.kernels[k].name);
+  if (std::system("cmake --version > /dev/null 2>&1") != 0) throw Skip{"no cmake here to build the package"};
+  const std::string log = pkg + "/build.log";
+  const int built = std::system(("cd '" + pkg + "' && cmake -S . -B build > '" + log + "' 2>&1 && cmake --build build >> '" + log + "' 2>&1").c_str());
+  std::stringstream said;
+  said << std::ifstream(log).rdbuf();
+  VERIFY2(built == 0, said.str());
+  std::string why;
+  if (!CudaDriver::get(&why) || !r.not_run.empty()) {  // built; running needs a GPU
+    std::filesystem::remove_all(pkg);
+    return;
+  }
+  const int ran = std::system(("'" + pkg + "/build/run_model' --repeat 5 > '" + pkg + "/run.log' 2>&1").c_str());
+  std::stringstream run_log;
+  run_log << std::ifstream(pkg + "/run.log").rdbuf();
+  VERIFY2(ran == 0, run_log.str());
+  VERIFY2(run_log.str().find("run: ") != std::string::npos, run_log.str());
+  int compared = 0;
+  for (size_t i = 0; i < r.reference_outputs.size() && i < r.loops.outputs.size(); ++i) {
+    if (r.loops.outputs[i].empty() || !r.reference_outputs[i].defined()) continue;
+    const Tensor got = load_npy(pkg + "/outputs/out" + std::to_string(i) + ".npy");
+    const Comparison c = compare(got, r.reference_outputs[i]);
+    VERIFY2(c.ok, "out" + std::to_string(i) + " against the reference interpreter: " + c.why);
+    ++compared;
+  }
+  VERIFY(compared > (train ? 1 : 0));
+  if (!r.model.expected.empty()) {
+    const Comparison c = compare(load_npy(pkg + "/outputs/out0.npy"), r.model.expected[0]);
+    VERIFY2(c.ok, "out0 against PyTorch's out.npy: " + c.why);
+  }
+  std::filesystem::remove_all(pkg);
+}
+
 void faulting_kernel_is_named_and_device_recovers() {
   std::string why;
   CudaDriver* d = CudaDriver::get(&why);
@@ -496,6 +550,16 @@ int main(int argc, char** argv) {
       {"stages/attn_block/3_core_aten.txt", {"s0", "s1"}, {{2, 48, 128}, {5, 64, 128}}, {2, 256, 128}}};
   for (const DynamicCase& c : dynamic_cases)
     cases.push_back({"dynamic shapes " + c.model, [=] { dynamic_shapes_reuse_the_cuda_kernels(c); }});
+  // Packages: convolution and addmm (cuBLASLt's bias), a training step's convolution backward,
+  // attention's fused kernels forward and backward, and its tiled ones for long sequences.
+  cases.push_back({"package models/cifar_net", [] { package_builds_and_runs("models/cifar_net", false, {"lsrt::Conv", "lsrt::Addmm"}); }});
+  cases.push_back({"package models/res_block train", [] { package_builds_and_runs("models/res_block", true, {".backward(gpu"}); }});
+  cases.push_back({"package attn_block train", [] {
+                     package_builds_and_runs("stages/attn_block/3_core_aten.txt", true, {"lsrt::Attention::fused", ".backward(gpu"});
+                   }});
+  cases.push_back({"package attention long train", [] {
+                     package_builds_and_runs("stages/extra/attention_long.txt", true, {"lsrt::Attention::tiled", ".backward(gpu"});
+                   }});
   cases.push_back({"faulting kernel is named, device recovers", faulting_kernel_is_named_and_device_recovers});
   int failed = 0, passed = 0, xfail = 0, skipped = 0;
   for (auto& [name, fn] : cases) {
