@@ -2,24 +2,27 @@
 # Exports every fixture model as a package (lowerscope-cli export), inference and training step,
 # builds it with CMake alone and runs it: its outputs against PyTorch's out.npy, and a training
 # step's gradients against grad_in*.npy (the runner's own check).
-#   tools/export-all.sh [FIXTURES_DIR] [OUT_DIR]    (defaults: ../shared/fixtures/torch-2.11, /tmp/lowerscope-packages)
+#   tools/export-all.sh [FIXTURES_DIR] [OUT_DIR] [cpu|cuda]
+#     (defaults: ../shared/fixtures/torch-2.11, /tmp/lowerscope-packages, cpu; $CLI: the lowerscope-cli to use)
+# CUDA packages build with the CUDA toolkit and run on a GPU (the GPU machine: tools/gpu/run-all.sh).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 FIX=${1:-../shared/fixtures/torch-2.11}
 OUT=${2:-/tmp/lowerscope-packages}
-CLI=build/app/lowerscope-cli
+DEVICE=${3:-cpu}
+CLI=${CLI:-build/app/lowerscope-cli}
 mkdir -p "$OUT"
 echo "| model | export | build (s) | run (ms) | vs PyTorch |"
 echo "|---|---|---:|---:|---|"
 for d in "$FIX"/*/; do
   name=$(basename "$d")
   model="$d/model.pt2"
-  [ -f "$model" ] || continue
+  [ -e "$model" ] || continue  # a file, or the GPU machine's unpacked folder
   for mode in "" --train; do
     row="$name${mode:+ train}"
     pkg="$OUT/$name${mode:+-train}"
     rm -rf "$pkg"
-    if ! said=$($CLI export "$model" $mode --out "$pkg" 2>&1); then
+    if ! said=$($CLI export "$d" $mode --device "$DEVICE" --out "$pkg" 2>&1); then
       echo "| $row | refused: ${said#lowerscope-cli: } | | | |"
       continue
     fi

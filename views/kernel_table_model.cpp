@@ -48,6 +48,10 @@ QVariant KernelTableModel::data(const QModelIndex& index, int role) const {
     case Ms:
       if (k.how == "epilogue" && index.row() > 0)
         return QObject::tr("in %1").arg(QString::fromStdString(r_->kernels[static_cast<size_t>(index.row()) - 1].name));
+      if (role == Qt::ToolTipRole && k.host_us > 0)  // CUDA: what issuing it costs the host, beside the device's time
+        return QObject::tr("%1 µs on the device; the host takes %2 µs to issue it (its launches and library calls)")
+            .arg(k.ms * 1000.0, 0, 'f', 2)
+            .arg(k.host_us, 0, 'f', 1);
       return QString::number(k.ms * 1000.0, 'f', 2) + " µs";
     case Share: return total > 0 ? QString::number(100.0 * k.ms / total, 'f', 1) + " %" : QString("-");
     case Bytes: return QString::number(k.bytes);

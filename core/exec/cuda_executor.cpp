@@ -664,6 +664,7 @@ Timings CudaExecutable::benchmark_bound(const TimingOptions& o) {
   for (auto& e : ev) e = d_.event();
   std::vector<std::vector<double>> per(n);
   std::vector<double> total, host;
+  std::vector<std::vector<double>> host_per(n);
   // Per kernel: an event between every two kernels.
   const auto start = std::chrono::steady_clock::now();
   auto spent = [&] { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count(); };
@@ -681,8 +682,14 @@ Timings CudaExecutable::benchmark_bound(const TimingOptions& o) {
   for (int run = 0; run < o.max_runs && (run < o.min_runs || spent2() < o.budget_ms / 2); ++run) {
     d_.record(ev[0]);
     const auto issue = std::chrono::steady_clock::now();
-    for (size_t k = 0; k < n; ++k) step(k);
-    host.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - issue).count());
+    auto before = issue;
+    for (size_t k = 0; k < n; ++k) {
+      step(k);
+      const auto after = std::chrono::steady_clock::now();
+      host_per[k].push_back(std::chrono::duration<double, std::milli>(after - before).count());
+      before = after;
+    }
+    host.push_back(std::chrono::duration<double, std::milli>(before - issue).count());
     d_.record(ev[n]);
     total.push_back(d_.elapsed_ms(ev[0], ev[n]));
   }
@@ -690,6 +697,7 @@ Timings CudaExecutable::benchmark_bound(const TimingOptions& o) {
   Timings t = timings_of(per, total);
   std::sort(host.begin(), host.end());
   t.host_ms = host.empty() ? 0 : host[host.size() / 2];
+  for (auto& h : host_per) t.host_kernel_ms.push_back(h.empty() ? 0 : median_of(h));
   return t;
 }
 

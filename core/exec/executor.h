@@ -26,6 +26,7 @@ struct Timings {
   std::vector<double> kernel_ms;  // median per kernel
   double total_ms = 0;            // median of whole runs
   double host_ms = 0;             // CUDA: median host time to launch a whole run (no waiting on the device)
+  std::vector<double> host_kernel_ms;  // CUDA: per kernel, the median host time to issue it (its launches, library calls)
   int runs = 0;
 };
 // The medians of per-kernel and whole-model times, and how many runs they came from.

@@ -90,11 +90,11 @@ std::string run_table(const CompileResult& r) {
   }
   const int nw = static_cast<int>(name_w), hw = static_cast<int>(how_w);
   os << std::left << std::setw(nw) << "kernel" << std::setw(hw) << "how" << std::right << std::setw(8) << "ms" << std::setw(11)
-     << "bytes" << std::setw(11) << "GB/s" << (cuda ? "  regs  launch" : "") << "\n";
+     << "bytes" << std::setw(11) << "GB/s" << (cuda ? "  host us  regs  launch" : "") << "\n";
   for (const KernelReport& k : r.kernels) {
     os << std::left << std::setw(nw) << k.name << std::setw(hw) << (k.how.empty() ? k.kind : k.how) << std::right << std::setw(8)
        << k.ms << std::setw(11) << k.bytes << std::setw(11) << std::setprecision(2) << k.gbps << std::setprecision(4);
-    if (cuda) os << std::setw(6) << k.registers << "  " << k.launch;
+    if (cuda) os << std::setw(9) << std::setprecision(1) << k.host_us << std::setprecision(4) << std::setw(6) << k.registers << "  " << k.launch;
     os << '\n';
   }
   if (epilogues)
@@ -836,6 +836,7 @@ CompileResult run_stages(LoadedModel model, const PipelineOptions& o, const std:
       for (const auto& b : kr.writes) rep.bytes += r.loops.buffer(b).bytes();
       rep.ms = rep.how == "epilogue" ? 0 : t.kernel_ms.at(k);  // an epilogue's time is in its multiply's
       rep.gbps = rep.ms > 0 ? rep.bytes / (rep.ms * 1e6) : 0;
+      if (k < t.host_kernel_ms.size()) rep.host_us = t.host_kernel_ms[k] * 1000;
       rep.first_line = r.source.kernels[k].first_line;
       rep.last_line = r.source.kernels[k].last_line;
       if (cuda) {

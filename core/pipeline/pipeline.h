@@ -56,6 +56,7 @@ struct KernelReport {
   int64_t bytes = 0;                       // bytes read and written
   double ms = 0;
   double gbps = 0;
+  double host_us = 0;                      // CUDA: the host's time to issue it (its launches, library calls), median
   int first_line = 0, last_line = 0;       // in the generated source
 };
 

@@ -33,7 +33,7 @@ std::string report_json(const CompileResult& r) {
   j["kernels"] = json::array();
   for (const KernelReport& k : r.kernels)
     j["kernels"].push_back({{"name", k.name}, {"kind", k.kind}, {"phase", k.phase}, {"nodes", k.nodes}, {"loop_nodes", k.loop_nodes},
-                            {"numel", k.numel}, {"rnumel", k.rnumel}, {"bytes", k.bytes}, {"ms", k.ms}, {"gbps", k.gbps},
+                            {"numel", k.numel}, {"rnumel", k.rnumel}, {"bytes", k.bytes}, {"ms", k.ms}, {"gbps", k.gbps}, {"host_us", k.host_us},
                             {"how", k.how}, {"launch", k.launch}, {"registers", k.registers}});
   size_t ext = 0;
   for (const Kernel& k : r.schedule.kernels) ext += k.is_extern;
