@@ -172,6 +172,52 @@ extern "C" __global__ void ls_col2im(const float* __restrict__ cols, float* __re
     x[n * x_image + ((long long)ci * H + ih) * W + iw] = acc;
   }
 }
+// Depthwise convolution's backward (every channel its own group, one filter each): the input
+// gradient gathers, for each input position, the output gradients of the windows that read it
+// (one thread per input element, no atomics); the weight gradient is a block per (channel, tap)
+// summing gy * x over images and output positions (deterministic).
+extern "C" __global__ void ls_depthwise_conv_bwd_input(const float* __restrict__ gy, const float* __restrict__ w, float* __restrict__ gx,
+                                                       int N, int C, int H, int W, int KH, int KW, int OH, int OW, int sh, int sw,
+                                                       int ph, int pw, int dh, int dw) {
+  const long long total = (long long)N * C * H * W;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (long long)gridDim.x * blockDim.x) {
+    const int iw = (int)(i % W), ih = (int)((i / W) % H);
+    const long long plane = i / ((long long)H * W);
+    const int c = (int)(plane % C);
+    const float* g = gy + plane * OH * OW;
+    const float* wp = w + (long long)c * KH * KW;
+    float acc = 0.f;
+    for (int kh = 0; kh < KH; ++kh) {
+      const int th = ih + ph - kh * dh;
+      if (th < 0 || th % sh) continue;
+      const int oh = th / sh;
+      if (oh >= OH) continue;
+      for (int kw = 0; kw < KW; ++kw) {
+        const int tw = iw + pw - kw * dw;
+        if (tw < 0 || tw % sw) continue;
+        const int ow = tw / sw;
+        if (ow < OW) acc += g[oh * OW + ow] * wp[kh * KW + kw];
+      }
+    }
+    gx[i] = acc;
+  }
+}
+extern "C" __global__ void ls_depthwise_conv_bwd_weight(const float* __restrict__ gy, const float* __restrict__ x, float* __restrict__ gw,
+                                                        int N, int C, int H, int W, int KH, int KW, int OH, int OW, int sh, int sw,
+                                                        int ph, int pw, int dh, int dw) {
+  const int tap = (int)(blockIdx.x % (KH * KW)), c = (int)(blockIdx.x / (KH * KW)), kh = tap / KW, kw = tap % KW;
+  const long long P = (long long)OH * OW;
+  float s = 0.f;
+  for (long long i = threadIdx.x; i < N * P; i += blockDim.x) {
+    const long long n = i / P;
+    const int oh = (int)((i % P) / OW), ow = (int)(i % OW);
+    const int ih = oh * sh - ph + kh * dh, iw = ow * sw - pw + kw * dw;
+    if (ih >= 0 && ih < H && iw >= 0 && iw < W)
+      s += gy[(n * C + c) * P + i % P] * x[((n * C + c) * H + ih) * W + iw];
+  }
+  s = ls_block_reduce<0>(s, 0.f);
+  if (threadIdx.x == 0) gw[blockIdx.x] = s;
+}
 // Bias gradient: the sum of the output gradient over images and positions, a block per channel.
 extern "C" __global__ void ls_channel_sum(const float* __restrict__ gy, float* __restrict__ gb, int N, long long O, long long P) {
   const long long o = blockIdx.x;

@@ -23,13 +23,14 @@ namespace ls {
 namespace {
 
 struct Built {
-  std::string code, log;
+  std::string code, ptx, log;  // code: the PTX, or the cubin (a real architecture's compile gives its PTX too)
   bool ok = false;
 };
 
-// One NVRTC compile: PTX for a virtual architecture, or a cubin for a real one.
+// One NVRTC compile: PTX for a virtual architecture, or a cubin (and the PTX it came from) for a
+// real one.
 Built nvrtc_build(const std::string& source, const std::string& arch, bool want_cubin) {
-  PhaseTimer timer(want_cubin ? "NVRTC: cubin" : "NVRTC: PTX");
+  PhaseTimer timer(want_cubin ? "NVRTC: PTX + cubin" : "NVRTC: PTX");
   Built b;
   nvrtcProgram prog = nullptr;
   if (nvrtcCreateProgram(&prog, source.c_str(), "lowerscope_kernels.cu", 0, nullptr, nullptr) != NVRTC_SUCCESS) {
@@ -45,15 +46,17 @@ Built nvrtc_build(const std::string& source, const std::string& arch, bool want_
   if (n) nvrtcGetProgramLog(prog, b.log.data());
   while (!b.log.empty() && (b.log.back() == '\0' || b.log.back() == '\n')) b.log.pop_back();
   if (r == NVRTC_SUCCESS) {
+    if (nvrtcGetPTXSize(prog, &n) == NVRTC_SUCCESS) {
+      b.ptx.assign(n, '\0');
+      nvrtcGetPTX(prog, b.ptx.data());
+      while (!b.ptx.empty() && b.ptx.back() == '\0') b.ptx.pop_back();
+    }
     if (want_cubin) {
       nvrtcGetCUBINSize(prog, &n);
       b.code.assign(n, '\0');
       nvrtcGetCUBIN(prog, b.code.data());
     } else {
-      nvrtcGetPTXSize(prog, &n);
-      b.code.assign(n, '\0');
-      nvrtcGetPTX(prog, b.code.data());
-      while (!b.code.empty() && b.code.back() == '\0') b.code.pop_back();
+      b.code = b.ptx;
     }
     b.ok = true;
   }
@@ -110,20 +113,13 @@ CudaCompileResult compile_cuda(const std::string& source, const CudaCompileOptio
     r.sass = cache.get(".sass");
     r.from_cache = true;
   } else {
-    // PTX and the cubin are two independent compiles: run them side by side.
-    auto cubin = o.cubin ? std::async(std::launch::async, nvrtc_build, source, "sm_" + sm, true) : std::future<Built>();
-    if (o.ptx) {
-      const Built ptx = nvrtc_build(source, "compute_" + sm, false);
-      if (!ptx.ok) throw CompileError("NVRTC rejected the generated CUDA kernels", ptx.log);
-      r.ptx = ptx.code;
-      r.log = ptx.log;
-    }
-    if (o.cubin) {
-      const Built c = cubin.get();
-      if (!c.ok) throw CompileError("NVRTC could not build a cubin for sm_" + sm, c.log);
-      r.cubin = c.code;
-      if (!o.ptx) r.log = c.log;
-    }
+    // One compile: for sm_XX it gives the cubin and the PTX it was made from (compute_XX, as a
+    // compile for the virtual architecture would).
+    const Built b = nvrtc_build(source, (o.cubin ? "sm_" : "compute_") + sm, o.cubin);
+    if (!b.ok) throw CompileError("NVRTC rejected the generated CUDA kernels", b.log);
+    if (o.ptx) r.ptx = b.ptx;
+    if (o.cubin) r.cubin = b.code;
+    r.log = b.log;
     if (o.sass) r.sass = disassemble(r.cubin);
     std::vector<std::pair<std::string, std::string>> files = {{".log", r.log}, {".sass", r.sass}};
     if (o.ptx) files.push_back({".ptx", r.ptx});

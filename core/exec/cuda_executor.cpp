@@ -51,8 +51,12 @@ std::string cuda_extern_how(const LoopProgram& p, const ExternCall& c, bool blas
     if (groups == C && w[1] == 1 && w[0] == C) return "depthwise kernel";
     if (blas) return "im2col + cuBLAS";
   }
-  if (n == "aten.convolution_backward.default" && f32 && blas && !c.args[7].b && seen_shape(p, c, 1).size() == 4)
-    return "im2col + cuBLAS + col2im";
+  if (n == "aten.convolution_backward.default" && f32 && !c.args[7].b && seen_shape(p, c, 1).size() == 4) {
+    const Shape w = seen_shape(p, c, 2);
+    const int64_t groups = c.args[9].i, C = seen_shape(p, c, 1).at(1);
+    if (groups == C && w[1] == 1 && w[0] == C) return "depthwise backward kernels";
+    if (blas) return "im2col + cuBLAS + col2im";
+  }
   if (n == "aten.max_pool2d_with_indices.default" && p.buffer(c.inputs.at(0)).dtype == DType::f32 &&
       seen_shape(p, c, 0).size() == 4 && !c.args[5].b)
     return "pool kernel";
@@ -105,7 +109,8 @@ CudaExecutable::CudaExecutable(const LoopProgram& p, const Schedule& s, const Ge
   }
   bias_kernel_ = helpers.function("ls_broadcast_bias");
   for (const char* k : {"ls_add_channel_bias", "ls_im2col", "ls_depthwise_conv", "ls_max_pool2d", "ls_copy_rows", "ls_strided_copy4",
-                        "ls_attn_softmax", "ls_attn_probs", "ls_attn_rowdot", "ls_attn_dscores", "ls_col2im", "ls_channel_sum", "ls_count_mismatches", "ls_square_sum"})
+                        "ls_attn_softmax", "ls_attn_probs", "ls_attn_rowdot", "ls_attn_dscores", "ls_col2im", "ls_channel_sum", "ls_count_mismatches", "ls_square_sum",
+                        "ls_depthwise_conv_bwd_input", "ls_depthwise_conv_bwd_weight"})
     helpers_[k] = helpers.function(k);
 }
 
@@ -417,9 +422,10 @@ void CudaExecutable::attention_cublas(size_t k) {
   blas.sgemm(BH, g.S, g.E, g.L, 1.f, dp, true, g.L * g.S, q, false, g.L * g.E, 0.f, dk, g.S * g.E);        // dK = dS^T Q
 }
 
-// convolution_backward(grad_y, x, w, ...) per group through the same columns as the forward:
-// grad_w[g] = sum over images of grad_y[n, g] (OG x P) @ cols[n]^T, grad_cols[n] = w[g]^T @
-// grad_y[n, g] (one batched product), then col2im; grad_b the per-channel sum of grad_y.
+// convolution_backward(grad_y, x, w, ...): grad_b is the per-channel sum of grad_y. A depthwise
+// convolution's grad_x and grad_w come from two kernels of their own; any other goes per group
+// through the same columns as the forward: grad_w[g] = sum over images of grad_y[n, g] (OG x P)
+// @ cols[n]^T, grad_cols[n] = w[g]^T @ grad_y[n, g] (one batched product), then col2im.
 void CudaExecutable::convolution_backward(size_t k) {
   const ExternCall& c = externs_[k]->ext;
   const Shape gys = seen_shape(p_, c, 0), xs = seen_shape(p_, c, 1), ws = seen_shape(p_, c, 2);
@@ -432,32 +438,47 @@ void CudaExecutable::convolution_backward(size_t k) {
   int dh = static_cast<int>(dil[0]), dw = static_cast<int>(dil[1]);
   const int64_t O = ws[0], G = c.args[9].i, CG = ws[1], OG = O / G, P = int64_t(OH) * OW, R = CG * KH * KW;
   auto in = [&](size_t arg) { return buffers_.at(c.inputs.at(static_cast<size_t>(c.args.at(arg).node))).ptr(); };
+  auto out = [&](size_t i) { return buffers_.at(c.outputs.at(i)).ptr(); };
   const DevicePtr gy = in(0), x = in(1), w = in(2);
-  DeviceBuffer& cols = cols_[k];
-  const size_t need = static_cast<size_t>(N * R * P * 4);
-  if (cols.bytes() < need) cols = DeviceBuffer(d_, need);
-  for (int64_t g = 0; g < G; ++g) {
-    int cg = static_cast<int>(CG);
-    long long x_image = int64_t(C) * H * W;
-    const DevicePtr gyg = gy + static_cast<DevicePtr>(g * OG * P * 4);
-    if (wanted(1)) {
-      DevicePtr xg = x + static_cast<DevicePtr>(g * CG * H * W * 4), colp = cols.ptr();
-      void* params[] = {&xg, &colp, &N, &cg, &H, &W, &KH, &KW, &OH, &OW, &sh, &sw, &ph, &pw, &dh, &dw, &x_image};
-      d_.launch(helpers_.at("ls_im2col"), grid_for(N * R * P), 256, params, "ls_im2col");
-      const DevicePtr gw = buffers_.at(c.outputs.at(1)).ptr() + static_cast<DevicePtr>(g * OG * R * 4);
-      for (int n = 0; n < N; ++n)  // accumulate over images: one product each
-        blas_->sgemm(1, OG, R, P, 1.f, gyg + static_cast<DevicePtr>(int64_t(n) * O * P * 4), false, 0,
-                     cols.ptr() + static_cast<DevicePtr>(int64_t(n) * R * P * 4), true, 0, n ? 1.f : 0.f, gw, 0);
-    }
+  if (how[k] == "depthwise backward kernels") {
+    DevicePtr a = gy, b = w, result = 0;
+    void* params[] = {&a, &b, &result, &N, &C, &H, &W, &KH, &KW, &OH, &OW, &sh, &sw, &ph, &pw, &dh, &dw};
     if (wanted(0)) {
-      blas_->sgemm(N, R, P, OG, 1.f, w + static_cast<DevicePtr>(g * OG * R * 4), true, 0, gyg, false, O * P, 0.f, cols.ptr(), R * P);
-      DevicePtr colp = cols.ptr(), gx = buffers_.at(c.outputs.at(0)).ptr() + static_cast<DevicePtr>(g * CG * H * W * 4);
-      void* params[] = {&colp, &gx, &N, &cg, &H, &W, &KH, &KW, &OH, &OW, &sh, &sw, &ph, &pw, &dh, &dw, &x_image};
-      d_.launch(helpers_.at("ls_col2im"), grid_for(int64_t(N) * CG * H * W), 256, params, "ls_col2im");
+      result = out(0);
+      d_.launch(helpers_.at("ls_depthwise_conv_bwd_input"), grid_for(int64_t(N) * C * H * W), 256, params, "ls_depthwise_conv_bwd_input");
+    }
+    if (wanted(1)) {
+      b = x;
+      result = out(1);
+      d_.launch(helpers_.at("ls_depthwise_conv_bwd_weight"), int64_t(C) * KH * KW, 256, params, "ls_depthwise_conv_bwd_weight");
+    }
+  } else {
+    DeviceBuffer& cols = cols_[k];
+    const size_t need = static_cast<size_t>(N * R * P * 4);
+    if (cols.bytes() < need) cols = DeviceBuffer(d_, need);
+    for (int64_t g = 0; g < G; ++g) {
+      int cg = static_cast<int>(CG);
+      long long x_image = int64_t(C) * H * W;
+      const DevicePtr gyg = gy + static_cast<DevicePtr>(g * OG * P * 4);
+      if (wanted(1)) {
+        DevicePtr xg = x + static_cast<DevicePtr>(g * CG * H * W * 4), colp = cols.ptr();
+        void* params[] = {&xg, &colp, &N, &cg, &H, &W, &KH, &KW, &OH, &OW, &sh, &sw, &ph, &pw, &dh, &dw, &x_image};
+        d_.launch(helpers_.at("ls_im2col"), grid_for(N * R * P), 256, params, "ls_im2col");
+        const DevicePtr gw = out(1) + static_cast<DevicePtr>(g * OG * R * 4);
+        for (int n = 0; n < N; ++n)  // accumulate over images: one product each
+          blas_->sgemm(1, OG, R, P, 1.f, gyg + static_cast<DevicePtr>(int64_t(n) * O * P * 4), false, 0,
+                       cols.ptr() + static_cast<DevicePtr>(int64_t(n) * R * P * 4), true, 0, n ? 1.f : 0.f, gw, 0);
+      }
+      if (wanted(0)) {
+        blas_->sgemm(N, R, P, OG, 1.f, w + static_cast<DevicePtr>(g * OG * R * 4), true, 0, gyg, false, O * P, 0.f, cols.ptr(), R * P);
+        DevicePtr colp = cols.ptr(), gx = out(0) + static_cast<DevicePtr>(g * CG * H * W * 4);
+        void* params[] = {&colp, &gx, &N, &cg, &H, &W, &KH, &KW, &OH, &OW, &sh, &sw, &ph, &pw, &dh, &dw, &x_image};
+        d_.launch(helpers_.at("ls_col2im"), grid_for(int64_t(N) * CG * H * W), 256, params, "ls_col2im");
+      }
     }
   }
   if (wanted(2) && c.outputs.size() > 2 && p_.buffer(c.outputs[2]).bytes() > 0) {
-    DevicePtr gb = buffers_.at(c.outputs[2]).ptr(), gyp = gy;
+    DevicePtr gb = out(2), gyp = gy;
     long long OO = O, PP = P;
     void* params[] = {&gyp, &gb, &N, &OO, &PP};
     d_.launch(helpers_.at("ls_channel_sum"), O, 256, params, "ls_channel_sum");

@@ -22,6 +22,7 @@ class Cublas;
 
 // Where a library call runs on the GPU: "cuBLAS", "attention kernel", "flash attention kernel",
 // "attention (cuBLAS)", "depthwise kernel", "im2col + cuBLAS", "im2col + cuBLAS + col2im",
+// "depthwise backward kernels",
 // "pool kernel", "device copies"; or "host (reference kernel)" where we have neither a kernel
 // nor cuBLAS for it (its operands copied down and the results back up). `blas`: cuBLAS loaded.
 std::string cuda_extern_how(const LoopProgram& p, const ExternCall& c, bool blas);
@@ -75,7 +76,8 @@ class CudaExecutable {
   void device_extern(size_t k);
   void attention_extern(size_t k);  // the prelude's fused attention kernels
   void attention_cublas(size_t k);
-  void convolution_backward(size_t k);  // im2col + cuBLAS + col2im  // long sequences: cuBLAS around softmax kernels  // convolution, max pooling, cat: kernels of the prelude (and cuBLAS)
+  void convolution_backward(size_t k);
+  void conv_backward_columns(size_t k, DevicePtr gy, DevicePtr x, DevicePtr w);  // im2col + cuBLAS + col2im  // long sequences: cuBLAS around softmax kernels  // convolution, max pooling, cat: kernels of the prelude (and cuBLAS)
   const LoopProgram& p_;
   const GeneratedCuda& g_;
   CudaDriver& d_;

@@ -413,8 +413,9 @@ class Writer {
               << flt(c.args[3].number()) << "};\n";
         os << "    " << obj << ".run(gpu, " << out(0) << ", " << in(0) << ", " << in(ia) << ", " << in(ib) << ");\n";
       }
-    } else if (how == "depthwise kernel" || how == "im2col + cuBLAS" || how == "im2col + cuBLAS + col2im") {
-      const bool backward = how == "im2col + cuBLAS + col2im";
+    } else if (how == "depthwise kernel" || how == "im2col + cuBLAS" || how == "im2col + cuBLAS + col2im" ||
+               how == "depthwise backward kernels") {
+      const bool backward = op == "aten.convolution_backward.default";
       const size_t xa = backward ? 1 : 0;
       const Shape x = shape(xa), w = shape(xa + 1), y = backward ? shape(0) : c.output_metas.at(0).shape;
       const size_t at = backward ? 4 : 3;  // stride, padding, dilation, ..., groups
@@ -422,7 +423,7 @@ class Writer {
       setup << "  lsrt::Conv " << obj << "{" << x[0] << ", " << x[1] << ", " << x[2] << ", " << x[3] << ", " << w[0] << ", " << w[1]
             << ", " << w[2] << ", " << w[3] << ", " << y[2] << ", " << y[3] << ", " << c.args[at + 5].i << ", " << st[0] << ", "
             << st[1] << ", " << pad[0] << ", " << pad[1] << ", " << dil[0] << ", " << dil[1] << ", "
-            << (how == "depthwise kernel" ? "true" : "false") << "};\n";
+            << tf(how == "depthwise kernel" || how == "depthwise backward kernels") << "};\n";
       if (!backward) {
         os << "    " << obj << ".run(gpu, " << in(0) << ", " << in(1) << ", " << (c.args[2].is_node() ? in(2) : "0") << ", " << out(0)
            << ");\n";

@@ -239,8 +239,9 @@ struct Addmm {
 
 // 2-D convolution, NCHW, weight [O, C/G, KH, KW]: a depthwise kernel where every channel is its
 // own group, else per group im2col of every image and one batched cuBLAS product; then the bias.
-// backward(): grad_w per group as the sum over images of grad_y[n] @ cols[n]^T, grad_x through
-// w^T @ grad_y and col2im, grad_b the per-channel sum of grad_y. Null pointers: not wanted.
+// backward(): depthwise, a kernel for each gradient; else grad_w per group as the sum over images
+// of grad_y[n] @ cols[n]^T, grad_x through w^T @ grad_y and col2im; grad_b the per-channel sum
+// of grad_y. Null pointers: not wanted.
 struct Conv {
   int N, C, H, W, O, CG, KH, KW, OH, OW, G, sh, sw, ph, pw, dh, dw;
   bool depthwise;
@@ -281,8 +282,17 @@ struct Conv {
 
   void backward(Gpu& g, CUdeviceptr gy, CUdeviceptr x, CUdeviceptr w, CUdeviceptr gx, CUdeviceptr gw, CUdeviceptr gb) {
     const long long P = static_cast<long long>(OH) * OW, R = static_cast<long long>(CG) * KH * KW, OG = O / G;
-    columns(g);
-    for (int group = 0; group < G; ++group) {
+    if (depthwise) {  // a kernel for each gradient: gathers for grad_x, a block per (channel, tap) for grad_w
+      int n = N, c = C, h = H, ww = W, kh = KH, kw = KW, oh = OH, ow = OW, a = sh, b = sw, pa = ph, pb = pw, da = dh, db = dw;
+      CUdeviceptr src = w, dst = gx;
+      void* params[] = {&gy, &src, &dst, &n, &c, &h, &ww, &kh, &kw, &oh, &ow, &a, &b, &pa, &pb, &da, &db};
+      if (gx) g.helper_launch("ls_depthwise_conv_bwd_input", g.grid_for(static_cast<long long>(N) * C * H * W), 256, params);
+      src = x;
+      dst = gw;
+      if (gw) g.helper_launch("ls_depthwise_conv_bwd_weight", static_cast<long long>(C) * KH * KW, 256, params);
+    }
+    if (!depthwise) columns(g);
+    for (int group = 0; group < G && !depthwise; ++group) {
       const CUdeviceptr gyg = gy + static_cast<CUdeviceptr>(group * OG * P * 4);
       if (gw) {
         im2col(g, x, group);

@@ -22,6 +22,7 @@
 #include "cuda/driver.h"
 #include "cuda/nvrtc_compiler.h"
 #include "dynamic/retarget.h"
+#include "exec/cuda_executor.h"
 #include "export/package.h"
 #include "frontend/load_model.h"
 #include "interp/reference.h"
@@ -138,7 +139,7 @@ void helper_kernels_compile() {
   const std::set<std::string> entries = ptx_entries(r.ptx);
   for (const char* k : {"ls_broadcast_bias", "ls_add_channel_bias", "ls_im2col", "ls_depthwise_conv", "ls_max_pool2d", "ls_copy_rows",
                         "ls_strided_copy4", "ls_attn_softmax", "ls_attn_probs", "ls_attn_rowdot", "ls_attn_dscores", "ls_col2im",
-                        "ls_channel_sum", "ls_count_mismatches"})
+                        "ls_channel_sum", "ls_count_mismatches", "ls_depthwise_conv_bwd_input", "ls_depthwise_conv_bwd_weight"})
     VERIFY2(entries.count(k) == 1, std::string("no PTX entry for ") + k);
 }
 
@@ -280,6 +281,33 @@ void attention_runs_on_the_device(const std::string& model, bool train, const st
       ++attention;
     }
   VERIFY(attention == (train ? 2 : 1));
+}
+
+// A depthwise convolution's training step: its backward runs as the two depthwise gradient kernels
+// (not per-channel im2col and cuBLAS), strided, padded and dilated, with a bias; every output and
+// gradient against the reference interpreter's run of the joint graph.
+void depthwise_backward_runs_on_the_device() {
+  const CompileResult r = compile_cuda_model("stages/extra/depthwise_conv.txt", true, true);
+  VERIFY2(r.error.empty(), r.error_stage + ": " + r.error);
+  int backward = 0;
+  for (size_t k = 0; k < r.schedule.kernels.size(); ++k) {
+    const Kernel& kr = r.schedule.kernels[k];
+    if (!kr.is_extern) continue;
+    const ExternCall& c = r.loops.nodes.at(kr.nodes.at(0)).ext;
+    if (c.op->name != "aten.convolution_backward.default") continue;
+    VERIFY2(cuda_extern_how(r.loops, c, true) == "depthwise backward kernels", kr.name);
+    ++backward;
+  }
+  VERIFY(backward == 3);
+  std::string why;
+  if (!CudaDriver::get(&why)) {
+    VERIFY2(r.not_run.find("needs a GPU") != std::string::npos, r.not_run);
+    return;
+  }
+  VERIFY2(r.check.ok, r.stage("run")->text);
+  VERIFY(r.check.reference.size() >= 5);  // the output and the gradients of x, w, w2, b2, w3
+  for (const KernelReport& k : r.kernels)
+    if (k.name.find("convolution_backward") != std::string::npos) VERIFY2(k.how == "depthwise backward kernels", k.name + ": " + k.how);
 }
 
 // reduce-overhead: the whole model replayed as one CUDA graph of at least one node per kernel,
@@ -537,6 +565,7 @@ int main(int argc, char** argv) {
     cases.push_back({std::string("attention cuBLAS") + (t ? " train" : ""),
                      [=] { attention_runs_on_the_device("stages/extra/attention_long_d128.txt", t, "attention (cuBLAS)", "attention (cuBLAS)"); }});
   }
+  cases.push_back({"depthwise convolution train", depthwise_backward_runs_on_the_device});
   for (const char* m : {"models/cifar_net", "models/res_block"})
     for (bool t : {false, true})
       cases.push_back({std::string("reduce-overhead ") + m + (t ? " train" : ""), [=] { reduce_overhead_replays_a_cuda_graph(m, t); }});
@@ -556,6 +585,9 @@ int main(int argc, char** argv) {
   cases.push_back({"package models/res_block train", [] { package_builds_and_runs("models/res_block", true, {".backward(gpu"}); }});
   cases.push_back({"package attn_block train", [] {
                      package_builds_and_runs("stages/attn_block/3_core_aten.txt", true, {"lsrt::Attention::fused", ".backward(gpu"});
+                   }});
+  cases.push_back({"package depthwise train", [] {
+                     package_builds_and_runs("stages/extra/depthwise_conv.txt", true, {"(depthwise backward kernels)", ".backward(gpu"});
                    }});
   cases.push_back({"package attention long train", [] {
                      package_builds_and_runs("stages/extra/attention_long.txt", true, {"lsrt::Attention::tiled", ".backward(gpu"});
