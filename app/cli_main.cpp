@@ -4,14 +4,17 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <map>
 #include <cstdlib>
 #include <fstream>
+#include <future>
 #include <iomanip>
 #include <iostream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <sys/wait.h>
 
 #include "dynamic/retarget.h"
 #include "frontend/load_model.h"
@@ -104,24 +107,42 @@ void print_result(const ls::CompileResult& r) {
   if (!run) std::cout << ls::phase_table(r.compile_phases);  // else the run stage ends with it
 }
 
-// The debug folder, each graph drawn as SVG by Graphviz's dot where it is installed, and
-// report.html with the drawings inline.
+// The debug folder, each graph drawn as SVG by Graphviz's dot where it is installed (the layouts
+// side by side, each stopped after a minute: a graph of thousands of nodes can take dot far longer;
+// its .dot stays), and report.html with the drawings inline.
 void write_dump_with_html(const ls::CompileResult& r, const std::string& dir) {
   namespace fs = std::filesystem;
   ls::write_dump(r, dir);
   std::map<std::string, std::string> svgs;
-  const bool have_dot = std::system("dot -V > /dev/null 2>&1") == 0;
+  const bool have_dot = std::system("dot -V > /dev/null 2>&1") == 0 && dir.find('\'') == std::string::npos;
+  const bool have_timeout = std::system("timeout --version > /dev/null 2>&1") == 0;
+  struct Layout {
+    std::string stage, stem;
+    std::future<int> status;  // dot's, as std::system gives it
+  };
+  std::vector<Layout> layouts;
   for (size_t i = 0; i < r.stages.size() && have_dot; ++i) {
     if (r.stages[i].dot.empty()) continue;
     std::ostringstream stem;
     stem << std::setw(2) << std::setfill('0') << i << '_' << r.stages[i].name;
     const fs::path dot = fs::path(dir) / (stem.str() + ".dot"), svg = fs::path(dir) / (stem.str() + ".svg");
-    const std::string cmd = "dot -Tsvg -o '" + svg.string() + "' '" + dot.string() + "' 2>/dev/null";
-    if (dir.find('\'') != std::string::npos || std::system(cmd.c_str()) != 0) continue;
+    const std::string cmd = std::string(have_timeout ? "timeout 60 " : "") + "dot -Tsvg -o '" + svg.string() + "' '" + dot.string() + "' 2>/dev/null";
+    layouts.push_back({r.stages[i].name, stem.str(), std::async(std::launch::async, [cmd] { return std::system(cmd.c_str()); })});
+  }
+  for (Layout& l : layouts) {
+    const int rc = l.status.get();
+    const fs::path svg = fs::path(dir) / (l.stem + ".svg");
+    if (rc != 0) {
+      std::error_code ec;
+      fs::remove(svg, ec);
+      std::cerr << "lowerscope-cli: " << l.stem << ".svg not drawn: Graphviz's dot "
+                << (WIFEXITED(rc) && WEXITSTATUS(rc) == 124 ? "took over 60 s" : "failed") << " (" << l.stem << ".dot is there)\n";
+      continue;
+    }
     std::ifstream in(svg);
     std::stringstream text;
     text << in.rdbuf();
-    svgs[r.stages[i].name] = text.str();
+    svgs[l.stage] = text.str();
   }
   std::ofstream html(fs::path(dir) / "report.html");
   if (!html) throw std::runtime_error(dir + ": cannot write report.html");

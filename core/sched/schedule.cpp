@@ -1,8 +1,8 @@
 #include "sched/schedule.h"
 
 #include <algorithm>
-#include <map>
 #include <functional>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -680,12 +680,18 @@ std::string schedule_to_dot(const LoopProgram& p, const Schedule& s) {
     }
     os << "  }\n";
   }
+  // Edges from the inputs, grouped by input in the buffers' order: each node's reads found once
+  // (a walk of its body), not once per input.
+  std::map<std::string, std::vector<std::string>> readers;  // input -> reading nodes' buffers
+  for (const auto& b : p.buffers)
+    if (b.is_input) readers[b.name];
+  for (const Kernel& kr : s.kernels)
+    for (int n : kr.nodes)
+      for (const auto& d : extract_dependencies(p.nodes[n]).reads)
+        if (auto it = readers.find(d.buffer); it != readers.end()) it->second.push_back(p.nodes[n].buffer);
   for (const auto& b : p.buffers)
     if (b.is_input)
-      for (const Kernel& kr : s.kernels)
-        for (int n : kr.nodes)
-          for (const auto& d : extract_dependencies(p.nodes[n]).reads)
-            if (d.buffer == b.name) os << "  \"" << b.name << "\" -> \"" << p.nodes[n].buffer << "\";\n";
+      for (const std::string& reader : readers[b.name]) os << "  \"" << b.name << "\" -> \"" << reader << "\";\n";
   for (const EdgeDecision& e : s.edges) {
     os << "  \"" << e.buffer << "\" -> \"" << p.nodes[e.consumer].buffer << "\"";
     if (runs_as_epilogue(s, e)) {
