@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "loop/dependencies.h"
 #include "ops/op_table.h"
@@ -131,6 +132,23 @@ class Scheduler {
     return nullptr;
   }
 
+  // A node placed in a kernel of iteration (x, r), and its accesses there: both depend on the
+  // node and (x, r) alone, so fusion's many candidate pairs work them out once.
+  struct Placed {
+    Placement where;
+    Dependencies deps;
+  };
+  const Placed& placed(int n, int64_t x, int64_t r) const {
+    const auto key = std::make_tuple(n, x, r);
+    auto it = placed_.find(key);
+    if (it != placed_.end()) return it->second;
+    Placed pl;
+    pl.where = place(p_.nodes[n], x, r);
+    if (pl.where.ok) pl.deps = extract_dependencies(p_.nodes[n], pl.where.idx, pl.where.ridx);
+    return placed_.emplace(key, std::move(pl)).first->second;
+  }
+  mutable std::map<std::tuple<int, int64_t, int64_t>, Placed> placed_;
+
   FusionVerdict can_fuse(int ga, int gb) const {
     if (ga > gb) std::swap(ga, gb);
     const size_t size = groups_[ga].nodes.size() + groups_[gb].nodes.size();
@@ -156,13 +174,13 @@ class Scheduler {
     if (!red_a && !red_b && xa != xb)
       return {false, "different iteration sizes (" + std::to_string(xa) + " vs " + std::to_string(xb) + ")"};
     const auto [x, r] = iteration(merged);
-    std::map<int, Placement> where;
+    std::map<int, const Placed*> where;
     for (int n : merged) {
-      Placement pl = place(p_.nodes[n], x, r);
-      if (!pl.ok)
+      const Placed& pl = placed(n, x, r);
+      if (!pl.where.ok)
         return {false, "iteration size " + std::to_string(p_.nodes[n].numel()) + " of " + p_.nodes[n].name +
                            " fits neither the kernel's " + std::to_string(x) + " nor " + std::to_string(x) + " x " + std::to_string(r)};
-      where[n] = pl;
+      where[n] = &pl;
     }
     if (opts_.coalesced && r > 1) {
       // Which way each group's r loop walks memory: consecutive r adjacent (along the rows) or
@@ -170,8 +188,8 @@ class Scheduler {
       auto walk = [&](int g) {
         int rows = 0, cols = 0;
         for (int n : groups_[g].nodes) {
-          if (!where[n].inner) continue;
-          const Dependencies d = extract_dependencies(p_.nodes[n], where[n].idx, where[n].ridx);
+          if (!where[n]->where.inner) continue;
+          const Dependencies& d = where[n]->deps;
           for (const auto* list : {&d.reads, &d.writes})
             for (const MemDep& m : *list) {
               if (!m.index.depends_on("r0")) continue;
@@ -190,16 +208,15 @@ class Scheduler {
     // reads it: same index in the kernel's variables, and not from a reduction still running.
     std::set<int> in_a(groups_[ga].nodes.begin(), groups_[ga].nodes.end());
     for (int c : merged) {
-      const Dependencies d = extract_dependencies(p_.nodes[c], where[c].idx, where[c].ridx);
-      for (const MemDep& rd : d.reads) {
+      for (const MemDep& rd : where[c]->deps.reads) {
         const int prod = p_.producer(rd.buffer);
         if (prod < 0 || !where.count(prod) || (in_a.count(prod) == in_a.count(c))) continue;
         const LoopNode& pn = p_.nodes[prod];
-        const Dependencies pd = extract_dependencies(pn, where[prod].idx, where[prod].ridx);
+        const Dependencies& pd = where[prod]->deps;
         if (pd.writes.at(0).index != rd.index)
           return {false, p_.nodes[c].name + " reads " + rd.buffer + " at " + rd.index.str() + " but " + pn.name +
                              " writes it at " + pd.writes[0].index.str() + ": values from other iterations are needed"};
-        if (where[prod].inner && !where[c].inner && pn.kind == LoopNode::Kind::pointwise)
+        if (where[prod]->where.inner && !where[c]->where.inner && pn.kind == LoopNode::Kind::pointwise)
           return {false, p_.nodes[c].name + " iterates " + std::to_string(x) + " but reads " + rd.buffer +
                              ", which has one value per reduction element"};
       }
