@@ -90,8 +90,34 @@ struct Conv {
       }
   }
 
+  // Every channel its own group with one filter (MobileNet's depthwise convolutions): computed
+  // directly, a plane a thread, instead of an im2col and a one-row product per channel.
+  bool depthwise() const { return G == C && CG == 1 && O == C; }
+
   void run(const float* x, const float* w, const float* bias, float* y) const {
     const int64_t OG = this->OG(), P = this->P(), R = this->R();
+    if (depthwise()) {
+#pragma omp parallel for schedule(static)
+      for (int64_t plane = 0; plane < N * C; ++plane) {
+        const int64_t c = plane % C;
+        const float* xp = x + plane * H * W;
+        const float* wp = w + c * KH * KW;
+        for (int64_t oh = 0; oh < OH; ++oh)
+          for (int64_t ow = 0; ow < OW; ++ow) {
+            float acc = bias ? bias[c] : 0.f;
+            for (int64_t kh = 0; kh < KH; ++kh) {
+              const int64_t ih = oh * sh - ph + kh * dh;
+              if (ih < 0 || ih >= H) continue;
+              for (int64_t kw = 0; kw < KW; ++kw) {
+                const int64_t iw = ow * sw - pw + kw * dw;
+                if (iw >= 0 && iw < W) acc += xp[ih * W + iw] * wp[kh * KW + kw];
+              }
+            }
+            y[plane * P + oh * OW + ow] = acc;
+          }
+      }
+      return;
+    }
     std::vector<float> cols(static_cast<size_t>(R * P));
     for (int64_t n = 0; n < N; ++n)
       for (int64_t g = 0; g < G; ++g) {
@@ -105,6 +131,20 @@ struct Conv {
 
   // The gradients of the input, weight and bias from the output's (gy); nullptr: not wanted.
   void backward(const float* gy, const float* x, const float* w, float* gx, float* gw, float* gb) const {
+    if (depthwise()) backward_depthwise(gy, x, w, gx, gw);
+    else backward_columns(gy, x, w, gx, gw);
+    const int64_t P = this->P();
+    if (gb)
+      for (int64_t o = 0; o < O; ++o) {
+        double acc = 0;
+        for (int64_t n = 0; n < N; ++n)
+          for (int64_t p = 0; p < P; ++p) acc += gy[(n * O + o) * P + p];
+        gb[o] = static_cast<float>(acc);
+      }
+  }
+
+  // Per image and group: grad_x through weight^T @ gy and col2im, grad_w += gy @ im2col(x)^T.
+  void backward_columns(const float* gy, const float* x, const float* w, float* gx, float* gw) const {
     const int64_t OG = this->OG(), P = this->P(), R = this->R();
     std::vector<float> cols(static_cast<size_t>(R * P));
     if (gx) std::fill(gx, gx + N * C * H * W, 0.f);
@@ -121,13 +161,58 @@ struct Conv {
           sgemm(OG, R, P, 1.f, gyo, false, cols.data(), true, 1.f, gw + g * OG * R);
         }
       }
-    if (gb)
-      for (int64_t o = 0; o < O; ++o) {
-        double acc = 0;
-        for (int64_t n = 0; n < N; ++n)
-          for (int64_t p = 0; p < P; ++p) acc += gy[(n * O + o) * P + p];
-        gb[o] = static_cast<float>(acc);
+  }
+
+  // Depthwise: each input element gathers the output gradients of the windows that read it; each
+  // channel's filter gradient sums gy * x over images and positions (a channel a thread).
+  void backward_depthwise(const float* gy, const float* x, const float* w, float* gx, float* gw) const {
+    const int64_t P = this->P();
+    if (gx) {
+#pragma omp parallel for schedule(static)
+      for (int64_t plane = 0; plane < N * C; ++plane) {
+        const int64_t c = plane % C;
+        const float* g = gy + plane * P;
+        const float* wp = w + c * KH * KW;
+        for (int64_t ih = 0; ih < H; ++ih)
+          for (int64_t iw = 0; iw < W; ++iw) {
+            float acc = 0.f;
+            for (int64_t kh = 0; kh < KH; ++kh) {
+              const int64_t th = ih + ph - kh * dh;
+              if (th < 0 || th % sh) continue;
+              const int64_t oh = th / sh;
+              if (oh >= OH) continue;
+              for (int64_t kw = 0; kw < KW; ++kw) {
+                const int64_t tw = iw + pw - kw * dw;
+                if (tw < 0 || tw % sw) continue;
+                const int64_t ow = tw / sw;
+                if (ow < OW) acc += g[oh * OW + ow] * wp[kh * KW + kw];
+              }
+            }
+            gx[plane * H * W + ih * W + iw] = acc;
+          }
       }
+    }
+    if (gw) {
+#pragma omp parallel for schedule(static)
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t k = 0; k < KH * KW; ++k) {
+          const int64_t kh = k / KW, kw = k % KW;
+          float acc = 0.f;
+          for (int64_t n = 0; n < N; ++n) {
+            const float* g = gy + (n * C + c) * P;
+            const float* xp = x + (n * C + c) * H * W;
+            for (int64_t oh = 0; oh < OH; ++oh) {
+              const int64_t ih = oh * sh - ph + kh * dh;
+              if (ih < 0 || ih >= H) continue;
+              for (int64_t ow = 0; ow < OW; ++ow) {
+                const int64_t iw = ow * sw - pw + kw * dw;
+                if (iw >= 0 && iw < W) acc += g[oh * OW + ow] * xp[ih * W + iw];
+              }
+            }
+          }
+          gw[c * KH * KW + k] = acc;
+        }
+    }
   }
 };
 

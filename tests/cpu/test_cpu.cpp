@@ -133,6 +133,8 @@ class TestCpu : public QObject {
     QTest::newRow("attention backward") << "stages/extra/attention_long.txt" << 0.0 << "lsrt::AttentionBackward" << 4 << false;
     QTest::newRow("mlp with its SGD update") << "models/mlp/model.pt2" << 0.1 << "lsrt::addmm" << 10 << false;
     // kernels compiled with dynamic shapes take the sizes they run at, after their buffers
+    // depthwise convolutions computed directly (strided, padded with a bias, dilated), forward and backward
+    QTest::newRow("depthwise convolutions") << "stages/extra/depthwise_conv.txt" << 0.0 << "lsrt::Conv" << 6 << false;
     QTest::newRow("layer norm + GELU step, dynamic shapes") << "stages/layernorm_gelu/3_core_aten.txt" << 0.0 << "int64_t sizes[] = {" << 6 << true;
   }
   void testExportedStepMatchesReference() {
