@@ -121,7 +121,12 @@ void GraphLayouter::layout(const QString& dot) {
     proc_ = nullptr;
     p->deleteLater();
     if (st != QProcess::NormalExit || code != 0) {
-      emit failed(tr("Graphviz failed: %1").arg(QString::fromLocal8Bit(p->readAllStandardError()).trimmed()));
+      // dot can print thousands of lines for one failure ("trouble in init_rank", then a line per
+      // rank): its first line says what it was.
+      const QStringList lines = QString::fromLocal8Bit(p->readAllStandardError()).trimmed().split('\n');
+      QString said = lines.value(0).left(300);
+      if (lines.size() > 1) said += tr(" (and %1 more lines of dot's output)").arg(lines.size() - 1);
+      emit failed(tr("Graphviz failed: %1").arg(said));
       return;
     }
     try {

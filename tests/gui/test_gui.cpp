@@ -534,6 +534,31 @@ class TestGui : public QObject {
     QCOMPARE(laid.count(), 0);
   }
 
+  // dot's failure comes back as one line however much dot printed (it printed 3,200 lines for a
+  // schedule too big to rank, and the message alone stretched the window to 32,767 pixels): a
+  // stand-in dot first on PATH fails that way.
+  void testLayoutFailureIsOneLine() {
+    QTemporaryDir bin;
+    {
+      QFile dot(bin.filePath("dot"));
+      QVERIFY(dot.open(QIODevice::WriteOnly));
+      dot.write("#!/bin/sh\necho 'Error: trouble in init_rank' >&2\nfor i in $(seq 1 3200); do echo \"\t%0 $i\" >&2; done\nexit 1\n");
+      dot.close();
+      dot.setPermissions(dot.permissions() | QFileDevice::ExeOwner);
+    }
+    const QByteArray path = qgetenv("PATH");
+    qputenv("PATH", bin.path().toUtf8() + ":" + path);
+    GraphLayouter layouter;
+    QSignalSpy failed(&layouter, &GraphLayouter::failed);
+    layouter.layout("digraph G { a -> b }");
+    const bool got = failed.wait(30000);
+    qputenv("PATH", path);
+    QVERIFY(got);
+    const QString said = failed.at(0).at(0).toString();
+    QVERIFY2(said.startsWith("Graphviz failed: Error: trouble in init_rank") && !said.contains('\n') && said.contains("3200 more lines"),
+             qPrintable(said));
+  }
+
   // The command palette finds actions and stages by words in any order and runs them; the dark
   // theme restyles the palette and the code view; the docks come back as they were left.
   void testPaletteThemeAndDocks() {
