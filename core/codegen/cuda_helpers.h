@@ -147,6 +147,13 @@ extern "C" __global__ void ls_attn_dscores(float* __restrict__ dp, const float* 
   for (long long x = (long long)blockIdx.x * blockDim.x + threadIdx.x; x < total; x += (long long)gridDim.x * blockDim.x)
     dp[x] = p[x] * (dp[x] - drow[x / S]) * scale;
 }
+// Along one dimension: the output position whose window reads input position i through kernel tap
+// k (padding pad, dilation dil, stride), or -1 where none does.
+LS_DEV int ls_conv_reader(int i, int pad, int k, int dil, int stride, int out) {
+  const int t = i + pad - k * dil;
+  if (t < 0 || t % stride) return -1;
+  return t / stride < out ? t / stride : -1;
+}
 // Convolution backward's input gradient from the gradient columns (N x R x P per group): each
 // input position gathers the column entries that read it (no atomics).
 extern "C" __global__ void ls_col2im(const float* __restrict__ cols, float* __restrict__ x, int N, int CG, int H, int W, int KH, int KW,
@@ -157,16 +164,11 @@ extern "C" __global__ void ls_col2im(const float* __restrict__ cols, float* __re
     const long long n = i / ((long long)CG * H * W);
     float acc = 0.f;
     for (int kh = 0; kh < KH; ++kh) {
-      const int th = ih + ph - kh * dh;
-      if (th < 0 || th % sh) continue;
-      const int oh = th / sh;
-      if (oh >= OH) continue;
+      const int oh = ls_conv_reader(ih, ph, kh, dh, sh, OH);
+      if (oh < 0) continue;
       for (int kw = 0; kw < KW; ++kw) {
-        const int tw = iw + pw - kw * dw;
-        if (tw < 0 || tw % sw) continue;
-        const int ow = tw / sw;
-        if (ow >= OW) continue;
-        acc += cols[n * R * P + ((long long)(ci * KH + kh) * KW + kw) * P + (long long)oh * OW + ow];
+        const int ow = ls_conv_reader(iw, pw, kw, dw, sw, OW);
+        if (ow >= 0) acc += cols[n * R * P + ((long long)(ci * KH + kh) * KW + kw) * P + (long long)oh * OW + ow];
       }
     }
     x[n * x_image + ((long long)ci * H + ih) * W + iw] = acc;
@@ -188,15 +190,11 @@ extern "C" __global__ void ls_depthwise_conv_bwd_input(const float* __restrict__
     const float* wp = w + (long long)c * KH * KW;
     float acc = 0.f;
     for (int kh = 0; kh < KH; ++kh) {
-      const int th = ih + ph - kh * dh;
-      if (th < 0 || th % sh) continue;
-      const int oh = th / sh;
-      if (oh >= OH) continue;
+      const int oh = ls_conv_reader(ih, ph, kh, dh, sh, OH);
+      if (oh < 0) continue;
       for (int kw = 0; kw < KW; ++kw) {
-        const int tw = iw + pw - kw * dw;
-        if (tw < 0 || tw % sw) continue;
-        const int ow = tw / sw;
-        if (ow < OW) acc += g[oh * OW + ow] * wp[kh * KW + kw];
+        const int ow = ls_conv_reader(iw, pw, kw, dw, sw, OW);
+        if (ow >= 0) acc += g[oh * OW + ow] * wp[kh * KW + kw];
       }
     }
     gx[i] = acc;

@@ -163,6 +163,14 @@ struct Conv {
       }
   }
 
+  // Along one dimension: the output position whose window reads input position i through tap k, or
+  // -1 where none does.
+  static int64_t reader(int64_t i, int64_t pad, int64_t k, int64_t dil, int64_t stride, int64_t out) {
+    const int64_t t = i + pad - k * dil;
+    if (t < 0 || t % stride) return -1;
+    return t / stride < out ? t / stride : -1;
+  }
+
   // Depthwise: each input element gathers the output gradients of the windows that read it; each
   // channel's filter gradient sums gy * x over images and positions (a channel a thread).
   void backward_depthwise(const float* gy, const float* x, const float* w, float* gx, float* gw) const {
@@ -177,15 +185,11 @@ struct Conv {
           for (int64_t iw = 0; iw < W; ++iw) {
             float acc = 0.f;
             for (int64_t kh = 0; kh < KH; ++kh) {
-              const int64_t th = ih + ph - kh * dh;
-              if (th < 0 || th % sh) continue;
-              const int64_t oh = th / sh;
-              if (oh >= OH) continue;
+              const int64_t oh = reader(ih, ph, kh, dh, sh, OH);
+              if (oh < 0) continue;
               for (int64_t kw = 0; kw < KW; ++kw) {
-                const int64_t tw = iw + pw - kw * dw;
-                if (tw < 0 || tw % sw) continue;
-                const int64_t ow = tw / sw;
-                if (ow < OW) acc += g[oh * OW + ow] * wp[kh * KW + kw];
+                const int64_t ow = reader(iw, pw, kw, dw, sw, OW);
+                if (ow >= 0) acc += g[oh * OW + ow] * wp[kh * KW + kw];
               }
             }
             gx[plane * H * W + ih * W + iw] = acc;
