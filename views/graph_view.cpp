@@ -172,7 +172,13 @@ void GraphView::zoomToFit() {
   if (transform().m11() > 1.5) setTransform(QTransform::fromScale(1.5, 1.5));  // small graphs stay readable
   if (transform().m11() < 0.35) {  // a tall or wide graph: readable at its start rather than whole and tiny
     setTransform(QTransform::fromScale(0.8, 0.8));
-    centerOn(r.center().x(), r.top() + viewport()->height() / 1.6);
+    // Its start: the topmost box (a wide graph's middle column may be empty at the top).
+    double x = r.center().x(), top = r.bottom();
+    for (const auto* item : std::as_const(items_)) {
+      const QRectF b = item->sceneBoundingRect();
+      if (b.top() < top) top = b.top(), x = b.center().x();
+    }
+    centerOn(x, r.top() + viewport()->height() / 1.6);
   }
 }
 

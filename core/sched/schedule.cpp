@@ -662,7 +662,46 @@ std::string print_schedule(const LoopProgram& p, const Schedule& s) {
   return os.str();
 }
 
+namespace {
+
+// A schedule too big for Graphviz to lay out with a cluster per kernel (MobileNetV3-Small's
+// training step: 1,154 loop nodes in 241 kernels, on which dot gives up after minutes): a box per
+// kernel, an edge per buffer one kernel writes and a later one reads. Inputs and weights are left
+// out; the stage's text lists them.
+std::string kernels_to_dot(const LoopProgram& p, const Schedule& s) {
+  std::ostringstream os;
+  // nslimit and mclimit bound dot's ranking and crossing passes: without them it runs for minutes
+  // on such a chain of kernels, with them about two seconds.
+  os << "digraph S {\n  rankdir=TB; nslimit=2; mclimit=0.5;\n"
+     << "  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\", fontsize=10];\n";
+  std::map<std::string, size_t> writer;
+  for (size_t k = 0; k < s.kernels.size(); ++k) {
+    const Kernel& kr = s.kernels[k];
+    for (const auto& w : kr.writes) writer[w] = k;
+    std::string label = kr.name + "\\n";
+    if (kr.is_extern) {
+      label += p.nodes[kr.nodes[0]].ext.op->name;
+    } else {
+      label += std::to_string(kr.nodes.size()) + " node" + (kr.nodes.size() == 1 ? "" : "s") + ", (" + std::to_string(kr.numel) +
+               (kr.rnumel > 1 ? " x " + std::to_string(kr.rnumel) : std::string()) + ")";
+    }
+    os << "  \"" << kr.name << "\" [id=\"" << kr.name << "\", fillcolor=\"" << (kr.is_extern ? "#fff4cc" : "#f5f0ff") << "\", label=\""
+       << label << "\"];\n";
+  }
+  for (size_t k = 0; k < s.kernels.size(); ++k) {
+    std::set<size_t> from;
+    for (const auto& r : s.kernels[k].reads)
+      if (auto it = writer.find(r); it != writer.end() && it->second < k) from.insert(it->second);
+    for (size_t f : from) os << "  \"" << s.kernels[f].name << "\" -> \"" << s.kernels[k].name << "\";\n";
+  }
+  os << "}\n";
+  return os.str();
+}
+
+}  // namespace
+
 std::string schedule_to_dot(const LoopProgram& p, const Schedule& s) {
+  if (p.nodes.size() > kClusteredScheduleNodes) return kernels_to_dot(p, s);
   std::ostringstream os;
   os << "digraph S {\n  rankdir=TB; compound=true; node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\", fontsize=10];\n";
   for (const LoopBuffer& b : p.buffers)

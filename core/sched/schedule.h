@@ -105,6 +105,9 @@ struct KernelLoop {
 std::vector<KernelLoop> kernel_loops(const LoopProgram& p, const std::vector<int>& nodes, int64_t numel, int64_t rnumel);
 
 std::string print_schedule(const LoopProgram& p, const Schedule& s);  // ir_post_fusion.txt style
-std::string schedule_to_dot(const LoopProgram& p, const Schedule& s);  // kernels as clusters
+// Kernels as clusters of their loop nodes, with the fusion decisions on the edges; past
+// kClusteredScheduleNodes loop nodes, a box per kernel (Graphviz cannot lay out the clusters).
+constexpr size_t kClusteredScheduleNodes = 600;
+std::string schedule_to_dot(const LoopProgram& p, const Schedule& s);
 
 }  // namespace ls
