@@ -134,7 +134,7 @@ std::string print_loop_node(const LoopProgram& p, const LoopNode& n) {
   const LoopBuffer& b = p.buffer(n.buffer);
   os << n.name << ": " << (n.kind == LoopNode::Kind::pointwise ? "Pointwise" : "Reduction") << " -> " << n.buffer
      << "  # from " << n.graph_node << "\n";
-  os << n.name << ".layout = FixedLayout('cpu', " << dtype_torch(b.dtype) << ", size=" << shape_str(b.shape)
+  os << n.name << ".layout = FixedLayout('" << p.device << "', " << dtype_torch(b.dtype) << ", size=" << shape_str(b.shape)
      << ", stride=" << shape_str(contiguous_strides(b.shape)) << ")\n";
   os << n.name << ".sizes = (" << shape_str(n.ranges) << ", " << shape_str(n.reduction_ranges) << ")\n";
   os << "class " << n.name << "_loop_body:\n    var_ranges = {";
@@ -153,7 +153,7 @@ std::string print_loop_node(const LoopProgram& p, const LoopNode& n) {
 std::string print_loop_program(const LoopProgram& p) {
   std::ostringstream os;
   for (const LoopBuffer& b : p.buffers)
-    if (b.is_input) os << b.name << "_layout = FixedLayout('cpu', " << dtype_torch(b.dtype) << ", size=" << shape_str(b.shape) << ")\n";
+    if (b.is_input) os << b.name << "_layout = FixedLayout('" << p.device << "', " << dtype_torch(b.dtype) << ", size=" << shape_str(b.shape) << ")\n";
   os << '\n';
   for (const LoopNode& n : p.nodes) os << print_loop_node(p, n) << "\n\n";
   return os.str();

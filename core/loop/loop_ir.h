@@ -85,6 +85,7 @@ struct LoopProgram {
   std::vector<LoopNode> nodes;      // in topological order
   std::vector<std::string> inputs;  // buffer names, in the graph's placeholder order
   std::vector<std::string> outputs; // buffer names, in the graph's output order
+  std::string device = "cpu";       // what the buffers live on, as Inductor's FixedLayout names it
 
   const LoopBuffer& buffer(const std::string& name) const;
   int producer(const std::string& buffer) const;  // node index, -1 for inputs

@@ -508,6 +508,7 @@ CompileResult run_stages(LoadedModel model, const PipelineOptions& o, const std:
     const Graph& lowered_from = to_prims ? r.prims : r.core_aten;
 
     r.loops = rec.step("loop_ir", [&] { return lower_to_loops(lowered_from); });
+    r.loops.device = o.device;
     if (o.record) {
       Stage s;
       s.name = "loop_ir";

@@ -94,6 +94,9 @@ void every_kernel_compiles_to_ptx(const std::string& model, bool train) {
   VERIFY2(r.error.empty(), r.error_stage + ": " + r.error);
   const Stage* ptx = r.stage("asm");
   VERIFY(ptx != nullptr);
+  // The loop IR names the device its buffers live on, as Inductor's ir_pre_fusion.txt does.
+  const std::string& loop_ir = r.stage("loop_ir")->text;
+  VERIFY(loop_ir.find("FixedLayout('cuda'") != std::string::npos && loop_ir.find("FixedLayout('cpu'") == std::string::npos);
   const std::set<std::string> entries = ptx_entries(ptx->text);
   int gen = 0, ext = 0;
   for (size_t k = 0; k < r.schedule.kernels.size(); ++k) {
