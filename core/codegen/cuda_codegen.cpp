@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <optional>
 #include <set>
 #include <stdexcept>
 
@@ -54,6 +55,7 @@ class CudaKernelWriter {
     };
     for (const auto& b : k_.reads) add_arg(b, false);
     for (const auto& b : k_.writes) add_arg(b, true);
+    ptrs_ = ptrs;
     idx_ = small ? "int" : "int64_t";
     gk.narrow_index = small;
 
@@ -65,12 +67,17 @@ class CudaKernelWriter {
     const KernelConfig cfg = tuned == o_.configs.end() ? KernelConfig{} : tuned->second;
     block_ = cfg.block ? cfg.block : o_.pointwise_block;
     unroll_ = cfg.unroll ? cfg.unroll : o_.pointwise_unroll;
+    std::vector<int> all_nodes;
+    for (const KernelLoop& s : segs) all_nodes.insert(all_nodes.end(), s.nodes.begin(), s.nodes.end());
+    std::optional<VectorPlan> pointwise_vector;
+    if (R == 1 && !cfg.unroll) pointwise_vector = vector_plan(all_nodes, {}, "x0", X, X, R);
     if (R == 1) {
       launch.form = "pointwise";
       launch.block = block_;
       launch.threads_per_row = 1;
-      const int64_t per_block = int64_t(block_) * unroll_;
+      const int64_t per_block = int64_t(block_) * (pointwise_vector ? 4 : unroll_);
       launch.grid = (X + per_block - 1) / per_block;
+      launch.vector = pointwise_vector ? 4 : 0;
     } else if (splittable && R >= 16384 && X < 2 * o_.sm_count && cfg.threads_per_row == 0) {
       launch.form = "split";
       launch.block = 512;
@@ -132,7 +139,22 @@ class CudaKernelWriter {
                        params + ") {"});
     e.push_scope();
     const std::string Xs = std::to_string(X), Rs = std::to_string(R);
-    if (launch.form == "pointwise") {
+    if (launch.form == "pointwise" && pointwise_vector) {
+      // 4 consecutive elements a thread, moved as one 16-byte access per buffer (X % 4 == 0).
+      e.line("const " + idx_ + " ls_g = (" + idx_ + ")blockIdx.x * " + std::to_string(block_) +
+             " + threadIdx.x;  // elements 4 * ls_g .. 4 * ls_g + 3");
+      const bool tail = (X / 4) % block_ != 0;
+      if (tail) {
+        e.line("if (ls_g < " + std::to_string(X / 4) + ") {");
+        e.indent += "    ";
+      }
+      emit_vector_loop(e, *pointwise_vector, "x0", [&] {
+        e.push_scope();
+        emit_segments(e, segs, X, R);
+        e.pop_scope();
+      });
+      if (tail) close(e);
+    } else if (launch.form == "pointwise") {
       const std::string B = std::to_string(block_);
       e.line("const " + idx_ + " ls_base = (" + idx_ + ")blockIdx.x * " + std::to_string(block_ * unroll_) +
              " + threadIdx.x;");
@@ -197,6 +219,7 @@ class CudaKernelWriter {
     e.pop_scope();
     e.node = -1;
     e.lines.push_back({"}"});
+    if (vectorized_) launch.vector = 4;
     out.insert(out.end(), e.lines.begin(), e.lines.end());
     return gk;
   }
@@ -205,6 +228,72 @@ class CudaKernelWriter {
   static void close(LoopEmitter& e) {
     e.indent.resize(e.indent.size() - 4);
     e.line("}");
+  }
+
+  // 16-byte accesses along `var` (x0 in the pointwise form, r0 in an r loop): the loop takes
+  // groups of 4 consecutive values, var = 4 * ls_g + ls_j, and each float32 buffer its nodes read
+  // or write along var moves as one float4 a group; the body runs once per lane ls_j (unrolled,
+  // so the lanes are registers). Possible when every such access moves one element a step and
+  // starts each group on a 16-byte boundary (kernel arguments are whole allocations, which the
+  // driver aligns to 256 bytes); accesses that stay put along var (a broadcast) stay scalar.
+  // Otherwise nullopt: the scalar loop.
+  struct VectorPlan {
+    std::vector<std::string> before, after;             // float4 loads and declarations; float4 stores
+    std::map<std::string, std::string> loads, stores;   // the emitter's keys
+  };
+  std::optional<VectorPlan> vector_plan(const std::vector<int>& nodes, const std::set<int>& recomputed, const std::string& var,
+                                        int64_t extent, int64_t X, int64_t R) const {
+    if (o_.size_generic || extent < 4 || extent % 4 != 0) return std::nullopt;
+    const Expr j = Expr::var("ls_j", 4);
+    const std::map<std::string, Expr> lanes = {{var, Expr::var("ls_g", extent / 4) * 4 + j}}, lane0 = {{"ls_j", Expr(0)}};
+    const std::set<std::string> reads(k_.reads.begin(), k_.reads.end()), writes(k_.writes.begin(), k_.writes.end());
+    VectorPlan plan;
+    int count = 0;
+    for (int n : nodes) {
+      const Placement pl = place(p_.nodes[n], X, R);
+      const Dependencies d = extract_dependencies(p_.nodes[n], pl.idx, pl.ridx);
+      for (const bool write : {false, true})
+        for (const MemDep& m : write ? d.writes : d.reads) {
+          if (!(write ? writes : reads).count(m.buffer)) continue;  // handed over in registers
+          if (write && recomputed.count(n)) continue;                 // not stored from this loop
+          if (!m.index.depends_on(var)) continue;                      // one element for the group
+          const std::string key = m.buffer + "[" + m.index.str() + "]";
+          if ((write ? plan.stores : plan.loads).count(key)) continue;
+          if (p_.buffer(m.buffer).dtype != DType::f32) return std::nullopt;
+          const Expr e = m.index.substitute(lanes), e0 = e.substitute(lane0);
+          if (e - e0 != j || e0.constant() % 4 != 0) return std::nullopt;
+          for (const Expr::Term& t : e0.terms())
+            if (t.coeff % 4 != 0) return std::nullopt;
+          const std::string v = std::string(write ? "ls_w" : "ls_v") + std::to_string(count++);
+          const std::string at = "&" + ptrs_.at(m.buffer) + "[" + e0.cpp() + "]";
+          if (write) {
+            plan.stores[key] = v;
+            plan.before.push_back("float4 " + v + ";");
+            plan.after.push_back("*reinterpret_cast<float4*>(" + at + ") = " + v + ";");
+          } else {
+            plan.loads[key] = "ls_lane(" + v + ", ls_j)";
+            plan.before.push_back("const float4 " + v + " = *reinterpret_cast<const float4*>(" + at + ");");
+          }
+        }
+    }
+    if (plan.loads.empty() && plan.stores.empty()) return std::nullopt;
+    return plan;
+  }
+
+  template <typename Body>
+  void emit_vector_loop(LoopEmitter& e, const VectorPlan& plan, const std::string& var, Body body) {
+    for (const std::string& l : plan.before) e.line(l);
+    e.vector_loads = plan.loads;
+    e.vector_stores = plan.stores;
+    e.line("#pragma unroll");
+    e.line("for (int ls_j = 0; ls_j < 4; ++ls_j) {");
+    e.indent += "    ";
+    e.line("const " + idx_ + " " + var + " = 4 * ls_g + ls_j;");
+    body();
+    close(e);
+    e.vector_loads.clear();
+    e.vector_stores.clear();
+    for (const std::string& l : plan.after) e.line(l);
   }
 
   void emit_segments(LoopEmitter& e, const std::vector<KernelLoop>& segs, int64_t X, int64_t R) {
@@ -228,11 +317,22 @@ class CudaKernelWriter {
       e.node = -1;
       const std::string start = split_ ? "(" + idx_ + ")ls_slice * " + std::to_string(T_) + " + ls_rt" : T_ > 1 ? "ls_rt" : "0";
       const std::string step = split_ ? std::to_string(split_ * T_) : std::to_string(T_);
-      e.line("#pragma unroll 4");  // several loads in flight per thread
-      e.line("for (" + idx_ + " r0 = " + start + "; r0 < " + std::to_string(R) + "; r0 += " + step + ") {");
-      e.indent += "    ";
-      e.run_loop_nodes(s, [&](int n) { run_node(e, n, X, R); });
-      close(e);
+      const std::optional<VectorPlan> vec = column_ ? std::nullopt : vector_plan(s.nodes, s.recomputed, "r0", R, X, R);
+      if (vec) {
+        // Groups of 4 consecutive r, each buffer that moves along r moved 16 bytes at a time.
+        vectorized_ = true;
+        e.line("#pragma unroll 2");  // two groups' loads in flight per thread
+        e.line("for (" + idx_ + " ls_g = " + start + "; ls_g < " + std::to_string(R / 4) + "; ls_g += " + step + ") {");
+        e.indent += "    ";
+        emit_vector_loop(e, *vec, "r0", [&] { e.run_loop_nodes(s, [&](int n) { run_node(e, n, X, R); }); });
+        close(e);
+      } else {
+        e.line("#pragma unroll 4");  // several loads in flight per thread
+        e.line("for (" + idx_ + " r0 = " + start + "; r0 < " + std::to_string(R) + "; r0 += " + step + ") {");
+        e.indent += "    ";
+        e.run_loop_nodes(s, [&](int n) { run_node(e, n, X, R); });
+        close(e);
+      }
       for (int n : reductions) {
         const LoopNode& ln = p_.nodes[n];
         e.node = n;
@@ -321,6 +421,8 @@ class CudaKernelWriter {
   const Kernel& k_;
   const CudaCodegenOptions& o_;
   std::string idx_ = "int64_t";
+  std::map<std::string, std::string> ptrs_;  // buffer -> its parameter
+  bool vectorized_ = false;                  // an r loop moves 16 bytes at a time
   int block_ = 256, unroll_ = 4;  // pointwise form
   int T_ = 1;  // threads that share a row (row, split forms) or a column's lanes (column form)
   bool column_ = false;

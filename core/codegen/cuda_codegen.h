@@ -2,11 +2,14 @@
 // fused group. Emitting is only text: cuda/ compiles it to PTX and cubins and runs it.
 //
 // Kernel forms, chosen per kernel from its iteration (x over numel, r over rnumel):
-//   pointwise   one thread per x element, each thread UNROLL elements a block apart (coalesced,
-//               several loads in flight); tails masked.
+//   pointwise   each thread 4 consecutive x elements, moved as one float4 per buffer, where every
+//               buffer that moves with x moves one element a step (16-byte aligned, float32);
+//               otherwise (or as max-autotune's candidates) UNROLL elements a block apart
+//               (coalesced, several loads in flight); tails masked.
 //   row         a reduction: T threads per row (a power of two), T <= 32 reduce with warp
 //               shuffles and pack several rows into a block; T > 32 take a block per row and
-//               reduce through shared memory. Loops over r are strided by T (coalesced).
+//               reduce through shared memory. Loops over r are strided by T (coalesced), in
+//               groups of 4 consecutive r moved as float4 where the accesses allow it.
 //   split       few rows, long ones (a full sum, a per-channel sum over a batch): each row is cut
 //               into S slices reduced by S blocks; each block publishes its partial, and the last
 //               block of the row (an atomic counter) combines them and finishes the row: one
@@ -48,6 +51,7 @@ struct CudaLaunch {
   int threads_per_row = 0; // row/split forms; column form: lanes (block / 32)
   int64_t split = 0;       // split form: slices per row; column form: slices per column
   int64_t scratch_bytes = 0;  // split form: partials and counters, zeroed once (the kernel leaves them zero)
+  int vector = 0;          // 4: consecutive elements move 16 bytes at a time (pointwise: each thread's 4; r loops: groups of 4)
 };
 
 // The head size of an attention call (forward or backward) the prelude's fused attention kernels

@@ -45,6 +45,15 @@ template <typename T> LS_DEV T ls_hardsigmoid(T x) {
 }
 template <typename T> LS_DEV T ls_hardswish(T x) { return x * ls_hardsigmoid(x); }
 template <typename T> LS_DEV T ls_identity(T x) { return x; }
+// Lanes of a 16-byte access: kernels that take 4 consecutive elements a thread load and store
+// them as one float4 and run the body once per lane (ls_j, a constant once the loop unrolls).
+LS_DEV float ls_lane(const float4& v, int j) { return j == 0 ? v.x : j == 1 ? v.y : j == 2 ? v.z : v.w; }
+LS_DEV void ls_set_lane(float4& v, int j, float x) {
+  if (j == 0) v.x = x;
+  else if (j == 1) v.y = x;
+  else if (j == 2) v.z = x;
+  else v.w = x;
+}
 
 // Reductions: 0 sum, 1 max, 2 min (max/min as the C++ kernels do them).
 template <int OP, typename T> LS_DEV T ls_combine(T a, T b) {

@@ -56,6 +56,10 @@ class LoopEmitter : public OpsHandler {
   std::map<std::string, std::string> pending_reduction;  // buffer@index -> accumulator
   bool memory_stores = true;  // false while re-running a node recomputed in a later loop
   std::string store_guard;  // a condition every store to memory waits on (CUDA: one thread per row stores)
+  // CUDA 16-byte accesses: a load of buffer[index] (key "buffer[index]") that reads a lane of a
+  // float4 loaded before the lane loop (its value: the text given), and a store that sets a lane
+  // of a float4 stored after it (the float4's name); the lane is ls_j.
+  std::map<std::string, std::string> vector_loads, vector_stores;
 
   // After an r loop: each finished reduction becomes a value of the x iteration, and is stored
   // (behind store_guard) when the kernel writes its buffer.
@@ -95,7 +99,8 @@ class LoopEmitter : public OpsHandler {
     for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it)
       if (auto f = it->find(key); f != it->end()) return value(f->second);
     const std::string v = fresh();
-    line("auto " + v + " = " + ptrs_.at(buf) + "[" + index.cpp() + "];");
+    if (auto f = vector_loads.find(key); f != vector_loads.end()) line("auto " + v + " = " + f->second + ";");
+    else line("auto " + v + " = " + ptrs_.at(buf) + "[" + index.cpp() + "];");
     scopes_.back()[key] = v;
     return value(v);
   }
@@ -157,9 +162,12 @@ class LoopEmitter : public OpsHandler {
     return value(acc);
   }
   void store(const std::string& buf, const Expr& index, V v) override {
-    if (memory_stores && in_memory_.count(buf))
-      line((store_guard.empty() ? "" : "if (" + store_guard + ") ") + ptrs_.at(buf) + "[" + index.cpp() + "] = " + names_.at(v.id) + ";");
-    scopes_.back()[buf + "[" + index.str() + "]"] = names_.at(v.id);
+    const std::string key = buf + "[" + index.str() + "]";
+    if (memory_stores && in_memory_.count(buf)) {
+      if (auto f = vector_stores.find(key); f != vector_stores.end()) line("ls_set_lane(" + f->second + ", ls_j, " + names_.at(v.id) + ");");
+      else line((store_guard.empty() ? "" : "if (" + store_guard + ") ") + ptrs_.at(buf) + "[" + index.cpp() + "] = " + names_.at(v.id) + ";");
+    }
+    scopes_.back()[key] = names_.at(v.id);
   }
   void store_reduction(const std::string& buf, const Expr& index, V) override {
     pending_reduction[buf + "[" + index.str() + "]|" + index.cpp()] = acc;

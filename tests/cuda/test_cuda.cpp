@@ -163,7 +163,44 @@ void kernel_forms() {
   const CompileResult sc = compile_cuda_model("stages/sincos/3_core_aten.txt", false, false);
   VERIFY2(sc.error.empty(), sc.error);
   VERIFY(sc.cuda.launch[0].form == "pointwise");
-  VERIFY(sc.source.code.find("if (x0 < 1000)") != std::string::npos);  // the tail is masked
+  // 1000 elements: 4 a thread as one float4 each way, 250 groups, the last block's extra threads masked.
+  VERIFY(sc.cuda.launch[0].vector == 4);
+  VERIFY(sc.cuda.launch[0].grid == 1);
+  VERIFY(sc.source.code.find("if (ls_g < 250)") != std::string::npos);
+  VERIFY(sc.source.code.find("const float4 ls_v0 = *reinterpret_cast<const float4*>(&in_ptr0[4*ls_g]);") != std::string::npos);
+  VERIFY(sc.source.code.find("*reinterpret_cast<float4*>(&out_ptr0[4*ls_g]) = ls_w") != std::string::npos);
+  const std::string& sc_ptx = sc.stage("asm")->text;
+  VERIFY(sc_ptx.find("ld.global.nc.v4.f32") != std::string::npos || sc_ptx.find("ld.global.v4.f32") != std::string::npos);
+  VERIFY(sc_ptx.find("st.global.v4.f32") != std::string::npos);
+
+  // When 16-byte accesses fit and when they do not: a size that is no multiple of 4 (scalar,
+  // the tail masked), a row broadcast (the bias moves with x: a float4 of it too), a transposed
+  // read (the input moves by 64 elements a step: scalar). With a GPU each runs against the
+  // reference interpreter.
+  struct Vec {
+    const char* body;
+    const char* inputs;
+    int vector;
+    const char* text;
+  };
+  for (const Vec& v : {Vec{"torch.ops.aten.sin.default(x)", "x: \"f32[1001]\"", 0, "if (x0 < 1001)"},
+                       Vec{"torch.ops.aten.add.Tensor(x, b)", "x: \"f32[64, 128]\", b: \"f32[128]\"", 4, "[4*(ls_g % 32)]);"},
+                       Vec{"torch.ops.aten.t.default(x)\n        y3 = torch.ops.aten.add.Tensor(y2, y)", "x: \"f32[64, 128]\", y: \"f32[128, 64]\"", 0,
+                           "ls_base"}}) {
+    const std::string vpath = (std::filesystem::temp_directory_path() / "ls_cuda_vec.txt").string();
+    {
+      std::ofstream f(vpath);
+      f << "class G(torch.nn.Module):\n    def forward(self, " << v.inputs << "):\n        y2 = " << v.body << "\n        return (" << (std::string(v.body).find("y3") != std::string::npos ? "y3" : "y2") << ",)\n";
+    }
+    PipelineOptions vo;
+    vo.device = "cuda";
+    vo.timing_budget_ms = 20;
+    const CompileResult r = run_pipeline(load_model(vpath), vo);
+    VERIFY2(r.error.empty(), r.error);
+    VERIFY2(r.cuda.launch.size() == 1 && r.cuda.launch[0].vector == v.vector, v.body);
+    VERIFY2(r.source.code.find(v.text) != std::string::npos, r.source.code.substr(r.source.code.rfind("extern \"C\"")));
+    if (r.not_run.empty()) VERIFY2(r.check.ok, r.stage("run")->text);
+  }
 
   // A full sum over 2^20 elements: many slices, one kernel.
   const std::string path = (std::filesystem::temp_directory_path() / "ls_cuda_sum.txt").string();

@@ -103,7 +103,7 @@ def main():
     ap.add_argument("--cli", required=True)
     ap.add_argument("--out")
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--only", help="run only the cases whose name contains this text")
+    ap.add_argument("--only", help="run only the cases whose name contains this text (or one of these, comma-separated)")
     ap.add_argument("--kernels", help="write each case's per-kernel table (ours) to this file")
     args = ap.parse_args()
     torch.manual_seed(0)
@@ -115,7 +115,7 @@ def main():
     rows, kernel_tables = [], []
     with tempfile.TemporaryDirectory() as tmp:
         for name, model, shapes, trainable in cases(args.quick):
-            if args.only and args.only not in name:
+            if args.only and not any(o and o in name for o in args.only.split(",")):
                 continue
             model = model.eval()
             xs_cpu = [torch.randn(*s) for s in shapes]
