@@ -18,6 +18,7 @@
 
 #include "diff_panel.h"
 #include "main_window.h"
+#include "graph_view.h"
 #include "command_palette.h"
 #include "theme.h"
 
@@ -134,7 +135,10 @@ int main(int argc, char** argv) {
       // Not the captured graph drawn while the compile runs: the picture is of the finished compile.
       if (w.session()->busy()) return;
       if (!diff_variant.isEmpty() || (!stage_name.isEmpty() && !name.startsWith(stage_name))) return;
-      if (!select_node.isEmpty()) w.selectNode(select_node);
+      if (!select_node.isEmpty()) {
+        w.selectNode(select_node);
+        w.graphView()->focusNode(select_node);  // the picture shows it however large the drawing
+      }
       if (!palette_text.isEmpty()) w.commandPalette()->filter(palette_text);
       take();
     });

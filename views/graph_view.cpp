@@ -221,11 +221,17 @@ bool GraphView::nodeInView(const QString& id) const {
 }
 
 bool GraphView::focusHighlighted() {
-  QRectF box;
+  QRectF box, top;
   for (const QString& id : marked_)
-    if (auto* it = items_.value(id)) box = box.united(it->sceneBoundingRect());
+    if (auto* it = items_.value(id)) {
+      const QRectF r = it->sceneBoundingRect();
+      box = box.united(r);
+      if (top.isNull() || r.top() < top.top() || (r.top() == top.top() && r.left() < top.left())) top = r;
+    }
   if (box.isNull()) return false;
-  centerOn(box.center());
+  // All of them when they fit; else the topmost (their middle may be empty canvas far from any).
+  const QRectF view = mapToScene(viewport()->rect()).boundingRect();
+  centerOn(box.width() <= view.width() && box.height() <= view.height() ? box.center() : top.center());
   return true;
 }
 

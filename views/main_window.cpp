@@ -240,6 +240,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     applyHeat();
     // The viewport follows the selection: what it became in this stage is brought into view.
     if (!pending_focus_.isEmpty()) graph_->focusNode(std::exchange(pending_focus_, QString()));
+    else if (!selected_id_.isEmpty() && graph_->focusNode(selected_id_)) {
+    }  // the selected node itself where this drawing has it
     else if (highlighted_ > 0) graph_->focusHighlighted();
     setBusy(false);
     progress_->setText(tr("%1 nodes").arg(g.nodes.size()));
@@ -255,10 +257,14 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     if (id.startsWith("module:")) expandModule(id.mid(7));
     else if (id.startsWith("cluster:")) collapseModule(id.mid(8));
   });
-  connect(graph_, &GraphView::nodeClicked, this, [this](const QString& id) {
+  connect(graph_, &GraphView::nodeClicked, this, [this](const QString& clicked) {
     const CompileResult* r = session_->result();
     if (!r) return;
+    // A long edge drawn as a reference box ("ref:<tail>"): clicking it goes to the tail.
+    const bool ref = clicked.startsWith("ref:");
+    const QString id = ref ? clicked.mid(4) : clicked;
     selectNode(id);
+    if (ref) graph_->focusNode(id);
     for (size_t k = 0; k < r->kernels.size(); ++k)
       if (QString::fromStdString(r->kernels[k].name) == id) markKernel(static_cast<int>(k));
   });
@@ -698,6 +704,7 @@ bool shares(const std::vector<std::string>& a, const QStringList& b) {
 void MainWindow::selectNode(const QString& id) {
   const CompileResult* r = session_->result();
   if (!r) return;
+  selected_id_ = id;
   showProperties(id);
   const std::string stage = currentStage().toStdString(), key = id.toStdString();
   std::vector<std::string> origins;

@@ -143,6 +143,7 @@ class MainWindow : public QMainWindow {
   int heat_painted_ = 0;
   std::set<std::string> expanded_;  // modules opened in folded graphs (kept while stepping stages)
   bool expansion_chosen_ = false;   // expanded_ holds the first choice or the user's, for this model
+  QString selected_id_;   // the node last selected (focused first when a stage is drawn)
   QString pending_focus_;           // a node to scroll to once the new layout is in
   QString restore_stage_;           // the stage to show when a compile finishes
   QStringList origins_;  // the user-level nodes selected

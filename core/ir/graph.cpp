@@ -249,6 +249,41 @@ const char* phase_name(Phase p) {
   return "?";
 }
 
+std::vector<int> dag_levels(size_t n, const std::vector<std::pair<int, int>>& edges) {
+  std::vector<std::vector<int>> out(n);
+  std::vector<int> indegree(n, 0), level(n, 0), ready;
+  for (const auto& [a, b] : edges) {
+    out.at(static_cast<size_t>(a)).push_back(b);
+    ++indegree.at(static_cast<size_t>(b));
+  }
+  for (size_t i = 0; i < n; ++i)
+    if (!indegree[i]) ready.push_back(static_cast<int>(i));
+  while (!ready.empty()) {  // Kahn's order: a node's level is final once all its tails are done
+    const int a = ready.back();
+    ready.pop_back();
+    for (int b : out[static_cast<size_t>(a)]) {
+      level[static_cast<size_t>(b)] = std::max(level[static_cast<size_t>(b)], level[static_cast<size_t>(a)] + 1);
+      if (--indegree[static_cast<size_t>(b)] == 0) ready.push_back(b);
+    }
+  }
+  return level;
+}
+
+std::vector<bool> long_edges(size_t n, const std::vector<std::pair<int, int>>& edges) {
+  std::vector<bool> out(edges.size(), false);
+  if (n <= kDotFoldAbove) return out;
+  const std::vector<int> level = dag_levels(n, edges);
+  for (size_t e = 0; e < edges.size(); ++e)
+    out[e] = level[static_cast<size_t>(edges[e].second)] - level[static_cast<size_t>(edges[e].first)] > kDotLongSpan;
+  return out;
+}
+
+std::string dot_reference(const std::string& name, const std::string& tail_id, const std::string& text) {
+  return "  " + name + " [id=\"ref:" + dot_escape(tail_id) + "\", label=\"" + dot_escape(text) +
+         "\", style=\"rounded,dashed\", fillcolor=\"#ffffff\", color=\"#7b8794\", fontsize=9, tooltip=\"a long edge, drawn as a reference: click to go to " +
+         dot_escape(tail_id) + "\"];\n";
+}
+
 std::string graph_to_dot(const Graph& g, const DotMarks& marks) {
   std::ostringstream os;
   os << "digraph G {\n  rankdir=TB; node [shape=box, style=\"rounded,filled\", fillcolor=\"#eef3fb\", "
@@ -275,8 +310,36 @@ std::string graph_to_dot(const Graph& g, const DotMarks& marks) {
     else if (n.phase == Phase::update) os << ", fillcolor=\"#fff8e1\"";
     os << "];\n";
   };
+  // The edges, and which are drawn as references (the output is node g.nodes.size()).
+  std::vector<std::pair<int, int>> edges;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    std::set<int> seen;
+    for (int a : node_inputs(g.nodes[i]))
+      if (seen.insert(a).second) edges.emplace_back(a, static_cast<int>(i));
+  }
+  const int output = static_cast<int>(g.nodes.size());
+  for (int o : g.outputs)
+    if (o >= 0) edges.emplace_back(o, output);
+  std::vector<bool> as_ref = long_edges(g.nodes.size() + 1, edges);
+  // In a large graph with phases, every edge from one phase's cluster into another's is long
+  // however the levels fall (dot stacks the clusters): the saved tensors' edges into the backward.
+  if (phases && g.nodes.size() + 1 > kDotFoldAbove)
+    for (size_t e = 0; e < edges.size(); ++e)
+      if (edges[e].second != output && g.nodes[static_cast<size_t>(edges[e].first)].phase != g.nodes[static_cast<size_t>(edges[e].second)].phase)
+        as_ref[e] = true;
+  // A reference sits in the phase cluster of the node it is drawn beside.
+  std::vector<std::vector<size_t>> refs_at(g.nodes.size() + 1);
+  for (size_t e = 0; e < edges.size(); ++e)
+    if (as_ref[e]) refs_at[static_cast<size_t>(edges[e].second == output ? edges[e].first : edges[e].second)].push_back(e);
+  auto ref_lines = [&](size_t i) {
+    for (size_t e : refs_at[i]) {
+      const auto [a, b] = edges[e];
+      os << (b == output ? dot_reference("r" + std::to_string(e), "output", "output")
+                         : dot_reference("r" + std::to_string(e), g.nodes[static_cast<size_t>(a)].name, "\u2191 " + g.nodes[static_cast<size_t>(a)].name));
+    }
+  };
   if (!phases) {
-    for (size_t i = 0; i < g.nodes.size(); ++i) node_line(i);
+    for (size_t i = 0; i < g.nodes.size(); ++i) node_line(i), ref_lines(i);
   } else {
     for (Phase p : {Phase::forward, Phase::backward, Phase::update}) {
       bool any = false;
@@ -285,23 +348,21 @@ std::string graph_to_dot(const Graph& g, const DotMarks& marks) {
       os << "  subgraph cluster_" << phase_name(p) << " {\n  label=\"" << phase_name(p)
          << "\"; fontname=\"Helvetica\"; fontsize=12; style=\"rounded,dashed\"; color=\"#9aa5b1\";\n";
       for (size_t i = 0; i < g.nodes.size(); ++i)
-        if (g.nodes[i].phase == p) node_line(i);
+        if (g.nodes[i].phase == p) node_line(i), ref_lines(i);
       os << "  }\n";
     }
   }
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    std::set<int> seen;
-    for (int a : node_inputs(g.nodes[i])) {
-      if (!seen.insert(a).second) continue;
-      os << "  n" << a << " -> n" << i;
-      if (g.nodes[a].phase == Phase::forward && g.nodes[i].phase != Phase::forward)
-        os << (marks.saved.count(g.nodes[a].name) ? " [color=\"#c0392b\", penwidth=2]" : " [color=\"#c0392b\", style=dashed]");
-      os << ";\n";
-    }
-  }
   os << "  output [shape=oval, fillcolor=\"#fdf2e0\", label=\"output\"];\n";
-  for (int o : g.outputs)
-    if (o >= 0) os << "  n" << o << " -> output;\n";
+  ref_lines(g.nodes.size());
+  for (size_t e = 0; e < edges.size(); ++e) {
+    const auto [a, b] = edges[e];
+    const bool saved_edge = b != output && g.nodes[static_cast<size_t>(a)].phase == Phase::forward && g.nodes[static_cast<size_t>(b)].phase != Phase::forward;
+    if (b == output) os << "  n" << a << " -> " << (as_ref[e] ? "r" + std::to_string(e) : std::string("output"));
+    else os << "  " << (as_ref[e] ? "r" + std::to_string(e) : "n" + std::to_string(a)) << " -> n" << b;
+    if (saved_edge)
+      os << (marks.saved.count(g.nodes[static_cast<size_t>(a)].name) ? " [color=\"#c0392b\", penwidth=2]" : " [color=\"#c0392b\", style=dashed]");
+    os << ";\n";
+  }
   os << "}\n";
   return os.str();
 }

@@ -113,6 +113,23 @@ std::string graph_to_dot(const Graph& g, const DotMarks& marks = {});
 // A string as it stands inside a quoted Graphviz attribute (quotes and backslashes escaped).
 std::string dot_escape(const std::string& s);
 
+// Long edges in large drawings. Each level an edge crosses is a node of its own in Graphviz's
+// layout: MobileNetV3-Small's training step drew its forward with 206 edges into the output and
+// its loop IR with edges from forward buffers down into the backward, 41,000 such nodes, and dot
+// gave up after a minute. Above `kDotFoldAbove` boxes, an edge whose head lies more than
+// `kDotLongSpan` levels below its tail (levels: the longest path from a source) is drawn as a
+// reference instead: a small dashed box beside the head naming the tail, with the id
+// "ref:<tail's id>" (the GUI selects the tail when it is clicked), or, for an edge into the
+// output, a box "output" beside the tail.
+inline constexpr size_t kDotFoldAbove = 300;
+inline constexpr int kDotLongSpan = 6;
+// Levels of the nodes 0..n-1 of a DAG given as (tail, head) edges.
+std::vector<int> dag_levels(size_t n, const std::vector<std::pair<int, int>>& edges);
+// Which of the edges to draw as references (all false for drawings of up to kDotFoldAbove nodes).
+std::vector<bool> long_edges(size_t n, const std::vector<std::pair<int, int>>& edges);
+// The reference box of an edge drawn that way: `name` is the Graphviz node name of the box.
+std::string dot_reference(const std::string& name, const std::string& tail_id, const std::string& text);
+
 // Op histogram: target name -> count ("aten.sin.default": 1).
 std::vector<std::pair<std::string, int>> op_histogram(const Graph& g);
 

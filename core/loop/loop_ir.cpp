@@ -168,6 +168,39 @@ namespace ls {
 std::string loop_program_to_dot(const LoopProgram& p) {
   std::ostringstream os;
   os << "digraph L {\n  rankdir=TB; node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\", fontsize=10];\n";
+  // Boxes: the inputs, then a box per loop node (named by the buffer it writes).
+  std::map<std::string, int> box;
+  std::vector<std::string> ids;
+  for (const LoopBuffer& b : p.buffers)
+    if (b.is_input) {
+      box.emplace(b.name, static_cast<int>(ids.size()));
+      ids.push_back(b.name);
+    }
+  for (const LoopNode& n : p.nodes) {
+    box.emplace(n.buffer, static_cast<int>(ids.size()));
+    ids.push_back(n.name);
+  }
+  struct Read {
+    std::string buffer, head, label;
+    int from, to;  // boxes; from -1: a buffer no box stands for (drawn as Graphviz makes it)
+  };
+  std::vector<Read> reads;
+  std::vector<std::pair<int, int>> edges;
+  for (const LoopNode& n : p.nodes)
+    for (const MemDep& d : extract_dependencies(n).reads) {
+      const auto from = box.find(d.buffer);
+      reads.push_back({d.buffer, n.buffer, n.kind != LoopNode::Kind::extern_kernel ? d.index.str() : "", from == box.end() ? -1 : from->second,
+                       box.at(n.buffer)});
+      edges.emplace_back(std::max(reads.back().from, 0), reads.back().to);
+    }
+  const std::vector<bool> as_ref = long_edges(ids.size(), edges);
+  std::vector<std::vector<size_t>> refs_at(ids.size());
+  for (size_t e = 0; e < edges.size(); ++e)
+    if (as_ref[e] && reads[e].from >= 0) refs_at[static_cast<size_t>(edges[e].second)].push_back(e);
+  auto ref_lines = [&](int i) {
+    for (size_t e : refs_at[static_cast<size_t>(i)])
+      os << dot_reference("r" + std::to_string(e), ids[static_cast<size_t>(reads[e].from)], "\u2191 " + reads[e].buffer);
+  };
   for (const LoopBuffer& b : p.buffers)
     if (b.is_input)
       os << "  \"" << b.name << "\" [id=\"" << b.name << "\", fillcolor=\"#e6f4ea\", label=\"" << b.name << "\\n"
@@ -182,13 +215,15 @@ std::string loop_program_to_dot(const LoopProgram& p) {
        << "\\n" << shape_str(n.ranges);
     if (!n.reduction_ranges.empty()) os << " x " << shape_str(n.reduction_ranges);
     os << "\\nfrom " << n.graph_node << "\"];\n";
+    ref_lines(box.at(n.buffer));
   }
-  for (const LoopNode& n : p.nodes)
-    for (const MemDep& d : extract_dependencies(n).reads) {
-      os << "  \"" << d.buffer << "\" -> \"" << n.buffer << "\"";
-      if (n.kind != LoopNode::Kind::extern_kernel) os << " [label=\"" << d.index.str() << "\", fontsize=8]";
-      os << ";\n";
-    }
+  for (size_t e = 0; e < reads.size(); ++e) {
+    const Read& r = reads[e];
+    const bool ref = as_ref[e] && r.from >= 0;
+    os << "  " << (ref ? "r" + std::to_string(e) : "\"" + r.buffer + "\"") << " -> \"" << r.head << "\"";
+    if (!r.label.empty()) os << " [label=\"" << r.label << "\", fontsize=8]";
+    os << ";\n";
+  }
   os << "}\n";
   return os.str();
 }

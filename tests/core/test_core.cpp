@@ -572,6 +572,37 @@ class TestCore : public QObject {
     QVERIFY(initial_expansion(g, 10).count("blocks"));
   }
 
+  // Long edges of large drawings become references (Graphviz gave up on MobileNetV3-Small's
+  // training graphs after a minute: every level an edge crosses is a node in its layout). A chain
+  // of N sines whose input is also added at its end, and whose first sine is returned too: with
+  // N = 20 every edge is drawn as it is; with N = 400 the two long ones become reference boxes
+  // ("ref:x" beside the add, "output" beside sin_0), the short ones stay.
+  void testLongEdgesDrawnAsReferences() {
+    QCOMPARE(dag_levels(4, {{0, 1}, {1, 2}, {0, 2}, {2, 3}}), (std::vector<int>{0, 1, 2, 3}));
+    for (const int n : {20, 400}) {
+      std::string t = "class G(torch.nn.Module):\n    def forward(self, x: \"f32[8]\"):\n";
+      for (int i = 0; i < n; ++i)
+        t += "        sin_" + std::to_string(i) + ": \"f32[8]\" = torch.ops.aten.sin.default(" + (i ? "sin_" + std::to_string(i - 1) : std::string("x")) + ")\n";
+      t += "        add: \"f32[8]\" = torch.ops.aten.add.Tensor(sin_" + std::to_string(n - 1) + ", x)\n        return (add, sin_0)\n";
+      const Graph g = import_fx_text(t);
+      const std::string dot = graph_to_dot(g);
+      const std::string x = "n0", last = "n" + std::to_string(n + 1);  // x is node 0, add the last
+      const bool big = g.nodes.size() + 1 > kDotFoldAbove;
+      QCOMPARE(big, n == 400);
+      QCOMPARE(dot.find(x + " -> " + last + ";") == std::string::npos, big);       // drawn directly only when small
+      QCOMPARE(dot.find("id=\"ref:x\"") != std::string::npos, big);               // else a reference to x
+      QCOMPARE(dot.find("n1 -> output;") == std::string::npos, big);                 // sin_0 into the output
+      QCOMPARE(dot.find("id=\"ref:output\"") != std::string::npos, big);
+      QVERIFY(dot.find("n1 -> n2;") != std::string::npos);                           // short edges as they were
+      QVERIFY(dot.find(last + " -> output;") != std::string::npos);
+      if (big) {  // the reference box feeds the add
+        const size_t ref = dot.find("id=\"ref:x\"");
+        const std::string name = dot.substr(dot.rfind("\n", ref) + 3, dot.find(' ', dot.rfind("\n", ref) + 3) - dot.rfind("\n", ref) - 3);
+        QVERIFY2(dot.find("  " + name + " -> " + last + ";") != std::string::npos, name.c_str());
+      }
+    }
+  }
+
   void testEliminateDeadNodes() {
     const Graph g = import_fx_text(
         "class G(torch.nn.Module):\n    def forward(self, x: \"f32[4]\"):\n"
