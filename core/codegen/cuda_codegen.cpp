@@ -237,9 +237,11 @@ class CudaKernelWriter {
   // starts each group on a 16-byte boundary (kernel arguments are whole allocations, which the
   // driver aligns to 256 bytes); accesses that stay put along var (a broadcast) stay scalar.
   // Otherwise nullopt: the scalar loop.
+  struct VectorAccess {
+    std::string key, buffer, at;  // the emitter's key, the buffer, the address of the group's first element
+  };
   struct VectorPlan {
-    std::vector<std::string> before, after;             // float4 loads and declarations; float4 stores
-    std::map<std::string, std::string> loads, stores;   // the emitter's keys
+    std::vector<VectorAccess> loads, stores;
   };
   std::optional<VectorPlan> vector_plan(const std::vector<int>& nodes, const std::set<int>& recomputed, const std::string& var,
                                         int64_t extent, int64_t X, int64_t R) const {
@@ -248,7 +250,7 @@ class CudaKernelWriter {
     const std::map<std::string, Expr> lanes = {{var, Expr::var("ls_g", extent / 4) * 4 + j}}, lane0 = {{"ls_j", Expr(0)}};
     const std::set<std::string> reads(k_.reads.begin(), k_.reads.end()), writes(k_.writes.begin(), k_.writes.end());
     VectorPlan plan;
-    int count = 0;
+    std::set<std::string> seen;
     for (int n : nodes) {
       const Placement pl = place(p_.nodes[n], X, R);
       const Dependencies d = extract_dependencies(p_.nodes[n], pl.idx, pl.ridx);
@@ -258,33 +260,45 @@ class CudaKernelWriter {
           if (write && recomputed.count(n)) continue;                 // not stored from this loop
           if (!m.index.depends_on(var)) continue;                      // one element for the group
           const std::string key = m.buffer + "[" + m.index.str() + "]";
-          if ((write ? plan.stores : plan.loads).count(key)) continue;
+          if (!seen.insert((write ? "w:" : "r:") + key).second) continue;
           if (p_.buffer(m.buffer).dtype != DType::f32) return std::nullopt;
           const Expr e = m.index.substitute(lanes), e0 = e.substitute(lane0);
           if (e - e0 != j || e0.constant() % 4 != 0) return std::nullopt;
           for (const Expr::Term& t : e0.terms())
             if (t.coeff % 4 != 0) return std::nullopt;
-          const std::string v = std::string(write ? "ls_w" : "ls_v") + std::to_string(count++);
-          const std::string at = "&" + ptrs_.at(m.buffer) + "[" + e0.cpp() + "]";
-          if (write) {
-            plan.stores[key] = v;
-            plan.before.push_back("float4 " + v + ";");
-            plan.after.push_back("*reinterpret_cast<float4*>(" + at + ") = " + v + ";");
-          } else {
-            plan.loads[key] = "ls_lane(" + v + ", ls_j)";
-            plan.before.push_back("const float4 " + v + " = *reinterpret_cast<const float4*>(" + at + ");");
-          }
+          (write ? plan.stores : plan.loads).push_back({key, m.buffer, "&" + ptrs_.at(m.buffer) + "[" + e0.cpp() + "]"});
         }
     }
     if (plan.loads.empty() && plan.stores.empty()) return std::nullopt;
     return plan;
   }
 
+  // The float4 loads before the lane loop (a load of a row kept in registers only the first time
+  // the row is walked), the lane loop, the float4 stores after it.
   template <typename Body>
   void emit_vector_loop(LoopEmitter& e, const VectorPlan& plan, const std::string& var, Body body) {
-    for (const std::string& l : plan.before) e.line(l);
-    e.vector_loads = plan.loads;
-    e.vector_stores = plan.stores;
+    std::map<std::string, std::string> loads, stores;
+    std::vector<std::string> after;
+    int count = 0;
+    for (const VectorAccess& a : plan.loads) {
+      if (auto row = row_regs_.find(a.key); row != row_regs_.end()) {
+        const std::string slot = row->second + "[ls_i]";
+        if (row_loaded_.insert(a.key).second) e.line(slot + " = *reinterpret_cast<const float4*>(" + a.at + ");");
+        loads[a.key] = "ls_lane(" + slot + ", ls_j)";
+        continue;
+      }
+      const std::string v = "ls_v" + std::to_string(count++);
+      e.line("const float4 " + v + " = *reinterpret_cast<const float4*>(" + a.at + ");");
+      loads[a.key] = "ls_lane(" + v + ", ls_j)";
+    }
+    for (const VectorAccess& a : plan.stores) {
+      const std::string v = "ls_w" + std::to_string(count++);
+      e.line("float4 " + v + ";");
+      stores[a.key] = v;
+      after.push_back("*reinterpret_cast<float4*>(" + a.at + ") = " + v + ";");
+    }
+    e.vector_loads = loads;
+    e.vector_stores = stores;
     e.line("#pragma unroll");
     e.line("for (int ls_j = 0; ls_j < 4; ++ls_j) {");
     e.indent += "    ";
@@ -293,12 +307,48 @@ class CudaKernelWriter {
     close(e);
     e.vector_loads.clear();
     e.vector_stores.clear();
-    for (const std::string& l : plan.after) e.line(l);
+    for (const std::string& l : after) e.line(l);
+  }
+
+  // The persistent row form: a row short enough that each thread holds at most 4 groups of it
+  // (R % (4 T) == 0), walked by more than one r loop (LayerNorm: the mean, the variance, the
+  // output), keeps each buffer those loops read at the same place in registers (float4 arrays,
+  // the loops fully unrolled), so it is read from memory once instead of once per loop. Returns
+  // the groups each thread holds (0: the looped form).
+  int64_t plan_row_registers(LoopEmitter& e, const std::vector<KernelLoop>& segs, const std::vector<std::optional<VectorPlan>>& plans,
+                             int64_t R) {
+    row_regs_.clear();
+    row_loaded_.clear();
+    if (split_ || column_ || R % (4 * int64_t(T_)) != 0 || R / (4 * int64_t(T_)) > 4) return 0;
+    std::map<std::string, int> uses;
+    std::map<std::string, std::string> buffer_of;
+    int inner = 0;
+    for (size_t i = 0; i < segs.size(); ++i) {
+      if (!segs[i].inner) continue;
+      ++inner;
+      if (!plans[i]) return 0;
+      for (const VectorAccess& a : plans[i]->loads) ++uses[a.key], buffer_of[a.key] = a.buffer;
+    }
+    if (inner < 2) return 0;
+    const int64_t groups = R / (4 * int64_t(T_));
+    for (const auto& [key, n] : uses) {
+      const std::string& buf = buffer_of[key];
+      if (n < 2 || std::count(k_.writes.begin(), k_.writes.end(), buf)) continue;
+      const std::string name = "ls_row" + std::to_string(row_regs_.size());
+      row_regs_[key] = name;
+      e.line("float4 " + name + "[" + std::to_string(groups) + "];  // " + key + ": this thread's part of the row, read once");
+    }
+    return row_regs_.empty() ? 0 : groups;
   }
 
   void emit_segments(LoopEmitter& e, const std::vector<KernelLoop>& segs, int64_t X, int64_t R) {
     const std::string guard = T_ > 1 ? "ls_rt == 0" : "";
-    for (const KernelLoop& s : segs) {
+    std::vector<std::optional<VectorPlan>> plans(segs.size());
+    for (size_t i = 0; i < segs.size(); ++i)
+      if (segs[i].inner && !column_) plans[i] = vector_plan(segs[i].nodes, segs[i].recomputed, "r0", R, X, R);
+    const int64_t row_groups = plan_row_registers(e, segs, plans, R);
+    for (size_t si = 0; si < segs.size(); ++si) {
+      const KernelLoop& s = segs[si];
       if (!s.inner) {
         e.store_guard = guard;  // values of the row: every thread of the row has them, one stores
         for (int n : s.nodes) run_node(e, n, X, R);
@@ -317,8 +367,17 @@ class CudaKernelWriter {
       e.node = -1;
       const std::string start = split_ ? "(" + idx_ + ")ls_slice * " + std::to_string(T_) + " + ls_rt" : T_ > 1 ? "ls_rt" : "0";
       const std::string step = split_ ? std::to_string(split_ * T_) : std::to_string(T_);
-      const std::optional<VectorPlan> vec = column_ ? std::nullopt : vector_plan(s.nodes, s.recomputed, "r0", R, X, R);
-      if (vec) {
+      const std::optional<VectorPlan>& vec = plans[si];
+      if (vec && row_groups) {
+        // The row in registers: this thread's groups ls_i = 0 .. row_groups - 1, fully unrolled.
+        vectorized_ = true;
+        e.line("#pragma unroll");
+        e.line("for (int ls_i = 0; ls_i < " + std::to_string(row_groups) + "; ++ls_i) {");
+        e.indent += "    ";
+        e.line("const " + idx_ + " ls_g = " + start + " + ls_i * " + step + ";");
+        emit_vector_loop(e, *vec, "r0", [&] { e.run_loop_nodes(s, [&](int n) { run_node(e, n, X, R); }); });
+        close(e);
+      } else if (vec) {
         // Groups of 4 consecutive r, each buffer that moves along r moved 16 bytes at a time.
         vectorized_ = true;
         e.line("#pragma unroll 2");  // two groups' loads in flight per thread
@@ -423,6 +482,8 @@ class CudaKernelWriter {
   std::string idx_ = "int64_t";
   std::map<std::string, std::string> ptrs_;  // buffer -> its parameter
   bool vectorized_ = false;                  // an r loop moves 16 bytes at a time
+  std::map<std::string, std::string> row_regs_;  // persistent row form: load key -> its float4 array
+  std::set<std::string> row_loaded_;             // those already loaded
   int block_ = 256, unroll_ = 4;  // pointwise form
   int T_ = 1;  // threads that share a row (row, split forms) or a column's lanes (column form)
   bool column_ = false;

@@ -159,6 +159,18 @@ void kernel_forms() {
   VERIFY(sm.source.code.find("ls_block_reduce<0>") != std::string::npos);  // the sum
   // Only the result goes to memory: intermediates are recomputed in each loop.
   VERIFY(sm.schedule.kernels[0].writes.size() == 1);
+  // The persistent row form: 64 threads a row of 512 hold 2 float4 each; the max, the sum and the
+  // output walk them from registers, the row is read from memory once.
+  VERIFY(sm.source.code.find("float4 ls_row0[2];") != std::string::npos);
+  const auto occurrences = [](const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  VERIFY(occurrences(sm.source.code, "ls_row0[ls_i] = *reinterpret_cast<const float4*>(&in_ptr0[") == 1);
+  VERIFY(occurrences(sm.source.code, "ls_lane(ls_row0[ls_i], ls_j)") == 3);
+  VERIFY(occurrences(sm.source.code, "for (int ls_i = 0; ls_i < 2; ++ls_i) {") == 3);
+  VERIFY(sm.stage("asm")->text.find(".local") == std::string::npos);  // the arrays stay in registers
 
   const CompileResult sc = compile_cuda_model("stages/sincos/3_core_aten.txt", false, false);
   VERIFY2(sc.error.empty(), sc.error);
