@@ -116,6 +116,39 @@ class TestGui : public QObject {
     QVERIFY(w.errorText().isEmpty());
   }
 
+  // A long edge of a large drawing is a reference box beside its head (core testLongEdgesDrawnAsReferences);
+  // clicking it selects the node it names and scrolls there. A chain of 400 sines whose input is
+  // added again at the end: the add's edge from x is the box "ref:x".
+  void testReferenceBoxGoesToItsTail() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath("chain.txt");
+    {
+      QFile f(path);
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      QByteArray t = "class G(torch.nn.Module):\n    def forward(self, x: \"f32[8]\"):\n";
+      for (int i = 0; i < 400; ++i)
+        t += QByteArray("        sin_") + QByteArray::number(i) + ": \"f32[8]\" = torch.ops.aten.sin.default(" +
+             (i ? "sin_" + QByteArray::number(i - 1) : QByteArray("x")) + ")\n";
+      t += "        add: \"f32[8]\" = torch.ops.aten.add.Tensor(sin_399, x)\n        return (add,)\n";
+      f.write(t);
+    }
+    MainWindow w;
+    w.resize(1200, 800);
+    w.show();
+    QSignalSpy done(&w, &MainWindow::compileDone);
+    w.openModel(path);
+    QVERIFY(done.wait(120000));
+    QCOMPARE(done.takeFirst().at(0).toBool(), true);
+    QSignalSpy shown(&w, &MainWindow::stageShown);
+    QVERIFY(w.selectStage("aten"));
+    QVERIFY(shown.count() > 0 || shown.wait(60000));
+    QVERIFY(w.graphView()->focusNode("ref:x"));   // drawn: the add's reference to x
+    QVERIFY(!w.graphView()->nodeInView("x"));     // x itself is 400 boxes up
+    emit w.graphView()->nodeClicked("ref:x");
+    QCOMPARE(w.selectedOrigins(), QStringList{"x"});
+    QVERIFY(w.graphView()->nodeInView("x"));
+  }
+
   void testProvenanceFollowsSelectionAcrossStages() {
     MainWindow w;
     w.show();
