@@ -9,7 +9,9 @@
 //   row         a reduction: T threads per row (a power of two), T <= 32 reduce with warp
 //               shuffles and pack several rows into a block; T > 32 take a block per row and
 //               reduce through shared memory. Loops over r are strided by T (coalesced), in
-//               groups of 4 consecutive r moved as float4 where the accesses allow it.
+//               groups of 4 consecutive r moved as float4 where the accesses allow it. A row
+//               of at most 16 T elements walked by several loops (softmax, LayerNorm) is held
+//               in registers (the persistent form) and read from memory once.
 //   split       few rows, long ones (a full sum, a per-channel sum over a batch): each row is cut
 //               into S slices reduced by S blocks; each block publishes its partial, and the last
 //               block of the row (an atomic counter) combines them and finishes the row: one
