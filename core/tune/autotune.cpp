@@ -102,6 +102,9 @@ AutotuneResult autotune_cuda(const LoopProgram& p, const Schedule& s, const Cuda
     KernelTuning t;
     t.kernel = s.kernels[k].name;
     t.form = heuristic.launch[k].form;
+    // The heuristic's pointwise kernels take 4 consecutive elements a thread as float4 where they
+    // can; the candidates with an unroll take scalars a block apart, so both ways are timed.
+    if (heuristic.launch[k].vector) t.form += ", heuristic with 16-byte accesses";
     space.push_back(cuda_candidates(heuristic.launch[k], s.kernels[k].numel, s.kernels[k].rnumel));
     t.space = space.back().size();
     t.candidates.push_back({KernelConfig{}, 0, "", ""});
