@@ -67,10 +67,12 @@ class CudaKernelWriter {
     const KernelConfig cfg = tuned == o_.configs.end() ? KernelConfig{} : tuned->second;
     block_ = cfg.block ? cfg.block : o_.pointwise_block;
     unroll_ = cfg.unroll ? cfg.unroll : o_.pointwise_unroll;
-    std::vector<int> all_nodes;
-    for (const KernelLoop& s : segs) all_nodes.insert(all_nodes.end(), s.nodes.begin(), s.nodes.end());
-    std::optional<VectorPlan> pointwise_vector;
-    if (R == 1 && !cfg.unroll) pointwise_vector = vector_plan(all_nodes, {}, "x0", X, X, R);
+    std::optional<VectorPlan> pointwise_vector;  // the heuristic's pointwise form, where 16-byte accesses fit
+    if (R == 1 && !cfg.unroll) {
+      std::vector<int> nodes;
+      for (const KernelLoop& s : segs) nodes.insert(nodes.end(), s.nodes.begin(), s.nodes.end());
+      pointwise_vector = vector_plan(nodes, {}, "x0", X, X, R);
+    }
     if (R == 1) {
       launch.form = "pointwise";
       launch.block = block_;

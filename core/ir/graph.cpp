@@ -339,7 +339,10 @@ std::string graph_to_dot(const Graph& g, const DotMarks& marks) {
     }
   };
   if (!phases) {
-    for (size_t i = 0; i < g.nodes.size(); ++i) node_line(i), ref_lines(i);
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      node_line(i);
+      ref_lines(i);
+    }
   } else {
     for (Phase p : {Phase::forward, Phase::backward, Phase::update}) {
       bool any = false;
@@ -348,7 +351,10 @@ std::string graph_to_dot(const Graph& g, const DotMarks& marks) {
       os << "  subgraph cluster_" << phase_name(p) << " {\n  label=\"" << phase_name(p)
          << "\"; fontname=\"Helvetica\"; fontsize=12; style=\"rounded,dashed\"; color=\"#9aa5b1\";\n";
       for (size_t i = 0; i < g.nodes.size(); ++i)
-        if (g.nodes[i].phase == p) node_line(i), ref_lines(i);
+        if (g.nodes[i].phase == p) {
+          node_line(i);
+          ref_lines(i);
+        }
       os << "  }\n";
     }
   }

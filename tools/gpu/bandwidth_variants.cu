@@ -1,5 +1,5 @@
 // Memory-bound kernel variants on the H100 (issue 8: 90% of copy bandwidth), one build and run:
-//   nvcc -O3 -arch=sm_90 -o /tmp/bw tools/gpu/bandwidth_variants.cu && /tmp/bw
+//   nvcc -O3 -arch=sm_90 -o bw tools/gpu/bandwidth_variants.cu && ./bw
 // Each family starts with the kernel Lowerscope generates today (copied from `lowerscope-cli
 // compile MODEL --device cuda --dump DIR`, 06_source.cu) and checks every other variant against it
 // on fresh random inputs (output poisoned before each check). Times: CUDA events around 20
