@@ -182,24 +182,24 @@ std::string loop_program_to_dot(const LoopProgram& p) {
   }
   struct Read {
     std::string buffer, head, label;
-    int from, to;  // boxes; from -1: a buffer no box stands for (drawn as Graphviz makes it)
   };
   std::vector<Read> reads;
-  std::vector<std::pair<int, int>> edges;
+  std::vector<std::pair<int, int>> edges;  // (box read, box reading), one per read
   for (const LoopNode& n : p.nodes)
     for (const MemDep& d : extract_dependencies(n).reads) {
-      const auto from = box.find(d.buffer);
-      reads.push_back({d.buffer, n.buffer, n.kind != LoopNode::Kind::extern_kernel ? d.index.str() : "", from == box.end() ? -1 : from->second,
-                       box.at(n.buffer)});
-      edges.emplace_back(std::max(reads.back().from, 0), reads.back().to);
+      // A buffer neither an input nor written by a loop node gets the box Graphviz makes for it.
+      const int from = box.emplace(d.buffer, static_cast<int>(ids.size())).first->second;
+      if (from == static_cast<int>(ids.size())) ids.push_back(d.buffer);
+      reads.push_back({d.buffer, n.buffer, n.kind != LoopNode::Kind::extern_kernel ? d.index.str() : ""});
+      edges.emplace_back(from, box.at(n.buffer));
     }
   const std::vector<bool> as_ref = long_edges(ids.size(), edges);
   std::vector<std::vector<size_t>> refs_at(ids.size());
   for (size_t e = 0; e < edges.size(); ++e)
-    if (as_ref[e] && reads[e].from >= 0) refs_at[static_cast<size_t>(edges[e].second)].push_back(e);
+    if (as_ref[e]) refs_at[static_cast<size_t>(edges[e].second)].push_back(e);
   auto ref_lines = [&](int i) {
     for (size_t e : refs_at[static_cast<size_t>(i)])
-      os << dot_reference("r" + std::to_string(e), ids[static_cast<size_t>(reads[e].from)], "\u2191 " + reads[e].buffer);
+      os << dot_reference("r" + std::to_string(e), ids[static_cast<size_t>(edges[e].first)], "\u2191 " + reads[e].buffer);
   };
   for (const LoopBuffer& b : p.buffers)
     if (b.is_input)
@@ -219,8 +219,7 @@ std::string loop_program_to_dot(const LoopProgram& p) {
   }
   for (size_t e = 0; e < reads.size(); ++e) {
     const Read& r = reads[e];
-    const bool ref = as_ref[e] && r.from >= 0;
-    os << "  " << (ref ? "r" + std::to_string(e) : "\"" + r.buffer + "\"") << " -> \"" << r.head << "\"";
+    os << "  " << (as_ref[e] ? "r" + std::to_string(e) : "\"" + r.buffer + "\"") << " -> \"" << r.head << "\"";
     if (!r.label.empty()) os << " [label=\"" << r.label << "\", fontsize=8]";
     os << ";\n";
   }
