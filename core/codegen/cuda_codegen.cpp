@@ -145,9 +145,10 @@ class CudaKernelWriter {
       // 4 consecutive elements a thread, moved as one 16-byte access per buffer (X % 4 == 0).
       e.line("const " + idx_ + " ls_g = (" + idx_ + ")blockIdx.x * " + std::to_string(block_) +
              " + threadIdx.x;  // elements 4 * ls_g .. 4 * ls_g + 3");
-      const bool tail = (X / 4) % block_ != 0;
+      const bool tail = o_.size_generic || (X / 4) % block_ != 0;
       if (tail) {
-        e.line("if (ls_g < " + std::to_string(X / 4) + ") {");
+        // Size-generic code bounds 4 * ls_g by X itself: its numbers must be polynomials of the sizes.
+        e.line(o_.size_generic ? "if (4 * ls_g < " + Xs + ") {" : "if (ls_g < " + std::to_string(X / 4) + ") {");
         e.indent += "    ";
       }
       emit_vector_loop(e, *pointwise_vector, "x0", [&] {
@@ -247,7 +248,7 @@ class CudaKernelWriter {
   };
   std::optional<VectorPlan> vector_plan(const std::vector<int>& nodes, const std::set<int>& recomputed, const std::string& var,
                                         int64_t extent, int64_t X, int64_t R) const {
-    if (o_.size_generic || extent < 4 || extent % 4 != 0) return std::nullopt;
+    if (extent < 4 || extent % 4 != 0) return std::nullopt;
     const Expr j = Expr::var("ls_j", 4);
     const std::map<std::string, Expr> lanes = {{var, Expr::var("ls_g", extent / 4) * 4 + j}}, lane0 = {{"ls_j", Expr(0)}};
     const std::set<std::string> reads(k_.reads.begin(), k_.reads.end()), writes(k_.writes.begin(), k_.writes.end());
@@ -321,7 +322,8 @@ class CudaKernelWriter {
                              int64_t R) {
     row_regs_.clear();
     row_loaded_.clear();
-    if (split_ || column_ || R % (4 * int64_t(T_)) != 0 || R / (4 * int64_t(T_)) > 4) return 0;
+    // Not in size-generic code: the groups a thread holds are a quotient of the row length.
+    if (o_.size_generic || split_ || column_ || R % (4 * int64_t(T_)) != 0 || R / (4 * int64_t(T_)) > 4) return 0;
     std::map<std::string, int> uses;
     std::map<std::string, std::string> buffer_of;
     int inner = 0;
@@ -383,7 +385,8 @@ class CudaKernelWriter {
         // Groups of 4 consecutive r, each buffer that moves along r moved 16 bytes at a time.
         vectorized_ = true;
         e.line("#pragma unroll 2");  // two groups' loads in flight per thread
-        e.line("for (" + idx_ + " ls_g = " + start + "; ls_g < " + std::to_string(R / 4) + "; ls_g += " + step + ") {");
+        const std::string bound = o_.size_generic ? "4 * ls_g < " + std::to_string(R) : "ls_g < " + std::to_string(R / 4);
+        e.line("for (" + idx_ + " ls_g = " + start + "; " + bound + "; ls_g += " + step + ") {");
         e.indent += "    ";
         emit_vector_loop(e, *vec, "r0", [&] { e.run_loop_nodes(s, [&](int n) { run_node(e, n, X, R); }); });
         close(e);
@@ -406,12 +409,13 @@ class CudaKernelWriter {
   }
 
   // The reduction of one accumulator across the threads of its row.
-  std::string across(const LoopNode& ln) const {
+  std::string across(const LoopNode& ln) {
     const std::string op = std::to_string(reduce_op(ln.reduce));
     if (T_ <= 1) return accs_.at(index_of(ln));
     if (column_) return "ls_column_reduce<" + op + ">(" + accs_.at(index_of(ln)) + ", " + reduce_identity(ln.reduce, ln.dtype, Dialect::cuda) + ")";
     if (T_ <= 32) return "ls_warp_reduce<" + op + ", " + std::to_string(T_) + ">(" + accs_.at(index_of(ln)) + ")";
-    return "ls_block_reduce<" + op + ">(" + accs_.at(index_of(ln)) + ", " + reduce_identity(ln.reduce, ln.dtype, Dialect::cuda) + ")";
+    const std::string slot = std::to_string(1 + block_reductions_++ % 2);  // alternating buffers: one barrier each
+    return "ls_block_reduce<" + op + ", " + slot + ">(" + accs_.at(index_of(ln)) + ", " + reduce_identity(ln.reduce, ln.dtype, Dialect::cuda) + ")";
   }
   int index_of(const LoopNode& ln) const { return static_cast<int>(&ln - p_.nodes.data()); }
 
@@ -484,6 +488,7 @@ class CudaKernelWriter {
   std::string idx_ = "int64_t";
   std::map<std::string, std::string> ptrs_;  // buffer -> its parameter
   bool vectorized_ = false;                  // an r loop moves 16 bytes at a time
+  int block_reductions_ = 0;                 // ls_block_reduce calls so far (their buffers alternate)
   std::map<std::string, std::string> row_regs_;  // persistent row form: load key -> its float4 array
   std::set<std::string> row_loaded_;             // those already loaded
   int block_ = 256, unroll_ = 4;  // pointwise form

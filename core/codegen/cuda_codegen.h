@@ -40,9 +40,12 @@ struct CudaCodegenOptions {
   int pointwise_block = 256;
   int pointwise_unroll = 4;
   std::map<std::string, KernelConfig> configs;  // kernel name -> its tuned configuration
-  // Dynamic shapes: code whose structure does not hang on divisibility (tails always masked) and
-  // whose threads per row change only where the row length doubles, so sizes near the traced
-  // ones give the same code with other numbers.
+  // Dynamic shapes: code whose tails are always masked, whose threads per row change only where
+  // the row length doubles and whose bounds are the sizes themselves (4 * ls_g < R, never R / 4),
+  // so sizes near the traced ones give the same code with other numbers. 16-byte accesses stay
+  // where the traced sizes allow them; the sizes they need divisible by 4 get that guard (a size
+  // that breaks it makes other code, and Dynamo's way follows: compile again). No persistent
+  // rows (the groups a thread holds are a quotient of the row length).
   bool size_generic = false;
 };
 

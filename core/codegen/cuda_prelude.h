@@ -68,22 +68,22 @@ template <int OP, int W, typename T> LS_DEV T ls_warp_reduce(T v) {
   for (int o = W / 2; o > 0; o /= 2) v = ls_combine<OP>(v, __shfl_xor_sync(mask, v, o, W));
   return v;
 }
-// Across the whole block (one row per block); every thread gets the result.
-template <int OP, typename T> LS_DEV T ls_block_reduce(T v, T identity) {
-  __shared__ double ls_smem[33];
+// Across the whole block (one row per block); every thread gets the result. Each warp's result
+// goes to shared memory, then every warp reduces all of them the same way (so every thread gets
+// the same value): two barriers, no second phase on one warp. SLOT 0 guards its buffer with a
+// barrier first (the previous reduction may still be reading it); generated kernels alternate
+// SLOT 1 and 2, whose buffers are apart, so a reduction's buffer is written again only after the
+// next reduction's barrier, which every thread passes after reading it: one barrier a reduction.
+template <int OP, int SLOT = 0, typename T> LS_DEV T ls_block_reduce(T v, T identity) {
+  __shared__ double ls_smem[32];
   T* s = reinterpret_cast<T*>(ls_smem);
   v = ls_warp_reduce<OP, 32>(v);
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-  __syncthreads();  // the previous reduction has read its result
+  if (SLOT == 0) __syncthreads();  // the previous reduction has read its result
   if (lane == 0) s[w] = v;
   __syncthreads();
-  if (w == 0) {
-    v = lane < (int)(blockDim.x >> 5) ? s[lane] : identity;
-    v = ls_warp_reduce<OP, 32>(v);
-    if (lane == 0) s[32] = v;
-  }
-  __syncthreads();
-  return s[32];
+  v = lane < (int)(blockDim.x >> 5) ? s[lane] : identity;
+  return ls_warp_reduce<OP, 32>(v);
 }
 // Column form: thread t holds column t % 32 of the block's group, lane t / 32 of its rows;
 // reduces each column across the lanes, and every thread gets its column's result.

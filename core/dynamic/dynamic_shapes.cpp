@@ -307,15 +307,16 @@ SizeGeneric make_size_generic(const std::vector<std::string>& input_names, const
     for (size_t s = 0; s < g.symbols.size(); ++s)
       if (g.symbols[s].dynamic) act.push_back(s);
     if (act.empty()) break;
-    // Each symbol alone: a step that keeps the code's structure (1, else the largest power of two
-    // up to 16 dividing its size), or it is specialized.
+    // Each symbol alone: a step that keeps the code's structure (1, else 4, else the largest power
+    // of two up to 16 dividing its size), or it is specialized.
     bool changed = false;
     for (size_t s : act) {
       SizeSymbol& sym = g.symbols[s];
       std::string why;
       bool ok = false;
       std::vector<int64_t> steps = {1};
-      if (largest_pow2_step(sym.hint) > 1) steps.push_back(largest_pow2_step(sym.hint));
+      if (largest_pow2_step(sym.hint) >= 4) steps.push_back(4);  // CUDA's 16-byte accesses: groups of 4 floats
+      if (largest_pow2_step(sym.hint) > steps.back()) steps.push_back(largest_pow2_step(sym.hint));
       for (int64_t step : steps) {
         Point p = base;
         p[s] += step;

@@ -155,8 +155,9 @@ void kernel_forms() {
   VERIFY(sm.cuda.launch.size() == 1);
   VERIFY(sm.cuda.launch[0].form == "row");
   VERIFY(sm.cuda.launch[0].grid == 64);  // one block per row of the 64x512 input
-  VERIFY(sm.source.code.find("ls_block_reduce<1>") != std::string::npos);  // the max
-  VERIFY(sm.source.code.find("ls_block_reduce<0>") != std::string::npos);  // the sum
+  // The max, then the sum, through alternating shared buffers (one barrier each).
+  VERIFY(sm.source.code.find("ls_block_reduce<1, 1>") != std::string::npos);
+  VERIFY(sm.source.code.find("ls_block_reduce<0, 2>") != std::string::npos);
   // Only the result goes to memory: intermediates are recomputed in each loop.
   VERIFY(sm.schedule.kernels[0].writes.size() == 1);
   // The persistent row form: 64 threads a row of 512 hold 2 float4 each; the max, the sum and the
@@ -430,6 +431,7 @@ struct DynamicCase {
   std::vector<std::string> dynamic;   // the symbols expected dynamic
   std::vector<Shape> reused;          // sizes the template runs (the first twice)
   Shape refused;                      // a size whose code is not the template's (empty: none)
+  Shape unaligned;                    // a size that breaks the 16-byte accesses' % 4 guard (empty: none)
 };
 void dynamic_shapes_reuse_the_cuda_kernels(const DynamicCase& c) {
   PipelineOptions o;
@@ -444,6 +446,13 @@ void dynamic_shapes_reuse_the_cuda_kernels(const DynamicCase& c) {
     if (s.dynamic) dynamic.push_back(s.name);
   VERIFY2(dynamic == c.dynamic, r.stage("dynamic")->text);
   VERIFY(!r.dynamic.holes.empty());
+  if (!c.unaligned.empty()) {
+    // The template keeps the traced sizes' 16-byte accesses, and says which sizes they need.
+    VERIFY2(r.source.code.find("*reinterpret_cast<const float4*>(") != std::string::npos, r.source.code);
+    const std::vector<std::string> guards = r.dynamic.guards();
+    VERIFY2(std::any_of(guards.begin(), guards.end(), [](const std::string& g) { return g.find("% 4 == 0") != std::string::npos; }),
+            r.stage("dynamic")->text);
+  }
   const Stage* ptx = r.stage("asm");
   VERIFY(ptx != nullptr);
   const std::set<std::string> entries = ptx_entries(ptx->text);
@@ -488,7 +497,8 @@ void dynamic_shapes_reuse_the_cuda_kernels(const DynamicCase& c) {
   }
   Shape one = c.reused.at(0);
   one[0] = 1;
-  for (const auto& [shape, guard] : std::vector<std::pair<Shape, std::string>>{{one, "2 <= L["}, {c.refused, "guard failed: at s"}}) {
+  for (const auto& [shape, guard] :
+       std::vector<std::pair<Shape, std::string>>{{one, "2 <= L["}, {c.refused, "guard failed: at s"}, {c.unaligned, "% 4 == 0 (it is "}}) {
     if (shape.empty()) continue;
     try {
       r.program->run(random_inputs(graph_at(shape), 7));
@@ -624,10 +634,11 @@ int main(int argc, char** argv) {
   for (const char* m : {"models/softmax", "models/res_block"})
     cases.push_back({std::string("max-autotune ") + m, [=] { max_autotune_times_candidates(m); }});
   // layer norm + GELU: batch and sequence dynamic, the normalized size fixed by the weights; the
-  // softmax: rows and row length dynamic, until the row length halves (fewer threads a row).
+  // softmax: rows and row length dynamic, until the row length halves (fewer threads a row) or is
+  // no multiple of 4 (the rows' 16-byte accesses).
   const std::vector<DynamicCase> dynamic_cases = {
       {"stages/layernorm_gelu/3_core_aten.txt", {"s0", "s1"}, {{3, 64, 256}, {5, 40, 256}}, {}},
-      {"models/softmax/model.pt2", {"s0", "s1"}, {{7, 512}, {100, 700}}, {7, 300}},
+      {"models/softmax/model.pt2", {"s0", "s1"}, {{7, 512}, {100, 700}}, {7, 300}, {7, 514}},
       {"stages/attn_block/3_core_aten.txt", {"s0", "s1"}, {{2, 48, 128}, {5, 64, 128}}, {2, 256, 128}}};
   for (const DynamicCase& c : dynamic_cases)
     cases.push_back({"dynamic shapes " + c.model, [=] { dynamic_shapes_reuse_the_cuda_kernels(c); }});
