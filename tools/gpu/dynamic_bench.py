@@ -13,7 +13,8 @@ For each case and each of its sizes, timed with CUDA events (median of many runs
     first size (then one compile serves every such size: `--at` runs it with no compile), or
     another one (a guard of the first would fail: Lowerscope compiles again, as Dynamo does).
 "dyn/static" divides dynamic by static time for the whole model; "worst kernel" is the largest
-ratio of one generated kernel's time in the dynamic compile to the same kernel's in the static one.
+ratio of one generated kernel's time in the dynamic compile to the same kernel's in the static one
+(named, with its static time beside it).
 """
 import argparse, copy, json, os, re, shutil, subprocess, sys, tempfile, time
 
@@ -113,7 +114,8 @@ def main():
             same = "first size's" if template == first_template else "another (recompile)"
             sk = {k["name"]: k["ms"] for k in rs["kernels"] if k["kind"] == "generated"}
             dk = {k["name"]: k["ms"] for k in rd["kernels"] if k["kind"] == "generated"}
-            worst = max([dk[k] / sk[k] for k in sk if k in dk and sk[k] > 0], default=float("nan"))
+            ratios = [(dk[k] / sk[k], k, sk[k]) for k in sk if k in dk and sk[k] > 0]
+            worst = max(ratios, default=None)  # (ratio, kernel, its static ms)
             rows.append((name, shape, ts, td, rs["run_ms"], rd["run_ms"], worst, same, sym, dyn_first_ms))
             print(rows[-1], flush=True)
 
@@ -126,7 +128,7 @@ def main():
         ri = f"{td / ts:.2f}x" if ts else "-"
         ro = f"{od / os_:.2f}x" if os_ and od else "-"
         out.append(f"| {name} | {'x'.join(map(str, shape))} | {f(ts)} | {f(td)} | {ri} | {f(os_)} | {f(od)} | {ro} | "
-                   f"{'-' if worst is None else f'{worst:.2f}x'} | {same} | {sym} | {first:.0f} |")
+                   f"{'-' if worst is None else f'{worst[0]:.2f}x ({worst[1]}, {worst[2] * 1e3:.1f} us)'} | {same} | {sym} | {first:.0f} |")
     print(write_markdown(out, a.out))
 
 
