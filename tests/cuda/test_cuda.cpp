@@ -142,7 +142,7 @@ void helper_kernels_compile() {
   const std::set<std::string> entries = ptx_entries(r.ptx);
   for (const char* k : {"ls_broadcast_bias", "ls_add_channel_bias", "ls_im2col", "ls_depthwise_conv", "ls_max_pool2d", "ls_copy_rows",
                         "ls_strided_copy4", "ls_attn_softmax", "ls_attn_probs", "ls_attn_rowdot", "ls_attn_dscores", "ls_col2im",
-                        "ls_channel_sum", "ls_count_mismatches", "ls_depthwise_conv_bwd_input", "ls_depthwise_conv_bwd_weight"})
+                        "ls_channel_sum", "ls_count_mismatches", "ls_depthwise_conv_bwd_input", "ls_depthwise_conv_bwd_weight", "ls_hold"})
     VERIFY2(entries.count(k) == 1, std::string("no PTX entry for ") + k);
 }
 

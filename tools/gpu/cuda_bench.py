@@ -11,7 +11,10 @@ with torch.export on the CPU, as the fixtures were, and Lowerscope compiles that
 the build there has no libzip) with the same weights; PyTorch's output (and, for training, its
 gradients of out.sum() for each input) lie beside the model, so the check column compares our
 CUDA results with PyTorch's (--no-reference: the interpreter would take minutes on the big cases). Lowerscope's time is its executor's
-(CUDA events around the whole model, library calls included), its compile time a cold compile
+(CUDA events around each call of the whole model, library calls and the launch latency in front of
+the first kernel included, as PyTorch's calls are timed here); the per-kernel table (--kernels)
+gives each kernel's device time (every launch of a run queued behind a wait kernel, so the kernels
+run back to back, as a profiler sees them); its compile time a cold compile
 (fresh cache) of the whole pipeline, NVRTC included. Copy bandwidth is measured with
 torch (a device-to-device copy of 1 GiB: read + write bytes / time).
 """
