@@ -1,0 +1,345 @@
+// Column-reduction variants on the H100 (issue 8: 90% of copy bandwidth), one build and run:
+//   nvcc -O3 -arch=sm_90 -o col tools/gpu/column_variants.cu && ./col
+// The kernel: LayerNorm's weight and bias gradients of `layernorm+gelu 8x1024x1024 --train`, sums
+// over 8192 rows of two 1024-column float32 matrices (64 MB read), as Lowerscope generates it
+// (`lowerscope-cli compile MODEL --device cuda --train --dump DIR`, the column form: a warp takes 32
+// neighbouring columns, 8 warps share the rows, 16 slices of the rows, the last block of a column
+// group sums the slices' partials). Every variant is checked against it on random inputs (outputs
+// poisoned first). Times: CUDA events around 20 launches, median of 15 batches after warm-up.
+// Notes and outcomes: tools/gpu/NOTES-bandwidth.md.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <random>
+#include <vector>
+
+#define CK(x)                                                                         \
+  do {                                                                                \
+    cudaError_t e_ = (x);                                                             \
+    if (e_ != cudaSuccess) {                                                          \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                   \
+    }                                                                                 \
+  } while (0)
+
+
+// ---- helpers as in core/codegen/cuda_prelude.h -------------------------------------------------
+#define LS_DEV static __device__ __forceinline__
+LS_DEV float ls_lane(const float4& v, int j) { return j == 0 ? v.x : j == 1 ? v.y : j == 2 ? v.z : v.w; }
+template <int OP, typename T> LS_DEV T ls_combine(T a, T b) {
+  if (OP == 1) return a > b ? a : b;
+  if (OP == 2) return a < b ? a : b;
+  return a + b;
+}
+template <int OP, int W, typename T> LS_DEV T ls_warp_reduce(T v) {
+  const unsigned mask = __activemask();
+#pragma unroll
+  for (int o = W / 2; o > 0; o /= 2) v = ls_combine<OP>(v, __shfl_xor_sync(mask, v, o, W));
+  return v;
+}
+template <int OP, typename T> LS_DEV T ls_column_reduce(T v, T identity) {
+  __shared__ double ls_csmem[32 * 33 + 32];
+  T* s = reinterpret_cast<T*>(ls_csmem);
+  const int col = threadIdx.x & 31, lane = threadIdx.x >> 5, lanes = blockDim.x >> 5;
+  __syncthreads();
+  s[lane * 33 + col] = v;
+  __syncthreads();
+  for (int c = lane; c < 32; c += lanes) {
+    T w = col < lanes ? s[col * 33 + c] : identity;
+    w = ls_warp_reduce<OP, 32>(w);
+    if (col == 0) s[32 * 33 + c] = w;
+  }
+  __syncthreads();
+  return s[32 * 33 + col];
+}
+
+// ---- the generated kernel (LayerNorm's weight and bias gradients at 8x1024x1024, training) -------
+// cuda_fused_layer_norm_2: iteration (1024, 8192), column form, grid 512 x block 256, 32 columns x 8 lanes, 16 slices a column, from layer_norm
+extern "C" __global__ void __launch_bounds__(256) cuda_fused_layer_norm_2(const float* __restrict__ in_ptr0, const float* __restrict__ in_ptr1, float* __restrict__ out_ptr0, float* __restrict__ out_ptr1, char* __restrict__ ls_ws) {
+    const int ls_rt = threadIdx.x >> 5;  // the lane: which rows
+    const int x0 = (int)(blockIdx.x / 16) * 32 + (threadIdx.x & 31);
+    const int ls_slice = blockIdx.x % 16;
+    float acc39 = 0.0f;
+    float acc40 = 0.0f;
+    #pragma unroll 4
+    for (int r0 = (int)ls_slice * 8 + ls_rt; r0 < 8192; r0 += 128) {
+        // op39: mul_19
+        auto tmp0 = in_ptr0[1024*r0 + x0];
+        auto tmp1 = in_ptr1[1024*r0 + x0];
+        auto tmp2 = static_cast<float>(tmp0 * tmp1);
+        // op40: sum_5
+        acc39 = acc39 + tmp2;
+        // op41: sum_6
+        acc40 = acc40 + tmp0;
+    }
+    acc39 = ls_column_reduce<0>(acc39, 0.0f);
+    acc40 = ls_column_reduce<0>(acc40, 0.0f);
+    float* ls_part39 = reinterpret_cast<float*>(ls_ws + 0);
+    if (ls_rt == 0) ls_part39[x0 * 16 + ls_slice] = acc39;
+    float* ls_part40 = reinterpret_cast<float*>(ls_ws + 131072);
+    if (ls_rt == 0) ls_part40[x0 * 16 + ls_slice] = acc40;
+    unsigned* ls_count = reinterpret_cast<unsigned*>(ls_ws + 262144);
+    __shared__ bool ls_last;
+    __threadfence();
+    __syncthreads();  // every partial of the block is visible before it is counted
+    if (threadIdx.x == 0) ls_last = atomicAdd(&ls_count[blockIdx.x / 16], 1u) == 16u - 1u;
+    __syncthreads();
+    if (!ls_last) return;  // the columns' last block finishes them
+    __threadfence();
+    acc39 = 0.0f;
+    for (int s = ls_rt; s < 16; s += 8) acc39 = ls_combine<0>(acc39, __ldcg(&ls_part39[x0 * 16 + s]));
+    acc39 = ls_column_reduce<0>(acc39, 0.0f);
+    acc40 = 0.0f;
+    for (int s = ls_rt; s < 16; s += 8) acc40 = ls_combine<0>(acc40, __ldcg(&ls_part40[x0 * 16 + s]));
+    acc40 = ls_column_reduce<0>(acc40, 0.0f);
+    if (threadIdx.x == 0) ls_count[blockIdx.x / 16] = 0;  // ready for the next launch
+    if (ls_rt == 0) out_ptr0[x0] = acc39;
+    if (ls_rt == 0) out_ptr1[x0] = acc40;
+}
+
+constexpr int kR = 8192, kX = 1024;
+// Scalar columns as generated, S slices a column, unroll U.
+template <int S, int U>
+__global__ void __launch_bounds__(256) col_s(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ o0,
+                                             float* __restrict__ o1, char* __restrict__ ws) {
+  const int rt = threadIdx.x >> 5;
+  const int x0 = (int)(blockIdx.x / S) * 32 + (threadIdx.x & 31);
+  const int slice = blockIdx.x % S;
+  float s0 = 0.f, s1 = 0.f;
+#pragma unroll U
+  for (int r = slice * 8 + rt; r < kR; r += 8 * S) {
+    const float t0 = a[kX * r + x0], t1 = b[kX * r + x0];
+    s0 += t0 * t1;
+    s1 += t0;
+  }
+  s0 = ls_column_reduce<0>(s0, 0.f);
+  s1 = ls_column_reduce<0>(s1, 0.f);
+  float* p0 = reinterpret_cast<float*>(ws);
+  float* p1 = reinterpret_cast<float*>(ws + kX * 64 * 8);
+  unsigned* cnt = reinterpret_cast<unsigned*>(ws + 2 * kX * 64 * 8);
+  if (rt == 0) p0[x0 * S + slice] = s0, p1[x0 * S + slice] = s1;
+  __shared__ bool last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(&cnt[blockIdx.x / S], 1u) == S - 1u;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  s0 = 0.f, s1 = 0.f;
+  for (int s = rt; s < S; s += 8) s0 += __ldcg(&p0[x0 * S + s]), s1 += __ldcg(&p1[x0 * S + s]);
+  s0 = ls_column_reduce<0>(s0, 0.f);
+  s1 = ls_column_reduce<0>(s1, 0.f);
+  if (threadIdx.x == 0) cnt[blockIdx.x / S] = 0;
+  if (rt == 0) o0[x0] = s0, o1[x0] = s1;
+}
+// 16-byte columns: a thread 4 consecutive columns, a warp 128, S slices a column group.
+template <int S, int U>
+__global__ void __launch_bounds__(256) col_v(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ o0,
+                                             float* __restrict__ o1, char* __restrict__ ws) {
+  const int rt = threadIdx.x >> 5;
+  const int g = (int)(blockIdx.x / S) * 32 + (threadIdx.x & 31);  // columns 4g .. 4g + 3
+  const int slice = blockIdx.x % S;
+  float s0[4] = {0.f, 0.f, 0.f, 0.f}, s1[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll U
+  for (int r = slice * 8 + rt; r < kR; r += 8 * S) {
+    const float4 t0 = *reinterpret_cast<const float4*>(&a[kX * r + 4 * g]);
+    const float4 t1 = *reinterpret_cast<const float4*>(&b[kX * r + 4 * g]);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      s0[j] += ls_lane(t0, j) * ls_lane(t1, j);
+      s1[j] += ls_lane(t0, j);
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < 4; ++j) s0[j] = ls_column_reduce<0>(s0[j], 0.f), s1[j] = ls_column_reduce<0>(s1[j], 0.f);
+  float* p0 = reinterpret_cast<float*>(ws);
+  float* p1 = reinterpret_cast<float*>(ws + kX * 64 * 8);
+  unsigned* cnt = reinterpret_cast<unsigned*>(ws + 2 * kX * 64 * 8);
+  if (rt == 0)
+    for (int j = 0; j < 4; ++j) p0[(4 * g + j) * S + slice] = s0[j], p1[(4 * g + j) * S + slice] = s1[j];
+  __shared__ bool last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(&cnt[blockIdx.x / S], 1u) == S - 1u;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    float u0 = 0.f, u1 = 0.f;
+    for (int s = rt; s < S; s += 8) u0 += __ldcg(&p0[(4 * g + j) * S + s]), u1 += __ldcg(&p1[(4 * g + j) * S + s]);
+    u0 = ls_column_reduce<0>(u0, 0.f);
+    u1 = ls_column_reduce<0>(u1, 0.f);
+    if (rt == 0) o0[4 * g + j] = u0, o1[4 * g + j] = u1;
+  }
+  if (threadIdx.x == 0) cnt[blockIdx.x / S] = 0;
+}
+
+// Wide columns: a thread owns V*... columns outright (no reduction across threads), a block of
+// 256 threads covers 256*V consecutive columns of a row (V = 4: float4, a whole 4 KB row), S slices
+// of the rows; partials per column and slice, the last block of a column group sums them.
+template <int S, int U, int V>
+__global__ void __launch_bounds__(256) col_w(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ o0,
+                                             float* __restrict__ o1, char* __restrict__ ws) {
+  constexpr int G = kX / (256 * V);  // column groups
+  const int grp = blockIdx.x % G, slice = blockIdx.x / G;
+  const int c = (grp * 256 + threadIdx.x) * V;  // first column
+  constexpr int rows = (kR + S - 1) / S;
+  const int r0 = slice * rows, r1 = min(kR, r0 + rows);
+  float s0[V], s1[V];
+#pragma unroll
+  for (int j = 0; j < V; ++j) s0[j] = 0.f, s1[j] = 0.f;
+#pragma unroll U
+  for (int r = r0; r < r1; ++r) {
+    if (V == 4) {
+      const float4 t0 = *reinterpret_cast<const float4*>(&a[kX * r + c]);
+      const float4 t1 = *reinterpret_cast<const float4*>(&b[kX * r + c]);
+#pragma unroll
+      for (int j = 0; j < V; ++j) s0[j] += ls_lane(t0, j) * ls_lane(t1, j), s1[j] += ls_lane(t0, j);
+    } else {
+      const float t0 = a[kX * r + c], t1 = b[kX * r + c];
+      s0[0] += t0 * t1, s1[0] += t0;
+    }
+  }
+  float* p0 = reinterpret_cast<float*>(ws);
+  float* p1 = reinterpret_cast<float*>(ws + kX * 256 * 4);
+  unsigned* cnt = reinterpret_cast<unsigned*>(ws + 2 * kX * 256 * 4);
+#pragma unroll
+  for (int j = 0; j < V; ++j) p0[slice * kX + c + j] = s0[j], p1[slice * kX + c + j] = s1[j];
+  __shared__ bool last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(&cnt[grp], 1u) == S - 1u;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+#pragma unroll
+  for (int j = 0; j < V; ++j) {
+    float u0 = 0.f, u1 = 0.f;
+    for (int k = 0; k < S; ++k) u0 += __ldcg(&p0[k * kX + c + j]), u1 += __ldcg(&p1[k * kX + c + j]);
+    o0[c + j] = u0, o1[c + j] = u1;
+  }
+  if (threadIdx.x == 0) cnt[grp] = 0;
+}
+__global__ void copy_vec2(const float* __restrict__ in, float* __restrict__ out, size_t n4) {
+  const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n4) reinterpret_cast<float4*>(out)[i] = reinterpret_cast<const float4*>(in)[i];
+}
+// ---- harness -----------------------------------------------------------------------------------
+struct Timer {
+  cudaEvent_t a, b;
+  Timer() {
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
+  }
+  // median over batches of `per` launches; launch(i) gets the launch's index (for rotation)
+  float ms(const std::function<void(int)>& launch, int per = 20, int batches = 15) {
+    for (int i = 0; i < per; ++i) launch(i);
+    CK(cudaGetLastError());
+    CK(cudaDeviceSynchronize());
+    std::vector<float> t;
+    for (int k = 0; k < batches; ++k) {
+      CK(cudaEventRecord(a));
+      for (int i = 0; i < per; ++i) launch(i);
+      CK(cudaEventRecord(b));
+      CK(cudaEventSynchronize(b));
+      float m = 0;
+      CK(cudaEventElapsedTime(&m, a, b));
+      t.push_back(m / per);
+    }
+    CK(cudaGetLastError());
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+  }
+};
+static void fill_random(float* d, size_t n, unsigned seed, float scale) {
+  std::vector<float> h(n);
+  std::mt19937 g(seed);
+  std::normal_distribution<float> nd(0.f, scale);
+  for (auto& v : h) v = nd(g);
+  CK(cudaMemcpy(d, h.data(), n * 4, cudaMemcpyHostToDevice));
+}
+static double max_diff(const float* a, const float* b, size_t n) {
+  std::vector<float> x(n), y(n);
+  CK(cudaMemcpy(x.data(), a, n * 4, cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(y.data(), b, n * 4, cudaMemcpyDeviceToHost));
+  double m = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double d = std::fabs(double(x[i]) - double(y[i]));
+    if (!(d <= m)) m = std::isnan(d) ? INFINITY : d;
+  }
+  return m;
+}
+static double copy_gbps = 0;
+static void row(const char* name, double bytes, float ms, const char* check) {
+  const double gbps = bytes / (ms * 1e6);
+  std::printf("| %-44s | %8.4f | %6.0f | %4.0f%% | %s |\n", name, ms, gbps, copy_gbps > 0 ? 100 * gbps / copy_gbps : 0.0, check);
+}
+
+
+int main() {
+  cudaDeviceProp p;
+  CK(cudaGetDeviceProperties(&p, 0));
+  std::printf("%s, %d SMs\n\n", p.name, p.multiProcessorCount);
+  Timer tm;
+  {
+    const size_t n = size_t(1) << 28;
+    float *a, *b;
+    CK(cudaMalloc(&a, n * 4));
+    CK(cudaMalloc(&b, n * 4));
+    fill_random(a, n, 1, 1.f);
+    const float ms = tm.ms([&](int) { CK(cudaMemcpyAsync(b, a, n * 4, cudaMemcpyDeviceToDevice)); }, 5, 11);
+    copy_gbps = 2.0 * n * 4 / (ms * 1e6);
+    std::printf("| variant | ms | GB/s | of copy | check |\n|---|---|---|---|---|\n");
+    row("cudaMemcpy D2D 1 GiB (the ceiling)", 2.0 * n * 4, ms, "-");
+    CK(cudaFree(a));
+    CK(cudaFree(b));
+  }
+  const size_t n = size_t(kR) * kX;
+  float *a, *b, *o0, *o1, *r0, *r1, *cp;
+  char* ws;
+  CK(cudaMalloc(&a, n * 4));
+  CK(cudaMalloc(&b, n * 4));
+  CK(cudaMalloc(&cp, n * 4));
+  for (float** q : {&o0, &o1, &r0, &r1}) CK(cudaMalloc(q, kX * 4));
+  const size_t ws_bytes = 2 * kX * 256 * 4 + kX * 4;
+  CK(cudaMalloc(&ws, ws_bytes));
+  CK(cudaMemset(ws, 0, ws_bytes));
+  fill_random(a, n, 3, 1.f);
+  fill_random(b, n, 4, 1.f);
+  cuda_fused_layer_norm_2<<<512, 256>>>(a, b, r0, r1, ws);
+  CK(cudaDeviceSynchronize());
+  CK(cudaMemset(ws, 0, ws_bytes));
+  const double bytes = 2.0 * n * 4;
+  auto run = [&](const char* name, const std::function<void()>& launch) {
+    CK(cudaMemset(o0, 0xff, kX * 4));
+    CK(cudaMemset(o1, 0xff, kX * 4));
+    launch();
+    CK(cudaDeviceSynchronize());
+    char c[96];
+    std::snprintf(c, sizeof c, "max |diff| %.1e, %.1e", max_diff(o0, r0, kX), max_diff(o1, r1, kX));
+    row(name, bytes, tm.ms([&](int) { launch(); }), c);
+  };
+  run("GENERATED column 32 x 8 lanes, 16 slices", [&] { cuda_fused_layer_norm_2<<<512, 256>>>(a, b, o0, o1, ws); });
+  run("scalar 16 slices unroll 4 (= generated)", [&] { col_s<16, 4><<<32 * 16, 256>>>(a, b, o0, o1, ws); });
+  run("scalar 32 slices unroll 4", [&] { col_s<32, 4><<<32 * 32, 256>>>(a, b, o0, o1, ws); });
+  run("scalar 64 slices unroll 4", [&] { col_s<64, 4><<<32 * 64, 256>>>(a, b, o0, o1, ws); });
+  run("scalar 16 slices unroll 8", [&] { col_s<16, 8><<<32 * 16, 256>>>(a, b, o0, o1, ws); });
+  run("scalar 32 slices unroll 8", [&] { col_s<32, 8><<<32 * 32, 256>>>(a, b, o0, o1, ws); });
+  run("float4 16 slices unroll 2", [&] { col_v<16, 2><<<8 * 16, 256>>>(a, b, o0, o1, ws); });
+  run("float4 32 slices unroll 2", [&] { col_v<32, 2><<<8 * 32, 256>>>(a, b, o0, o1, ws); });
+  run("float4 64 slices unroll 2", [&] { col_v<64, 2><<<8 * 64, 256>>>(a, b, o0, o1, ws); });
+  run("float4 64 slices unroll 4", [&] { col_v<64, 4><<<8 * 64, 256>>>(a, b, o0, o1, ws); });
+  run("wide float4 (a block a whole row), 132 slices, unroll 4", [&] { col_w<132, 4, 4><<<132, 256>>>(a, b, o0, o1, ws); });
+  run("wide float4, 256 slices, unroll 4", [&] { col_w<256, 4, 4><<<256, 256>>>(a, b, o0, o1, ws); });
+  run("wide float4, 256 slices, unroll 8", [&] { col_w<256, 8, 4><<<256, 256>>>(a, b, o0, o1, ws); });
+  run("wide scalar (256 columns a block), 132 slices, unroll 4", [&] { col_w<132, 4, 1><<<4 * 132, 256>>>(a, b, o0, o1, ws); });
+  run("wide scalar, 256 slices, unroll 8", [&] { col_w<256, 8, 1><<<4 * 256, 256>>>(a, b, o0, o1, ws); });
+  run("wide scalar, 128 slices, unroll 8", [&] { col_w<128, 8, 1><<<4 * 128, 256>>>(a, b, o0, o1, ws); });
+  run("read-only copy of the same bytes (a->cp)", [&] { copy_vec2<<<(n / 4 + 255) / 256, 256>>>(a, cp, n / 4); });
+  return 0;
+}
