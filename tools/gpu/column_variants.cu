@@ -103,7 +103,9 @@ extern "C" __global__ void __launch_bounds__(256) cuda_fused_layer_norm_2(const 
 
 constexpr int kR = 8192, kX = 1024;
 // Scalar columns as generated, S slices a column, unroll U.
-template <int S, int U>
+// FENCE 0: every thread fences before the count (as generated); 1: only the warp that wrote the
+// partials; 2: no fences (wrong in general: measures what they cost).
+template <int S, int U, bool FINISH = true, int FENCE = 0>
 __global__ void __launch_bounds__(256) col_s(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ o0,
                                              float* __restrict__ o1, char* __restrict__ ws) {
   const int rt = threadIdx.x >> 5;
@@ -122,13 +124,14 @@ __global__ void __launch_bounds__(256) col_s(const float* __restrict__ a, const 
   float* p1 = reinterpret_cast<float*>(ws + kX * 64 * 8);
   unsigned* cnt = reinterpret_cast<unsigned*>(ws + 2 * kX * 64 * 8);
   if (rt == 0) p0[x0 * S + slice] = s0, p1[x0 * S + slice] = s1;
+  if (!FINISH) return;  // the loads and the block's reduction alone
   __shared__ bool last;
-  __threadfence();
+  if (FENCE == 0 || (FENCE == 1 && rt == 0)) __threadfence();
   __syncthreads();
   if (threadIdx.x == 0) last = atomicAdd(&cnt[blockIdx.x / S], 1u) == S - 1u;
   __syncthreads();
   if (!last) return;
-  __threadfence();
+  if (FENCE != 2) __threadfence();
   s0 = 0.f, s1 = 0.f;
   for (int s = rt; s < S; s += 8) s0 += __ldcg(&p0[x0 * S + s]), s1 += __ldcg(&p1[x0 * S + s]);
   s0 = ls_column_reduce<0>(s0, 0.f);
@@ -182,7 +185,7 @@ __global__ void __launch_bounds__(256) col_v(const float* __restrict__ a, const 
 // Wide columns: a thread owns V*... columns outright (no reduction across threads), a block of
 // 256 threads covers 256*V consecutive columns of a row (V = 4: float4, a whole 4 KB row), S slices
 // of the rows; partials per column and slice, the last block of a column group sums them.
-template <int S, int U, int V>
+template <int S, int U, int V, bool FINISH = true>
 __global__ void __launch_bounds__(256) col_w(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ o0,
                                              float* __restrict__ o1, char* __restrict__ ws) {
   constexpr int G = kX / (256 * V);  // column groups
@@ -206,10 +209,11 @@ __global__ void __launch_bounds__(256) col_w(const float* __restrict__ a, const 
     }
   }
   float* p0 = reinterpret_cast<float*>(ws);
-  float* p1 = reinterpret_cast<float*>(ws + kX * 256 * 4);
-  unsigned* cnt = reinterpret_cast<unsigned*>(ws + 2 * kX * 256 * 4);
+  float* p1 = reinterpret_cast<float*>(ws + kX * 528 * 4);
+  unsigned* cnt = reinterpret_cast<unsigned*>(ws + 2 * kX * 528 * 4);
 #pragma unroll
   for (int j = 0; j < V; ++j) p0[slice * kX + c + j] = s0[j], p1[slice * kX + c + j] = s1[j];
+  if (!FINISH) return;  // the loads alone
   __shared__ bool last;
   __threadfence();
   __syncthreads();
@@ -306,7 +310,7 @@ int main() {
   CK(cudaMalloc(&b, n * 4));
   CK(cudaMalloc(&cp, n * 4));
   for (float** q : {&o0, &o1, &r0, &r1}) CK(cudaMalloc(q, kX * 4));
-  const size_t ws_bytes = 2 * kX * 256 * 4 + kX * 4;
+  const size_t ws_bytes = 2 * kX * 528 * 4 + kX * 4;
   CK(cudaMalloc(&ws, ws_bytes));
   CK(cudaMemset(ws, 0, ws_bytes));
   fill_random(a, n, 3, 1.f);
@@ -340,6 +344,16 @@ int main() {
   run("wide scalar (256 columns a block), 132 slices, unroll 4", [&] { col_w<132, 4, 1><<<4 * 132, 256>>>(a, b, o0, o1, ws); });
   run("wide scalar, 256 slices, unroll 8", [&] { col_w<256, 8, 1><<<4 * 256, 256>>>(a, b, o0, o1, ws); });
   run("wide scalar, 128 slices, unroll 8", [&] { col_w<128, 8, 1><<<4 * 128, 256>>>(a, b, o0, o1, ws); });
+  run("scalar 16 slices, fence in the writing warp only", [&] { col_s<16, 4, true, 1><<<32 * 16, 256>>>(a, b, o0, o1, ws); });
+  run("scalar 16 slices, no fences (cost only)", [&] { col_s<16, 4, true, 2><<<32 * 16, 256>>>(a, b, o0, o1, ws); });
+  run("scalar 8 slices", [&] { col_s<8, 4><<<32 * 8, 256>>>(a, b, o0, o1, ws); });
+  run("scalar 8 slices unroll 8", [&] { col_s<8, 8><<<32 * 8, 256>>>(a, b, o0, o1, ws); });
+  // Without the finish (outputs not written: the check column is meaningless): what the loads reach.
+  run("NO FINISH: scalar 16 slices (the generated loop)", [&] { col_s<16, 4, false><<<32 * 16, 256>>>(a, b, o0, o1, ws); });
+  run("NO FINISH: wide scalar, 132 slices", [&] { col_w<132, 4, 1, false><<<4 * 132, 256>>>(a, b, o0, o1, ws); });
+  run("NO FINISH: wide float4, 132 slices", [&] { col_w<132, 4, 4, false><<<132, 256>>>(a, b, o0, o1, ws); });
+  run("NO FINISH: wide float4, 264 slices", [&] { col_w<264, 4, 4, false><<<264, 256>>>(a, b, o0, o1, ws); });
+  run("NO FINISH: wide float4, 528 slices", [&] { col_w<528, 4, 4, false><<<528, 256>>>(a, b, o0, o1, ws); });
   run("read-only copy of the same bytes (a->cp)", [&] { copy_vec2<<<(n / 4 + 255) / 256, 256>>>(a, cp, n / 4); });
   return 0;
 }
