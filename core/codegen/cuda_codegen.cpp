@@ -432,20 +432,27 @@ class CudaKernelWriter {
     const std::string counter = column_ ? "ls_count[blockIdx.x / " + S + "]" : "ls_count[x0]";
     e.line("unsigned* ls_count = reinterpret_cast<unsigned*>(ls_ws + " + std::to_string(counter_off_) + ");");
     e.line("__shared__ bool ls_last;");
-    e.line("__threadfence();");
-    e.line("__syncthreads();  // every partial of the block is visible before it is counted");
+    e.line("if (ls_rt == 0) __threadfence();  // the threads that wrote partials make them visible ...");
+    e.line("__syncthreads();  // ... before the block is counted");
     e.line("if (threadIdx.x == 0) ls_last = atomicAdd(&" + counter + ", 1u) == " + S + "u - 1u;");
     e.line("__syncthreads();");
     e.line(std::string("if (!ls_last) return;  // the ") + (column_ ? "columns'" : "row's") + " last block finishes them");
     e.line("__threadfence();");
+    // Every reduction's partials in one loop (their loads in flight together: one round trip to
+    // L2, not one per reduction), then the reductions across the threads.
+    for (int n : reductions) {
+      const LoopNode& ln = p_.nodes[n];
+      e.line(accs_.at(n) + " = " + reduce_identity(ln.reduce, ln.dtype, Dialect::cuda) + ";");
+    }
+    e.line("for (int s = ls_rt; s < " + S + "; s += " + std::to_string(T_) + ") {");
+    e.indent += "    ";
     for (int n : reductions) {
       const LoopNode& ln = p_.nodes[n];
       const std::string acc = accs_.at(n), part = "ls_part" + std::to_string(n);
-      e.line(acc + " = " + reduce_identity(ln.reduce, ln.dtype, Dialect::cuda) + ";");
-      e.line("for (int s = ls_rt; s < " + S + "; s += " + std::to_string(T_) + ") " + acc + " = ls_combine<" +
-             std::to_string(reduce_op(ln.reduce)) + ">(" + acc + ", __ldcg(&" + part + "[x0 * " + S + " + s]));");
-      e.line(acc + " = " + across(ln) + ";");
+      e.line(acc + " = ls_combine<" + std::to_string(reduce_op(ln.reduce)) + ">(" + acc + ", __ldcg(&" + part + "[x0 * " + S + " + s]));");
     }
+    close(e);
+    for (int n : reductions) e.line(accs_.at(n) + " = " + across(p_.nodes[n]) + ";");
     e.line("if (threadIdx.x == 0) " + counter + " = 0;  // ready for the next launch");
   }
 
