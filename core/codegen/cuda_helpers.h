@@ -232,7 +232,9 @@ extern "C" __global__ void ls_hold(long long ns) {
   unsigned long long t0, t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
   do {
-    __nanosleep(1000);
+#if __CUDA_ARCH__ >= 700
+    __nanosleep(1000);  // Volta and later; older devices spin
+#endif
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   } while ((long long)(t - t0) < ns);
 }
