@@ -249,17 +249,13 @@ int main() {
   CK(cudaGetDeviceProperties(&p, 0));
   std::printf("%s, %d SMs, L2 %d MB\n\n", p.name, p.multiProcessorCount, p.l2CacheSize >> 20);
   Timer tm;
-  // Copy ceiling: 1 GiB device-to-device (read + write bytes), as cuda_bench.py measures it.
+  copy_ceiling(tm);
   {
     const size_t n = size_t(1) << 28;
     float *a, *b;
     CK(cudaMalloc(&a, n * 4));
     CK(cudaMalloc(&b, n * 4));
     fill_random(a, n, 1, 1.f);
-    const float ms = tm.ms([&](int) { CK(cudaMemcpyAsync(b, a, n * 4, cudaMemcpyDeviceToDevice)); }, 5, 11);
-    copy_gbps = 2.0 * n * 4 / (ms * 1e6);
-    std::printf("| variant | ms | GB/s | of copy | check |\n|---|---|---|---|---|\n");
-    row("cudaMemcpy D2D 1 GiB (the ceiling)", 2.0 * n * 4, ms, "-");
     const float mk = tm.ms([&](int) { copy_vec<2><<<n / 2048, 256>>>(a, b); }, 5, 11);
     row("copy kernel float4 x2, 1 GiB", 2.0 * n * 4, mk, "-");
     CK(cudaFree(a));
