@@ -9,35 +9,13 @@
 // Notes and outcomes: tools/gpu/NOTES-bandwidth.md.
 #include "variants_harness.cuh"
 
-// ---- helpers as in core/codegen/cuda_prelude.h -------------------------------------------------
-#define LS_DEV static __device__ __forceinline__
-LS_DEV float ls_lane(const float4& v, int j) { return j == 0 ? v.x : j == 1 ? v.y : j == 2 ? v.z : v.w; }
-template <int OP, typename T> LS_DEV T ls_combine(T a, T b) {
-  if (OP == 1) return a > b ? a : b;
-  if (OP == 2) return a < b ? a : b;
-  return a + b;
+// ---- the generated kernels' prelude, as NVRTC sees it (its typedefs kept apart in a namespace) -----
+namespace lsp {
+#include "../../core/codegen/cuda_prelude.h"
 }
-template <int OP, int W, typename T> LS_DEV T ls_warp_reduce(T v) {
-  const unsigned mask = __activemask();
-#pragma unroll
-  for (int o = W / 2; o > 0; o /= 2) v = ls_combine<OP>(v, __shfl_xor_sync(mask, v, o, W));
-  return v;
-}
-template <int OP, typename T> LS_DEV T ls_column_reduce(T v, T identity) {
-  __shared__ double ls_csmem[32 * 33 + 32];
-  T* s = reinterpret_cast<T*>(ls_csmem);
-  const int col = threadIdx.x & 31, lane = threadIdx.x >> 5, lanes = blockDim.x >> 5;
-  __syncthreads();
-  s[lane * 33 + col] = v;
-  __syncthreads();
-  for (int c = lane; c < 32; c += lanes) {
-    T w = col < lanes ? s[col * 33 + c] : identity;
-    w = ls_warp_reduce<OP, 32>(w);
-    if (col == 0) s[32 * 33 + c] = w;
-  }
-  __syncthreads();
-  return s[32 * 33 + col];
-}
+using lsp::ls_column_reduce;
+using lsp::ls_combine;
+using lsp::ls_lane;
 
 // ---- the generated kernel (LayerNorm's weight and bias gradients at 8x1024x1024, training) -------
 // cuda_fused_layer_norm_2: iteration (1024, 8192), column form, grid 512 x block 256, 32 columns x 8 lanes, 16 slices a column, from layer_norm
