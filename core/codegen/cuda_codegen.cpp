@@ -585,20 +585,20 @@ GeneratedCuda generate_cuda(const LoopProgram& p, const Schedule& s, const CudaC
                              [&](size_t i, const Kernel& k, std::vector<Emitted>& lines) {
                                return CudaKernelWriter(p, k, o).write(lines, g.launch[i]);
                              });
-  // The attention kernels (short sequences: fused; long: tiled), for each head size the
-  // schedule's attention calls use.
-  std::set<int> fused, tiled;
+  // The attention kernels (short sequences: fused; long: tiled), for each head size and
+  // direction the schedule's attention calls use: an inference model compiles no backward.
+  std::set<std::string> instances;
   for (const Kernel& k : s.kernels)
     if (k.is_extern) {
       const ExternCall& c = p.nodes.at(k.nodes.at(0)).ext;
       const std::string path = attention_cuda_path(p, c);
-      if (path == "fused") fused.insert(attention_head_dim(p, c));
-      if (path == "tiled") tiled.insert(attention_head_dim(p, c));
+      if (path != "fused" && path != "tiled") continue;
+      instances.insert(std::string(path == "fused" ? "LS_ATTENTION_" : "LS_FLASH_ATTENTION_") +
+                       (is_attention_backward(c.op->name) ? "BWD(" : "FWD(") + std::to_string(attention_head_dim(p, c)) + ")");
     }
-  if (fused.empty() && tiled.empty()) return g;
+  if (instances.empty()) return g;
   g.attention_source = std::string("// Lowerscope's attention kernels\n") + kCudaPrelude;
-  for (int d : fused) g.attention_source += "LS_ATTENTION(" + std::to_string(d) + ")\n";
-  for (int d : tiled) g.attention_source += "LS_FLASH_ATTENTION(" + std::to_string(d) + ")\n";
+  for (const std::string& i : instances) g.attention_source += i + "\n";
   return g;
 }
 

@@ -109,7 +109,7 @@ template <int OP, typename T> LS_DEV T ls_column_reduce(T v, T identity) {
 // recomputes the probabilities from the saved log-sum-exp: one kernel for dq (and the row dots
 // D_i = dO_i . O_i), one for dk and dv, a key row per thread. Views: element strides (batch,
 // head, row, element) so q, k and v are read in place. Instantiated per head size by
-// LS_ATTENTION(D) in the generated file.
+// LS_ATTENTION_FWD(D) and, where a backward runs, LS_ATTENTION_BWD(D) in the attention module.
 struct LsAttnView {
   long long sb, sh, sl, se;
 };
@@ -298,12 +298,13 @@ LS_DEV void ls_attention_bwd_dkv(const float* __restrict__ go, const float* __re
     dv[(bh * S + j) * D + e] = dvr[e];
   }
 }
-#define LS_ATTENTION(D)                                                                                                       \
+#define LS_ATTENTION_FWD(D)                                                                                                   \
   extern "C" __global__ void __launch_bounds__(LS_ATT_BQ) ls_attention_fwd_##D(                                              \
       const float* q, const float* k, const float* v, float* o, float* lse, LsAttnView qs, LsAttnView ks, LsAttnView vs,    \
       LsAttnView os, long long H, long long L, long long S, float scale, int causal) {                                      \
     ls_attention_fwd<D>(q, k, v, o, lse, qs, ks, vs, os, H, L, S, scale, causal);                                            \
-  }                                                                                                                           \
+  }
+#define LS_ATTENTION_BWD(D)                                                                                                   \
   extern "C" __global__ void __launch_bounds__(LS_ATT_BQ) ls_attention_bwd_dq_##D(                                           \
       const float* go, const float* q, const float* k, const float* v, const float* o, const float* lse, float* dq,         \
       float* drow, LsAttnView gs, LsAttnView qs, LsAttnView ks, LsAttnView vs, LsAttnView os, long long H, long long L,      \
@@ -662,14 +663,16 @@ LS_DEV void ls_flash_bwd_dkv(const float* __restrict__ go, const float* __restri
 }
 // Their dynamic shared memory (the launcher's): dq 4 D x 64 + max(D, 64) x 64 + 128 floats,
 // dk/dv 4 D x 64 + 2 max(D, 64) x 64 + 128 (99 KB at D = 64: two blocks an SM).
-// Instantiated per head size (32 or 64) by LS_FLASH_ATTENTION(D) in a model's generated file, as
-// LS_ATTENTION: only models with long attention pay for compiling them.
-#define LS_FLASH_ATTENTION(D)                                                                                                  \
+// Instantiated per head size (32 or 64) by LS_FLASH_ATTENTION_FWD(D) / _BWD(D) in the attention
+// module, as LS_ATTENTION_*: only models with long attention pay for compiling them, and only
+// training steps for the backward.
+#define LS_FLASH_ATTENTION_FWD(D)                                                                                              \
   extern "C" __global__ void __launch_bounds__(256, LS_FLASH_FWD_BLOCKS) ls_flash_attention_fwd_##D(                          \
       const float* q, const float* k, const float* v, float* o, float* lse, LsAttnView qs, LsAttnView ks, LsAttnView vs,    \
       LsAttnView os, long long H, long long L, long long S, float scale, int causal) {                                      \
     ls_flash_fwd<D>(q, k, v, o, lse, qs, ks, vs, os, H, L, S, scale, causal);                                                \
-  }                                                                                                                            \
+  }
+#define LS_FLASH_ATTENTION_BWD(D)                                                                                              \
   extern "C" __global__ void __launch_bounds__(256, LS_FLASH_BWD_BLOCKS) ls_flash_attention_bwd_dq_##D(                       \
       const float* go, const float* q, const float* k, const float* v, const float* o, const float* lse, float* dq,          \
       float* drow, LsAttnView gs, LsAttnView qs, LsAttnView ks, LsAttnView vs, LsAttnView os, long long H, long long L,       \

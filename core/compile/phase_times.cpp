@@ -7,7 +7,7 @@ namespace {
 
 struct Log {
   std::mutex m;
-  std::vector<std::pair<const char*, double>> entries;
+  std::vector<std::pair<std::string, double>> entries;
   size_t dropped = 0;  // entries removed from the front (the log keeps the last ones only)
 };
 Log& log() {
@@ -24,14 +24,14 @@ size_t phase_mark() {
   return l.dropped + l.entries.size();
 }
 
-void record_phase(const char* name, double ms) {
+void record_phase(std::string name, double ms) {
   Log& l = log();
   std::lock_guard<std::mutex> g(l.m);
   if (l.entries.size() >= kKeep) {
     l.entries.erase(l.entries.begin(), l.entries.begin() + kKeep / 2);
     l.dropped += kKeep / 2;
   }
-  l.entries.emplace_back(name, ms);
+  l.entries.emplace_back(std::move(name), ms);
 }
 
 std::vector<PhaseTime> phase_times_since(size_t mark) {
@@ -39,7 +39,7 @@ std::vector<PhaseTime> phase_times_since(size_t mark) {
   std::lock_guard<std::mutex> g(l.m);
   std::vector<PhaseTime> out;
   for (size_t i = mark > l.dropped ? mark - l.dropped : 0; i < l.entries.size(); ++i) {
-    const std::string name = l.entries[i].first;
+    const std::string& name = l.entries[i].first;
     PhaseTime* p = nullptr;
     for (PhaseTime& t : out)
       if (t.name == name) p = &t;

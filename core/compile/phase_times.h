@@ -6,6 +6,7 @@
 #pragma once
 #include <chrono>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ls {
@@ -19,22 +20,23 @@ struct PhaseTime {
 // A mark: phase_times_since(mark) gives what was recorded after it.
 size_t phase_mark();
 std::vector<PhaseTime> phase_times_since(size_t mark);  // summed by name, in order of first occurrence
-void record_phase(const char* name, double ms);
+void record_phase(std::string name, double ms);
 
 class PhaseTimer {
  public:
-  explicit PhaseTimer(const char* name) : name_(name), t0_(std::chrono::steady_clock::now()) {}
+  explicit PhaseTimer(std::string name) : name_(std::move(name)), t0_(std::chrono::steady_clock::now()) {}
   ~PhaseTimer() { stop(); }
   void stop() {
-    if (!name_) return;
-    record_phase(name_, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count());
-    name_ = nullptr;
+    if (stopped_) return;
+    stopped_ = true;
+    record_phase(std::move(name_), std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count());
   }
   PhaseTimer(const PhaseTimer&) = delete;
   PhaseTimer& operator=(const PhaseTimer&) = delete;
 
  private:
-  const char* name_;
+  std::string name_;
+  bool stopped_ = false;
   std::chrono::steady_clock::time_point t0_;
 };
 

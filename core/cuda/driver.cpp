@@ -71,25 +71,51 @@ bool resolve(void* lib, F& f, const char* name, std::string& missing) {
 bool sticky(int r) { return r == 700 || (r >= 714 && r <= 719); }
 }  // namespace
 
-CudaDriver* CudaDriver::get(std::string* why) {
-  static std::mutex m;
-  static std::unique_ptr<CudaDriver> d;
-  static std::string error;
+namespace {
+// The process's driver: found by probe() (cuInit, the device), its context made by the first
+// get(). Two locks, so a thread that needs only the device (the code generator, NVRTC) does not
+// wait for a context another thread is making.
+std::mutex probe_mutex, start_mutex;
+CudaDriver* found = nullptr;    // after a successful probe; lives until the process ends
+CudaDriver* started = nullptr;  // found, once its context is made
+std::string probe_error, start_error;
+}  // namespace
+
+const CudaDeviceInfo* CudaDriver::probe(std::string* why) {
+  std::lock_guard<std::mutex> lock(probe_mutex);
   static bool tried = false;
-  std::lock_guard<std::mutex> lock(m);
   if (!tried) {
     tried = true;
     std::unique_ptr<CudaDriver> c(new CudaDriver);
-    PhaseTimer timer("CUDA driver: start (cuInit, context)");
+    PhaseTimer timer("CUDA driver: start (cuInit, device)");
     try {
       c->init();
-      d = std::move(c);
+      found = c.release();
     } catch (const std::exception& e) {
-      error = e.what();
+      probe_error = e.what();
     }
   }
+  if (!found && why) *why = probe_error;
+  return found ? &found->info_ : nullptr;
+}
+
+CudaDriver* CudaDriver::get(std::string* why) {
+  if (!probe(why)) return nullptr;
+  std::lock_guard<std::mutex> lock(start_mutex);
+  static bool tried = false;
+  if (!tried) {
+    tried = true;
+    PhaseTimer timer("CUDA driver: start (context)");
+    try {
+      found->start_context();
+      started = found;
+    } catch (const std::exception& e) {
+      start_error = e.what();
+    }
+  }
+  CudaDriver* d = started;
   if (!d || !d->lost_.empty()) {
-    if (why) *why = d ? d->lost_ : error;
+    if (why) *why = d ? d->lost_ : start_error;
     return nullptr;
   }
   d->api_->cuCtxSetCurrent(d->ctx_);
@@ -98,7 +124,7 @@ CudaDriver* CudaDriver::get(std::string* why) {
     if (why) *why = d->lost_;
     return nullptr;
   }  // the calling thread (a GUI worker) uses the device's context
-  return d.get();
+  return d;
 }
 
 void CudaDriver::init() {
@@ -163,8 +189,11 @@ void CudaDriver::init() {
   check(a.cuDeviceGetAttribute(&info_.cc_major, kAttrCcMajor, dev_), "cuDeviceGetAttribute");
   check(a.cuDeviceGetAttribute(&info_.cc_minor, kAttrCcMinor, dev_), "cuDeviceGetAttribute");
   check(a.cuDeviceTotalMem(&info_.memory_bytes, dev_), "cuDeviceTotalMem");
-  check(a.cuDevicePrimaryCtxRetain(&ctx_, dev_), "cuDevicePrimaryCtxRetain");
-  check(a.cuCtxSetCurrent(ctx_), "cuCtxSetCurrent");
+}
+
+void CudaDriver::start_context() {
+  check(api_->cuDevicePrimaryCtxRetain(&ctx_, dev_), "cuDevicePrimaryCtxRetain");
+  check(api_->cuCtxSetCurrent(ctx_), "cuCtxSetCurrent");
 }
 
 void CudaDriver::check(int r, const char* what) const {

@@ -27,6 +27,9 @@ class CudaDriver {
   // The driver with its device and context ready, or nullptr with the reason in `why` (no
   // libcuda, no device, the driver refused).
   static CudaDriver* get(std::string* why = nullptr);
+  // The device alone (cuInit: about half of the driver's start), or nullptr with the reason; no
+  // context is made, so code can be generated and compiled for the device while get() makes it.
+  static const CudaDeviceInfo* probe(std::string* why = nullptr);
   const CudaDeviceInfo& device() const { return info_; }
 
   // Errors throw std::runtime_error naming the call and the driver's message. An error that
@@ -68,7 +71,8 @@ class CudaDriver {
 
  private:
   CudaDriver() = default;
-  void init();
+  void init();           // the driver's functions, cuInit and the device
+  void start_context();  // the device's primary context, current on the calling thread
   void reset_after_fault();
   std::unique_ptr<Api> api_;
   CudaDeviceInfo info_;

@@ -11,6 +11,7 @@ struct CudaCompileOptions {
   std::string cache_dir;  // as CpuCompileOptions::cache_dir (kind "cuda")
   bool ptx = true;        // build the PTX (what the explorer shows); off for the helper module
   bool sass = true;       // list the cubin's SASS (cuobjdump; cuda_sass() lists it apart)
+  std::string module = "model";  // what the compile is named in the phase times: model, helpers, attention
 };
 
 struct CudaCompileResult {

@@ -98,13 +98,12 @@ CudaExecutable::CudaExecutable(const LoopProgram& p, const Schedule& s, const Ge
   for (size_t i = 0; i < how.size(); ++i) {
     if ((how[i] == "attention kernel" || how[i] == "flash attention kernel") && !attention)
       throw std::runtime_error("the attention kernels' module was not compiled");
-    if (how[i] == "attention kernel") {
-      const std::string d = std::to_string(attention_head_dim(p, externs_[i]->ext));
-      for (const char* k : {"ls_attention_fwd_", "ls_attention_bwd_dq_", "ls_attention_bwd_dkv_"}) helpers_[k + d] = attention->function(k + d);
-    } else if (how[i] == "flash attention kernel") {
-      const std::string d = std::to_string(attention_head_dim(p, externs_[i]->ext));
-      for (const char* k : {"ls_flash_attention_fwd_", "ls_flash_attention_bwd_dq_", "ls_flash_attention_bwd_dkv_"})
-        helpers_[k + d] = attention->function(k + d);
+    if (how[i] == "attention kernel" || how[i] == "flash attention kernel") {  // the call's direction only
+      const ExternCall& c = externs_[i]->ext;
+      const std::string d = std::to_string(attention_head_dim(p, c)), kind = how[i] == "attention kernel" ? "ls_attention_" : "ls_flash_attention_";
+      const std::vector<std::string> names = is_attention_backward(c.op->name) ? std::vector<std::string>{"bwd_dq_", "bwd_dkv_"}
+                                                                              : std::vector<std::string>{"fwd_"};
+      for (const std::string& n : names) helpers_[kind + n + d] = attention->function(kind + n + d);
     }
   }
   bias_kernel_ = helpers.function("ls_broadcast_bias");

@@ -455,8 +455,9 @@ CompileResult run_stages(LoadedModel model, const PipelineOptions& o, const std:
       throw std::runtime_error("unknown mode '" + o.mode + "' (default, reduce-overhead or max-autotune)");
     if (o.device == "cuda" && !have_nvrtc())
       throw std::runtime_error("this build has no CUDA support: NVRTC was not found when it was configured");
-    // CUDA: the driver starts (cuInit and a context: about 0.15 s, once a process) while the
-    // front half runs; the code generator waits for it (it sizes grids by the device).
+    // CUDA: the driver starts (cuInit, then a context: about 0.15 s, once a process) while the
+    // front half runs; the code generator waits for cuInit only (it sizes grids by the device),
+    // NVRTC runs while the context is made.
     std::future<void> driver_start;
     if (o.device == "cuda" && !o.stop_after_source)
       driver_start = std::async(std::launch::async, [] { CudaDriver::get(); });
@@ -567,17 +568,21 @@ CompileResult run_stages(LoadedModel model, const PipelineOptions& o, const std:
     }
 
     const bool cuda = o.device == "cuda";
+    // The code is generated and compiled for the device found by cuInit while another thread
+    // makes its context (driver_start); the run needs both.
+    const CudaDeviceInfo* device = nullptr;
     CudaDriver* driver = nullptr;
     std::string no_gpu;
     CudaCodegenOptions cuda_opts;
     if (cuda) {
-      driver = CudaDriver::get(&no_gpu);
-      if (driver) cuda_opts.sm_count = driver->device().sm_count;
+      device = CudaDriver::probe(&no_gpu);
+      if (device) cuda_opts.sm_count = device->sm_count;
     }
     if (cuda && !o.cuda_configs.empty()) cuda_opts.configs = o.cuda_configs;
     cuda_opts.size_generic = o.dynamic;
     if (cuda && o.mode == "max-autotune") {
       // Each kernel's launch configurations timed on the real buffers; the fastest kept.
+      if (device) driver = CudaDriver::get(&no_gpu);
       if (!driver) {
         r.mode_note = "max-autotune: not tuned: timing candidates needs a GPU (" + no_gpu + ")";
       } else {
@@ -674,14 +679,15 @@ CompileResult run_stages(LoadedModel model, const PipelineOptions& o, const std:
     std::string cubin, helpers_cubin, attention_cubin;
     if (cuda) {
       CudaCompileOptions co;
-      co.sm = driver ? driver->device().sm() : 90;
-      co.cubin = driver != nullptr;  // the machine code is only needed to run (and for SASS)
+      co.sm = device ? device->sm() : 90;
+      co.cubin = device != nullptr;  // the machine code is only needed to run (and for SASS)
       co.sass = false;                // listed apart (cuda_sass), beside the run
       // The helper kernels' module, beside the model's (once per machine: then from the cache).
       std::future<CudaCompileResult> helpers;
-      if (driver) {
+      if (device) {
         CudaCompileOptions ho = co;
         ho.ptx = ho.sass = false;
+        ho.module = "helpers";
         helpers = std::async(std::launch::async, [ho] { return compile_cuda(cuda_helpers_source(), ho); });
       }
       // The attention kernels' module (cached: it depends only on the head sizes), PTX alone
@@ -689,14 +695,15 @@ CompileResult run_stages(LoadedModel model, const PipelineOptions& o, const std:
       std::future<CudaCompileResult> attention;
       if (!r.cuda.attention_source.empty()) {
         CudaCompileOptions ao = co;
-        ao.ptx = !driver;
+        ao.ptx = !device;
+        ao.module = "attention";
         ao.sass = false;
         attention = std::async(std::launch::async, [ao, src = r.cuda.attention_source] { return compile_cuda(src, ao); });
       }
       CudaCompileResult compiled = compile_cuda(r.source.code, co);
       if (helpers.valid()) helpers_cubin = helpers.get().cubin;
       if (attention.valid()) attention_cubin = attention.get().cubin;
-      r.compiler = compiled.compiler + (driver ? " for " + driver->device().name : " (no GPU here: PTX for the H100's sm_90)");
+      r.compiler = compiled.compiler + (device ? " for " + device->name : " (no GPU here: PTX for the H100's sm_90)");
       r.compile_log = compiled.log;
       cubin = compiled.cubin;
       if (!cubin.empty()) r.objects.push_back({"kernels.cubin", cubin});
@@ -732,6 +739,7 @@ CompileResult run_stages(LoadedModel model, const PipelineOptions& o, const std:
       rec.last_ms = compiled.ms;
       rec.add(std::move(s));
     }
+    if (cuda && device && !driver) driver = CudaDriver::get(&no_gpu);  // compiled: wait for the context
     r.compile_ms = std::chrono::duration<double, std::milli>(Clock::now() - t_compile).count();
     r.compile_phases = phase_times_since(phases_from);
     if (!o.run) return r;

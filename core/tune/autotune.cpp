@@ -130,14 +130,18 @@ AutotuneResult autotune_cuda(const LoopProgram& p, const Schedule& s, const Cuda
   co.sm = d.device().sm();
   co.sass = false;
   co.ptx = false;
-  auto compile_async = [&](const std::string& src) { return std::async(std::launch::async, [src, co] { return compile_cuda(src, co); }); };
+  auto compile_async = [&](const std::string& src, const char* module) {
+    CudaCompileOptions mo = co;
+    mo.module = module;
+    return std::async(std::launch::async, [src, mo] { return compile_cuda(src, mo); });
+  };
   // The model's own modules first: the model runs with the heuristics while the first round of
   // candidates compiles.
   std::vector<std::future<CudaCompileResult>> own;
-  own.push_back(compile_async(heuristic.source.code));
-  own.push_back(compile_async(cuda_helpers_source()));
+  own.push_back(compile_async(heuristic.source.code, "model"));
+  own.push_back(compile_async(cuda_helpers_source(), "helpers"));
   const std::string attention_source = heuristic.attention_source;
-  if (!attention_source.empty()) own.push_back(compile_async(attention_source));
+  if (!attention_source.empty()) own.push_back(compile_async(attention_source, "attention"));
 
   const std::string& code = heuristic.source.code;
   auto lines_of = [](const std::string& text, int first, int last) {
@@ -222,7 +226,7 @@ AutotuneResult autotune_cuda(const LoopProgram& p, const Schedule& s, const Cuda
       r.versions[i].module = static_cast<int>(i % modules);
       sources[i % modules] += r.versions[i].text;
     }
-    for (const std::string& src : sources) r.compiling.push_back(compile_async(src));
+    for (const std::string& src : sources) r.compiling.push_back(compile_async(src, "autotune candidates"));
     result.rounds += static_cast<int>(modules);
     return r;
   };

@@ -122,12 +122,13 @@ void every_kernel_compiles_to_ptx(const std::string& model, bool train) {
     if (!kr.is_extern && kr.rnumel == 1)
       for (int n : kr.nodes) VERIFY2(r.loops.nodes.at(n).iter_order.empty(), kr.name + " runs " + r.loops.nodes[n].name + " turned");
   // Attention is the fused kernel, instantiated for its head size in the attention module (not
-  // the model's), which compiles too.
+  // the model's), which compiles too; its backward only for a training step.
   if (model.find("attn_block") != std::string::npos) {
     VERIFY(entries.count("ls_attention_fwd_32") == 0);
-    VERIFY(r.cuda.attention_source.find("LS_ATTENTION(32)") != std::string::npos);
+    VERIFY(r.cuda.attention_source.find("LS_ATTENTION_FWD(32)") != std::string::npos);
     const std::set<std::string> att = ptx_entries(compile_cuda(r.cuda.attention_source, CudaCompileOptions{90, false, "off"}).ptx);
-    VERIFY(att.count("ls_attention_fwd_32") == 1 && att.count("ls_attention_bwd_dkv_32") == 1);
+    VERIFY(att.count("ls_attention_fwd_32") == 1);
+    VERIFY(att.count("ls_attention_bwd_dq_32") == static_cast<size_t>(train) && att.count("ls_attention_bwd_dkv_32") == static_cast<size_t>(train));
   } else {
     VERIFY(r.cuda.attention_source.empty());
   }

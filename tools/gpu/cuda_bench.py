@@ -163,6 +163,9 @@ def main():
                     for k in rep["kernels"]:
                         lines.append(f"| {k['name']} | {k['how']} | {k['ms']:.4f} | {k['gbps']:.0f} | {100 * k['gbps'] / copy_gbps:.0f}% | "
                                      f"{k['registers']} | {k['launch']} |")
+                    phases = "; ".join(f"{t['name']} {t['ms']:.0f} ms" + (f" (x{t['count']})" if t.get("count", 1) > 1 else "")
+                                       for t in rep.get("compile_phases", []))
+                    lines += ["", f"Compile {oms:.0f} ms; by phase (summed over threads): {phases}"]
                     kernel_tables.append("\n".join(lines) + "\n")
 
     text = write_table(rows, copy_gbps, args.out)
