@@ -16,6 +16,7 @@
 
 #include <sys/wait.h>
 
+#include "cuda/driver.h"
 #include "dynamic/retarget.h"
 #include "frontend/load_model.h"
 #include "interp/reference.h"
@@ -35,7 +36,7 @@ const char* kUsage = R"(usage:
                                         [--sgd LR]]
                                [--report FILE.json] [--dump DIR (stages, sources, objects, SVGs, report.html)] [--decompose core_aten|prims]
                                [--no-fusion] [--external-compiler] [--no-run] [--no-reference] [--quiet]
-                               [--dynamic [--at s0=N[,s1=M] ...]]
+                               [--dynamic [--at s0=N[,s1=M] ...]] [--cuda-started]
   lowerscope-cli diff MODEL [--stage S | --stages A,B] [compile options] [--right "OPTIONS"]
   lowerscope-cli export MODEL --out DIR [compile options]
   lowerscope-cli run SCRIPT.py [--report FILE.json] [--device cpu|cuda] [--quiet]
@@ -53,6 +54,8 @@ symbols s0, s1, ... and the kernels (C++ or CUDA) take them as arguments; the `d
 symbols, what was specialized and why, and the guards. --at s0=N runs the same compiled code again
 at that size (random inputs, checked against the reference interpreter), or recompiles where a
 guard fails.
+--cuda-started starts the CUDA driver (cuInit, a context: about 0.15 s) before the compile, as the
+app keeps it between compiles, so the compile time leaves it out.
 `diff` compiles MODEL and diffs a stage (default: fused) with the same stage of a second compile
 that adds --right's options (e.g. --right "--no-fusion", --right "--device cuda"), or two stages
 of one compile (--stages core_aten,prims): graph nodes matched by provenance, then structure;
@@ -265,7 +268,7 @@ int compile_command(int argc, char** argv) {
   std::vector<std::string> at;  // --at s0=3,s1=40: run the dynamic compile again at these sizes
   ls::LoadOptions lo;
   ls::PipelineOptions po;
-  bool quiet = false;
+  bool quiet = false, cuda_started = false;
   const std::vector<std::string> args(argv, argv + argc);
   for (size_t i = 3; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -275,8 +278,12 @@ int compile_command(int argc, char** argv) {
     else if (a == "--dump") dump = args[++i];
     else if (a == "--quiet") quiet = true;
     else if (a == "--at" && i + 1 < args.size()) at.push_back(args[++i]);
+    else if (a == "--cuda-started") cuda_started = true;
     else throw std::invalid_argument("unknown option '" + a + "'");
   }
+  // As in the app, which keeps the driver between compiles (and as torch.compile's first call
+  // finds it, started by eager code): the compile's time leaves out the driver's start.
+  if (cuda_started) ls::CudaDriver::get();
   if ((!lo.expect_grads.empty() || po.sgd_lr > 0) && !po.train)
     throw std::invalid_argument("--expect-grads and --sgd need --train");
   if (!at.empty() && (!po.dynamic || po.train || !po.run))

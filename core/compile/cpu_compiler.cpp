@@ -2,6 +2,7 @@
 
 #include "compile/disk_cache.h"
 #include "compile/phase_times.h"
+#include "compile/split_source.h"
 
 #include <dlfcn.h>
 #include <unistd.h>
@@ -60,39 +61,6 @@ std::unique_ptr<LoadedCode> load_library(const std::filesystem::path& lib) {
   return std::make_unique<DlopenCode>(h);
 }
 
-// The source as up to `parts` translation units of whole kernels, each the prelude (the lines
-// before the first kernel) and a run of kernels of about equal length, with #line directives so
-// that the compiler's messages name the lines of the whole source. One unit without kernel lines.
-std::vector<std::string> split_source(const std::string& source, std::vector<int> starts, int parts) {
-  starts.erase(std::remove_if(starts.begin(), starts.end(), [](int l) { return l <= 0; }), starts.end());
-  std::sort(starts.begin(), starts.end());
-  parts = std::min<int>(parts, static_cast<int>(starts.size()));
-  if (parts <= 1) return {source};
-  std::vector<std::string> lines;
-  std::istringstream in(source);
-  for (std::string l; std::getline(in, l);) lines.push_back(l);
-  if (starts.back() > static_cast<int>(lines.size())) return {source};
-  auto text = [&](int from, int to) {  // 1-based lines [from, to)
-    std::string t;
-    for (int l = from; l < to; ++l) t += lines[static_cast<size_t>(l - 1)] + "\n";
-    return t;
-  };
-  const std::string prelude = "#line 1 \"kernels.cpp\"\n" + text(1, starts[0]);
-  const int end = static_cast<int>(lines.size()) + 1;
-  const double per_part = static_cast<double>(end - starts[0]) / parts;
-  std::vector<std::string> units;
-  int from = starts[0];
-  for (size_t i = 1; i <= starts.size(); ++i) {
-    const int to = i < starts.size() ? starts[i] : end;
-    const bool last = i == starts.size();
-    if (last || (to - from >= per_part && static_cast<int>(units.size()) < parts - 1)) {
-      units.push_back(prelude + "#line " + std::to_string(from) + " \"kernels.cpp\"\n" + text(from, to));
-      from = to;
-    }
-  }
-  return units;
-}
-
 std::unique_ptr<LoadedCode> external_compile(const std::string& source, const CpuCompileOptions& o, bool& from_cache,
                                              std::string& library) {
   namespace fs = std::filesystem;
@@ -122,7 +90,7 @@ std::unique_ptr<LoadedCode> external_compile(const std::string& source, const Cp
   // Several units at once where there are cores for them (a model of 50 kernels: 1.7 s as one
   // unit on the GPU machine's 16 cores), then one link.
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const std::vector<std::string> units = split_source(source, o.kernel_lines, cores);
+  const std::vector<std::string> units = split_source(source, o.kernel_lines, cores, "kernels.cpp");
   std::vector<std::pair<int, std::string>> results(units.size());
   std::string objects;
   if (units.size() == 1) {

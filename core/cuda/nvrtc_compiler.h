@@ -2,6 +2,7 @@
 // keyed by source, options and NVRTC version. Needs no GPU.
 #pragma once
 #include <string>
+#include <vector>
 
 namespace ls {
 
@@ -12,6 +13,10 @@ struct CudaCompileOptions {
   bool ptx = true;        // build the PTX (what the explorer shows); off for the helper module
   bool sass = true;       // list the cubin's SASS (cuobjdump; cuda_sass() lists it apart)
   std::string module = "model";  // what the compile is named in the phase times: model, helpers, attention
+  // The first line (1-based) of each kernel in the source, the lines before the first being the
+  // prelude: a cubin's kernels then compile as several programs at once (a part a core), linked
+  // by nvJitLink into one cubin. Empty: one program.
+  std::vector<int> kernel_lines;
 };
 
 struct CudaCompileResult {

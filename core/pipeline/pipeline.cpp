@@ -700,6 +700,8 @@ CompileResult run_stages(LoadedModel model, const PipelineOptions& o, const std:
         ao.sass = false;
         attention = std::async(std::launch::async, [ao, src = r.cuda.attention_source] { return compile_cuda(src, ao); });
       }
+      for (const GeneratedKernel& k : r.source.kernels)
+        if (!k.launcher.empty()) co.kernel_lines.push_back(k.first_line);
       CudaCompileResult compiled = compile_cuda(r.source.code, co);
       if (helpers.valid()) helpers_cubin = helpers.get().cubin;
       if (attention.valid()) attention_cubin = attention.get().cubin;

@@ -4,6 +4,7 @@
 // outputs and gradients, and a faulting kernel named with the device recovering after it.
 // No Qt: the same executable is the GPU machine's test suite (tools/gpu/test-cuda.sh), where
 // there is no Qt. A small harness stands in for Qt Test's macros.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -15,6 +16,7 @@
 #include <unistd.h>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "codegen/cuda_codegen.h"
@@ -280,6 +282,45 @@ void compile_error_names_the_line() {
     return;
   }
   VERIFY2(false, "NVRTC accepted a kernel that uses an undefined name");
+}
+
+// A model's cubin compiles as several programs at once, linked by nvJitLink: every kernel of the
+// one-program compile is in it, and an error in a later part still names its line in the whole
+// source.
+void kernels_compile_in_parts_and_link() {
+#ifndef LOWERSCOPE_HAVE_NVJITLINK
+  throw Skip{"built without nvJitLink: a model compiles as one program"};
+#else
+  const CompileResult m = compile_cuda_model("stages/layernorm_gelu/3_core_aten.txt", true, false);
+  CudaCompileOptions o{90, true, "off"};
+  o.sass = false;
+  for (const GeneratedKernel& k : m.source.kernels)
+    if (!k.launcher.empty()) o.kernel_lines.push_back(k.first_line);
+  VERIFY(o.kernel_lines.size() >= 3);
+  const std::set<std::string> whole = ptx_entries(compile_cuda(m.source.code, CudaCompileOptions{90, false, "off"}).ptx);
+  const CudaCompileResult parts = compile_cuda(m.source.code, o);
+  if (std::thread::hardware_concurrency() > 1) VERIFY2(parts.compiler.find("parts at once, linked by nvJitLink") != std::string::npos, parts.compiler);
+  VERIFY(parts.cubin.rfind("\x7f" "ELF", 0) == 0);
+  VERIFY(ptx_entries(parts.ptx) == whole);
+  for (const std::string& k : whole) VERIFY2(parts.cubin.find(k) != std::string::npos, "the linked cubin lacks " + k);
+  // An undefined name in the last kernel (the last part's), after its first two lines (a comment
+  // and the signature): NVRTC's message gives its line in the whole source.
+  std::string bad = m.source.code;
+  const int line = o.kernel_lines.back() + 2;
+  size_t at = 0;
+  for (int l = 1; l < line; ++l) at = bad.find('\n', at) + 1;
+  VERIFY(bad.compare(at - 2, 2, "{\n") == 0);
+  bad.insert(at, "    undefined_thing = 1;\n");
+  try {
+    compile_cuda(bad, o);
+  } catch (const CompileError& e) {
+    VERIFY2(e.diagnostics.find("undefined_thing") != std::string::npos, e.diagnostics);
+    VERIFY2(e.diagnostics.find("lowerscope_kernels.cu(" + std::to_string(line) + ")") != std::string::npos,
+            "expected line " + std::to_string(line) + " in: " + e.diagnostics);
+    return;
+  }
+  VERIFY2(false, "NVRTC accepted a kernel that uses an undefined name");
+#endif
 }
 
 // With a GPU: the model runs and matches PyTorch's out.npy / grad_in0.npy and the reference
@@ -613,6 +654,7 @@ int main(int argc, char** argv) {
   cases.push_back({"kernel forms", kernel_forms});
   cases.push_back({"helper kernels compile", helper_kernels_compile});
   cases.push_back({"compile error names the line", compile_error_names_the_line});
+  cases.push_back({"kernels compile in parts and link", kernels_compile_in_parts_and_link});
   for (const char* m : {"models/softmax", "models/res_block", "models/cifar_net", "mse_loss/1_dynamo_fx_0.txt", "sincos/1_dynamo_fx_0.txt"})
     for (bool t : {false, true})
       cases.push_back({std::string("run ") + m + (t ? " train" : ""), [=] { run_or_say_why_not(m, t); }});
