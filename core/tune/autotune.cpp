@@ -130,15 +130,19 @@ AutotuneResult autotune_cuda(const LoopProgram& p, const Schedule& s, const Cuda
   co.sm = d.device().sm();
   co.sass = false;
   co.ptx = false;
-  auto compile_async = [&](const std::string& src, const char* module) {
+  auto compile_async = [&](const std::string& src, const char* module, std::vector<int> kernel_lines = {}) {
     CudaCompileOptions mo = co;
     mo.module = module;
+    mo.kernel_lines = std::move(kernel_lines);
     return std::async(std::launch::async, [src, mo] { return compile_cuda(src, mo); });
   };
   // The model's own modules first: the model runs with the heuristics while the first round of
   // candidates compiles.
   std::vector<std::future<CudaCompileResult>> own;
-  own.push_back(compile_async(heuristic.source.code, "model"));
+  std::vector<int> model_lines;  // the model's kernels compile as parts at once (compile_cuda)
+  for (const GeneratedKernel& gk : heuristic.source.kernels)
+    if (!gk.launcher.empty()) model_lines.push_back(gk.first_line);
+  own.push_back(compile_async(heuristic.source.code, "model", model_lines));
   own.push_back(compile_async(cuda_helpers_source(), "helpers"));
   const std::string attention_source = heuristic.attention_source;
   if (!attention_source.empty()) own.push_back(compile_async(attention_source, "attention"));
