@@ -29,9 +29,7 @@ std::vector<std::string> split_source(const std::string& source, std::vector<int
   for (size_t i = 1; i <= starts.size(); ++i) {
     const int to = i < starts.size() ? starts[i] : end;
     const bool last = i == starts.size();
-    // As many parts as kernels: a kernel a part (their lengths say little of their compile times).
-    const bool each = parts == static_cast<int>(starts.size());
-    if (last || each || (to - from >= per_part && static_cast<int>(units.size()) < parts - 1)) {
+    if (last || (to - from >= per_part && static_cast<int>(units.size()) < parts - 1)) {
       units.push_back(prelude + "#line " + std::to_string(from) + " \"" + file + "\"\n" + text(from, to));
       from = to;
     }

@@ -7,7 +7,7 @@
 namespace ls {
 
 // Up to `parts` units of whole kernels, each the prelude (the lines before the first kernel) and a
-// run of kernels of about equal length (a kernel a unit where there are no more kernels than parts), with #line directives naming `file`, so that the
+// run of kernels of about equal length, with #line directives naming `file`, so that the
 // compiler's messages name the lines of the whole source. `starts`: the first line (1-based) of
 // each kernel. One unit (the source as it is) without kernel lines, or where a start does not
 // follow a blank line (the source is not the one the lines were taken from).
