@@ -172,13 +172,36 @@ void gemm_serial(int64_t M, int64_t N, int64_t K, float alpha, const float* A, i
 #endif
 }
 
+// How a product of `parts` blocks is cut: tr blocks of rows by tc of columns (tr * tc = parts, at
+// least 16 rows and 16 columns a block), the cut whose blocks hold the fewest operand elements,
+// (M / tr + N / tc) * K: each block's call packs its rows of A and its columns of B, so blocks of
+// whole rows all pack the whole of B. On the GPU machine's 16 cores, 2048 x 1024 x 256 (the
+// layernorm_gelu fixture's linear layer, OpenBLAS, tools/bench/gemm_variants.cpp): 16 blocks of
+// rows 1.50 ms, 4 x 4 blocks 1.17, one call on OpenBLAS's own threads 1.37. {1, 1} when no cut fits.
+std::pair<int64_t, int64_t> gemm_tiles(int64_t M, int64_t N, int64_t parts) {
+  std::pair<int64_t, int64_t> best{1, 1};
+  double best_cost = 0;
+  for (int64_t tr = 1; tr <= parts; ++tr) {
+    if (parts % tr) continue;
+    const int64_t tc = parts / tr;
+    if (M < tr * 16 || N < tc * 16) continue;
+    const double cost = static_cast<double>(M) / tr + static_cast<double>(N) / tc;
+    if (best.first * best.second == 1 || cost < best_cost || (cost == best_cost && tr > best.first)) {
+      best = {tr, tc};
+      best_cost = cost;
+    }
+  }
+  return best;
+}
+
 // C[M,N] = alpha * op(A)[M,K] @ op(B)[K,N] + beta * C, row-major, dense operands. Large products
-// are split into blocks of rows (or of columns, when there are few rows), one single-threaded
-// BLAS call per block. With blocks of rows, `before` (rows m0..m1: C's initial value, a bias) and
-// `after` (elements m0*N..m1*N: an epilogue) run on each block's thread around its call, while
-// its rows are in cache; returns whether they did (false: the caller runs them on the whole).
+// are cut into blocks of rows and columns (gemm_tiles), one single-threaded BLAS call per block on
+// the pool's threads. `before` (rows m0..m1, columns n0..n1: C's initial value, a bias) and `after`
+// (elements [b, e) of C: an epilogue, called for each row of a block) run on each block's thread
+// around its call, while its elements are in cache; returns whether they did (false: the product
+// was not cut, `before` ran on the whole first and the caller runs the epilogue on the whole).
 bool sgemm(int64_t M, int64_t N, int64_t K, float alpha, const float* A, bool ta, const float* B, bool tb, float beta, float* C,
-           const std::function<void(int64_t, int64_t)>* before = nullptr, const RowEpilogue* after = nullptr) {
+           const std::function<void(int64_t, int64_t, int64_t, int64_t)>* before = nullptr, const RowEpilogue* after = nullptr) {
   const int64_t lda = ta ? M : K, ldb = tb ? K : N, ldc = N;
   auto call = [&](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
     const float* a = ta ? A + m0 : A + m0 * K;
@@ -187,32 +210,29 @@ bool sgemm(int64_t M, int64_t N, int64_t K, float alpha, const float* A, bool ta
   };
   const int64_t flops = M * N * K;
   const int64_t parts = split_blas() ? std::min<int64_t>(Pool::get().size(), std::max<int64_t>(1, flops / (1 << 18))) : 1;
-  const bool rows = parts > 1 && M >= parts * 16;
-  if (!rows) {
-    if (before) (*before)(0, M);
-    if (parts <= 1) {
-      call(0, M, 0, N);
-    } else {
-      const int64_t chunk = ((N + parts - 1) / parts + 15) / 16 * 16;
-      Pool::get().run(static_cast<int>(parts), [&](int t) {
-        const int64_t b = t * chunk, e = std::min(N, b + chunk);
-        if (b < e) call(0, M, b, e);
-      });
-    }
+  const auto [tr, tc] = gemm_tiles(M, N, parts);
+  if (tr * tc <= 1) {
+    if (before) (*before)(0, M, 0, N);
+    call(0, M, 0, N);
     return false;
   }
-  // A thread's rows in calls of at least 64 rows and about 1 MiB of product, so that an epilogue
+  const int64_t rows = ((M + tr - 1) / tr + 15) / 16 * 16, cols = ((N + tc - 1) / tc + 15) / 16 * 16;
+  // A block's rows in calls of at least 64 rows and about 1 MiB of product, so that an epilogue
   // finds them in its core's cache (the library packs B once a call: 64 rows or more keep that
   // under 2% of the work).
-  const int64_t chunk = (M + parts - 1) / parts;
-  const int64_t step = after ? std::max<int64_t>(64, (1 << 18) / std::max<int64_t>(N, 1)) : chunk;
-  Pool::get().run(static_cast<int>(parts), [&](int t) {
-    const int64_t b = t * chunk, e = std::min(M, b + chunk);
-    for (int64_t m0 = b; m0 < e; m0 += step) {
-      const int64_t m1 = std::min(e, m0 + step);
-      if (before) (*before)(m0, m1);
-      call(m0, m1, 0, N);
-      if (after) (*after)(m0 * N, m1 * N);
+  const int64_t step = after ? std::max<int64_t>(64, (1 << 18) / cols) : rows;
+  Pool::get().run(static_cast<int>(tr * tc), [&](int t) {
+    const int64_t mb = t / tc * rows, me = std::min(M, mb + rows), n0 = t % tc * cols, n1 = std::min(N, n0 + cols);
+    if (n0 >= n1) return;
+    for (int64_t m0 = mb; m0 < me; m0 += step) {
+      const int64_t m1 = std::min(me, m0 + step);
+      if (before) (*before)(m0, m1, n0, n1);
+      call(m0, m1, n0, n1);
+      if (after) {
+        if (n0 == 0 && n1 == N) (*after)(m0 * N, m1 * N);
+        else
+          for (int64_t m = m0; m < m1; ++m) (*after)(m * N + n0, m * N + n1);
+      }
     }
   });
   return true;
@@ -262,7 +282,7 @@ bool matmul(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs,
   const bool ta = transposed_operand(c, ia), tb = transposed_operand(c, ib);
   const int64_t M = a.shape()[ta ? 1 : 0], K = a.shape()[ta ? 0 : 1], N = b.shape()[tb ? 0 : 1];
   float beta = 0.f;
-  std::function<void(int64_t, int64_t)> bias_rows;
+  std::function<void(int64_t, int64_t, int64_t, int64_t)> bias_rows;
   if (addmm) {  // the bias broadcast into C's rows (on each block's thread), then C = alpha * A @ B + beta * C
     const Tensor& bias = in[0];
     float* yp = f32(y);
@@ -270,20 +290,20 @@ bool matmul(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs,
     const bool per_row = bias.dim() == 2 && bias.shape()[0] != 1;
     const bool per_col = bias.dim() >= 1 && bias.shape().back() != 1;
     const int64_t row_stride = bias.dim() == 2 ? bias.shape()[1] : 0;
-    bias_rows = [=](int64_t i0, int64_t i1) {
+    bias_rows = [=](int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
       for (int64_t i = i0; i < i1; ++i) {
         const float* src = bp + (per_row ? i * row_stride : 0);
         float* dst = yp + i * N;
-        if (per_col) std::memcpy(dst, src, static_cast<size_t>(N) * sizeof(float));
-        else std::fill(dst, dst + N, src[0]);
+        if (per_col) std::memcpy(dst + j0, src + j0, static_cast<size_t>(j1 - j0) * sizeof(float));
+        else std::fill(dst + j0, dst + j1, src[0]);
       }
     };
     beta = static_cast<float>(c.args[3].number());
   }
-  // Unsplit, the bias goes in on every core first.
-  const std::function<void(int64_t, int64_t)> before = [&](int64_t i0, int64_t i1) {
-    if (i0 == 0 && i1 == M) parallel_for(M, M * N, bias_rows);
-    else bias_rows(i0, i1);
+  // Uncut, the bias goes in on every core first.
+  const std::function<void(int64_t, int64_t, int64_t, int64_t)> before = [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    if (i0 == 0 && i1 == M && j0 == 0 && j1 == N) parallel_for(M, M * N, [&](int64_t r0, int64_t r1) { bias_rows(r0, r1, 0, N); });
+    else bias_rows(i0, i1, j0, j1);
   };
   return sgemm(M, N, K, addmm ? static_cast<float>(c.args[4].number()) : 1.f, f32(a), ta, f32(b), tb, beta, f32(y),
                addmm ? &before : nullptr, epilogue);

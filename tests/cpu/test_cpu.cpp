@@ -341,8 +341,9 @@ class TestCpu : public QObject {
 
   // Matrix-multiply epilogues: the pointwise kernels that read a product element for element (a
   // bias and ReLU, a GELU, a tanh of a product laid out transposed, a sigmoid of an 8-row product
-  // too small to split) are marked and get a rows form; one that reads the product at its
-  // transpose as well is not. Every output against the reference interpreter, both compile paths.
+  // too small to split, a ReLU of a 16 x 4096 product cut into blocks of columns) are marked and
+  // get a rows form; one that reads the product at its transpose as well is not. Every output
+  // against the reference interpreter, both compile paths.
   void testMatmulEpilogues() {
     for (bool ext : {false, true}) {
       if (!ext && !have_clang_jit()) continue;
@@ -366,12 +367,12 @@ class TestCpu : public QObject {
           QVERIFY(r.source.code.find("extern \"C\" void " + kr.name + "_rows(void** a, int64_t begin, int64_t end)") != std::string::npos);
         }
       }
-      QCOMPARE(epilogues, (std::set<std::string>{"cpp_fused_add_relu", "cpp_fused_gelu", "cpp_fused_tanh", "cpp_fused_sigmoid"}));
+      QCOMPARE(epilogues, (std::set<std::string>{"cpp_fused_add_relu", "cpp_fused_gelu", "cpp_fused_tanh", "cpp_fused_sigmoid", "cpp_fused_relu"}));
       QCOMPARE(plain, (std::set<std::string>{"cpp_fused_add"}));
       QVERIFY(r.stage("fused")->text.find("epilogue of the matrix multiply before it") != std::string::npos);
       QVERIFY(r.stage("fused")->text.find("; runs as its epilogue") != std::string::npos);  // the fusion decisions
       QVERIFY(r.stage("fused")->dot.find("epilogue of extern_mm_0") != std::string::npos);  // the graph's cluster label
-      QCOMPARE(r.check.reference.size(), size_t(5));
+      QCOMPARE(r.check.reference.size(), size_t(6));
       for (const auto& c : r.check.reference) QVERIFY2(c.cmp.ok, (c.against + ": " + c.cmp.why).c_str());
       QVERIFY(r.check.ok);
     }
