@@ -175,7 +175,7 @@ void gemm_serial(int64_t M, int64_t N, int64_t K, float alpha, const float* A, i
 // How a product of `parts` blocks is cut: tr blocks of rows by tc of columns (tr * tc = parts, at
 // least 16 rows and 16 columns a block), the cut whose blocks hold the fewest operand elements,
 // (M / tr + N / tc) * K: each block's call packs its rows of A and its columns of B, so blocks of
-// whole rows all pack the whole of B. On the GPU machine's 16 cores, 2048 x 1024 x 256 (the
+// whole rows all pack the whole of B; of equal cuts, the one with the fewest blocks of rows. On the GPU machine's 16 cores, 2048 x 1024 x 256 (the
 // layernorm_gelu fixture's linear layer, OpenBLAS, tools/bench/gemm_variants.cpp): 16 blocks of
 // rows 1.50 ms, 4 x 4 blocks 1.17, one call on OpenBLAS's own threads 1.37. {1, 1} when no cut fits.
 std::pair<int64_t, int64_t> gemm_tiles(int64_t M, int64_t N, int64_t parts) {
@@ -186,7 +186,7 @@ std::pair<int64_t, int64_t> gemm_tiles(int64_t M, int64_t N, int64_t parts) {
     const int64_t tc = parts / tr;
     if (M < tr * 16 || N < tc * 16) continue;
     const double cost = static_cast<double>(M) / tr + static_cast<double>(N) / tc;
-    if (best.first * best.second == 1 || cost < best_cost || (cost == best_cost && tr > best.first)) {
+    if (best.first * best.second == 1 || cost < best_cost) {  // ties: the taller blocks (B packed once for more rows)
       best = {tr, tc};
       best_cost = cost;
     }

@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
     snprintf(what, sizeof what, "blocks of %d columns, a call each (team)", cols);
     report(what, ms);
   }
-  for (int tr : {2, 4}) {  // tr x (T / tr) tiles
+  for (int tr : {2, 4, 8}) {  // tr x (T / tr) tiles
     const int tc = T / tr;
     if (tc < 2) continue;
     const int mr = (M + tr - 1) / tr, nc = (N + tc - 1) / tc;
