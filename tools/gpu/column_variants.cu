@@ -7,7 +7,10 @@
 // group sums the slices' partials). Every variant is checked against it on random inputs (outputs
 // poisoned first). Times: CUDA events around 20 launches, median of 15 batches after warm-up.
 // Notes and outcomes: tools/gpu/NOTES-bandwidth.md.
+#include <cooperative_groups.h>
+
 #include "variants_harness.cuh"
+namespace cg = cooperative_groups;
 
 // ---- the generated kernels' prelude, as NVRTC sees it (its typedefs kept apart in a namespace) -----
 namespace lsp {
@@ -189,6 +192,55 @@ __global__ void __launch_bounds__(256) col_w(const float* __restrict__ a, const 
   }
   if (threadIdx.x == 0) cnt[grp] = 0;
 }
+// Clusters (sm_90): the S slices of a column group are one thread-block cluster; each block puts
+// its 32 columns' sums in its shared memory, and after a cluster barrier the first block reads
+// the others' through distributed shared memory (no partials in global memory, no fences, no
+// count), then a second barrier keeps the others' shared memory alive until it has read them.
+template <int S, int U>
+__global__ void __launch_bounds__(256) col_c(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ o0,
+                                             float* __restrict__ o1) {
+  cg::cluster_group cluster = cg::this_cluster();
+  __shared__ float part[2][32];
+  const int rt = threadIdx.x >> 5;
+  const int x0 = (int)(blockIdx.x / S) * 32 + (threadIdx.x & 31);
+  const int slice = blockIdx.x % S;  // = the block's rank in its cluster
+  float s0 = 0.f, s1 = 0.f;
+#pragma unroll U
+  for (int r = slice * 8 + rt; r < kR; r += 8 * S) {
+    const float t0 = a[kX * r + x0], t1 = b[kX * r + x0];
+    s0 += t0 * t1;
+    s1 += t0;
+  }
+  s0 = ls_column_reduce<0>(s0, 0.f);
+  s1 = ls_column_reduce<0>(s1, 0.f);
+  if (rt == 0) part[0][threadIdx.x] = s0, part[1][threadIdx.x] = s1;
+  cluster.sync();
+  if (slice == 0 && rt == 0) {
+    float u0 = 0.f, u1 = 0.f;
+#pragma unroll
+    for (int k = 0; k < S; ++k) {
+      const float* remote = cluster.map_shared_rank(&part[0][0], k);
+      u0 += remote[threadIdx.x];
+      u1 += remote[32 + threadIdx.x];
+    }
+    o0[x0] = u0, o1[x0] = u1;
+  }
+  cluster.sync();
+}
+template <int S, int U>
+void launch_col_c(const float* a, const float* b, float* o0, float* o1) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(32 * S);
+  cfg.blockDim = dim3(256);
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = S;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  CK(cudaLaunchKernelEx(&cfg, col_c<S, U>, a, b, o0, o1));
+}
 __global__ void copy_vec2(const float* __restrict__ in, float* __restrict__ out, size_t n4) {
   const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n4) reinterpret_cast<float4*>(out)[i] = reinterpret_cast<const float4*>(in)[i];
@@ -244,6 +296,12 @@ int main() {
   run("scalar 16 slices, no fences (cost only)", [&] { col_s<16, 4, true, 2><<<32 * 16, 256>>>(a, b, o0, o1, ws); });
   run("scalar 8 slices", [&] { col_s<8, 4><<<32 * 8, 256>>>(a, b, o0, o1, ws); });
   run("scalar 8 slices unroll 8", [&] { col_s<8, 8><<<32 * 8, 256>>>(a, b, o0, o1, ws); });
+  CK(cudaFuncSetAttribute(col_c<16, 4>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+  CK(cudaFuncSetAttribute(col_c<16, 8>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+  run("CLUSTER of 8 slices, finish in shared memory, unroll 4", [&] { launch_col_c<8, 4>(a, b, o0, o1); });
+  run("CLUSTER of 8 slices, unroll 8", [&] { launch_col_c<8, 8>(a, b, o0, o1); });
+  run("CLUSTER of 16 slices (non-portable), unroll 4", [&] { launch_col_c<16, 4>(a, b, o0, o1); });
+  run("CLUSTER of 16 slices (non-portable), unroll 8", [&] { launch_col_c<16, 8>(a, b, o0, o1); });
   // Without the finish (outputs not written: the check column is meaningless): what the loads reach.
   run("NO FINISH: scalar 16 slices (the generated loop)", [&] { col_s<16, 4, false><<<32 * 16, 256>>>(a, b, o0, o1, ws); });
   run("NO FINISH: wide scalar, 132 slices", [&] { col_w<132, 4, 1, false><<<4 * 132, 256>>>(a, b, o0, o1, ws); });
