@@ -37,6 +37,7 @@ struct KernelConfig {
 
 struct CudaCodegenOptions {
   int sm_count = 132;     // the device's multiprocessors (the H100 has 132); sizes split reductions
+  int sm = 90;            // its compute capability (major * 10 + minor): thread-block clusters from 90
   int pointwise_block = 256;
   int pointwise_unroll = 4;
   std::map<std::string, KernelConfig> configs;  // kernel name -> its tuned configuration

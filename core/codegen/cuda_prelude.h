@@ -85,6 +85,18 @@ template <int OP, int SLOT = 0, typename T> LS_DEV T ls_block_reduce(T v, T iden
   v = lane < (int)(blockDim.x >> 5) ? s[lane] : identity;
   return ls_warp_reduce<OP, 32>(v);
 }
+#if __CUDA_ARCH__ >= 900
+// Thread-block clusters: a barrier across the cluster's blocks (every thread of each), and a load
+// from the shared memory of the cluster's block `rank`, at the place p has in this block's.
+LS_DEV void ls_cluster_sync() { asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory"); }
+// The address is mapped (mapa, generic addresses) and read with an ordinary load, so the loads of
+// a loop are in flight together and stay after the barrier (its asm clobbers memory).
+template <typename T> LS_DEV T ls_cluster_load(const T* p, unsigned rank) {
+  unsigned long long q;
+  asm("mapa.u64 %0, %1, %2;" : "=l"(q) : "l"(p), "r"(rank));
+  return *reinterpret_cast<const T*>(q);
+}
+#endif
 // Column form: thread t holds column t % 32 of the block's group, lane t / 32 of its rows;
 // reduces each column across the lanes, and every thread gets its column's result.
 template <int OP, typename T> LS_DEV T ls_column_reduce(T v, T identity) {

@@ -342,6 +342,9 @@ void CudaDriver::unload_module(void* m) { api_->cuModuleUnload(m); }
 void* CudaDriver::function(void* m, const std::string& name) {
   void* f = nullptr;
   if (api_->cuModuleGetFunction(&f, m, name.c_str()) != 0) return nullptr;
+  // Clusters of up to 16 blocks (the column form's slices; above 8 the size is non-portable).
+  constexpr int kNonPortableClusterSize = 14;  // CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED
+  if (info_.sm() >= 90) api_->cuFuncSetAttribute(f, kNonPortableClusterSize, 1);
   return f;
 }
 int CudaDriver::registers(void* f) {

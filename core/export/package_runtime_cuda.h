@@ -97,6 +97,8 @@ class Gpu {
   CUfunction function(CUmodule m, const std::string& kernel) {
     CUfunction f = nullptr;
     cu_check(cuModuleGetFunction(&f, m, kernel.c_str()), "kernel " + kernel);
+    // Generated column reductions may run as clusters of up to 16 blocks (non-portable above 8).
+    cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
     return f;
   }
   // A helper kernel (helpers module) or attention kernel (attention module), looked up once.

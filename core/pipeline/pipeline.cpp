@@ -576,7 +576,7 @@ CompileResult run_stages(LoadedModel model, const PipelineOptions& o, const std:
     CudaCodegenOptions cuda_opts;
     if (cuda) {
       device = CudaDriver::probe(&no_gpu);
-      if (device) cuda_opts.sm_count = device->sm_count;
+      if (device) cuda_opts.sm_count = device->sm_count, cuda_opts.sm = device->sm();
     }
     if (cuda && !o.cuda_configs.empty()) cuda_opts.configs = o.cuda_configs;
     cuda_opts.size_generic = o.dynamic;
