@@ -432,8 +432,8 @@ class CudaKernelWriter {
   }
   int index_of(const LoopNode& ln) const { return static_cast<int>(&ln - p_.nodes.data()); }
 
-  // Column form as a cluster: each block's column sums in its shared memory; the first block of
-  // the cluster (slice 0) combines them all, the others wait until it has read theirs.
+  // Column form as a cluster: each block's column sums in its shared memory; the first warp of
+  // the cluster's first block (slice 0) combines them all, the others wait until it has read theirs.
   void finish_cluster(LoopEmitter& e, const std::vector<int>& reductions) {
     const std::string S = std::to_string(split_);
     for (int n : reductions) {
@@ -442,7 +442,9 @@ class CudaKernelWriter {
       e.line("if (ls_rt == 0) " + part + "[threadIdx.x] = " + accs_.at(n) + ";");
     }
     e.line("ls_cluster_sync();  // the cluster's blocks (the column group's " + S + " slices) have their sums in shared memory");
-    e.line("if (ls_slice == 0) {  // the first block reads the others' (distributed shared memory)");
+    // The first block's first warp reads the others' (distributed shared memory): the column form
+    // stores its results from that warp only (ls_rt == 0).
+    e.line("if (ls_slice == 0 && ls_rt == 0) {");
     e.indent += "    ";
     for (int n : reductions) {
       const LoopNode& ln = p_.nodes[n];

@@ -85,7 +85,7 @@ template <int OP, int SLOT = 0, typename T> LS_DEV T ls_block_reduce(T v, T iden
   v = lane < (int)(blockDim.x >> 5) ? s[lane] : identity;
   return ls_warp_reduce<OP, 32>(v);
 }
-#if __CUDA_ARCH__ >= 900
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900  // (no __CUDA_ARCH__: the host pass of nvcc, tools/gpu/*.cu)
 // Thread-block clusters: a barrier across the cluster's blocks (every thread of each), and a load
 // from the shared memory of the cluster's block `rank`, at the place p has in this block's.
 LS_DEV void ls_cluster_sync() { asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory"); }

@@ -64,6 +64,48 @@ extern "C" __global__ void __launch_bounds__(256) cuda_fused_layer_norm_2(const 
     if (ls_rt == 0) out_ptr1[x0] = acc40;
 }
 
+// ---- the same kernel as generated with clusters (sm_90; the first warp of the first block reads) ----
+using lsp::ls_cluster_load;
+using lsp::ls_cluster_sync;
+// cuda_fused_layer_norm_2: iteration (1024, 8192), column form, grid 512 x block 256, 32 columns x 8 lanes, 16 slices a column (a thread-block cluster), from layer_norm
+extern "C" __global__ void __launch_bounds__(256) __cluster_dims__(16, 1, 1) cuda_fused_layer_norm_2_cluster(const float* __restrict__ in_ptr0, const float* __restrict__ in_ptr1, float* __restrict__ out_ptr0, float* __restrict__ out_ptr1, char* __restrict__ ls_ws) {
+    const int ls_rt = threadIdx.x >> 5;  // the lane: which rows
+    const int x0 = (int)(blockIdx.x / 16) * 32 + (threadIdx.x & 31);
+    const int ls_slice = blockIdx.x % 16;
+    float acc39 = 0.0f;
+    float acc40 = 0.0f;
+    #pragma unroll 4
+    for (int r0 = (int)ls_slice * 8 + ls_rt; r0 < 8192; r0 += 128) {
+        // op39: mul_19
+        auto tmp0 = in_ptr0[1024*r0 + x0];
+        auto tmp1 = in_ptr1[1024*r0 + x0];
+        auto tmp2 = static_cast<float>(tmp0 * tmp1);
+        // op40: sum_5
+        acc39 = acc39 + tmp2;
+        // op41: sum_6
+        acc40 = acc40 + tmp0;
+    }
+    acc39 = ls_column_reduce<0>(acc39, 0.0f);
+    acc40 = ls_column_reduce<0>(acc40, 0.0f);
+    __shared__ float ls_cpart39[32];
+    if (ls_rt == 0) ls_cpart39[threadIdx.x] = acc39;
+    __shared__ float ls_cpart40[32];
+    if (ls_rt == 0) ls_cpart40[threadIdx.x] = acc40;
+    ls_cluster_sync();  // the cluster's blocks (the column group's 16 slices) have their sums in shared memory
+    if (ls_slice == 0 && ls_rt == 0) {
+        acc39 = 0.0f;
+        acc40 = 0.0f;
+        for (unsigned s = 0; s < 16u; ++s) {
+            acc39 = ls_combine<0>(acc39, ls_cluster_load(&ls_cpart39[threadIdx.x & 31], s));
+            acc40 = ls_combine<0>(acc40, ls_cluster_load(&ls_cpart40[threadIdx.x & 31], s));
+        }
+    }
+    ls_cluster_sync();  // read: the others may leave
+    if (ls_slice != 0) return;
+    if (ls_rt == 0) out_ptr0[x0] = acc39;
+    if (ls_rt == 0) out_ptr1[x0] = acc40;
+}
+
 constexpr int kR = 8192, kX = 1024;
 // Scalar columns as generated, S slices a column, unroll U.
 // FENCE 0: every thread fences before the count (as generated); 1: only the warp that wrote the
@@ -277,6 +319,8 @@ int main() {
     row(name, bytes, tm.ms([&](int) { launch(); }), c);
   };
   run("GENERATED column 32 x 8 lanes, 16 slices", [&] { cuda_fused_layer_norm_2<<<512, 256>>>(a, b, o0, o1, ws); });
+  CK(cudaFuncSetAttribute(cuda_fused_layer_norm_2_cluster, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+  run("GENERATED with clusters (16 slices a cluster)", [&] { cuda_fused_layer_norm_2_cluster<<<512, 256>>>(a, b, o0, o1, ws); });
   run("scalar 16 slices unroll 4 (= generated)", [&] { col_s<16, 4><<<32 * 16, 256>>>(a, b, o0, o1, ws); });
   run("scalar 32 slices unroll 4", [&] { col_s<32, 4><<<32 * 32, 256>>>(a, b, o0, o1, ws); });
   run("scalar 64 slices unroll 4", [&] { col_s<64, 4><<<32 * 64, 256>>>(a, b, o0, o1, ws); });
