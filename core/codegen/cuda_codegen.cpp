@@ -115,8 +115,19 @@ class CudaKernelWriter {
       launch.grid = X;
     }
     T_ = launch.threads_per_row;
-    if (launch.form == "split" || (column_ && launch.split > 1)) {
-      // Partials (one slot per row and slice, per reduction, 8-byte aligned), then the counters.
+    // Column form on sm_90 and later, at most 16 slices a column (a cluster's most, non-portable
+    // above 8): the slices of a column group are one thread-block cluster, and the first block
+    // sums the others' column sums from their shared memory (no partials, fences or count: the
+    // LayerNorm weight gradients at 8x1024x1024, 0.0320 -> 0.0280 ms in tools/gpu/column_variants.cu).
+    if (column_ && launch.split >= 2 && launch.split <= 16 && o_.sm >= 90 && !o_.size_generic) {
+      cluster_ = true;
+      for (int n : segs.front().nodes)
+        if (p_.nodes[n].kind == LoopNode::Kind::reduction && p_.nodes[n].dtype != DType::f32 && p_.nodes[n].dtype != DType::f64)
+          cluster_ = false;
+    }
+    if (launch.form == "split" || (column_ && launch.split > 1 && !cluster_)) {
+      // Partials (one slot per row and slice, per reduction, 8-byte aligned), then the counters
+      // (clusters keep theirs in shared memory).
       int64_t off = 0;
       for (int n : segs.front().nodes)
         if (p_.nodes[n].kind == LoopNode::Kind::reduction) {
@@ -128,16 +139,7 @@ class CudaKernelWriter {
       params += ", char* __restrict__ ls_ws";
     }
 
-    // Column form on sm_90 and later, at most 16 slices a column (a cluster's most, non-portable
-    // above 8): the slices of a column group are one thread-block cluster, and the first block
-    // sums the others' column sums from their shared memory (no partials, fences or count: the
-    // LayerNorm weight gradients at 8x1024x1024, 0.0320 -> 0.0280 ms in tools/gpu/column_variants.cu).
-    if (column_ && launch.split >= 2 && launch.split <= 16 && o_.sm >= 90 && !o_.size_generic) {
-      cluster_ = true;
-      for (int n : segs.front().nodes)
-        if (p_.nodes[n].kind == LoopNode::Kind::reduction && p_.nodes[n].dtype != DType::f32 && p_.nodes[n].dtype != DType::f64)
-          cluster_ = false;
-    }
+    launch.cluster = cluster_;
     const std::string cluster_dims = cluster_ ? "__cluster_dims__(" + std::to_string(launch.split) + ", 1, 1) " : "";
 
     LoopEmitter e(ptrs, std::set<std::string>(k_.writes.begin(), k_.writes.end()), Dialect::cuda);

@@ -58,6 +58,7 @@ struct CudaLaunch {
   int64_t split = 0;       // split form: slices per row; column form: slices per column
   int64_t scratch_bytes = 0;  // split form: partials and counters, zeroed once (the kernel leaves them zero)
   int vector = 0;          // 4: consecutive elements move 16 bytes at a time (pointwise: each thread's 4; r loops: groups of 4)
+  bool cluster = false;    // column form: a column group's slices are one thread-block cluster (sm_90)
 };
 
 // The head size of an attention call (forward or backward) the prelude's fused attention kernels

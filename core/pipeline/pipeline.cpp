@@ -857,6 +857,7 @@ CompileResult run_stages(LoadedModel model, const PipelineOptions& o, const std:
           rep.launch = l.form + ": grid " + std::to_string(l.grid) + " x " + std::to_string(l.block) + " threads" +
                        (l.form == "column" ? ", 32 columns x " + std::to_string(l.threads_per_row) + " lanes" : "") +
                        (l.split > 1 ? ", " + std::to_string(l.split) + " slices a " + (l.form == "column" ? "column" : "row") : "") +
+                       (l.cluster ? " (a thread-block cluster)" : "") +
                        (l.vector ? ", 16-byte accesses" : "");
       }
       r.kernels.push_back(rep);

@@ -284,6 +284,32 @@ void compile_error_names_the_line() {
   VERIFY2(false, "NVRTC accepted a kernel that uses an undefined name");
 }
 
+// Column reductions of 2 to 16 slices a column are thread-block clusters on sm_90 (the finish in
+// shared memory: no workspace), and the partials-and-count finish before sm_90. With a GPU, every
+// training fixture runs them against PyTorch (run_or_say_why_not, tools/gpu/test-cuda.sh).
+void column_clusters() {
+  const CompileResult m = compile_cuda_model("stages/layernorm_gelu/3_core_aten.txt", true, false);
+  VERIFY2(m.error.empty(), m.error);
+  int clusters = 0;
+  for (size_t k = 0; k < m.cuda.launch.size(); ++k) {
+    const CudaLaunch& l = m.cuda.launch[k];
+    if (l.form != "column" || l.split < 2) continue;
+    VERIFY(l.split <= 16 && l.cluster && l.scratch_bytes == 0);
+    VERIFY(m.source.code.find("__cluster_dims__(" + std::to_string(l.split) + ", 1, 1) " + m.schedule.kernels[k].name + "(") != std::string::npos);
+    ++clusters;
+  }
+  VERIFY(clusters >= 1);
+  VERIFY(m.stage("asm")->text.find("barrier.cluster.arrive") != std::string::npos);
+  VERIFY(m.stage("asm")->text.find("mapa.u64") != std::string::npos);
+  CudaCodegenOptions older;
+  older.sm = 80;
+  const GeneratedCuda g = generate_cuda(m.loops, m.schedule, older);
+  for (const CudaLaunch& l : g.launch)
+    if (l.form == "column" && l.split >= 2) VERIFY(!l.cluster && l.scratch_bytes > 0);
+  VERIFY(g.source.code.find("__cluster_dims__") == std::string::npos);
+  VERIFY(g.source.code.find("atomicAdd(&ls_count[") != std::string::npos);
+}
+
 // A model's cubin compiles as several programs at once, linked by nvJitLink: every kernel of the
 // one-program compile is in it, and an error in a later part still names its line in the whole
 // source.
@@ -655,6 +681,7 @@ int main(int argc, char** argv) {
   cases.push_back({"helper kernels compile", helper_kernels_compile});
   cases.push_back({"compile error names the line", compile_error_names_the_line});
   cases.push_back({"kernels compile in parts and link", kernels_compile_in_parts_and_link});
+  cases.push_back({"column clusters", column_clusters});
   for (const char* m : {"models/softmax", "models/res_block", "models/cifar_net", "mse_loss/1_dynamo_fx_0.txt", "sincos/1_dynamo_fx_0.txt"})
     for (bool t : {false, true})
       cases.push_back({std::string("run ") + m + (t ? " train" : ""), [=] { run_or_say_why_not(m, t); }});
