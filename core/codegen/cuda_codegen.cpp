@@ -634,6 +634,7 @@ GeneratedCuda generate_cuda(const LoopProgram& p, const Schedule& s, const CudaC
                              [&](size_t i, const Kernel& k, std::vector<Emitted>& lines) {
                                return CudaKernelWriter(p, k, o).write(lines, g.launch[i]);
                              });
+  g.matmul_algorithms = o.matmul_algorithms;
   // The attention kernels (short sequences: fused; long: tiled), for each head size and
   // direction the schedule's attention calls use: an inference model compiles no backward.
   std::set<std::string> instances;

@@ -41,6 +41,9 @@ struct CudaCodegenOptions {
   int pointwise_block = 256;
   int pointwise_unroll = 4;
   std::map<std::string, KernelConfig> configs;  // kernel name -> its tuned configuration
+  // max-autotune's matrix multiplies: library kernel name -> the cuBLASLt algorithm chosen for it
+  // (cuda/cublas.h MatmulAlgorithm::serialize); the others run as the heuristics choose.
+  std::map<std::string, std::string> matmul_algorithms;
   // Dynamic shapes: code whose tails are always masked, whose threads per row change only where
   // the row length doubles and whose bounds are the sizes themselves (4 * ls_g < R, never R / 4),
   // so sizes near the traced ones give the same code with other numbers. 16-byte accesses stay
@@ -83,6 +86,7 @@ struct GeneratedCuda {
   // so it is compiled once per machine and cached, and max-autotune's rounds do not rebuild it.
   // Empty when the model has none.
   std::string attention_source;
+  std::map<std::string, std::string> matmul_algorithms;  // CudaCodegenOptions' (max-autotune's choices)
 };
 
 // The configurations max-autotune tries for a kernel the heuristics launched as `heuristic`

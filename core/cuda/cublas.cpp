@@ -2,7 +2,11 @@
 
 #include <dlfcn.h>
 
+#include <cstring>
+#include <iomanip>
+#include <iterator>
 #include <map>
+#include <sstream>
 #include <memory>
 #include <mutex>
 #include <tuple>
@@ -94,19 +98,25 @@ void Cublas::sgemm(int64_t batch, int64_t M, int64_t N, int64_t K, float alpha, 
 
 namespace ls {
 
+struct Cublas::LtPlan {
+  void *desc = nullptr, *a = nullptr, *b = nullptr, *c = nullptr;
+  uint64_t algo[8] = {};
+  bool ok = false;
+};
+
 // The few cuBLASLt entry points and constants used (cublasLt.h, CUDA 12 and 13): opaque handles
 // are pointers, the constants are the header's values.
 struct Cublas::Lt {
   static constexpr int kCompute32F = 68, kR32F = 0;                              // CUBLAS_COMPUTE_32F, CUDA_R_32F
   static constexpr int kTransA = 3, kTransB = 4, kEpilogue = 7, kBiasPointer = 8;  // CUBLASLT_MATMUL_DESC_*
-  static constexpr uint32_t kEpilogueBias = 4;                                  // CUBLASLT_EPILOGUE_BIAS
+  static constexpr uint32_t kEpilogueDefault = 1, kEpilogueBias = 4;            // CUBLASLT_EPILOGUE_*
+  static constexpr int kBatchCount = 5, kBatchStride = 6;                        // CUBLASLT_MATRIX_LAYOUT_*
   static constexpr int kPrefMaxWorkspace = 1;                                   // CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES
+  // CUBLASLT_ALGO_CONFIG_*: ID, TILE_ID, SPLITK_NUM, REDUCTION_SCHEME, CTA_SWIZZLING, STAGES_ID
+  static constexpr int kConfigId = 0, kConfigTile = 1, kConfigSplitK = 2, kConfigReduction = 3, kConfigSwizzle = 4, kConfigStages = 6;
   static constexpr size_t kWorkspace = size_t(4) << 20;
-  struct Algo {
-    uint64_t data[8];
-  };
   struct Heuristic {  // cublasLtMatmulHeuristicResult_t
-    Algo algo;
+    uint64_t algo[8];
     size_t workspace;
     int state;
     float waves;
@@ -116,23 +126,69 @@ struct Cublas::Lt {
   int (*desc_create)(void**, int, int) = nullptr;
   int (*desc_set)(void*, int, const void*, size_t) = nullptr;
   int (*layout_create)(void**, int, uint64_t, uint64_t, int64_t) = nullptr;
+  int (*layout_set)(void*, int, const void*, size_t) = nullptr;
   int (*pref_create)(void**) = nullptr;
   int (*pref_set)(void*, int, const void*, size_t) = nullptr;
   int (*heuristic)(void*, void*, void*, void*, void*, void*, void*, int, Heuristic*, int*) = nullptr;
+  int (*config_get)(const void*, int, void*, size_t, size_t*) = nullptr;
   int (*matmul)(void*, void*, const void*, const void*, void*, const void*, void*, const void*, const void*, void*, void*, void*,
-                const Algo*, void*, size_t, void*) = nullptr;
+                const void*, void*, size_t, void*) = nullptr;
   void* lib = nullptr;
   void* handle = nullptr;
+  void* pref = nullptr;
   DeviceBuffer workspace;
-  // One plan per shape and layout (descriptors and the heuristic's algorithm), found once: the
+  // One plan per problem (descriptors and the heuristic's first algorithm), found once: the
   // heuristic costs tens of microseconds, more than a small product.
-  struct Plan {
-    void *desc = nullptr, *a = nullptr, *b = nullptr, *c = nullptr;
-    Algo algo{};
-    bool ok = false;
-  };
-  std::map<std::tuple<int64_t, int64_t, int64_t, bool, bool>, Plan> plans;
+  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, bool, bool, bool, int64_t, int64_t, int64_t>, LtPlan> plans;
+
+  // "tile 128x64, stages 32x4, split-K 2": the algorithm's configuration, as cuBLASLt reports it.
+  std::string describe(const uint64_t* algo) const {
+    auto get = [&](int attr) {
+      uint32_t v = 0;
+      size_t written = 0;
+      return config_get && config_get(algo, attr, &v, sizeof v, &written) == 0 ? v : 0u;
+    };
+    static const char* const tiles[] = {"?", "8x8", "8x16", "16x8", "8x32", "16x16", "32x8", "8x64", "16x32", "32x16", "64x8", "32x32",
+                                        "32x64", "64x32", "32x128", "64x64", "128x32", "64x128", "128x64", "64x256", "128x128",
+                                        "256x64", "64x512", "128x256", "256x128", "512x64", "64x96", "96x64", "96x128", "128x160",
+                                        "160x128", "192x128", "128x192", "128x96", "32x256", "256x32"};
+    std::string t = "algorithm " + std::to_string(get(kConfigId));
+    const uint32_t tile = get(kConfigTile), stages = get(kConfigStages), split = get(kConfigSplitK);
+    if (tile) t += ", tile " + (tile < std::size(tiles) ? std::string(tiles[tile]) : "#" + std::to_string(tile));
+    if (stages >= 1 && stages <= 24) t += ", stages " + std::to_string(16 << ((stages - 1) / 6)) + "x" + std::to_string((stages - 1) % 6 + 1);
+    else if (stages) t += ", stages #" + std::to_string(stages);
+    if (split > 1) t += ", split-K " + std::to_string(split);
+    if (const uint32_t swizzle = get(kConfigSwizzle)) t += ", swizzle " + std::to_string(swizzle);
+    return t;
+  }
 };
+
+std::string MatmulProblem::text() const {
+  std::string t = batch > 1 ? std::to_string(batch) + " x " : "";
+  t += std::to_string(M) + "x" + std::to_string(K) + (ta ? " (stored transposed)" : "") + " @ " + std::to_string(K) + "x" +
+       std::to_string(N) + (tb ? " (stored transposed)" : "");
+  return bias ? t + " + bias" : t;
+}
+
+std::string MatmulAlgorithm::serialize() const {
+  std::ostringstream os;
+  os << std::hex;
+  for (uint64_t w : data) os << w << ' ';
+  os << std::dec << workspace << ' ' << text;
+  return os.str();
+}
+
+bool MatmulAlgorithm::parse(const std::string& line, MatmulAlgorithm& out) {
+  std::istringstream is(line);
+  MatmulAlgorithm a;
+  is >> std::hex;
+  for (uint64_t& w : a.data) is >> w;
+  is >> std::dec >> a.workspace;
+  if (!is) return false;
+  std::getline(is >> std::ws, a.text);
+  out = a;
+  return true;
+}
 
 Cublas::Lt* Cublas::lt() {
   if (lt_tried_) return lt_.get();
@@ -142,48 +198,90 @@ Cublas::Lt* Cublas::lt() {
   auto sym = [&](auto& f, const char* name) { f = reinterpret_cast<std::remove_reference_t<decltype(f)>>(dlsym(lt->lib, name)); return f != nullptr; };
   if (!sym(lt->create, "cublasLtCreate") || !sym(lt->desc_create, "cublasLtMatmulDescCreate") ||
       !sym(lt->desc_set, "cublasLtMatmulDescSetAttribute") || !sym(lt->layout_create, "cublasLtMatrixLayoutCreate") ||
-      !sym(lt->pref_create, "cublasLtMatmulPreferenceCreate") || !sym(lt->pref_set, "cublasLtMatmulPreferenceSetAttribute") ||
-      !sym(lt->heuristic, "cublasLtMatmulAlgoGetHeuristic") || !sym(lt->matmul, "cublasLtMatmul"))
+      !sym(lt->layout_set, "cublasLtMatrixLayoutSetAttribute") || !sym(lt->pref_create, "cublasLtMatmulPreferenceCreate") ||
+      !sym(lt->pref_set, "cublasLtMatmulPreferenceSetAttribute") || !sym(lt->heuristic, "cublasLtMatmulAlgoGetHeuristic") ||
+      !sym(lt->matmul, "cublasLtMatmul"))
     return nullptr;
-  if (lt->create(&lt->handle) != 0) return nullptr;
+  sym(lt->config_get, "cublasLtMatmulAlgoConfigGetAttribute");  // only for the algorithms' descriptions
+  const uint64_t ws = Lt::kWorkspace;
+  if (lt->create(&lt->handle) != 0 || lt->pref_create(&lt->pref) != 0 ||
+      lt->pref_set(lt->pref, Lt::kPrefMaxWorkspace, &ws, sizeof ws) != 0)
+    return nullptr;
   lt->workspace = DeviceBuffer(*CudaDriver::get(), Lt::kWorkspace);
   lt_ = std::move(lt);
   return lt_.get();
 }
 
-bool Cublas::gemm_bias(int64_t M, int64_t N, int64_t K, float alpha, DevicePtr A, bool ta, DevicePtr B, bool tb, DevicePtr bias,
-                       DevicePtr C) {
+Cublas::LtPlan* Cublas::plan(const MatmulProblem& p) {
   Lt* lt = this->lt();
-  if (!lt) return false;
+  if (!lt) return nullptr;
+  LtPlan& pl = lt->plans[{p.batch, p.M, p.N, p.K, p.ta, p.tb, p.bias, p.stride_a, p.stride_b, p.stride_c}];
+  if (pl.desc) return pl.ok ? &pl : nullptr;
   // Column-major, as sgemm: C^T (N x M) = op(B buffer) (N x K) @ op(A buffer) (K x M); the bias
   // runs along C^T's rows, one value per column of our row-major C.
-  Lt::Plan& pl = lt->plans[{M, N, K, ta, tb}];
-  if (!pl.desc) {
-    const int opb = tb ? 1 : 0, opa = ta ? 1 : 0;
-    const uint32_t epilogue = Lt::kEpilogueBias;
-    const uint64_t ws = Lt::kWorkspace;
-    void* pref = nullptr;
-    Lt::Heuristic h{};
-    int found = 0;
-    pl.ok = lt->desc_create(&pl.desc, Lt::kCompute32F, Lt::kR32F) == 0 &&
-            lt->desc_set(pl.desc, Lt::kTransA, &opb, sizeof opb) == 0 && lt->desc_set(pl.desc, Lt::kTransB, &opa, sizeof opa) == 0 &&
-            lt->desc_set(pl.desc, Lt::kEpilogue, &epilogue, sizeof epilogue) == 0 &&
-            lt->layout_create(&pl.a, Lt::kR32F, tb ? K : N, tb ? N : K, tb ? K : N) == 0 &&
-            lt->layout_create(&pl.b, Lt::kR32F, ta ? M : K, ta ? K : M, ta ? M : K) == 0 &&
-            lt->layout_create(&pl.c, Lt::kR32F, N, M, N) == 0 && lt->pref_create(&pref) == 0 &&
-            lt->pref_set(pref, Lt::kPrefMaxWorkspace, &ws, sizeof ws) == 0 &&
-            lt->heuristic(lt->handle, pl.desc, pl.a, pl.b, pl.c, pl.c, pref, 1, &h, &found) == 0 && found > 0 && h.state == 0;
-    if (pl.ok) pl.algo = h.algo;
+  const int opb = p.tb ? 1 : 0, opa = p.ta ? 1 : 0;
+  const uint32_t epilogue = p.bias ? Lt::kEpilogueBias : Lt::kEpilogueDefault;
+  const int32_t batch = static_cast<int32_t>(p.batch);
+  auto batched = [&](void* layout, int64_t stride) {
+    return p.batch == 1 || (lt->layout_set(layout, Lt::kBatchCount, &batch, sizeof batch) == 0 &&
+                            lt->layout_set(layout, Lt::kBatchStride, &stride, sizeof stride) == 0);
+  };
+  Lt::Heuristic h{};
+  int found = 0;
+  pl.ok = lt->desc_create(&pl.desc, Lt::kCompute32F, Lt::kR32F) == 0 && lt->desc_set(pl.desc, Lt::kTransA, &opb, sizeof opb) == 0 &&
+          lt->desc_set(pl.desc, Lt::kTransB, &opa, sizeof opa) == 0 &&
+          lt->desc_set(pl.desc, Lt::kEpilogue, &epilogue, sizeof epilogue) == 0 &&
+          lt->layout_create(&pl.a, Lt::kR32F, p.tb ? p.K : p.N, p.tb ? p.N : p.K, p.tb ? p.K : p.N) == 0 && batched(pl.a, p.stride_b) &&
+          lt->layout_create(&pl.b, Lt::kR32F, p.ta ? p.M : p.K, p.ta ? p.K : p.M, p.ta ? p.M : p.K) == 0 && batched(pl.b, p.stride_a) &&
+          lt->layout_create(&pl.c, Lt::kR32F, p.N, p.M, p.N) == 0 && batched(pl.c, p.stride_c) &&
+          lt->heuristic(lt->handle, pl.desc, pl.a, pl.b, pl.c, pl.c, lt->pref, 1, &h, &found) == 0 && found > 0 && h.state == 0;
+  if (pl.ok) std::memcpy(pl.algo, h.algo, sizeof pl.algo);
+  return pl.ok ? &pl : nullptr;
+}
+
+std::vector<MatmulAlgorithm> Cublas::algorithms(const MatmulProblem& p, int count) {
+  std::vector<MatmulAlgorithm> out;
+  LtPlan* pl = plan(p);
+  if (!pl || count < 1) return out;
+  Lt* lt = lt_.get();
+  std::vector<Lt::Heuristic> hs(static_cast<size_t>(count));
+  int found = 0;
+  if (lt->heuristic(lt->handle, pl->desc, pl->a, pl->b, pl->c, pl->c, lt->pref, count, hs.data(), &found) != 0) return out;
+  for (int i = 0; i < found; ++i) {
+    if (hs[i].state != 0) continue;
+    MatmulAlgorithm a;
+    std::memcpy(a.data, hs[i].algo, sizeof a.data);
+    a.workspace = hs[i].workspace;
+    std::ostringstream waves;
+    waves << std::fixed << std::setprecision(2) << hs[i].waves;
+    a.text = lt->describe(a.data) + ", " + waves.str() + " waves";
+    out.push_back(std::move(a));
   }
-  if (!pl.ok) return false;
-  void* bp = reinterpret_cast<void*>(bias);
-  if (lt->desc_set(pl.desc, Lt::kBiasPointer, &bp, sizeof bp) != 0) return false;
+  return out;
+}
+
+bool Cublas::gemm_lt(const MatmulProblem& p, const MatmulAlgorithm* algo, float alpha, DevicePtr A, DevicePtr B, DevicePtr bias,
+                     DevicePtr C) {
+  LtPlan* pl = plan(p);
+  if (!pl) return false;
+  Lt* lt = lt_.get();
+  if (p.bias) {
+    void* bp = reinterpret_cast<void*>(bias);
+    if (lt->desc_set(pl->desc, Lt::kBiasPointer, &bp, sizeof bp) != 0) return false;
+  }
   const float beta = 0.f;
-  const int r = lt->matmul(lt->handle, pl.desc, &alpha, reinterpret_cast<const void*>(B), pl.a, reinterpret_cast<const void*>(A), pl.b,
-                           &beta, reinterpret_cast<const void*>(C), pl.c, reinterpret_cast<void*>(C), pl.c, &pl.algo,
+  const int r = lt->matmul(lt->handle, pl->desc, &alpha, reinterpret_cast<const void*>(B), pl->a, reinterpret_cast<const void*>(A), pl->b,
+                           &beta, reinterpret_cast<const void*>(C), pl->c, reinterpret_cast<void*>(C), pl->c, algo ? algo->data : pl->algo,
                            reinterpret_cast<void*>(lt->workspace.ptr()), Lt::kWorkspace, CudaDriver::get()->stream());
   if (r != 0) throw std::runtime_error("cublasLtMatmul failed (status " + std::to_string(r) + ")");
   return true;
+}
+
+bool Cublas::gemm_bias(int64_t M, int64_t N, int64_t K, float alpha, DevicePtr A, bool ta, DevicePtr B, bool tb, DevicePtr bias,
+                       DevicePtr C) {
+  MatmulProblem p;
+  p.M = M, p.N = N, p.K = K, p.ta = ta, p.tb = tb, p.bias = true;
+  return gemm_lt(p, nullptr, alpha, A, B, bias, C);
 }
 
 }  // namespace ls

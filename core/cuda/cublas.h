@@ -4,10 +4,30 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "cuda/driver.h"
 
 namespace ls {
+
+// A row-major product for cuBLASLt: C[b] (M x N) = alpha * op(A[b]) @ op(B[b]) (+ bias[N] on
+// every row), b < batch, each operand `stride_*` elements after the one before.
+struct MatmulProblem {
+  int64_t batch = 1, M = 0, N = 0, K = 0;
+  bool ta = false, tb = false;  // A stored K x M, B stored N x K
+  bool bias = false;            // cuBLASLt's bias epilogue
+  int64_t stride_a = 0, stride_b = 0, stride_c = 0;
+  std::string text() const;     // "128x512 @ 512x2048 + bias"
+};
+
+// One of cuBLASLt's algorithms for a problem (cublasLtMatmulAlgo_t, opaque) and what it is.
+struct MatmulAlgorithm {
+  uint64_t data[8] = {};
+  size_t workspace = 0;  // bytes it needs
+  std::string text;      // "tile 128x64, stages 32x4, split-K 2, 0.8 waves"
+  std::string serialize() const;                       // one line: the words in hex, the workspace, the text
+  static bool parse(const std::string& line, MatmulAlgorithm& out);
+};
 
 class Cublas {
  public:
@@ -20,10 +40,18 @@ class Cublas {
   // (as PyTorch's addmm does): no pass broadcasting the bias, C not read. False where cuBLASLt is
   // absent or has no algorithm for the shape: the caller broadcasts and uses sgemm.
   bool gemm_bias(int64_t M, int64_t N, int64_t K, float alpha, DevicePtr A, bool ta, DevicePtr B, bool tb, DevicePtr bias, DevicePtr C);
+  // cuBLASLt's algorithms for `p`, best first as its heuristic orders them, at most `count`
+  // (those that fit the workspace); empty where cuBLASLt is absent or has none.
+  std::vector<MatmulAlgorithm> algorithms(const MatmulProblem& p, int count);
+  // `p` through cuBLASLt with `algo` (one of algorithms(p)'s), or its heuristic's first where
+  // null; C is not read. False where cuBLASLt is absent or has no algorithm for it.
+  bool gemm_lt(const MatmulProblem& p, const MatmulAlgorithm* algo, float alpha, DevicePtr A, DevicePtr B, DevicePtr bias, DevicePtr C);
   std::string library;  // the file it was loaded from
 
  private:
-  struct Lt;             // cuBLASLt: its entry points, handle, workspace and plans per shape
+  struct Lt;             // cuBLASLt: its entry points, handle, workspace and plans per problem
+  struct LtPlan;
+  LtPlan* plan(const MatmulProblem& p);  // descriptors and the heuristic's first algorithm, made once per problem
   Lt* lt();              // loaded on first use; nullptr when it cannot be
   std::shared_ptr<Lt> lt_;
   bool lt_tried_ = false;

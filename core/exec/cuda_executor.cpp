@@ -106,6 +106,12 @@ CudaExecutable::CudaExecutable(const LoopProgram& p, const Schedule& s, const Ge
       for (const std::string& n : names) helpers_[kind + n + d] = attention->function(kind + n + d);
     }
   }
+  // max-autotune's cuBLASLt algorithms, by kernel name (the choice made on this device and library)
+  for (size_t i = 0; i < how.size(); ++i) {
+    const auto chosen = g.matmul_algorithms.find(g.source.kernels[i].name);
+    MatmulAlgorithm a;
+    if (chosen != g.matmul_algorithms.end() && how[i] == "cuBLAS" && MatmulAlgorithm::parse(chosen->second, a)) choose_matmul(i, &a);
+  }
   bias_kernel_ = helpers.function("ls_broadcast_bias");
   for (const char* k : {"ls_add_channel_bias", "ls_im2col", "ls_depthwise_conv", "ls_max_pool2d", "ls_copy_rows", "ls_strided_copy4",
                         "ls_attn_softmax", "ls_attn_probs", "ls_attn_rowdot", "ls_attn_dscores", "ls_col2im", "ls_channel_sum", "ls_count_mismatches", "ls_square_sum", "ls_hold",
@@ -156,7 +162,7 @@ void CudaExecutable::step(size_t k) {
     return d_.launch(functions_[k], l.grid, l.block, arg_ptrs_[k].data(), g_.source.kernels[k].name.c_str());
   }
   try {
-    if (how[k] == "cuBLAS") cublas_extern(k);
+    if (how[k] == "cuBLAS" || how[k].rfind("cuBLASLt", 0) == 0) cublas_extern(k);
     else if (how[k] == "host (reference kernel)") host_extern(k);
     else if (how[k] == "attention kernel" || how[k] == "flash attention kernel") attention_extern(k);
     else if (how[k] == "attention (cuBLAS)") attention_cublas(k);
@@ -166,46 +172,122 @@ void CudaExecutable::step(size_t k) {
   }
 }
 
-void CudaExecutable::cublas_extern(size_t k) {
-  const ExternCall& c = externs_[k]->ext;
+struct CudaExecutable::Product {
+  MatmulProblem problem;   // batch, sizes, layouts; bias: a per-column bias cuBLASLt adds
+  DevicePtr a = 0, b = 0, bias = 0, y = 0;
+  float alpha = 1.f, beta = 0.f;
+  bool lt = true;          // cuBLASLt can run it as `problem` (no bias, or a per-column one added unscaled)
+  Shape bias_shape;        // addmm's bias, as the call sees it
+};
+
+CudaExecutable::Product CudaExecutable::product(size_t k) const {
+  const ExternCall& c = externs_.at(k)->ext;
   auto operand = [&](size_t arg) {
     const size_t i = static_cast<size_t>(c.args.at(arg).node);
     return std::make_pair(buffers_.at(c.inputs.at(i)).ptr(), i < c.shapes.size() ? c.shapes[i] : p_.buffer(c.inputs[i]).shape);
   };
-  const DevicePtr y = buffers_.at(c.outputs.at(0)).ptr();
-  Cublas& blas = *blas_;
+  Product m;
+  m.y = buffers_.at(c.outputs.at(0)).ptr();
+  MatmulProblem& p = m.problem;
   const std::string& n = c.op->name;
   if (n == "aten.bmm.default") {
     const auto [a, as] = operand(0);
     const auto [b, bs] = operand(1);
-    const bool ta = transposed_operand(c, 0), tb = transposed_operand(c, 1);
-    const int64_t B = as[0], M = as[ta ? 2 : 1], K = as[ta ? 1 : 2], N = bs[tb ? 1 : 2];
-    return blas.sgemm(B, M, N, K, 1.f, a, ta, M * K, b, tb, K * N, 0.f, y, M * N);
+    p.ta = transposed_operand(c, 0), p.tb = transposed_operand(c, 1);
+    p.batch = as[0], p.M = as[p.ta ? 2 : 1], p.K = as[p.ta ? 1 : 2], p.N = bs[p.tb ? 1 : 2];
+    p.stride_a = p.M * p.K, p.stride_b = p.K * p.N, p.stride_c = p.M * p.N;
+    m.a = a, m.b = b;
+    return m;
   }
   const bool addmm = n == "aten.addmm.default";
   const size_t ia = addmm ? 1 : 0, ib = addmm ? 2 : 1;
   const auto [a, as] = operand(ia);
   const auto [b, bs] = operand(ib);
-  const bool ta = transposed_operand(c, ia), tb = transposed_operand(c, ib);
-  const int64_t M = as[ta ? 1 : 0], K = as[ta ? 0 : 1], N = bs[tb ? 0 : 1];
-  float beta = 0.f, alpha = 1.f;
+  p.ta = transposed_operand(c, ia), p.tb = transposed_operand(c, ib);
+  p.M = as[p.ta ? 1 : 0], p.K = as[p.ta ? 0 : 1], p.N = bs[p.tb ? 0 : 1];
+  m.a = a, m.b = b;
   if (addmm) {
     const auto [bias, bias_shape] = operand(0);
+    m.bias = bias, m.bias_shape = bias_shape;
+    m.beta = static_cast<float>(c.args[3].number());
+    m.alpha = static_cast<float>(c.args[4].number());
     // A bias per column, unscaled: cuBLASLt adds it in the product's epilogue.
-    const bool row_vector = bias_shape.size() == 1 ? bias_shape[0] == N : bias_shape.size() == 2 && bias_shape[0] == 1 && bias_shape[1] == N;
-    if (row_vector && c.args[3].number() == 1.0 &&
-        blas.gemm_bias(M, N, K, static_cast<float>(c.args[4].number()), a, ta, b, tb, bias, y))
-      return;
-    // Else broadcast the bias into C, then C = alpha * A @ B + beta * C.
-    long long MM = M, NN = N, row_stride = bias_shape.size() == 2 ? bias_shape[1] : 0;
-    int per_row = bias_shape.size() == 2 && bias_shape[0] != 1, per_col = !bias_shape.empty() && bias_shape.back() != 1;
-    DevicePtr yy = y, bb = bias;
-    void* params[] = {&yy, &bb, &MM, &NN, &per_row, &per_col, &row_stride};
-    d_.launch(bias_kernel_, (M * N + 255) / 256, 256, params, "ls_broadcast_bias");
-    beta = static_cast<float>(c.args[3].number());
-    alpha = static_cast<float>(c.args[4].number());
+    const bool row_vector = bias_shape.size() == 1 ? bias_shape[0] == p.N : bias_shape.size() == 2 && bias_shape[0] == 1 && bias_shape[1] == p.N;
+    p.bias = m.lt = row_vector && c.args[3].number() == 1.0;
   }
-  blas.sgemm(1, M, N, K, alpha, a, ta, 0, b, tb, 0, beta, y, 0);
+  return m;
+}
+
+void CudaExecutable::cublas_extern(size_t k) {
+  const Product m = product(k);
+  const MatmulProblem& p = m.problem;
+  Cublas& blas = *blas_;
+  if (const auto chosen = algorithms_.find(k); chosen != algorithms_.end() && m.lt &&
+                                               blas.gemm_lt(p, &chosen->second, m.alpha, m.a, m.b, m.bias, m.y))
+    return;
+  if (p.batch > 1 || externs_[k]->ext.op->name == "aten.bmm.default")
+    return blas.sgemm(p.batch, p.M, p.N, p.K, 1.f, m.a, p.ta, p.stride_a, m.b, p.tb, p.stride_b, 0.f, m.y, p.stride_c);
+  if (p.bias && blas.gemm_bias(p.M, p.N, p.K, m.alpha, m.a, p.ta, m.b, p.tb, m.bias, m.y)) return;
+  float alpha = 1.f, beta = 0.f;
+  if (externs_[k]->ext.op->name == "aten.addmm.default") {
+    // Broadcast the bias into C, then C = alpha * A @ B + beta * C.
+    const Shape& bias_shape = m.bias_shape;
+    long long MM = p.M, NN = p.N, row_stride = bias_shape.size() == 2 ? bias_shape[1] : 0;
+    int per_row = bias_shape.size() == 2 && bias_shape[0] != 1, per_col = !bias_shape.empty() && bias_shape.back() != 1;
+    DevicePtr yy = m.y, bb = m.bias;
+    void* params[] = {&yy, &bb, &MM, &NN, &per_row, &per_col, &row_stride};
+    d_.launch(bias_kernel_, (p.M * p.N + 255) / 256, 256, params, "ls_broadcast_bias");
+    beta = m.beta;
+    alpha = m.alpha;
+  }
+  blas.sgemm(1, p.M, p.N, p.K, alpha, m.a, p.ta, 0, m.b, p.tb, 0, beta, m.y, 0);
+}
+
+std::optional<MatmulProblem> CudaExecutable::matmul_problem(size_t k) const {
+  if (how.at(k) != "cuBLAS" && how[k].rfind("cuBLASLt", 0) != 0) return std::nullopt;
+  if (arg_ptrs_.empty()) throw std::logic_error("the inputs are not bound yet (run or benchmark first)");
+  const Product m = product(k);
+  if (!m.lt) return std::nullopt;
+  return m.problem;
+}
+
+void CudaExecutable::choose_matmul(size_t k, const MatmulAlgorithm* algo) {
+  if (how.at(k) != "cuBLAS" && how[k].rfind("cuBLASLt", 0) != 0) throw std::logic_error("kernel " + std::to_string(k) + " is no matrix multiply");
+  if (algo) {
+    algorithms_[k] = *algo;
+    how[k] = "cuBLASLt: " + algo->text;
+  } else {
+    algorithms_.erase(k);
+    how[k] = "cuBLAS";
+  }
+}
+
+void CudaExecutable::run_step_alone(size_t k) {
+  if (arg_ptrs_.empty()) throw std::logic_error("the inputs are not bound yet (run or benchmark first)");
+  step(k);
+  try {
+    d_.synchronize();
+  } catch (const std::exception& e) {
+    throw std::runtime_error("kernel " + g_.source.kernels[k].name + " failed on the GPU: " + e.what());
+  }
+}
+
+double CudaExecutable::time_step_alone(size_t k, const TimingOptions& o) {
+  for (int w = 0; w < o.warmup; ++w) step(k);
+  void* e0 = d_.event();
+  void* e1 = d_.event();
+  std::vector<double> times;
+  const auto start = std::chrono::steady_clock::now();
+  auto spent = [&] { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count(); };
+  for (int run = 0; run < o.max_runs && (run < o.min_runs || spent() < o.budget_ms); ++run) {
+    d_.record(e0);
+    step(k);
+    d_.record(e1);
+    times.push_back(d_.elapsed_ms(e0, e1));
+  }
+  d_.destroy_event(e0);
+  d_.destroy_event(e1);
+  return median_of(times);
 }
 
 void CudaExecutable::device_extern(size_t k) {

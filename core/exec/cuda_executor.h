@@ -6,10 +6,12 @@
 #pragma once
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "codegen/cuda_codegen.h"
+#include "cuda/cublas.h"
 #include "cuda/driver.h"
 #include "exec/executor.h"
 #include "loop/loop_ir.h"
@@ -17,8 +19,6 @@
 #include "tensor/tensor.h"
 
 namespace ls {
-
-class Cublas;
 
 // Where a library call runs on the GPU: "cuBLAS", "attention kernel", "flash attention kernel",
 // "attention (cuBLAS)", "depthwise kernel", "im2col + cuBLAS", "im2col + cuBLAS + col2im",
@@ -56,6 +56,13 @@ class CudaExecutable {
   // gives the median of timed launches.
   void run_alone(size_t k, void* f, const CudaLaunch& l);
   double time_alone(size_t k, void* f, const CudaLaunch& l, const TimingOptions& o);
+  // max-autotune of matrix multiplies: library call k (how[k] "cuBLAS") as the problem cuBLASLt
+  // can run (none where it cannot: a bias that is not one value per column, or scaled); run with
+  // `algo` from now on (null: back to the heuristics' way, cuBLAS's sgemm or cuBLASLt's first).
+  std::optional<MatmulProblem> matmul_problem(size_t k) const;
+  void choose_matmul(size_t k, const MatmulAlgorithm* algo);
+  void run_step_alone(size_t k);                              // library call k alone, synchronized
+  double time_step_alone(size_t k, const TimingOptions& o);  // its median time alone
   Tensor download(const std::string& buffer);  // a bound buffer's contents
   DevicePtr device_ptr(const std::string& buffer) const { return buffers_.at(buffer).ptr(); }
   // The elements of a bound float32 buffer that differ from `expected` (a device copy of as many
@@ -63,7 +70,9 @@ class CudaExecutable {
   long long mismatches(const std::string& buffer, DevicePtr expected, double rms, Tolerance tol = {});
   double rms(const std::string& buffer);  // a bound float32 buffer's root mean square over its finite elements
 
-  std::vector<std::string> how;  // per kernel: "generated", "cuBLAS", "host (reference kernel)"
+  // per kernel: "generated", "cuBLAS", "cuBLASLt: algorithm 21, tile 128x64, ..." (max-autotune's
+  // choice), "host (reference kernel)", ...
+  std::vector<std::string> how;
   std::vector<int> registers;    // per generated kernel, from the driver (0 for others)
 
  private:
@@ -73,6 +82,9 @@ class CudaExecutable {
   void step(size_t k);
   void host_extern(size_t k);
   void cublas_extern(size_t k);
+  struct Product;                    // a matrix multiply's operands, as cuBLAS takes them
+  Product product(size_t k) const;
+  std::map<size_t, MatmulAlgorithm> algorithms_;  // matrix multiplies run with a chosen cuBLASLt algorithm
   void device_extern(size_t k);
   void attention_extern(size_t k);  // the prelude's fused attention kernels
   void attention_cublas(size_t k);

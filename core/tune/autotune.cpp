@@ -7,12 +7,15 @@
 #include <cstring>
 #include <future>
 #include <iomanip>
+#include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <thread>
 
 #include "compile/phase_times.h"
 #include "compile/disk_cache.h"
+#include "cuda/cublas.h"
 #include "cuda/nvrtc_compiler.h"
 #include "exec/cuda_executor.h"
 
@@ -22,18 +25,31 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The cache entry: one line per tuned kernel, "name block unroll threads_per_row split".
+// The cache entry: one line per tuned kernel, "name block unroll threads_per_row split", and one
+// per tuned matrix multiply, "matmul name <MatmulAlgorithm::serialize>".
 std::string serialize(const CudaCodegenOptions& o) {
   std::ostringstream os;
   for (const auto& [name, c] : o.configs) os << name << ' ' << c.block << ' ' << c.unroll << ' ' << c.threads_per_row << ' ' << c.split << '\n';
+  for (const auto& [name, a] : o.matmul_algorithms) os << "matmul " << name << ' ' << a << '\n';
   return os.str();
 }
 
 void deserialize(const std::string& text, CudaCodegenOptions& o) {
-  std::istringstream is(text);
-  std::string name;
-  KernelConfig c;
-  while (is >> name >> c.block >> c.unroll >> c.threads_per_row >> c.split) o.configs[name] = c;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream is(line);
+    std::string name;
+    is >> name;
+    if (name == "matmul") {
+      std::string kernel, algorithm;
+      is >> kernel;
+      std::getline(is >> std::ws, algorithm);
+      if (!kernel.empty()) o.matmul_algorithms[kernel] = algorithm;
+      continue;
+    }
+    KernelConfig c;
+    if (is >> c.block >> c.unroll >> c.threads_per_row >> c.split) o.configs[name] = c;
+  }
 }
 
 }  // namespace
@@ -46,11 +62,16 @@ std::string AutotuneResult::table() const {
   if (tuned_ms > 0)
     os << std::setprecision(4) << "the model with the tuned kernels: " << tuned_ms << " ms a run, with the heuristics' "
        << heuristic_ms << " ms" << (tuned_ms > 0.99 * heuristic_ms ? ": the heuristics stay" : "") << "\n";
+  size_t products = 0;
+  for (const KernelTuning& k : kernels) products += k.library;
+  if (products)
+    os << products << " matrix multipl" << (products == 1 ? "y" : "ies") << ": cuBLASLt's algorithms for the product (its heuristic's list) "
+       << "checked and timed against the heuristics' call\n";
   for (const KernelTuning& k : kernels) {
     os << "\n" << k.kernel << " (" << k.form << "): " << k.why << "\n";
     for (size_t i = 0; i < k.candidates.size(); ++i) {
       const TunedCandidate& c = k.candidates[i];
-      os << "  " << (i == k.chosen ? "* " : "  ") << std::left << std::setw(34) << c.config.text() << std::right;
+      os << "  " << (i == k.chosen ? "* " : "  ") << std::left << std::setw(34) << c.text() << std::right;
       if (!c.problem.empty()) os << c.problem << "\n";
       else os << std::setprecision(4) << std::setw(10) << c.ms * 1000.0 << " us" << (c.note.empty() ? "" : "  (" + c.note + ")") << "\n";
     }
@@ -91,7 +112,10 @@ AutotuneResult autotune_cuda(const LoopProgram& p, const Schedule& s, const Cuda
   AutotuneResult result;
   tuned = base;
   const GeneratedCuda heuristic = generate_cuda(p, s, base);
-  const DiskCache cache(cache_folder("", "autotune"), fnv1a_hex(d.device().name + "\n" + heuristic.source.code), ".cu");
+  // cuBLASLt's algorithms are opaque to other builds of it: the library is part of the key.
+  Cublas* blas = Cublas::get();
+  const DiskCache cache(cache_folder("", "autotune"),
+                        fnv1a_hex(d.device().name + "\n" + (blas ? blas->library : std::string()) + "\n" + heuristic.source.code), ".cu");
 
   // Every generated kernel's space of configurations (the heuristic's first); the table lists the
   // ones tried.
@@ -120,6 +144,21 @@ AutotuneResult autotune_cuda(const LoopProgram& p, const Schedule& s, const Cuda
         t.chosen = 1;
       }
       t.why = "chosen before (disk cache)";
+    }
+    for (const auto& [name, text] : tuned.matmul_algorithms) {
+      KernelTuning t;
+      t.kernel = name;
+      t.form = "matrix multiply";
+      t.library = true;
+      MatmulAlgorithm a;
+      MatmulAlgorithm::parse(text, a);
+      TunedCandidate heuristic_call, chosen;
+      heuristic_call.label = "the heuristics' call";
+      chosen.label = "cuBLASLt " + a.text;
+      t.candidates = {heuristic_call, chosen};
+      t.chosen = 1;
+      t.why = "chosen before (disk cache)";
+      result.kernels.push_back(std::move(t));
     }
     result.from_cache = true;
     result.ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
@@ -275,6 +314,56 @@ AutotuneResult autotune_cuda(const LoopProgram& p, const Schedule& s, const Cuda
   }
   model_run.stop();
 
+  // Matrix multiplies (while the first round compiles): cuBLASLt's algorithms for each product,
+  // checked against the heuristics' call and timed on the model's operands. With a bias the
+  // heuristics already run cuBLASLt's first algorithm; without, cuBLAS's sgemm.
+  std::map<size_t, std::vector<MatmulAlgorithm>> library_algorithms;  // by index into result.kernels
+  if (blas) {
+    PhaseTimer products("max-autotune: matrix multiplies (cuBLASLt's algorithms timed)");
+    for (size_t k = 0; k < s.kernels.size(); ++k) {
+      if (!s.kernels[k].is_extern) continue;
+      const std::optional<MatmulProblem> problem = exe.matmul_problem(k);
+      if (!problem) continue;
+      KernelTuning t;
+      t.kernel = s.kernels[k].name;
+      t.library = true;
+      t.form = "matrix multiply " + problem->text();
+      std::vector<MatmulAlgorithm> algorithms = blas->algorithms(*problem, 12);
+      TunedCandidate own;
+      own.label = problem->bias ? (algorithms.empty() ? std::string("cuBLASLt's first") : "cuBLASLt's first: " + algorithms[0].text)
+                                : std::string("cublasSgemm");
+      if (problem->bias && !algorithms.empty()) algorithms.erase(algorithms.begin());
+      t.space = algorithms.size() + 1;
+      own.ms = exe.time_step_alone(k, alone);
+      t.candidates.push_back(own);
+      const std::string& out = s.kernels[k].writes.at(0);
+      const size_t bytes = static_cast<size_t>(p.buffer(out).bytes());
+      exe.run_step_alone(k);
+      DeviceBuffer want(d, bytes);
+      d.copy(want.ptr(), exe.device_ptr(out), bytes);
+      d.synchronize();
+      const double out_rms = exe.rms(out);
+      for (const MatmulAlgorithm& a : algorithms) {
+        TunedCandidate c;
+        c.label = "cuBLASLt " + a.text;
+        try {
+          exe.choose_matmul(k, &a);
+          exe.run_step_alone(k);
+          if (const long long bad = exe.mismatches(out, want.ptr(), out_rms))
+            throw std::runtime_error("other numbers than the heuristic's (" + std::to_string(bad) + " elements of " + out + ")");
+          c.ms = exe.time_step_alone(k, alone);
+        } catch (const std::exception& e) {
+          c.problem = std::string("failed: ") + e.what();
+        }
+        t.candidates.push_back(std::move(c));
+      }
+      exe.choose_matmul(k, nullptr);
+      exe.run_step_alone(k);  // its output as the heuristics leave it
+      library_algorithms[result.kernels.size()] = std::move(algorithms);
+      result.kernels.push_back(std::move(t));
+    }
+  }
+
   std::vector<std::unique_ptr<CudaModule>> loaded;  // every round's modules, alive to the end
   for (int round_number = 1;; ++round_number) {
     PhaseTimer compile_wall("max-autotune: the candidates' modules compiling (wall time, after the model's run)");
@@ -359,7 +448,8 @@ AutotuneResult autotune_cuda(const LoopProgram& p, const Schedule& s, const Cuda
     round = start_round();
     if (round.versions.empty()) break;
   }
-  for (KernelTuning& t : result.kernels) {
+  for (size_t j = 0; j < result.kernels.size(); ++j) {
+    KernelTuning& t = result.kernels[j];
     size_t best = 0;
     for (size_t i = 1; i < t.candidates.size(); ++i)
       if (t.candidates[i].problem.empty() && t.candidates[i].note.empty() && t.candidates[i].ms < t.candidates[best].ms) best = i;
@@ -368,15 +458,17 @@ AutotuneResult autotune_cuda(const LoopProgram& p, const Schedule& s, const Cuda
     t.chosen = best;
     std::ostringstream why;
     why << std::fixed << std::setprecision(2);
-    if (best == 0) why << "the heuristic's configuration is the fastest (" << t.candidates.size() << " of " << t.space << " tried)";
-    else why << t.candidates[best].config.text() << ": " << t.candidates[0].ms / t.candidates[best].ms << "x faster than the heuristic's ("
+    if (best == 0) why << "the heuristic's " << (t.library ? "call" : "configuration") << " is the fastest (" << t.candidates.size() << " of " << t.space << " tried)";
+    else why << t.candidates[best].text() << ": " << t.candidates[0].ms / t.candidates[best].ms << "x faster than the heuristic's ("
              << t.candidates.size() << " of " << t.space << " tried)";
     t.why = why.str();
-    if (best != 0) tuned.configs[t.kernel] = t.candidates[best].config;
+    if (best == 0) continue;
+    if (t.library) tuned.matmul_algorithms[t.kernel] = library_algorithms.at(j).at(best - 1).serialize();
+    else tuned.configs[t.kernel] = t.candidates[best].config;
   }
   // The kernels were timed one at a time; the model is what counts: the tuned kernels together
   // must beat the heuristics' whole-model time, else the heuristics stay.
-  if (!tuned.configs.empty() && tuned.configs.size() != base.configs.size()) {
+  if ((!tuned.configs.empty() && tuned.configs.size() != base.configs.size()) || tuned.matmul_algorithms.size() != base.matmul_algorithms.size()) {
     PhaseTimer checking("max-autotune: the tuned model compiled and timed");
     const GeneratedCuda g = generate_cuda(p, s, tuned);
     CudaModule tuned_module(d, compile_cuda(g.source.code, co).cubin);

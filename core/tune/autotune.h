@@ -7,6 +7,9 @@
 // round compiles), then each candidate runs alone on its kernel's buffers (as Inductor benchmarks a choice on its real inputs). The
 // choice is kept on disk, keyed by the device and the kernels' source: the next compile takes it
 // from there. The tuned kernels together must also beat the heuristics on the whole model.
+// Matrix multiplies run by cuBLAS are tuned too: cuBLASLt's algorithms for the product (its
+// heuristic's list, up to 12) timed on the real operands against the heuristics' call, as
+// Inductor times its extern mm choice against its templates.
 #pragma once
 #include <string>
 #include <vector>
@@ -23,6 +26,8 @@ struct TunedCandidate {
   double ms = 0;           // median time of the kernel under it
   std::string problem;     // set when it failed or gave other numbers than the heuristic's
   std::string note;        // how it was timed, where not as the others (one run: far slower)
+  std::string label;       // a library call's candidate: "cublasSgemm", "cuBLASLt algorithm 21, tile 128x64, ..."
+  std::string text() const { return label.empty() ? config.text() : label; }
 };
 
 struct KernelTuning {
@@ -31,6 +36,7 @@ struct KernelTuning {
   size_t space = 0;                        // the configurations there were to try (cuda_candidates)
   size_t chosen = 0;
   std::string why;  // "fastest: 1.8x the heuristic's time"
+  bool library = false;  // a matrix multiply: its candidates are cuBLASLt's algorithms
 };
 
 struct AutotuneResult {

@@ -21,6 +21,7 @@
 
 #include "codegen/cuda_codegen.h"
 #include "compile/cpu_compiler.h"
+#include "cuda/cublas.h"
 #include "cuda/driver.h"
 #include "cuda/nvrtc_compiler.h"
 #include "dynamic/retarget.h"
@@ -481,11 +482,55 @@ void max_autotune_times_candidates(const std::string& model) {
   VERIFY2(table->text.find("* ") != std::string::npos, table->text);
   VERIFY2(r.mode_note.find("tuned in") != std::string::npos, r.mode_note);
   VERIFY2(table->text.find("coordinate descent") != std::string::npos && table->text.find(" tried)") != std::string::npos, table->text);
+  // Matrix multiplies run by cuBLAS: cuBLASLt's algorithms timed against the heuristics' call;
+  // where one was chosen, the run used it (the kernel table's "how" names it).
+  int products = 0;
+  for (const KernelReport& k : r.kernels) {
+    if (k.how != "cuBLAS" && k.how.rfind("cuBLASLt", 0) != 0) continue;
+    ++products;
+    const size_t at = table->text.find("\n" + k.name + " (matrix multiply ");
+    VERIFY2(at != std::string::npos, k.name + "\n" + table->text);
+    const size_t end = table->text.find("\n\n", at + 1);
+    const std::string section = table->text.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    VERIFY2(section.find("cuBLASLt algorithm") != std::string::npos && section.find(" us") != std::string::npos, section);
+    const size_t star = section.find("  * ");
+    VERIFY2(star != std::string::npos, section);
+    const std::string chosen = section.substr(star, section.find('\n', star) - star);
+    if (chosen.find("cuBLASLt algorithm") != std::string::npos) {
+      VERIFY2(k.how.rfind("cuBLASLt: ", 0) == 0 && chosen.find(k.how.substr(10)) != std::string::npos, k.how + " | " + chosen);
+    } else {
+      VERIFY2(k.how == "cuBLAS", k.how + " | " + chosen);
+    }
+  }
+  if (model == "models/mlp") VERIFY(products >= 3);
   const CompileResult again = compile_cuda_model(model, false, true, "max-autotune");
   VERIFY2(again.mode_note.find("from the disk cache") != std::string::npos, again.mode_note);
   VERIFY(again.check.ok);
   VERIFY2(again.source.code == r.source.code, "the cached choice gives the same kernels");
+  for (size_t i = 0; i < r.kernels.size() && i < again.kernels.size(); ++i)
+    VERIFY2(again.kernels[i].how == r.kernels[i].how, "the cached choice of " + r.kernels[i].name + ": " + again.kernels[i].how);
   setenv("LOWERSCOPE_CACHE_DIR", "off", 1);
+}
+
+// A cuBLASLt algorithm max-autotune chose is kept on disk as one line (its 64 opaque bytes in hex,
+// its workspace, its description) and read back word for word; a damaged line is refused.
+void matmul_algorithm_lines() {
+  MatmulAlgorithm a;
+  for (int i = 0; i < 8; ++i) a.data[i] = 0x9e3779b97f4a7c15ull * static_cast<uint64_t>(i + 1) >> (i * 3);
+  a.workspace = 4194304;
+  a.text = "algorithm 21, tile 128x64, stages 32x4, split-K 2, 0.85 waves";
+  const std::string line = a.serialize();
+  VERIFY2(line.find('\n') == std::string::npos, line);
+  MatmulAlgorithm b;
+  VERIFY2(MatmulAlgorithm::parse(line, b), line);
+  for (int i = 0; i < 8; ++i) VERIFY2(b.data[i] == a.data[i], line);
+  VERIFY(b.workspace == a.workspace);
+  VERIFY2(b.text == a.text, b.text);
+  MatmulAlgorithm c;
+  VERIFY(!MatmulAlgorithm::parse("12 34 zz", c));
+  MatmulProblem p;
+  p.batch = 4, p.M = 128, p.N = 256, p.K = 64, p.tb = true, p.bias = false;
+  VERIFY2(p.text() == "4 x 128x64 @ 64x256 (stored transposed)", p.text());
 }
 
 // Dynamic shapes on CUDA: one compiled template (the kernels take the size symbols as arguments)
@@ -701,8 +746,9 @@ int main(int argc, char** argv) {
   for (const char* m : {"models/cifar_net", "models/res_block"})
     for (bool t : {false, true})
       cases.push_back({std::string("reduce-overhead ") + m + (t ? " train" : ""), [=] { reduce_overhead_replays_a_cuda_graph(m, t); }});
-  for (const char* m : {"models/softmax", "models/res_block"})
+  for (const char* m : {"models/softmax", "models/res_block", "models/mlp"})
     cases.push_back({std::string("max-autotune ") + m, [=] { max_autotune_times_candidates(m); }});
+  cases.push_back({"matmul algorithm lines", matmul_algorithm_lines});
   // layer norm + GELU: batch and sequence dynamic, the normalized size fixed by the weights; the
   // softmax: rows and row length dynamic, until the row length halves (fewer threads a row) or is
   // no multiple of 4 (the rows' 16-byte accesses).
