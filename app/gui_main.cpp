@@ -1,6 +1,6 @@
 // lowerscope: the desktop application.
 //   lowerscope [MODEL] [--train] [--stage NAME] [--select NODE] [--diff VARIANT] [--heat] [--raise DOCK]
-//              [--screenshot FILE.png]
+//              [--device cpu|cuda] [--mode M] [--dynamic] [--screenshot FILE.png]
 // With --screenshot it opens MODEL, shows the stage, writes a picture of the whole window and exits.
 #include <QApplication>
 #include <QCommandLineParser>
@@ -60,6 +60,8 @@ int main(int argc, char** argv) {
   cli.addOption(device);
   QCommandLineOption dynamic("dynamic", "Compile with dynamic shapes (Compile > Dynamic Shapes).");
   cli.addOption(dynamic);
+  QCommandLineOption mode("mode", "Compile mode, as torch.compile's: default, reduce-overhead or max-autotune (Compile > Mode).", "name");
+  cli.addOption(mode);
   cli.process(app);
   ls::apply_theme(cli.isSet(theme) ? cli.value(theme) == "dark" : QSettings().value("theme").toString() == "dark");
 
@@ -73,6 +75,14 @@ int main(int argc, char** argv) {
       return 2;
     }
     target->trigger();
+  }
+  if (cli.isSet(mode)) {
+    auto* m = w.findChild<QAction*>("mode_" + cli.value(mode));
+    if (!m) {
+      std::fprintf(stderr, "lowerscope: no mode '%s' (default, reduce-overhead, max-autotune)\n", qPrintable(cli.value(mode)));
+      return 2;
+    }
+    m->trigger();
   }
   if (cli.isSet(dynamic)) w.findChild<QAction*>("dynamic")->setChecked(true);
   if (cli.isSet(train)) w.setTraining(true);

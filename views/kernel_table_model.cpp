@@ -42,6 +42,8 @@ QVariant KernelTableModel::data(const QModelIndex& index, int role) const {
       if (role == Qt::ToolTipRole && (epilogue || with_epilogue))
         return QObject::tr("The epilogue runs inside the matrix multiply before it, on each block of the product's rows right "
                            "after the library computed it, while the rows are in cache; its time is in the multiply's.");
+      // How it ran: a CUDA kernel's launch, a multiply max-autotune cut otherwise than the heuristic.
+      if (role == Qt::ToolTipRole && !k.launch.empty()) return QString::fromStdString(k.launch);
       const std::string kind = epilogue ? "epilogue" : with_epilogue ? k.kind + " + epilogue" : k.kind;
       return QString::fromStdString(r_->train ? kind + " · " + k.phase : kind);
     }

@@ -427,7 +427,8 @@ void MainWindow::buildActions() {
   });
   compile->addSeparator();
   // torch.compile's modes: reduce-overhead replays the whole CUDA run as one CUDA graph,
-  // max-autotune times each CUDA kernel's launch configurations and keeps the fastest.
+  // max-autotune times each CUDA kernel's launch configurations and each matrix multiply's
+  // cuBLASLt algorithms (on the CPU: each multiply's cut into blocks) and keeps the fastest.
   auto* modes = new QActionGroup(this);
   for (const char* mode : {"default", "reduce-overhead", "max-autotune"}) {
     QAction* a = compile->addAction(tr("Mode: %1").arg(mode));

@@ -67,7 +67,8 @@ void CpuExecutable::step(size_t k) {
   const RowsLauncher rows = epilogue ? rows_[k + 1] : nullptr;
   const RowEpilogue run_rows = [rows, epilogue_args](int64_t b, int64_t e) { rows(epilogue_args, b, e); };
   try {
-    const bool ran_epilogue = run_extern(c, in, outs, epilogue ? &run_rows : nullptr);
+    const auto cut = cuts_.find(k);
+    const bool ran_epilogue = run_extern(c, in, outs, epilogue ? &run_rows : nullptr, cut == cuts_.end() ? nullptr : &cut->second);
     if (epilogue) done_[k + 1] = inside_[k + 1] = ran_epilogue;
   } catch (const std::exception& e) {
     throw std::runtime_error("extern kernel " + c.op->name + " (" + externs_[k]->graph_node + "): " + e.what());
@@ -115,6 +116,42 @@ void CpuExecutable::bind(const std::vector<Tensor>& inputs) {
     extern_in_[k] = extern_inputs(c, buffer);
     for (const auto& o : c.outputs) extern_out_[k].push_back(buffer(o));
   }
+}
+
+bool CpuExecutable::matmul_sizes(size_t k, int64_t& M, int64_t& N, int64_t& K) const {
+  if (!externs_.at(k)) return false;
+  if (extern_in_.empty()) throw std::logic_error("the inputs are not bound yet (run or benchmark first)");
+  const ExternCall& c = externs_[k]->ext;
+  RefInputs in = extern_in_[k];
+  for (const Tensor& t : in.t)
+    if (t.defined() && t.dtype() != DType::f32) return false;
+  return ls::matmul_sizes(c, in, M, N, K);
+}
+
+void CpuExecutable::choose_cut(size_t k, const GemmCut* cut) {
+  if (cut) cuts_[k] = *cut;
+  else cuts_.erase(k);
+}
+
+void CpuExecutable::run_step_alone(size_t k) {
+  if (extern_in_.empty()) throw std::logic_error("the inputs are not bound yet (run or benchmark first)");
+  step(k);
+  if (k + 1 < rows_.size() && rows_[k + 1]) {  // its epilogue, so that every cut is timed with it
+    if (done_[k + 1]) done_[k + 1] = false;    // it ran inside, on the product's blocks
+    else step(k + 1);                          // it runs after the whole product
+  }
+}
+
+double CpuExecutable::time_step_alone(size_t k, const TimingOptions& o) {
+  for (int w = 0; w < o.warmup; ++w) run_step_alone(k);
+  std::vector<double> times;
+  const auto start = Clock::now();
+  for (int run = 0; run < o.max_runs && (run < o.min_runs || ms_since(start) < o.budget_ms); ++run) {
+    const auto t0 = Clock::now();
+    run_step_alone(k);
+    times.push_back(ms_since(t0));
+  }
+  return median_of(times);
 }
 
 std::vector<Tensor> CpuExecutable::run(const std::vector<Tensor>& inputs) {

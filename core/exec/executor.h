@@ -7,6 +7,7 @@
 #include "codegen/cpp_codegen.h"
 #include "sched/schedule.h"
 #include "compile/cpu_compiler.h"
+#include "exec/extern_kernels.h"
 #include "loop/loop_ir.h"
 #include "ops/op_table.h"
 #include "tensor/tensor.h"
@@ -45,6 +46,16 @@ class CpuExecutable {
   // epilogue on the product's blocks of rows) rather than as a kernel of its own.
   const std::vector<bool>& ran_inside() const { return inside_; }
 
+  // max-autotune of matrix multiplies (after run() or benchmark() bound the inputs): kernel k's
+  // sizes when it is one (bmm: one of its products); run it with `cut` from now on (null: the
+  // heuristic's); run it alone (with its epilogue, where it has one), or time it alone (median).
+  bool matmul_sizes(size_t k, int64_t& M, int64_t& N, int64_t& K) const;
+  void choose_cut(size_t k, const GemmCut* cut);
+  const std::map<size_t, GemmCut>& cuts() const { return cuts_; }
+  void run_step_alone(size_t k);
+  double time_step_alone(size_t k, const TimingOptions& o);
+  const Tensor& buffer(const std::string& name) const { return buffers_.at(name); }  // a bound buffer
+
  private:
   void bind(const std::vector<Tensor>& inputs);
   void step(size_t k);
@@ -62,6 +73,7 @@ class CpuExecutable {
   std::vector<RefInputs> extern_in_;             // per extern kernel: its operands, bound by bind()
   std::vector<std::vector<Tensor>> extern_out_;  // and its outputs
   std::vector<int64_t> sizes_;
+  std::map<size_t, GemmCut> cuts_;               // matrix multiplies cut as max-autotune chose
 };
 
 }  // namespace ls

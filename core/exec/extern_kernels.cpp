@@ -201,16 +201,16 @@ std::pair<int64_t, int64_t> gemm_tiles(int64_t M, int64_t N, int64_t parts) {
 // around its call, while its elements are in cache; returns whether they did (false: the product
 // was not cut, `before` ran on the whole first and the caller runs the epilogue on the whole).
 bool sgemm(int64_t M, int64_t N, int64_t K, float alpha, const float* A, bool ta, const float* B, bool tb, float beta, float* C,
-           const std::function<void(int64_t, int64_t, int64_t, int64_t)>* before = nullptr, const RowEpilogue* after = nullptr) {
+           const std::function<void(int64_t, int64_t, int64_t, int64_t)>* before = nullptr, const RowEpilogue* after = nullptr,
+           const GemmCut* cut = nullptr) {
   const int64_t lda = ta ? M : K, ldb = tb ? K : N, ldc = N;
   auto call = [&](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
     const float* a = ta ? A + m0 : A + m0 * K;
     const float* b = tb ? B + n0 * K : B + n0;
     gemm_serial(m1 - m0, n1 - n0, K, alpha, a, lda, ta, b, ldb, tb, beta, C + m0 * N + n0, ldc);
   };
-  const int64_t flops = M * N * K;
-  const int64_t parts = split_blas() ? std::min<int64_t>(Pool::get().size(), std::max<int64_t>(1, flops / (1 << 18))) : 1;
-  const auto [tr, tc] = gemm_tiles(M, N, parts);
+  const GemmCut chosen = cut && !cut->heuristic() && split_blas() ? *cut : gemm_heuristic_cut(M, N, K);
+  const int64_t tr = std::clamp<int64_t>(chosen.rows, 1, M), tc = std::clamp<int64_t>(chosen.cols, 1, N);
   if (tr * tc <= 1) {
     if (before) (*before)(0, M, 0, N);
     call(0, M, 0, N);
@@ -237,6 +237,54 @@ bool sgemm(int64_t M, int64_t N, int64_t K, float alpha, const float* A, bool ta
   });
   return true;
 }
+
+}  // namespace
+
+std::string GemmCut::text() const {
+  if (heuristic()) return "the heuristic's cut";
+  if (rows * cols == 1) return "one call";
+  return std::to_string(rows) + " x " + std::to_string(cols) + " blocks";
+}
+
+GemmCut gemm_heuristic_cut(int64_t M, int64_t N, int64_t K) {
+  const int64_t flops = M * N * K;
+  const int64_t parts = split_blas() ? std::min<int64_t>(Pool::get().size(), std::max<int64_t>(1, flops / (1 << 18))) : 1;
+  const auto [tr, tc] = gemm_tiles(M, N, parts);
+  return {tr, tc};
+}
+
+std::vector<GemmCut> gemm_candidate_cuts(int64_t M, int64_t N, int64_t K) {
+  std::vector<GemmCut> out;
+  auto add = [&](GemmCut c) {
+    if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+  };
+  add(gemm_heuristic_cut(M, N, K));
+  if (!split_blas()) return out;
+  const int64_t threads = Pool::get().size();
+  for (int64_t parts : {threads, threads / 2}) {
+    if (parts < 2) continue;
+    for (int64_t tr = 1; tr <= parts; ++tr)
+      if (parts % tr == 0 && M >= tr * 16 && N >= parts / tr * 16) add({tr, parts / tr});
+  }
+  add({1, 1});
+  return out;
+}
+
+bool matmul_sizes(const ExternCall& c, const RefInputs& in, int64_t& M, int64_t& N, int64_t& K) {
+  const std::string& n = c.op->name;
+  if (n == "aten.bmm.default") {
+    const bool ta = transposed_operand(c, 0), tb = transposed_operand(c, 1);
+    M = in[0].shape()[ta ? 2 : 1], K = in[0].shape()[ta ? 1 : 2], N = in[1].shape()[tb ? 1 : 2];
+    return true;
+  }
+  if (n != "aten.mm.default" && n != "aten.addmm.default") return false;
+  const size_t ia = n == "aten.addmm.default" ? 1 : 0;
+  const bool ta = transposed_operand(c, ia), tb = transposed_operand(c, ia + 1);
+  M = in[ia].shape()[ta ? 1 : 0], K = in[ia].shape()[ta ? 0 : 1], N = in[ia + 1].shape()[tb ? 0 : 1];
+  return true;
+}
+
+namespace {
 
 // The operand a transposed input stands for: its last two dimensions swapped (a copy).
 Tensor untranspose(const Tensor& t) {
@@ -265,14 +313,14 @@ bool all_f32(const RefInputs& in, const std::vector<Tensor>& outs) {
   return true;
 }
 
-bool matmul(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs, const RowEpilogue* epilogue) {
+bool matmul(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs, const RowEpilogue* epilogue, const GemmCut* cut) {
   Tensor& y = outs[0];
   const std::string& n = c.op->name;
   if (n == "aten.bmm.default") {
     const bool ta = transposed_operand(c, 0), tb = transposed_operand(c, 1);
     const int64_t B = in[0].shape()[0], M = in[0].shape()[ta ? 2 : 1], K = in[0].shape()[ta ? 1 : 2], N = in[1].shape()[tb ? 1 : 2];
     for (int64_t b = 0; b < B; ++b)
-      sgemm(M, N, K, 1.f, f32(in[0]) + b * M * K, ta, f32(in[1]) + b * K * N, tb, 0.f, f32(y) + b * M * N);
+      sgemm(M, N, K, 1.f, f32(in[0]) + b * M * K, ta, f32(in[1]) + b * K * N, tb, 0.f, f32(y) + b * M * N, nullptr, nullptr, cut);
     return false;
   }
   const bool addmm = n == "aten.addmm.default";
@@ -306,7 +354,7 @@ bool matmul(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs,
     else bias_rows(i0, i1, j0, j1);
   };
   return sgemm(M, N, K, addmm ? static_cast<float>(c.args[4].number()) : 1.f, f32(a), ta, f32(b), tb, beta, f32(y),
-               addmm ? &before : nullptr, epilogue);
+               addmm ? &before : nullptr, epilogue, cut);
 }
 
 
@@ -758,10 +806,10 @@ RefInputs extern_inputs(const ExternCall& c, const std::function<Tensor(const st
   return in;
 }
 
-bool run_extern(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs, const RowEpilogue* epilogue) {
+bool run_extern(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs, const RowEpilogue* epilogue, const GemmCut* cut) {
   const std::string& n = c.op->name;
   if (all_f32(in, outs)) {
-    if (n == "aten.mm.default" || n == "aten.addmm.default" || n == "aten.bmm.default") return matmul(c, in, outs, epilogue);
+    if (n == "aten.mm.default" || n == "aten.addmm.default" || n == "aten.bmm.default") return matmul(c, in, outs, epilogue, cut);
     if (n == "aten.convolution.default" && !c.args[6].b) return convolution(c, in, outs), false;
     if (n == "aten.convolution_backward.default" && !c.args[7].b) return convolution_backward(c, in, outs), false;
     if (n == "aten.cat.default") return cat(c, in, outs), false;

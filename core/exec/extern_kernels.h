@@ -18,9 +18,26 @@ RefInputs extern_inputs(const ExternCall& c, const std::function<Tensor(const st
 // A matrix multiply's epilogue (Kernel::epilogue): run on the product's elements [begin, end),
 // whole rows, on the thread that computed them.
 using RowEpilogue = std::function<void(int64_t begin, int64_t end)>;
+// How a matrix multiply runs on the CPU: cut into `rows` x `cols` blocks, one single-threaded BLAS
+// call a block on the pool's threads (1 x 1: one call); {0, 0}: as the heuristic cuts it.
+struct GemmCut {
+  int64_t rows = 0, cols = 0;
+  bool heuristic() const { return rows == 0 || cols == 0; }
+  std::string text() const;  // "4 x 4 blocks", "one call"
+  bool operator==(const GemmCut&) const = default;
+};
+// The cut the heuristic takes for an M x N x K product (tools/bench/gemm_variants.cpp measured it).
+GemmCut gemm_heuristic_cut(int64_t M, int64_t N, int64_t K);
+// The cuts max-autotune times for it: every cut into as many blocks as the pool has threads, or
+// half as many, with at least 16 rows and 16 columns a block, and one call.
+std::vector<GemmCut> gemm_candidate_cuts(int64_t M, int64_t N, int64_t K);
+// A matrix multiply's sizes (bmm: one of its products); false for other calls.
+bool matmul_sizes(const ExternCall& c, const RefInputs& in, int64_t& M, int64_t& N, int64_t& K);
 // Computes the call into `outs`, which are allocated with the call's output shapes. With an
 // epilogue, a matrix multiply split into blocks of rows runs it on each block right after the block
 // is computed; returns whether it did (otherwise the caller runs the epilogue kernel itself).
-bool run_extern(const ExternCall& call, const RefInputs& in, std::vector<Tensor>& outs, const RowEpilogue* epilogue = nullptr);
+// `cut`: a matrix multiply's cut (max-autotune's choice), else the heuristic's.
+bool run_extern(const ExternCall& call, const RefInputs& in, std::vector<Tensor>& outs, const RowEpilogue* epilogue = nullptr,
+                const GemmCut* cut = nullptr);
 bool have_blas();
 }

@@ -177,7 +177,10 @@ class CpuProgram final : public CompiledProgram {
  public:
   CpuProgram(const Graph& lowered_from, const CompileResult& r, std::unique_ptr<LoadedCode> code)
       : graph_(lowered_from), loops_(r.loops), schedule_(r.schedule), source_(r.source), code_(std::move(code)),
-        exe_(loops_, schedule_, source_, *code_) {}
+        exe_(loops_, schedule_, source_, *code_) {
+    for (size_t k = 0; k < schedule_.kernels.size(); ++k)  // max-autotune's cuts
+      if (const auto c = r.gemm_cuts.find(schedule_.kernels[k].name); c != r.gemm_cuts.end()) exe_.choose_cut(k, &c->second);
+  }
   std::vector<Tensor> run(const std::vector<Tensor>& user_inputs) override {
     return exe_.run(bind_inputs(graph_, user_inputs));
   }
@@ -796,6 +799,30 @@ CompileResult run_stages(LoadedModel model, const PipelineOptions& o, const std:
     } else {
       CpuExecutable exe(r.loops, r.schedule, r.source, *cpu_code, dynamic_sizes);
       r.outputs = exe.run(all_inputs);
+      if (o.mode == "max-autotune") {
+        // Each matrix multiply's cuts timed on its operands; the fastest kept in exe (and in
+        // r.gemm_cuts, for the program the app runs again).
+        const AutotuneResult a = autotune_cpu(r.loops, r.schedule, r.source.code, exe, all_inputs, r.gemm_cuts);
+        Stage s;
+        s.name = "autotune";
+        s.title = "max-autotune: matrix multiplies' cuts timed";
+        s.kind = Stage::Kind::run;
+        s.text = a.kernels.empty() ? "AUTOTUNE (CPU): no matrix multiply to tune (on the CPU, max-autotune tunes how each "
+                                     "multiply is cut into blocks for the pool's threads; generated kernels compile as in "
+                                     "default mode)\n"
+                                   : a.table();
+        s.nodes = static_cast<int>(a.kernels.size());
+        rec.last_ms = a.ms;
+        rec.add(std::move(s));
+        int better = 0;
+        for (const KernelTuning& k : a.kernels) better += k.chosen != 0;
+        std::ostringstream note;
+        note << std::fixed << std::setprecision(0) << "max-autotune: " << a.kernels.size() << " matrix multipl"
+             << (a.kernels.size() == 1 ? "y" : "ies") << " tuned in " << a.ms << " ms" << (a.from_cache ? " (from the disk cache)" : "")
+             << ", " << better << " run faster than the heuristic's cut; generated kernels compile as in default mode";
+        r.mode_note = note.str();
+        if (!r.gemm_cuts.empty()) r.outputs = exe.run(all_inputs);  // the outputs of the tuned multiplies
+      }
       t = exe.benchmark(all_inputs, to);
       for (size_t k = 0; k < how.size(); ++k) {
         how[k] = r.schedule.kernels[k].is_extern ? "library" : "generated";
@@ -804,8 +831,6 @@ CompileResult run_stages(LoadedModel model, const PipelineOptions& o, const std:
       }
       if (o.keep_program && o.dynamic) r.program = std::make_shared<DynamicCpuProgram>(r, o, lowered_from, std::move(cpu_code));
       else if (o.keep_program) r.program = std::make_shared<CpuProgram>(lowered_from, r, std::move(cpu_code));
-      if (o.mode == "max-autotune")
-        r.mode_note = "max-autotune: it tunes CUDA kernels' launch configurations; CPU kernels are compiled as in default mode";
       if (o.mode == "reduce-overhead")
         r.mode_note = "reduce-overhead: on the CPU the kernels are already called back to back from one loop, with "
                       "nothing between them to remove; it changes the CUDA run (one CUDA graph)";
@@ -860,6 +885,8 @@ CompileResult run_stages(LoadedModel model, const PipelineOptions& o, const std:
                        (l.cluster ? " (a thread-block cluster)" : "") +
                        (l.vector ? ", 16-byte accesses" : "");
       }
+      if (const auto cut = r.gemm_cuts.find(kr.name); !cuda && cut != r.gemm_cuts.end())
+        rep.launch = "max-autotune: " + cut->second.text() + " on the pool's threads";
       r.kernels.push_back(rep);
     }
     // The check: against the expected outputs when the model came with them, and always against

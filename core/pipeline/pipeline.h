@@ -22,6 +22,7 @@
 #include "codegen/cuda_codegen.h"
 #include "compile/phase_times.h"
 #include "dynamic/dynamic_shapes.h"
+#include "exec/extern_kernels.h"
 #include "frontend/load_model.h"
 #include "ir/graph.h"
 #include "loop/loop_ir.h"
@@ -179,6 +180,7 @@ struct CompileResult {
   double launched_ms = 0;     // reduce-overhead with a graph: the run with kernels launched one by one
   double host_ms = 0;         // CUDA: the host's time to launch one run, kernel by kernel (median)
   std::string mode = "default";
+  std::map<std::string, GemmCut> gemm_cuts;  // CPU max-autotune: the multiplies cut otherwise than the heuristic, by kernel name
   std::string mode_note;      // what the mode did (the graph's nodes and time), or why it could not  // the device's measured memory bandwidth (run stage), 0 where unknown
   std::string error;        // set when a stage failed; the stages before it are kept
   std::string error_stage;  // the stage that failed

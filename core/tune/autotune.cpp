@@ -56,15 +56,22 @@ void deserialize(const std::string& text, CudaCodegenOptions& o) {
 
 std::string AutotuneResult::table() const {
   std::ostringstream os;
-  os << "AUTOTUNE: " << kernels.size() << " kernel(s), coordinate descent from the heuristics' configurations (" << descent_rounds
-     << " round(s), " << rounds << " NVRTC modules), each candidate checked and timed alone on the model's buffers, "
-     << std::fixed << std::setprecision(0) << ms << " ms" << (from_cache ? " (choices from the disk cache)" : "") << "\n";
+  if (cpu) {
+    os << "AUTOTUNE (CPU): " << kernels.size() << " matrix multipl" << (kernels.size() == 1 ? "y" : "ies")
+       << ", each cut into blocks of rows and columns every way the pool's threads allow (one single-threaded BLAS call a block, "
+       << "its epilogue on each block), checked against the heuristic's cut and timed alone on the model's operands, " << std::fixed
+       << std::setprecision(0) << ms << " ms" << (from_cache ? " (choices from the disk cache)" : "") << "\n";
+  } else {
+    os << "AUTOTUNE: " << kernels.size() << " kernel(s), coordinate descent from the heuristics' configurations (" << descent_rounds
+       << " round(s), " << rounds << " NVRTC modules), each candidate checked and timed alone on the model's buffers, "
+       << std::fixed << std::setprecision(0) << ms << " ms" << (from_cache ? " (choices from the disk cache)" : "") << "\n";
+  }
   if (tuned_ms > 0)
     os << std::setprecision(4) << "the model with the tuned kernels: " << tuned_ms << " ms a run, with the heuristics' "
        << heuristic_ms << " ms" << (tuned_ms > 0.99 * heuristic_ms ? ": the heuristics stay" : "") << "\n";
   size_t products = 0;
   for (const KernelTuning& k : kernels) products += k.library;
-  if (products)
+  if (products && !cpu)
     os << products << " matrix multipl" << (products == 1 ? "y" : "ies") << ": cuBLASLt's algorithms for the product (its heuristic's list) "
        << "checked and timed against the heuristics' call\n";
   for (const KernelTuning& k : kernels) {

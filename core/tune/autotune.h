@@ -11,11 +11,13 @@
 // heuristic's list, up to 12) timed on the real operands against the heuristics' call, as
 // Inductor times its extern mm choice against its templates.
 #pragma once
+#include <map>
 #include <string>
 #include <vector>
 
 #include "codegen/cuda_codegen.h"
 #include "cuda/driver.h"
+#include "exec/executor.h"
 #include "sched/schedule.h"
 #include "tensor/tensor.h"
 
@@ -45,6 +47,7 @@ struct AutotuneResult {
   int descent_rounds = 0;  // rounds of coordinate descent
   double ms = 0;           // the whole tuning
   bool from_cache = false;
+  bool cpu = false;        // autotune_cpu's: matrix multiplies' cuts
   double tuned_ms = 0, heuristic_ms = 0;  // the whole model, both ways (0 when nothing was tuned)
   std::string table() const;  // the AUTOTUNE log: per kernel, every candidate with its time
 };
@@ -52,5 +55,14 @@ struct AutotuneResult {
 // Tunes `base` into `tuned` (base plus a configuration per kernel that beats its heuristic).
 AutotuneResult autotune_cuda(const LoopProgram& p, const Schedule& s, const CudaCodegenOptions& base, CudaDriver& d,
                              const std::vector<Tensor>& inputs, CudaCodegenOptions& tuned);
+
+// max-autotune on the CPU (Inductor's CPU max-autotune times its C++ GEMM template's blockings
+// against the library call): each matrix multiply of `exe` (its inputs bound: run first) cut
+// every way gemm_candidate_cuts offers, each checked against the heuristic's cut (its output and
+// its epilogue's) and timed alone on the model's operands; the fastest kept in `exe` and in
+// `chosen` (by kernel name) when the whole model is faster with them. The choice is kept on disk,
+// keyed by the products, their candidates and the generated `source`.
+AutotuneResult autotune_cpu(const LoopProgram& p, const Schedule& s, const std::string& source, CpuExecutable& exe,
+                            const std::vector<Tensor>& inputs, std::map<std::string, GemmCut>& chosen);
 
 }  // namespace ls

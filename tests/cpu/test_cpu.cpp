@@ -11,6 +11,8 @@
 #include <sstream>
 
 #include "compile/cpu_compiler.h"
+#include "exec/executor.h"
+#include "interp/reference.h"
 #include "export/package.h"
 #include "frontend/load_model.h"
 #include "ir/builder.h"
@@ -376,6 +378,85 @@ class TestCpu : public QObject {
       for (const auto& c : r.check.reference) QVERIFY2(c.cmp.ok, (c.against + ": " + c.cmp.why).c_str());
       QVERIFY(r.check.ok);
     }
+  }
+
+  // CPU max-autotune: each matrix multiply cut every way gemm_candidate_cuts offers (blocks of
+  // rows and columns for the pool's threads, one call), timed with its epilogue; the table lists
+  // every candidate, the run uses the chosen cuts (the kernel table names them) and matches the
+  // reference interpreter; every candidate cut, forced on every multiply of the compiled model,
+  // gives the reference interpreter's numbers; a second compile takes the choice from the disk cache.
+  void testCpuMaxAutotuneCutsMultiplies() {
+    QTemporaryDir cache;
+    const QByteArray before = qgetenv("LOWERSCOPE_CACHE_DIR");
+    qputenv("LOWERSCOPE_CACHE_DIR", cache.path().toUtf8());
+    PipelineOptions o;
+    o.mode = "max-autotune";
+    o.timing_budget_ms = 5;
+    const LoadedModel m = load_model(data("stages/extra/matmul_epilogues.txt"));
+    const CompileResult r = run_pipeline(m, o);
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    QVERIFY(r.check.ok);
+    const Stage* table = r.stage("autotune");
+    QVERIFY(table);
+    QVERIFY2(r.mode_note.find("6 matrix multiplies tuned in") != std::string::npos, r.mode_note.c_str());
+    int products = 0;
+    for (size_t k = 0; k < r.schedule.kernels.size(); ++k) {
+      const Kernel& kr = r.schedule.kernels[k];
+      if (!kr.is_extern) continue;
+      ++products;
+      const size_t at = table->text.find("\n" + kr.name + " (matrix multiply ");
+      QVERIFY2(at != std::string::npos, (kr.name + "\n" + table->text).c_str());
+      const size_t end = table->text.find("\n\n", at + 1);
+      const std::string section = table->text.substr(at, end == std::string::npos ? std::string::npos : end - at);
+      // Its candidates: the heuristic's cut first, then the others, each timed.
+      const Shape& y = r.loops.buffer(kr.writes.at(0)).shape;
+      int lines = 0;
+      for (size_t l = section.find("\n  "); l != std::string::npos; l = section.find("\n  ", l + 1)) ++lines;
+      QCOMPARE(lines, static_cast<int>(gemm_candidate_cuts(y[0], y[1], 64).size()));
+      QVERIFY2(section.find("heuristic: ") != std::string::npos && section.find(" us") != std::string::npos, section.c_str());
+      const size_t star = section.find("  * ");
+      QVERIFY2(star != std::string::npos, section.c_str());
+      const std::string chosen = section.substr(star, section.find('\n', star) - star);
+      const auto cut = r.gemm_cuts.find(kr.name);
+      if (chosen.find("heuristic: ") != std::string::npos) {
+        QVERIFY(cut == r.gemm_cuts.end());
+        QVERIFY2(r.kernels[k].launch.empty(), r.kernels[k].launch.c_str());
+      } else {
+        QVERIFY2(cut != r.gemm_cuts.end(), chosen.c_str());
+        QVERIFY2(chosen.find(cut->second.text()) != std::string::npos, chosen.c_str());
+        QCOMPARE(r.kernels[k].launch, "max-autotune: " + cut->second.text() + " on the pool's threads");
+      }
+    }
+    QCOMPARE(products, 6);
+    // Every candidate cut of every multiply against the reference interpreter.
+    CpuCompileResult code = compile_cpp(r.source.code, CpuCompileOptions{});
+    CpuExecutable exe(r.loops, r.schedule, r.source, *code.code);
+    const std::vector<Tensor> inputs = bind_inputs(r.prims, r.model.inputs);
+    exe.run(inputs);
+    size_t most = 0;
+    std::vector<std::vector<GemmCut>> cuts(r.schedule.kernels.size());
+    for (size_t k = 0; k < cuts.size(); ++k) {
+      int64_t M = 0, N = 0, K = 0;
+      if (exe.matmul_sizes(k, M, N, K)) cuts[k] = gemm_candidate_cuts(M, N, K);
+      most = std::max(most, cuts[k].size());
+    }
+    QVERIFY(most >= (std::thread::hardware_concurrency() > 1 ? 3u : 1u));
+    for (size_t i = 0; i < most; ++i) {
+      for (size_t k = 0; k < cuts.size(); ++k)
+        if (!cuts[k].empty()) exe.choose_cut(k, &cuts[k][std::min(i, cuts[k].size() - 1)]);
+      const std::vector<Tensor> out = exe.run(inputs);
+      QCOMPARE(out.size(), r.reference_outputs.size());
+      for (size_t j = 0; j < out.size(); ++j) {
+        const Comparison c = compare(out[j], r.reference_outputs[j]);
+        QVERIFY2(c.ok, ("candidate " + std::to_string(i) + ", output " + std::to_string(j) + ": " + c.why).c_str());
+      }
+    }
+    const CompileResult again = run_pipeline(m, o);
+    QVERIFY2(again.mode_note.find("from the disk cache") != std::string::npos, again.mode_note.c_str());
+    QVERIFY(again.check.ok);
+    QVERIFY(again.gemm_cuts == r.gemm_cuts);
+    for (size_t k = 0; k < r.kernels.size(); ++k) QCOMPARE(again.kernels[k].launch, r.kernels[k].launch);
+    qputenv("LOWERSCOPE_CACHE_DIR", before);
   }
 
   // CPU attention (forward and backward) against the reference interpreter's own float64 kernels:

@@ -95,6 +95,38 @@ class TestGui : public QObject {
     QCOMPARE(epilogues, std::thread::hardware_concurrency() > 1 ? 4 : 0);
   }
 
+  // Compile > Mode: max-autotune on the CPU adds the autotune stage (every matrix multiply's cuts
+  // with their times) before the run; a multiply it cut otherwise than the heuristic says so in
+  // the kernel table's tooltip.
+  void testMaxAutotuneStageOnCpu() {
+    QTemporaryDir cache;
+    const QByteArray before = qgetenv("LOWERSCOPE_CACHE_DIR");
+    qputenv("LOWERSCOPE_CACHE_DIR", cache.path().toUtf8());
+    MainWindow w;
+    QSignalSpy done(&w, &MainWindow::compileDone);
+    w.openModel(QString(LS_TEST_DATA) + "/stages/extra/matmul_epilogues.txt");
+    QVERIFY(done.wait(60000));
+    auto* stages = w.findChild<QListView*>();
+    const int rows = stages->model()->rowCount();
+    QVERIFY(!w.selectStage("autotune"));
+    w.findChild<QAction*>("mode_max-autotune")->trigger();
+    QVERIFY(done.wait(60000));
+    QCOMPARE(done.last().at(0).toBool(), true);
+    QCOMPARE(stages->model()->rowCount(), rows + 1);
+    QVERIFY(w.selectStage("autotune"));
+    const CompileResult* r = w.session()->result();
+    QVERIFY(r->check.ok);
+    QVERIFY2(r->stage("autotune")->text.find("AUTOTUNE (CPU): 6 matrix multiplies") != std::string::npos, r->stage("autotune")->text.c_str());
+    const QAbstractItemModel* m = w.kernelTable()->model();
+    for (int row = 0; row < m->rowCount(); ++row) {
+      const std::string name = m->index(row, 0).data().toString().toStdString();
+      const auto cut = r->gemm_cuts.find(name);
+      if (cut == r->gemm_cuts.end()) continue;
+      QVERIFY2(m->index(row, 1).data(Qt::ToolTipRole).toString().contains(QString::fromStdString(cut->second.text())), name.c_str());
+    }
+    qputenv("LOWERSCOPE_CACHE_DIR", before);
+  }
+
   void testBadFileShowsErrorInWindow() {
     const QString path = QDir::temp().filePath("ls_gui_bad.txt");
     {

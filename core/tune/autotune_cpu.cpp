@@ -1,0 +1,171 @@
+// max-autotune on the CPU: each matrix multiply's cut into blocks (GemmCut: one single-threaded
+// BLAS call a block, on the pool's threads, its epilogue on each block) timed on the model's own
+// operands, as Inductor's CPU max-autotune times its C++ GEMM template's blockings against the
+// library call.
+#include <chrono>
+#include <cstring>
+#include <iomanip>
+#include <sstream>
+
+#include "compile/disk_cache.h"
+#include "compile/phase_times.h"
+#include "tune/autotune.h"
+
+namespace ls {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+Tensor copy_of(const Tensor& t) {
+  Tensor c(t.dtype(), t.shape());
+  if (t.nbytes()) std::memcpy(c.data(), t.data(), static_cast<size_t>(t.nbytes()));
+  return c;
+}
+
+}  // namespace
+
+AutotuneResult autotune_cpu(const LoopProgram& p, const Schedule& s, const std::string& source, CpuExecutable& exe,
+                            const std::vector<Tensor>& inputs, std::map<std::string, GemmCut>& chosen) {
+  const auto t0 = Clock::now();
+  AutotuneResult result;
+  result.cpu = true;
+  chosen.clear();
+  struct Product {
+    size_t k;
+    std::vector<GemmCut> cuts;  // the heuristic's first
+    std::vector<std::string> checked;  // the buffers a cut must leave as the heuristic's does
+  };
+  std::vector<Product> products;
+  // The cache key: every product's sizes and candidates (they follow the pool's threads) and the
+  // generated code (an epilogue's kernel is timed with its product).
+  std::ostringstream key;
+  key << "cpu max-autotune\n";
+  for (size_t k = 0; k < s.kernels.size(); ++k) {
+    int64_t M = 0, N = 0, K = 0;
+    if (!s.kernels[k].is_extern || !exe.matmul_sizes(k, M, N, K)) continue;
+    Product pr{k, gemm_candidate_cuts(M, N, K), s.kernels[k].writes};
+    const bool epilogue = k + 1 < s.kernels.size() && s.kernels[k + 1].epilogue;
+    if (epilogue) pr.checked.insert(pr.checked.end(), s.kernels[k + 1].writes.begin(), s.kernels[k + 1].writes.end());
+    KernelTuning t;
+    t.kernel = s.kernels[k].name;
+    t.library = true;
+    const std::string& op = p.nodes.at(s.kernels[k].nodes.at(0)).ext.op->name;
+    t.form = "matrix multiply " + std::to_string(M) + "x" + std::to_string(K) + " @ " + std::to_string(K) + "x" + std::to_string(N) +
+             (op == "aten.bmm.default" ? ", batched" : "") + (epilogue ? ", with its epilogue " + s.kernels[k + 1].name : "");
+    t.space = pr.cuts.size();
+    key << t.kernel << ' ' << t.form;
+    for (const GemmCut& c : pr.cuts) key << " | " << c.rows << 'x' << c.cols;
+    key << '\n';
+    result.kernels.push_back(std::move(t));
+    products.push_back(std::move(pr));
+  }
+  if (products.empty()) return result;
+  const std::string key_text = key.str() + source;
+  const DiskCache cache(cache_folder("", "autotune"), fnv1a_hex(key_text), ".txt");
+
+  auto label = [](const GemmCut& c, bool heuristic) { return (heuristic ? "heuristic: " : "") + c.text(); };
+  if (cache.has(".tune", key_text)) {
+    std::istringstream is(cache.get(".tune"));
+    std::string name;
+    GemmCut c;
+    while (is >> name >> c.rows >> c.cols) chosen[name] = c;
+    for (size_t i = 0; i < products.size(); ++i) {
+      KernelTuning& t = result.kernels[i];
+      TunedCandidate h;
+      h.label = label(products[i].cuts[0], true);
+      t.candidates.push_back(h);
+      if (const auto c = chosen.find(t.kernel); c != chosen.end()) {
+        TunedCandidate b;
+        b.label = label(c->second, false);
+        t.candidates.push_back(b);
+        t.chosen = 1;
+        exe.choose_cut(products[i].k, &c->second);
+      }
+      t.why = "chosen before (disk cache)";
+    }
+    result.from_cache = true;
+    result.ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    return result;
+  }
+
+  TimingOptions alone;
+  alone.warmup = 1;
+  alone.min_runs = 5;
+  alone.max_runs = 50;
+  alone.budget_ms = 20;
+  for (size_t i = 0; i < products.size(); ++i) {
+    PhaseTimer timing("max-autotune: matrix multiplies' cuts timed (CPU)");
+    const Product& pr = products[i];
+    KernelTuning& t = result.kernels[i];
+    // The heuristic's cut is the reference: its outputs (and its epilogue's) kept.
+    exe.choose_cut(pr.k, nullptr);
+    exe.run_step_alone(pr.k);
+    std::vector<Tensor> want;
+    for (const std::string& b : pr.checked) want.push_back(copy_of(exe.buffer(b)));
+    TunedCandidate h;
+    h.label = label(pr.cuts[0], true);
+    h.ms = exe.time_step_alone(pr.k, alone);
+    t.candidates.push_back(h);
+    for (size_t c = 1; c < pr.cuts.size(); ++c) {
+      TunedCandidate cand;
+      cand.label = label(pr.cuts[c], false);
+      try {
+        exe.choose_cut(pr.k, &pr.cuts[c]);
+        exe.run_step_alone(pr.k);
+        for (size_t b = 0; b < pr.checked.size(); ++b) {
+          const Comparison cmp = compare(exe.buffer(pr.checked[b]), want[b]);
+          if (!cmp.ok) throw std::runtime_error("other numbers than the heuristic's in " + pr.checked[b] + ": " + cmp.why);
+        }
+        cand.ms = exe.time_step_alone(pr.k, alone);
+      } catch (const std::exception& e) {
+        cand.problem = std::string("failed: ") + e.what();
+      }
+      t.candidates.push_back(std::move(cand));
+    }
+    size_t best = 0;
+    for (size_t c = 1; c < t.candidates.size(); ++c)
+      if (t.candidates[c].problem.empty() && t.candidates[c].ms < t.candidates[best].ms) best = c;
+    if (best != 0 && t.candidates[best].ms > 0.97 * t.candidates[0].ms) best = 0;  // timing noise: a few percent
+    t.chosen = best;
+    std::ostringstream why;
+    why << std::fixed << std::setprecision(2);
+    if (best == 0) why << "the heuristic's cut is the fastest (" << t.candidates.size() << " of " << t.space << " tried)";
+    else why << pr.cuts[best].text() << ": " << t.candidates[0].ms / t.candidates[best].ms << "x faster than the heuristic's ("
+             << t.candidates.size() << " of " << t.space << " tried)";
+    t.why = why.str();
+    exe.choose_cut(pr.k, best == 0 ? nullptr : &pr.cuts[best]);
+    if (best != 0) chosen[t.kernel] = pr.cuts[best];
+    exe.run_step_alone(pr.k);  // its buffers as the chosen cut leaves them
+  }
+  // Each product was timed alone; the model is what counts: the tuned cuts together must beat
+  // the heuristics' whole-model time, else the heuristics stay.
+  if (!chosen.empty()) {
+    PhaseTimer checking("max-autotune: the tuned model timed (CPU)");
+    TimingOptions whole;
+    whole.warmup = 1;
+    whole.min_runs = 5;
+    whole.max_runs = 50;
+    whole.budget_ms = 100;
+    result.tuned_ms = exe.benchmark(inputs, whole).total_ms;
+    for (const Product& pr : products) exe.choose_cut(pr.k, nullptr);
+    result.heuristic_ms = exe.benchmark(inputs, whole).total_ms;
+    if (result.tuned_ms > 0.99 * result.heuristic_ms) {
+      for (KernelTuning& t : result.kernels)
+        if (t.chosen != 0) {
+          t.why += "; kept the heuristic: the tuned cuts together were not faster";
+          t.chosen = 0;
+        }
+      chosen.clear();
+    }
+    for (const Product& pr : products)
+      if (const auto c = chosen.find(s.kernels[pr.k].name); c != chosen.end()) exe.choose_cut(pr.k, &c->second);
+  }
+  std::ostringstream lines;
+  for (const auto& [name, c] : chosen) lines << name << ' ' << c.rows << ' ' << c.cols << '\n';
+  cache.put({{".tune", lines.str()}}, key_text);
+  result.ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  return result;
+}
+
+}  // namespace ls
