@@ -389,20 +389,81 @@ class KernelWriter {
         for (int n : s.nodes) run_node(e, n, X, R);
         continue;
       }
+      // A floating-point max or min is a compare and select that Clang's vectorizer leaves scalar
+      // without fast-math flags (a chain of dependent maxss: softmax's row max); written as lanes
+      // (L accumulators, one a lane of an inner simd loop of L steps, combined after the loop) it
+      // vectorizes with either compiler and gives the same value (max and min are exact). The
+      // rest of a row that is no multiple of L (any row, in size-generic code: its bounds are the
+      // sizes) is a plain loop into the first lane.
+      int64_t L = 0;
+      if (!(X <= 1 && parallel))
+        for (int n : s.nodes) {
+          const LoopNode& ln = p_.nodes[n];
+          if (ln.kind == LoopNode::Kind::reduction && (ln.reduce == Reduce::max || ln.reduce == Reduce::min) &&
+              (ln.dtype == DType::f32 || ln.dtype == DType::f64))
+            L = R >= 32 || (o_.size_generic && R >= 16) ? 16 : R >= 16 ? 8 : 0;  // size-generic: one L for most rows
+        }
       // Accumulators of the reductions in this loop.
       std::vector<std::string> reduction_clauses;
+      std::vector<int> lanes;  // reductions written as lanes
       for (int n : s.nodes) {
         const LoopNode& ln = p_.nodes[n];
         if (ln.kind != LoopNode::Kind::reduction) continue;
         const std::string acc = "acc" + std::to_string(n);
+        const std::string type(dtype_c(ln.dtype));
         accs_[n] = acc;
         e.node = n;
-        e.line(std::string(dtype_c(ln.dtype)) + " " + acc + " = " + reduce_identity(ln.reduce, ln.dtype) + ";");
+        if (L && (ln.reduce == Reduce::max || ln.reduce == Reduce::min) && (ln.dtype == DType::f32 || ln.dtype == DType::f64)) {
+          e.line(type + " " + acc + "_l[" + std::to_string(L) + "];");
+          e.line("for (int64_t ls_l = 0; ls_l < " + std::to_string(L) + "; ++ls_l) " + acc + "_l[ls_l] = " +
+                 reduce_identity(ln.reduce, ln.dtype) + ";");
+          accs_[n] = acc + "_l[r0i]";
+          lanes.push_back(n);
+          continue;
+        }
+        e.line(type + " " + acc + " = " + reduce_identity(ln.reduce, ln.dtype) + ";");
         reduction_clauses.push_back(std::string(" reduction(") + omp_reduction_op(ln.reduce) + ":" + acc + ")");
       }
       std::string clauses;
       for (const auto& c : reduction_clauses) clauses += c;
       e.node = -1;
+      if (L) {
+        const std::string Ls = std::to_string(L), Rs = std::to_string(R);
+        const bool tail = o_.size_generic || R % L != 0;
+        if (tail) e.line("int64_t r0o = 0;");
+        e.line(tail ? "for (; r0o + " + Ls + " <= " + Rs + "; r0o += " + Ls + ") {" : "for (int64_t r0o = 0; r0o < " + Rs + "; r0o += " + Ls + ") {");
+        e.line("    #pragma omp simd" + clauses);
+        e.line("    for (int64_t r0i = 0; r0i < " + Ls + "; ++r0i) {");
+        e.indent += "        ";
+        e.line("const int64_t r0 = r0o + r0i;");
+        e.run_loop_nodes(s, [&](int n) { run_node(e, n, X, R); });
+        e.indent.resize(e.indent.size() - 8);
+        e.line("    }");
+        e.line("}");
+        if (tail) {
+          for (int n : lanes) accs_[n] = "acc" + std::to_string(n) + "_l[0]";
+          e.line("for (int64_t r0 = r0o; r0 < " + Rs + "; ++r0) {");
+          e.indent += "    ";
+          e.run_loop_nodes(s, [&](int n) { run_node(e, n, X, R); });
+          e.indent.resize(e.indent.size() - 4);
+          e.line("}");
+        }
+        for (int n : lanes) {
+          const LoopNode& ln = p_.nodes[n];
+          const std::string acc = "acc" + std::to_string(n), lane = acc + "_l[ls_l]";
+          e.node = n;
+          e.line(std::string(dtype_c(ln.dtype)) + " " + acc + " = " + acc + "_l[0];");
+          e.line("for (int64_t ls_l = 1; ls_l < " + Ls + "; ++ls_l) " + acc + " = " + acc +
+                 (ln.reduce == Reduce::max ? " > " : " < ") + lane + " ? " + acc + " : " + lane + ";");
+          // The pending stores name the lanes as the loop did: the combined value instead.
+          for (auto& [key, accumulator] : e.pending_reduction)
+            if (accumulator == acc + "_l[r0i]" || accumulator == acc + "_l[0]") accumulator = acc;
+          accs_[n] = acc;
+        }
+        e.node = -1;
+        e.bind_finished_reductions(k_.writes);
+        continue;
+      }
       if (X <= 1 && parallel) e.line("#pragma omp parallel for simd schedule(static)" + clauses);
       else e.line("#pragma omp simd" + clauses);
       e.line("for (int64_t r0 = 0; r0 < " + std::to_string(R) + "; ++r0) {");
