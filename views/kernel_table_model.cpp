@@ -39,11 +39,15 @@ QVariant KernelTableModel::data(const QModelIndex& index, int role) const {
     case Kind: {
       // A matrix multiply's epilogue runs inside it (CPU), on each block of rows the library computed.
       const bool epilogue = k.how == "epilogue", with_epilogue = k.how == "library+epilogue";
-      if (role == Qt::ToolTipRole && (epilogue || with_epilogue))
-        return QObject::tr("The epilogue runs inside the matrix multiply before it, on each block of the product's rows right "
-                           "after the library computed it, while the rows are in cache; its time is in the multiply's.");
-      // How it ran: a CUDA kernel's launch, a multiply max-autotune cut otherwise than the heuristic.
-      if (role == Qt::ToolTipRole && !k.launch.empty()) return QString::fromStdString(k.launch);
+      if (role == Qt::ToolTipRole) {
+        QString tip;
+        if (epilogue || with_epilogue)
+          tip = QObject::tr("The epilogue runs inside the matrix multiply before it, on each block of the product's rows right "
+                            "after the library computed it, while the rows are in cache; its time is in the multiply's.");
+        // How it ran: a CUDA kernel's launch, a multiply max-autotune cut otherwise than the heuristic.
+        if (!k.launch.empty()) tip += (tip.isEmpty() ? "" : "\n") + QString::fromStdString(k.launch);
+        if (!tip.isEmpty()) return tip;
+      }
       const std::string kind = epilogue ? "epilogue" : with_epilogue ? k.kind + " + epilogue" : k.kind;
       return QString::fromStdString(r_->train ? kind + " · " + k.phase : kind);
     }

@@ -52,6 +52,7 @@ void init_once() {
   static std::once_flag once;
   std::call_once(once, [] {
     prefer_short_openmp_spin();
+    prefer_spread_openmp_threads();
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
     // Runtime libraries the kernels call into, made visible to the JIT's symbol lookup.

@@ -139,6 +139,19 @@ void prefer_short_openmp_spin() {
   setenv("KMP_BLOCKTIME", "1", 0);
 }
 
+// libomp's team unbound could start with its worker on the caller's core: OpenBLAS's own thread,
+// spinning for a while after the library loads, holds the other core at that moment, and the
+// scheduler then left the pair sharing one core for the whole process (a 2-core VM: one run in
+// three or so took 2.1x as long, every kernel; res_block 0.36 or 0.78 ms, softmax 0.015 or
+// 0.055). Bound one thread a core (OMP_PROC_BIND=spread, as PyTorch's CPU launcher binds its
+// threads), every run took the short time. Not for libgomp (the external compiler's kernels):
+// it showed no such runs.
+void prefer_spread_openmp_threads() {
+  for (const char* chosen : {"OMP_PROC_BIND", "OMP_PLACES", "KMP_AFFINITY", "GOMP_CPU_AFFINITY"})
+    if (std::getenv(chosen)) return;
+  setenv("OMP_PROC_BIND", "spread", 0);
+}
+
 namespace {
 std::mutex runtime_mutex;
 OpenMpRuntime runtime;

@@ -51,6 +51,9 @@ struct CompileError : std::runtime_error {
 bool have_clang_jit();
 // Sets OpenMP's idle waits before a runtime loads (unless the user chose): see the .cpp.
 void prefer_short_openmp_spin();
+// Binds libomp's team one thread a core, spread, before it loads (unless the user chose an
+// affinity): see the .cpp.
+void prefer_spread_openmp_threads();
 
 // The OpenMP runtime the loaded kernels brought in (libomp for the JIT, libgomp for the external
 // compiler), so that host code (the library calls between kernels) runs on the same team of
