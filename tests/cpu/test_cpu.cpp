@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <regex>
 #include <set>
 #include <thread>
 #include <sstream>
@@ -277,6 +278,17 @@ class TestCpu : public QObject {
     QVERIFY(src.find("#include") == std::string::npos);  // no headers: fast to parse
     const CompileResult big = compile_fixture("sincos/3_core_aten.txt", 1);
     QVERIFY(big.source.code.find("#pragma omp simd") != std::string::npos);
+    // Comparisons are written inside the selects that read them, never held in bool variables
+    // (GCC does not vectorize cifar_net's max-pool over ReLU with them); the numbers against the
+    // reference interpreter on the external compiler's path.
+    PipelineOptions gcc;
+    gcc.external_compiler = true;
+    gcc.timing_budget_ms = 5;
+    const CompileResult pool = run_pipeline(load_model(data("stages/cifar_net/3_core_aten.txt")), gcc);
+    QVERIFY2(pool.error.empty(), pool.error.c_str());
+    QVERIFY(pool.check.ok);
+    QVERIFY(pool.source.code.find("static_cast<bool>(") == std::string::npos);
+    QVERIFY(std::regex_search(pool.source.code, std::regex(R"(\(\(tmp\d+ <= 0\.0f\) \? 0\.0f : tmp\d+\))")));
   }
 
   // A float max or min reduction runs as lanes (an accumulator per lane of an inner SIMD loop,
