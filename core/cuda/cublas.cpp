@@ -1,6 +1,7 @@
 #include "cuda/cublas.h"
 
 #include <dlfcn.h>
+#include <link.h>
 
 #include <cstring>
 #include <iomanip>
@@ -26,7 +27,11 @@ void* open_cuda_library(const std::string& base, std::string* which = nullptr) {
       base + ".so.13", base + ".so.12", base + ".so", "/usr/local/cuda/lib64/" + base + ".so"};
   for (const auto& n : names)
     if (void* lib = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL)) {
-      if (which) *which = n;
+      if (which) {
+        *which = n;
+        link_map* m = nullptr;  // the file the loader found, as a path
+        if (dlinfo(lib, RTLD_DI_LINKMAP, &m) == 0 && m && m->l_name && *m->l_name) *which = m->l_name;
+      }
       return lib;
     }
   return nullptr;

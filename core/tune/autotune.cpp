@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <future>
 #include <iomanip>
 #include <map>
@@ -119,10 +120,17 @@ AutotuneResult autotune_cuda(const LoopProgram& p, const Schedule& s, const Cuda
   AutotuneResult result;
   tuned = base;
   const GeneratedCuda heuristic = generate_cuda(p, s, base);
-  // cuBLASLt's algorithms are opaque to other builds of it: the library is part of the key.
+  // cuBLASLt's algorithms are opaque to other builds of it: the library (its file, size and
+  // time) is part of the key.
   Cublas* blas = Cublas::get();
-  const DiskCache cache(cache_folder("", "autotune"),
-                        fnv1a_hex(d.device().name + "\n" + (blas ? blas->library : std::string()) + "\n" + heuristic.source.code), ".cu");
+  std::string library;
+  if (blas) {
+    std::error_code ec;
+    const std::filesystem::path lib(blas->library);
+    library = blas->library + " " + std::to_string(std::filesystem::file_size(lib, ec)) + " " +
+              std::to_string(std::filesystem::last_write_time(lib, ec).time_since_epoch().count());
+  }
+  const DiskCache cache(cache_folder("", "autotune"), fnv1a_hex(d.device().name + "\n" + library + "\n" + heuristic.source.code), ".cu");
 
   // Every generated kernel's space of configurations (the heuristic's first); the table lists the
   // ones tried.
