@@ -122,7 +122,7 @@ bool CpuExecutable::matmul_sizes(size_t k, int64_t& M, int64_t& N, int64_t& K) c
   if (!externs_.at(k)) return false;
   if (extern_in_.empty()) throw std::logic_error("the inputs are not bound yet (run or benchmark first)");
   const ExternCall& c = externs_[k]->ext;
-  RefInputs in = extern_in_[k];
+  const RefInputs& in = extern_in_[k];
   for (const Tensor& t : in.t)
     if (t.defined() && t.dtype() != DType::f32) return false;
   return ls::matmul_sizes(c, in, M, N, K);
