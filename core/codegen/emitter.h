@@ -148,13 +148,12 @@ class LoopEmitter : public OpsHandler {
         e += ")";
       }
     }
-    // C++: a comparison is written where its value is used, not held in a bool variable: GCC's
-    // vectorizer gives up on a loop whose selects read bool variables beside interleaved loads
-    // (cifar_net's max-pool over ReLU, 2x2 windows: "no vectype", scalar and branchy, 8x slower
-    // than Clang's code); the comparison inline in the select, it vectorizes.
-    if (dialect_ == Dialect::cpp && t == DType::b8 &&
-        (m == Math::lt || m == Math::le || m == Math::gt || m == Math::ge || m == Math::eq || m == Math::ne))
-      return value("(" + e + ")");
+    // C++: a bool (a comparison, a select or logic of them) is written where its value is used,
+    // not held in a bool variable: GCC's vectorizer gives up on a loop whose selects read bool
+    // variables beside interleaved loads (cifar_net's max-pool over ReLU, 2x2 windows, and its
+    // argmax: "no vectype", scalar and branchy, 8x slower than Clang's code); inline, it
+    // vectorizes. Long ones stay variables (an expression read twice is written twice).
+    if (dialect_ == Dialect::cpp && t == DType::b8 && e.size() < 160) return value("(" + e + ")");
     const std::string v = fresh();
     line("auto " + v + " = static_cast<" + std::string(dtype_c(t)) + ">(" + e + ");");
     return value(v);

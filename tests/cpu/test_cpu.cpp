@@ -289,6 +289,16 @@ class TestCpu : public QObject {
     QVERIFY(pool.check.ok);
     QVERIFY(pool.source.code.find("static_cast<bool>(") == std::string::npos);
     QVERIFY(std::regex_search(pool.source.code, std::regex(R"(\(\(tmp\d+ <= 0\.0f\) \? 0\.0f : tmp\d+\))")));
+    // Its outer loops count in 32 bits (every buffer and iteration under 2^30 elements); size-generic
+    // code, whose sizes are arguments, in 64.
+    QVERIFY(pool.source.code.find("for (int32_t x0") != std::string::npos);
+    PipelineOptions dyn;
+    dyn.dynamic = true;
+    dyn.timing_budget_ms = 2;
+    const CompileResult generic = run_pipeline(load_model(data("stages/softmax/3_core_aten.txt")), dyn);
+    QVERIFY2(generic.error.empty(), generic.error.c_str());
+    QVERIFY(generic.check.ok);
+    QVERIFY(generic.source.code.find("int32_t x0") == std::string::npos && generic.source.code.find("for (int64_t x0") != std::string::npos);
   }
 
   // A float max or min reduction runs as lanes (an accumulator per lane of an inner SIMD loop,
@@ -361,7 +371,8 @@ class TestCpu : public QObject {
     const size_t k = src.find("extern \"C\" void cpp_fused_batch_norm_relu");
     QVERIFY(k != std::string::npos);
     const std::string kernel = src.substr(k, src.find("\n}\n", k) - k);
-    QVERIFY2(kernel.find("for (int64_t x0i = 0; x0i < 256; ++x0i)") != std::string::npos, kernel.c_str());
+    // (its index in 32 bits: every number of the kernel fits)
+    QVERIFY2(kernel.find("for (int32_t x0i = 0; x0i < 256; ++x0i)") != std::string::npos, kernel.c_str());
     QVERIFY2(kernel.find(" / 256") == std::string::npos, kernel.c_str());
     QVERIFY2(kernel.find("[(x0o % 32)]") != std::string::npos, kernel.c_str());
   }
