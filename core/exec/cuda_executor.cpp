@@ -273,21 +273,7 @@ void CudaExecutable::run_step_alone(size_t k) {
 }
 
 double CudaExecutable::time_step_alone(size_t k, const TimingOptions& o) {
-  for (int w = 0; w < o.warmup; ++w) step(k);
-  void* e0 = d_.event();
-  void* e1 = d_.event();
-  std::vector<double> times;
-  const auto start = std::chrono::steady_clock::now();
-  auto spent = [&] { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count(); };
-  for (int run = 0; run < o.max_runs && (run < o.min_runs || spent() < o.budget_ms); ++run) {
-    d_.record(e0);
-    step(k);
-    d_.record(e1);
-    times.push_back(d_.elapsed_ms(e0, e1));
-  }
-  d_.destroy_event(e0);
-  d_.destroy_event(e1);
-  return median_of(times);
+  return median_between_events([&] { step(k); }, o);
 }
 
 void CudaExecutable::device_extern(size_t k) {
@@ -633,7 +619,11 @@ double CudaExecutable::time_alone(size_t k, void* f, const CudaLaunch& l, const 
   AloneArgs a;
   alone_args(k, l, a);
   const char* name = g_.source.kernels[k].name.c_str();
-  for (int w = 0; w < o.warmup; ++w) d_.launch(f, l.grid, l.block, a.ptrs.data(), name);
+  return median_between_events([&] { d_.launch(f, l.grid, l.block, a.ptrs.data(), name); }, o);
+}
+
+double CudaExecutable::median_between_events(const std::function<void()>& launch, const TimingOptions& o) {
+  for (int w = 0; w < o.warmup; ++w) launch();
   void* e0 = d_.event();
   void* e1 = d_.event();
   std::vector<double> times;
@@ -641,7 +631,7 @@ double CudaExecutable::time_alone(size_t k, void* f, const CudaLaunch& l, const 
   auto spent = [&] { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count(); };
   for (int run = 0; run < o.max_runs && (run < o.min_runs || spent() < o.budget_ms); ++run) {
     d_.record(e0);
-    d_.launch(f, l.grid, l.block, a.ptrs.data(), name);
+    launch();
     d_.record(e1);
     times.push_back(d_.elapsed_ms(e0, e1));
   }

@@ -4,6 +4,7 @@
 // concatenation to helper kernels; other library calls run on the host (their inputs copied
 // down, outputs up), and the kernel table says so.
 #pragma once
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -77,6 +78,8 @@ class CudaExecutable {
 
  private:
   struct AloneArgs;
+  // The median device time of `launch` between two events (warm-up, then runs until o's budget).
+  double median_between_events(const std::function<void()>& launch, const TimingOptions& o);
   void alone_args(size_t k, const CudaLaunch& l, AloneArgs& a);
   void bind(const std::vector<Tensor>& inputs);
   void step(size_t k);
