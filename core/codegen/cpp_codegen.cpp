@@ -376,6 +376,7 @@ class KernelWriter {
       if (rows_) e.line("for (int64_t x0o = begin / " + std::to_string(I) + "; x0o < end / " + std::to_string(I) + "; ++x0o) {");
       else e.line("for (" + ix_ + " x0o = 0; x0o < " + std::to_string(X / I) + "; ++x0o) {");
       e.line("    #pragma omp simd");
+      if (I >= 16) e.line("    LS_INNER_LOOP");  // cpu_prelude.h: Clang would unroll it and vectorize the outer loop
       e.line("    for (" + ix_ + " x0i = 0; x0i < " + std::to_string(I) + "; ++x0i) {");
       e.indent += "        ";
       for (const KernelLoop& s : segs)

@@ -19,6 +19,15 @@ float powf(float, float) __attribute__((__simd__("notinbranch"), __nothrow__, __
 #else
 #define LS_F32(name) __builtin_##name##f
 #endif
+// A short inner loop of a split nest (x0i, tens of elements) that Clang fully unrolls is then
+// vectorized across the outer loop instead: every access a gather, 5x slower than the inner loop
+// vectorized (MobileNetV3's 7x7 planes: 6.5 us against 1.3). Not unrolled, the inner loop is
+// the one vectorized. GCC vectorizes the inner loop either way.
+#ifdef __clang__
+#define LS_INNER_LOOP _Pragma("clang loop unroll(disable)")
+#else
+#define LS_INNER_LOOP
+#endif
 
 static inline float ls_sin(float x) { return LS_F32(sin)(x); }
 static inline double ls_sin(double x) { return __builtin_sin(x); }
