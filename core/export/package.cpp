@@ -68,7 +68,8 @@ class Writer {
     s << (cuda() ? "CUDA package of " : "package of ") << r_.model.path << ": " << generated << " generated kernel(s) in "
       << (cuda() ? "kernels.cu (kernels.ptx" + std::string(has("kernels.cubin") ? ", kernels.cubin" : "") + ")" : "kernels.cpp")
       << ", " << library << " library call(s) in runtime.h, " << r_.loops.inputs.size() << " input(s) and weight(s) in data/, "
-      << expected().size() << " expected output(s)" << (!r_.train ? "" : r_.training.num_updates > 0 ? " (a training step: forward outputs, gradients, then the updated parameters)"
+      << expected().size() << " expected output(s)"
+      << (r_.gemm_cuts.empty() || cuda() ? "" : ", max-autotune's cuts of " + std::to_string(r_.gemm_cuts.size()) + " matrix multiplies") << (!r_.train ? "" : r_.training.num_updates > 0 ? " (a training step: forward outputs, gradients, then the updated parameters)"
                                                      : " (a training step: forward outputs, then gradients)")
       << "; build: cmake -S " << dir_ << " -B " << dir_
       << "/build && cmake --build " << dir_ << "/build && " << dir_ << "/build/run_model";
@@ -213,13 +214,19 @@ class Writer {
     auto in = [&](size_t arg) { return ptr(c.inputs.at(static_cast<size_t>(c.args.at(arg).node))); };
     auto shape = [&](size_t arg) { return c.shapes.at(static_cast<size_t>(c.args.at(arg).node)); };
     const std::string out = ptr(c.outputs.at(0));
+    // max-autotune's cut of a matrix multiply (CPU), passed to the runtime's sgemm.
+    std::string cut;
+    if (const auto found = r_.gemm_cuts.find(k.name); found != r_.gemm_cuts.end()) {
+      os << "    // max-autotune: " << found->second.text() << "\n";
+      cut = ", " + std::to_string(found->second.rows) + ", " + std::to_string(found->second.cols);
+    }
     if (op == "aten.bmm.default") {
       const bool ta = transposed_operand(c, 0), tb = transposed_operand(c, 1);
       const Shape a = shape(0), b = shape(1);
       const int64_t B = a[0], M = a[ta ? 2 : 1], K = a[ta ? 1 : 2], N = b[tb ? 1 : 2];
       os << "    for (int64_t i = 0; i < " << B << "; ++i) lsrt::sgemm(" << M << ", " << N << ", " << K << ", 1.f, " << in(0)
          << " + i * " << M * K << ", " << ta << ", " << in(1) << " + i * " << K * N << ", " << tb << ", 0.f, " << out
-         << " + i * " << M * N << ");\n";
+         << " + i * " << M * N << cut << ");\n";
     } else if (op == "aten.mm.default" || op == "aten.addmm.default") {
       const bool addmm = op == "aten.addmm.default";
       const size_t ia = addmm ? 1 : 0, ib = addmm ? 2 : 1;
@@ -231,10 +238,10 @@ class Writer {
         const int kind = bias.size() == 2 && bias[0] != 1 ? 2 : !bias.empty() && bias.back() != 1 ? 1 : 0;
         os << "    lsrt::addmm(" << out << ", " << in(0) << ", " << kind << ", " << M << ", " << N << ", " << K << ", " << in(ia)
            << ", " << ta << ", " << in(ib) << ", " << tb << ", " << flt(c.args[4].number()) << ", " << flt(c.args[3].number())
-           << ");\n";
+           << cut << ");\n";
       } else {
         os << "    lsrt::sgemm(" << M << ", " << N << ", " << K << ", 1.f, " << in(0) << ", " << ta << ", " << in(1) << ", " << tb
-           << ", 0.f, " << out << ");\n";
+           << ", 0.f, " << out << cut << ");\n";
       }
     } else if (is_attention_backward(op)) {
       const AttnGeom g = attn_geom(c);

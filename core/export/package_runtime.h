@@ -15,8 +15,9 @@ namespace lsrt {
 // As in Lowerscope, the library runs single-threaded on the kernels' own OpenMP team, a block of
 // rows a thread: its own threads beside a spinning OpenMP team would fight it for the cores
 // (an MLP training step: 20 ms that way, against a fraction of a millisecond).
+// `rows` x `cols` (both set): the cut max-autotune chose for this product, one call a block.
 inline void sgemm(int64_t M, int64_t N, int64_t K, float alpha, const float* A, bool ta, const float* B, bool tb,
-                  float beta, float* C) {
+                  float beta, float* C, int64_t rows = 0, int64_t cols = 0) {
 #if defined(OPENBLAS_VERSION)
   static const bool single_threaded = (openblas_set_num_threads(1), true);
   (void)single_threaded;
@@ -26,6 +27,16 @@ inline void sgemm(int64_t M, int64_t N, int64_t K, float alpha, const float* A, 
                 static_cast<int>(n1 - n0), static_cast<int>(K), alpha, ta ? A + m0 : A + m0 * K, static_cast<int>(ta ? M : K),
                 tb ? B + n0 * K : B + n0, static_cast<int>(tb ? K : N), beta, C + m0 * N + n0, static_cast<int>(N));
   };
+  if (rows > 0 && cols > 0 && rows * cols > 1 && !omp_in_parallel()) {
+    const int64_t rb = ((M + rows - 1) / rows + 15) / 16 * 16, cb = ((N + cols - 1) / cols + 15) / 16 * 16;
+#pragma omp parallel for schedule(static)
+    for (int64_t t = 0; t < rows * cols; ++t) {
+      const int64_t m0 = t / cols * rb, n0 = t % cols * cb;
+      if (m0 < M && n0 < N) call(m0, std::min(M, m0 + rb), n0, std::min(N, n0 + cb));
+    }
+    return;
+  }
+  if (rows * cols == 1) return call(0, M, 0, N);
   const int64_t parts = omp_in_parallel() ? 1 : std::min<int64_t>(omp_get_max_threads(), std::max<int64_t>(1, M * N * K / (1 << 18)));
   if (parts <= 1) return call(0, M, 0, N);
   if (M >= parts * 16) {  // blocks of rows
@@ -43,10 +54,10 @@ inline void sgemm(int64_t M, int64_t N, int64_t K, float alpha, const float* A, 
 
 // addmm: y = beta * bias (broadcast: one value, a row of N, or [M, N]) + alpha * A @ B.
 inline void addmm(float* y, const float* bias, int bias_kind, int64_t M, int64_t N, int64_t K, const float* a, bool ta,
-                  const float* b, bool tb, float alpha, float beta) {
+                  const float* b, bool tb, float alpha, float beta, int64_t rows = 0, int64_t cols = 0) {
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j) y[i * N + j] = bias_kind == 0 ? bias[0] : bias_kind == 1 ? bias[j] : bias[i * N + j];
-  sgemm(M, N, K, alpha, a, ta, b, tb, beta, y);
+  sgemm(M, N, K, alpha, a, ta, b, tb, beta, y, rows, cols);
 }
 
 // 2-D convolution, NCHW, weight [O, C/G, KH, KW]: im2col per image and group, then a matrix multiply.

@@ -179,6 +179,42 @@ class TestCpu : public QObject {
     QCOMPARE(compared, outputs);
   }
 
+  // A package of a max-autotune compile keeps its cuts: each multiply's call in model.cpp names the
+  // cut and the runtime's sgemm runs it (blocks of 16-row and 16-column multiples, a block a
+  // thread). Cuts set here on every multiply, other than the heuristic's (3 x 1 and 1 x 3 blocks,
+  // uneven); the package's outputs against the reference interpreter.
+  void testExportedPackageKeepsTunedCuts() {
+    PipelineOptions o;
+    o.timing_budget_ms = 2;
+    CompileResult r = run_pipeline(load_model(data("stages/extra/matmul_epilogues.txt")), o);
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    int cut = 0;
+    for (const Kernel& k : r.schedule.kernels)
+      if (k.is_extern) r.gemm_cuts[k.name] = cut++ % 2 ? GemmCut{1, 3} : GemmCut{3, 1};
+    QCOMPARE(cut, 6);
+    QTemporaryDir dir;
+    const std::string pkg = dir.filePath("tuned").toStdString();
+    try {
+      const Package p = export_package(r, pkg);
+      QVERIFY2(p.summary.find("max-autotune's cuts of 6 matrix multiplies") != std::string::npos, p.summary.c_str());
+    } catch (const std::exception& e) {
+      QFAIL(e.what());
+    }
+    std::stringstream runner;
+    runner << std::ifstream(pkg + "/model.cpp").rdbuf();
+    QVERIFY2(runner.str().find("// max-autotune: 3 x 1 blocks") != std::string::npos, runner.str().c_str());
+    QVERIFY(std::regex_search(runner.str(), std::regex(R"(lsrt::sgemm\([^;]*, 1, 3\);)")));
+    try {
+      build_and_run_package(QString::fromStdString(pkg));
+    } catch (const std::exception& e) {
+      QFAIL(e.what());
+    }
+    for (size_t i = 0; i < r.reference_outputs.size(); ++i) {
+      const Comparison c = compare(load_npy(pkg + "/outputs/out" + std::to_string(i) + ".npy"), r.reference_outputs[i]);
+      QVERIFY2(c.ok, ("out" + std::to_string(i) + ": " + c.why).c_str());
+    }
+  }
+
   void testExportRefusesWhatItCannotPackage() {
     QTemporaryDir dir;
     QProcess p;
