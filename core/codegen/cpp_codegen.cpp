@@ -446,6 +446,7 @@ class KernelWriter {
         e.line("    for (int64_t r0i = 0; r0i < " + Ls + "; ++r0i) {");
         e.indent += "        ";
         e.line("const int64_t r0 = r0o + r0i;");
+        e.nan_sticky = true;
         e.run_loop_nodes(s, [&](int n) { run_node(e, n, X, R); });
         e.indent.resize(e.indent.size() - 8);
         e.line("    }");
@@ -458,13 +459,14 @@ class KernelWriter {
           e.indent.resize(e.indent.size() - 4);
           e.line("}");
         }
+        e.nan_sticky = false;
         for (int n : lanes) {
           const LoopNode& ln = p_.nodes[n];
           const std::string acc = "acc" + std::to_string(n), lane = acc + "_l[ls_l]";
           e.node = n;
           e.line(std::string(dtype_c(ln.dtype)) + " " + acc + " = " + acc + "_l[0];");
-          e.line("for (int64_t ls_l = 1; ls_l < " + Ls + "; ++ls_l) " + acc + " = " + acc +
-                 (ln.reduce == Reduce::max ? " > " : " < ") + lane + " ? " + acc + " : " + lane + ";");
+          e.line("for (int64_t ls_l = 1; ls_l < " + Ls + "; ++ls_l) " + acc + " = (" + lane + " != " + lane + " || " + lane +
+                 (ln.reduce == Reduce::max ? " > " : " < ") + acc + ") ? " + lane + " : " + acc + ";");
           // The pending stores name the lanes as the loop did: the combined value instead.
           for (auto& [key, accumulator] : e.pending_reduction)
             if (accumulator == acc + "_l[r0i]" || accumulator == acc + "_l[0]") accumulator = acc;

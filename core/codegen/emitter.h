@@ -54,6 +54,7 @@ class LoopEmitter : public OpsHandler {
   int node = -1;                 // loop node whose body is running
   std::string acc;               // accumulator of the reduction node whose body is running
   std::map<std::string, std::string> pending_reduction;  // buffer@index -> accumulator
+  bool nan_sticky = false;  // max/min reductions keep a NaN (the C++ lanes form)
   bool memory_stores = true;  // false while re-running a node recomputed in a later loop
   std::string store_guard;  // a condition every store to memory waits on (CUDA: one thread per row stores)
   // CUDA 16-byte accesses: a load of buffer[index] (key "buffer[index]") that reads a lane of a
@@ -161,8 +162,16 @@ class LoopEmitter : public OpsHandler {
   V reduction(Reduce r, DType, V v) override {
     const std::string x = names_.at(v.id);
     switch (r) {
-      case Reduce::max: line(acc + " = " + acc + " > " + x + " ? " + acc + " : " + x + ";"); break;
-      case Reduce::min: line(acc + " = " + acc + " < " + x + " ? " + acc + " : " + x + ";"); break;
+      // A NaN sticks where the loop needs no reduction the compiler recognizes (lanes): as torch
+      // and the reference interpreter; an OpenMP max reduction keeps the plain select.
+      case Reduce::max:
+        line(acc + " = " + (nan_sticky ? "(" + x + " != " + x + " || " + x + " > " + acc + ") ? " + x + " : " + acc
+                                       : acc + " > " + x + " ? " + acc + " : " + x) + ";");
+        break;
+      case Reduce::min:
+        line(acc + " = " + (nan_sticky ? "(" + x + " != " + x + " || " + x + " < " + acc + ") ? " + x + " : " + acc
+                                       : acc + " < " + x + " ? " + acc + " : " + x) + ";");
+        break;
       default: line(acc + " = " + acc + " + " + x + ";"); break;
     }
     return value(acc);
