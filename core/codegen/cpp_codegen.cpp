@@ -260,7 +260,11 @@ class KernelWriter {
       e.push_scope();
       for (size_t i = 0; i < inner_seg; ++i)
         for (int n : segs[i].nodes) run_node(e, n, X, R);
+      // a column's max or min is a select per column (a map over the columns, no reduction the
+      // compiler must recognize): a float NaN sticks
+      e.nan_sticky = true;
       e.run_loop_nodes(segs[inner_seg], [&](int n) { run_node(e, n, X, R); });
+      e.nan_sticky = false;
       e.pop_scope();
       e.indent.resize(e.indent.size() - 4);
       e.line("}");
@@ -281,8 +285,11 @@ class KernelWriter {
         }
         e.line(std::string(dtype_c(ln.dtype)) + " " + acc + " = " + part + "[x0];");
         const std::string next = part + "[c * " + Xs + " + x0]";
-        const std::string combine = ln.reduce == Reduce::max   ? acc + " > " + next + " ? " + acc + " : " + next
-                                    : ln.reduce == Reduce::min ? acc + " < " + next + " ? " + acc + " : " + next
+        // (a float max or min keeps a NaN, as the rows' walk does)
+        const bool fp = ln.dtype == DType::f32 || ln.dtype == DType::f64;
+        const std::string keep = fp ? "(" + next + " != " + next + " || " : "(";
+        const std::string combine = ln.reduce == Reduce::max   ? keep + next + " > " + acc + ") ? " + next + " : " + acc
+                                    : ln.reduce == Reduce::min ? keep + next + " < " + acc + ") ? " + next + " : " + acc
                                                                : acc + " + " + next;
         e.line("for (int64_t c = 1; c < " + Cs + "; ++c) " + acc + " = " + combine + ";");
         accs_[n] = acc;
@@ -476,11 +483,23 @@ class KernelWriter {
         e.bind_finished_reductions(k_.writes);
         continue;
       }
+      // A short row's float max or min (under 16: no lanes) keeps a NaN as the lanes do: a plain
+      // loop (a select that keeps a NaN is no reduction OpenMP's simd may reorder). A single row
+      // over all threads keeps OpenMP's max, which drops a NaN that is not last.
+      bool sticky = false;
+      if (!(X <= 1 && parallel))
+        for (int n : s.nodes) {
+          const LoopNode& ln = p_.nodes[n];
+          sticky = sticky || (ln.kind == LoopNode::Kind::reduction && (ln.reduce == Reduce::max || ln.reduce == Reduce::min) &&
+                              (ln.dtype == DType::f32 || ln.dtype == DType::f64));
+        }
       if (X <= 1 && parallel) e.line("#pragma omp parallel for simd schedule(static)" + clauses);
-      else e.line("#pragma omp simd" + clauses);
+      else if (!sticky) e.line("#pragma omp simd" + clauses);
       e.line("for (int64_t r0 = 0; r0 < " + std::to_string(R) + "; ++r0) {");
       e.indent += "    ";
+      e.nan_sticky = sticky;
       e.run_loop_nodes(s, [&](int n) { run_node(e, n, X, R); });
+      e.nan_sticky = false;
       e.indent.resize(e.indent.size() - 4);
       e.line("}");
       e.bind_finished_reductions(k_.writes);

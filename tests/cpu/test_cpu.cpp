@@ -368,9 +368,8 @@ class TestCpu : public QObject {
     x.set(R - 1, 50.0);                              // row 0: the largest at the row's end (in a tail)
     x.set(R + std::min(15, R - 2), 60.0);            // row 1: at the end of the first 16 lanes
     x.set(2 * R + 7, -70.0);                         // row 2: the smallest at the end of the first 8
-    // Row 3: a NaN early in the row, which sticks in the lanes form (as in torch and the reference
-    // interpreter); the plain loop of short rows keeps OpenMP's max, where it need not.
-    if (lanes) x.set(3 * R + 5, std::nan(""));
+    // Row 3: a NaN early in the row, which sticks (as in torch and the reference interpreter).
+    x.set(3 * R + 5, std::nan(""));
     for (bool ext : {false, true}) {
       if (!ext && !have_clang_jit()) continue;
       PipelineOptions o;
@@ -386,7 +385,8 @@ class TestCpu : public QObject {
       QCOMPARE(r.outputs.at(0).get(0), 50.0);
       QCOMPARE(r.outputs.at(0).get(1), 60.0);
       QCOMPARE(r.outputs.at(1).get(2), -70.0);
-      if (lanes) QVERIFY(std::isnan(r.outputs.at(0).get(3)) && std::isnan(r.outputs.at(1).get(3)));
+      QVERIFY(std::isnan(r.outputs.at(0).get(3)) && std::isnan(r.outputs.at(1).get(3)));
+      QVERIFY(!std::isnan(r.outputs.at(0).get(4)));
       const bool has_lanes = r.source.code.find("_l[" + std::to_string(lanes) + "];") != std::string::npos;
       QCOMPARE(has_lanes, lanes != 0);
       if (lanes) QVERIFY(r.source.code.find("for (int64_t r0i = 0; r0i < " + std::to_string(lanes) + "; ++r0i)") != std::string::npos);
@@ -422,6 +422,36 @@ class TestCpu : public QObject {
     QVERIFY(a);
     QVERIFY(a->text.find("vmulps") != std::string::npos || a->text.find("mulps") != std::string::npos);
     QVERIFY2(a->text.find("gather") == std::string::npos, "the outer loop was vectorized with gathers");
+  }
+
+  // A column's max and min (a reduction over the rows of a row-major matrix: the column form, a
+  // select per column) keep a NaN, as torch and the reference interpreter do; both compile paths.
+  void testColumnMaxKeepsNan() {
+    QTemporaryDir dir;
+    const std::string path = dir.filePath("columns.txt").toStdString();
+    std::ofstream(path) << "class GraphModule(torch.nn.Module):\n"
+                        << "    def forward(self, x: \"f32[2000, 64]\"):\n"
+                        << "        amax: \"f32[64]\" = torch.ops.aten.amax.default(x, [0])\n"
+                        << "        amin: \"f32[64]\" = torch.ops.aten.amin.default(x, [0])\n"
+                        << "        return (amax, amin)\n";
+    Tensor x(DType::f32, {2000, 64});
+    for (int64_t i = 0; i < x.numel(); ++i) x.set(i, std::cos(0.11 * static_cast<double>(i)) * 5.0);
+    x.set(100 * 64 + 3, std::nan(""));  // column 3, row 100 of 2000
+    for (bool ext : {false, true}) {
+      if (!ext && !have_clang_jit()) continue;
+      PipelineOptions o;
+      o.external_compiler = ext;
+      o.timing_budget_ms = 2;
+      LoadedModel m = load_model(path);
+      m.inputs = {x};
+      const CompileResult r = run_pipeline(m, o);
+      QVERIFY2(r.error.empty(), r.error.c_str());
+      QVERIFY2(r.source.code.find("columns contiguous, rows strided") != std::string::npos, r.source.code.c_str());
+      for (const auto& c : r.check.reference) QVERIFY2(c.cmp.ok, (c.against + ": " + c.cmp.why).c_str());
+      QVERIFY(r.check.ok);
+      QVERIFY(std::isnan(r.outputs.at(0).get(3)) && std::isnan(r.outputs.at(1).get(3)));
+      QVERIFY(!std::isnan(r.outputs.at(0).get(2)) && !std::isnan(r.outputs.at(1).get(4)));
+    }
   }
 
   // A per-channel broadcast (BatchNorm over N, C, H, W) runs as an outer loop over planes and a
