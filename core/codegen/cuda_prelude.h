@@ -55,10 +55,10 @@ LS_DEV void ls_set_lane(float4& v, int j, float x) {
   else v.w = x;
 }
 
-// Reductions: 0 sum, 1 max, 2 min (max/min as the C++ kernels do them).
+// Reductions: 0 sum, 1 max, 2 min; a NaN on either side sticks, as in torch (and the C++ kernels).
 template <int OP, typename T> LS_DEV T ls_combine(T a, T b) {
-  if (OP == 1) return a > b ? a : b;
-  if (OP == 2) return a < b ? a : b;
+  if (OP == 1) return (b != b || b > a) ? b : a;
+  if (OP == 2) return (b != b || b < a) ? b : a;
   return a + b;
 }
 // Across the W lanes (a power of two, at most 32) that share a row; every lane gets the result.

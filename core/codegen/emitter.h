@@ -162,14 +162,14 @@ class LoopEmitter : public OpsHandler {
   V reduction(Reduce r, DType, V v) override {
     const std::string x = names_.at(v.id);
     switch (r) {
-      // A NaN sticks where the loop needs no reduction the compiler recognizes (lanes): as torch
-      // and the reference interpreter; an OpenMP max reduction keeps the plain select.
+      // A NaN sticks (as in torch and the reference interpreter) in CUDA code and where the C++
+      // loop needs no reduction the compiler recognizes (lanes); an OpenMP max keeps the plain select.
       case Reduce::max:
-        line(acc + " = " + (nan_sticky ? "(" + x + " != " + x + " || " + x + " > " + acc + ") ? " + x + " : " + acc
+        line(acc + " = " + (nan_sticky || dialect_ == Dialect::cuda ? "(" + x + " != " + x + " || " + x + " > " + acc + ") ? " + x + " : " + acc
                                        : acc + " > " + x + " ? " + acc + " : " + x) + ";");
         break;
       case Reduce::min:
-        line(acc + " = " + (nan_sticky ? "(" + x + " != " + x + " || " + x + " < " + acc + ") ? " + x + " : " + acc
+        line(acc + " = " + (nan_sticky || dialect_ == Dialect::cuda ? "(" + x + " != " + x + " || " + x + " < " + acc + ") ? " + x + " : " + acc
                                        : acc + " < " + x + " ? " + acc + " : " + x) + ";");
         break;
       default: line(acc + " = " + acc + " + " + x + ";"); break;
