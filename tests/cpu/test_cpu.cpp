@@ -36,6 +36,21 @@ CompileResult compile_fixture(const std::string& graph, int inputs, PipelineOpti
   o.timing_budget_ms = 20;
   return run_pipeline(load_model(data(graph), lo), o);
 }
+// A graph as PyTorch prints it (print_readable), compiled on `inputs` (empty: the loader's) by the
+// in-process JIT or the external compiler.
+CompileResult compile_graph_text(const std::string& text, std::vector<Tensor> inputs, bool external) {
+  QTemporaryDir dir;
+  const std::string path = dir.filePath("graph.txt").toStdString();
+  std::ofstream(path) << text;
+  PipelineOptions o;
+  o.external_compiler = external;
+  o.timing_budget_ms = 2;
+  LoadedModel m = load_model(path);
+  if (!inputs.empty()) m.inputs = std::move(inputs);
+  return run_pipeline(m, o);
+}
+// The compile paths this build has: the external compiler, and the in-process JIT where built.
+std::vector<bool> compile_paths() { return have_clang_jit() ? std::vector<bool>{false, true} : std::vector<bool>{true}; }
 // A graph compiled (inference or its training step) and checked against the reference
 // interpreter's own kernels; returns how many of its kernels are library calls whose name holds
 // `library` (the forward's and, training, the backward's).
@@ -354,15 +369,13 @@ class TestCpu : public QObject {
   void testMaxReductionsAsLanes() {
     QFETCH(int, R);
     QFETCH(int, lanes);
-    QTemporaryDir dir;
-    const std::string path = dir.filePath("max_min.txt").toStdString();
     const std::string shape = "f32[8, " + std::to_string(R) + "]";
-    std::ofstream(path) << "class GraphModule(torch.nn.Module):\n"
-                        << "    def forward(self, x: \"" << shape << "\"):\n"
-                        << "        amax: \"f32[8, 1]\" = torch.ops.aten.amax.default(x, [1], True)\n"
-                        << "        amin: \"f32[8, 1]\" = torch.ops.aten.amin.default(x, [1], True)\n"
-                        << "        sub: \"" << shape << "\" = torch.ops.aten.sub.Tensor(x, amax)\n"
-                        << "        return (amax, amin, sub)\n";
+    const std::string graph = "class GraphModule(torch.nn.Module):\n"
+                              "    def forward(self, x: \"" + shape + "\"):\n"
+                              "        amax: \"f32[8, 1]\" = torch.ops.aten.amax.default(x, [1], True)\n"
+                              "        amin: \"f32[8, 1]\" = torch.ops.aten.amin.default(x, [1], True)\n"
+                              "        sub: \"" + shape + "\" = torch.ops.aten.sub.Tensor(x, amax)\n"
+                              "        return (amax, amin, sub)\n";
     Tensor x(DType::f32, {8, R});
     for (int64_t i = 0; i < x.numel(); ++i) x.set(i, std::sin(0.37 * static_cast<double>(i)) * 10.0);
     x.set(R - 1, 50.0);                              // row 0: the largest at the row's end (in a tail)
@@ -370,14 +383,8 @@ class TestCpu : public QObject {
     x.set(2 * R + 7, -70.0);                         // row 2: the smallest at the end of the first 8
     // Row 3: a NaN early in the row, which sticks (as in torch and the reference interpreter).
     x.set(3 * R + 5, std::nan(""));
-    for (bool ext : {false, true}) {
-      if (!ext && !have_clang_jit()) continue;
-      PipelineOptions o;
-      o.external_compiler = ext;
-      o.timing_budget_ms = 2;
-      LoadedModel m = load_model(path);
-      m.inputs = {x};
-      const CompileResult r = run_pipeline(m, o);
+    for (bool ext : compile_paths()) {
+      const CompileResult r = compile_graph_text(graph, {x}, ext);
       QVERIFY2(r.error.empty(), r.error.c_str());
       QVERIFY(!r.check.reference.empty());
       for (const auto& c : r.check.reference) QVERIFY2(c.cmp.ok && c.cmp.max_abs_err == 0, (c.against + ": " + c.cmp.why).c_str());
@@ -405,16 +412,12 @@ class TestCpu : public QObject {
   // no gather. The numbers against the reference interpreter.
   void testShortInnerLoopsStayInner() {
     if (!have_clang_jit()) QSKIP("this build has no in-process Clang");
-    QTemporaryDir dir;
-    const std::string path = dir.filePath("planes.txt").toStdString();
-    std::ofstream(path) << "class GraphModule(torch.nn.Module):\n"
-                        << "    def forward(self, x: \"f32[1, 288, 7, 7]\", s: \"f32[1, 288, 1, 1]\"):\n"
-                        << "        hardsigmoid: \"f32[1, 288, 1, 1]\" = torch.ops.aten.hardsigmoid.default(s)\n"
-                        << "        mul: \"f32[1, 288, 7, 7]\" = torch.ops.aten.mul.Tensor(x, hardsigmoid)\n"
-                        << "        return (mul,)\n";
-    PipelineOptions o;
-    o.timing_budget_ms = 2;
-    const CompileResult r = run_pipeline(load_model(path), o);
+    const CompileResult r = compile_graph_text("class GraphModule(torch.nn.Module):\n"
+                                               "    def forward(self, x: \"f32[1, 288, 7, 7]\", s: \"f32[1, 288, 1, 1]\"):\n"
+                                               "        hardsigmoid: \"f32[1, 288, 1, 1]\" = torch.ops.aten.hardsigmoid.default(s)\n"
+                                               "        mul: \"f32[1, 288, 7, 7]\" = torch.ops.aten.mul.Tensor(x, hardsigmoid)\n"
+                                               "        return (mul,)\n",
+                                               {}, false);
     QVERIFY2(r.error.empty(), r.error.c_str());
     QVERIFY(r.check.ok);
     QVERIFY2(std::regex_search(r.source.code, std::regex(R"(LS_INNER_LOOP\s+for \(int32_t x0i = 0; x0i < 49; \+\+x0i\))")), r.source.code.c_str());
@@ -427,24 +430,16 @@ class TestCpu : public QObject {
   // A column's max and min (a reduction over the rows of a row-major matrix: the column form, a
   // select per column) keep a NaN, as torch and the reference interpreter do; both compile paths.
   void testColumnMaxKeepsNan() {
-    QTemporaryDir dir;
-    const std::string path = dir.filePath("columns.txt").toStdString();
-    std::ofstream(path) << "class GraphModule(torch.nn.Module):\n"
-                        << "    def forward(self, x: \"f32[2000, 64]\"):\n"
-                        << "        amax: \"f32[64]\" = torch.ops.aten.amax.default(x, [0])\n"
-                        << "        amin: \"f32[64]\" = torch.ops.aten.amin.default(x, [0])\n"
-                        << "        return (amax, amin)\n";
+    const std::string graph = "class GraphModule(torch.nn.Module):\n"
+                              "    def forward(self, x: \"f32[2000, 64]\"):\n"
+                              "        amax: \"f32[64]\" = torch.ops.aten.amax.default(x, [0])\n"
+                              "        amin: \"f32[64]\" = torch.ops.aten.amin.default(x, [0])\n"
+                              "        return (amax, amin)\n";
     Tensor x(DType::f32, {2000, 64});
     for (int64_t i = 0; i < x.numel(); ++i) x.set(i, std::cos(0.11 * static_cast<double>(i)) * 5.0);
     x.set(100 * 64 + 3, std::nan(""));  // column 3, row 100 of 2000
-    for (bool ext : {false, true}) {
-      if (!ext && !have_clang_jit()) continue;
-      PipelineOptions o;
-      o.external_compiler = ext;
-      o.timing_budget_ms = 2;
-      LoadedModel m = load_model(path);
-      m.inputs = {x};
-      const CompileResult r = run_pipeline(m, o);
+    for (bool ext : compile_paths()) {
+      const CompileResult r = compile_graph_text(graph, {x}, ext);
       QVERIFY2(r.error.empty(), r.error.c_str());
       QVERIFY2(r.source.code.find("columns contiguous, rows strided") != std::string::npos, r.source.code.c_str());
       for (const auto& c : r.check.reference) QVERIFY2(c.cmp.ok, (c.against + ": " + c.cmp.why).c_str());
