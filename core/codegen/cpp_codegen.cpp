@@ -409,47 +409,44 @@ class KernelWriter {
       // A floating-point max or min is a compare and select that Clang's vectorizer leaves scalar
       // without fast-math flags (a chain of dependent maxss: softmax's row max); written as lanes
       // (L accumulators, one a lane of an inner simd loop of L steps, combined after the loop) it
-      // vectorizes with either compiler and gives the same value (max and min are exact). The
-      // rest of a row that is no multiple of L (any row, in size-generic code: its bounds are the
-      // sizes) is a plain loop into the first lane.
+      // vectorizes with either compiler and gives the same value (max and min are exact); a NaN
+      // sticks, as in torch. The rest of a row that is no multiple of L (any row, in size-generic
+      // code: its bounds are the sizes) is a plain loop into the first lane. A single row over all
+      // threads takes chunks of it a thread, each its lanes, the chunks' results combined in order.
+      auto fp_minmax = [&](const LoopNode& ln) {
+        return ln.kind == LoopNode::Kind::reduction && (ln.reduce == Reduce::max || ln.reduce == Reduce::min) &&
+               (ln.dtype == DType::f32 || ln.dtype == DType::f64);
+      };
       int64_t L = 0;
-      if (!(X <= 1 && parallel))
-        for (int n : s.nodes) {
+      for (int n : s.nodes)
+        if (fp_minmax(p_.nodes[n])) L = R >= 32 || (o_.size_generic && R >= 16) ? 16 : R >= 16 ? 8 : 0;  // size-generic: one L for most rows
+      const bool single_row = X <= 1 && parallel;
+      const int64_t C = single_row ? std::clamp<int64_t>(R / 4096, 1, 64) : 1;  // chunks of a single row
+      std::vector<int> reductions;
+      for (int n : s.nodes)
+        if (p_.nodes[n].kind == LoopNode::Kind::reduction) reductions.push_back(n);
+      // The lanes over rows [begin, end): accumulators declared, the loops, then each reduction's
+      // value in acc<n> (its pending stores renamed to it).
+      auto lanes_block = [&](const std::string& begin, const std::string& end, bool tail) {
+        // Every reduction of the loop in lanes (a sum beside a max too: a scalar sum there would be
+        // a reduction per 16 elements, left scalar by Clang).
+        const std::string Ls = std::to_string(L);
+        const std::string clauses;
+        const std::vector<int>& lanes = reductions;
+        for (int n : reductions) {
           const LoopNode& ln = p_.nodes[n];
-          if (ln.kind == LoopNode::Kind::reduction && (ln.reduce == Reduce::max || ln.reduce == Reduce::min) &&
-              (ln.dtype == DType::f32 || ln.dtype == DType::f64))
-            L = R >= 32 || (o_.size_generic && R >= 16) ? 16 : R >= 16 ? 8 : 0;  // size-generic: one L for most rows
-        }
-      // Accumulators of the reductions in this loop.
-      std::vector<std::string> reduction_clauses;
-      std::vector<int> lanes;  // reductions written as lanes
-      for (int n : s.nodes) {
-        const LoopNode& ln = p_.nodes[n];
-        if (ln.kind != LoopNode::Kind::reduction) continue;
-        const std::string acc = "acc" + std::to_string(n);
-        const std::string type(dtype_c(ln.dtype));
-        accs_[n] = acc;
-        e.node = n;
-        if (L && (ln.reduce == Reduce::max || ln.reduce == Reduce::min) && (ln.dtype == DType::f32 || ln.dtype == DType::f64)) {
-          e.line(type + " " + acc + "_l[" + std::to_string(L) + "];");
-          e.line("for (int64_t ls_l = 0; ls_l < " + std::to_string(L) + "; ++ls_l) " + acc + "_l[ls_l] = " +
-                 reduce_identity(ln.reduce, ln.dtype) + ";");
+          const std::string acc = "acc" + std::to_string(n), type(dtype_c(ln.dtype));
+          e.node = n;
+          e.line(type + " " + acc + "_l[" + Ls + "];");
+          e.line("for (int64_t ls_l = 0; ls_l < " + Ls + "; ++ls_l) " + acc + "_l[ls_l] = " + reduce_identity(ln.reduce, ln.dtype) + ";");
           accs_[n] = acc + "_l[r0i]";
-          lanes.push_back(n);
-          continue;
         }
-        e.line(type + " " + acc + " = " + reduce_identity(ln.reduce, ln.dtype) + ";");
-        reduction_clauses.push_back(std::string(" reduction(") + omp_reduction_op(ln.reduce) + ":" + acc + ")");
-      }
-      std::string clauses;
-      for (const auto& c : reduction_clauses) clauses += c;
-      e.node = -1;
-      if (L) {
-        const std::string Ls = std::to_string(L), Rs = std::to_string(R);
-        const bool tail = o_.size_generic || R % L != 0;
-        if (tail) e.line("int64_t r0o = 0;");
-        e.line(tail ? "for (; r0o + " + Ls + " <= " + Rs + "; r0o += " + Ls + ") {" : "for (int64_t r0o = 0; r0o < " + Rs + "; r0o += " + Ls + ") {");
+        e.node = -1;
+        if (tail) e.line("int64_t r0o = " + begin + ";");
+        e.line(tail ? "for (; r0o + " + Ls + " <= " + end + "; r0o += " + Ls + ") {"
+                    : "for (int64_t r0o = " + begin + "; r0o < " + end + "; r0o += " + Ls + ") {");
         e.line("    #pragma omp simd" + clauses);
+        e.line("    LS_INNER_LOOP");  // unrolled, Clang left the lanes scalar (a row's max and sum: 20 ms -> 2.2 for 2^24)
         e.line("    for (int64_t r0i = 0; r0i < " + Ls + "; ++r0i) {");
         e.indent += "        ";
         e.line("const int64_t r0 = r0o + r0i;");
@@ -460,7 +457,7 @@ class KernelWriter {
         e.line("}");
         if (tail) {
           for (int n : lanes) accs_[n] = "acc" + std::to_string(n) + "_l[0]";
-          e.line("for (int64_t r0 = r0o; r0 < " + Rs + "; ++r0) {");
+          e.line("for (int64_t r0 = r0o; r0 < " + end + "; ++r0) {");
           e.indent += "    ";
           e.run_loop_nodes(s, [&](int n) { run_node(e, n, X, R); });
           e.indent.resize(e.indent.size() - 4);
@@ -470,29 +467,71 @@ class KernelWriter {
         for (int n : lanes) {
           const LoopNode& ln = p_.nodes[n];
           const std::string acc = "acc" + std::to_string(n), lane = acc + "_l[ls_l]";
+          const std::string nan = fp_minmax(ln) ? lane + " != " + lane + " || " : "";
           e.node = n;
           e.line(std::string(dtype_c(ln.dtype)) + " " + acc + " = " + acc + "_l[0];");
-          e.line("for (int64_t ls_l = 1; ls_l < " + Ls + "; ++ls_l) " + acc + " = (" + lane + " != " + lane + " || " + lane +
-                 (ln.reduce == Reduce::max ? " > " : " < ") + acc + ") ? " + lane + " : " + acc + ";");
+          e.line("for (int64_t ls_l = 1; ls_l < " + Ls + "; ++ls_l) " + acc + " = " +
+                 (ln.reduce == Reduce::sum ? acc + " + " + lane
+                                           : "(" + nan + lane + (ln.reduce == Reduce::max ? " > " : " < ") + acc + ") ? " + lane + " : " + acc) +
+                 ";");
           // The pending stores name the lanes as the loop did: the combined value instead.
           for (auto& [key, accumulator] : e.pending_reduction)
             if (accumulator == acc + "_l[r0i]" || accumulator == acc + "_l[0]") accumulator = acc;
           accs_[n] = acc;
         }
         e.node = -1;
+      };
+      if (L && single_row && C > 1) {
+        const std::string Cs = std::to_string(C), Rs = std::to_string(R);
+        for (int n : reductions) {
+          e.node = n;
+          e.line(std::string(dtype_c(p_.nodes[n].dtype)) + " acc" + std::to_string(n) + "_c[" + Cs + "];");
+        }
+        e.node = -1;
+        e.line("#pragma omp parallel for schedule(static)");
+        e.line("for (int64_t c = 0; c < " + Cs + "; ++c) {");
+        e.indent += "    ";
+        lanes_block("c * " + Rs + " / " + Cs, "(c + 1) * " + Rs + " / " + Cs, true);
+        for (int n : reductions) e.line("acc" + std::to_string(n) + "_c[c] = acc" + std::to_string(n) + ";");
+        e.indent.resize(e.indent.size() - 4);
+        e.line("}");
+        for (int n : reductions) {  // the chunks in order: the same value whatever the threads
+          const LoopNode& ln = p_.nodes[n];
+          const std::string acc = "acc" + std::to_string(n), part = acc + "_c[c]";
+          e.node = n;
+          e.line(std::string(dtype_c(ln.dtype)) + " " + acc + " = " + acc + "_c[0];");
+          const std::string combine =
+              ln.reduce == Reduce::sum ? acc + " + " + part
+              : fp_minmax(ln) ? "(" + part + " != " + part + " || " + part + (ln.reduce == Reduce::max ? " > " : " < ") + acc + ") ? " + part + " : " + acc
+                              : "(" + part + (ln.reduce == Reduce::max ? " > " : " < ") + acc + ") ? " + part + " : " + acc;
+          e.line("for (int64_t c = 1; c < " + Cs + "; ++c) " + acc + " = " + combine + ";");
+        }
+        e.node = -1;
         e.bind_finished_reductions(k_.writes);
         continue;
       }
+      if (L && !single_row) {
+        lanes_block("0", std::to_string(R), o_.size_generic || R % L != 0);
+        e.bind_finished_reductions(k_.writes);
+        continue;
+      }
+      // Accumulators of the reductions in this loop.
+      std::string clauses;
+      for (int n : reductions) {
+        const LoopNode& ln = p_.nodes[n];
+        const std::string acc = "acc" + std::to_string(n);
+        accs_[n] = acc;
+        e.node = n;
+        e.line(std::string(dtype_c(ln.dtype)) + " " + acc + " = " + reduce_identity(ln.reduce, ln.dtype) + ";");
+        clauses += std::string(" reduction(") + omp_reduction_op(ln.reduce) + ":" + acc + ")";
+      }
+      e.node = -1;
       // A short row's float max or min (under 16: no lanes) keeps a NaN as the lanes do: a plain
       // loop (a select that keeps a NaN is no reduction OpenMP's simd may reorder). A single row
-      // over all threads keeps OpenMP's max, which drops a NaN that is not last.
+      // too short to chunk keeps OpenMP's max, which drops a NaN that is not last.
       bool sticky = false;
-      if (!(X <= 1 && parallel))
-        for (int n : s.nodes) {
-          const LoopNode& ln = p_.nodes[n];
-          sticky = sticky || (ln.kind == LoopNode::Kind::reduction && (ln.reduce == Reduce::max || ln.reduce == Reduce::min) &&
-                              (ln.dtype == DType::f32 || ln.dtype == DType::f64));
-        }
+      if (!single_row)
+        for (int n : s.nodes) sticky = sticky || fp_minmax(p_.nodes[n]);
       if (X <= 1 && parallel) e.line("#pragma omp parallel for simd schedule(static)" + clauses);
       else if (!sticky) e.line("#pragma omp simd" + clauses);
       e.line("for (int64_t r0 = 0; r0 < " + std::to_string(R) + "; ++r0) {");

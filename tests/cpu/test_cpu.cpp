@@ -406,6 +406,46 @@ class TestCpu : public QObject {
     }
   }
 
+  // A float max or min over one long row runs on all threads as chunks of the row, each in lanes,
+  // the chunks combined in order: the largest and smallest against the values themselves and the
+  // reference interpreter, and a NaN anywhere sticks; both compile paths.
+  void testSingleRowMaxKeepsNan() {
+    const std::string graph = "class GraphModule(torch.nn.Module):\n"
+                              "    def forward(self, x: \"f32[300000]\"):\n"
+                              "        amax: \"f32[]\" = torch.ops.aten.amax.default(x, [0])\n"
+                              "        amin: \"f32[]\" = torch.ops.aten.amin.default(x, [0])\n"
+                              "        return (amax, amin)\n";
+    Tensor x(DType::f32, {300000});
+    double lo = 1e9, hi = -1e9;
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      x.set(i, std::sin(0.001 * static_cast<double>(i) * static_cast<double>(i % 97)) * 10.0);
+      lo = std::min(lo, x.get(i));
+      hi = std::max(hi, x.get(i));
+    }
+    x.set(299999, hi + 1.0);  // the largest in the last chunk's tail
+    for (bool nan : {false, true})
+      for (bool ext : compile_paths()) {
+        Tensor in = x;
+        if (nan) {
+          in = Tensor(DType::f32, {300000});
+          for (int64_t i = 0; i < x.numel(); ++i) in.set(i, x.get(i));
+          in.set(1000, std::nan(""));  // in the first chunk
+        }
+        const CompileResult r = compile_graph_text(graph, {in}, ext);
+        QVERIFY2(r.error.empty(), r.error.c_str());
+        QVERIFY2(r.source.code.find("#pragma omp parallel for schedule(static)\n    for (int64_t c = 0; c < 64; ++c)") != std::string::npos,
+                 r.source.code.c_str());
+        for (const auto& c : r.check.reference) QVERIFY2(c.cmp.ok, (c.against + ": " + c.cmp.why).c_str());
+        QVERIFY(r.check.ok);
+        if (nan) {
+          QVERIFY(std::isnan(r.outputs.at(0).get(0)) && std::isnan(r.outputs.at(1).get(0)));
+        } else {
+          QCOMPARE(r.outputs.at(0).get(0), static_cast<double>(static_cast<float>(hi + 1.0)));
+          QCOMPARE(r.outputs.at(1).get(0), lo);
+        }
+      }
+  }
+
   // A broadcast over short planes (MobileNetV3's 7x7: an inner loop of 49 under an outer loop of
   // 288 channels): Clang unrolled the inner loop fully, then vectorized the outer one with gathers
   // (5x slower); marked LS_INNER_LOOP, the inner loop is the one vectorized and the assembly holds
