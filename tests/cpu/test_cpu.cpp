@@ -406,9 +406,9 @@ class TestCpu : public QObject {
     }
   }
 
-  // A float max or min over one long row runs on all threads as chunks of the row, each in lanes,
-  // the chunks combined in order: the largest and smallest against the values themselves and the
-  // reference interpreter, and a NaN anywhere sticks; both compile paths.
+  // A reduction over one long row runs on all threads as chunks of the row, each in lanes, the
+  // chunks combined in order: the largest and smallest against the values themselves and the
+  // reference interpreter, a NaN anywhere sticks, a sum against float64; both compile paths.
   void testSingleRowMaxKeepsNan() {
     const std::string graph = "class GraphModule(torch.nn.Module):\n"
                               "    def forward(self, x: \"f32[300000]\"):\n"
@@ -444,6 +444,22 @@ class TestCpu : public QObject {
           QCOMPARE(r.outputs.at(1).get(0), lo);
         }
       }
+    // A sum over one long row takes the same chunks (Clang left OpenMP's reduction scalar): its
+    // value against a float64 sum of the same numbers.
+    double total = 0;
+    for (int64_t i = 0; i < x.numel(); ++i) total += x.get(i);
+    for (bool ext : compile_paths()) {
+      const CompileResult r = compile_graph_text("class GraphModule(torch.nn.Module):\n"
+                                                 "    def forward(self, x: \"f32[300000]\"):\n"
+                                                 "        sum_1: \"f32[]\" = torch.ops.aten.sum.default(x)\n"
+                                                 "        return (sum_1,)\n",
+                                                 {x}, ext);
+      QVERIFY2(r.error.empty(), r.error.c_str());
+      QVERIFY(r.source.code.find("for (int64_t c = 0; c < 64; ++c)") != std::string::npos);
+      QVERIFY(r.check.ok);
+      QVERIFY2(std::abs(r.outputs.at(0).get(0) - total) <= 1e-5 * std::abs(total) + 1e-3,
+               (std::to_string(r.outputs.at(0).get(0)) + " against " + std::to_string(total)).c_str());
+    }
   }
 
   // A broadcast over short planes (MobileNetV3's 7x7: an inner loop of 49 under an outer loop of
