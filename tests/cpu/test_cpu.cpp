@@ -340,6 +340,17 @@ class TestCpu : public QObject {
     QVERIFY(pool.check.ok);
     QVERIFY(pool.source.code.find("static_cast<bool>(") == std::string::npos);
     QVERIFY(std::regex_search(pool.source.code, std::regex(R"(\(\(tmp\d+ <= 0\.0f\) \? 0\.0f : tmp\d+\))")));
+    // The external compiler's sin and cos of one value stay two vector calls (libmvec), not one
+    // scalar sincosf: the library it built imports the vector variants.
+    const CompileResult trig = run_pipeline(load_model(data("stages/sincos/3_core_aten.txt")), gcc);
+    QVERIFY2(trig.error.empty(), trig.error.c_str());
+    QVERIFY(trig.check.ok);
+    std::string library;
+    for (const auto& [name, bytes] : trig.objects)
+      if (name == "kernels.so") library = bytes;
+    QVERIFY(!library.empty());
+    QVERIFY(library.find("_ZGV") != std::string::npos && library.find("v_sinf") != std::string::npos);
+    QVERIFY(library.find("sincosf") == std::string::npos);
     // Its outer loops count in 32 bits (every buffer and iteration under 2^30 elements); size-generic
     // code, whose sizes are arguments, in 64.
     QVERIFY(pool.source.code.find("for (int32_t x0") != std::string::npos);
