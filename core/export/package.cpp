@@ -604,8 +604,9 @@ find_library(OPENBLAS_LIB NAMES openblas REQUIRED)
 find_path(CBLAS_INCLUDE cblas.h PATHS /usr/include/x86_64-linux-gnu /usr/include/openblas REQUIRED)
 add_executable(run_model model.cpp kernels.cpp)
 target_include_directories(run_model PRIVATE ${CBLAS_INCLUDE})
-# The flags Lowerscope compiled the kernels with.
-target_compile_options(run_model PRIVATE -O3 -march=native -fno-math-errno -fno-trapping-math)
+# The flags Lowerscope compiled the kernels with (sinf and cosf not builtins: GCC would merge a sin
+# and a cos of one value into a scalar sincosf instead of two vector calls).
+target_compile_options(run_model PRIVATE -O3 -march=native -fno-math-errno -fno-trapping-math -fno-builtin-sinf -fno-builtin-cosf)
 target_compile_definitions(run_model PRIVATE PACKAGE_DIR="${CMAKE_CURRENT_SOURCE_DIR}")
 target_link_libraries(run_model PRIVATE OpenMP::OpenMP_CXX ${OPENBLAS_LIB} m)
 # glibc's vector math (the kernels' vectorised sin, exp, ...), where the C library has it.
