@@ -285,13 +285,8 @@ class KernelWriter {
         }
         e.line(std::string(dtype_c(ln.dtype)) + " " + acc + " = " + part + "[x0];");
         const std::string next = part + "[c * " + Xs + " + x0]";
-        // (a float max or min keeps a NaN, as the rows' walk does)
-        const bool fp = ln.dtype == DType::f32 || ln.dtype == DType::f64;
-        const std::string keep = fp ? "(" + next + " != " + next + " || " : "(";
-        const std::string combine = ln.reduce == Reduce::max   ? keep + next + " > " + acc + ") ? " + next + " : " + acc
-                                    : ln.reduce == Reduce::min ? keep + next + " < " + acc + ") ? " + next + " : " + acc
-                                                               : acc + " + " + next;
-        e.line("for (int64_t c = 1; c < " + Cs + "; ++c) " + acc + " = " + combine + ";");
+        // (a max or min keeps a NaN, as the rows' walk does)
+        e.line("for (int64_t c = 1; c < " + Cs + "; ++c) " + acc + " = " + reduce_step(ln.reduce, acc, next, true) + ";");
         accs_[n] = acc;
       }
       e.node = -1;
@@ -435,8 +430,6 @@ class KernelWriter {
         // Every reduction of the loop in lanes (a sum beside a max too: a scalar sum there would be
         // a reduction per 16 elements, left scalar by Clang).
         const std::string Ls = std::to_string(L);
-        const std::string clauses;
-        const std::vector<int>& lanes = reductions;
         for (int n : reductions) {
           const LoopNode& ln = p_.nodes[n];
           const std::string acc = "acc" + std::to_string(n), type(dtype_c(ln.dtype));
@@ -449,7 +442,7 @@ class KernelWriter {
         if (tail) e.line("int64_t r0o = " + begin + ";");
         e.line(tail ? "for (; r0o + " + Ls + " <= " + end + "; r0o += " + Ls + ") {"
                     : "for (int64_t r0o = " + begin + "; r0o < " + end + "; r0o += " + Ls + ") {");
-        e.line("    #pragma omp simd" + clauses);
+        e.line("    #pragma omp simd");
         e.line("    LS_INNER_LOOP");  // unrolled, Clang left the lanes scalar (a row's max and sum: 20 ms -> 2.2 for 2^24)
         e.line("    for (int64_t r0i = 0; r0i < " + Ls + "; ++r0i) {");
         e.indent += "        ";
@@ -460,7 +453,7 @@ class KernelWriter {
         e.line("    }");
         e.line("}");
         if (tail) {
-          for (int n : lanes) accs_[n] = "acc" + std::to_string(n) + "_l[0]";
+          for (int n : reductions) accs_[n] = "acc" + std::to_string(n) + "_l[0]";
           e.line("for (int64_t r0 = r0o; r0 < " + end + "; ++r0) {");
           e.indent += "    ";
           e.run_loop_nodes(s, [&](int n) { run_node(e, n, X, R); });
@@ -468,16 +461,12 @@ class KernelWriter {
           e.line("}");
         }
         e.nan_sticky = false;
-        for (int n : lanes) {
+        for (int n : reductions) {
           const LoopNode& ln = p_.nodes[n];
           const std::string acc = "acc" + std::to_string(n), lane = acc + "_l[ls_l]";
-          const std::string nan = fp_minmax(ln) ? lane + " != " + lane + " || " : "";
           e.node = n;
           e.line(std::string(dtype_c(ln.dtype)) + " " + acc + " = " + acc + "_l[0];");
-          e.line("for (int64_t ls_l = 1; ls_l < " + Ls + "; ++ls_l) " + acc + " = " +
-                 (ln.reduce == Reduce::sum ? acc + " + " + lane
-                                           : "(" + nan + lane + (ln.reduce == Reduce::max ? " > " : " < ") + acc + ") ? " + lane + " : " + acc) +
-                 ";");
+          e.line("for (int64_t ls_l = 1; ls_l < " + Ls + "; ++ls_l) " + acc + " = " + reduce_step(ln.reduce, acc, lane, true) + ";");
           // The pending stores name the lanes as the loop did: the combined value instead.
           for (auto& [key, accumulator] : e.pending_reduction)
             if (accumulator == acc + "_l[r0i]" || accumulator == acc + "_l[0]") accumulator = acc;
@@ -501,14 +490,10 @@ class KernelWriter {
         e.line("}");
         for (int n : reductions) {  // the chunks in order: the same value whatever the threads
           const LoopNode& ln = p_.nodes[n];
-          const std::string acc = "acc" + std::to_string(n), part = acc + "_c[c]";
+          const std::string acc = "acc" + std::to_string(n);
           e.node = n;
           e.line(std::string(dtype_c(ln.dtype)) + " " + acc + " = " + acc + "_c[0];");
-          const std::string combine =
-              ln.reduce == Reduce::sum ? acc + " + " + part
-              : fp_minmax(ln) ? "(" + part + " != " + part + " || " + part + (ln.reduce == Reduce::max ? " > " : " < ") + acc + ") ? " + part + " : " + acc
-                              : "(" + part + (ln.reduce == Reduce::max ? " > " : " < ") + acc + ") ? " + part + " : " + acc;
-          e.line("for (int64_t c = 1; c < " + Cs + "; ++c) " + acc + " = " + combine + ";");
+          e.line("for (int64_t c = 1; c < " + Cs + "; ++c) " + acc + " = " + reduce_step(ln.reduce, acc, acc + "_c[c]", true) + ";");
         }
         e.node = -1;
         e.bind_finished_reductions(k_.writes);
@@ -536,7 +521,7 @@ class KernelWriter {
       bool sticky = false;
       if (!single_row)
         for (int n : s.nodes) sticky = sticky || fp_minmax(p_.nodes[n]);
-      if (X <= 1 && parallel) e.line("#pragma omp parallel for simd schedule(static)" + clauses);
+      if (single_row) e.line("#pragma omp parallel for simd schedule(static)" + clauses);
       else if (!sticky) e.line("#pragma omp simd" + clauses);
       e.line("for (int64_t r0 = 0; r0 < " + std::to_string(R) + "; ++r0) {");
       e.indent += "    ";

@@ -17,6 +17,15 @@ namespace ls {
 
 enum class Dialect : uint8_t { cpp, cuda };
 
+// One step of a reduction: the accumulator's next value (`acc + x`, or the max or min). With
+// `keep_nan` a NaN on either side sticks, as in torch and the reference interpreter; without it,
+// the plain select an OpenMP max or min reduction takes.
+inline std::string reduce_step(Reduce r, const std::string& acc, const std::string& x, bool keep_nan) {
+  if (r != Reduce::max && r != Reduce::min) return acc + " + " + x;
+  const std::string op = r == Reduce::max ? " > " : " < ";
+  return keep_nan ? "(" + x + " != " + x + " || " + x + op + acc + ") ? " + x + " : " + acc : acc + op + x + " ? " + acc + " : " + x;
+}
+
 inline std::string literal(double v, DType t, Dialect d = Dialect::cpp) {
   std::ostringstream os;
   if (d == Dialect::cuda && (std::isinf(v) || std::isnan(v))) {  // NVRTC has no __builtin_inf
@@ -161,19 +170,9 @@ class LoopEmitter : public OpsHandler {
   }
   V reduction(Reduce r, DType, V v) override {
     const std::string x = names_.at(v.id);
-    switch (r) {
-      // A NaN sticks (as in torch and the reference interpreter) in CUDA code and where the C++
-      // loop needs no reduction the compiler recognizes (lanes); an OpenMP max keeps the plain select.
-      case Reduce::max:
-        line(acc + " = " + (nan_sticky || dialect_ == Dialect::cuda ? "(" + x + " != " + x + " || " + x + " > " + acc + ") ? " + x + " : " + acc
-                                       : acc + " > " + x + " ? " + acc + " : " + x) + ";");
-        break;
-      case Reduce::min:
-        line(acc + " = " + (nan_sticky || dialect_ == Dialect::cuda ? "(" + x + " != " + x + " || " + x + " < " + acc + ") ? " + x + " : " + acc
-                                       : acc + " < " + x + " ? " + acc + " : " + x) + ";");
-        break;
-      default: line(acc + " = " + acc + " + " + x + ";"); break;
-    }
+    // A NaN sticks in CUDA code and where the C++ loop needs no reduction the compiler
+    // recognizes (lanes, columns, short rows); an OpenMP max keeps the plain select.
+    line(acc + " = " + reduce_step(r, acc, x, nan_sticky || dialect_ == Dialect::cuda) + ";");
     return value(acc);
   }
   void store(const std::string& buf, const Expr& index, V v) override {

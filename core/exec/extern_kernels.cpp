@@ -316,9 +316,11 @@ bool all_f32(const RefInputs& in, const std::vector<Tensor>& outs) {
 bool matmul(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs, const RowEpilogue* epilogue, const GemmCut* cut) {
   Tensor& y = outs[0];
   const std::string& n = c.op->name;
+  int64_t M = 0, N = 0, K = 0;
+  matmul_sizes(c, in, M, N, K);
   if (n == "aten.bmm.default") {
     const bool ta = transposed_operand(c, 0), tb = transposed_operand(c, 1);
-    const int64_t B = in[0].shape()[0], M = in[0].shape()[ta ? 2 : 1], K = in[0].shape()[ta ? 1 : 2], N = in[1].shape()[tb ? 1 : 2];
+    const int64_t B = in[0].shape()[0];
     for (int64_t b = 0; b < B; ++b)
       sgemm(M, N, K, 1.f, f32(in[0]) + b * M * K, ta, f32(in[1]) + b * K * N, tb, 0.f, f32(y) + b * M * N, nullptr, nullptr, cut);
     return false;
@@ -328,7 +330,6 @@ bool matmul(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs,
   const Tensor& a = in[ia];
   const Tensor& b = in[ib];
   const bool ta = transposed_operand(c, ia), tb = transposed_operand(c, ib);
-  const int64_t M = a.shape()[ta ? 1 : 0], K = a.shape()[ta ? 0 : 1], N = b.shape()[tb ? 0 : 1];
   float beta = 0.f;
   std::function<void(int64_t, int64_t, int64_t, int64_t)> bias_rows;
   if (addmm) {  // the bias broadcast into C's rows (on each block's thread), then C = alpha * A @ B + beta * C

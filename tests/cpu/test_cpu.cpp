@@ -340,6 +340,8 @@ class TestCpu : public QObject {
     QVERIFY(pool.check.ok);
     QVERIFY(pool.source.code.find("static_cast<bool>(") == std::string::npos);
     QVERIFY(std::regex_search(pool.source.code, std::regex(R"(\(\(tmp\d+ <= 0\.0f\) \? 0\.0f : tmp\d+\))")));
+    // Its outer loops count in 32 bits (every buffer and iteration under 2^30 elements).
+    QVERIFY(pool.source.code.find("for (int32_t x0") != std::string::npos);
     // The external compiler's sin and cos of one value stay two vector calls (libmvec), not one
     // scalar sincosf: the library it built imports the vector variants.
     const CompileResult trig = run_pipeline(load_model(data("stages/sincos/3_core_aten.txt")), gcc);
@@ -351,9 +353,7 @@ class TestCpu : public QObject {
     QVERIFY(!library.empty());
     QVERIFY(library.find("_ZGV") != std::string::npos && library.find("v_sinf") != std::string::npos);
     QVERIFY(library.find("sincosf") == std::string::npos);
-    // Its outer loops count in 32 bits (every buffer and iteration under 2^30 elements); size-generic
-    // code, whose sizes are arguments, in 64.
-    QVERIFY(pool.source.code.find("for (int32_t x0") != std::string::npos);
+    // Size-generic code, whose sizes are arguments, counts in 64 bits.
     PipelineOptions dyn;
     dyn.dynamic = true;
     dyn.timing_budget_ms = 2;
