@@ -37,18 +37,26 @@ QVariant KernelTableModel::data(const QModelIndex& index, int role) const {
   switch (index.column()) {
     case Name: return QString::fromStdString(k.name);
     case Kind: {
-      // A matrix multiply's epilogue runs inside it (CPU), on each block of rows the library computed.
-      const bool epilogue = k.how == "epilogue", with_epilogue = k.how == "library+epilogue";
+      // A matrix multiply's epilogue runs inside it (CPU), on each block of rows the library (or
+      // max-autotune's generated GEMM template) computed.
+      const bool epilogue = k.how == "epilogue";
+      const bool tmpl = k.how.rfind("template", 0) == 0;
+      const bool with_epilogue = k.how == "library+epilogue" || k.how == "template+epilogue";
       if (role == Qt::ToolTipRole) {
         QString tip;
         if (epilogue || with_epilogue)
           tip = QObject::tr("The epilogue runs inside the matrix multiply before it, on each block of the product's rows right "
                             "after the library computed it, while the rows are in cache; its time is in the multiply's.");
+        if (tmpl)
+          tip += (tip.isEmpty() ? "" : "\n") +
+                 QObject::tr("Not a library call: max-autotune wrote this multiply as a GEMM template, C++ generated for its "
+                             "sizes (its source is the kernel's lines in the source view).");
         // How it ran: a CUDA kernel's launch, a multiply max-autotune cut otherwise than the heuristic.
         if (!k.launch.empty()) tip += (tip.isEmpty() ? "" : "\n") + QString::fromStdString(k.launch);
         if (!tip.isEmpty()) return tip;
       }
-      const std::string kind = epilogue ? "epilogue" : with_epilogue ? k.kind + " + epilogue" : k.kind;
+      const std::string base = tmpl ? "template" : k.kind;
+      const std::string kind = epilogue ? "epilogue" : with_epilogue ? base + " + epilogue" : base;
       return QString::fromStdString(r_->train ? kind + " · " + k.phase : kind);
     }
     case Ms:

@@ -35,6 +35,11 @@ CpuExecutable::CpuExecutable(const LoopProgram& p, const Schedule& s, const Gene
     if (s.kernels.at(i).is_extern) {
       launchers_.push_back(nullptr);
       externs_.push_back(&p.nodes.at(s.kernels[i].nodes.at(0)));
+      if (!k.launcher.empty()) {  // a matrix multiply written as a GEMM template
+        auto f = reinterpret_cast<GemmTemplateFn>(code.symbol(k.launcher));
+        if (!f) throw std::runtime_error("compiled code has no GEMM template '" + k.launcher + "'");
+        templates_[i] = compiled_templates_[i] = f;
+      }
     } else {
       auto f = reinterpret_cast<Launcher>(code.symbol(k.launcher));
       if (!f) throw std::runtime_error("compiled code has no kernel '" + k.launcher + "'");
@@ -65,6 +70,12 @@ void CpuExecutable::step(size_t k) {
   const bool epilogue = k + 1 < rows_.size() && rows_[k + 1];
   void** epilogue_args = epilogue ? arg_ptrs_[k + 1].data() : nullptr;
   const RowsLauncher rows = epilogue ? rows_[k + 1] : nullptr;
+  if (const auto t = templates_.find(k); t != templates_.end()) {
+    const GemmPointers g = gemm_pointers(c, in, outs);
+    t->second(g.a, g.b, g.bias, g.c, rows, epilogue_args);
+    if (epilogue) done_[k + 1] = inside_[k + 1] = true;
+    return;
+  }
   const RowEpilogue run_rows = [rows, epilogue_args](int64_t b, int64_t e) { rows(epilogue_args, b, e); };
   try {
     const auto cut = cuts_.find(k);
@@ -128,9 +139,27 @@ bool CpuExecutable::matmul_sizes(size_t k, int64_t& M, int64_t& N, int64_t& K) c
   return ls::matmul_sizes(c, in, M, N, K);
 }
 
+bool CpuExecutable::gemm_problem(size_t k, GemmProblem& out) const {
+  if (!externs_.at(k)) return false;
+  if (extern_in_.empty()) throw std::logic_error("the inputs are not bound yet (run or benchmark first)");
+  return ls::gemm_problem(externs_[k]->ext, extern_in_[k], out);
+}
+
 void CpuExecutable::choose_cut(size_t k, const GemmCut* cut) {
-  if (cut) cuts_[k] = *cut;
-  else cuts_.erase(k);
+  cuts_.erase(k);
+  templates_.erase(k);
+  if (cut && cut->is_template()) {
+    const auto t = compiled_templates_.find(k);
+    if (t == compiled_templates_.end()) throw std::logic_error("kernel " + std::to_string(k) + " has no GEMM template in its source");
+    templates_[k] = t->second;
+  } else if (cut) {
+    cuts_[k] = *cut;
+  }
+}
+
+void CpuExecutable::choose_template(size_t k, GemmTemplateFn fn) {
+  cuts_.erase(k);
+  templates_[k] = fn;
 }
 
 void CpuExecutable::run_step_alone(size_t k) {

@@ -50,7 +50,14 @@ class CpuExecutable {
   // sizes when it is one (bmm: one of its products); run it with `cut` from now on (null: the
   // heuristic's); run it alone (with its epilogue, where it has one), or time it alone (median).
   bool matmul_sizes(size_t k, int64_t& M, int64_t& N, int64_t& K) const;
+  // Kernel k as the GEMM template takes it (an mm or addmm the template serves).
+  bool gemm_problem(size_t k, GemmProblem& out) const;
+  // A BLAS cut; a template cut keeps the template compiled into the source for k (throws where
+  // there is none); null: the heuristic's BLAS cut.
   void choose_cut(size_t k, const GemmCut* cut);
+  // Run kernel k by a compiled GEMM template function (max-autotune's candidates).
+  void choose_template(size_t k, GemmTemplateFn fn);
+  bool runs_template(size_t k) const { return templates_.count(k) > 0; }
   const std::map<size_t, GemmCut>& cuts() const { return cuts_; }
   void run_step_alone(size_t k);
   double time_step_alone(size_t k, const TimingOptions& o);
@@ -74,6 +81,8 @@ class CpuExecutable {
   std::vector<std::vector<Tensor>> extern_out_;  // and its outputs
   std::vector<int64_t> sizes_;
   std::map<size_t, GemmCut> cuts_;               // matrix multiplies cut as max-autotune chose
+  std::map<size_t, GemmTemplateFn> templates_;   // matrix multiplies run by a generated GEMM template
+  std::map<size_t, GemmTemplateFn> compiled_templates_;  // those the source holds (GeneratedKernel::launcher)
 };
 
 }  // namespace ls

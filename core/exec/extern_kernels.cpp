@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <istream>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -240,10 +241,27 @@ bool sgemm(int64_t M, int64_t N, int64_t K, float alpha, const float* A, bool ta
 
 }  // namespace
 
+int library_threads() { return Pool::get().size(); }
+
 std::string GemmCut::text() const {
+  if (is_template()) return as_template().text();
   if (heuristic()) return "the heuristic's cut";
   if (rows * cols == 1) return "one call";
   return std::to_string(rows) + " x " + std::to_string(cols) + " blocks";
+}
+
+std::string GemmCut::serialize() const {
+  return std::to_string(rows) + " " + std::to_string(cols) + " " + std::to_string(mr) + " " + std::to_string(nr) + " " +
+         std::to_string(kc);
+}
+
+bool GemmCut::parse(std::istream& in, GemmCut& out) {
+  GemmCut c;
+  if (!(in >> c.rows >> c.cols >> c.mr >> c.nr >> c.kc)) return false;
+  if (c.rows < 0 || c.cols < 0 || c.mr < 0 || c.nr < 0 || c.kc < 0 || (c.mr > 0 && (c.nr <= 0 || c.rows <= 0 || c.cols <= 0)))
+    return false;
+  out = c;
+  return true;
 }
 
 GemmCut gemm_heuristic_cut(int64_t M, int64_t N, int64_t K) {
@@ -282,6 +300,45 @@ bool matmul_sizes(const ExternCall& c, const RefInputs& in, int64_t& M, int64_t&
   const bool ta = transposed_operand(c, ia), tb = transposed_operand(c, ia + 1);
   M = in[ia].shape()[ta ? 1 : 0], K = in[ia].shape()[ta ? 0 : 1], N = in[ia + 1].shape()[tb ? 0 : 1];
   return true;
+}
+
+bool gemm_problem(const ExternCall& c, const RefInputs& in, GemmProblem& out) {
+  const std::string& n = c.op->name;
+  if (n != "aten.mm.default" && n != "aten.addmm.default") return false;
+  for (const Tensor& t : in.t)
+    if (t.defined() && t.dtype() != DType::f32) return false;
+  GemmProblem p;
+  if (!matmul_sizes(c, in, p.M, p.N, p.K)) return false;
+  const bool addmm = n == "aten.addmm.default";
+  const size_t ia = addmm ? 1 : 0;
+  p.ta = transposed_operand(c, ia);
+  p.tb = transposed_operand(c, ia + 1);
+  if (in[ia].numel() != p.M * p.K || in[ia + 1].numel() != p.K * p.N) return false;
+  if (addmm) {
+    const Tensor& bias = in[0];
+    const bool per_row = bias.dim() == 2 && bias.shape()[0] != 1;
+    const bool per_col = bias.dim() >= 1 && bias.shape().back() != 1;
+    if (bias.dim() > 2 || (per_row && bias.shape()[0] != p.M) || (per_col && bias.shape().back() != p.N)) return false;
+    p.bias = per_row && per_col ? GemmProblem::Bias::matrix
+             : per_row          ? GemmProblem::Bias::row
+             : per_col          ? GemmProblem::Bias::column
+                                : GemmProblem::Bias::scalar;
+    p.beta = static_cast<float>(c.args[3].number());
+    p.alpha = static_cast<float>(c.args[4].number());
+  }
+  out = p;
+  return true;
+}
+
+GemmPointers gemm_pointers(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs) {
+  const bool addmm = c.op->name == "aten.addmm.default";
+  const size_t ia = addmm ? 1 : 0;
+  GemmPointers g;
+  g.a = static_cast<const float*>(in[ia].data());
+  g.b = static_cast<const float*>(in[ia + 1].data());
+  g.bias = addmm ? static_cast<const float*>(in[0].data()) : nullptr;
+  g.c = static_cast<float*>(outs.at(0).data());
+  return g;
 }
 
 namespace {

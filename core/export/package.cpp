@@ -205,6 +205,20 @@ class Writer {
 
   std::string ptr(const std::string& buffer) { return var(buffer) + ".f32()"; }
 
+  // A matrix multiply max-autotune wrote as a GEMM template: its function in kernels.cpp, the
+  // epilogue kernel after it as a kernel of its own.
+  std::string template_call(const Kernel& k, const GeneratedKernel& g) {
+    const ExternCall& c = r_.loops.nodes.at(k.nodes.at(0)).ext;
+    auto in = [&](size_t arg) { return ptr(c.inputs.at(static_cast<size_t>(c.args.at(arg).node))); };
+    const bool addmm = c.op->name == "aten.addmm.default";
+    const size_t ia = addmm ? 1 : 0;
+    std::ostringstream os;
+    os << "    // " << k.name << ": " << c.op->name << ", max-autotune: " << r_.gemm_cuts.at(k.name).text() << "\n"
+       << "    " << g.launcher << "(" << in(ia) << ", " << in(ia + 1) << ", " << (addmm ? in(0) : "nullptr") << ", "
+       << ptr(c.outputs.at(0)) << ", nullptr, nullptr);\n";
+    return os.str();
+  }
+
   // One library call, its geometry written out as constants.
   std::string extern_call(const Kernel& k) {
     const ExternCall& c = r_.loops.nodes.at(k.nodes.at(0)).ext;
@@ -349,6 +363,12 @@ class Writer {
     for (size_t k = 0; k < r_.schedule.kernels.size(); ++k) {
       const Kernel& kr = r_.schedule.kernels[k];
       const GeneratedKernel& g = r_.source.kernels.at(k);
+      if (kr.is_extern && !g.launcher.empty()) {  // max-autotune wrote it as a GEMM template (kernels.cpp)
+        decl << "extern \"C\" void " << g.launcher << "(const float*, const float*, const float*, float*, "
+             << "void (*)(void**, int64_t, int64_t), void**);\n";
+        body << template_call(kr, g);
+        continue;
+      }
       if (kr.is_extern) {
         body << extern_call(kr);
         continue;

@@ -1,5 +1,6 @@
 #include "pipeline/pipeline.h"
 
+#include <algorithm>
 #include <chrono>
 #include <future>
 #include <iomanip>
@@ -76,6 +77,28 @@ class Recorder {
   CompileResult& r_;
   std::function<bool()> cancelled_;
 };
+
+// max-autotune's chosen GEMM templates written into the model's source: each after the kernels,
+// as the function its extern kernel's GeneratedKernel::launcher names, its lines the kernel's
+// (the source view shows the template for the multiply). `exe` has the operands bound.
+void add_gemm_templates(CompileResult& r, const CpuExecutable& exe) {
+  std::string& code = r.source.code;
+  if (!code.empty() && code.back() != '\n') code += '\n';
+  int line = static_cast<int>(std::count(code.begin(), code.end(), '\n'));
+  for (size_t k = 0; k < r.schedule.kernels.size(); ++k) {
+    const auto c = r.gemm_cuts.find(r.schedule.kernels[k].name);
+    if (c == r.gemm_cuts.end() || !c->second.is_template()) continue;
+    GemmProblem problem;
+    if (!exe.gemm_problem(k, problem)) throw std::logic_error(r.schedule.kernels[k].name + " is no product the GEMM template serves");
+    GeneratedKernel& g = r.source.kernels.at(k);
+    g.launcher = "ls_gemm_" + r.schedule.kernels[k].name;
+    const std::string text = "\n" + gemm_template_cpp(g.launcher, problem, c->second.as_template());
+    g.first_line = line + 2;
+    line += static_cast<int>(std::count(text.begin(), text.end(), '\n'));
+    g.last_line = line;
+    code += text;
+  }
+}
 
 std::string run_table(const CompileResult& r) {
   std::ostringstream os;
@@ -797,19 +820,73 @@ CompileResult run_stages(LoadedModel model, const PipelineOptions& o, const std:
         }
       }
     } else {
-      CpuExecutable exe(r.loops, r.schedule, r.source, *cpu_code, dynamic_sizes);
-      r.outputs = exe.run(all_inputs);
+      auto exe = std::make_unique<CpuExecutable>(r.loops, r.schedule, r.source, *cpu_code, dynamic_sizes);
+      r.outputs = exe->run(all_inputs);
       if (o.mode == "max-autotune") {
-        // Each matrix multiply's cuts timed on its operands; the fastest kept in exe (and in
-        // r.gemm_cuts, for the program the app runs again).
-        const AutotuneResult a = autotune_cpu(r.loops, r.schedule, r.source.code, exe, all_inputs, r.gemm_cuts);
+        // Each matrix multiply's cuts and GEMM templates timed on its operands; the fastest kept
+        // (r.gemm_cuts, for the program the app runs again and for exported packages). Templates
+        // are size-specialized: a dynamic compile tunes the cuts only.
+        CpuCompileOptions tco;
+        tco.external = o.external_compiler;
+        const CompileModule compile = [&](const std::string& src) { return compile_cpp(src, tco).code; };
+        AutotuneResult a;
+        if (o.gemm_choices.empty()) {
+          a = autotune_cpu(r.loops, r.schedule, r.source.code, *exe, all_inputs, r.gemm_cuts, o.dynamic ? CompileModule{} : compile);
+        } else {  // given, not timed
+          a.cpu = true;
+          for (const auto& [name, c] : o.gemm_choices) {
+            const auto k = std::find_if(r.schedule.kernels.begin(), r.schedule.kernels.end(), [&](const Kernel& kr) { return kr.name == name; });
+            if (k == r.schedule.kernels.end()) throw std::invalid_argument("max-autotune's choices name no kernel " + name);
+            const size_t i = static_cast<size_t>(k - r.schedule.kernels.begin());
+            GemmProblem problem;
+            if (c.is_template() && (o.dynamic || !exe->gemm_problem(i, problem)))
+              throw std::invalid_argument(name + " is no matrix multiply the GEMM template serves");
+            if (!c.is_template()) exe->choose_cut(i, &c);
+            KernelTuning t;
+            t.kernel = name;
+            t.library = true;
+            t.form = "matrix multiply";
+            TunedCandidate given;
+            given.label = c.text();
+            t.candidates = {given};
+            t.why = "given, not timed";
+            a.kernels.push_back(t);
+          }
+          r.gemm_cuts = o.gemm_choices;
+        }
+        std::string recompiled;
+        if (std::any_of(r.gemm_cuts.begin(), r.gemm_cuts.end(), [](const auto& c) { return c.second.is_template(); })) {
+          // The chosen templates written into the model's source, compiled with its kernels.
+          const auto t_templates = Clock::now();
+          add_gemm_templates(r, *exe);
+          tco.kernel_lines.clear();
+          for (const GeneratedKernel& k : r.source.kernels)
+            if (!k.launcher.empty()) tco.kernel_lines.push_back(k.first_line);
+          CpuCompileResult compiled = compile_cpp(r.source.code, tco);
+          cpu_code = std::move(compiled.code);
+          for (auto& [name, bytes] : r.objects)
+            if (name == compiled.object_name && !compiled.object.empty()) bytes = std::move(compiled.object);
+          for (Stage& st : r.stages) {
+            if (st.name == "source") st.text = r.source.code;
+            if (st.name == "asm" && !compiled.assembly.empty())
+              st.text = compiled.assembly + "\n\n; ---- optimized LLVM IR ----\n" + compiled.llvm_ir;
+          }
+          exe = std::make_unique<CpuExecutable>(r.loops, r.schedule, r.source, *cpu_code, dynamic_sizes);
+          exe->run(all_inputs);  // binds the inputs
+          for (size_t k = 0; k < r.schedule.kernels.size(); ++k)
+            if (const auto c = r.gemm_cuts.find(r.schedule.kernels[k].name); c != r.gemm_cuts.end()) exe->choose_cut(k, &c->second);
+          std::ostringstream note;
+          note << std::fixed << std::setprecision(0) << "; the chosen GEMM templates compiled into the model's source in "
+               << std::chrono::duration<double, std::milli>(Clock::now() - t_templates).count() << " ms";
+          recompiled = note.str();
+        }
         Stage s;
         s.name = "autotune";
-        s.title = "max-autotune: matrix multiplies' cuts timed";
+        s.title = "max-autotune: matrix multiplies' cuts and GEMM templates timed";
         s.kind = Stage::Kind::run;
-        s.text = a.kernels.empty() ? "AUTOTUNE (CPU): no matrix multiply to tune (on the CPU, max-autotune tunes how each "
-                                     "multiply is cut into blocks for the pool's threads; generated kernels compile as in "
-                                     "default mode)\n"
+        s.text = a.kernels.empty() ? "AUTOTUNE (CPU): no matrix multiply to tune (on the CPU, max-autotune times how each "
+                                     "multiply is cut into blocks for the pool's threads, and the multiply written as a "
+                                     "generated GEMM template; generated kernels compile as in default mode)\n"
                                    : a.table();
         s.nodes = static_cast<int>(a.kernels.size());
         rec.last_ms = a.ms;
@@ -819,15 +896,17 @@ CompileResult run_stages(LoadedModel model, const PipelineOptions& o, const std:
         std::ostringstream note;
         note << std::fixed << std::setprecision(0) << "max-autotune: " << a.kernels.size() << " matrix multipl"
              << (a.kernels.size() == 1 ? "y" : "ies") << " tuned in " << a.ms << " ms" << (a.from_cache ? " (from the disk cache)" : "")
-             << ", " << better << " run faster than the heuristic's cut; generated kernels compile as in default mode";
+             << ", " << better << " run faster than the heuristic's cut" << recompiled
+             << "; generated kernels compile as in default mode";
         r.mode_note = note.str();
-        if (!r.gemm_cuts.empty()) r.outputs = exe.run(all_inputs);  // the outputs of the tuned multiplies
+        if (!r.gemm_cuts.empty()) r.outputs = exe->run(all_inputs);  // the outputs of the tuned multiplies
       }
-      t = exe.benchmark(all_inputs, to);
+      t = exe->benchmark(all_inputs, to);
       for (size_t k = 0; k < how.size(); ++k) {
-        how[k] = r.schedule.kernels[k].is_extern ? "library" : "generated";
-        if (exe.ran_inside()[k]) how[k] = "epilogue";  // its time is in the multiply's
-        else if (k + 1 < how.size() && exe.ran_inside()[k + 1]) how[k] = "library+epilogue";
+        const std::string library = exe->runs_template(k) ? "template" : "library";
+        how[k] = r.schedule.kernels[k].is_extern ? library : "generated";
+        if (exe->ran_inside()[k]) how[k] = "epilogue";  // its time is in the multiply's
+        else if (k + 1 < how.size() && exe->ran_inside()[k + 1]) how[k] = library + "+epilogue";
       }
       if (o.keep_program && o.dynamic) r.program = std::make_shared<DynamicCpuProgram>(r, o, lowered_from, std::move(cpu_code));
       else if (o.keep_program) r.program = std::make_shared<CpuProgram>(lowered_from, r, std::move(cpu_code));

@@ -60,7 +60,9 @@ std::string AutotuneResult::table() const {
   if (cpu) {
     os << "AUTOTUNE (CPU): " << kernels.size() << " matrix multipl" << (kernels.size() == 1 ? "y" : "ies")
        << ", each cut into blocks of rows and columns every way the pool's threads allow (one single-threaded BLAS call a block, "
-       << "its epilogue on each block), checked against the heuristic's cut and timed alone on the model's operands, " << std::fixed
+       << "its epilogue on each block) and written as generated GEMM templates (a register tile of rows x columns, K in chunks, "
+       << "the threads' blocks; the bias in the tile's store, the epilogue on each block of rows), checked against the "
+       << "heuristic's cut and timed alone on the model's operands, " << std::fixed
        << std::setprecision(0) << ms << " ms" << (from_cache ? " (choices from the disk cache)" : "") << "\n";
   } else {
     os << "AUTOTUNE: " << kernels.size() << " kernel(s), coordinate descent from the heuristics' configurations (" << descent_rounds
@@ -79,7 +81,7 @@ std::string AutotuneResult::table() const {
     os << "\n" << k.kernel << " (" << k.form << "): " << k.why << "\n";
     for (size_t i = 0; i < k.candidates.size(); ++i) {
       const TunedCandidate& c = k.candidates[i];
-      os << "  " << (i == k.chosen ? "* " : "  ") << std::left << std::setw(34) << c.text() << std::right;
+      os << "  " << (i == k.chosen ? "* " : "  ") << std::left << std::setw(cpu ? 50 : 34) << c.text() << std::right;
       if (!c.problem.empty()) os << c.problem << "\n";
       else os << std::setprecision(4) << std::setw(10) << c.ms * 1000.0 << " us" << (c.note.empty() ? "" : "  (" + c.note + ")") << "\n";
     }

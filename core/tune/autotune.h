@@ -11,7 +11,9 @@
 // heuristic's list, up to 12) timed on the real operands against the heuristics' call, as
 // Inductor times its extern mm choice against its templates.
 #pragma once
+#include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -56,13 +58,19 @@ struct AutotuneResult {
 AutotuneResult autotune_cuda(const LoopProgram& p, const Schedule& s, const CudaCodegenOptions& base, CudaDriver& d,
                              const std::vector<Tensor>& inputs, CudaCodegenOptions& tuned);
 
-// max-autotune on the CPU (Inductor's CPU max-autotune times its C++ GEMM template's blockings
-// against the library call): each matrix multiply of `exe` (its inputs bound: run first) cut
-// every way gemm_candidate_cuts offers, each checked against the heuristic's cut (its output and
-// its epilogue's) and timed alone on the model's operands; the fastest kept in `exe` and in
-// `chosen` (by kernel name) when the whole model is faster with them. The choice is kept on disk,
-// keyed by the products, their candidates and the generated `source`.
+// max-autotune on the CPU, as Inductor's CPU max-autotune times its C++ GEMM template's
+// blockings against the library call: each matrix multiply of `exe` (its inputs bound: run
+// first) cut every way gemm_candidate_cuts offers (BLAS calls on the pool's threads) and written
+// as every GEMM template gemm_template_candidates offers (all of them compiled at once by
+// `compile`, one module), each checked against the heuristic's cut (its output and its
+// epilogue's) and timed alone on the model's operands; the fastest kept in `chosen` (by kernel
+// name) when the whole model is faster with them. BLAS cuts stay chosen in `exe`; a template
+// chosen is left out of `exe` (its module is gone): the caller writes it into the model's source
+// (gemm_template_cpp) and compiles that. The choice is kept on disk, keyed by the products,
+// their candidates and the generated `source`. A null `compile`: BLAS cuts only.
+using CompileModule = std::function<std::unique_ptr<LoadedCode>(const std::string& source)>;
 AutotuneResult autotune_cpu(const LoopProgram& p, const Schedule& s, const std::string& source, CpuExecutable& exe,
-                            const std::vector<Tensor>& inputs, std::map<std::string, GemmCut>& chosen);
+                            const std::vector<Tensor>& inputs, std::map<std::string, GemmCut>& chosen,
+                            const CompileModule& compile = nullptr);
 
 }  // namespace ls

@@ -230,6 +230,58 @@ class TestCpu : public QObject {
     }
   }
 
+  // max-autotune's GEMM templates (given here on every mm and addmm rather than timed: two register
+  // tiles, two grids) are written into the model's source as the multiplies' kernels, run inside
+  // the app with their epilogues, and carried into an exported package, whose model.cpp calls
+  // them; the app's and the package's outputs against the reference interpreter.
+  void testGemmTemplatesInModelAndPackage() {
+    PipelineOptions o;
+    o.timing_budget_ms = 2;
+    o.mode = "max-autotune";
+    const LoadedModel m = load_model(data("stages/extra/matmul_epilogues.txt"));
+    const CompileResult plain = run_pipeline(m, PipelineOptions{});
+    int n = 0;
+    for (const Kernel& k : plain.schedule.kernels)
+      if (k.is_extern) o.gemm_choices[k.name] = n++ % 2 ? GemmCut::of({12, 2 * gemm_vector_width(), 64, 1, 2}) : GemmCut::of({6, 4 * gemm_vector_width(), 0, 2, 1});
+    QCOMPARE(n, 6);
+    CompileResult r = run_pipeline(m, o);
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    QVERIFY2(r.check.ok, r.stage("run")->text.c_str());
+    for (size_t k = 0; k < r.schedule.kernels.size(); ++k) {
+      if (!r.schedule.kernels[k].is_extern) continue;
+      const GeneratedKernel& g = r.source.kernels[k];
+      QCOMPARE(g.launcher, "ls_gemm_" + g.name);
+      QVERIFY2(r.kernels[k].how.rfind("template", 0) == 0, r.kernels[k].how.c_str());
+      // The kernel's lines in the source are its template's.
+      std::istringstream src(r.source.code);
+      std::string line;
+      for (int l = 1; std::getline(src, line) && l <= g.first_line; ++l)
+        if (l == g.first_line) QVERIFY2(line.rfind("// " + g.launcher + ": C[", 0) == 0, line.c_str());
+      if (k + 1 < r.schedule.kernels.size() && r.schedule.kernels[k + 1].epilogue) QCOMPARE(r.kernels[k + 1].how, std::string("epilogue"));
+    }
+    QVERIFY(r.stage("source")->text == r.source.code);
+    QTemporaryDir dir;
+    const std::string pkg = dir.filePath("templates").toStdString();
+    try {
+      export_package(r, pkg);
+    } catch (const std::exception& e) {
+      QFAIL(e.what());
+    }
+    std::stringstream runner;
+    runner << std::ifstream(pkg + "/model.cpp").rdbuf();
+    QVERIFY2(runner.str().find(", max-autotune: template 12x") != std::string::npos, runner.str().c_str());
+    QVERIFY(std::regex_search(runner.str(), std::regex(R"(ls_gemm_\w+\([^;]*, nullptr, nullptr\);)")));
+    try {
+      build_and_run_package(QString::fromStdString(pkg));
+    } catch (const std::exception& e) {
+      QFAIL(e.what());
+    }
+    for (size_t i = 0; i < r.reference_outputs.size(); ++i) {
+      const Comparison c = compare(load_npy(pkg + "/outputs/out" + std::to_string(i) + ".npy"), r.reference_outputs[i]);
+      QVERIFY2(c.ok, ("out" + std::to_string(i) + ": " + c.why).c_str());
+    }
+  }
+
   void testExportRefusesWhatItCannotPackage() {
     QTemporaryDir dir;
     QProcess p;
@@ -623,6 +675,80 @@ class TestCpu : public QObject {
   // every candidate, the run uses the chosen cuts (the kernel table names them) and matches the
   // reference interpreter; every candidate cut, forced on every multiply of the compiled model,
   // gives the reference interpreter's numbers; a second compile takes the choice from the disk cache.
+  // The GEMM template's C++ for every operand layout and bias, at sizes that leave partial tiles
+  // and a K in several chunks, compiled and run against the product in float64; its epilogue is
+  // called on every element of C exactly once.
+  void testGemmTemplateMatchesDoubleProduct_data() {
+    QTest::addColumn<int>("M");
+    QTest::addColumn<int>("N");
+    QTest::addColumn<int>("K");
+    QTest::addColumn<bool>("ta");
+    QTest::addColumn<bool>("tb");
+    QTest::addColumn<int>("bias");
+    QTest::addColumn<float>("alpha");
+    QTest::addColumn<float>("beta");
+    QTest::newRow("mm, partial tiles") << 100 << 70 << 33 << false << false << 0 << 1.f << 0.f;
+    QTest::newRow("A transposed, bias per column") << 97 << 130 << 64 << true << false << 1 << 1.f << 1.f;
+    QTest::newRow("B transposed, bias per row, K in chunks") << 37 << 130 << 600 << false << true << 2 << 0.5f << 2.f;
+    QTest::newRow("both transposed, bias matrix, K in chunks") << 65 << 65 << 1030 << true << true << 3 << 1.f << 1.f;
+    QTest::newRow("scalar bias, one row") << 1 << 300 << 17 << false << false << 4 << 2.f << 0.25f;
+    QTest::newRow("one element") << 1 << 1 << 1 << false << true << 1 << 1.f << 1.f;
+  }
+  void testGemmTemplateMatchesDoubleProduct() {
+    QFETCH(int, M);
+    QFETCH(int, N);
+    QFETCH(int, K);
+    QFETCH(bool, ta);
+    QFETCH(bool, tb);
+    QFETCH(int, bias);
+    QFETCH(float, alpha);
+    QFETCH(float, beta);
+    GemmProblem p;
+    p.M = M, p.N = N, p.K = K, p.ta = ta, p.tb = tb, p.alpha = alpha, p.beta = beta;
+    p.bias = static_cast<GemmProblem::Bias>(bias);
+    std::vector<float> A(static_cast<size_t>(M) * K), B(static_cast<size_t>(K) * N), C(static_cast<size_t>(M) * N);
+    std::vector<float> b(bias == 3 ? M * N : bias == 2 ? M : bias == 1 ? N : 1);
+    uint32_t seed = 12345;
+    auto rnd = [&] { return static_cast<float>((seed = seed * 1664525u + 1013904223u) >> 8) / 16777216.f - 0.5f; };
+    for (auto* v : {&A, &B, &b})
+      for (float& x : *v) x = rnd();
+    const std::vector<GemmTemplate> candidates = gemm_template_candidates(p, std::max(2, library_threads()));
+    QVERIFY(candidates.size() >= 2);
+    std::string src = "typedef __INT64_TYPE__ int64_t;\n";
+    for (size_t i = 0; i < candidates.size(); ++i) src += gemm_template_cpp("g" + std::to_string(i), p, candidates[i]);
+    for (bool external : {false, true}) {
+      if (!external && !have_clang_jit()) continue;
+      CpuCompileOptions co;
+      co.external = external;
+      CpuCompileResult module = compile_cpp(src, co);
+      for (size_t i = 0; i < candidates.size(); ++i) {
+        auto f = reinterpret_cast<GemmTemplateFn>(module.code->symbol("g" + std::to_string(i)));
+        QVERIFY(f);
+        std::fill(C.begin(), C.end(), 1e30f);
+        std::vector<int> seen(C.size(), 0);
+        void* args[] = {seen.data()};
+        f(A.data(), B.data(), b.data(), C.data(),
+          [](void** a, int64_t begin, int64_t end) {
+            for (int64_t x = begin; x < end; ++x) ++static_cast<int*>(a[0])[x];
+          },
+          args);
+        double worst = 0;
+        for (int i2 = 0; i2 < M; ++i2)
+          for (int j = 0; j < N; ++j) {
+            double sum = 0;
+            for (int k = 0; k < K; ++k)
+              sum += static_cast<double>(ta ? A[k * M + i2] : A[i2 * K + k]) * (tb ? B[j * K + k] : B[k * N + j]);
+            const double add = bias == 0 ? 0 : bias == 1 ? b[j] : bias == 2 ? b[i2] : bias == 3 ? b[i2 * N + j] : b[0];
+            const double want = alpha * sum + (bias ? beta * add : 0);
+            worst = std::max(worst, std::fabs(C[i2 * N + j] - want) / (1 + std::fabs(want)));
+          }
+        const std::string what = candidates[i].text() + (external ? " (external compiler)" : " (JIT)");
+        QVERIFY2(worst < 1e-5 * std::sqrt(K), (what + ": error " + std::to_string(worst)).c_str());
+        QVERIFY2(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }), (what + ": epilogue coverage").c_str());
+      }
+    }
+  }
+
   void testCpuMaxAutotuneCutsMultiplies() {
     QTemporaryDir cache;
     const QByteArray before = qgetenv("LOWERSCOPE_CACHE_DIR");
@@ -646,11 +772,15 @@ class TestCpu : public QObject {
       QVERIFY2(at != std::string::npos, (kr.name + "\n" + table->text).c_str());
       const size_t end = table->text.find("\n\n", at + 1);
       const std::string section = table->text.substr(at, end == std::string::npos ? std::string::npos : end - at);
-      // Its candidates: the heuristic's cut first, then the others, each timed.
+      // Its candidates: the heuristic's cut first, then the other cuts and the GEMM templates, each timed.
       const Shape& y = r.loops.buffer(kr.writes.at(0)).shape;
-      int lines = 0;
-      for (size_t l = section.find("\n  "); l != std::string::npos; l = section.find("\n  ", l + 1)) ++lines;
-      QCOMPARE(lines, static_cast<int>(gemm_candidate_cuts(y[0], y[1], 64).size()));
+      int lines = 0, templates = 0;
+      for (size_t l = section.find("\n  "); l != std::string::npos; l = section.find("\n  ", l + 1)) {
+        ++lines;
+        templates += section.compare(l + 5, 9, "template ") == 0;
+      }
+      QCOMPARE(lines - templates, static_cast<int>(gemm_candidate_cuts(y[0], y[1], 64).size()));
+      QVERIFY2(templates >= 3, section.c_str());  // mm and addmm: three register tiles at least
       QVERIFY2(section.find("heuristic: ") != std::string::npos && section.find(" us") != std::string::npos, section.c_str());
       const size_t star = section.find("  * ");
       QVERIFY2(star != std::string::npos, section.c_str());
@@ -663,6 +793,13 @@ class TestCpu : public QObject {
         QVERIFY2(cut != r.gemm_cuts.end(), chosen.c_str());
         QVERIFY2(chosen.find(cut->second.text()) != std::string::npos, chosen.c_str());
         QCOMPARE(r.kernels[k].launch, "max-autotune: " + cut->second.text() + " on the pool's threads");
+        // A template chosen is in the model's source, as the kernel's lines, and ran.
+        if (cut->second.is_template()) {
+          const GeneratedKernel& g = r.source.kernels[k];
+          QVERIFY2(!g.launcher.empty() && g.first_line > 0 && g.last_line > g.first_line, g.launcher.c_str());
+          QVERIFY(r.source.code.find("extern \"C\" void " + g.launcher + "(") != std::string::npos);
+          QVERIFY2(r.kernels[k].how.rfind("template", 0) == 0, r.kernels[k].how.c_str());
+        }
       }
     }
     QCOMPARE(products, 6);
@@ -688,6 +825,36 @@ class TestCpu : public QObject {
         const Comparison c = compare(out[j], r.reference_outputs[j]);
         QVERIFY2(c.ok, ("candidate " + std::to_string(i) + ", output " + std::to_string(j) + ": " + c.why).c_str());
       }
+    }
+    // And every GEMM template candidate of every mm and addmm (the epilogues run inside them).
+    std::vector<std::vector<std::string>> names(cuts.size());
+    std::string templates = "typedef __INT64_TYPE__ int64_t;\n";
+    most = 0;
+    for (size_t k = 0; k < cuts.size(); ++k) {
+      GemmProblem problem;
+      if (!exe.gemm_problem(k, problem)) continue;
+      for (const GemmTemplate& t : gemm_template_candidates(problem, library_threads())) {
+        names[k].push_back("t" + std::to_string(k) + "_" + std::to_string(names[k].size()));
+        templates += gemm_template_cpp(names[k].back(), problem, t);
+      }
+      most = std::max(most, names[k].size());
+    }
+    QVERIFY(most >= 3);
+    CpuCompileResult module = compile_cpp(templates, CpuCompileOptions{});
+    for (size_t i = 0; i < most; ++i) {
+      for (size_t k = 0; k < cuts.size(); ++k) {
+        if (names[k].empty()) continue;
+        auto f = reinterpret_cast<GemmTemplateFn>(module.code->symbol(names[k][std::min(i, names[k].size() - 1)]));
+        QVERIFY(f);
+        exe.choose_template(k, f);
+      }
+      const std::vector<Tensor> out = exe.run(inputs);
+      for (size_t j = 0; j < out.size(); ++j) {
+        const Comparison c = compare(out[j], r.reference_outputs[j]);
+        QVERIFY2(c.ok, ("template candidate " + std::to_string(i) + ", output " + std::to_string(j) + ": " + c.why).c_str());
+      }
+      for (size_t k = 0; k + 1 < cuts.size(); ++k)
+        if (!names[k].empty() && r.schedule.kernels[k + 1].epilogue) QVERIFY(exe.ran_inside()[k + 1]);
     }
     const CompileResult again = run_pipeline(m, o);
     QVERIFY2(again.mode_note.find("from the disk cache") != std::string::npos, again.mode_note.c_str());
