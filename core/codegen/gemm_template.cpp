@@ -186,7 +186,7 @@ std::string gemm_template_cpp(const std::string& name, const GemmProblem& p, con
      << "}\n";
 
   os << "extern \"C\" void " << name << "(const float* __restrict A, const float* __restrict B, const float* __restrict bias, "
-     << "float* __restrict C, void (*epilogue)(void**, int64_t, int64_t), void** epilogue_args) {\n"
+     << "float* __restrict C, void (*epilogue)(void**, int64_t, int64_t) noexcept, void** epilogue_args) {\n"
      << "  float* __restrict pa = " << name << "_a;\n"
      << "  float* __restrict pb = " << name << "_b;\n"
      << "  #pragma omp parallel\n  {\n";

@@ -46,7 +46,9 @@ GemmTemplate gemm_template_heuristic(const GemmProblem& p, int threads);
 
 // The C++ of one template as a function `name`:
 //   extern "C" void name(const float* A, const float* B, const float* bias, float* C,
-//                        void (*epilogue)(void**, int64_t, int64_t), void** epilogue_args)
+//                        void (*epilogue)(void**, int64_t, int64_t) noexcept, void** epilogue_args)
+// (the epilogue kernels throw nothing: declared so, the OpenMP region needs no C++ unwinding, and
+// the module no C++ runtime, which the external compiler's libraries do not link)
 // epilogue (may be null): the product's epilogue kernel on C's elements [begin, end), whole rows
 // or one row's columns of a block, called on the thread that computed them. Needs the CPU prelude
 // (int64_t) before it; writes its own vector types.

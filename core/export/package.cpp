@@ -365,7 +365,7 @@ class Writer {
       const GeneratedKernel& g = r_.source.kernels.at(k);
       if (kr.is_extern && !g.launcher.empty()) {  // max-autotune wrote it as a GEMM template (kernels.cpp)
         decl << "extern \"C\" void " << g.launcher << "(const float*, const float*, const float*, float*, "
-             << "void (*)(void**, int64_t, int64_t), void**);\n";
+             << "void (*)(void**, int64_t, int64_t) noexcept, void**);\n";
         body << template_call(kr, g);
         continue;
       }

@@ -834,7 +834,9 @@ CompileResult run_stages(LoadedModel model, const PipelineOptions& o, const std:
           a = autotune_cpu(r.loops, r.schedule, r.source.code, *exe, all_inputs, r.gemm_cuts, o.dynamic ? CompileModule{} : compile);
         } else {  // given, not timed
           a.cpu = true;
-          for (const auto& [name, c] : o.gemm_choices) {
+          for (const auto& choice : o.gemm_choices) {
+            const std::string& name = choice.first;
+            const GemmCut& c = choice.second;
             const auto k = std::find_if(r.schedule.kernels.begin(), r.schedule.kernels.end(), [&](const Kernel& kr) { return kr.name == name; });
             if (k == r.schedule.kernels.end()) throw std::invalid_argument("max-autotune's choices name no kernel " + name);
             const size_t i = static_cast<size_t>(k - r.schedule.kernels.begin());

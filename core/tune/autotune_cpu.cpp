@@ -8,6 +8,7 @@
 #include <iomanip>
 #include <sstream>
 
+#include "compile/cpu_compiler.h"
 #include "compile/disk_cache.h"
 #include "compile/phase_times.h"
 #include "tune/autotune.h"
@@ -114,6 +115,8 @@ AutotuneResult autotune_cpu(const LoopProgram& p, const Schedule& s, const std::
       PhaseTimer compiling("max-autotune: GEMM templates compiled (CPU)");
       try {
         templates = compile(src.str());
+      } catch (const CompileError& e) {
+        compile_problem = std::string("the templates did not compile: ") + e.what() + ": " + e.diagnostics.substr(0, 400);
       } catch (const std::exception& e) {
         compile_problem = std::string("the templates did not compile: ") + e.what();
       }
