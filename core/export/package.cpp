@@ -63,13 +63,15 @@ class Writer {
     write_data();
     put("README.md", readme());
     std::ostringstream s;
-    int generated = 0, library = 0;
+    int generated = 0, library = 0, templates = 0;
     for (const Kernel& k : r_.schedule.kernels) (k.is_extern ? library : generated)++;
+    for (const auto& c : r_.gemm_cuts) templates += c.second.is_template();
     s << (cuda() ? "CUDA package of " : "package of ") << r_.model.path << ": " << generated << " generated kernel(s) in "
       << (cuda() ? "kernels.cu (kernels.ptx" + std::string(has("kernels.cubin") ? ", kernels.cubin" : "") + ")" : "kernels.cpp")
-      << ", " << library << " library call(s) in runtime.h, " << r_.loops.inputs.size() << " input(s) and weight(s) in data/, "
+      << ", " << library - templates << " library call(s) in runtime.h, "
+      << (templates && !cuda() ? std::to_string(templates) + " matrix multipl" + (templates == 1 ? "y" : "ies") + " as GEMM templates in kernels.cpp, " : "") << r_.loops.inputs.size() << " input(s) and weight(s) in data/, "
       << expected().size() << " expected output(s)"
-      << (r_.gemm_cuts.empty() || cuda() ? "" : ", max-autotune's cuts of " + std::to_string(r_.gemm_cuts.size()) + " matrix multiplies") << (!r_.train ? "" : r_.training.num_updates > 0 ? " (a training step: forward outputs, gradients, then the updated parameters)"
+      << (r_.gemm_cuts.size() == static_cast<size_t>(templates) || cuda() ? "" : ", max-autotune's cuts of " + std::to_string(r_.gemm_cuts.size() - templates) + " matrix multiplies") << (!r_.train ? "" : r_.training.num_updates > 0 ? " (a training step: forward outputs, gradients, then the updated parameters)"
                                                      : " (a training step: forward outputs, then gradients)")
       << "; build: cmake -S " << dir_ << " -B " << dir_
       << "/build && cmake --build " << dir_ << "/build && " << dir_ << "/build/run_model";

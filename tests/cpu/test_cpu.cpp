@@ -263,7 +263,8 @@ class TestCpu : public QObject {
     QTemporaryDir dir;
     const std::string pkg = dir.filePath("templates").toStdString();
     try {
-      export_package(r, pkg);
+      const Package p = export_package(r, pkg);
+      QVERIFY2(p.summary.find(", 6 matrix multiplies as GEMM templates in kernels.cpp") != std::string::npos, p.summary.c_str());
     } catch (const std::exception& e) {
       QFAIL(e.what());
     }
