@@ -85,6 +85,20 @@ std::string build_and_run_package(const QString& pkg) {
   step("cmake", {"--build", "build"}, 300000);
   return step(pkg + "/build/run_model", {"--repeat", "3"}, 120000);
 }
+// Exports `r` as a package in `dir`, builds and runs it, and checks its outputs against the
+// reference interpreter's; returns its summary and its model.cpp, or throws saying what failed.
+std::pair<std::string, std::string> export_build_and_check(const CompileResult& r, const QTemporaryDir& dir) {
+  const std::string pkg = dir.filePath("package").toStdString();
+  const Package p = export_package(r, pkg);
+  build_and_run_package(QString::fromStdString(pkg));
+  for (size_t i = 0; i < r.reference_outputs.size(); ++i) {
+    const Comparison c = compare(load_npy(pkg + "/outputs/out" + std::to_string(i) + ".npy"), r.reference_outputs[i]);
+    if (!c.ok) throw std::runtime_error("the package's out" + std::to_string(i) + ": " + c.why);
+  }
+  std::stringstream runner;
+  runner << std::ifstream(pkg + "/model.cpp").rdbuf();
+  return {p.summary, runner.str()};
+}
 }  // namespace
 
 class TestCpu : public QObject {
@@ -208,26 +222,15 @@ class TestCpu : public QObject {
       if (k.is_extern) r.gemm_cuts[k.name] = cut++ % 2 ? GemmCut{1, 3} : GemmCut{3, 1};
     QCOMPARE(cut, 6);
     QTemporaryDir dir;
-    const std::string pkg = dir.filePath("tuned").toStdString();
+    std::string summary, runner;
     try {
-      const Package p = export_package(r, pkg);
-      QVERIFY2(p.summary.find("max-autotune's cuts of 6 matrix multiplies") != std::string::npos, p.summary.c_str());
+      std::tie(summary, runner) = export_build_and_check(r, dir);
     } catch (const std::exception& e) {
       QFAIL(e.what());
     }
-    std::stringstream runner;
-    runner << std::ifstream(pkg + "/model.cpp").rdbuf();
-    QVERIFY2(runner.str().find("// max-autotune: 3 x 1 blocks") != std::string::npos, runner.str().c_str());
-    QVERIFY(std::regex_search(runner.str(), std::regex(R"(lsrt::sgemm\([^;]*, 1, 3\);)")));
-    try {
-      build_and_run_package(QString::fromStdString(pkg));
-    } catch (const std::exception& e) {
-      QFAIL(e.what());
-    }
-    for (size_t i = 0; i < r.reference_outputs.size(); ++i) {
-      const Comparison c = compare(load_npy(pkg + "/outputs/out" + std::to_string(i) + ".npy"), r.reference_outputs[i]);
-      QVERIFY2(c.ok, ("out" + std::to_string(i) + ": " + c.why).c_str());
-    }
+    QVERIFY2(summary.find("max-autotune's cuts of 6 matrix multiplies") != std::string::npos, summary.c_str());
+    QVERIFY2(runner.find("// max-autotune: 3 x 1 blocks") != std::string::npos, runner.c_str());
+    QVERIFY(std::regex_search(runner, std::regex(R"(lsrt::sgemm\([^;]*, 1, 3\);)")));
   }
 
   // max-autotune's GEMM templates (given here on every mm and addmm rather than timed: two register
@@ -261,26 +264,15 @@ class TestCpu : public QObject {
     }
     QVERIFY(r.stage("source")->text == r.source.code);
     QTemporaryDir dir;
-    const std::string pkg = dir.filePath("templates").toStdString();
+    std::string summary, runner;
     try {
-      const Package p = export_package(r, pkg);
-      QVERIFY2(p.summary.find(", 6 matrix multiplies as GEMM templates in kernels.cpp") != std::string::npos, p.summary.c_str());
+      std::tie(summary, runner) = export_build_and_check(r, dir);
     } catch (const std::exception& e) {
       QFAIL(e.what());
     }
-    std::stringstream runner;
-    runner << std::ifstream(pkg + "/model.cpp").rdbuf();
-    QVERIFY2(runner.str().find(", max-autotune: template 12x") != std::string::npos, runner.str().c_str());
-    QVERIFY(std::regex_search(runner.str(), std::regex(R"(ls_gemm_\w+\([^;]*, nullptr, nullptr\);)")));
-    try {
-      build_and_run_package(QString::fromStdString(pkg));
-    } catch (const std::exception& e) {
-      QFAIL(e.what());
-    }
-    for (size_t i = 0; i < r.reference_outputs.size(); ++i) {
-      const Comparison c = compare(load_npy(pkg + "/outputs/out" + std::to_string(i) + ".npy"), r.reference_outputs[i]);
-      QVERIFY2(c.ok, ("out" + std::to_string(i) + ": " + c.why).c_str());
-    }
+    QVERIFY2(summary.find(", 6 matrix multiplies as GEMM templates in kernels.cpp") != std::string::npos, summary.c_str());
+    QVERIFY2(runner.find(", max-autotune: template 12x") != std::string::npos, runner.c_str());
+    QVERIFY(std::regex_search(runner, std::regex(R"(ls_gemm_\w+\([^;]*, nullptr, nullptr\);)")));
   }
 
   void testExportRefusesWhatItCannotPackage() {
