@@ -79,8 +79,8 @@ class Recorder {
 };
 
 // max-autotune's chosen GEMM templates written into the model's source: each after the kernels,
-// as the function its extern kernel's GeneratedKernel::launcher names, its lines the kernel's
-// (the source view shows the template for the multiply). `exe` has the operands bound.
+// as the function its extern kernel's GeneratedKernel::launcher names, its lines the kernel's and
+// its node's (the source view shows the template for the multiply). `exe` has the operands bound.
 void add_gemm_templates(CompileResult& r, const CpuExecutable& exe) {
   std::string& code = r.source.code;
   if (!code.empty() && code.back() != '\n') code += '\n';
@@ -96,6 +96,8 @@ void add_gemm_templates(CompileResult& r, const CpuExecutable& exe) {
     g.first_line = line + 2;
     line += static_cast<int>(std::count(text.begin(), text.end(), '\n'));
     g.last_line = line;
+    // Every line of it came from the multiply's node (selecting the node marks them).
+    for (int l = g.first_line; l <= g.last_line; ++l) g.line_nodes.emplace_back(l, r.schedule.kernels[k].nodes.at(0));
     code += text;
   }
 }

@@ -254,6 +254,8 @@ class TestCpu : public QObject {
       if (!r.schedule.kernels[k].is_extern) continue;
       const GeneratedKernel& g = r.source.kernels[k];
       QCOMPARE(g.launcher, "ls_gemm_" + g.name);
+      QCOMPARE(g.line_nodes.size(), static_cast<size_t>(g.last_line - g.first_line + 1));  // the graph's node links to them
+      QCOMPARE(g.line_nodes.front(), std::make_pair(g.first_line, r.schedule.kernels[k].nodes.at(0)));
       QVERIFY2(r.kernels[k].how.rfind("template", 0) == 0, r.kernels[k].how.c_str());
       // The kernel's lines in the source are its template's.
       std::istringstream src(r.source.code);
