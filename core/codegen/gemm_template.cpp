@@ -95,11 +95,6 @@ std::vector<GemmTemplate> gemm_template_candidates(const GemmProblem& p, int thr
   return out;
 }
 
-GemmTemplate gemm_template_heuristic(const GemmProblem& p, int threads) {
-  const std::vector<GemmTemplate> c = gemm_template_candidates(p, threads);
-  return c.empty() ? GemmTemplate{} : c.front();
-}
-
 std::string gemm_template_cpp(const std::string& name, const GemmProblem& p, const GemmTemplate& t) {
   const int w = gemm_vector_width();
   const int mr = t.mr, nr = t.nr, nv = nr / w;

@@ -41,8 +41,6 @@ bool gemm_template_fits(const GemmProblem& p);
 // The templates max-autotune times for a problem on `threads` threads: register tiles that fill
 // the machine's vector registers, each on the grids of blocks the threads allow.
 std::vector<GemmTemplate> gemm_template_candidates(const GemmProblem& p, int threads);
-// The one the heuristics would take (the first candidate).
-GemmTemplate gemm_template_heuristic(const GemmProblem& p, int threads);
 
 // The C++ of one template as a function `name`:
 //   extern "C" void name(const float* A, const float* B, const float* bias, float* C,
