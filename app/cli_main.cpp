@@ -35,7 +35,7 @@ const char* kUsage = R"(usage:
                                [--train [--expect-grads G0.npy,G1.npy] [--partitioner min_cut|default]
                                         [--sgd LR]]
                                [--report FILE.json] [--dump DIR (stages, sources, objects, SVGs, report.html)] [--decompose core_aten|prims]
-                               [--no-fusion] [--external-compiler] [--no-run] [--no-reference] [--quiet]
+                               [--no-fusion] [--no-gemm-templates] [--external-compiler] [--no-run] [--no-reference] [--quiet]
                                [--dynamic [--at s0=N[,s1=M] ...]] [--cuda-started]
   lowerscope-cli diff MODEL [--stage S | --stages A,B] [compile options] [--right "OPTIONS"]
   lowerscope-cli export MODEL --out DIR [compile options]
@@ -49,6 +49,9 @@ MODEL is a graph printed by PyTorch's print_readable() (a .txt file), or a folde
 and a backward, with the gradient of the sum of the first output checked against
 grad_in0.npy, ... (found beside the inputs, or given with --expect-grads); --sgd LR adds the
 parameter update.
+--no-gemm-templates: on the CPU, default mode writes large float32 matrix multiplies (AVX-512, K up
+to 512) as generated GEMM templates, their bias in the register tile's store; with this flag every
+multiply calls the BLAS library (max-autotune times both).
 --dynamic compiles with dynamic shapes (as torch.compile(dynamic=True)): the inputs' sizes become
 symbols s0, s1, ... and the kernels (C++ or CUDA) take them as arguments; the `dynamic` stage lists the
 symbols, what was specialized and why, and the guards. --at s0=N runs the same compiled code again
@@ -187,6 +190,7 @@ bool pipeline_option(const std::vector<std::string>& args, size_t& i, ls::LoadOp
     else if (v == "prims") po.decompose_to = ls::level::prims;
     else throw std::invalid_argument("--decompose takes core_aten or prims");
   } else if (a == "--no-fusion") po.fusion = false;
+  else if (a == "--no-gemm-templates") po.gemm_templates = false;
   else if (a == "--external-compiler") po.external_compiler = true;
   else if (a == "--no-run") po.run = false;
   else if (a == "--no-reference") po.reference = false;

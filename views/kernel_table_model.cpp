@@ -38,7 +38,7 @@ QVariant KernelTableModel::data(const QModelIndex& index, int role) const {
     case Name: return QString::fromStdString(k.name);
     case Kind: {
       // A matrix multiply's epilogue runs inside it (CPU), on each block of rows the library (or
-      // max-autotune's generated GEMM template) computed.
+      // generated GEMM template) computed.
       const bool epilogue = k.how == "epilogue";
       const bool tmpl = k.how.rfind("template", 0) == 0;
       const bool with_epilogue = k.how == "library+epilogue" || k.how == "template+epilogue";
@@ -49,8 +49,8 @@ QVariant KernelTableModel::data(const QModelIndex& index, int role) const {
                             "after the library computed it, while the rows are in cache; its time is in the multiply's.");
         if (tmpl)
           tip += (tip.isEmpty() ? "" : "\n") +
-                 QObject::tr("Not a library call: max-autotune wrote this multiply as a GEMM template, C++ generated for its "
-                             "sizes (its source is the kernel's lines in the source view).");
+                 QObject::tr("Not a library call: this multiply is a GEMM template, C++ generated for its sizes (its source "
+                             "is the kernel's lines in the source view); the launch line below says who chose it.");
         // How it ran: a CUDA kernel's launch, a multiply max-autotune cut otherwise than the heuristic.
         if (!k.launch.empty()) tip += (tip.isEmpty() ? "" : "\n") + QString::fromStdString(k.launch);
         if (!tip.isEmpty()) return tip;

@@ -95,6 +95,16 @@ std::vector<GemmTemplate> gemm_template_candidates(const GemmProblem& p, int thr
   return out;
 }
 
+bool gemm_template_default(const GemmProblem& p, int threads, GemmTemplate& out) {
+  if (gemm_vector_width() < 16 || p.K > 512 || p.M * p.N * p.K < (int64_t{1} << 23)) return false;
+  for (const GemmTemplate& t : gemm_template_candidates(p, threads))
+    if (t.mr == 12 && t.nr == 32) {
+      out = t;
+      return true;
+    }
+  return false;
+}
+
 std::string gemm_template_cpp(const std::string& name, const GemmProblem& p, const GemmTemplate& t) {
   const int w = gemm_vector_width();
   const int mr = t.mr, nr = t.nr, nv = nr / w;
@@ -125,12 +135,12 @@ std::string gemm_template_cpp(const std::string& name, const GemmProblem& p, con
 
   // One MR x NR tile of C over kc elements of K; `first`: the first chunk (C gets the bias), else
   // C accumulates.
-  os << "LS_GEMM_WIDE(" << w * 32 << ") static void " << name << "_tile(const float* __restrict a, const float* __restrict b, "
+  os << "LS_GEMM_WIDE(" << w * 32 << ") __attribute__((noinline)) static void " << name << "_tile(const float* __restrict a, const float* __restrict b, "
      << "int64_t kc, float* __restrict C, const float* __restrict bias, int64_t i, int64_t j, bool first) {\n"
      << "  " << V << " acc[" << mr << "][" << nv << "];\n"
      << "  LS_GEMM_UNROLL_ALL for (int r = 0; r < " << mr << "; ++r)\n"
      << "    LS_GEMM_UNROLL_ALL for (int v = 0; v < " << nv << "; ++v) acc[r][v] = (" << V << "){};\n"
-     << "  LS_GEMM_UNROLL_4 for (int64_t k = 0; k < kc; ++k) {\n"
+     << "  for (int64_t k = 0; k < kc; ++k) {\n"
      << "    " << V << " bv[" << nv << "];\n"
      << "    LS_GEMM_UNROLL_ALL for (int v = 0; v < " << nv << "; ++v) bv[v] = *(const " << V << "*)(b + k * " << nr << " + v * " << w
      << ");\n"

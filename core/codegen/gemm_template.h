@@ -42,6 +42,13 @@ bool gemm_template_fits(const GemmProblem& p);
 // the machine's vector registers, each on the grids of blocks the threads allow.
 std::vector<GemmTemplate> gemm_template_candidates(const GemmProblem& p, int threads);
 
+// The template default mode writes for a product instead of calling the library, where one is
+// expected to win without timing (max-autotune times them all): AVX-512, float32, K at most 512 (one
+// chunk; with more, BLAS won on the GPU machine's 16 cores) and at least 2^23 multiply-adds (below,
+// a library call's cut won about as often as a template). 12x32 tiles on the grid that packs least.
+// See tools/bench/results-cpu-max-autotune.md for the measurements behind it.
+bool gemm_template_default(const GemmProblem& p, int threads, GemmTemplate& out);
+
 // The C++ of one template as a function `name`:
 //   extern "C" void name(const float* A, const float* B, const float* bias, float* C,
 //                        void (*epilogue)(void**, int64_t, int64_t) noexcept, void** epilogue_args)

@@ -302,23 +302,29 @@ bool matmul_sizes(const ExternCall& c, const RefInputs& in, int64_t& M, int64_t&
   return true;
 }
 
-bool gemm_problem(const ExternCall& c, const RefInputs& in, GemmProblem& out) {
+namespace {
+
+// gemm_problem on its operands' shapes and dtypes by argument index (a tensor's, or the loop IR's).
+bool gemm_problem_of(const ExternCall& c, const std::function<Shape(size_t)>& shape, const std::function<DType(size_t)>& dtype,
+                     GemmProblem& out) {
   const std::string& n = c.op->name;
   if (n != "aten.mm.default" && n != "aten.addmm.default") return false;
-  for (const Tensor& t : in.t)
-    if (t.defined() && t.dtype() != DType::f32) return false;
-  GemmProblem p;
-  if (!matmul_sizes(c, in, p.M, p.N, p.K)) return false;
   const bool addmm = n == "aten.addmm.default";
   const size_t ia = addmm ? 1 : 0;
+  for (size_t i = 0; i < ia + 2; ++i)
+    if (dtype(i) != DType::f32) return false;
+  GemmProblem p;
   p.ta = transposed_operand(c, ia);
   p.tb = transposed_operand(c, ia + 1);
-  if (in[ia].numel() != p.M * p.K || in[ia + 1].numel() != p.K * p.N) return false;
+  const Shape a = shape(ia), b = shape(ia + 1);
+  if (a.size() != 2 || b.size() != 2) return false;
+  p.M = a[p.ta ? 1 : 0], p.K = a[p.ta ? 0 : 1], p.N = b[p.tb ? 0 : 1];
+  if ((p.tb ? b[1] : b[0]) != p.K) return false;
   if (addmm) {
-    const Tensor& bias = in[0];
-    const bool per_row = bias.dim() == 2 && bias.shape()[0] != 1;
-    const bool per_col = bias.dim() >= 1 && bias.shape().back() != 1;
-    if (bias.dim() > 2 || (per_row && bias.shape()[0] != p.M) || (per_col && bias.shape().back() != p.N)) return false;
+    const Shape bias = shape(0);
+    const bool per_row = bias.size() == 2 && bias[0] != 1;
+    const bool per_col = !bias.empty() && bias.back() != 1;
+    if (bias.size() > 2 || (per_row && bias[0] != p.M) || (per_col && bias.back() != p.N)) return false;
     p.bias = per_row && per_col ? GemmProblem::Bias::matrix
              : per_row          ? GemmProblem::Bias::row
              : per_col          ? GemmProblem::Bias::column
@@ -328,6 +334,29 @@ bool gemm_problem(const ExternCall& c, const RefInputs& in, GemmProblem& out) {
   }
   out = p;
   return true;
+}
+
+}  // namespace
+
+bool gemm_problem(const ExternCall& c, const RefInputs& in, GemmProblem& out) {
+  const std::string& n = c.op->name;
+  if (n != "aten.mm.default" && n != "aten.addmm.default") return false;
+  for (const Tensor& t : in.t)
+    if (t.defined() && t.dtype() != DType::f32) return false;
+  return gemm_problem_of(c, [&](size_t i) { return in[i].shape(); }, [&](size_t i) { return in[i].dtype(); }, out);
+}
+
+bool gemm_problem(const ExternCall& c, const LoopProgram& p, GemmProblem& out) {
+  const std::string& n = c.op->name;
+  if (n != "aten.mm.default" && n != "aten.addmm.default") return false;
+  // An operand read in place through strides is not the dense matrix the template packs.
+  for (const auto& s : c.strides)
+    if (!s.empty()) return false;
+  for (size_t i = 0; i < c.args.size(); ++i)
+    if (c.args[i].is_node() && static_cast<size_t>(c.args[i].node) >= c.shapes.size()) return false;
+  const auto input = [&](size_t i) { return static_cast<size_t>(c.args.at(i).node); };
+  return gemm_problem_of(
+      c, [&](size_t i) { return c.shapes.at(input(i)); }, [&](size_t i) { return p.buffer(c.inputs.at(input(i))).dtype; }, out);
 }
 
 GemmPointers gemm_pointers(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs) {

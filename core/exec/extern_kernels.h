@@ -46,6 +46,9 @@ bool matmul_sizes(const ExternCall& c, const RefInputs& in, int64_t& M, int64_t&
 // An mm or addmm of float32 operands as the GEMM template takes it (its bias broadcast kind,
 // alpha, beta); false for other calls (bmm, other dtypes, a bias the template cannot broadcast).
 bool gemm_problem(const ExternCall& c, const RefInputs& in, GemmProblem& out);
+// The same from the loop IR before anything runs (the shapes the call sees its operands in);
+// false also where an operand is read in place through strides.
+bool gemm_problem(const ExternCall& c, const LoopProgram& p, GemmProblem& out);
 // Its operands' pointers as the template's function takes them: A, B, the bias (null for mm), C.
 struct GemmPointers {
   const float *a = nullptr, *b = nullptr, *bias = nullptr;

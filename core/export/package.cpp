@@ -207,7 +207,7 @@ class Writer {
 
   std::string ptr(const std::string& buffer) { return var(buffer) + ".f32()"; }
 
-  // A matrix multiply max-autotune wrote as a GEMM template: its function in kernels.cpp, the
+  // A matrix multiply written as a GEMM template (max-autotune's or default mode's choice): its function in kernels.cpp, the
   // epilogue kernel after it as a kernel of its own.
   std::string template_call(const Kernel& k, const GeneratedKernel& g) {
     const ExternCall& c = r_.loops.nodes.at(k.nodes.at(0)).ext;
@@ -215,7 +215,8 @@ class Writer {
     const bool addmm = c.op->name == "aten.addmm.default";
     const size_t ia = addmm ? 1 : 0;
     std::ostringstream os;
-    os << "    // " << k.name << ": " << c.op->name << ", max-autotune: " << r_.gemm_cuts.at(k.name).text() << "\n"
+    os << "    // " << k.name << ": " << c.op->name << ", " << (r_.mode == "max-autotune" ? "max-autotune" : "GEMM template") << ": "
+       << r_.gemm_cuts.at(k.name).text() << "\n"
        << "    " << g.launcher << "(" << in(ia) << ", " << in(ia + 1) << ", " << (addmm ? in(0) : "nullptr") << ", "
        << ptr(c.outputs.at(0)) << ", nullptr, nullptr);\n";
     return os.str();

@@ -78,10 +78,11 @@ class Recorder {
   std::function<bool()> cancelled_;
 };
 
-// max-autotune's chosen GEMM templates written into the model's source: each after the kernels,
-// as the function its extern kernel's GeneratedKernel::launcher names, its lines the kernel's and
-// its node's (the source view shows the template for the multiply). `exe` has the operands bound.
-void add_gemm_templates(CompileResult& r, const CpuExecutable& exe) {
+// The GEMM templates of r.gemm_cuts (max-autotune's choices, or default mode's) written into the
+// model's source: each after the kernels, as the function its extern kernel's
+// GeneratedKernel::launcher names, its lines the kernel's and its node's (the source view shows
+// the template for the multiply). `exe` (operands bound) or else the loop IR gives the problems.
+void add_gemm_templates(CompileResult& r, const CpuExecutable* exe) {
   std::string& code = r.source.code;
   if (!code.empty() && code.back() != '\n') code += '\n';
   int line = static_cast<int>(std::count(code.begin(), code.end(), '\n'));
@@ -89,7 +90,9 @@ void add_gemm_templates(CompileResult& r, const CpuExecutable& exe) {
     const auto c = r.gemm_cuts.find(r.schedule.kernels[k].name);
     if (c == r.gemm_cuts.end() || !c->second.is_template()) continue;
     GemmProblem problem;
-    if (!exe.gemm_problem(k, problem)) throw std::logic_error(r.schedule.kernels[k].name + " is no product the GEMM template serves");
+    const bool served = exe ? exe->gemm_problem(k, problem)
+                            : gemm_problem(r.loops.nodes.at(r.schedule.kernels[k].nodes.at(0)).ext, r.loops, problem);
+    if (!served) throw std::logic_error(r.schedule.kernels[k].name + " is no product the GEMM template serves");
     GeneratedKernel& g = r.source.kernels.at(k);
     g.launcher = "ls_gemm_" + r.schedule.kernels[k].name;
     const std::string text = "\n" + gemm_template_cpp(g.launcher, problem, c->second.as_template());
@@ -489,6 +492,19 @@ CompileResult run_stages(LoadedModel model, const PipelineOptions& o, const std:
     std::future<void> driver_start;
     if (o.device == "cuda" && !o.stop_after_source)
       driver_start = std::async(std::launch::async, [] { CudaDriver::get(); });
+    // The helper kernels' module (the same for every model: from the disk cache after the first
+    // compile on a machine) compiles for the device cuInit finds while the front half runs.
+    std::future<CudaCompileResult> helpers;
+    if (o.device == "cuda" && !o.stop_after_source)
+      helpers = std::async(std::launch::async, [] {
+        const CudaDeviceInfo* found = CudaDriver::probe();
+        if (!found) return CudaCompileResult{};
+        CudaCompileOptions ho;
+        ho.sm = found->sm();
+        ho.ptx = ho.sass = false;
+        ho.module = "helpers";
+        return compile_cuda(cuda_helpers_source(), ho);
+      });
     rec.step("capture", [&] { return 0; });
     rec.graph("capture", "Captured graph (as imported)", r.model.graph);
     if (o.on_capture) o.on_capture(r);
@@ -646,6 +662,19 @@ CompileResult run_stages(LoadedModel model, const PipelineOptions& o, const std:
       r.cuda = generate_cuda(r.loops, r.schedule, cuda_opts);
       return r.cuda.source;
     });
+    if (!cuda && !o.dynamic && o.mode != "max-autotune" && o.gemm_templates) {
+      // Default mode writes the large products whose template is expected to beat the library
+      // (gemm_template_default) as GEMM templates, compiled with the kernels; max-autotune times
+      // every template and cut instead. Size-specialized: not in dynamic compiles.
+      for (const Kernel& k : r.schedule.kernels) {
+        GemmProblem problem;
+        GemmTemplate t;
+        if (k.is_extern && gemm_problem(r.loops.nodes.at(k.nodes.at(0)).ext, r.loops, problem) &&
+            gemm_template_default(problem, library_threads(), t))
+          r.gemm_cuts[k.name] = GemmCut::of(t);
+      }
+      if (!r.gemm_cuts.empty()) add_gemm_templates(r, nullptr);
+    }
     if (o.stop_after_source) return r;
     const double source_ms = rec.last_ms;
     std::vector<int64_t> dynamic_sizes;
@@ -710,14 +739,6 @@ CompileResult run_stages(LoadedModel model, const PipelineOptions& o, const std:
       co.sm = device ? device->sm() : 90;
       co.cubin = device != nullptr;  // the machine code is only needed to run (and for SASS)
       co.sass = false;                // listed apart (cuda_sass), beside the run
-      // The helper kernels' module, beside the model's (once per machine: then from the cache).
-      std::future<CudaCompileResult> helpers;
-      if (device) {
-        CudaCompileOptions ho = co;
-        ho.ptx = ho.sass = false;
-        ho.module = "helpers";
-        helpers = std::async(std::launch::async, [ho] { return compile_cuda(cuda_helpers_source(), ho); });
-      }
       // The attention kernels' module (cached: it depends only on the head sizes), PTX alone
       // without a GPU so its compile is checked everywhere.
       std::future<CudaCompileResult> attention;
@@ -862,7 +883,7 @@ CompileResult run_stages(LoadedModel model, const PipelineOptions& o, const std:
         if (std::any_of(r.gemm_cuts.begin(), r.gemm_cuts.end(), [](const auto& c) { return c.second.is_template(); })) {
           // The chosen templates written into the model's source, compiled with its kernels.
           const auto t_templates = Clock::now();
-          add_gemm_templates(r, *exe);
+          add_gemm_templates(r, exe.get());
           tco.kernel_lines.clear();
           for (const GeneratedKernel& k : r.source.kernels)
             if (!k.launcher.empty()) tco.kernel_lines.push_back(k.first_line);
@@ -969,7 +990,7 @@ CompileResult run_stages(LoadedModel model, const PipelineOptions& o, const std:
                        (l.vector ? ", 16-byte accesses" : "");
       }
       if (const auto cut = r.gemm_cuts.find(kr.name); !cuda && cut != r.gemm_cuts.end())
-        rep.launch = "max-autotune: " + cut->second.text() + " on the pool's threads";
+        rep.launch = (o.mode == "max-autotune" ? "max-autotune: " : "the default heuristic: ") + cut->second.text() + " on the pool's threads";
       r.kernels.push_back(rep);
     }
     // The check: against the expected outputs when the model came with them, and always against

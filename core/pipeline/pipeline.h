@@ -118,6 +118,10 @@ struct PipelineOptions {
   // given instead of timed: the compile takes them as the tuning would have left them (tests,
   // a choice made before).
   std::map<std::string, GemmCut> gemm_choices;
+  // CPU, default and reduce-overhead modes: the large float32 products written as GEMM templates
+  // where the heuristic expects them to beat the library (gemm_template_default); off: every
+  // product calls the library.
+  bool gemm_templates = true;
   // Internal (dynamic shapes' sample runs): stop once the code is generated, and record no stage text.
   bool stop_after_source = false;
   bool record = true;
@@ -184,7 +188,9 @@ struct CompileResult {
   double launched_ms = 0;     // reduce-overhead with a graph: the run with kernels launched one by one
   double host_ms = 0;         // CUDA: the host's time to launch one run, kernel by kernel (median)
   std::string mode = "default";
-  std::map<std::string, GemmCut> gemm_cuts;  // CPU max-autotune: the multiplies cut otherwise than the heuristic, by kernel name
+  // CPU: the multiplies run otherwise than the heuristic's BLAS cut, by kernel name: max-autotune's
+  // choices (cuts and GEMM templates), or default mode's GEMM templates
+  std::map<std::string, GemmCut> gemm_cuts;
   std::string mode_note;      // what the mode did (the graph's nodes and time), or why it could not  // the device's measured memory bandwidth (run stage), 0 where unknown
   std::string error;        // set when a stage failed; the stages before it are kept
   std::string error_stage;  // the stage that failed

@@ -277,6 +277,47 @@ class TestCpu : public QObject {
     QVERIFY(std::regex_search(runner, std::regex(R"(ls_gemm_\w+\([^;]*, nullptr, nullptr\);)")));
   }
 
+  // Default mode writes a large float32 product as a GEMM template where AVX-512 is there
+  // (gemm_template_default), the numbers checked against the reference interpreter; small
+  // products, K over 512, dynamic compiles and --no-gemm-templates call the library.
+  void testDefaultModeWritesLargeProductsAsTemplates() {
+    const LoadedModel m = load_model(data("stages/layernorm_gelu/3_core_aten.txt"));
+    for (bool train : {false, true}) {
+      PipelineOptions o;
+      o.timing_budget_ms = 2;
+      o.train = train;
+      const CompileResult r = run_pipeline(m, o);
+      QVERIFY2(r.error.empty(), r.error.c_str());
+      QVERIFY2(r.check.ok, r.stage("run")->text.c_str());
+      int templates = 0;
+      for (size_t k = 0; k < r.schedule.kernels.size(); ++k) {
+        const Kernel& kr = r.schedule.kernels[k];
+        if (!kr.is_extern) continue;
+        const bool tmpl = r.kernels[k].how.rfind("template", 0) == 0;
+        templates += tmpl;
+        QCOMPARE(tmpl, r.gemm_cuts.count(kr.name) == 1);
+        QCOMPARE(tmpl, r.source.code.find("ls_gemm_" + kr.name + "(") != std::string::npos);
+        if (!tmpl) continue;
+        QVERIFY2(r.kernels[k].launch.find("the default heuristic: template 12x32") != std::string::npos, r.kernels[k].launch.c_str());
+        // Only the forward addmm (2048x256 @ 256x1024): the backward's products have K of 1024 and 2048.
+        QCOMPARE(kr.name, std::string("extern_addmm_1"));
+      }
+      QCOMPARE(templates, gemm_vector_width() == 16 ? 1 : 0);
+    }
+    for (int variant = 0; variant < 3; ++variant) {
+      PipelineOptions o;
+      o.timing_budget_ms = 2;
+      o.gemm_templates = variant != 0;
+      o.dynamic = variant == 1;
+      const CompileResult r = run_pipeline(load_model(data(variant == 2 ? "stages/mlp/3_core_aten.txt" : "stages/layernorm_gelu/3_core_aten.txt")), o);
+      QVERIFY2(r.error.empty(), r.error.c_str());
+      QVERIFY2(r.check.ok, r.stage("run")->text.c_str());
+      QVERIFY(r.gemm_cuts.empty());
+      QVERIFY(r.source.code.find("ls_gemm_") == std::string::npos);
+      for (const KernelReport& k : r.kernels) QVERIFY2(k.how.find("template") == std::string::npos, k.how.c_str());
+    }
+  }
+
   void testExportRefusesWhatItCannotPackage() {
     QTemporaryDir dir;
     QProcess p;
@@ -637,6 +678,7 @@ class TestCpu : public QObject {
       PipelineOptions o;
       o.external_compiler = ext;
       o.timing_budget_ms = 5;
+      o.gemm_templates = false;  // the library's products (a template's epilogue: testGemmTemplatesInModelAndPackage)
       const CompileResult r = run_pipeline(load_model(data("stages/extra/matmul_epilogues.txt")), o);
       QVERIFY2(r.error.empty(), r.error.c_str());
       std::set<std::string> epilogues, plain;
