@@ -96,7 +96,7 @@ std::vector<GemmTemplate> gemm_template_candidates(const GemmProblem& p, int thr
 }
 
 bool gemm_template_default(const GemmProblem& p, int threads, GemmTemplate& out) {
-  if (gemm_vector_width() < 16 || p.K > 512 || p.M * p.N * p.K < (int64_t{1} << 23)) return false;
+  if (gemm_vector_width() < 16 || p.K > 512 || p.M * p.N * p.K < (int64_t{1} << 27)) return false;
   for (const GemmTemplate& t : gemm_template_candidates(p, threads))
     if (t.mr == 12 && t.nr == 32) {
       out = t;

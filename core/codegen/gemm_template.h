@@ -44,9 +44,11 @@ std::vector<GemmTemplate> gemm_template_candidates(const GemmProblem& p, int thr
 
 // The template default mode writes for a product instead of calling the library, where one is
 // expected to win without timing (max-autotune times them all): AVX-512, float32, K at most 512 (one
-// chunk; with more, BLAS won on the GPU machine's 16 cores) and at least 2^23 multiply-adds (below,
-// a library call's cut won about as often as a template). 12x32 tiles on the grid that packs least.
-// See tools/bench/results-cpu-max-autotune.md for the measurements behind it.
+// chunk; with more, BLAS won on the GPU machine's 16 cores) and at least 2^27 multiply-adds. Below
+// that the template's compile (about 0.1 s of g++ each) costs more than it gains: on the GPU
+// machine, the attention block's and the MLP's products (4M-17M multiply-adds) ran 0-10% faster as
+// templates, and their compiles took 100-200 ms longer. 12x32 tiles on the grid that packs least.
+// tools/bench/results-cpu-max-autotune.md has the measurements.
 bool gemm_template_default(const GemmProblem& p, int threads, GemmTemplate& out);
 
 // The C++ of one template as a function `name`:
