@@ -5,9 +5,11 @@
 
 namespace ls {
 
-std::vector<std::string> split_source(const std::string& source, std::vector<int> starts, int parts, const std::string& file) {
+std::vector<std::string> split_source(const std::string& source, std::vector<int> starts, int parts, const std::string& file,
+                                      bool each_alone) {
   starts.erase(std::remove_if(starts.begin(), starts.end(), [](int l) { return l <= 1; }), starts.end());
   std::sort(starts.begin(), starts.end());
+  each_alone = each_alone && parts >= static_cast<int>(starts.size());
   parts = std::min<int>(parts, static_cast<int>(starts.size()));
   if (parts <= 1) return {source};
   std::vector<std::string> lines;
@@ -23,7 +25,7 @@ std::vector<std::string> split_source(const std::string& source, std::vector<int
   };
   const std::string prelude = "#line 1 \"" + file + "\"\n" + text(1, starts[0]);
   const int end = static_cast<int>(lines.size()) + 1;
-  const double per_part = static_cast<double>(end - starts[0]) / parts;
+  const double per_part = each_alone ? 0.0 : static_cast<double>(end - starts[0]) / parts;
   std::vector<std::string> units;
   int from = starts[0];
   for (size_t i = 1; i <= starts.size(); ++i) {

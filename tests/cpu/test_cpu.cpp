@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "compile/cpu_compiler.h"
+#include "compile/split_source.h"
 #include "exec/executor.h"
 #include "interp/reference.h"
 #include "export/package.h"
@@ -989,6 +990,45 @@ class TestCpu : public QObject {
     const CpuCompileResult r = compile_cpp(fixed, o);
     QVERIFY(r.code && r.code->symbol("k0") && r.code->symbol("k1"));
     QCOMPARE(reinterpret_cast<int (*)()>(r.code->symbol("k1"))(), 6);
+  }
+
+  // A source cut into units: each unit the prelude and whole kernels with #line directives; with
+  // each_alone and no more kernels than parts, a kernel a unit; otherwise runs of kernels.
+  void testSplitSourceUnits() {
+    std::string src = "// prelude\nstatic int p;\n";
+    std::vector<int> starts;
+    int line = 3;
+    const int lengths[] = {1, 6, 1, 1};
+    for (int k = 0; k < 4; ++k) {
+      src += "\n";
+      ++line;
+      starts.push_back(line);
+      src += "extern \"C\" void k" + std::to_string(k) + "() {\n";
+      for (int l = 1; l < lengths[k]; ++l) src += "  p += " + std::to_string(l) + ";\n";
+      line += lengths[k];
+      if (lengths[k] > 1) src += "}\n", ++line;
+      else src.back() = '}', src += "\n";
+    }
+    auto kernels_in = [](const std::string& unit) {
+      int n = 0;
+      for (size_t at = unit.find("extern \"C\""); at != std::string::npos; at = unit.find("extern \"C\"", at + 1)) ++n;
+      return n;
+    };
+    const std::vector<std::string> alone = split_source(src, starts, 8, "kernels.cpp", true);
+    QCOMPARE(alone.size(), size_t(4));
+    for (size_t u = 0; u < alone.size(); ++u) {
+      QCOMPARE(kernels_in(alone[u]), 1);
+      QVERIFY(alone[u].rfind("#line 1 \"kernels.cpp\"\n// prelude\nstatic int p;\n", 0) == 0);
+      QVERIFY2(alone[u].find("#line " + std::to_string(starts[u]) + " \"kernels.cpp\"\nextern \"C\" void k" + std::to_string(u)) != std::string::npos,
+               alone[u].c_str());
+    }
+    const std::vector<std::string> runs = split_source(src, starts, 8, "kernels.cpp");
+    QVERIFY2(runs.size() < 4, std::to_string(runs.size()).c_str());  // the short kernels run together
+    int total = 0;
+    for (const std::string& u : runs) total += kernels_in(u);
+    QCOMPARE(total, 4);
+    QCOMPARE(split_source(src, starts, 2, "kernels.cpp", true).size(), size_t(2));  // more kernels than parts: runs
+    QCOMPARE(split_source(src, {}, 8, "kernels.cpp", true), std::vector<std::string>{src});
   }
 
   void testBadModelKeepsEarlierStages() {
