@@ -42,6 +42,9 @@ std::vector<Variant> variants_of(const PipelineOptions& o) {
     if (o.mode != mode) with(QObject::tr("Mode %1").arg(mode), [mode](PipelineOptions& x) { x.mode = mode; });
   if (o.device == "cpu")
     with(o.dynamic ? QObject::tr("Static shapes") : QObject::tr("Dynamic shapes"), [](PipelineOptions& x) { x.dynamic = !x.dynamic; });
+  if (o.device == "cpu" && o.mode != "max-autotune")  // default mode's GEMM templates against the library's products
+    with(o.gemm_templates ? QObject::tr("GEMM templates off") : QObject::tr("GEMM templates on"),
+         [](PipelineOptions& x) { x.gemm_templates = !x.gemm_templates; });
   with(o.train ? QObject::tr("Inference") : QObject::tr("Training step"), [](PipelineOptions& x) { x.train = !x.train; });
   if (o.train)
     with(o.partitioner == Partitioner::min_cut ? QObject::tr("Default partitioner") : QObject::tr("Min-cut partitioner"),

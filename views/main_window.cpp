@@ -484,6 +484,18 @@ void MainWindow::buildActions() {
     session_->options.fusion = on;
     if (!path_.isEmpty()) openModel(path_);
   });
+  // CPU: default mode writes the largest float32 products as GEMM templates (gemm_template_default);
+  // off, every product calls the BLAS library.
+  QAction* templates = compile->addAction(tr("&GEMM Templates (large CPU matrix multiplies)"));
+  templates->setCheckable(true);
+  templates->setChecked(true);
+  templates->setObjectName("gemm_templates");
+  templates->setToolTip(tr("On the CPU, write float32 products of at least 2^27 multiply-adds (AVX-512, K up to 512) as "
+                           "generated C++ with the bias in the register tile's store; off: every product calls OpenBLAS"));
+  connect(templates, &QAction::toggled, this, [this](bool on) {
+    session_->options.gemm_templates = on;
+    if (!path_.isEmpty()) openModel(path_);
+  });
 }
 
 void MainWindow::setBusy(bool on) {

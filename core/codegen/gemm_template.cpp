@@ -123,10 +123,10 @@ std::string gemm_template_cpp(const std::string& name, const GemmProblem& p, con
      << "#endif\n"
      << "#ifndef LS_GEMM_PRAGMAS\n#define LS_GEMM_PRAGMAS\n"
      << "#ifdef __clang__\n"
-     << "#define LS_GEMM_UNROLL_ALL _Pragma(\"unroll\")\n#define LS_GEMM_UNROLL_4 _Pragma(\"unroll 4\")\n"
+     << "#define LS_GEMM_UNROLL_ALL _Pragma(\"unroll\")\n"
      << "#define LS_GEMM_WIDE(bits) __attribute__((min_vector_width(bits)))\n"
      << "#else\n"
-     << "#define LS_GEMM_UNROLL_ALL _Pragma(\"GCC unroll 16\")\n#define LS_GEMM_UNROLL_4 _Pragma(\"GCC unroll 4\")\n"
+     << "#define LS_GEMM_UNROLL_ALL _Pragma(\"GCC unroll 16\")\n"
      << "#define LS_GEMM_WIDE(bits)\n"
      << "#endif\n#endif\n";
   // The packed operands: A as ceil(M/MR) panels of K x MR, B as ceil(N/NR) panels of K x NR.
@@ -134,7 +134,8 @@ std::string gemm_template_cpp(const std::string& name, const GemmProblem& p, con
   os << "alignas(64) static float " << name << "_b[" << np * nr * K << "];\n";
 
   // One MR x NR tile of C over kc elements of K; `first`: the first chunk (C gets the bias), else
-  // C accumulates.
+  // C accumulates. Not inlined into its one caller and the k loop not unrolled: the same speed, and
+  // Clang compiled layernorm_gelu's source in 190 ms instead of 280.
   os << "LS_GEMM_WIDE(" << w * 32 << ") __attribute__((noinline)) static void " << name << "_tile(const float* __restrict a, const float* __restrict b, "
      << "int64_t kc, float* __restrict C, const float* __restrict bias, int64_t i, int64_t j, bool first) {\n"
      << "  " << V << " acc[" << mr << "][" << nv << "];\n"

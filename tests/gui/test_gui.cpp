@@ -10,6 +10,7 @@
 #include <QTreeWidget>
 #include <QtTest>
 
+#include "codegen/gemm_template.h"
 #include "cuda/nvrtc_compiler.h"
 #include <QDir>
 #include <QFileInfo>
@@ -484,6 +485,39 @@ class TestGui : public QObject {
     }
     QCOMPARE(d->graphView()->nodeCount(), int(r->prims.nodes.size() + d->names(Change::removed).size()) + 1);  // + output
     QVERIFY(!d->compare("no_such_stage", "Fusion off", "fused"));
+  }
+
+  // Default mode's GEMM template for layernorm_gelu's 2048x256 @ 256x1024 (AVX-512): the kernel
+  // table says "template + epilogue"; the Diff tab's "GEMM templates off" removes the template's
+  // lines from the source; Compile > GEMM Templates off recompiles it as a library call.
+  void testGemmTemplateToggleAndDiff() {
+    if (gemm_vector_width() != 16) QSKIP("default mode writes GEMM templates where AVX-512 is there");
+    MainWindow w;
+    w.show();
+    QSignalSpy done(&w, &MainWindow::compileDone);
+    w.openModel(QString(LS_TEST_DATA) + "/stages/layernorm_gelu/3_core_aten.txt");
+    QVERIFY(done.wait(60000));
+    QCOMPARE(done.takeFirst().at(0).toBool(), true);
+    auto kinds = [&] {
+      QStringList v;
+      const QAbstractItemModel* m = w.kernelTable()->model();
+      for (int row = 0; row < m->rowCount(); ++row) v << m->index(row, 1).data().toString();
+      return v;
+    };
+    QVERIFY2(kinds().contains("template + epilogue"), qPrintable(kinds().join(", ")));
+    DiffPanel* d = w.diffPanel();
+    QVERIFY(d->variants().contains("GEMM templates off"));
+    QSignalSpy compared(d, &DiffPanel::compared);
+    QVERIFY(d->compare("source", "GEMM templates off", "source"));
+    QVERIFY(compared.wait(60000));
+    QCOMPARE(compared.takeFirst().at(0).toBool(), true);
+    QVERIFY2(d->removedLines() > 50, qPrintable(QString::number(d->removedLines())));  // the template's lines
+    w.findChild<QAction*>("gemm_templates")->trigger();  // off: recompiles
+    QVERIFY(done.wait(60000));
+    QCOMPARE(done.takeFirst().at(0).toBool(), true);
+    QVERIFY2(kinds().contains("extern + epilogue") && !kinds().join(" ").contains("template"), qPrintable(kinds().join(", ")));
+    QVERIFY(w.session()->result()->gemm_cuts.empty());
+    QVERIFY(d->variants().contains("GEMM templates on"));
   }
 
   // The property panel reads the selected node from the record; the heat overlay paints every
