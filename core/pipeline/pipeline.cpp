@@ -286,11 +286,12 @@ std::string new_sizes_note(const SizeGeneric& plan, const std::vector<int64_t>& 
 
 // A dynamic-shapes compile kept to run again: one compiled template, run at any sizes its guards
 // admit. A new size costs the front half (milliseconds) and the check that its code is the
-// template's; sizes seen before cost nothing more.
+// template's; sizes seen before cost nothing more. max-autotune's cuts of the matrix multiplies,
+// tuned at the traced sizes, are kept at every size (a cut's blocks follow the product's sizes).
 class DynamicCpuProgram final : public CompiledProgram {
  public:
   DynamicCpuProgram(const CompileResult& r, const PipelineOptions& o, const Graph& lowered_from, std::unique_ptr<LoadedCode> code)
-      : aten_(r.aten), o_(o), plan_(r.dynamic), code_(std::move(code)) {
+      : aten_(r.aten), o_(o), plan_(r.dynamic), code_(std::move(code)), cuts_(r.gemm_cuts) {
     o_.keep_program = false;
     o_.on_capture = nullptr;
     auto at = std::make_unique<AtSizes>();
@@ -300,6 +301,7 @@ class DynamicCpuProgram final : public CompiledProgram {
     at->source = r.source;
     const std::vector<int64_t> v = plan_.values_of(plan_.traced, nullptr);
     at->exe = std::make_unique<CpuExecutable>(at->loops, at->schedule, at->source, *code_, sizes_arg(v));
+    keep_cuts(*at);
     at_.emplace(v, std::move(at));
   }
 
@@ -319,8 +321,10 @@ class DynamicCpuProgram final : public CompiledProgram {
       at->schedule = std::move(n.r.schedule);
       at->source = std::move(n.r.source);
       at->exe = std::make_unique<CpuExecutable>(at->loops, at->schedule, at->source, *code_, sizes_arg(v));
+      const int kept = keep_cuts(*at);
       it = at_.emplace(v, std::move(at)).first;
       last_note = new_sizes_note(plan_, v, t0, "kernels");
+      if (kept) last_note += "; max-autotune's cuts of " + std::to_string(kept) + " matrix multipl" + (kept == 1 ? "y" : "ies") + " kept";
     } else {
       last_note = "sizes " + values_text(plan_, v) + " seen before: the compiled kernels reused";
     }
@@ -340,10 +344,22 @@ class DynamicCpuProgram final : public CompiledProgram {
     GeneratedSource source;
     std::unique_ptr<CpuExecutable> exe;
   };
+  // The tuned cuts on the multiplies of one size's schedule (the kernels keep their names across
+  // sizes); returns how many it set.
+  int keep_cuts(AtSizes& at) const {
+    int kept = 0;
+    for (size_t k = 0; k < at.schedule.kernels.size(); ++k)
+      if (const auto c = cuts_.find(at.schedule.kernels[k].name); c != cuts_.end() && !c->second.is_template()) {
+        at.exe->choose_cut(k, &c->second);
+        ++kept;
+      }
+    return kept;
+  }
   Graph aten_;
   PipelineOptions o_;
   SizeGeneric plan_;
   std::unique_ptr<LoadedCode> code_;
+  std::map<std::string, GemmCut> cuts_;
   std::map<std::vector<int64_t>, std::unique_ptr<AtSizes>> at_;
 };
 

@@ -1183,6 +1183,24 @@ class TestCpu : public QObject {
     } catch (const GuardFailed& e) {
       QVERIFY2(std::string(e.what()).find("2 <= L['x'].size()[0]") != std::string::npos, e.what());
     }
+    // max-autotune's cuts of the linear layers (given here, as a tuning would leave them) stay on
+    // those multiplies at every new batch, and the numbers stay PyTorch's.
+    PipelineOptions tuned = o;
+    tuned.mode = "max-autotune";
+    for (const Kernel& k : r.schedule.kernels)
+      if (k.name.rfind("extern_addmm", 0) == 0 || k.name.rfind("extern_mm", 0) == 0) tuned.gemm_choices[k.name] = GemmCut{1, 2};
+    QCOMPARE(tuned.gemm_choices.size(), size_t(3));  // fc1, fc2, fc3
+    const CompileResult t = run_pipeline(load_model(data("models/cifar_net/model.pt2")), tuned);
+    QVERIFY2(t.ok(), (t.error + t.error_stage).c_str());
+    QCOMPARE(t.gemm_cuts.size(), size_t(3));
+    Tensor x(DType::f32, {4, 3, 32, 32});
+    for (int64_t i = 0; i < x.numel(); ++i) x.set(i, in.get(i));
+    const std::vector<Tensor> out = t.program->run({x});
+    QVERIFY2(t.program->last_note.find("max-autotune's cuts of 3 matrix multiplies kept") != std::string::npos, t.program->last_note.c_str());
+    for (int64_t i = 0; i < out.at(0).numel(); ++i) {
+      const double a = out[0].get(i), b = want.get(i);
+      QVERIFY2(std::fabs(a - b) <= 1e-5 + 1e-4 * std::fabs(b), (std::to_string(a) + " vs " + std::to_string(b)).c_str());
+    }
   }
 
   void testConvolutionGeometries_data() {
