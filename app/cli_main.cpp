@@ -50,8 +50,8 @@ and a backward, with the gradient of the sum of the first output checked against
 grad_in0.npy, ... (found beside the inputs, or given with --expect-grads); --sgd LR adds the
 parameter update.
 --no-gemm-templates: on the CPU, default mode writes large float32 matrix multiplies (AVX-512, at
-least 2^27 multiply-adds, K up to 512) as generated GEMM templates, their bias in the register tile's store; with this flag every
-multiply calls the BLAS library (max-autotune times both).
+least 2^27 multiply-adds, K up to 512) as generated GEMM templates, their bias in the register
+tile's store; with this flag every multiply calls the BLAS library (max-autotune times both).
 --dynamic compiles with dynamic shapes (as torch.compile(dynamic=True)): the inputs' sizes become
 symbols s0, s1, ... and the kernels (C++ or CUDA) take them as arguments; the `dynamic` stage lists the
 symbols, what was specialized and why, and the guards. --at s0=N runs the same compiled code again

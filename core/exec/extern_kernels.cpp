@@ -352,8 +352,10 @@ bool gemm_problem(const ExternCall& c, const LoopProgram& p, GemmProblem& out) {
   // An operand read in place through strides is not the dense matrix the template packs.
   for (const auto& s : c.strides)
     if (!s.empty()) return false;
-  for (size_t i = 0; i < c.args.size(); ++i)
-    if (c.args[i].is_node() && static_cast<size_t>(c.args[i].node) >= c.shapes.size()) return false;
+  const size_t operands = n == "aten.addmm.default" ? 3 : 2;  // (bias,) A, B
+  if (c.args.size() < operands) return false;
+  for (size_t i = 0; i < operands; ++i)
+    if (!c.args[i].is_node() || c.args[i].node < 0 || static_cast<size_t>(c.args[i].node) >= c.shapes.size()) return false;
   const auto input = [&](size_t i) { return static_cast<size_t>(c.args.at(i).node); };
   return gemm_problem_of(
       c, [&](size_t i) { return c.shapes.at(input(i)); }, [&](size_t i) { return p.buffer(c.inputs.at(input(i))).dtype; }, out);

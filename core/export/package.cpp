@@ -207,8 +207,8 @@ class Writer {
 
   std::string ptr(const std::string& buffer) { return var(buffer) + ".f32()"; }
 
-  // A matrix multiply written as a GEMM template (max-autotune's or default mode's choice): its function in kernels.cpp, the
-  // epilogue kernel after it as a kernel of its own.
+  // A matrix multiply written as a GEMM template (max-autotune's or default mode's choice): its
+  // function in kernels.cpp, the epilogue kernel after it as a kernel of its own.
   std::string template_call(const Kernel& k, const GeneratedKernel& g) {
     const ExternCall& c = r_.loops.nodes.at(k.nodes.at(0)).ext;
     auto in = [&](size_t arg) { return ptr(c.inputs.at(static_cast<size_t>(c.args.at(arg).node))); };

@@ -721,6 +721,7 @@ class TestGui : public QObject {
     QStandardPaths::setTestModeEnabled(true);
     QSettings().remove("window/state");
     QSettings().remove("window/geometry");
+    QSettings().remove("recentFiles");  // File › Recent lists earlier tests' models (".../stages/x/3_core_aten.txt")
     {
       MainWindow w;
       w.show();
