@@ -92,8 +92,7 @@ std::unique_ptr<LoadedCode> external_compile(const std::string& source, const Cp
   };
   // Several units at once where there are cores for them (a model of 50 kernels: 1.7 s as one
   // unit on the GPU machine's 16 cores), then one link.
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const std::vector<std::string> units = split_source(source, o.kernel_lines, cores, "kernels.cpp", true);
+  const std::vector<std::string> units = split_source(source, o.kernel_lines, compile_threads(), "kernels.cpp", true);
   std::vector<std::pair<int, std::string>> results(units.size());
   std::string objects;
   if (units.size() == 1) {

@@ -1,6 +1,8 @@
 #include "compile/split_source.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <thread>
 #include <sstream>
 
 namespace ls {
@@ -37,6 +39,15 @@ std::vector<std::string> split_source(const std::string& source, std::vector<int
     }
   }
   return units;
+}
+
+int compile_threads() {
+  if (const char* e = std::getenv("LOWERSCOPE_COMPILE_THREADS")) {
+    char* end = nullptr;
+    const long n = std::strtol(e, &end, 10);
+    if (end != e && *end == '\0' && n > 0 && n <= 4096) return static_cast<int>(n);
+  }
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
 }  // namespace ls

@@ -18,4 +18,9 @@ namespace ls {
 std::vector<std::string> split_source(const std::string& source, std::vector<int> starts, int parts, const std::string& file,
                                       bool each_alone = false);
 
+// How many units (external compiler processes, NVRTC programs) a compile runs at once:
+// $LOWERSCOPE_COMPILE_THREADS where it is a positive number (as Inductor's compile_threads), else
+// one a core.
+int compile_threads();
+
 }  // namespace ls

@@ -16,6 +16,7 @@
 
 #include "compile/phase_times.h"
 #include "compile/disk_cache.h"
+#include "compile/split_source.h"
 #include "cuda/cublas.h"
 #include "cuda/nvrtc_compiler.h"
 #include "exec/cuda_executor.h"
@@ -221,7 +222,7 @@ AutotuneResult autotune_cuda(const LoopProgram& p, const Schedule& s, const Cuda
   for (const GeneratedKernel& gk : heuristic.source.kernels)
     if (!gk.launcher.empty() && (first_kernel_line == 0 || gk.first_line < first_kernel_line)) first_kernel_line = gk.first_line;
   const std::string prelude = first_kernel_line > 1 ? lines_of(code, 1, first_kernel_line - 1) : std::string();
-  const size_t threads = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
+  const size_t threads = static_cast<size_t>(std::min(16, compile_threads()));
 
   // Coordinate descent from the heuristic's configuration, as Inductor's coordinate-descent
   // tuning: each round compiles and times the untried neighbours of every kernel's best so far

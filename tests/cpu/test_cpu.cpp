@@ -1029,6 +1029,23 @@ class TestCpu : public QObject {
     QCOMPARE(total, 4);
     QCOMPARE(split_source(src, starts, 2, "kernels.cpp", true).size(), size_t(2));  // more kernels than parts: runs
     QCOMPARE(split_source(src, {}, 8, "kernels.cpp", true), std::vector<std::string>{src});
+
+    // How many units compile at once: $LOWERSCOPE_COMPILE_THREADS where it is a positive number.
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    for (const auto& [value, want] : std::vector<std::pair<const char*, int>>{{"3", 3}, {"1", 1}, {"0", cores}, {"-2", cores}, {"x", cores}, {"4x", cores}}) {
+      qputenv("LOWERSCOPE_COMPILE_THREADS", value);
+      QCOMPARE(compile_threads(), want);
+    }
+    // One unit at a time: the external compiler still builds the model, one unit.
+    qputenv("LOWERSCOPE_COMPILE_THREADS", "1");
+    CpuCompileOptions o;
+    o.external = true;
+    o.cache_dir = "off";
+    o.kernel_lines = starts;
+    const CpuCompileResult r = compile_cpp(src, o);
+    qunsetenv("LOWERSCOPE_COMPILE_THREADS");
+    QCOMPARE(compile_threads(), cores);
+    for (int k = 0; k < 4; ++k) QVERIFY(r.code->symbol("k" + std::to_string(k)));
   }
 
   void testBadModelKeepsEarlierStages() {
