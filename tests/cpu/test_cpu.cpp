@@ -319,6 +319,40 @@ class TestCpu : public QObject {
     }
   }
 
+  // The GEMM problem read from the loop IR before anything runs (default mode's templates) is the
+  // one the executor reads from the bound operands, for every mm and addmm of the attention
+  // block's and layernorm_gelu's training steps (operands transposed either way, biases).
+  void testGemmProblemFromLoopIrMatchesOperands() {
+    int products = 0, transposed = 0, biased = 0;
+    for (const char* model : {"stages/attn_block/3_core_aten.txt", "stages/layernorm_gelu/3_core_aten.txt"}) {
+      PipelineOptions o;
+      o.train = true;
+      o.run = false;
+      const CompileResult r = run_pipeline(load_model(data(model)), o);
+      QVERIFY2(r.error.empty(), r.error.c_str());
+      for (const Kernel& k : r.schedule.kernels) {
+        if (!k.is_extern) continue;
+        const ExternCall& c = r.loops.nodes.at(k.nodes.at(0)).ext;
+        const RefInputs in = extern_inputs(c, [&](const std::string& name) {
+          const LoopBuffer& b = r.loops.buffer(name);
+          return Tensor(b.dtype, b.shape);
+        });
+        GemmProblem from_ir, from_operands;
+        const bool ir = gemm_problem(c, r.loops, from_ir), operands = gemm_problem(c, in, from_operands);
+        QCOMPARE(ir, operands);
+        if (!ir) continue;
+        ++products;
+        transposed += from_ir.ta || from_ir.tb;
+        biased += from_ir.bias != GemmProblem::Bias::none;
+        QCOMPARE(from_ir.text(), from_operands.text());
+        QVERIFY(from_ir.M == from_operands.M && from_ir.N == from_operands.N && from_ir.K == from_operands.K);
+        QVERIFY(from_ir.alpha == from_operands.alpha && from_ir.beta == from_operands.beta);
+      }
+    }
+    QVERIFY2(products >= 10 && transposed >= 4 && biased >= 3,
+             (std::to_string(products) + " products, " + std::to_string(transposed) + " transposed, " + std::to_string(biased) + " with a bias").c_str());
+  }
+
   void testExportRefusesWhatItCannotPackage() {
     QTemporaryDir dir;
     QProcess p;
