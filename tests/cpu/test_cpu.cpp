@@ -169,6 +169,10 @@ class TestCpu : public QObject {
     // depthwise convolutions computed directly (strided, padded with a bias, dilated), forward and backward
     QTest::newRow("depthwise convolutions") << "stages/extra/depthwise_conv.txt" << 0.0 << "lsrt::Conv" << 6 << false;
     QTest::newRow("layer norm + GELU step, dynamic shapes") << "stages/layernorm_gelu/3_core_aten.txt" << 0.0 << "int64_t sizes[] = {" << 6 << true;
+    // default mode's GEMM template for its 2048x256 @ 256x1024 forward product (AVX-512)
+    if (gemm_vector_width() == 16)
+      QTest::newRow("layer norm + GELU step, its product a GEMM template") << "stages/layernorm_gelu/3_core_aten.txt" << 0.0
+                                                                          << "ls_gemm_extern_addmm_1(" << 6 << false;
   }
   void testExportedStepMatchesReference() {
     QFETCH(QString, model);
