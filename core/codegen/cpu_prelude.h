@@ -41,22 +41,27 @@ static inline float ls_sqrt(float x) { return __builtin_sqrtf(x); }
 static inline double ls_sqrt(double x) { return __builtin_sqrt(x); }
 static inline float ls_rsqrt(float x) { return 1.0f / __builtin_sqrtf(x); }
 static inline double ls_rsqrt(double x) { return 1.0 / __builtin_sqrt(x); }
-// tanh (and erf, below) in float: glibc has no vector versions (libmvec), and a scalar call in a
-// loop stops it vectorizing. Both branches are computed and one is picked, so the loop stays a
-// straight line: an odd polynomial near zero (relative accuracy), elsewhere through exp (which
-// libmvec vectorizes). Max error about 2e-7 absolute, checked in tests/cpu against the library.
+// tanh and erf in float: glibc has no vector versions (libmvec), and a scalar call in a loop stops
+// it vectorizing. Both are a ratio of an odd and an even polynomial of x clamped where the function
+// is +-1 in float, so the loop stays a straight line of multiply-adds and one division, with no
+// exp: twice as fast as the forms through exp they replace (tanh of 2M elements on 2 cores:
+// 0.66 -> 0.31-0.34 ms; a GELU of 2M elements on 16 cores: 0.30 -> 0.13 ms). Absolute error under
+// 3e-7 (tanh) and 4e-7 (erf), checked in tests/cpu against the C library in double.
 static inline float ls_tanh(float x) {
-  const float a = __builtin_fabsf(x), x2 = x * x;
-  const float small = x * (1.0f + x2 * (-0.333333333f + x2 * (0.133333333f + x2 * (-0.0539682540f + x2 * (0.0218694885f +
-                                                                                                          x2 * -0.00886323553f)))));
-  const float large = __builtin_copysignf(1.0f - 2.0f / (ls_exp(2.0f * a) + 1.0f), x);
-  return a < 0.4f ? small : large;
+  x = x < -7.90531110763549805f ? -7.90531110763549805f : (x > 7.90531110763549805f ? 7.90531110763549805f : x);
+  const float x2 = x * x;
+  float p = x2 * -2.76076847742355e-16f + 2.00018790482477e-13f;
+  p = x2 * p - 8.60467152213735e-11f;
+  p = x2 * p + 5.12229709037114e-08f;
+  p = x2 * p + 1.48572235717979e-05f;
+  p = x2 * p + 6.37261928875436e-04f;
+  p = x2 * p + 4.89352455891786e-03f;
+  float q = x2 * 1.19825839466702e-06f + 1.18534705686654e-04f;
+  q = x2 * q + 2.26843463243900e-03f;
+  q = x2 * q + 4.89352518554385e-03f;
+  return x * p / q;
 }
 static inline double ls_tanh(double x) { return __builtin_tanh(x); }
-// erf in float as a ratio of an odd and an even polynomial of x clamped to [-4, 4] (beyond,
-// erf is +-1 in float): 13 multiply-adds and a division, no exp. Twice as fast as the form
-// through exp (a GELU of 2M elements on 16 cores: 0.30 -> 0.13 ms), absolute error under 4e-7
-// (checked in tests/cpu against the C library in double).
 static inline float ls_erf(float x) {
   x = x < -4.0f ? -4.0f : (x > 4.0f ? 4.0f : x);
   const float x2 = x * x;
