@@ -140,9 +140,7 @@ bool CpuExecutable::matmul_sizes(size_t k, int64_t& M, int64_t& N, int64_t& K) c
 }
 
 bool CpuExecutable::gemm_problem(size_t k, GemmProblem& out) const {
-  if (!externs_.at(k)) return false;
-  if (extern_in_.empty()) throw std::logic_error("the inputs are not bound yet (run or benchmark first)");
-  return ls::gemm_problem(externs_[k]->ext, extern_in_[k], out);
+  return externs_.at(k) && ls::gemm_problem(externs_[k]->ext, p_, out);
 }
 
 void CpuExecutable::choose_cut(size_t k, const GemmCut* cut) {

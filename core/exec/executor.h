@@ -50,7 +50,8 @@ class CpuExecutable {
   // sizes when it is one (bmm: one of its products); run it with `cut` from now on (null: the
   // heuristic's); run it alone (with its epilogue, where it has one), or time it alone (median).
   bool matmul_sizes(size_t k, int64_t& M, int64_t& N, int64_t& K) const;
-  // Kernel k as the GEMM template takes it (an mm or addmm the template serves).
+  // Kernel k as the GEMM template takes it (an mm or addmm the template serves; from the loop IR,
+  // so also before the inputs are bound).
   bool gemm_problem(size_t k, GemmProblem& out) const;
   // A BLAS cut; a template cut keeps the template compiled into the source for k (throws where
   // there is none); null: the heuristic's BLAS cut.

@@ -302,63 +302,42 @@ bool matmul_sizes(const ExternCall& c, const RefInputs& in, int64_t& M, int64_t&
   return true;
 }
 
-namespace {
-
-// gemm_problem on its operands' shapes and dtypes by argument index (a tensor's, or the loop IR's).
-bool gemm_problem_of(const ExternCall& c, const std::function<Shape(size_t)>& shape, const std::function<DType(size_t)>& dtype,
-                     GemmProblem& out) {
-  const std::string& n = c.op->name;
-  if (n != "aten.mm.default" && n != "aten.addmm.default") return false;
-  const bool addmm = n == "aten.addmm.default";
-  const size_t ia = addmm ? 1 : 0;
-  for (size_t i = 0; i < ia + 2; ++i)
-    if (dtype(i) != DType::f32) return false;
-  GemmProblem p;
-  p.ta = transposed_operand(c, ia);
-  p.tb = transposed_operand(c, ia + 1);
-  const Shape a = shape(ia), b = shape(ia + 1);
-  if (a.size() != 2 || b.size() != 2) return false;
-  p.M = a[p.ta ? 1 : 0], p.K = a[p.ta ? 0 : 1], p.N = b[p.tb ? 0 : 1];
-  if ((p.tb ? b[1] : b[0]) != p.K) return false;
-  if (addmm) {
-    const Shape bias = shape(0);
-    const bool per_row = bias.size() == 2 && bias[0] != 1;
-    const bool per_col = !bias.empty() && bias.back() != 1;
-    if (bias.size() > 2 || (per_row && bias[0] != p.M) || (per_col && bias.back() != p.N)) return false;
-    p.bias = per_row && per_col ? GemmProblem::Bias::matrix
-             : per_row          ? GemmProblem::Bias::row
-             : per_col          ? GemmProblem::Bias::column
-                                : GemmProblem::Bias::scalar;
-    p.beta = static_cast<float>(c.args[3].number());
-    p.alpha = static_cast<float>(c.args[4].number());
-  }
-  out = p;
-  return true;
-}
-
-}  // namespace
-
-bool gemm_problem(const ExternCall& c, const RefInputs& in, GemmProblem& out) {
-  const std::string& n = c.op->name;
-  if (n != "aten.mm.default" && n != "aten.addmm.default") return false;
-  for (const Tensor& t : in.t)
-    if (t.defined() && t.dtype() != DType::f32) return false;
-  return gemm_problem_of(c, [&](size_t i) { return in[i].shape(); }, [&](size_t i) { return in[i].dtype(); }, out);
-}
-
 bool gemm_problem(const ExternCall& c, const LoopProgram& p, GemmProblem& out) {
   const std::string& n = c.op->name;
   if (n != "aten.mm.default" && n != "aten.addmm.default") return false;
-  // An operand read in place through strides is not the dense matrix the template packs.
-  for (const auto& s : c.strides)
-    if (!s.empty()) return false;
-  const size_t operands = n == "aten.addmm.default" ? 3 : 2;  // (bias,) A, B
+  const bool addmm = n == "aten.addmm.default";
+  const size_t ia = addmm ? 1 : 0, operands = ia + 2;  // (bias,) A, B
   if (c.args.size() < operands) return false;
   for (size_t i = 0; i < operands; ++i)
     if (!c.args[i].is_node() || c.args[i].node < 0 || static_cast<size_t>(c.args[i].node) >= c.shapes.size()) return false;
-  const auto input = [&](size_t i) { return static_cast<size_t>(c.args.at(i).node); };
-  return gemm_problem_of(
-      c, [&](size_t i) { return c.shapes.at(input(i)); }, [&](size_t i) { return p.buffer(c.inputs.at(input(i))).dtype; }, out);
+  // An operand read in place through strides is not the dense matrix the template packs.
+  for (const auto& s : c.strides)
+    if (!s.empty()) return false;
+  const auto input = [&](size_t i) { return static_cast<size_t>(c.args[i].node); };
+  for (size_t i = 0; i < operands; ++i)
+    if (p.buffer(c.inputs.at(input(i))).dtype != DType::f32) return false;
+  GemmProblem g;
+  g.ta = transposed_operand(c, ia);
+  g.tb = transposed_operand(c, ia + 1);
+  const Shape& a = c.shapes.at(input(ia));
+  const Shape& b = c.shapes.at(input(ia + 1));
+  if (a.size() != 2 || b.size() != 2) return false;
+  g.M = a[g.ta ? 1 : 0], g.K = a[g.ta ? 0 : 1], g.N = b[g.tb ? 0 : 1];
+  if ((g.tb ? b[1] : b[0]) != g.K) return false;
+  if (addmm) {
+    const Shape& bias = c.shapes.at(input(0));
+    const bool per_row = bias.size() == 2 && bias[0] != 1;
+    const bool per_col = !bias.empty() && bias.back() != 1;
+    if (bias.size() > 2 || (per_row && bias[0] != g.M) || (per_col && bias.back() != g.N)) return false;
+    g.bias = per_row && per_col ? GemmProblem::Bias::matrix
+             : per_row          ? GemmProblem::Bias::row
+             : per_col          ? GemmProblem::Bias::column
+                                : GemmProblem::Bias::scalar;
+    g.beta = static_cast<float>(c.args[3].number());
+    g.alpha = static_cast<float>(c.args[4].number());
+  }
+  out = g;
+  return true;
 }
 
 GemmPointers gemm_pointers(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs) {

@@ -44,10 +44,9 @@ std::vector<GemmCut> gemm_candidate_cuts(int64_t M, int64_t N, int64_t K);
 // A matrix multiply's sizes (bmm: one of its products); false for other calls.
 bool matmul_sizes(const ExternCall& c, const RefInputs& in, int64_t& M, int64_t& N, int64_t& K);
 // An mm or addmm of float32 operands as the GEMM template takes it (its bias broadcast kind,
-// alpha, beta); false for other calls (bmm, other dtypes, a bias the template cannot broadcast).
-bool gemm_problem(const ExternCall& c, const RefInputs& in, GemmProblem& out);
-// The same from the loop IR before anything runs (the shapes the call sees its operands in);
-// false also where an operand is read in place through strides.
+// alpha, beta), from the loop IR: the shapes the call sees its operands in, so before anything
+// runs; false for other calls (bmm, other dtypes, a bias the template cannot broadcast, an
+// operand read in place through strides).
 bool gemm_problem(const ExternCall& c, const LoopProgram& p, GemmProblem& out);
 // Its operands' pointers as the template's function takes them: A, B, the bias (null for mm), C.
 struct GemmPointers {

@@ -81,8 +81,8 @@ class Recorder {
 // The GEMM templates of r.gemm_cuts (max-autotune's choices, or default mode's) written into the
 // model's source: each after the kernels, as the function its extern kernel's
 // GeneratedKernel::launcher names, its lines the kernel's and its node's (the source view shows
-// the template for the multiply). `exe` (operands bound) or else the loop IR gives the problems.
-void add_gemm_templates(CompileResult& r, const CpuExecutable* exe) {
+// the template for the multiply).
+void add_gemm_templates(CompileResult& r) {
   std::string& code = r.source.code;
   if (!code.empty() && code.back() != '\n') code += '\n';
   int line = static_cast<int>(std::count(code.begin(), code.end(), '\n'));
@@ -90,9 +90,7 @@ void add_gemm_templates(CompileResult& r, const CpuExecutable* exe) {
     const auto c = r.gemm_cuts.find(r.schedule.kernels[k].name);
     if (c == r.gemm_cuts.end() || !c->second.is_template()) continue;
     GemmProblem problem;
-    const bool served = exe ? exe->gemm_problem(k, problem)
-                            : gemm_problem(r.loops.nodes.at(r.schedule.kernels[k].nodes.at(0)).ext, r.loops, problem);
-    if (!served) throw std::logic_error(r.schedule.kernels[k].name + " is no product the GEMM template serves");
+    if (!gemm_problem(r.loops.nodes.at(r.schedule.kernels[k].nodes.at(0)).ext, r.loops, problem)) throw std::logic_error(r.schedule.kernels[k].name + " is no product the GEMM template serves");
     GeneratedKernel& g = r.source.kernels.at(k);
     g.launcher = "ls_gemm_" + r.schedule.kernels[k].name;
     const std::string text = "\n" + gemm_template_cpp(g.launcher, problem, c->second.as_template());
@@ -689,7 +687,7 @@ CompileResult run_stages(LoadedModel model, const PipelineOptions& o, const std:
             gemm_template_default(problem, library_threads(), t))
           r.gemm_cuts[k.name] = GemmCut::of(t);
       }
-      if (!r.gemm_cuts.empty()) add_gemm_templates(r, nullptr);
+      if (!r.gemm_cuts.empty()) add_gemm_templates(r);
     }
     if (o.stop_after_source) return r;
     const double source_ms = rec.last_ms;
@@ -899,7 +897,7 @@ CompileResult run_stages(LoadedModel model, const PipelineOptions& o, const std:
         if (std::any_of(r.gemm_cuts.begin(), r.gemm_cuts.end(), [](const auto& c) { return c.second.is_template(); })) {
           // The chosen templates written into the model's source, compiled with its kernels.
           const auto t_templates = Clock::now();
-          add_gemm_templates(r, exe.get());
+          add_gemm_templates(r);
           tco.kernel_lines.clear();
           for (const GeneratedKernel& k : r.source.kernels)
             if (!k.launcher.empty()) tco.kernel_lines.push_back(k.first_line);
