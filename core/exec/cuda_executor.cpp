@@ -35,6 +35,21 @@ std::vector<int64_t> pair_of(const Arg& a, int64_t dflt) {
   return v;
 }
 
+// How a (non-depthwise) convolution's product reads its input. A 1x1 window with stride 1 and no
+// padding reads the input's channels as they are: the input is its own columns (no im2col, and
+// grad_x needs no col2im). One output pixel whose window covers the whole unpadded input, in one
+// group, is a linear layer: y [N, O] = x [N, C H W] @ w [O, C KH KW]^T, its bias in cuBLASLt's
+// epilogue (MobileNet's squeeze-and-excitation convolutions).
+enum class ConvForm { columns, pointwise, linear };
+
+ConvForm conv_form(const Shape& x, const Shape& w, const Shape& y, int64_t groups, const std::vector<int64_t>& st,
+                   const std::vector<int64_t>& pad) {
+  const bool unpadded = pad[0] == 0 && pad[1] == 0;
+  if (groups == 1 && y[2] == 1 && y[3] == 1 && w[2] == x[2] && w[3] == x[3] && unpadded) return ConvForm::linear;
+  if (w[2] == 1 && w[3] == 1 && st[0] == 1 && st[1] == 1 && unpadded) return ConvForm::pointwise;
+  return ConvForm::columns;
+}
+
 }  // namespace
 
 std::string cuda_extern_how(const LoopProgram& p, const ExternCall& c, bool blas) {
@@ -49,13 +64,23 @@ std::string cuda_extern_how(const LoopProgram& p, const ExternCall& c, bool blas
     const Shape w = seen_shape(p, c, 1);
     const int64_t groups = c.args[8].i, C = seen_shape(p, c, 0).at(1);
     if (groups == C && w[1] == 1 && w[0] == C) return "depthwise kernel";
-    if (blas) return "im2col + cuBLAS";
+    if (!blas) return "host (reference kernel)";
+    switch (conv_form(seen_shape(p, c, 0), w, c.output_metas.at(0).shape, groups, pair_of(c.args[3], 1), pair_of(c.args[4], 0))) {
+      case ConvForm::linear: return "cuBLAS (a linear layer)";
+      case ConvForm::pointwise: return "cuBLAS (1x1: no im2col)";
+      case ConvForm::columns: return "im2col + cuBLAS";
+    }
   }
   if (n == "aten.convolution_backward.default" && f32 && !c.args[7].b && seen_shape(p, c, 1).size() == 4) {
     const Shape w = seen_shape(p, c, 2);
     const int64_t groups = c.args[9].i, C = seen_shape(p, c, 1).at(1);
     if (groups == C && w[1] == 1 && w[0] == C) return "depthwise backward kernels";
-    if (blas) return "im2col + cuBLAS + col2im";
+    if (!blas) return "host (reference kernel)";
+    switch (conv_form(seen_shape(p, c, 1), w, seen_shape(p, c, 0), groups, pair_of(c.args[4], 1), pair_of(c.args[5], 0))) {
+      case ConvForm::linear: return "cuBLAS (a linear layer's backward)";
+      case ConvForm::pointwise: return "cuBLAS (1x1: no im2col or col2im)";
+      case ConvForm::columns: return "im2col + cuBLAS + col2im";
+    }
   }
   if (n == "aten.max_pool2d_with_indices.default" && p.buffer(c.inputs.at(0)).dtype == DType::f32 &&
       seen_shape(p, c, 0).size() == 4 && !c.args[5].b)
@@ -335,6 +360,13 @@ void CudaExecutable::device_extern(size_t k) {
   if (how[k] == "depthwise kernel") {
     void* params[] = {&x, &w, &y, &N, &C, &H, &W, &KH, &KW, &OH, &OW, &sh, &sw, &ph, &pw, &dh, &dw};
     d_.launch(helpers_.at("ls_depthwise_conv"), grid_for(int64_t(N) * C * P), 256, params, "ls_depthwise_conv");
+  } else if (how[k] == "cuBLAS (a linear layer)") {  // y [N, O] = x [N, R] @ w [O, R]^T (+ bias)
+    if (c.args[2].is_node() && blas_->gemm_bias(N, O, R, 1.f, x, false, w, true, ptr(2), y)) return;
+    blas_->sgemm(1, N, O, R, 1.f, x, false, 0, w, true, 0, 0.f, y, 0);
+  } else if (how[k] == "cuBLAS (1x1: no im2col)") {  // y[n, g] = W_g [OG, CG] @ x[n, g] [CG, P]
+    for (int64_t g = 0; g < G; ++g)
+      blas_->sgemm(N, OG, P, CG, 1.f, w + static_cast<DevicePtr>(g * OG * CG * 4), false, 0, x + static_cast<DevicePtr>(g * CG * P * 4),
+                   false, int64_t(C) * P, 0.f, y + static_cast<DevicePtr>(g * OG * P * 4), O * P);
   } else {
     DeviceBuffer& cols = cols_[k];
     const size_t need = static_cast<size_t>(N * R * P * 4);
@@ -518,6 +550,23 @@ void CudaExecutable::convolution_backward(size_t k) {
       b = x;
       result = out(1);
       d_.launch(helpers_.at("ls_depthwise_conv_bwd_weight"), int64_t(C) * KH * KW, 256, params, "ls_depthwise_conv_bwd_weight");
+    }
+  } else if (how[k] == "cuBLAS (a linear layer's backward)") {
+    if (wanted(0)) blas_->sgemm(1, N, R, O, 1.f, gy, false, 0, w, false, 0, 0.f, out(0), 0);  // grad_x [N, R] = grad_y @ w
+    if (wanted(1)) blas_->sgemm(1, O, R, N, 1.f, gy, true, 0, x, false, 0, 0.f, out(1), 0);   // grad_w [O, R] = grad_y^T @ x
+  } else if (how[k] == "cuBLAS (1x1: no im2col or col2im)") {
+    const int64_t image = int64_t(C) * H * W;
+    for (int64_t g = 0; g < G; ++g) {
+      const DevicePtr gyg = gy + static_cast<DevicePtr>(g * OG * P * 4);
+      if (wanted(1)) {  // grad_w[g] = sum over images of grad_y[n, g] (OG x P) @ x[n, g]^T
+        const DevicePtr gw = out(1) + static_cast<DevicePtr>(g * OG * CG * 4);
+        for (int n = 0; n < N; ++n)
+          blas_->sgemm(1, OG, CG, P, 1.f, gyg + static_cast<DevicePtr>(int64_t(n) * O * P * 4), false, 0,
+                       x + static_cast<DevicePtr>((n * image + g * CG * P) * 4), true, 0, n ? 1.f : 0.f, gw, 0);
+      }
+      if (wanted(0))  // grad_x[n, g] = w[g]^T (CG x OG) @ grad_y[n, g], every image in one batched product
+        blas_->sgemm(N, CG, P, OG, 1.f, w + static_cast<DevicePtr>(g * OG * CG * 4), true, 0, gyg, false, O * P, 0.f,
+                     out(0) + static_cast<DevicePtr>(g * CG * P * 4), image);
     }
   } else {
     DeviceBuffer& cols = cols_[k];

@@ -466,7 +466,7 @@ class Writer {
         os << "    " << obj << ".run(gpu, " << out(0) << ", " << in(0) << ", " << in(ia) << ", " << in(ib) << ");\n";
       }
     } else if (how == "depthwise kernel" || how == "im2col + cuBLAS" || how == "im2col + cuBLAS + col2im" ||
-               how == "depthwise backward kernels") {
+               how == "depthwise backward kernels" || how.rfind("cuBLAS (", 0) == 0) {
       const bool backward = op == "aten.convolution_backward.default";
       const size_t xa = backward ? 1 : 0;
       const Shape x = shape(xa), w = shape(xa + 1), y = backward ? shape(0) : c.output_metas.at(0).shape;

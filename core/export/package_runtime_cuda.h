@@ -260,9 +260,23 @@ struct Conv {
     g.helper_launch("ls_im2col", g.grid_for(static_cast<long long>(N) * CG * KH * KW * OH * OW), 256, params);
   }
 
+  // As the app's executor (cuda_executor.cpp, conv_form): one output pixel whose window covers the
+  // whole unpadded input, in one group, is a linear layer; a 1x1 window with stride 1 and no
+  // padding reads the input as its own columns.
+  bool linear() const { return G == 1 && OH == 1 && OW == 1 && KH == H && KW == W && ph == 0 && pw == 0; }
+  bool pointwise() const { return KH == 1 && KW == 1 && sh == 1 && sw == 1 && ph == 0 && pw == 0; }
+
   void run(Gpu& g, CUdeviceptr x, CUdeviceptr w, CUdeviceptr bias, CUdeviceptr y) {
     const long long P = static_cast<long long>(OH) * OW, R = static_cast<long long>(CG) * KH * KW, OG = O / G;
-    if (depthwise) {
+    if (!depthwise && linear()) {  // y [N, O] = x [N, R] @ w [O, R]^T (+ bias in cuBLASLt's epilogue)
+      if (bias && g.gemm_bias(N, O, R, 1.f, x, false, w, true, bias, y)) return;
+      g.sgemm(1, N, O, R, 1.f, x, false, 0, w, true, 0, 0.f, y, 0);
+    } else if (!depthwise && pointwise()) {  // y[n, group] = W_group [OG, CG] @ x[n, group] [CG, P]
+      for (int group = 0; group < G; ++group)
+        g.sgemm(N, OG, P, CG, 1.f, w + static_cast<CUdeviceptr>(group * OG * CG * 4), false, 0,
+                x + static_cast<CUdeviceptr>(group * CG * P * 4), false, static_cast<long long>(C) * P, 0.f,
+                y + static_cast<CUdeviceptr>(group * OG * P * 4), static_cast<long long>(O) * P);
+    } else if (depthwise) {
       int n = N, c = C, h = H, ww = W, kh = KH, kw = KW, oh = OH, ow = OW, a = sh, b = sw, pa = ph, pb = pw, da = dh, db = dw;
       void* params[] = {&x, &w, &y, &n, &c, &h, &ww, &kh, &kw, &oh, &ow, &a, &b, &pa, &pb, &da, &db};
       g.helper_launch("ls_depthwise_conv", g.grid_for(static_cast<long long>(N) * C * P), 256, params);
@@ -293,8 +307,26 @@ struct Conv {
       dst = gw;
       if (gw) g.helper_launch("ls_depthwise_conv_bwd_weight", static_cast<long long>(C) * KH * KW, 256, params);
     }
-    if (!depthwise) columns(g);
-    for (int group = 0; group < G && !depthwise; ++group) {
+    if (!depthwise && linear()) {
+      if (gx) g.sgemm(1, N, R, O, 1.f, gy, false, 0, w, false, 0, 0.f, gx, 0);  // grad_x [N, R] = grad_y @ w
+      if (gw) g.sgemm(1, O, R, N, 1.f, gy, true, 0, x, false, 0, 0.f, gw, 0);   // grad_w [O, R] = grad_y^T @ x
+    } else if (!depthwise && pointwise()) {
+      const long long image = static_cast<long long>(C) * H * W;
+      for (int group = 0; group < G; ++group) {
+        const CUdeviceptr gyg = gy + static_cast<CUdeviceptr>(group * OG * P * 4);
+        if (gw)  // grad_w[group] = sum over images of grad_y[n, group] @ x[n, group]^T
+          for (int n = 0; n < N; ++n)
+            g.sgemm(1, OG, CG, P, 1.f, gyg + static_cast<CUdeviceptr>(static_cast<long long>(n) * O * P * 4), false, 0,
+                    x + static_cast<CUdeviceptr>((n * image + group * CG * P) * 4), true, 0, n ? 1.f : 0.f,
+                    gw + static_cast<CUdeviceptr>(group * OG * CG * 4), 0);
+        if (gx)  // grad_x[n, group] = w[group]^T @ grad_y[n, group], every image at once
+          g.sgemm(N, CG, P, OG, 1.f, w + static_cast<CUdeviceptr>(group * OG * CG * 4), true, 0, gyg, false,
+                  static_cast<long long>(O) * P, 0.f, gx + static_cast<CUdeviceptr>(group * CG * P * 4), image);
+      }
+    }
+    const bool by_columns = !depthwise && !linear() && !pointwise();
+    if (by_columns) columns(g);
+    for (int group = 0; group < G && by_columns; ++group) {
       const CUdeviceptr gyg = gy + static_cast<CUdeviceptr>(group * OG * P * 4);
       if (gw) {
         im2col(g, x, group);

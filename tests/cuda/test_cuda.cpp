@@ -11,6 +11,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <map>
 #include <regex>
 #include <set>
 #include <unistd.h>
@@ -432,6 +433,34 @@ void depthwise_backward_runs_on_the_device() {
     if (k.name.find("convolution_backward") != std::string::npos) VERIFY2(k.how == "depthwise backward kernels", k.name + ": " + k.how);
 }
 
+// Convolutions whose product needs no im2col: 1x1 windows with stride 1 (in groups, with a bias
+// over many pixels) read the input as its columns, and windows covering the whole input (or 1x1
+// on one pixel) run as linear layers with the bias in cuBLASLt's epilogue; one 3x3 keeps im2col.
+// Forward and backward forms counted; every output and gradient against the reference
+// interpreter's run of the joint graph.
+void convolution_forms_run_on_the_device() {
+  const CompileResult r = compile_cuda_model("stages/extra/conv_forms.txt", true, true);
+  VERIFY2(r.error.empty(), r.error_stage + ": " + r.error);
+  std::map<std::string, int> forms;
+  for (size_t k = 0; k < r.schedule.kernels.size(); ++k) {
+    const Kernel& kr = r.schedule.kernels[k];
+    if (!kr.is_extern) continue;
+    const ExternCall& c = r.loops.nodes.at(kr.nodes.at(0)).ext;
+    if (c.op->name.find("convolution") != std::string::npos) ++forms[cuda_extern_how(r.loops, c, true)];
+  }
+  const std::map<std::string, int> expected = {{"cuBLAS (1x1: no im2col)", 2},           {"cuBLAS (a linear layer)", 2},
+                                               {"im2col + cuBLAS", 1},                   {"cuBLAS (1x1: no im2col or col2im)", 2},
+                                               {"cuBLAS (a linear layer's backward)", 2}, {"im2col + cuBLAS + col2im", 1}};
+  for (const auto& [how, n] : expected) VERIFY2(forms[how] == n, how + ": " + std::to_string(forms[how]));
+  std::string why;
+  if (!CudaDriver::get(&why)) {
+    VERIFY2(r.not_run.find("needs a GPU") != std::string::npos, r.not_run);
+    return;
+  }
+  VERIFY2(r.check.ok, r.stage("run")->text);
+  VERIFY(r.check.reference.size() >= 10);  // the output and the gradients of all nine inputs
+}
+
 // reduce-overhead: the whole model replayed as one CUDA graph of at least one node per kernel,
 // giving the outputs of the kernels launched one by one (checked bit for bit in the pipeline) and
 // PyTorch's out.npy; its time is the graph's. Without a GPU it compiles and says why it did not run.
@@ -743,6 +772,7 @@ int main(int argc, char** argv) {
                      [=] { attention_runs_on_the_device("stages/extra/attention_long_d128.txt", t, "attention (cuBLAS)", "attention (cuBLAS)"); }});
   }
   cases.push_back({"depthwise convolution train", depthwise_backward_runs_on_the_device});
+  cases.push_back({"convolution forms train", convolution_forms_run_on_the_device});
   for (const char* m : {"models/cifar_net", "models/res_block"})
     for (bool t : {false, true})
       cases.push_back({std::string("reduce-overhead ") + m + (t ? " train" : ""), [=] { reduce_overhead_replays_a_cuda_graph(m, t); }});
@@ -767,6 +797,9 @@ int main(int argc, char** argv) {
                    }});
   cases.push_back({"package depthwise train", [] {
                      package_builds_and_runs("stages/extra/depthwise_conv.txt", true, {"(depthwise backward kernels)", ".backward(gpu"});
+                   }});
+  cases.push_back({"package convolution forms train", [] {
+                     package_builds_and_runs("stages/extra/conv_forms.txt", true, {"(cuBLAS (a linear layer))", ".backward(gpu"});
                    }});
   cases.push_back({"package attention long train", [] {
                      package_builds_and_runs("stages/extra/attention_long.txt", true, {"lsrt::Attention::tiled", ".backward(gpu"});
