@@ -50,4 +50,8 @@ int compile_threads() {
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
+int nvrtc_programs_at_once() {
+  return std::getenv("LOWERSCOPE_COMPILE_THREADS") ? compile_threads() : std::min(3, compile_threads());
+}
+
 }  // namespace ls

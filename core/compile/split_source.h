@@ -23,4 +23,12 @@ std::vector<std::string> split_source(const std::string& source, std::vector<int
 // one a core.
 int compile_threads();
 
+// How many NVRTC programs a compile (and max-autotune's round of candidates) runs at once:
+// $LOWERSCOPE_COMPILE_THREADS where set, else at most 3. NVRTC's programs compiled at once slow
+// each other far more than the cores explain: on the GPU machine's 16 cores MobileNetV3-Small's
+// 14 programs took 490-530 ms (2.8-3.2 s summed over threads), 3 programs 250-280 ms (0.2 s
+// summed); the transformer block's training step 250-300 ms in 7, 160-200 ms in 3
+// (tools/gpu/ab_compile_threads.sh, results-cuda.md).
+int nvrtc_programs_at_once();
+
 }  // namespace ls

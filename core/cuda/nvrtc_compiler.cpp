@@ -125,7 +125,7 @@ bool link_parts(const std::vector<std::string>& cubins, const std::string& arch,
 // machine's 16 cores, where NVRTC's own --split-compile gains little).
 std::vector<std::string> source_parts(const std::string& source, const CudaCompileOptions& o) {
 #ifdef LOWERSCOPE_HAVE_NVJITLINK
-  if (o.cubin) return split_source(source, o.kernel_lines, compile_threads(), kSourceName);
+  if (o.cubin) return split_source(source, o.kernel_lines, nvrtc_programs_at_once(), kSourceName);
 #endif
   return {source};
 }

@@ -222,14 +222,14 @@ AutotuneResult autotune_cuda(const LoopProgram& p, const Schedule& s, const Cuda
   for (const GeneratedKernel& gk : heuristic.source.kernels)
     if (!gk.launcher.empty() && (first_kernel_line == 0 || gk.first_line < first_kernel_line)) first_kernel_line = gk.first_line;
   const std::string prelude = first_kernel_line > 1 ? lines_of(code, 1, first_kernel_line - 1) : std::string();
-  const size_t threads = static_cast<size_t>(std::min(16, compile_threads()));
+  const size_t threads = static_cast<size_t>(nvrtc_programs_at_once());
 
   // Coordinate descent from the heuristic's configuration, as Inductor's coordinate-descent
   // tuning: each round compiles and times the untried neighbours of every kernel's best so far
   // (one number doubled or halved); a kernel moves on while a neighbour beats its best by 3%.
   // A candidate is a kernel of its own, <kernel>__c<i> (i: its place in the kernel's space),
   // cut from the source generated with it; the round's candidates compile in modules at once,
-  // about one a core (NVRTC is thread-safe).
+  // as many as nvrtc_programs_at_once() (NVRTC is thread-safe).
   struct Version {
     size_t tuning = 0, candidate = 0;  // result.kernels[tuning].candidates[candidate]
     std::string function, text;

@@ -4,6 +4,7 @@
 # with the driver started, fresh caches, LOWERSCOPE_COMPILE_THREADS alternating over the given
 # values ("cores" for the default, one a core), three rounds after one warm-up compile.
 #   tools/gpu/ab_compile_threads.sh [VALUES...]      (default: cores 8 6 4)
+# AB_EXTRA="MODEL..." adds models compiled for inference; AB_ROUNDS sets the rounds (3).
 # Needs the nlohmann headers in .carry/include and PyTorch (to export the transformer block).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -45,12 +46,13 @@ print(f"threads {sys.argv[2]:>5}  {sys.argv[3]:<45} compile {r['compile_ms']:7.1
 PY
 }
 one cores tests/data/stages/attn_block/3_core_aten.txt > /dev/null  # NVRTC's libraries read from disk once
-for round in 1 2 3; do
+for round in $(seq "${AB_ROUNDS:-3}"); do
   for v in "${values[@]}"; do
     if [ -n "$TB" ]; then
       one "$v" "$TB"
       one "$v" "$TB" --train
     fi
     one "$v" tests/data/stages/attn_block/3_core_aten.txt --train
+    for m in ${AB_EXTRA:-}; do one "$v" "$m"; done
   done
 done
