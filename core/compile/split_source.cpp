@@ -41,17 +41,30 @@ std::vector<std::string> split_source(const std::string& source, std::vector<int
   return units;
 }
 
-int compile_threads() {
+namespace {
+
+// $LOWERSCOPE_COMPILE_THREADS where it is a positive number, else 0.
+int threads_from_environment() {
   if (const char* e = std::getenv("LOWERSCOPE_COMPILE_THREADS")) {
     char* end = nullptr;
     const long n = std::strtol(e, &end, 10);
     if (end != e && *end == '\0' && n > 0 && n <= 4096) return static_cast<int>(n);
   }
-  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return 0;
+}
+
+int cores() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+
+}  // namespace
+
+int compile_threads() {
+  const int n = threads_from_environment();
+  return n ? n : cores();
 }
 
 int nvrtc_programs_at_once() {
-  return std::getenv("LOWERSCOPE_COMPILE_THREADS") ? compile_threads() : std::min(3, compile_threads());
+  const int n = threads_from_environment();
+  return n ? n : std::min(3, cores());
 }
 
 }  // namespace ls

@@ -1073,6 +1073,8 @@ class TestCpu : public QObject {
     for (const auto& [value, want] : std::vector<std::pair<const char*, int>>{{"3", 3}, {"1", 1}, {"0", cores}, {"-2", cores}, {"x", cores}, {"4x", cores}}) {
       qputenv("LOWERSCOPE_COMPILE_THREADS", value);
       QCOMPARE(compile_threads(), want);
+      // NVRTC programs: the same number where it is given, else at most 3
+      QCOMPARE(nvrtc_programs_at_once(), want == cores ? std::min(3, cores) : want);
     }
     // One unit at a time: the external compiler still builds the model, one unit.
     qputenv("LOWERSCOPE_COMPILE_THREADS", "1");
@@ -1083,6 +1085,7 @@ class TestCpu : public QObject {
     const CpuCompileResult r = compile_cpp(src, o);
     qunsetenv("LOWERSCOPE_COMPILE_THREADS");
     QCOMPARE(compile_threads(), cores);
+    QCOMPARE(nvrtc_programs_at_once(), std::min(3, cores));
     for (int k = 0; k < 4; ++k) QVERIFY(r.code->symbol("k" + std::to_string(k)));
   }
 
