@@ -8,6 +8,7 @@
 #include <regex>
 
 #include "autodiff/joint.h"
+#include "cuda/cublas.h"
 #include "cuda/nvrtc_compiler.h"
 #include "exec/attention.h"
 #include "exec/cuda_executor.h"
@@ -71,7 +72,8 @@ class Writer {
       << ", " << library - templates << " library call(s) in runtime.h, "
       << (templates && !cuda() ? std::to_string(templates) + " matrix multipl" + (templates == 1 ? "y" : "ies") + " as GEMM templates in kernels.cpp, " : "") << r_.loops.inputs.size() << " input(s) and weight(s) in data/, "
       << expected().size() << " expected output(s)"
-      << (r_.gemm_cuts.size() == static_cast<size_t>(templates) || cuda() ? "" : ", max-autotune's cuts of " + std::to_string(r_.gemm_cuts.size() - templates) + " matrix multiplies") << (!r_.train ? "" : r_.training.num_updates > 0 ? " (a training step: forward outputs, gradients, then the updated parameters)"
+      << (r_.gemm_cuts.size() == static_cast<size_t>(templates) || cuda() ? "" : ", max-autotune's cuts of " + std::to_string(r_.gemm_cuts.size() - templates) + " matrix multiplies")
+      << (cuda() && !r_.cuda.matmul_algorithms.empty() ? ", max-autotune's cuBLASLt algorithms for " + std::to_string(r_.cuda.matmul_algorithms.size()) + " matrix multipl" + (r_.cuda.matmul_algorithms.size() == 1 ? "y" : "ies") : "") << (!r_.train ? "" : r_.training.num_updates > 0 ? " (a training step: forward outputs, gradients, then the updated parameters)"
                                                      : " (a training step: forward outputs, then gradients)")
       << "; build: cmake -S " << dir_ << " -B " << dir_
       << "/build && cmake --build " << dir_ << "/build && " << dir_ << "/build/run_model";
@@ -441,12 +443,37 @@ class Writer {
       const size_t i = static_cast<size_t>(c.args.at(arg).node);
       return dev(c.inputs.at(i)) + ", " + view(attn_operand(c, i, c.shapes.at(i)));
     };
+    // max-autotune's cuBLASLt algorithm for this product, where it chose one: its words, declared
+    // once; the runtime checks that it runs on the GPU it finds, else takes the heuristic's.
+    std::string algo = "nullptr";
+    MatmulAlgorithm chosen;
+    if (const auto it = r_.cuda.matmul_algorithms.find(k.name); how == "cuBLAS" && it != r_.cuda.matmul_algorithms.end() &&
+                                                                MatmulAlgorithm::parse(it->second, chosen)) {
+      algo = "algo_" + k.name;
+      setup << "  // " << k.name << ": max-autotune's cuBLASLt algorithm: " << chosen.text << "\n"
+            << "  static const unsigned long long " << algo << "[8] = {";
+      for (size_t i = 0; i < 8; ++i) setup << (i ? ", " : "") << "0x" << std::hex << chosen.data[i] << std::dec << "ull";
+      setup << "};\n";
+      os << "    // max-autotune chose cuBLASLt's " << chosen.text << "\n";
+    }
+    // mm and bmm: through cuBLASLt with the tuned algorithm where there is one, else cuBLAS.
+    auto product = [&](int64_t B, int64_t M, int64_t N, int64_t K, bool ta, bool tb, size_t ia, size_t ib) {
+      const std::string sgemm = "gpu.sgemm(" + std::to_string(B) + ", " + std::to_string(M) + ", " + std::to_string(N) + ", " +
+                                std::to_string(K) + ", 1.f, " + in(ia) + ", " + (ta ? "1" : "0") + ", " + std::to_string(B > 1 ? M * K : 0) +
+                                ", " + in(ib) + ", " + (tb ? "1" : "0") + ", " + std::to_string(B > 1 ? K * N : 0) + ", 0.f, " + out(0) +
+                                ", " + std::to_string(B > 1 ? M * N : 0) + ");";
+      if (algo == "nullptr") {
+        os << "    " << sgemm << "\n";
+        return;
+      }
+      os << "    if (!gpu.gemm_lt(" << B << ", " << M << ", " << N << ", " << K << ", " << tf(ta) << ", " << tf(tb) << ", " << M * K << ", "
+         << K * N << ", " << M * N << ", 1.f, " << in(ia) << ", " << in(ib) << ", 0, " << out(0) << ", " << algo << ", \"" << k.name << "\")) " << sgemm << "\n";
+    };
     if (how == "cuBLAS" && op == "aten.bmm.default") {
       const bool ta = transposed_operand(c, 0), tb = transposed_operand(c, 1);
       const Shape a = shape(0), b = shape(1);
       const int64_t B = a[0], M = a[ta ? 2 : 1], K = a[ta ? 1 : 2], N = b[tb ? 1 : 2];
-      os << "    gpu.sgemm(" << B << ", " << M << ", " << N << ", " << K << ", 1.f, " << in(0) << ", " << ta << ", " << M * K << ", "
-         << in(1) << ", " << tb << ", " << K * N << ", 0.f, " << out(0) << ", " << M * N << ");\n";
+      product(B, M, N, K, ta, tb, 0, 1);
     } else if (how == "cuBLAS") {
       const bool addmm = op == "aten.addmm.default";
       const size_t ia = addmm ? 1 : 0, ib = addmm ? 2 : 1;
@@ -454,15 +481,14 @@ class Writer {
       const Shape a = shape(ia), b = shape(ib);
       const int64_t M = a[ta ? 1 : 0], K = a[ta ? 0 : 1], N = b[tb ? 0 : 1];
       if (!addmm) {
-        os << "    gpu.sgemm(1, " << M << ", " << N << ", " << K << ", 1.f, " << in(0) << ", " << ta << ", 0, " << in(1) << ", " << tb
-           << ", 0, 0.f, " << out(0) << ", 0);\n";
+        product(1, M, N, K, ta, tb, 0, 1);
       } else {
         const Shape bias = shape(0);
         const bool row_vector = bias.size() == 1 ? bias[0] == N : bias.size() == 2 && bias[0] == 1 && bias[1] == N;
         setup << "  const lsrt::Addmm " << obj << "{" << M << ", " << N << ", " << K << ", " << tf(ta) << ", " << tf(tb) << ", "
               << (bias.size() == 2 && bias[0] != 1) << ", " << (!bias.empty() && bias.back() != 1) << ", "
               << (bias.size() == 2 ? bias[1] : 0) << ", " << tf(row_vector) << ", " << flt(c.args[4].number()) << ", "
-              << flt(c.args[3].number()) << "};\n";
+              << flt(c.args[3].number()) << ", " << algo << ", \"" << k.name << "\"};\n";
         os << "    " << obj << ".run(gpu, " << out(0) << ", " << in(0) << ", " << in(ia) << ", " << in(ib) << ");\n";
       }
     } else if (how == "depthwise kernel" || how == "im2col + cuBLAS" || how == "im2col + cuBLAS + col2im" ||
@@ -655,6 +681,12 @@ endif()
          << "- `model.cpp`: the runner, launching the kernels and the library calls in schedule order;\n"
          << "- `runtime.h`, `buffers.h`: the GPU through the driver API, matrix multiply (cuBLAS, cuBLASLt), convolution, attention; "
             "host buffers and .npy files;\n";
+      for (const auto& [kernel, line] : r_.cuda.matmul_algorithms) {
+        MatmulAlgorithm a;
+        if (MatmulAlgorithm::parse(line, a))
+          os << "- `" << kernel << "`: max-autotune's cuBLASLt algorithm (" << a.text << "), written into `model.cpp`; the runner "
+             << "checks that it runs on the GPU it finds, else cuBLASLt's heuristic chooses;\n";
+      }
     } else {
       os << "- `kernels.cpp`: the generated kernels (C++/OpenMP), as Lowerscope compiled them";
       for (const auto& [name, bytes] : r_.objects) os << " (its object: `" << name << "`)";

@@ -12,6 +12,8 @@
 #include <cublas_v2.h>
 #include <cuda.h>
 
+#include <cstdio>
+#include <cstring>
 #include <iterator>
 #include <map>
 
@@ -160,17 +162,28 @@ class Gpu {
                "cublasSgemmStridedBatched");
   }
 
-  // C = alpha * op(A) @ op(B) + bias (one value per column) in cuBLASLt's epilogue; false where
-  // cuBLASLt has no algorithm for it.
-  bool gemm_bias(long long M, long long N, long long K, float alpha, CUdeviceptr A, bool ta, CUdeviceptr B, bool tb,
-                 CUdeviceptr bias, CUdeviceptr C) {
-    Plan& pl = plans_[{M, N, K, ta, tb}];
+  // C[b] (M x N) = alpha * op(A[b]) @ op(B[b]) (+ bias, one value per column, in cuBLASLt's
+  // epilogue where `bias`), b < batch, each operand `s*` elements after the one before; through
+  // cuBLASLt with `algo` (a cublasLtMatmulAlgo_t's words, as the app's max-autotune chose it), or
+  // its heuristic's first where null or where cuBLASLt finds `algo` does not fit this GPU (said
+  // once on stderr). False where cuBLASLt has no algorithm for it.
+  bool gemm_lt(long long batch, long long M, long long N, long long K, bool ta, bool tb, long long sa, long long sb, long long sc,
+               float alpha, CUdeviceptr A, CUdeviceptr B, CUdeviceptr bias, CUdeviceptr C, const unsigned long long* algo = nullptr,
+               const char* what = "a product") {
+    Plan& pl = plans_[{batch, M, N, K, ta, tb, sa, sb, sc, bias != 0}];
     if (!pl.tried) {
       pl.tried = true;
       const cublasOperation_t opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N, opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
-      const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+      const cublasLtEpilogue_t epilogue = bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
       if (!workspace_) workspace_ = alloc(kWorkspace);
       const uint64_t ws = kWorkspace;
+      const int32_t count = static_cast<int32_t>(batch);
+      auto batched = [&](cublasLtMatrixLayout_t l, long long stride) {
+        const int64_t st = stride;
+        return batch == 1 ||
+               (cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count) == CUBLAS_STATUS_SUCCESS &&
+                cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &st, sizeof st) == CUBLAS_STATUS_SUCCESS);
+      };
       cublasLtMatmulPreference_t pref = nullptr;
       cublasLtMatmulHeuristicResult_t h{};
       int found = 0;
@@ -179,24 +192,48 @@ class Gpu {
               cublasLtMatmulDescSetAttribute(pl.desc, CUBLASLT_MATMUL_DESC_TRANSB, &opa, sizeof opa) == CUBLAS_STATUS_SUCCESS &&
               cublasLtMatmulDescSetAttribute(pl.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue) == CUBLAS_STATUS_SUCCESS &&
               cublasLtMatrixLayoutCreate(&pl.a, CUDA_R_32F, tb ? K : N, tb ? N : K, tb ? K : N) == CUBLAS_STATUS_SUCCESS &&
+              batched(pl.a, sb) &&
               cublasLtMatrixLayoutCreate(&pl.b, CUDA_R_32F, ta ? M : K, ta ? K : M, ta ? M : K) == CUBLAS_STATUS_SUCCESS &&
-              cublasLtMatrixLayoutCreate(&pl.c, CUDA_R_32F, N, M, N) == CUBLAS_STATUS_SUCCESS &&
+              batched(pl.b, sa) &&
+              cublasLtMatrixLayoutCreate(&pl.c, CUDA_R_32F, N, M, N) == CUBLAS_STATUS_SUCCESS && batched(pl.c, sc) &&
               cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS &&
               cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws) == CUBLAS_STATUS_SUCCESS &&
               cublasLtMatmulAlgoGetHeuristic(lt_, pl.desc, pl.a, pl.b, pl.c, pl.c, pref, 1, &h, &found) == CUBLAS_STATUS_SUCCESS &&
               found > 0 && h.state == CUBLAS_STATUS_SUCCESS;
       if (pref) cublasLtMatmulPreferenceDestroy(pref);
       if (pl.ok) pl.algo = h.algo;
+      if (pl.ok && algo) {  // the tuned algorithm, where cuBLASLt says it runs this problem here
+        cublasLtMatmulAlgo_t tuned{};
+        static_assert(sizeof tuned.data == 8 * sizeof(unsigned long long), "cublasLtMatmulAlgo_t is 8 words");
+        std::memcpy(tuned.data, algo, sizeof tuned.data);
+        cublasLtMatmulHeuristicResult_t check{};
+        if (cublasLtMatmulAlgoCheck(lt_, pl.desc, pl.a, pl.b, pl.c, pl.c, &tuned, &check) == CUBLAS_STATUS_SUCCESS &&
+            check.workspaceSize <= kWorkspace) {
+          pl.algo = tuned;
+        } else {
+          std::fprintf(stderr, "note: %s (%lld x %lld @ %lld x %lld): its tuned cuBLASLt algorithm does not run on this GPU; "
+                       "cuBLASLt's heuristic chooses instead\n", what, M, K, K, N);
+        }
+      }
     }
     if (!pl.ok) return false;
-    void* bp = reinterpret_cast<void*>(bias);
-    blas_check(cublasLtMatmulDescSetAttribute(pl.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bp, sizeof bp), "cuBLASLt bias pointer");
+    if (bias) {
+      void* bp = reinterpret_cast<void*>(bias);
+      blas_check(cublasLtMatmulDescSetAttribute(pl.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bp, sizeof bp), "cuBLASLt bias pointer");
+    }
     const float beta = 0.f;
     blas_check(cublasLtMatmul(lt_, pl.desc, &alpha, reinterpret_cast<const void*>(B), pl.a, reinterpret_cast<const void*>(A), pl.b,
                               &beta, reinterpret_cast<const void*>(C), pl.c, reinterpret_cast<void*>(C), pl.c, &pl.algo,
                               reinterpret_cast<void*>(workspace_), kWorkspace, nullptr),
                "cublasLtMatmul");
     return true;
+  }
+
+  // C = alpha * op(A) @ op(B) + bias (one value per column) in cuBLASLt's epilogue; false where
+  // cuBLASLt has no algorithm for it.
+  bool gemm_bias(long long M, long long N, long long K, float alpha, CUdeviceptr A, bool ta, CUdeviceptr B, bool tb,
+                 CUdeviceptr bias, CUdeviceptr C, const unsigned long long* algo = nullptr, const char* what = "a product") {
+    return gemm_lt(1, M, N, K, ta, tb, 0, 0, 0, alpha, A, B, bias, C, algo, what);
   }
 
  private:
@@ -216,7 +253,7 @@ class Gpu {
   std::vector<CUmodule> modules_;
   std::vector<CUdeviceptr> allocations_;
   std::map<std::string, CUfunction> functions_;
-  std::map<std::tuple<long long, long long, long long, bool, bool>, Plan> plans_;
+  std::map<std::tuple<long long, long long, long long, long long, bool, bool, long long, long long, long long, bool>, Plan> plans_;
 };
 
 // addmm: y = beta * bias + alpha * A @ B, the bias one value, a row of N, a column of M or [M, N]
@@ -229,8 +266,10 @@ struct Addmm {
   long long row_stride;
   bool row_vector;
   float alpha, beta;
+  const unsigned long long* algo = nullptr;  // max-autotune's cuBLASLt algorithm, where it chose one
+  const char* what = "addmm";                 // the kernel, for messages
   void run(Gpu& g, CUdeviceptr y, CUdeviceptr bias, CUdeviceptr a, CUdeviceptr b) const {
-    if (row_vector && beta == 1.f && g.gemm_bias(M, N, K, alpha, a, ta, b, tb, bias, y)) return;
+    if (row_vector && beta == 1.f && g.gemm_bias(M, N, K, alpha, a, ta, b, tb, bias, y, algo, what)) return;
     long long MM = M, NN = N, rs = row_stride;
     int pr = per_row, pc = per_col;
     void* params[] = {&y, &bias, &MM, &NN, &pr, &pc, &rs};

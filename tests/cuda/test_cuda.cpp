@@ -656,13 +656,27 @@ void dynamic_shapes_reuse_the_cuda_kernels(const DynamicCase& c) {
 // a GPU its runner reproduces every output: against the reference interpreter's run of the same
 // graph on the same inputs, and PyTorch's out.npy where the model came with it. `calls`: what the
 // runner must call for the model's library calls (the path the app's executor takes).
+// Returns the runner's output (stdout and stderr), empty where it did not run.
+std::string package_of_builds_and_runs(const CompileResult& r, bool train, const std::vector<std::string>& calls);
+
 void package_builds_and_runs(const std::string& model, bool train, const std::vector<std::string>& calls) {
   const CompileResult r = compile_cuda_model(model, train, true);
   VERIFY2(r.error.empty(), r.error_stage + ": " + r.error);
+  package_of_builds_and_runs(r, train, calls);
+}
+
+std::string package_of_builds_and_runs(const CompileResult& r, bool train, const std::vector<std::string>& calls) {
   const std::string pkg = (std::filesystem::temp_directory_path() / ("ls_cuda_package_" + std::to_string(getpid()))).string();
   std::filesystem::remove_all(pkg);
   const Package p = export_package(r, pkg);
   VERIFY2(p.summary.find("CUDA package") != std::string::npos, p.summary);
+  // The summary (the export dialog's) and the README name max-autotune's cuBLASLt choices.
+  const size_t tuned = r.cuda.matmul_algorithms.size();
+  VERIFY2((p.summary.find("max-autotune's cuBLASLt algorithms for " + std::to_string(tuned)) != std::string::npos) == (tuned > 0), p.summary);
+  std::stringstream readme;
+  readme << std::ifstream(pkg + "/README.md").rdbuf();
+  for (const auto& [name, line] : r.cuda.matmul_algorithms)
+    VERIFY2(readme.str().find("`" + name + "`: max-autotune's cuBLASLt algorithm") != std::string::npos, readme.str());
   for (const char* f : {"kernels.cu", "kernels.ptx", "helpers.ptx", "model.cpp", "runtime.h", "buffers.h", "CMakeLists.txt", "README.md"})
     VERIFY2(std::filesystem::exists(pkg + "/" + f), f);
   VERIFY(std::filesystem::exists(pkg + "/attention.ptx") == !r.cuda.attention_source.empty());
@@ -681,7 +695,7 @@ void package_builds_and_runs(const std::string& model, bool train, const std::ve
   std::string why;
   if (!CudaDriver::get(&why) || !r.not_run.empty()) {  // built; running needs a GPU
     std::filesystem::remove_all(pkg);
-    return;
+    return "";
   }
   const int ran = std::system(("'" + pkg + "/build/run_model' --repeat 5 > '" + pkg + "/run.log' 2>&1").c_str());
   std::stringstream run_log;
@@ -702,6 +716,60 @@ void package_builds_and_runs(const std::string& model, bool train, const std::ve
     VERIFY2(c.ok, "out0 against PyTorch's out.npy: " + c.why);
   }
   std::filesystem::remove_all(pkg);
+  return run_log.str();
+}
+
+// The problem cuBLASLt sees for the product of schedule kernel `kr` (mm or addmm with a bias row),
+// read from the call's shapes as the package writer and the executor read them.
+MatmulProblem product_problem(const CompileResult& r, const Kernel& kr) {
+  const ExternCall& c = r.loops.nodes.at(kr.nodes.at(0)).ext;
+  const bool addmm = c.op->name == "aten.addmm.default";
+  const size_t ia = addmm ? 1 : 0, ib = addmm ? 2 : 1;
+  auto shape = [&](size_t arg) {
+    const size_t i = static_cast<size_t>(c.args.at(arg).node);
+    return i < c.shapes.size() ? c.shapes[i] : r.loops.buffer(c.inputs.at(i)).shape;
+  };
+  MatmulProblem p;
+  p.ta = transposed_operand(c, ia), p.tb = transposed_operand(c, ib);
+  const Shape a = shape(ia), b = shape(ib);
+  p.M = a[p.ta ? 1 : 0], p.K = a[p.ta ? 0 : 1], p.N = b[p.tb ? 0 : 1];
+  p.bias = addmm;
+  return p;
+}
+
+// A CUDA package carries max-autotune's cuBLASLt choices: each product's algorithm (here the last
+// of cuBLASLt's list, not its heuristic's first, so that carrying it shows) is written into the
+// runner as its words, checked there by cuBLASLt and used; the outputs match the reference
+// interpreter. Words that are no algorithm are refused by the runner with a note naming the
+// product, and the heuristic's choice runs instead.
+void package_carries_matmul_algorithms() {
+  std::string why;
+  if (!CudaDriver::get(&why)) throw Skip{"no GPU here (cuBLASLt's algorithms are the GPU's): " + why};
+  Cublas* blas = Cublas::get(&why);
+  if (!blas) throw Skip{"no cuBLAS: " + why};
+  const CompileResult r = compile_cuda_model("models/mlp", false, true);
+  VERIFY2(r.error.empty(), r.error_stage + ": " + r.error);
+  CompileResult tuned = r, garbage = r;
+  std::vector<std::string> calls;
+  for (const Kernel& kr : r.schedule.kernels) {
+    if (!kr.is_extern || cuda_extern_how(r.loops, r.loops.nodes.at(kr.nodes.at(0)).ext, true) != "cuBLAS") continue;
+    const MatmulProblem p = product_problem(r, kr);
+    const std::vector<MatmulAlgorithm> algos = blas->algorithms(p, 8);
+    VERIFY2(!algos.empty(), p.text());
+    tuned.cuda.matmul_algorithms[kr.name] = algos.back().serialize();
+    std::ostringstream words;
+    words << "0x" << std::hex << algos.back().data[0] << "ull";
+    calls.push_back("algo_" + kr.name + "[8] = {" + words.str());
+    MatmulAlgorithm bad = algos.back();
+    for (uint64_t& w : bad.data) w = ~uint64_t(0);
+    garbage.cuda.matmul_algorithms[kr.name] = bad.serialize();
+  }
+  VERIFY2(calls.size() == 2, std::to_string(calls.size()));  // the MLP's two linear layers
+  const std::string ran = package_of_builds_and_runs(tuned, false, calls);
+  VERIFY2(ran.find("does not run on this GPU") == std::string::npos, ran);
+  const std::string refused = package_of_builds_and_runs(garbage, false, {"algo_"});
+  VERIFY2(refused.find("does not run on this GPU") != std::string::npos, refused);
+  for (const auto& [name, line] : garbage.cuda.matmul_algorithms) VERIFY2(refused.find("note: " + name + " (") != std::string::npos, refused);
 }
 
 void faulting_kernel_is_named_and_device_recovers() {
@@ -801,6 +869,7 @@ int main(int argc, char** argv) {
   cases.push_back({"package convolution forms train", [] {
                      package_builds_and_runs("stages/extra/conv_forms.txt", true, {"(cuBLAS (a linear layer))", ".backward(gpu"});
                    }});
+  cases.push_back({"package carries max-autotune's cuBLASLt algorithms", package_carries_matmul_algorithms});
   cases.push_back({"package attention long train", [] {
                      package_builds_and_runs("stages/extra/attention_long.txt", true, {"lsrt::Attention::tiled", ".backward(gpu"});
                    }});
