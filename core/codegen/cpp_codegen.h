@@ -22,6 +22,9 @@ struct GeneratedKernel {
   // int64_t end) runs its elements [begin, end) on the calling thread, for a whole number of the
   // product's rows. Empty for other kernels.
   std::string rows_launcher;
+  // CUDA: an epilogue that runs inside the GEMM template of the kernel before it (max-autotune's
+  // choice); its own kernel stays in the source but is not launched.
+  bool in_template = false;
 };
 
 struct GeneratedSource {

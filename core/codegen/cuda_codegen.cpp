@@ -6,6 +6,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "codegen/cuda_gemm_template.h"
 #include "codegen/emitter.h"
 #include "loop/dependencies.h"
 #include "ops/op_table.h"
@@ -32,6 +33,35 @@ int64_t prev_pow2(int64_t v) {
 class CudaKernelWriter {
  public:
   CudaKernelWriter(const LoopProgram& p, const Kernel& k, const CudaCodegenOptions& o) : p_(p), k_(k), o_(o) {}
+
+  // The pointwise kernel as a device function of one element x0 (cuda_element_function).
+  std::string element_function(const std::string& fname, std::vector<std::string>& args) {
+    if (k_.rnumel != 1 || !k_.nests.empty()) throw std::logic_error(k_.name + " is no pointwise kernel");
+    const int64_t X = k_.numel;
+    const std::vector<KernelLoop> segs = kernel_loops(p_, k_.nodes, X, 1);
+    std::map<std::string, std::string> ptrs;
+    std::string params;
+    int n_in = 0, n_out = 0;
+    auto add_arg = [&](const std::string& buf, bool write) {
+      const std::string ptr = write ? "out_ptr" + std::to_string(n_out++) : "in_ptr" + std::to_string(n_in++);
+      ptrs[buf] = ptr;
+      params += ", " + std::string(write ? "" : "const ") + std::string(dtype_c(p_.buffer(buf).dtype)) + "* " + ptr;
+      args.push_back(buf);
+    };
+    for (const auto& b : k_.reads) add_arg(b, false);
+    for (const auto& b : k_.writes) add_arg(b, true);
+    ptrs_ = ptrs;
+    LoopEmitter e(ptrs, std::set<std::string>(k_.writes.begin(), k_.writes.end()), Dialect::cuda);
+    e.lines.push_back({"// " + k_.name + " for one element of the product (its epilogue)"});
+    e.lines.push_back({"__device__ __forceinline__ void " + fname + "(const int64_t x0" + params + ") {"});
+    e.push_scope();
+    emit_segments(e, segs, X, 1);
+    e.pop_scope();
+    e.lines.push_back({"}"});
+    std::string text;
+    for (const Emitted& l : e.lines) text += l.text + "\n";
+    return text;
+  }
 
   GeneratedKernel write(std::vector<Emitted>& out, CudaLaunch& launch) {
     GeneratedKernel gk;
@@ -627,6 +657,16 @@ std::vector<KernelConfig> cuda_candidates(const CudaLaunch& h, int64_t numel, in
   return out;
 }
 
+std::string cuda_element_function(const LoopProgram& p, const Kernel& k, const CudaCodegenOptions& o, const std::string& fname,
+                                  std::vector<std::string>& args) {
+  return CudaKernelWriter(p, k, o).element_function(fname, args);
+}
+
+std::string CudaGemmConfig::text() const {
+  return "tile " + std::to_string(bm) + "x" + std::to_string(bn) + ", " + std::to_string(tm) + "x" + std::to_string(tn) + " a thread, k by " +
+         std::to_string(bk);
+}
+
 GeneratedCuda generate_cuda(const LoopProgram& p, const Schedule& s, const CudaCodegenOptions& o) {
   GeneratedCuda g;
   g.launch.assign(s.kernels.size(), CudaLaunch{"extern"});  // library calls: cuBLAS, helper kernels, or the host
@@ -635,6 +675,27 @@ GeneratedCuda generate_cuda(const LoopProgram& p, const Schedule& s, const CudaC
                                return CudaKernelWriter(p, k, o).write(lines, g.launch[i]);
                              });
   g.matmul_algorithms = o.matmul_algorithms;
+  g.gemm_templates = o.gemm_templates;
+  // max-autotune's GEMM templates, after the kernels: each library call chosen so gets the
+  // template's lines (its epilogue's device function, then the kernel) and a launcher; its
+  // epilogue kernel is marked as running inside it.
+  for (size_t k = 0; k < s.kernels.size(); ++k) {
+    const auto chosen = o.gemm_templates.find(s.kernels[k].name);
+    if (chosen == o.gemm_templates.end()) continue;
+    const std::optional<CudaGemmProblem> problem = cuda_gemm_problem(p, s, k);
+    if (!problem) throw std::logic_error(s.kernels[k].name + ": no GEMM template fits it");
+    const CudaGemmSource t = cuda_gemm_template(p, s, *problem, chosen->second, o, s.kernels[k].name + "_template");
+    int line = static_cast<int>(std::count(g.source.code.begin(), g.source.code.end(), '\n'));
+    g.source.code += "\n";
+    GeneratedKernel& gk = g.source.kernels[k];
+    gk.first_line = line + 2;
+    gk.launcher = t.function;
+    gk.args = t.args;
+    g.source.code += t.text;
+    gk.last_line = static_cast<int>(std::count(g.source.code.begin(), g.source.code.end(), '\n'));
+    g.launch[k] = t.launch;
+    if (problem->epilogue >= 0) g.source.kernels[static_cast<size_t>(problem->epilogue)].in_template = true;
+  }
   // The attention kernels (short sequences: fused; long: tiled), for each head size and
   // direction the schedule's attention calls use: an inference model compiles no backward.
   std::set<std::string> instances;

@@ -35,6 +35,16 @@ struct KernelConfig {
   bool operator==(const KernelConfig&) const = default;
 };
 
+// A matrix multiply written as a generated GEMM template (CUDA max-autotune's candidate, kept
+// where it beats the library with its epilogue fused): a BM x BN tile of the product a block of
+// 256 threads, TM x TN outputs a thread (strided, so a warp's stores are coalesced), K in steps
+// of BK through shared memory (codegen/cuda_gemm_template.h).
+struct CudaGemmConfig {
+  int bm = 64, bn = 64, tm = 4, tn = 4, bk = 16;
+  std::string text() const;  // "tile 64x64, 4x4 a thread, k by 16"
+  bool operator==(const CudaGemmConfig&) const = default;
+};
+
 struct CudaCodegenOptions {
   int sm_count = 132;     // the device's multiprocessors (the H100 has 132); sizes split reductions
   int sm = 90;            // its compute capability (major * 10 + minor): thread-block clusters from 90
@@ -44,6 +54,9 @@ struct CudaCodegenOptions {
   // max-autotune's matrix multiplies: library kernel name -> the cuBLASLt algorithm chosen for it
   // (cuda/cublas.h MatmulAlgorithm::serialize); the others run as the heuristics choose.
   std::map<std::string, std::string> matmul_algorithms;
+  // max-autotune's GEMM templates: library kernel name -> the template written in its place (its
+  // epilogue, the next kernel where the schedule marked one, runs inside it).
+  std::map<std::string, CudaGemmConfig> gemm_templates;
   // Dynamic shapes: code whose tails are always masked, whose threads per row change only where
   // the row length doubles and whose bounds are the sizes themselves (4 * ls_g < R, never R / 4),
   // so sizes near the traced ones give the same code with other numbers. 16-byte accesses stay
@@ -54,7 +67,7 @@ struct CudaCodegenOptions {
 };
 
 struct CudaLaunch {
-  std::string form;        // pointwise | row | column | split | extern
+  std::string form;        // pointwise | row | column | split | extern | gemm template
   int64_t grid = 0;
   int block = 0;
   int threads_per_row = 0; // row/split forms; column form: lanes (block / 32)
@@ -87,7 +100,14 @@ struct GeneratedCuda {
   // Empty when the model has none.
   std::string attention_source;
   std::map<std::string, std::string> matmul_algorithms;  // CudaCodegenOptions' (max-autotune's choices)
+  std::map<std::string, CudaGemmConfig> gemm_templates;  // the same: the library calls written as templates
 };
+
+// Generated (pointwise) kernel k as a device function of one element, `fname(x0, <its buffers>)`,
+// its pointers without __restrict__: a GEMM template calls it on each product element right after
+// storing it. `args`: the buffer of each pointer, in order.
+std::string cuda_element_function(const LoopProgram& p, const Kernel& k, const CudaCodegenOptions& o, const std::string& fname,
+                                  std::vector<std::string>& args);
 
 // The configurations max-autotune tries for a kernel the heuristics launched as `heuristic`
 // (that one first): block sizes and unrolling for pointwise kernels, threads per row for row

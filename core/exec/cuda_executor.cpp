@@ -106,12 +106,24 @@ CudaExecutable::CudaExecutable(const LoopProgram& p, const Schedule& s, const Ge
   blas_ = Cublas::get(&why);
   Cublas* blas = blas_;
   for (size_t i = 0; i < g.source.kernels.size(); ++i) {
-    if (s.kernels.at(i).is_extern) {
+    const bool epilogue_inside = i + 1 < g.source.kernels.size() && g.source.kernels[i + 1].in_template;
+    if (s.kernels.at(i).is_extern && !g.source.kernels[i].launcher.empty()) {  // max-autotune's GEMM template in its place
+      void* f = m.function(g.source.kernels[i].launcher);
+      functions_.push_back(f);
+      externs_.push_back(&p.nodes.at(s.kernels[i].nodes.at(0)));
+      registers.push_back(d.registers(f));
+      how.push_back(epilogue_inside ? "template+epilogue" : "template");
+    } else if (s.kernels.at(i).is_extern) {
       const LoopNode* n = &p.nodes.at(s.kernels[i].nodes.at(0));
       functions_.push_back(nullptr);
       externs_.push_back(n);
       registers.push_back(0);
       how.push_back(cuda_extern_how(p, n->ext, blas != nullptr));
+    } else if (g.source.kernels[i].in_template) {  // runs inside the template before it
+      functions_.push_back(nullptr);
+      externs_.push_back(nullptr);
+      registers.push_back(0);
+      how.push_back("epilogue");
     } else {
       void* f = m.function(g.source.kernels[i].launcher);
       functions_.push_back(f);
@@ -186,6 +198,7 @@ void CudaExecutable::step(size_t k) {
     const CudaLaunch& l = g_.launch[k];
     return d_.launch(functions_[k], l.grid, l.block, arg_ptrs_[k].data(), g_.source.kernels[k].name.c_str());
   }
+  if (!externs_[k]) return;  // an epilogue: it ran inside the GEMM template before it
   try {
     if (how[k] == "cuBLAS" || how[k].rfind("cuBLASLt", 0) == 0) cublas_extern(k);
     else if (how[k] == "host (reference kernel)") host_extern(k);
@@ -641,9 +654,11 @@ struct CudaExecutable::AloneArgs {
   std::unique_ptr<DeviceBuffer> scratch;
 };
 
-void CudaExecutable::alone_args(size_t k, const CudaLaunch& l, AloneArgs& a) {
+void CudaExecutable::alone_args(size_t k, const CudaLaunch& l, AloneArgs& a) { args_of(g_.source.kernels.at(k).args, l, a); }
+
+void CudaExecutable::args_of(const std::vector<std::string>& buffers, const CudaLaunch& l, AloneArgs& a) {
   if (arg_ptrs_.empty()) throw std::logic_error("the inputs are not bound yet (run or benchmark first)");
-  for (const auto& b : g_.source.kernels.at(k).args) a.values.push_back(buffers_.at(b).ptr());
+  for (const auto& b : buffers) a.values.push_back(buffers_.at(b).ptr());
   if (l.scratch_bytes) {
     a.scratch = std::make_unique<DeviceBuffer>(d_, static_cast<size_t>(l.scratch_bytes));
     d_.zero(a.scratch->ptr(), static_cast<size_t>(l.scratch_bytes));
@@ -669,6 +684,24 @@ double CudaExecutable::time_alone(size_t k, void* f, const CudaLaunch& l, const 
   alone_args(k, l, a);
   const char* name = g_.source.kernels[k].name.c_str();
   return median_between_events([&] { d_.launch(f, l.grid, l.block, a.ptrs.data(), name); }, o);
+}
+
+void CudaExecutable::run_function(void* f, const CudaLaunch& l, const std::vector<std::string>& buffers, const std::string& name) {
+  AloneArgs a;
+  args_of(buffers, l, a);
+  d_.launch(f, l.grid, l.block, a.ptrs.data(), name.c_str());
+  try {
+    d_.synchronize();
+  } catch (const std::exception& e) {
+    throw std::runtime_error(name + " failed on the GPU: " + e.what());
+  }
+}
+
+double CudaExecutable::time_function(void* f, const CudaLaunch& l, const std::vector<std::string>& buffers, const std::string& name,
+                                     const TimingOptions& o) {
+  AloneArgs a;
+  args_of(buffers, l, a);
+  return median_between_events([&] { d_.launch(f, l.grid, l.block, a.ptrs.data(), name.c_str()); }, o);
 }
 
 double CudaExecutable::median_between_events(const std::function<void()>& launch, const TimingOptions& o) {

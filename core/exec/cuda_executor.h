@@ -58,6 +58,11 @@ class CudaExecutable {
   // gives the median of timed launches.
   void run_alone(size_t k, void* f, const CudaLaunch& l);
   double time_alone(size_t k, void* f, const CudaLaunch& l, const TimingOptions& o);
+  // The same for a kernel of another shape (a GEMM template in a library call's place): `f`
+  // launched as `l` on the bound buffers named in `buffers`, one a parameter.
+  void run_function(void* f, const CudaLaunch& l, const std::vector<std::string>& buffers, const std::string& name);
+  double time_function(void* f, const CudaLaunch& l, const std::vector<std::string>& buffers, const std::string& name,
+                       const TimingOptions& o);
   // max-autotune of matrix multiplies: library call k (how[k] "cuBLAS") as the problem cuBLASLt
   // can run (none where it cannot: a bias that is not one value per column, or scaled); run with
   // `algo` from now on (null: back to the heuristics' way, cuBLAS's sgemm or cuBLASLt's first).
@@ -73,7 +78,8 @@ class CudaExecutable {
   double rms(const std::string& buffer);  // a bound float32 buffer's root mean square over its finite elements
 
   // per kernel: "generated", "cuBLAS", "cuBLASLt: algorithm 21, tile 128x64, ..." (max-autotune's
-  // choice), "host (reference kernel)", ...
+  // choice), "template" / "template+epilogue" (a GEMM template in a library call's place, with the
+  // next kernel inside it), "epilogue" (that kernel), "host (reference kernel)", ...
   std::vector<std::string> how;
   std::vector<int> registers;    // per generated kernel, from the driver (0 for others)
 
@@ -82,6 +88,7 @@ class CudaExecutable {
   // The median device time of `launch` between two events (warm-up, then runs until o's budget).
   double median_between_events(const std::function<void()>& launch, const TimingOptions& o);
   void alone_args(size_t k, const CudaLaunch& l, AloneArgs& a);
+  void args_of(const std::vector<std::string>& buffers, const CudaLaunch& l, AloneArgs& a);
   void bind(const std::vector<Tensor>& inputs);
   void step(size_t k);
   void host_extern(size_t k);

@@ -69,10 +69,11 @@ class Writer {
     for (const auto& c : r_.gemm_cuts) templates += c.second.is_template();
     s << (cuda() ? "CUDA package of " : "package of ") << r_.model.path << ": " << generated << " generated kernel(s) in "
       << (cuda() ? "kernels.cu (kernels.ptx" + std::string(has("kernels.cubin") ? ", kernels.cubin" : "") + ")" : "kernels.cpp")
-      << ", " << library - templates << " library call(s) in runtime.h, "
+      << ", " << library - templates - (cuda() ? static_cast<int>(r_.cuda.gemm_templates.size()) : 0) << " library call(s) in runtime.h, "
       << (templates && !cuda() ? std::to_string(templates) + " matrix multipl" + (templates == 1 ? "y" : "ies") + " as GEMM templates in kernels.cpp, " : "") << r_.loops.inputs.size() << " input(s) and weight(s) in data/, "
       << expected().size() << " expected output(s)"
       << (r_.gemm_cuts.size() == static_cast<size_t>(templates) || cuda() ? "" : ", max-autotune's cuts of " + std::to_string(r_.gemm_cuts.size() - templates) + " matrix multiplies")
+      << (cuda() && !r_.cuda.gemm_templates.empty() ? ", " + std::to_string(r_.cuda.gemm_templates.size()) + " matrix multipl" + (r_.cuda.gemm_templates.size() == 1 ? "y" : "ies") + " as GEMM templates in kernels.cu" : "")
       << (cuda() && !r_.cuda.matmul_algorithms.empty() ? ", max-autotune's cuBLASLt algorithms for " + std::to_string(r_.cuda.matmul_algorithms.size()) + " matrix multipl" + (r_.cuda.matmul_algorithms.size() == 1 ? "y" : "ies") : "") << (!r_.train ? "" : r_.training.num_updates > 0 ? " (a training step: forward outputs, gradients, then the updated parameters)"
                                                      : " (a training step: forward outputs, then gradients)")
       << "; build: cmake -S " << dir_ << " -B " << dir_
@@ -568,10 +569,17 @@ class Writer {
     for (size_t k = 0; k < r_.schedule.kernels.size(); ++k) {
       const Kernel& kr = r_.schedule.kernels[k];
       const GeneratedKernel& g = r_.source.kernels.at(k);
-      if (kr.is_extern) {
+      if (g.in_template) {
+        body << "    // " << kr.name << ": runs inside the GEMM template before it\n";
+        continue;
+      }
+      if (kr.is_extern && g.launcher.empty()) {
         body << cuda_extern(kr, setup);
       } else {
         const CudaLaunch& l = r_.cuda.launch.at(k);
+        if (const auto t = r_.cuda.gemm_templates.find(kr.name); t != r_.cuda.gemm_templates.end())
+          body << "    // " << kr.name << ": " << r_.loops.nodes.at(kr.nodes.at(0)).ext.op->name << " as max-autotune's GEMM template ("
+               << t->second.text() << ")\n";
         functions << "  CUfunction f_" << g.name << " = gpu.function(kernels, \"" << g.launcher << "\");\n";
         std::string args;
         for (const auto& a : g.args) args += (args.empty() ? "&" : ", &") + dev(a);

@@ -589,7 +589,9 @@ CompileResult run_stages(LoadedModel model, const PipelineOptions& o, const std:
       so.prefix = o.device == "cuda" ? "cuda" : "cpp";
       so.coalesced = o.device == "cuda";
       so.max_loop_nests = o.device == "cuda" ? 1 : 16;
-      so.gemm_epilogues = o.device != "cuda" && !o.dynamic;
+      // Epilogues run inside the CPU's products; on CUDA inside a GEMM template, which only
+      // max-autotune writes (where it beats the library).
+      so.gemm_epilogues = !o.dynamic && (o.device != "cuda" || o.mode == "max-autotune" || !o.cuda_gemm_templates.empty());
       Schedule sched = schedule(r.loops, so);
       std::vector<std::vector<int>> pointwise;
       for (const Kernel& k : sched.kernels)
@@ -637,6 +639,7 @@ CompileResult run_stages(LoadedModel model, const PipelineOptions& o, const std:
       if (device) cuda_opts.sm_count = device->sm_count, cuda_opts.sm = device->sm();
     }
     if (cuda && !o.cuda_configs.empty()) cuda_opts.configs = o.cuda_configs;
+    if (cuda) cuda_opts.gemm_templates = o.cuda_gemm_templates;
     cuda_opts.size_generic = o.dynamic;
     if (cuda && o.mode == "max-autotune") {
       // Each kernel's launch configurations timed on the real buffers; the fastest kept.
@@ -996,12 +999,15 @@ CompileResult run_stages(LoadedModel model, const PipelineOptions& o, const std:
       if (cuda) {
         const CudaLaunch& l = r.cuda.launch.at(k);
         rep.registers = registers[k];
-        if (!kr.is_extern)
+        if (!r.cuda.source.kernels[k].launcher.empty())
           rep.launch = l.form + ": grid " + std::to_string(l.grid) + " x " + std::to_string(l.block) + " threads" +
                        (l.form == "column" ? ", 32 columns x " + std::to_string(l.threads_per_row) + " lanes" : "") +
                        (l.split > 1 ? ", " + std::to_string(l.split) + " slices a " + (l.form == "column" ? "column" : "row") : "") +
                        (l.cluster ? " (a thread-block cluster)" : "") +
                        (l.vector ? ", 16-byte accesses" : "");
+        if (const auto t = r.cuda.gemm_templates.find(kr.name); t != r.cuda.gemm_templates.end())
+          rep.launch = "max-autotune: GEMM template " + t->second.text() + ", grid " + std::to_string(l.grid) + " x " +
+                       std::to_string(l.block) + " threads";
       }
       if (const auto cut = r.gemm_cuts.find(kr.name); !cuda && cut != r.gemm_cuts.end())
         rep.launch = (o.mode == "max-autotune" ? "max-autotune: " : "the default heuristic: ") + cut->second.text() + " on the pool's threads";

@@ -114,6 +114,10 @@ struct PipelineOptions {
   // Internal (dynamic shapes' sample runs under max-autotune): the traced compile's tuned CUDA
   // launch configurations, used instead of tuning again at each sample.
   std::map<std::string, KernelConfig> cuda_configs;
+  // CUDA: matrix multiplies (by kernel name) written as the given GEMM templates instead of
+  // calling cuBLAS, their epilogues inside, as max-autotune leaves its choice (tests, a choice
+  // made before).
+  std::map<std::string, CudaGemmConfig> cuda_gemm_templates;
   // CPU max-autotune's choice per matrix multiply (by kernel name: a BLAS cut or a GEMM template)
   // given instead of timed: the compile takes them as the tuning would have left them (tests,
   // a choice made before).

@@ -628,7 +628,7 @@ std::string print_schedule(const LoopProgram& p, const Schedule& s) {
       continue;
     }
     os << k.name << ": FusedSchedulerNode(" << k.nodes.size() << " nodes), iteration = (" << k.numel << ", " << k.rnumel << ")";
-    if (k.epilogue) os << ", epilogue of the matrix multiply before it (runs on its blocks of rows)";
+    if (k.epilogue) os << ", epilogue of the matrix multiply before it (runs inside it: on the CPU on its blocks of rows, on CUDA in its GEMM template where max-autotune writes one)";
     if (k.nests.size() > 1) {
       os << ", " << k.nests.size() << " loop nests:";
       for (const LoopNest& n : k.nests) os << " (" << n.numel << ", " << n.rnumel << ")";
@@ -752,7 +752,7 @@ std::string schedule_to_dot(const LoopProgram& p, const Schedule& s) {
     os << "  \"" << e.buffer << "\" -> \"" << p.nodes[e.consumer].buffer << "\"";
     if (runs_as_epilogue(s, e)) {
       os << " [color=\"#2e7d32\", fontcolor=\"#2e7d32\", fontsize=8, style=dashed, label=\"epilogue\", tooltip=\"runs inside the "
-            "matrix multiply, on each block of its rows\"]";
+            "matrix multiply: on the CPU on each block of its rows, on CUDA in its GEMM template\"]";
     } else if (!e.verdict.ok) {
       std::string reason = e.verdict.reason;
       if (reason.size() > 60) reason = reason.substr(0, 57) + "...";

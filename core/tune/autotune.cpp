@@ -18,6 +18,7 @@
 #include "compile/disk_cache.h"
 #include "compile/split_source.h"
 #include "cuda/cublas.h"
+#include "codegen/cuda_gemm_template.h"
 #include "cuda/nvrtc_compiler.h"
 #include "exec/cuda_executor.h"
 
@@ -27,12 +28,14 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The cache entry: one line per tuned kernel, "name block unroll threads_per_row split", and one
-// per tuned matrix multiply, "matmul name <MatmulAlgorithm::serialize>".
+// The cache entry: one line per tuned kernel, "name block unroll threads_per_row split", one per
+// matrix multiply given a cuBLASLt algorithm, "matmul name <MatmulAlgorithm::serialize>", and one
+// per matrix multiply written as a GEMM template, "template name bm bn tm tn bk".
 std::string serialize(const CudaCodegenOptions& o) {
   std::ostringstream os;
   for (const auto& [name, c] : o.configs) os << name << ' ' << c.block << ' ' << c.unroll << ' ' << c.threads_per_row << ' ' << c.split << '\n';
   for (const auto& [name, a] : o.matmul_algorithms) os << "matmul " << name << ' ' << a << '\n';
+  for (const auto& [name, t] : o.gemm_templates) os << "template " << name << ' ' << t.bm << ' ' << t.bn << ' ' << t.tm << ' ' << t.tn << ' ' << t.bk << '\n';
   return os.str();
 }
 
@@ -42,6 +45,12 @@ void deserialize(const std::string& text, CudaCodegenOptions& o) {
     std::istringstream is(line);
     std::string name;
     is >> name;
+    if (name == "template") {
+      std::string kernel;
+      CudaGemmConfig t;
+      if (is >> kernel >> t.bm >> t.bn >> t.tm >> t.tn >> t.bk) o.gemm_templates[kernel] = t;
+      continue;
+    }
     if (name == "matmul") {
       std::string kernel, algorithm;
       is >> kernel;
@@ -77,7 +86,8 @@ std::string AutotuneResult::table() const {
   for (const KernelTuning& k : kernels) products += k.library;
   if (products && !cpu)
     os << products << " matrix multipl" << (products == 1 ? "y" : "ies") << ": cuBLASLt's algorithms for the product (its heuristic's list) "
-       << "checked and timed against the heuristics' call\n";
+       << "checked and timed against the heuristics' call, and generated GEMM templates (every tile of cuda_gemm_candidates, the "
+       << "epilogue kernel after the product inside them, that kernel's own time taken off theirs)\n";
   for (const KernelTuning& k : kernels) {
     os << "\n" << k.kernel << " (" << k.form << "): " << k.why << "\n";
     for (size_t i = 0; i < k.candidates.size(); ++i) {
@@ -178,6 +188,19 @@ AutotuneResult autotune_cuda(const LoopProgram& p, const Schedule& s, const Cuda
       t.why = "chosen before (disk cache)";
       result.kernels.push_back(std::move(t));
     }
+    for (const auto& [name, c] : tuned.gemm_templates) {
+      KernelTuning t;
+      t.kernel = name;
+      t.form = "matrix multiply";
+      t.library = true;
+      TunedCandidate heuristic_call, chosen;
+      heuristic_call.label = "the heuristics' call";
+      chosen.label = "GEMM template " + c.text();
+      t.candidates = {heuristic_call, chosen};
+      t.chosen = 1;
+      t.why = "chosen before (disk cache)";
+      result.kernels.push_back(std::move(t));
+    }
     result.from_cache = true;
     result.ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
     return result;
@@ -222,6 +245,26 @@ AutotuneResult autotune_cuda(const LoopProgram& p, const Schedule& s, const Cuda
   for (const GeneratedKernel& gk : heuristic.source.kernels)
     if (!gk.launcher.empty() && (first_kernel_line == 0 || gk.first_line < first_kernel_line)) first_kernel_line = gk.first_line;
   const std::string prelude = first_kernel_line > 1 ? lines_of(code, 1, first_kernel_line - 1) : std::string();
+  // GEMM templates for the matrix multiplies one fits (their epilogues inside), every tile of
+  // cuda_gemm_candidates, one module compiled beside the model's.
+  struct TemplateVersion {
+    CudaGemmConfig config;
+    CudaGemmSource source;
+  };
+  std::map<size_t, std::pair<CudaGemmProblem, std::vector<TemplateVersion>>> templates;  // by kernel
+  std::string template_source = prelude;
+  for (size_t k = 0; k < s.kernels.size(); ++k) {
+    const std::optional<CudaGemmProblem> g = cuda_gemm_problem(p, s, k);
+    if (!g) continue;
+    std::vector<TemplateVersion> versions;
+    for (const CudaGemmConfig& c : cuda_gemm_candidates(*g)) {
+      versions.push_back({c, cuda_gemm_template(p, s, *g, c, base, s.kernels[k].name + "_template_c" + std::to_string(versions.size()))});
+      template_source += "\n" + versions.back().source.text;
+    }
+    templates[k] = {*g, std::move(versions)};
+  }
+  std::future<CudaCompileResult> templates_compiling;
+  if (!templates.empty()) templates_compiling = compile_async(template_source, "GEMM templates");
   const size_t threads = static_cast<size_t>(nvrtc_programs_at_once());
 
   // Coordinate descent from the heuristic's configuration, as Inductor's coordinate-descent
@@ -336,6 +379,75 @@ AutotuneResult autotune_cuda(const LoopProgram& p, const Schedule& s, const Cuda
   // checked against the heuristics' call and timed on the model's operands. With a bias the
   // heuristics already run cuBLASLt's first algorithm; without, cuBLAS's sgemm.
   std::map<size_t, std::vector<MatmulAlgorithm>> library_algorithms;  // by index into result.kernels
+  // GEMM templates: each checked against the heuristics' product and its epilogue's outputs, and
+  // timed alone on the model's buffers; with an epilogue inside, the epilogue kernel's own time
+  // (which the template saves) is taken off, so the template competes as the product's time.
+  std::map<std::pair<size_t, size_t>, CudaGemmConfig> template_choice;  // (result.kernels index, candidate) -> its tile
+  std::unique_ptr<CudaModule> template_module;
+  std::string template_error;
+  bool template_loaded = false;
+  auto time_templates = [&](size_t k, const CudaGemmProblem& g, const std::vector<TemplateVersion>& versions, DevicePtr want,
+                            double out_rms, KernelTuning& t, size_t tuning_index) {
+    PhaseTimer timing_templates("max-autotune: GEMM templates (checked and timed)");
+    if (!template_loaded) {
+      template_loaded = true;
+      ++result.rounds;
+      try {
+        template_module = std::make_unique<CudaModule>(d, templates_compiling.get().cubin);
+      } catch (const std::exception& e) {
+        template_error = e.what();
+      }
+    }
+    t.space += versions.size();
+    // The epilogue as the heuristics run it: its outputs (the reference) and its time alone.
+    const size_t e = static_cast<size_t>(std::max(g.epilogue, 0));
+    void* epilogue_f = g.epilogue >= 0 ? module.function(heuristic.source.kernels[e].launcher) : nullptr;
+    std::vector<DeviceBuffer> epilogue_want;
+    std::vector<double> epilogue_rms;
+    double epilogue_ms = 0;
+    std::string unfit;
+    if (epilogue_f) {
+      exe.run_alone(e, epilogue_f, heuristic.launch[e]);
+      for (const std::string& w : s.kernels[e].writes) {
+        const LoopBuffer& b = p.buffer(w);
+        if (b.dtype != DType::f32) unfit = "the epilogue writes " + w + ", not float32";
+        epilogue_want.emplace_back(d, static_cast<size_t>(b.bytes()));
+        if (b.dtype == DType::f32 && b.bytes()) d.copy(epilogue_want.back().ptr(), exe.device_ptr(w), static_cast<size_t>(b.bytes()));
+        epilogue_rms.push_back(b.dtype == DType::f32 ? exe.rms(w) : 0.0);
+      }
+      epilogue_ms = exe.time_alone(e, epilogue_f, heuristic.launch[e], alone);
+    }
+    std::ostringstream us;
+    us << std::fixed << std::setprecision(1);
+    for (const TemplateVersion& v : versions) {
+      TunedCandidate c;
+      c.label = "GEMM template " + v.config.text() + (epilogue_f ? " with " + s.kernels[e].name + " inside" : "");
+      try {
+        if (!unfit.empty()) throw std::runtime_error(unfit);
+        if (!template_module) throw std::runtime_error("did not compile: " + template_error);
+        void* f = template_module->function(v.source.function);
+        exe.run_function(f, v.source.launch, v.source.args, v.source.function);
+        if (const long long bad = exe.mismatches(g.c, want, out_rms))
+          throw std::runtime_error("other numbers than the heuristics' (" + std::to_string(bad) + " elements of " + g.c + ")");
+        for (size_t w = 0; epilogue_f && w < s.kernels[e].writes.size(); ++w)
+          if (const long long bad = exe.mismatches(s.kernels[e].writes[w], epilogue_want[w].ptr(), epilogue_rms[w]))
+            throw std::runtime_error("other numbers than the epilogue's (" + std::to_string(bad) + " elements of " + s.kernels[e].writes[w] + ")");
+        const double together = exe.time_function(f, v.source.launch, v.source.args, v.source.function, alone);
+        c.ms = together - epilogue_ms;
+        if (epilogue_f) {
+          us.str("");
+          us << " (" << together * 1000 << " us with the epilogue, whose kernel takes " << epilogue_ms * 1000 << " us alone)";
+          c.label += us.str();
+        }
+      } catch (const std::exception& ex) {
+        c.problem = std::string("failed: ") + ex.what();
+      }
+      template_choice[{tuning_index, t.candidates.size()}] = v.config;
+      t.candidates.push_back(std::move(c));
+    }
+    exe.run_step_alone(k);  // the buffers as the heuristics leave them
+    if (epilogue_f) exe.run_alone(e, epilogue_f, heuristic.launch[e]);
+  };
   if (blas) {
     PhaseTimer products("max-autotune: matrix multiplies (cuBLASLt's algorithms timed)");
     for (size_t k = 0; k < s.kernels.size(); ++k) {
@@ -377,6 +489,8 @@ AutotuneResult autotune_cuda(const LoopProgram& p, const Schedule& s, const Cuda
       }
       exe.choose_matmul(k, nullptr);
       exe.run_step_alone(k);  // its output as the heuristics leave it
+      if (const auto tv = templates.find(k); tv != templates.end())
+        time_templates(k, tv->second.first, tv->second.second, want.ptr(), out_rms, t, result.kernels.size());
       library_algorithms[result.kernels.size()] = std::move(algorithms);
       result.kernels.push_back(std::move(t));
     }
@@ -481,12 +595,14 @@ AutotuneResult autotune_cuda(const LoopProgram& p, const Schedule& s, const Cuda
              << t.candidates.size() << " of " << t.space << " tried)";
     t.why = why.str();
     if (best == 0) continue;
-    if (t.library) tuned.matmul_algorithms[t.kernel] = library_algorithms.at(j).at(best - 1).serialize();
+    if (const auto tc = template_choice.find({j, best}); tc != template_choice.end()) tuned.gemm_templates[t.kernel] = tc->second;
+    else if (t.library) tuned.matmul_algorithms[t.kernel] = library_algorithms.at(j).at(best - 1).serialize();
     else tuned.configs[t.kernel] = t.candidates[best].config;
   }
   // The kernels were timed one at a time; the model is what counts: the tuned kernels together
   // must beat the heuristics' whole-model time, else the heuristics stay.
-  if ((!tuned.configs.empty() && tuned.configs.size() != base.configs.size()) || tuned.matmul_algorithms.size() != base.matmul_algorithms.size()) {
+  if ((!tuned.configs.empty() && tuned.configs.size() != base.configs.size()) || tuned.matmul_algorithms.size() != base.matmul_algorithms.size() ||
+      tuned.gemm_templates.size() != base.gemm_templates.size()) {
     PhaseTimer checking("max-autotune: the tuned model compiled and timed");
     const GeneratedCuda g = generate_cuda(p, s, tuned);
     CudaModule tuned_module(d, compile_cuda(g.source.code, co).cubin);

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "codegen/cuda_codegen.h"
+#include "codegen/cuda_gemm_template.h"
 #include "compile/cpu_compiler.h"
 #include "cuda/cublas.h"
 #include "cuda/driver.h"
@@ -461,6 +462,71 @@ void convolution_forms_run_on_the_device() {
   VERIFY(r.check.reference.size() >= 10);  // the output and the gradients of all nine inputs
 }
 
+// GEMM templates in the products' place (as max-autotune leaves them where they win), each
+// product given a tile in turn so every tile of cuda_gemm_candidates is compiled: the template
+// kernels are in the source and the PTX, the pointwise kernel after a product runs inside it (the
+// MLP's ReLU); with a GPU the run matches the reference interpreter (training: every gradient,
+// through products of operands stored transposed either way), the products report "template"
+// and their epilogues "epilogue" with no time of their own.
+std::string package_of_builds_and_runs(const CompileResult& r, bool train, const std::vector<std::string>& calls);
+
+void gemm_templates_run_in_place_of_cublas(const std::string& model, bool train) {
+  const CompileResult first = compile_cuda_model(model, train, false);
+  VERIFY2(first.error.empty(), first.error_stage + ": " + first.error);
+  PipelineOptions o;
+  o.device = "cuda";
+  o.train = train;
+  o.timing_budget_ms = 20;
+  size_t turn = 0;
+  for (size_t k = 0; k < first.schedule.kernels.size(); ++k) {
+    const std::optional<CudaGemmProblem> g = cuda_gemm_problem(first.loops, first.schedule, k);
+    if (!g) continue;
+    const std::vector<CudaGemmConfig> tiles = cuda_gemm_candidates(*g);
+    VERIFY(!tiles.empty());
+    o.cuda_gemm_templates[first.schedule.kernels[k].name] = tiles[turn++ % tiles.size()];
+  }
+  VERIFY2(o.cuda_gemm_templates.size() >= 2, std::to_string(o.cuda_gemm_templates.size()));
+  const CompileResult r = run_pipeline(load_model(data(model)), o);
+  VERIFY2(r.error.empty(), r.error_stage + ": " + r.error);
+  int epilogues = 0;
+  for (size_t k = 0; k < r.schedule.kernels.size(); ++k) {
+    const GeneratedKernel& gk = r.cuda.source.kernels[k];
+    if (!o.cuda_gemm_templates.count(r.schedule.kernels[k].name)) continue;
+    VERIFY2(gk.launcher == r.schedule.kernels[k].name + "_template", gk.launcher);
+    VERIFY(r.cuda.launch[k].form == "gemm template");
+    VERIFY2(r.stage("asm")->text.find(gk.launcher) != std::string::npos, "no PTX for " + gk.launcher);
+    if (k + 1 < r.schedule.kernels.size() && r.cuda.source.kernels[k + 1].in_template) {
+      ++epilogues;
+      VERIFY2(r.cuda.source.code.find(gk.launcher + "_epilogue(") != std::string::npos, gk.launcher);
+    }
+  }
+  if (model == "models/mlp" && !train) {
+    VERIFY2(epilogues == 1, std::to_string(epilogues));  // the ReLU after the first layer
+    // Exported, the runner launches the templates and not the epilogue inside one.
+    package_of_builds_and_runs(r, train, {"as max-autotune's GEMM template (tile ", "runs inside the GEMM template before it"});
+  }
+  std::string why;
+  if (!CudaDriver::get(&why)) {
+    VERIFY2(r.not_run.find("needs a GPU") != std::string::npos, r.not_run);
+    return;
+  }
+  VERIFY2(r.check.ok, r.stage("run")->text);
+  VERIFY(!r.check.reference.empty());
+  int templates = 0, inside = 0;
+  for (const KernelReport& k : r.kernels) {
+    if (k.how.rfind("template", 0) == 0) {
+      ++templates;
+      VERIFY2(k.launch.find("GEMM template tile ") != std::string::npos, k.launch);
+    }
+    if (k.how == "epilogue") {
+      ++inside;
+      VERIFY(k.ms == 0);
+    }
+  }
+  VERIFY2(templates == static_cast<int>(o.cuda_gemm_templates.size()), std::to_string(templates));
+  VERIFY2(inside == epilogues, std::to_string(inside));
+}
+
 // reduce-overhead: the whole model replayed as one CUDA graph of at least one node per kernel,
 // giving the outputs of the kernels launched one by one (checked bit for bit in the pipeline) and
 // PyTorch's out.npy; its time is the graph's. Without a GPU it compiles and says why it did not run.
@@ -515,18 +581,22 @@ void max_autotune_times_candidates(const std::string& model) {
   // where one was chosen, the run used it (the kernel table's "how" names it).
   int products = 0;
   for (const KernelReport& k : r.kernels) {
-    if (k.how != "cuBLAS" && k.how.rfind("cuBLASLt", 0) != 0) continue;
+    if (k.how != "cuBLAS" && k.how.rfind("cuBLASLt", 0) != 0 && k.how.rfind("template", 0) != 0) continue;
     ++products;
     const size_t at = table->text.find("\n" + k.name + " (matrix multiply ");
     VERIFY2(at != std::string::npos, k.name + "\n" + table->text);
     const size_t end = table->text.find("\n\n", at + 1);
     const std::string section = table->text.substr(at, end == std::string::npos ? std::string::npos : end - at);
     VERIFY2(section.find("cuBLASLt algorithm") != std::string::npos && section.find(" us") != std::string::npos, section);
+    if (model == "models/mlp") VERIFY2(section.find("GEMM template tile ") != std::string::npos, section);  // templates timed too
     const size_t star = section.find("  * ");
     VERIFY2(star != std::string::npos, section);
     const std::string chosen = section.substr(star, section.find('\n', star) - star);
     if (chosen.find("cuBLASLt algorithm") != std::string::npos) {
       VERIFY2(k.how.rfind("cuBLASLt: ", 0) == 0 && chosen.find(k.how.substr(10)) != std::string::npos, k.how + " | " + chosen);
+    } else if (chosen.find("GEMM template") != std::string::npos) {  // written into the source in the library call's place
+      VERIFY2(k.how.rfind("template", 0) == 0 && k.launch.find("GEMM template") != std::string::npos, k.how + " | " + chosen);
+      VERIFY(r.source.code.find(k.name + "_template(") != std::string::npos);
     } else {
       VERIFY2(k.how == "cuBLAS", k.how + " | " + chosen);
     }
@@ -683,8 +753,8 @@ std::string package_of_builds_and_runs(const CompileResult& r, bool train, const
   std::stringstream runner;
   runner << std::ifstream(pkg + "/model.cpp").rdbuf();
   for (const std::string& c : calls) VERIFY2(runner.str().find(c) != std::string::npos, "model.cpp does not call " + c);
-  for (size_t k = 0; k < r.schedule.kernels.size(); ++k)
-    if (!r.schedule.kernels[k].is_extern)
+  for (size_t k = 0; k < r.schedule.kernels.size(); ++k)  // generated kernels and GEMM templates; not the epilogues inside those
+    if (!r.source.kernels[k].launcher.empty() && !r.source.kernels[k].in_template)
       VERIFY2(runner.str().find("\"" + r.source.kernels[k].launcher + "\"") != std::string::npos, "no launch of " + r.schedule.kernels[k].name);
   if (std::system("cmake --version > /dev/null 2>&1") != 0) throw Skip{"no cmake here to build the package"};
   const std::string log = pkg + "/build.log";
@@ -847,6 +917,8 @@ int main(int argc, char** argv) {
   for (const char* m : {"models/softmax", "models/res_block", "models/mlp"})
     cases.push_back({std::string("max-autotune ") + m, [=] { max_autotune_times_candidates(m); }});
   cases.push_back({"matmul algorithm lines", matmul_algorithm_lines});
+  for (const auto& [m, t] : std::vector<std::pair<const char*, bool>>{{"models/mlp", false}, {"models/mlp", true}, {"stages/attn_block/3_core_aten.txt", true}})
+    cases.push_back({std::string("GEMM templates ") + m + (t ? " train" : ""), [=] { gemm_templates_run_in_place_of_cublas(m, t); }});
   // layer norm + GELU: batch and sequence dynamic, the normalized size fixed by the weights; the
   // softmax: rows and row length dynamic, until the row length halves (fewer threads a row) or is
   // no multiple of 4 (the rows' 16-byte accesses).
