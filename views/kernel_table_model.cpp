@@ -44,13 +44,20 @@ QVariant KernelTableModel::data(const QModelIndex& index, int role) const {
       const bool with_epilogue = k.how == "library+epilogue" || k.how == "template+epilogue";
       if (role == Qt::ToolTipRole) {
         QString tip;
-        if (epilogue || with_epilogue)
+        const bool cuda = r_->device == "cuda";
+        if ((epilogue || with_epilogue) && cuda)
+          tip = QObject::tr("The epilogue runs inside the GEMM template before it, on each element of the product as the "
+                            "template stores it: no kernel of its own reads the product back; its time is in the template's.");
+        else if (epilogue || with_epilogue)
           tip = QObject::tr("The epilogue runs inside the matrix multiply before it, on each block of the product's rows right "
                             "after the library computed it, while the rows are in cache; its time is in the multiply's.");
         if (tmpl)
           tip += (tip.isEmpty() ? "" : "\n") +
-                 QObject::tr("Not a library call: this multiply is a GEMM template, C++ generated for its sizes (its source "
-                             "is the kernel's lines in the source view); the launch line below says who chose it.");
+                 (cuda ? QObject::tr("Not a library call: this multiply is a GEMM template, CUDA C++ generated for its sizes (its "
+                                     "source is the kernel's lines in the source view), chosen by max-autotune where it beat "
+                                     "cuBLAS; the launch line below gives its tile.")
+                       : QObject::tr("Not a library call: this multiply is a GEMM template, C++ generated for its sizes (its source "
+                                     "is the kernel's lines in the source view); the launch line below says who chose it."));
         // How it ran: a CUDA kernel's launch, a multiply max-autotune cut otherwise than the heuristic.
         if (!k.launch.empty()) tip += (tip.isEmpty() ? "" : "\n") + QString::fromStdString(k.launch);
         if (!tip.isEmpty()) return tip;
