@@ -133,7 +133,11 @@ class CudaKernelWriter {
       column_ = true;
     } else {
       launch.form = "row";
-      const int64_t heuristic = o_.size_generic ? prev_pow2(std::max<int64_t>(1, R / 8)) : next_pow2((R + 7) / 8);
+      // Size-generic code: prev_pow2(3R/16) changes only where the row length doubles, at lengths
+      // off the powers of two (683, 1365, ...: a power-of-two length sits mid-range, so sizes on
+      // either side share the code), and equals the static next_pow2(R/8) over two thirds of each
+      // range (384, 512, 600, 1000, 1024, 1500; 640 or 1300 get half the static threads).
+      const int64_t heuristic = o_.size_generic ? prev_pow2(std::max<int64_t>(1, R * 3 / 16)) : next_pow2((R + 7) / 8);
       const int64_t t = cfg.threads_per_row ? cfg.threads_per_row : std::min<int64_t>(1024, heuristic);
       launch.threads_per_row = static_cast<int>(std::max<int64_t>(1, t));
       launch.block = launch.threads_per_row > 32 ? launch.threads_per_row : 256;

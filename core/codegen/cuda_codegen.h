@@ -58,7 +58,7 @@ struct CudaCodegenOptions {
   // epilogue, the next kernel where the schedule marked one, runs inside it).
   std::map<std::string, CudaGemmConfig> gemm_templates;
   // Dynamic shapes: code whose tails are always masked, whose threads per row change only where
-  // the row length doubles and whose bounds are the sizes themselves (4 * ls_g < R, never R / 4),
+  // the row length doubles (away from the powers of two) and whose bounds are the sizes themselves (4 * ls_g < R, never R / 4),
   // so sizes near the traced ones give the same code with other numbers. 16-byte accesses stay
   // where the traced sizes allow them; the sizes they need divisible by 4 get that guard (a size
   // that breaks it makes other code, and Dynamo's way follows: compile again). No persistent
