@@ -89,6 +89,8 @@ class CudaKernelWriter {
     idx_ = small ? "int" : "int64_t";
     gk.narrow_index = small;
 
+    for (const std::string& b : k_.reads)
+      row_fixed_ = row_fixed_ || (R > 1 && o_.fixed_buffers.count(b) && numel_of(p_.buffer(b).shape) == R);
     // The form.
     int inner_segs = 0;
     for (const KernelLoop& s : segs) inner_segs += s.inner;
@@ -137,7 +139,8 @@ class CudaKernelWriter {
       // off the powers of two (683, 1365, ...: a power-of-two length sits mid-range, so sizes on
       // either side share the code), and equals the static next_pow2(R/8) over two thirds of each
       // range (384, 512, 600, 1000, 1024, 1500; 640 or 1300 get half the static threads).
-      const int64_t heuristic = o_.size_generic ? prev_pow2(std::max<int64_t>(1, R * 3 / 16)) : next_pow2((R + 7) / 8);
+      const bool generic_row = o_.size_generic && !row_fixed_;
+      const int64_t heuristic = generic_row ? prev_pow2(std::max<int64_t>(1, R * 3 / 16)) : next_pow2((R + 7) / 8);
       const int64_t t = cfg.threads_per_row ? cfg.threads_per_row : std::min<int64_t>(1024, heuristic);
       launch.threads_per_row = static_cast<int>(std::max<int64_t>(1, t));
       launch.block = launch.threads_per_row > 32 ? launch.threads_per_row : 256;
@@ -371,8 +374,9 @@ class CudaKernelWriter {
                              int64_t R) {
     row_regs_.clear();
     row_loaded_.clear();
-    // Not in size-generic code: the groups a thread holds are a quotient of the row length.
-    if (o_.size_generic || split_ || column_ || R % (4 * int64_t(T_)) != 0 || R / (4 * int64_t(T_)) > 4) return 0;
+    // Not in size-generic code (the groups a thread holds are a quotient of the row length), unless
+    // a weight fixes the row's length.
+    if ((o_.size_generic && !row_fixed_) || split_ || column_ || R % (4 * int64_t(T_)) != 0 || R / (4 * int64_t(T_)) > 4) return 0;
     std::map<std::string, int> uses;
     std::map<std::string, std::string> buffer_of;
     int inner = 0;
@@ -585,6 +589,7 @@ class CudaKernelWriter {
   bool column_ = false;
   int64_t split_ = 0;
   bool cluster_ = false;  // column form: the slices of a column group are one thread-block cluster
+  bool row_fixed_ = false;  // size-generic code whose row length a weight fixes (CudaCodegenOptions::fixed_buffers)
   std::map<int, std::string> accs_;
   std::map<int, int64_t> scratch_off_;
   int64_t counter_off_ = 0;

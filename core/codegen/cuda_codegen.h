@@ -18,6 +18,7 @@
 //               kernel, deterministic.
 #pragma once
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,10 @@ struct CudaCodegenOptions {
   // that breaks it makes other code, and Dynamo's way follows: compile again). No persistent
   // rows (the groups a thread holds are a quotient of the row length).
   bool size_generic = false;
+  // Dynamic shapes: buffers no size symbol moves (the model's weights). A row reduction that reads
+  // one of exactly the row's length (a LayerNorm's weight) has a fixed row length: it keeps the
+  // static heuristic's threads a row and the persistent form.
+  std::set<std::string> fixed_buffers;
 };
 
 struct CudaLaunch {

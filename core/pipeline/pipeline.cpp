@@ -641,6 +641,8 @@ CompileResult run_stages(LoadedModel model, const PipelineOptions& o, const std:
     if (cuda && !o.cuda_configs.empty()) cuda_opts.configs = o.cuda_configs;
     if (cuda) cuda_opts.gemm_templates = o.cuda_gemm_templates;
     cuda_opts.size_generic = o.dynamic;
+    if (cuda && o.dynamic)  // the weights' shapes do not move with the sizes
+      for (const auto& [name, value] : (to_prims ? r.prims : r.core_aten).weights) cuda_opts.fixed_buffers.insert(name);
     if (cuda && o.mode == "max-autotune") {
       // Each kernel's launch configurations timed on the real buffers; the fastest kept.
       if (device) driver = CudaDriver::get(&no_gpu);

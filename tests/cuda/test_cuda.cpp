@@ -527,6 +527,39 @@ void gemm_templates_run_in_place_of_cublas(const std::string& model, bool train)
   VERIFY2(inside == epilogues, std::to_string(inside));
 }
 
+// Size-generic (dynamic) code keeps the persistent row form where a weight fixes the row length
+// (CudaCodegenOptions::fixed_buffers): LayerNorm's rows held in registers, as in static code, and
+// the same threads a row; without it the rows are read once per loop. Both compile to PTX.
+void fixed_rows_keep_the_persistent_form() {
+  const CompileResult r = compile_cuda_model("stages/layernorm_gelu/3_core_aten.txt", false, false);
+  VERIFY2(r.error.empty(), r.error_stage + ": " + r.error);
+  std::string weight;
+  size_t row_kernel = 0;
+  for (size_t k = 0; k < r.schedule.kernels.size() && weight.empty(); ++k) {
+    const Kernel& kr = r.schedule.kernels[k];
+    if (kr.is_extern || kr.rnumel <= 1) continue;
+    for (const std::string& b : kr.reads)
+      if (std::count(r.loops.inputs.begin(), r.loops.inputs.end(), b) && r.loops.buffer(b).shape == Shape{kr.rnumel}) weight = b, row_kernel = k;
+  }
+  VERIFY2(!weight.empty(), "no row reduction reads a weight of its row's length");
+  CudaCodegenOptions o;
+  o.size_generic = true;
+  const GeneratedCuda plain = generate_cuda(r.loops, r.schedule, o);
+  o.fixed_buffers = {weight};
+  const GeneratedCuda fixed = generate_cuda(r.loops, r.schedule, o);
+  auto text = [&](const GeneratedCuda& g) {
+    std::istringstream in(g.source.code);
+    std::string out, line;
+    for (int l = 1; std::getline(in, line); ++l)
+      if (l >= g.source.kernels[row_kernel].first_line && l <= g.source.kernels[row_kernel].last_line) out += line + "\n";
+    return out;
+  };
+  VERIFY2(text(plain).find("ls_row") == std::string::npos, text(plain));
+  VERIFY2(text(fixed).find("ls_row") != std::string::npos, text(fixed));
+  VERIFY(fixed.launch[row_kernel].threads_per_row == r.cuda.launch[row_kernel].threads_per_row);  // the static heuristic's
+  VERIFY(!compile_cuda(fixed.source.code, CudaCompileOptions{90, false, "off"}).ptx.empty());
+}
+
 // reduce-overhead: the whole model replayed as one CUDA graph of at least one node per kernel,
 // giving the outputs of the kernels launched one by one (checked bit for bit in the pipeline) and
 // PyTorch's out.npy; its time is the graph's. Without a GPU it compiles and says why it did not run.
@@ -890,6 +923,7 @@ int main(int argc, char** argv) {
     if (name != "mobilenet_v3_small") cases.push_back({"ptx " + name + " train", [=] { every_kernel_compiles_to_ptx(m, true); }});
   }
   cases.push_back({"kernel forms", kernel_forms});
+  cases.push_back({"dynamic rows a weight fixes keep the persistent form", fixed_rows_keep_the_persistent_form});
   cases.push_back({"helper kernels compile", helper_kernels_compile});
   cases.push_back({"compile error names the line", compile_error_names_the_line});
   cases.push_back({"kernels compile in parts and link", kernels_compile_in_parts_and_link});
