@@ -639,7 +639,7 @@ CompileResult run_stages(LoadedModel model, const PipelineOptions& o, const std:
       if (device) cuda_opts.sm_count = device->sm_count, cuda_opts.sm = device->sm();
     }
     if (cuda && !o.cuda_configs.empty()) cuda_opts.configs = o.cuda_configs;
-    if (cuda) cuda_opts.gemm_templates = o.cuda_gemm_templates;
+    if (cuda && !o.dynamic) cuda_opts.gemm_templates = o.cuda_gemm_templates;  // templates are written for their sizes
     cuda_opts.size_generic = o.dynamic;
     if (cuda && o.dynamic)  // the weights' shapes do not move with the sizes
       for (const auto& [name, value] : (to_prims ? r.prims : r.core_aten).weights) cuda_opts.fixed_buffers.insert(name);

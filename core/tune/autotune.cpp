@@ -246,14 +246,15 @@ AutotuneResult autotune_cuda(const LoopProgram& p, const Schedule& s, const Cuda
     if (!gk.launcher.empty() && (first_kernel_line == 0 || gk.first_line < first_kernel_line)) first_kernel_line = gk.first_line;
   const std::string prelude = first_kernel_line > 1 ? lines_of(code, 1, first_kernel_line - 1) : std::string();
   // GEMM templates for the matrix multiplies one fits (their epilogues inside), every tile of
-  // cuda_gemm_candidates, one module compiled beside the model's.
+  // cuda_gemm_candidates, one module compiled beside the model's. Not in size-generic code: a
+  // template is written for its sizes.
   struct TemplateVersion {
     CudaGemmConfig config;
     CudaGemmSource source;
   };
   std::map<size_t, std::pair<CudaGemmProblem, std::vector<TemplateVersion>>> templates;  // by kernel
   std::string template_source = prelude;
-  for (size_t k = 0; k < s.kernels.size(); ++k) {
+  for (size_t k = 0; k < s.kernels.size() && !base.size_generic; ++k) {
     const std::optional<CudaGemmProblem> g = cuda_gemm_problem(p, s, k);
     if (!g) continue;
     std::vector<TemplateVersion> versions;
