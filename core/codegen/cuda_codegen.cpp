@@ -34,26 +34,35 @@ class CudaKernelWriter {
  public:
   CudaKernelWriter(const LoopProgram& p, const Kernel& k, const CudaCodegenOptions& o) : p_(p), k_(k), o_(o) {}
 
+  // The kernel's buffer parameters, the buffers it reads (in_ptr0, ...) then those it writes
+  // (out_ptr0, ...), each buffer appended to `args` and its pointer recorded in ptrs_.
+  // `restrict`: __restrict__ pointers (a kernel's own; not a device function a GEMM template calls
+  // on the product it has just stored).
+  std::string parameters(bool restrict, std::vector<std::string>& args) {
+    std::string params;
+    int n_in = 0, n_out = 0;
+    ptrs_.clear();
+    auto add = [&](const std::string& buf, bool write) {
+      const std::string ptr = write ? "out_ptr" + std::to_string(n_out++) : "in_ptr" + std::to_string(n_in++);
+      ptrs_[buf] = ptr;
+      params += std::string(params.empty() ? "" : ", ") + (write ? "" : "const ") + std::string(dtype_c(p_.buffer(buf).dtype)) +
+                (restrict ? "* __restrict__ " : "* ") + ptr;
+      args.push_back(buf);
+    };
+    for (const auto& b : k_.reads) add(b, false);
+    for (const auto& b : k_.writes) add(b, true);
+    return params;
+  }
+
   // The pointwise kernel as a device function of one element x0 (cuda_element_function).
   std::string element_function(const std::string& fname, std::vector<std::string>& args) {
     if (k_.rnumel != 1 || !k_.nests.empty()) throw std::logic_error(k_.name + " is no pointwise kernel");
     const int64_t X = k_.numel;
     const std::vector<KernelLoop> segs = kernel_loops(p_, k_.nodes, X, 1);
-    std::map<std::string, std::string> ptrs;
-    std::string params;
-    int n_in = 0, n_out = 0;
-    auto add_arg = [&](const std::string& buf, bool write) {
-      const std::string ptr = write ? "out_ptr" + std::to_string(n_out++) : "in_ptr" + std::to_string(n_in++);
-      ptrs[buf] = ptr;
-      params += ", " + std::string(write ? "" : "const ") + std::string(dtype_c(p_.buffer(buf).dtype)) + "* " + ptr;
-      args.push_back(buf);
-    };
-    for (const auto& b : k_.reads) add_arg(b, false);
-    for (const auto& b : k_.writes) add_arg(b, true);
-    ptrs_ = ptrs;
-    LoopEmitter e(ptrs, std::set<std::string>(k_.writes.begin(), k_.writes.end()), Dialect::cuda);
+    const std::string params = parameters(false, args);
+    LoopEmitter e(ptrs_, std::set<std::string>(k_.writes.begin(), k_.writes.end()), Dialect::cuda);
     e.lines.push_back({"// " + k_.name + " for one element of the product (its epilogue)"});
-    e.lines.push_back({"__device__ __forceinline__ void " + fname + "(const int64_t x0" + params + ") {"});
+    e.lines.push_back({"__device__ __forceinline__ void " + fname + "(const int64_t x0, " + params + ") {"});
     e.push_scope();
     emit_segments(e, segs, X, 1);
     e.pop_scope();
@@ -72,20 +81,8 @@ class CudaKernelWriter {
 
     // 32-bit index arithmetic when every buffer and the iteration fit (64-bit division is slow).
     bool small = X * R < INT_MAX;
-    std::map<std::string, std::string> ptrs;
-    std::string params;
-    int n_in = 0, n_out = 0;
-    auto add_arg = [&](const std::string& buf, bool write) {
-      const std::string ptr = write ? "out_ptr" + std::to_string(n_out++) : "in_ptr" + std::to_string(n_in++);
-      ptrs[buf] = ptr;
-      const LoopBuffer& b = p_.buffer(buf);
-      small = small && numel_of(b.shape) < INT_MAX;
-      params += std::string(params.empty() ? "" : ", ") + (write ? "" : "const ") + std::string(dtype_c(b.dtype)) + "* __restrict__ " + ptr;
-      gk.args.push_back(buf);
-    };
-    for (const auto& b : k_.reads) add_arg(b, false);
-    for (const auto& b : k_.writes) add_arg(b, true);
-    ptrs_ = ptrs;
+    std::string params = parameters(true, gk.args);
+    for (const std::string& b : gk.args) small = small && numel_of(p_.buffer(b).shape) < INT_MAX;
     idx_ = small ? "int" : "int64_t";
     gk.narrow_index = small;
 
@@ -179,7 +176,7 @@ class CudaKernelWriter {
     launch.cluster = cluster_;
     const std::string cluster_dims = cluster_ ? "__cluster_dims__(" + std::to_string(launch.split) + ", 1, 1) " : "";
 
-    LoopEmitter e(ptrs, std::set<std::string>(k_.writes.begin(), k_.writes.end()), Dialect::cuda);
+    LoopEmitter e(ptrs_, std::set<std::string>(k_.writes.begin(), k_.writes.end()), Dialect::cuda);
     std::string origins;
     for (const auto& o : k_.origins) origins += (origins.empty() ? "" : ", ") + o;
     e.lines.push_back({"// " + k_.name + ": iteration (" + std::to_string(X) + ", " + std::to_string(R) + "), " + launch.form +
