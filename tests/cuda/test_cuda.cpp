@@ -822,24 +822,6 @@ std::string package_of_builds_and_runs(const CompileResult& r, bool train, const
   return run_log.str();
 }
 
-// The problem cuBLASLt sees for the product of schedule kernel `kr` (mm or addmm with a bias row),
-// read from the call's shapes as the package writer and the executor read them.
-MatmulProblem product_problem(const CompileResult& r, const Kernel& kr) {
-  const ExternCall& c = r.loops.nodes.at(kr.nodes.at(0)).ext;
-  const bool addmm = c.op->name == "aten.addmm.default";
-  const size_t ia = addmm ? 1 : 0, ib = addmm ? 2 : 1;
-  auto shape = [&](size_t arg) {
-    const size_t i = static_cast<size_t>(c.args.at(arg).node);
-    return i < c.shapes.size() ? c.shapes[i] : r.loops.buffer(c.inputs.at(i)).shape;
-  };
-  MatmulProblem p;
-  p.ta = transposed_operand(c, ia), p.tb = transposed_operand(c, ib);
-  const Shape a = shape(ia), b = shape(ib);
-  p.M = a[p.ta ? 1 : 0], p.K = a[p.ta ? 0 : 1], p.N = b[p.tb ? 0 : 1];
-  p.bias = addmm;
-  return p;
-}
-
 // A CUDA package carries max-autotune's cuBLASLt choices: each product's algorithm (here the last
 // of cuBLASLt's list, not its heuristic's first, so that carrying it shows) is written into the
 // runner as its words, checked there by cuBLASLt and used; the outputs match the reference
@@ -854,9 +836,14 @@ void package_carries_matmul_algorithms() {
   VERIFY2(r.error.empty(), r.error_stage + ": " + r.error);
   CompileResult tuned = r, garbage = r;
   std::vector<std::string> calls;
-  for (const Kernel& kr : r.schedule.kernels) {
+  for (size_t k = 0; k < r.schedule.kernels.size(); ++k) {
+    const Kernel& kr = r.schedule.kernels[k];
     if (!kr.is_extern || cuda_extern_how(r.loops, r.loops.nodes.at(kr.nodes.at(0)).ext, true) != "cuBLAS") continue;
-    const MatmulProblem p = product_problem(r, kr);
+    // the problem cuBLASLt sees, as the GEMM templates read it from the call
+    const std::optional<CudaGemmProblem> g = cuda_gemm_problem(r.loops, r.schedule, k);
+    VERIFY2(g.has_value(), kr.name);
+    MatmulProblem p;
+    p.M = g->M, p.N = g->N, p.K = g->K, p.ta = g->ta, p.tb = g->tb, p.bias = !g->bias.empty();
     const std::vector<MatmulAlgorithm> algos = blas->algorithms(p, 8);
     VERIFY2(!algos.empty(), p.text());
     tuned.cuda.matmul_algorithms[kr.name] = algos.back().serialize();
