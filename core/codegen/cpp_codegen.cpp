@@ -1,5 +1,7 @@
 #include "codegen/cpp_codegen.h"
 
+#include "codegen/cpu_target.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -568,14 +570,7 @@ class KernelWriter {
 }  // namespace
 
 namespace {
-int64_t machine_threads() {
-  static const int64_t t = [] {
-    int64_t threads = std::max(1u, std::thread::hardware_concurrency());
-    if (const char* e = std::getenv("OMP_NUM_THREADS"); e && std::atoi(e) > 0) threads = std::atoi(e);
-    return threads;
-  }();
-  return t;
-}
+int64_t machine_threads() { return cpu_target().threads; }
 }  // namespace
 
 int64_t default_parallel_threshold() { return std::max<int64_t>(32768, 4096 * machine_threads()); }

@@ -1,5 +1,7 @@
 #include "codegen/gemm_template.h"
 
+#include "codegen/cpu_target.h"
+
 #include <algorithm>
 #include <sstream>
 
@@ -27,14 +29,7 @@ std::string GemmTemplate::text() const {
   return os.str();
 }
 
-int gemm_vector_width() {
-#if defined(__x86_64__) || defined(__i386__)
-  static const int w = __builtin_cpu_supports("avx512f") ? 16 : __builtin_cpu_supports("avx2") ? 8 : 4;
-  return w;
-#else
-  return 4;
-#endif
-}
+int gemm_vector_width() { return cpu_target().vector_floats; }
 
 namespace {
 

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "autodiff/training_step.h"
+#include "codegen/cpu_target.h"
 #include "codegen/cuda_codegen.h"
 #include "compile/cpu_compiler.h"
 #include "cuda/driver.h"
@@ -689,7 +690,7 @@ CompileResult run_stages(LoadedModel model, const PipelineOptions& o, const std:
         GemmProblem problem;
         GemmTemplate t;
         if (k.is_extern && gemm_problem(r.loops.nodes.at(k.nodes.at(0)).ext, r.loops, problem) &&
-            gemm_template_default(problem, library_threads(), t))
+            gemm_template_default(problem, cpu_target().pool_threads, t))
           r.gemm_cuts[k.name] = GemmCut::of(t);
       }
       if (!r.gemm_cuts.empty()) add_gemm_templates(r);
