@@ -16,7 +16,7 @@
 
 #include <sys/wait.h>
 
-#include "cuda/driver.h"
+#include "backend/backend.h"
 #include "dynamic/retarget.h"
 #include "frontend/load_model.h"
 #include "interp/reference.h"
@@ -163,11 +163,12 @@ bool pipeline_option(const std::vector<std::string>& args, size_t& i, ls::LoadOp
     if (i + 1 >= args.size()) throw std::invalid_argument(a + " needs a value");
     return args[++i];
   };
-  if (a == "--device") po.device = value();
+  if (a == "--device") po.device = ls::parse_device(value());
   else if (a == "--mode") {
-    po.mode = value();
-    if (po.mode != "default" && po.mode != "reduce-overhead" && po.mode != "max-autotune")
+    const std::string v = value();
+    if (v != "default" && v != "reduce-overhead" && v != "max-autotune")
       throw std::invalid_argument("--mode takes default, reduce-overhead or max-autotune");
+    po.mode = ls::parse_mode(v);
   }
   else if (a == "--train") po.train = true;
   else if (a == "--expect-grads") lo.expect_grads = split(value(), ',');
@@ -287,7 +288,7 @@ int compile_command(int argc, char** argv) {
   }
   // As in the app, which keeps the driver between compiles (and as torch.compile's first call
   // finds it, started by eager code): the compile's time leaves out the driver's start.
-  if (cuda_started) ls::CudaDriver::get();
+  if (cuda_started) ls::start_device(ls::Device::cuda);
   if ((!lo.expect_grads.empty() || po.sgd_lr > 0) && !po.train)
     throw std::invalid_argument("--expect-grads and --sgd need --train");
   if (!at.empty() && (!po.dynamic || po.train || !po.run))
@@ -419,7 +420,7 @@ int run_command(int argc, char** argv) {
       return argv[++i];
     };
     if (a == "--report") report = value();
-    else if (a == "--device") o.device = value();
+    else if (a == "--device") o.device = ls::device_name(ls::parse_device(value()));
     else if (a == "--quiet") quiet = true;
     else throw std::invalid_argument("unknown option '" + a + "'");
   }
@@ -442,7 +443,7 @@ int run_command(int argc, char** argv) {
       }
       if (g.result) {
         int generated = 0, externs = 0;
-        for (const auto& k : g.result->kernels) (k.kind == "extern" ? externs : generated)++;
+        for (const auto& k : g.result->kernels) (k.kind == ls::KernelKind::extern_call ? externs : generated)++;
         std::cout << "  compiled: " << generated << " kernel(s), " << externs << " library call(s), " << std::fixed
                   << std::setprecision(1) << g.result->compile_ms << " ms; check vs reference: "
                   << (g.result->check.ok ? "ok" : "FAILED") << '\n';

@@ -12,7 +12,7 @@
 
 #include "code_view.h"
 #include "compile_session.h"
-#include "cuda/nvrtc_compiler.h"
+#include "backend/backend.h"
 #include "graph_layout.h"
 #include "graph_view.h"
 #include "ops/op_table.h"
@@ -36,13 +36,13 @@ std::vector<Variant> variants_of(const PipelineOptions& o) {
     v.push_back({name, x});
   };
   with(o.fusion ? QObject::tr("Fusion off") : QObject::tr("Fusion on"), [](PipelineOptions& x) { x.fusion = !x.fusion; });
-  if (o.device == "cuda") with(QObject::tr("Target CPU"), [](PipelineOptions& x) { x.device = "cpu"; });
-  else if (have_nvrtc()) with(QObject::tr("Target CUDA"), [](PipelineOptions& x) { x.device = "cuda"; });
-  for (const char* mode : {"default", "reduce-overhead", "max-autotune"})
-    if (o.mode != mode) with(QObject::tr("Mode %1").arg(mode), [mode](PipelineOptions& x) { x.mode = mode; });
-  if (o.device == "cpu")
+  if (o.device == Device::cuda) with(QObject::tr("Target CPU"), [](PipelineOptions& x) { x.device = Device::cpu; });
+  else if (can_compile_for(Device::cuda)) with(QObject::tr("Target CUDA"), [](PipelineOptions& x) { x.device = Device::cuda; });
+  for (Mode mode : {Mode::default_mode, Mode::reduce_overhead, Mode::max_autotune})
+    if (o.mode != mode) with(QObject::tr("Mode %1").arg(mode_name(mode)), [mode](PipelineOptions& x) { x.mode = mode; });
+  if (o.device == Device::cpu)
     with(o.dynamic ? QObject::tr("Static shapes") : QObject::tr("Dynamic shapes"), [](PipelineOptions& x) { x.dynamic = !x.dynamic; });
-  if (o.device == "cpu" && o.mode != "max-autotune")  // default mode's GEMM templates against the library's products
+  if (o.device == Device::cpu && o.mode != Mode::max_autotune)  // default mode's GEMM templates against the library's products
     with(o.gemm_templates ? QObject::tr("GEMM templates off") : QObject::tr("GEMM templates on"),
          [](PipelineOptions& x) { x.gemm_templates = !x.gemm_templates; });
   with(o.train ? QObject::tr("Inference") : QObject::tr("Training step"), [](PipelineOptions& x) { x.train = !x.train; });

@@ -44,7 +44,7 @@ QVariant KernelTableModel::data(const QModelIndex& index, int role) const {
       const bool with_epilogue = k.how == "library+epilogue" || k.how == "template+epilogue";
       if (role == Qt::ToolTipRole) {
         QString tip;
-        const bool cuda = r_->device == "cuda";
+        const bool cuda = r_->device == Device::cuda;
         if ((epilogue || with_epilogue) && cuda)
           tip = QObject::tr("The epilogue runs inside the GEMM template before it, on each element of the product as the "
                             "template stores it: no kernel of its own reads the product back; its time is in the template's.");
@@ -62,7 +62,7 @@ QVariant KernelTableModel::data(const QModelIndex& index, int role) const {
         if (!k.launch.empty()) tip += (tip.isEmpty() ? "" : "\n") + QString::fromStdString(k.launch);
         if (!tip.isEmpty()) return tip;
       }
-      const std::string base = tmpl ? "template" : k.kind;
+      const std::string base = tmpl ? "template" : kernel_kind_name(k.kind);
       const std::string kind = epilogue ? "epilogue" : with_epilogue ? base + " + epilogue" : base;
       return QString::fromStdString(r_->train ? kind + " · " + k.phase : kind);
     }

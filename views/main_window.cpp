@@ -1,6 +1,6 @@
 #include "main_window.h"
 
-#include "cuda/nvrtc_compiler.h"
+#include "backend/backend.h"
 
 #include <QAction>
 #include <QActionGroup>
@@ -419,10 +419,10 @@ void MainWindow::buildActions() {
     targets->addAction(a);
   }
   to_cpu->setChecked(true);
-  to_cuda->setEnabled(have_nvrtc());
-  if (!have_nvrtc()) to_cuda->setToolTip(tr("This build has no NVRTC (the CUDA toolkit was not found)"));
+  to_cuda->setEnabled(can_compile_for(Device::cuda));
+  if (!can_compile_for(Device::cuda)) to_cuda->setToolTip(tr("This build has no NVRTC (the CUDA toolkit was not found)"));
   connect(targets, &QActionGroup::triggered, this, [this, to_cuda](QAction* a) {
-    session_->options.device = a == to_cuda ? "cuda" : "cpu";
+    session_->options.device = a == to_cuda ? Device::cuda : Device::cpu;
     if (!path_.isEmpty()) openModel(path_);
   });
   compile->addSeparator();
@@ -430,14 +430,15 @@ void MainWindow::buildActions() {
   // max-autotune times each CUDA kernel's launch configurations and each matrix multiply's
   // cuBLASLt algorithms (on the CPU: each multiply's cut into blocks) and keeps the fastest.
   auto* modes = new QActionGroup(this);
-  for (const char* mode : {"default", "reduce-overhead", "max-autotune"}) {
+  for (Mode m : {Mode::default_mode, Mode::reduce_overhead, Mode::max_autotune}) {
+    const char* mode = mode_name(m);
     QAction* a = compile->addAction(tr("Mode: %1").arg(mode));
     a->setCheckable(true);
-    a->setChecked(QString(mode) == "default");
+    a->setChecked(m == Mode::default_mode);
     a->setObjectName(QString("mode_") + mode);
     modes->addAction(a);
-    connect(a, &QAction::triggered, this, [this, mode] {
-      session_->options.mode = mode;
+    connect(a, &QAction::triggered, this, [this, m] {
+      session_->options.mode = m;
       if (!path_.isEmpty()) openModel(path_);
     });
   }

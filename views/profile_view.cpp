@@ -134,8 +134,8 @@ void ProfileView::redraw() {
   for (const KernelReport* k : ks) {
     names << QString::fromStdString(k->name).left(42);
     const double us = k->ms * 1000.0;
-    *generated << (k->kind == "extern" ? 0.0 : us);
-    *library << (k->kind == "extern" ? us : 0.0);
+    *generated << (k->kind == KernelKind::extern_call ? 0.0 : us);
+    *library << (k->kind == KernelKind::extern_call ? us : 0.0);
     *achieved << k->gbps;
     max_us = std::max(max_us, us);
     max_gbps = std::max(max_gbps, k->gbps);

@@ -116,7 +116,7 @@ void ScriptPanel::onFinished() {
     const CapturedGraph& g = run_.graphs[i];
     int generated = 0, externs = 0;
     if (g.result)
-      for (const auto& k : g.result->kernels) (k.kind == "extern" ? externs : generated)++;
+      for (const auto& k : g.result->kernels) (k.kind == KernelKind::extern_call ? externs : generated)++;
     auto* item = new QTreeWidgetItem(log_);
     item->setText(0, tr("graph %1: %2").arg(g.id).arg(QString::fromStdString(g.function)));
     item->setToolTip(0, QString::fromStdString(g.location));

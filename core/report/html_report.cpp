@@ -69,7 +69,7 @@ std::string html_report(const CompileResult& r, const std::map<std::string, std:
   h << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
     << "<meta name=\"generator\" content=\"Lowerscope\">\n<title>Lowerscope report: " << esc(model) << "</title>\n<style>"
     << kStyle << "</style>\n</head>\n<body>\n";
-  h << "<header><h1>" << esc(model) << "</h1><div class=\"meta\">" << esc(r.device) << " · " << esc(r.compiler)
+  h << "<header><h1>" << esc(model) << "</h1><div class=\"meta\">" << esc(device_name(r.device)) << " · " << esc(r.compiler)
     << (r.train ? " · training step" : " · inference") << " · compile " << num(r.compile_ms, 1) << " ms";
   if (ran) h << " · run " << num(r.run_ms * 1000.0, 2) << " µs in " << r.kernels.size() << " kernel(s)";
   h << "</div></header>\n<nav><a href=\"#summary\">Summary</a><a href=\"#kernels\">Kernels</a>";
@@ -137,8 +137,8 @@ std::string html_report(const CompileResult& r, const std::map<std::string, std:
       const double share = total > 0 ? k->ms / total : 0;
       std::string nodes;
       for (const auto& n : k->nodes) nodes += (nodes.empty() ? "" : ", ") + n;
-      h << "<tr><td>" << esc(k->name) << "</td><td>" << esc(k->how.empty() ? k->kind : k->how) << "</td><td class=\"n\">"
-        << num(k->ms * 1000.0, 2) << "</td><td><span class=\"bar" << (k->kind == "extern" ? " ext" : "") << "\" style=\"width:"
+      h << "<tr><td>" << esc(k->name) << "</td><td>" << esc(k->how.empty() ? std::string(kernel_kind_name(k->kind)) : k->how) << "</td><td class=\"n\">"
+        << num(k->ms * 1000.0, 2) << "</td><td><span class=\"bar" << (k->kind == KernelKind::extern_call ? " ext" : "") << "\" style=\"width:"
         << num(120.0 * share, 1) << "px\"></span> " << num(100.0 * share, 1) << " %</td><td class=\"n\">" << k->bytes
         << "</td><td class=\"n\">" << num(k->gbps, 2) << "</td><td class=\"n\">"
         << (r.bandwidth_gbps > 0 ? num(100.0 * k->gbps / r.bandwidth_gbps, 1) + " %" : "-") << "</td><td>" << esc(nodes)

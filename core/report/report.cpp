@@ -32,7 +32,7 @@ std::string report_json(const CompileResult& r) {
   }
   j["kernels"] = json::array();
   for (const KernelReport& k : r.kernels)
-    j["kernels"].push_back({{"name", k.name}, {"kind", k.kind}, {"phase", k.phase}, {"nodes", k.nodes}, {"loop_nodes", k.loop_nodes},
+    j["kernels"].push_back({{"name", k.name}, {"kind", kernel_kind_name(k.kind)}, {"phase", k.phase}, {"nodes", k.nodes}, {"loop_nodes", k.loop_nodes},
                             {"numel", k.numel}, {"rnumel", k.rnumel}, {"bytes", k.bytes}, {"ms", k.ms}, {"gbps", k.gbps}, {"host_us", k.host_us},
                             {"how", k.how}, {"launch", k.launch}, {"registers", k.registers}});
   size_t ext = 0;
@@ -95,11 +95,11 @@ std::string report_json(const CompileResult& r) {
   for (const PhaseTime& t : r.compile_phases) j["compile_phases"].push_back({{"name", t.name}, {"ms", t.ms}, {"count", t.count}});
   j["run_ms"] = r.run_ms;
   j["bandwidth_gbps"] = r.bandwidth_gbps;
-  j["mode"] = r.mode;
+  j["mode"] = mode_name(r.mode);
   if (!r.mode_note.empty()) j["mode_note"] = r.mode_note;
   if (r.launched_ms > 0) j["launched_ms"] = r.launched_ms;
   if (r.host_ms > 0) j["host_ms"] = r.host_ms;
-  j["device"] = r.device;
+  j["device"] = device_name(r.device);
   if (!r.not_run.empty()) j["not_run"] = r.not_run;
   j["ok"] = r.ok();
   if (!r.error.empty()) j["error"] = {{"stage", r.error_stage}, {"message", r.error}};
@@ -118,7 +118,7 @@ void write_dump(const CompileResult& r, const std::string& dir) {
     std::ostringstream prefix;
     prefix << std::setw(2) << std::setfill('0') << i << '_' << r.stages[i].name;
     const Stage::Kind k = r.stages[i].kind;
-    const bool cuda = r.device == "cuda";
+    const bool cuda = r.device == Device::cuda;
     const char* ext = k == Stage::Kind::source ? (cuda ? ".cu" : ".cpp") : k == Stage::Kind::assembly ? (cuda ? ".ptx" : ".s") : ".txt";
     write(prefix.str() + ext, r.stages[i].text);
     if (!r.stages[i].dot.empty()) write(prefix.str() + ".dot", r.stages[i].dot);

@@ -365,7 +365,7 @@ PyObject* py_compile(PyObject*, PyObject* args) {
     m.inputs = tensors_of(bufs);
     m.inputs_from = "the call's arguments";
     PipelineOptions o;
-    o.device = g_session->options.device;
+    o.device = parse_device(g_session->options.device);
     o.fusion = g_session->options.fusion;
     o.train = train != 0;
     o.dynamic = dynamic != 0 && !o.train;
@@ -375,7 +375,7 @@ PyObject* py_compile(PyObject*, PyObject* args) {
     if (!r->error.empty())
       throw std::runtime_error("compiling " + std::string(name) + " failed at stage '" + r->error_stage + "': " + r->error);
     if (!r->program)
-      throw std::runtime_error("compiled " + std::string(name) + " for " + o.device + ", but it cannot run here" +
+      throw std::runtime_error("compiled " + std::string(name) + " for " + device_name(o.device) + ", but it cannot run here" +
                                (r->not_run.empty() ? std::string() : ": " + r->not_run));
     g_session->results.push_back(r);
     PyObject* tangent_of = PyList_New(0);
@@ -398,7 +398,7 @@ PyObject* py_compile(PyObject*, PyObject* args) {
       for (const auto& c : r->check.reference)
         if (!c.cmp.ok) check += ": " + c.cmp.why;
     int generated = 0, externs = 0;
-    for (const KernelReport& k : r->kernels) (k.kind == "extern" ? externs : generated)++;
+    for (const KernelReport& k : r->kernels) (k.kind == KernelKind::extern_call ? externs : generated)++;
     PyObject* size_guards = PyList_New(0);  // a dynamic compile's guards on its size symbols
     if (o.dynamic)
       for (const std::string& g : r->dynamic.guards()) {
@@ -646,7 +646,7 @@ std::string script_report_json(const ScriptRun& r) {
     if (g.result) {
       const CompileResult& c = *g.result;
       int generated = 0, externs = 0;
-      for (const KernelReport& k : c.kernels) (k.kind == "extern" ? externs : generated)++;
+      for (const KernelReport& k : c.kernels) (k.kind == KernelKind::extern_call ? externs : generated)++;
       json ops = json::object();
       for (const auto& [op, n] : op_histogram(c.model.graph)) ops[op] = n;
       e["ops"] = ops;

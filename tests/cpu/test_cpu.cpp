@@ -66,7 +66,7 @@ int library_calls_matching_reference(const std::string& path, bool train, const 
     if (!c.cmp.ok) throw std::runtime_error(c.against + ": " + c.cmp.why);
   if (!r.check.ok) throw std::runtime_error("the check failed");
   int calls = 0;
-  for (const KernelReport& k : r.kernels) calls += k.kind == "extern" && k.name.find(library) != std::string::npos;
+  for (const KernelReport& k : r.kernels) calls += k.kind == KernelKind::extern_call && k.name.find(library) != std::string::npos;
   return calls;
 }
 // Builds an exported package with CMake alone and runs its runner (3 timed runs); returns what the
@@ -245,7 +245,7 @@ class TestCpu : public QObject {
   void testGemmTemplatesInModelAndPackage() {
     PipelineOptions o;
     o.timing_budget_ms = 2;
-    o.mode = "max-autotune";
+    o.mode = Mode::max_autotune;
     const LoadedModel m = load_model(data("stages/extra/matmul_epilogues.txt"));
     const CompileResult plain = run_pipeline(m, PipelineOptions{});
     int n = 0;
@@ -336,7 +336,7 @@ class TestCpu : public QObject {
     QVERIFY2(plain.error.empty(), plain.error.c_str());
     PipelineOptions t = o;
     t.run = true;
-    t.mode = "max-autotune";
+    t.mode = Mode::max_autotune;
     t.timing_budget_ms = 2;
     int transposed = 0, biased = 0;
     for (const Kernel& k : plain.schedule.kernels) {
@@ -830,7 +830,7 @@ class TestCpu : public QObject {
     const QByteArray before = qgetenv("LOWERSCOPE_CACHE_DIR");
     qputenv("LOWERSCOPE_CACHE_DIR", cache.path().toUtf8());
     PipelineOptions o;
-    o.mode = "max-autotune";
+    o.mode = Mode::max_autotune;
     o.timing_budget_ms = 5;
     const LoadedModel m = load_model(data("stages/extra/matmul_epilogues.txt"));
     const CompileResult r = run_pipeline(m, o);
@@ -1097,11 +1097,12 @@ class TestCpu : public QObject {
       f << "class G(torch.nn.Module):\n    def forward(self, x: \"f32[4]\"):\n"
            "        y: \"f32[4]\" = torch.ops.aten.sin.default(x)\n        return (y,)\n";
     }
-    PipelineOptions o;
-    o.device = "tpu";
-    const CompileResult r = run_pipeline(load_model(path), o);
-    QVERIFY(!r.error.empty());
-    QVERIFY(r.error.find("tpu") != std::string::npos);
+    try {
+      parse_device("tpu");
+      QFAIL("a device named tpu was taken");
+    } catch (const std::invalid_argument& e) {
+      QVERIFY(std::string(e.what()).find("'tpu'") != std::string::npos);
+    }
     QVERIFY_THROWS_EXCEPTION(std::runtime_error, load_model(data("sincos/in0.npy")));
   }
 
@@ -1244,7 +1245,7 @@ class TestCpu : public QObject {
     // max-autotune's cuts of the linear layers (given here, as a tuning would leave them) stay on
     // those multiplies at every new batch, and the numbers stay PyTorch's.
     PipelineOptions tuned = o;
-    tuned.mode = "max-autotune";
+    tuned.mode = Mode::max_autotune;
     for (const Kernel& k : r.schedule.kernels)
       if (k.name.rfind("extern_addmm", 0) == 0 || k.name.rfind("extern_mm", 0) == 0) tuned.gemm_choices[k.name] = GemmCut{1, 2};
     QCOMPARE(tuned.gemm_choices.size(), size_t(3));  // fc1, fc2, fc3

@@ -84,8 +84,8 @@ std::set<std::string> ptx_entries(const std::string& ptx) {
 
 CompileResult compile_cuda_model(const std::string& model, bool train, bool run, const std::string& mode = "default") {
   PipelineOptions o;
-  o.device = "cuda";
-  o.mode = mode;
+  o.device = Device::cuda;
+  o.mode = parse_mode(mode);
   o.train = train;
   o.run = run;
   o.timing_budget_ms = 20;
@@ -212,7 +212,7 @@ void kernel_forms() {
       f << "class G(torch.nn.Module):\n    def forward(self, " << v.inputs << "):\n        y2 = " << v.body << "\n        return (" << (std::string(v.body).find("y3") != std::string::npos ? "y3" : "y2") << ",)\n";
     }
     PipelineOptions vo;
-    vo.device = "cuda";
+    vo.device = Device::cuda;
     vo.timing_budget_ms = 20;
     const CompileResult r = run_pipeline(load_model(vpath), vo);
     VERIFY2(r.error.empty(), r.error);
@@ -230,7 +230,7 @@ void kernel_forms() {
          "        return (m,)\n";
   }
   PipelineOptions o;
-  o.device = "cuda";
+  o.device = Device::cuda;
   o.timing_budget_ms = 20;
   const CompileResult sum = run_pipeline(load_model(path), o);
   VERIFY2(sum.error.empty(), sum.error);
@@ -368,7 +368,7 @@ void run_or_say_why_not(const std::string& model, bool train) {
   VERIFY(!r.check.outputs.empty());                 // against out.npy
   if (train) VERIFY(!r.check.gradients.empty());  // against grad_in0.npy
   for (const KernelReport& k : r.kernels)
-    if (k.kind == "generated") VERIFY2(k.registers > 0 && k.ms > 0, k.name);
+    if (k.kind == KernelKind::generated) VERIFY2(k.registers > 0 && k.ms > 0, k.name);
   // The SASS listing (made beside the run, outside compile_ms) names every generated kernel, and
   // no compile phase is cuobjdump's.
   if (std::filesystem::exists("/usr/local/cuda/bin/cuobjdump")) {
@@ -376,7 +376,7 @@ void run_or_say_why_not(const std::string& model, bool train) {
     const size_t at = text.find("// ---- SASS (cuobjdump -sass) ----");
     VERIFY2(at != std::string::npos, "no SASS in the asm stage");
     for (const KernelReport& k : r.kernels)
-      if (k.kind == "generated") VERIFY2(text.find("Function : " + k.name, at) != std::string::npos, "no SASS for " + k.name);
+      if (k.kind == KernelKind::generated) VERIFY2(text.find("Function : " + k.name, at) != std::string::npos, "no SASS for " + k.name);
   }
   for (const PhaseTime& t : r.compile_phases) VERIFY2(t.name.find("cuobjdump") == std::string::npos, t.name);
   VERIFY(!r.compile_phases.empty());
@@ -474,7 +474,7 @@ void gemm_templates_run_in_place_of_cublas(const std::string& model, bool train)
   const CompileResult first = compile_cuda_model(model, train, false);
   VERIFY2(first.error.empty(), first.error_stage + ": " + first.error);
   PipelineOptions o;
-  o.device = "cuda";
+  o.device = Device::cuda;
   o.train = train;
   o.timing_budget_ms = 20;
   size_t turn = 0;
@@ -602,7 +602,7 @@ void max_autotune_times_candidates(const std::string& model) {
   VERIFY2(r.check.ok, r.stage("run")->text);
   int generated = 0;
   for (const KernelReport& k : r.kernels)
-    if (k.kind == "generated") {
+    if (k.kind == KernelKind::generated) {
       ++generated;
       VERIFY2(table->text.find(k.name + " (") != std::string::npos, k.name);
     }
@@ -680,7 +680,7 @@ struct DynamicCase {
 };
 void dynamic_shapes_reuse_the_cuda_kernels(const DynamicCase& c) {
   PipelineOptions o;
-  o.device = "cuda";
+  o.device = Device::cuda;
   o.dynamic = true;
   o.keep_program = true;
   o.timing_budget_ms = 20;

@@ -282,7 +282,7 @@ class TestGui : public QObject {
     QVERIFY(done.wait(60000));
     QCOMPARE(done.last().at(0).toBool(), true);
     r = w.session()->result();
-    QCOMPARE(QString::fromStdString(r->device), QString("cuda"));
+    QVERIFY(r->device == Device::cuda);
     QVERIFY(r->stage("dynamic") != nullptr);
     QVERIFY2(r->stage("source")->text.find("const long long ls_ks0") != std::string::npos, r->stage("source")->text.c_str());
   }
@@ -300,7 +300,7 @@ class TestGui : public QObject {
     QVERIFY(done.wait(60000));
     QCOMPARE(done.last().at(0).toBool(), true);
     const CompileResult* r = w.session()->result();
-    QCOMPARE(QString::fromStdString(r->device), QString("cuda"));
+    QVERIFY(r->device == Device::cuda);
     QVERIFY(r->stage("source")->text.find("__global__") != std::string::npos);
     for (const Kernel& k : r->schedule.kernels)
       if (!k.is_extern) QVERIFY(r->stage("asm")->text.find(".entry " + k.name) != std::string::npos);
@@ -315,7 +315,7 @@ class TestGui : public QObject {
     }
     w.findChild<QAction*>("target_cpu")->trigger();
     QVERIFY(done.wait(60000));
-    QCOMPARE(QString::fromStdString(w.session()->result()->device), QString("cpu"));
+    QVERIFY(w.session()->result()->device == Device::cpu);
     QVERIFY(w.session()->result()->check.ok);
   }
 
@@ -645,7 +645,7 @@ class TestGui : public QObject {
   // out: every kernel a box, the view showing boxes (not the empty middle of a wide drawing).
   void testLargeScheduleIsDrawnByKernel() {
     PipelineOptions o;
-    o.device = "cuda";
+    o.device = Device::cuda;
     o.train = true;
     o.stop_after_source = true;
     const CompileResult r = run_pipeline(load_model(std::string(LS_TEST_DATA) + "/stages/mobilenet_v3_small/3_export_aten.txt"), o);

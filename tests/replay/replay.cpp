@@ -66,7 +66,7 @@ std::string generated(const fs::path& data, const Case& c) {
   std::ostringstream os;
   os << "# " << c.model << ", " << c.device << (c.train ? ", training step" : ", inference") << (c.dynamic ? ", dynamic" : "") << "\n";
   PipelineOptions o;
-  o.device = c.device;
+  o.device = parse_device(c.device);
   o.train = c.train;
   o.dynamic = c.dynamic;
   o.run = false;

@@ -60,7 +60,7 @@ class TestScript : public QObject {
     QCOMPARE(ops_of(ours), ops_of(dynamo));
     // One kernel, as Inductor.
     int generated = 0;
-    for (const auto& k : r.graphs[0].result->kernels) generated += k.kind == "generated";
+    for (const auto& k : r.graphs[0].result->kernels) generated += k.kind == ls::KernelKind::generated;
     QCOMPARE(generated, 1);
   }
 
