@@ -27,12 +27,16 @@ std::string GraphBuilder::fresh_name(std::string_view base) {
 Arg GraphBuilder::call(std::string_view name, std::vector<Arg> args, const std::vector<std::pair<std::string, Arg>>& keywords) {
   const OpDef* op = find_op(name);
   if (!op) throw std::logic_error("decomposition emits unknown op '" + std::string(name) + "'");
+  return call(*op, std::move(args), keywords);
+}
+
+Arg GraphBuilder::call(const OpDef& op, std::vector<Arg> args, const std::vector<std::pair<std::string, Arg>>& keywords) {
   Node n;
-  n.op = op;
-  n.target = op->kind == OpKind::getitem ? "getitem" : "torch.ops." + op->name;
-  n.args = bind_args(*op, std::move(args), keywords);
-  n.outs = infer_meta(g_, *op, n.args);
-  n.name = fresh_name(op->base_name());
+  n.op = &op;
+  n.target = op.kind == OpKind::getitem ? "getitem" : "torch.ops." + op.name;
+  n.args = bind_args(op, std::move(args), keywords);
+  n.outs = infer_meta(g_, op, n.args);
+  n.name = fresh_name(op.base_name());
   n.stack = stack;
   n.module_path = module_path;
   n.origins = origins;

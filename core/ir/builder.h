@@ -14,7 +14,9 @@ class GraphBuilder {
  public:
   explicit GraphBuilder(Graph& g);
 
-  // Emits `op` (an op table name such as "prims.mul.default") and returns a reference to it.
+  // Emits `op` and returns a reference to it.
+  Arg call(const OpDef& op, std::vector<Arg> args, const std::vector<std::pair<std::string, Arg>>& keywords = {});
+  // The same, the op given by its name as find_op takes it (the decomposition rules in ops/ name theirs).
   Arg call(std::string_view op, std::vector<Arg> args, const std::vector<std::pair<std::string, Arg>>& keywords = {});
   int placeholder(const std::string& name, const TensorMeta& meta);
   // A constant tensor the graph carries (a placeholder with the value attached).

@@ -16,6 +16,7 @@
 #include "lower/lower.h"
 #include "loop/inline_pointwise.h"
 #include "loop/interpret.h"
+#include "ops/known_ops.h"
 #include "ops/op_table.h"
 #include "passes/decompose.h"
 #include "passes/eliminate_dead_nodes.h"
@@ -244,6 +245,48 @@ class TestCore : public QObject {
     QCOMPARE(add->params.size(), size_t(3));
     QVERIFY(add->params[2].kwarg_only);
     QCOMPARE(add->params[2].default_text, std::string("1"));
+  }
+
+  // Every handle of ops/known_ops.h is the table's entry of the name it stands for (find_op gives
+  // the same address), and each family resolves its members (a name missing from the table throws).
+  void testKnownOps() {
+    const std::vector<std::pair<const OpDef& (*)(), std::string>> expected = {
+        {op::mm, "aten.mm.default"},
+        {op::addmm, "aten.addmm.default"},
+        {op::bmm, "aten.bmm.default"},
+        {op::convolution, "aten.convolution.default"},
+        {op::convolution_backward, "aten.convolution_backward.default"},
+        {op::max_pool2d_with_indices, "aten.max_pool2d_with_indices.default"},
+        {op::max_pool2d_with_indices_backward, "aten.max_pool2d_with_indices_backward.default"},
+        {op::cat, "aten.cat.default"},
+        {op::efficient_attention, "aten._scaled_dot_product_efficient_attention.default"},
+        {op::efficient_attention_backward, "aten._scaled_dot_product_efficient_attention_backward.default"},
+        {op::view, "aten.view.default"},
+        {op::permute, "aten.permute.default"},
+        {op::detach, "aten.detach.default"},
+        {op::add_tensor, "aten.add.Tensor"},
+        {op::sub_tensor, "aten.sub.Tensor"},
+        {op::mul_tensor, "aten.mul.Tensor"},
+        {op::prims::reshape, "prims.reshape.default"},
+        {op::prims::transpose, "prims.transpose.default"},
+        {op::prims::collapse_view, "prims.collapse_view.default"},
+        {op::prims::split_dim, "prims.split_dim.default"},
+    };
+    const auto& known = op::known_ops();
+    QCOMPARE(known.size(), expected.size());
+    const std::vector<OpDef>& table = all_ops();
+    for (const auto& [handle, name] : expected) {
+      QVERIFY2(std::count(known.begin(), known.end(), handle) == 1, name.c_str());
+      const OpDef& d = handle();
+      QCOMPARE(d.name, name);
+      QCOMPARE(find_op(name), &d);
+      QVERIFY2(&d >= table.data() && &d < table.data() + table.size(), name.c_str());
+    }
+    QVERIFY(op::is_matmul(&op::bmm()) && op::is_gemm(&op::addmm()) && !op::is_gemm(&op::bmm()) && !op::is_matmul(nullptr));
+    QVERIFY(op::is_reshape_view(&op::prims::split_dim()) && !op::is_reshape_view(&op::permute()));
+    QVERIFY(op::is_permute_view(&op::prims::transpose()) && !op::is_permute_view(&op::view()));
+    QVERIFY(op::is_composite_view(find_op("aten.split_with_sizes.default")) && !op::is_composite_view(&op::view()));
+    QVERIFY(op::is_library_composite(find_op("aten.conv2d.default")) && !op::is_library_composite(&op::convolution()));
   }
 
   void testDecomposeMseLossProvenance() {

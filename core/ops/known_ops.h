@@ -1,0 +1,62 @@
+// Handles for the ops the rest of the compiler treats specially (library calls, views it sees
+// through, the ops passes emit), resolved once from the op table. One place spells each op's
+// name, so a rename or a missing entry fails here, loudly, instead of a string compare silently
+// matching nothing elsewhere; and comparing handles is a pointer compare: `c.op == &op::addmm()`.
+// A handle is named after the op, with its overload where that is not `default`
+// (aten.transpose.int: transpose_int); prims live in op::prims. Families the compiler matches as
+// one (every matrix multiply, every reshaping view) are predicates here, not name lists at the
+// call site. Test: tests/core/test_core.cpp (testKnownOps).
+#pragma once
+#include <vector>
+
+#include "ops/op_table.h"
+
+namespace ls::op {
+
+// Library calls.
+const OpDef& mm();
+const OpDef& addmm();
+const OpDef& bmm();
+const OpDef& convolution();
+const OpDef& convolution_backward();
+const OpDef& max_pool2d_with_indices();
+const OpDef& max_pool2d_with_indices_backward();
+const OpDef& cat();
+const OpDef& efficient_attention();           // aten._scaled_dot_product_efficient_attention
+const OpDef& efficient_attention_backward();  // aten._scaled_dot_product_efficient_attention_backward
+
+// Views and the ops passes build graphs with.
+const OpDef& view();
+const OpDef& permute();
+const OpDef& detach();
+const OpDef& add_tensor();
+const OpDef& sub_tensor();
+const OpDef& mul_tensor();
+
+namespace prims {
+const OpDef& reshape();
+const OpDef& transpose();
+const OpDef& collapse_view();
+const OpDef& split_dim();
+}  // namespace prims
+
+// Every handle above, for the test that resolves each against the table.
+const std::vector<const OpDef& (*)()>& known_ops();
+
+// Families. Each takes the op of a node or call; nullptr (a placeholder) is in none.
+// A matrix multiply a library runs: mm, addmm or bmm.
+bool is_matmul(const OpDef* op);
+// One product of two matrices, unbatched (mm, addmm): the problem a GEMM template solves.
+bool is_gemm(const OpDef* op);
+// A view that reads its input's elements in order under another shape (aten view, prims
+// reshape, collapse_view, split_dim): on a value stored whole, the same memory.
+bool is_reshape_view(const OpDef* op);
+// A view that permutes dimensions, the permutation its argument 1 (aten permute, prims transpose).
+bool is_permute_view(const OpDef* op);
+// A composite that decomposes into views only (reshape, t, squeeze, split, detach, ...): as
+// cheap to compute again as a view.
+bool is_composite_view(const OpDef* op);
+// A composite whose decomposition is mostly a library call (linear, conv2d, attention, max_pool2d).
+bool is_library_composite(const OpDef* op);
+
+}  // namespace ls::op
