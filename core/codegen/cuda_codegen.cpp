@@ -598,7 +598,7 @@ std::string cuda_helpers_source() { return std::string("// Lowerscope's CUDA hel
 
 int attention_head_dim(const LoopProgram& p, const ExternCall& c) {
   if (!c.op) return 0;
-  const bool fwd = is_attention(c.op->name), bwd = is_attention_backward(c.op->name);
+  const bool fwd = is_attention(c.op), bwd = is_attention_backward(c.op);
   if (!fwd && !bwd) return 0;
   const size_t first = bwd ? 1 : 0;  // the backward takes grad_out first
   if (c.args.at(first + 3).is_node()) return 0;  // a mask
@@ -614,8 +614,8 @@ int attention_head_dim(const LoopProgram& p, const ExternCall& c) {
 }
 
 std::string attention_cuda_path(const LoopProgram& p, const ExternCall& c) {
-  if (!c.op || !(is_attention(c.op->name) || is_attention_backward(c.op->name))) return "";
-  const size_t first = is_attention_backward(c.op->name) ? 1 : 0;
+  if (!is_attention(c.op) && !is_attention_backward(c.op)) return "";
+  const size_t first = is_attention_backward(c.op) ? 1 : 0;
   const Shape& q = c.shapes.at(static_cast<size_t>(c.args.at(first).node));
   const Shape& k = c.shapes.at(static_cast<size_t>(c.args.at(first + 1).node));
   const int64_t L = q.at(q.size() - 2), S = k.at(k.size() - 2);
@@ -711,7 +711,7 @@ GeneratedCuda generate_cuda(const LoopProgram& p, const Schedule& s, const CudaC
       const std::string path = attention_cuda_path(p, c);
       if (path != "fused" && path != "tiled") continue;
       instances.insert(std::string(path == "fused" ? "LS_ATTENTION_" : "LS_FLASH_ATTENTION_") +
-                       (is_attention_backward(c.op->name) ? "BWD(" : "FWD(") + std::to_string(attention_head_dim(p, c)) + ")");
+                       (is_attention_backward(c.op) ? "BWD(" : "FWD(") + std::to_string(attention_head_dim(p, c)) + ")");
     }
   if (instances.empty()) return g;
   g.attention_source = std::string("// Lowerscope's attention kernels\n") + kCudaPrelude;

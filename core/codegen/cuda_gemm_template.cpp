@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "ops/known_ops.h"
 #include "ops/op_table.h"
 
 namespace ls {
@@ -18,8 +19,8 @@ std::optional<CudaGemmProblem> cuda_gemm_problem(const LoopProgram& p, const Sch
   const Kernel& kr = s.kernels.at(k);
   if (!kr.is_extern) return std::nullopt;
   const ExternCall& c = p.nodes.at(kr.nodes.at(0)).ext;
-  if (!c.op || (c.op->name != "aten.mm.default" && c.op->name != "aten.addmm.default") || c.outputs.size() != 1) return std::nullopt;
-  const bool addmm = c.op->name == "aten.addmm.default";
+  if (!op::is_gemm(c.op) || c.outputs.size() != 1) return std::nullopt;
+  const bool addmm = c.op == &op::addmm();
   const size_t ia = addmm ? 1 : 0, ib = addmm ? 2 : 1;
   auto input = [&](size_t arg) { return static_cast<size_t>(c.args.at(arg).node); };
   auto shape = [&](size_t arg) { return input(arg) < c.shapes.size() ? c.shapes[input(arg)] : p.buffer(c.inputs.at(input(arg))).shape; };

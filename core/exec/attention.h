@@ -56,7 +56,7 @@ inline AttnOperand attn_output(const AttnGeom& g, bool heads_inner) {
 // takes grad_out first); causal and scale from the arguments (forward: is_causal at 6, scale at
 // 7; backward: 11 and 12).
 inline AttnGeom attn_geom(const ExternCall& c) {
-  const bool backward = is_attention_backward(c.op->name);
+  const bool backward = is_attention_backward(c.op);
   const size_t first = backward ? 1 : 0;
   auto shape = [&](size_t arg) -> const Shape& { return c.shapes.at(static_cast<size_t>(c.args.at(arg).node)); };
   const Shape &q = shape(first), &k = shape(first + 1), &v = shape(first + 2);

@@ -8,11 +8,10 @@
 #include "cuda/cublas.h"
 #include "exec/attention.h"
 #include "exec/extern_kernels.h"
+#include "ops/known_ops.h"
 
 namespace ls {
 namespace {
-
-bool is_matmul(const std::string& n) { return n == "aten.mm.default" || n == "aten.addmm.default" || n == "aten.bmm.default"; }
 
 bool all_f32(const LoopProgram& p, const ExternCall& c) {
   for (const auto& b : c.inputs)
@@ -53,14 +52,13 @@ ConvForm conv_form(const Shape& x, const Shape& w, const Shape& y, int64_t group
 }  // namespace
 
 std::string cuda_extern_how(const LoopProgram& p, const ExternCall& c, bool blas) {
-  const std::string& n = c.op->name;
   const bool f32 = all_f32(p, c);
-  if (is_matmul(n) && f32 && blas) return "cuBLAS";
+  if (op::is_matmul(c.op) && f32 && blas) return "cuBLAS";
   const std::string attention = attention_cuda_path(p, c);
   if (attention == "fused") return "attention kernel";
   if (attention == "tiled") return "flash attention kernel";
   if (attention == "cublas" && blas) return "attention (cuBLAS)";
-  if (n == "aten.convolution.default" && f32 && !c.args[6].b && c.output_metas.at(0).shape.size() == 4) {
+  if (c.op == &op::convolution() && f32 && !c.args[6].b && c.output_metas.at(0).shape.size() == 4) {
     const Shape w = seen_shape(p, c, 1);
     const int64_t groups = c.args[8].i, C = seen_shape(p, c, 0).at(1);
     if (groups == C && w[1] == 1 && w[0] == C) return "depthwise kernel";
@@ -71,7 +69,7 @@ std::string cuda_extern_how(const LoopProgram& p, const ExternCall& c, bool blas
       case ConvForm::columns: return "im2col + cuBLAS";
     }
   }
-  if (n == "aten.convolution_backward.default" && f32 && !c.args[7].b && seen_shape(p, c, 1).size() == 4) {
+  if (c.op == &op::convolution_backward() && f32 && !c.args[7].b && seen_shape(p, c, 1).size() == 4) {
     const Shape w = seen_shape(p, c, 2);
     const int64_t groups = c.args[9].i, C = seen_shape(p, c, 1).at(1);
     if (groups == C && w[1] == 1 && w[0] == C) return "depthwise backward kernels";
@@ -82,10 +80,10 @@ std::string cuda_extern_how(const LoopProgram& p, const ExternCall& c, bool blas
       case ConvForm::columns: return "im2col + cuBLAS + col2im";
     }
   }
-  if (n == "aten.max_pool2d_with_indices.default" && p.buffer(c.inputs.at(0)).dtype == DType::f32 &&
+  if (c.op == &op::max_pool2d_with_indices() && p.buffer(c.inputs.at(0)).dtype == DType::f32 &&
       seen_shape(p, c, 0).size() == 4 && !c.args[5].b)
     return "pool kernel";
-  if (n == "aten.cat.default") {
+  if (c.op == &op::cat()) {
     bool words = true;
     for (const auto& b : c.inputs) words = words && dtype_size(p.buffer(b).dtype) == 4;
     if (words && dtype_size(p.buffer(c.outputs.at(0)).dtype) == 4) return "device copies";
@@ -138,7 +136,7 @@ CudaExecutable::CudaExecutable(const LoopProgram& p, const Schedule& s, const Ge
     if (how[i] == "attention kernel" || how[i] == "flash attention kernel") {  // the call's direction only
       const ExternCall& c = externs_[i]->ext;
       const std::string d = std::to_string(attention_head_dim(p, c)), kind = how[i] == "attention kernel" ? "ls_attention_" : "ls_flash_attention_";
-      const std::vector<std::string> names = is_attention_backward(c.op->name) ? std::vector<std::string>{"bwd_dq_", "bwd_dkv_"}
+      const std::vector<std::string> names = is_attention_backward(c.op) ? std::vector<std::string>{"bwd_dq_", "bwd_dkv_"}
                                                                               : std::vector<std::string>{"fwd_"};
       for (const std::string& n : names) helpers_[kind + n + d] = attention->function(kind + n + d);
     }
@@ -227,8 +225,7 @@ CudaExecutable::Product CudaExecutable::product(size_t k) const {
   Product m;
   m.y = buffers_.at(c.outputs.at(0)).ptr();
   MatmulProblem& p = m.problem;
-  const std::string& n = c.op->name;
-  if (n == "aten.bmm.default") {
+  if (c.op == &op::bmm()) {
     const auto [a, as] = operand(0);
     const auto [b, bs] = operand(1);
     p.ta = transposed_operand(c, 0), p.tb = transposed_operand(c, 1);
@@ -237,7 +234,7 @@ CudaExecutable::Product CudaExecutable::product(size_t k) const {
     m.a = a, m.b = b;
     return m;
   }
-  const bool addmm = n == "aten.addmm.default";
+  const bool addmm = c.op == &op::addmm();
   const size_t ia = addmm ? 1 : 0, ib = addmm ? 2 : 1;
   const auto [a, as] = operand(ia);
   const auto [b, bs] = operand(ib);
@@ -263,11 +260,11 @@ void CudaExecutable::cublas_extern(size_t k) {
   if (const auto chosen = algorithms_.find(k); chosen != algorithms_.end() && m.lt &&
                                                blas.gemm_lt(p, &chosen->second, m.alpha, m.a, m.b, m.bias, m.y))
     return;
-  if (p.batch > 1 || externs_[k]->ext.op->name == "aten.bmm.default")
+  if (p.batch > 1 || externs_[k]->ext.op == &op::bmm())
     return blas.sgemm(p.batch, p.M, p.N, p.K, 1.f, m.a, p.ta, p.stride_a, m.b, p.tb, p.stride_b, 0.f, m.y, p.stride_c);
   if (p.bias && blas.gemm_bias(p.M, p.N, p.K, m.alpha, m.a, p.ta, m.b, p.tb, m.bias, m.y)) return;
   float alpha = 1.f, beta = 0.f;
-  if (externs_[k]->ext.op->name == "aten.addmm.default") {
+  if (externs_[k]->ext.op == &op::addmm()) {
     // Broadcast the bias into C, then C = alpha * A @ B + beta * C.
     const Shape& bias_shape = m.bias_shape;
     long long MM = p.M, NN = p.N, row_stride = bias_shape.size() == 2 ? bias_shape[1] : 0;
@@ -316,9 +313,8 @@ double CudaExecutable::time_step_alone(size_t k, const TimingOptions& o) {
 
 void CudaExecutable::device_extern(size_t k) {
   const ExternCall& c = externs_[k]->ext;
-  const std::string& n = c.op->name;
   auto ptr = [&](size_t arg) { return buffers_.at(c.inputs.at(static_cast<size_t>(c.args.at(arg).node))).ptr(); };
-  if (n == "aten.cat.default") {
+  if (c.op == &op::cat()) {
     const Shape& ys = p_.buffer(c.outputs[0]).shape;
     int64_t dim = c.args[1].i;
     if (dim < 0) dim += static_cast<int64_t>(ys.size());
@@ -338,8 +334,8 @@ void CudaExecutable::device_extern(size_t k) {
     }
     return;
   }
-  if (n == "aten.convolution_backward.default") return convolution_backward(k);
-  if (n == "aten.max_pool2d_with_indices.default") {
+  if (c.op == &op::convolution_backward()) return convolution_backward(k);
+  if (c.op == &op::max_pool2d_with_indices()) {
     const Shape xs = seen_shape(p_, c, 0);
     const Shape& ys = c.output_metas.at(0).shape;
     const std::vector<int64_t> ks = pair_of(c.args[1], 1), st = pair_of(c.args[2], 0), pad = pair_of(c.args[3], 0), dil = pair_of(c.args[4], 1);
@@ -408,7 +404,7 @@ void CudaExecutable::device_extern(size_t k) {
 // through their strides.
 void CudaExecutable::attention_extern(size_t k) {
   const ExternCall& c = externs_[k]->ext;
-  const bool bwd = is_attention_backward(c.op->name);
+  const bool bwd = is_attention_backward(c.op);
   auto input = [&](size_t arg) { return static_cast<size_t>(c.args.at(arg).node); };
   const AttnGeom g = attn_geom(c);
   struct View {
@@ -467,7 +463,7 @@ void CudaExecutable::attention_extern(size_t k) {
 // probabilities in scratch memory, batched products; the output unpacked heads-inner.
 void CudaExecutable::attention_cublas(size_t k) {
   const ExternCall& c = externs_[k]->ext;
-  const bool bwd = is_attention_backward(c.op->name);
+  const bool bwd = is_attention_backward(c.op);
   auto input = [&](size_t arg) { return static_cast<size_t>(c.args.at(arg).node); };
   const AttnGeom g = attn_geom(c);
   const int64_t BH = g.B * g.H;

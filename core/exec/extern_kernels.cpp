@@ -2,6 +2,7 @@
 
 #include "compile/cpu_compiler.h"
 #include "exec/attention.h"
+#include "ops/known_ops.h"
 
 #include <algorithm>
 #include <atomic>
@@ -289,23 +290,21 @@ std::vector<GemmCut> gemm_candidate_cuts(int64_t M, int64_t N, int64_t K) {
 }
 
 bool matmul_sizes(const ExternCall& c, const RefInputs& in, int64_t& M, int64_t& N, int64_t& K) {
-  const std::string& n = c.op->name;
-  if (n == "aten.bmm.default") {
+  if (c.op == &op::bmm()) {
     const bool ta = transposed_operand(c, 0), tb = transposed_operand(c, 1);
     M = in[0].shape()[ta ? 2 : 1], K = in[0].shape()[ta ? 1 : 2], N = in[1].shape()[tb ? 1 : 2];
     return true;
   }
-  if (n != "aten.mm.default" && n != "aten.addmm.default") return false;
-  const size_t ia = n == "aten.addmm.default" ? 1 : 0;
+  if (!op::is_gemm(c.op)) return false;
+  const size_t ia = c.op == &op::addmm() ? 1 : 0;
   const bool ta = transposed_operand(c, ia), tb = transposed_operand(c, ia + 1);
   M = in[ia].shape()[ta ? 1 : 0], K = in[ia].shape()[ta ? 0 : 1], N = in[ia + 1].shape()[tb ? 0 : 1];
   return true;
 }
 
 bool gemm_problem(const ExternCall& c, const LoopProgram& p, GemmProblem& out) {
-  const std::string& n = c.op->name;
-  if (n != "aten.mm.default" && n != "aten.addmm.default") return false;
-  const bool addmm = n == "aten.addmm.default";
+  if (!op::is_gemm(c.op)) return false;
+  const bool addmm = c.op == &op::addmm();
   const size_t ia = addmm ? 1 : 0, operands = ia + 2;  // (bias,) A, B
   if (c.args.size() < operands) return false;
   for (size_t i = 0; i < operands; ++i)
@@ -341,7 +340,7 @@ bool gemm_problem(const ExternCall& c, const LoopProgram& p, GemmProblem& out) {
 }
 
 GemmPointers gemm_pointers(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs) {
-  const bool addmm = c.op->name == "aten.addmm.default";
+  const bool addmm = c.op == &op::addmm();
   const size_t ia = addmm ? 1 : 0;
   GemmPointers g;
   g.a = static_cast<const float*>(in[ia].data());
@@ -382,17 +381,16 @@ bool all_f32(const RefInputs& in, const std::vector<Tensor>& outs) {
 
 bool matmul(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs, const RowEpilogue* epilogue, const GemmCut* cut) {
   Tensor& y = outs[0];
-  const std::string& n = c.op->name;
   int64_t M = 0, N = 0, K = 0;
   matmul_sizes(c, in, M, N, K);
-  if (n == "aten.bmm.default") {
+  if (c.op == &op::bmm()) {
     const bool ta = transposed_operand(c, 0), tb = transposed_operand(c, 1);
     const int64_t B = in[0].shape()[0];
     for (int64_t b = 0; b < B; ++b)
       sgemm(M, N, K, 1.f, f32(in[0]) + b * M * K, ta, f32(in[1]) + b * K * N, tb, 0.f, f32(y) + b * M * N, nullptr, nullptr, cut);
     return false;
   }
-  const bool addmm = n == "aten.addmm.default";
+  const bool addmm = c.op == &op::addmm();
   const size_t ia = addmm ? 1 : 0, ib = addmm ? 2 : 1;
   const Tensor& a = in[ia];
   const Tensor& b = in[ib];
@@ -875,16 +873,15 @@ RefInputs extern_inputs(const ExternCall& c, const std::function<Tensor(const st
 }
 
 bool run_extern(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs, const RowEpilogue* epilogue, const GemmCut* cut) {
-  const std::string& n = c.op->name;
   if (all_f32(in, outs)) {
-    if (n == "aten.mm.default" || n == "aten.addmm.default" || n == "aten.bmm.default") return matmul(c, in, outs, epilogue, cut);
-    if (n == "aten.convolution.default" && !c.args[6].b) return convolution(c, in, outs), false;
-    if (n == "aten.convolution_backward.default" && !c.args[7].b) return convolution_backward(c, in, outs), false;
-    if (n == "aten.cat.default") return cat(c, in, outs), false;
+    if (op::is_matmul(c.op)) return matmul(c, in, outs, epilogue, cut);
+    if (c.op == &op::convolution() && !c.args[6].b) return convolution(c, in, outs), false;
+    if (c.op == &op::convolution_backward() && !c.args[7].b) return convolution_backward(c, in, outs), false;
+    if (c.op == &op::cat()) return cat(c, in, outs), false;
   }
   const bool f32_operands = !in.t.empty() && in.t[0].dtype() == DType::f32 && in.t[1].dtype() == DType::f32;
-  if (is_attention(n) && f32_operands && !c.args[3].is_node()) return attention_forward(c, in, outs), false;
-  if (is_attention_backward(n) && f32_operands && !c.args[4].is_node()) return attention_backward(c, in, outs), false;
+  if (is_attention(c.op) && f32_operands && !c.args[3].is_node()) return attention_forward(c, in, outs), false;
+  if (is_attention_backward(c.op) && f32_operands && !c.args[4].is_node()) return attention_backward(c, in, outs), false;
   RefInputs logical = in;  // the reference kernels take every operand as it is meant
   for (size_t i = 0; i < c.args.size(); ++i) {
     if (transposed_operand(c, i)) logical.t[i] = untranspose(in.t[i]);
@@ -904,7 +901,7 @@ bool run_extern(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& o
     r[0] = gather_view(r[0], stored, perm, 0);
   }
   for (size_t i = 0; i < outs.size(); ++i) {
-    if (r[i].nbytes() != outs[i].nbytes()) throw std::logic_error(n + ": output " + std::to_string(i) + " has the wrong size");
+    if (r[i].nbytes() != outs[i].nbytes()) throw std::logic_error(c.op->name + ": output " + std::to_string(i) + " has the wrong size");
     std::memcpy(outs[i].data(), r[i].data(), static_cast<size_t>(r[i].nbytes()));
   }
   return false;

@@ -14,6 +14,7 @@
 #include "exec/cuda_executor.h"
 #include "pipeline/pipeline.h"
 #include "interp/reference.h"
+#include "ops/known_ops.h"
 #include "ops/op_table.h"
 #include "tensor/npy.h"
 
@@ -91,22 +92,22 @@ class Writer {
       if (!k.is_extern) continue;
       const LoopNode& n = r_.loops.nodes.at(k.nodes.at(0));
       const ExternCall& c = n.ext;
-      const std::string op = c.op->name;
-      const bool matmul = op == "aten.mm.default" || op == "aten.addmm.default" || op == "aten.bmm.default";
-      const bool conv = op == "aten.convolution.default" && !c.args[6].b && c.shapes.at(0).size() == 4;
-      const bool conv_backward = op == "aten.convolution_backward.default" && !c.args[7].b && c.shapes.at(1).size() == 4;
-      const bool attention = (is_attention(op) && !c.args[3].is_node()) ||  // no attention mask
-                             (is_attention_backward(op) && !c.args[4].is_node());
+      const std::string name = c.op->name;
+      const bool matmul = op::is_matmul(c.op);
+      const bool conv = c.op == &op::convolution() && !c.args[6].b && c.shapes.at(0).size() == 4;
+      const bool conv_backward = c.op == &op::convolution_backward() && !c.args[7].b && c.shapes.at(1).size() == 4;
+      const bool attention = (is_attention(c.op) && !c.args[3].is_node()) ||  // no attention mask
+                             (is_attention_backward(c.op) && !c.args[4].is_node());
       if (!matmul && !conv && !conv_backward && !attention)
-        throw std::runtime_error("the package runtime has no " + op + " yet (kernel " + k.name + ", node " + n.graph_node + ")");
+        throw std::runtime_error("the package runtime has no " + name + " yet (kernel " + k.name + ", node " + n.graph_node + ")");
       for (const auto& s : c.strides)
         if (!s.empty() && !attention)
-          throw std::runtime_error(op + " reads a strided view (kernel " + k.name + "): not in the package runtime yet");
+          throw std::runtime_error(name + " reads a strided view (kernel " + k.name + "): not in the package runtime yet");
       for (size_t a = 0; a < c.args.size(); ++a) {
         // Attention's backward also takes the forward's random-number state (int64), which it does not read.
-        if (!c.args[a].is_node() || (is_attention_backward(op) && (a == 7 || a == 8))) continue;
+        if (!c.args[a].is_node() || (is_attention_backward(c.op) && (a == 7 || a == 8))) continue;
         if (r_.loops.buffer(c.inputs.at(static_cast<size_t>(c.args[a].node))).dtype != DType::f32)
-          throw std::runtime_error(op + " on non-float32 operands (kernel " + k.name + ")");
+          throw std::runtime_error(name + " on non-float32 operands (kernel " + k.name + ")");
       }
     }
   }
@@ -215,7 +216,7 @@ class Writer {
   std::string template_call(const Kernel& k, const GeneratedKernel& g) {
     const ExternCall& c = r_.loops.nodes.at(k.nodes.at(0)).ext;
     auto in = [&](size_t arg) { return ptr(c.inputs.at(static_cast<size_t>(c.args.at(arg).node))); };
-    const bool addmm = c.op->name == "aten.addmm.default";
+    const bool addmm = c.op == &op::addmm();
     const size_t ia = addmm ? 1 : 0;
     std::ostringstream os;
     os << "    // " << k.name << ": " << c.op->name << ", " << (r_.mode == "max-autotune" ? "max-autotune" : "GEMM template") << ": "
@@ -228,9 +229,8 @@ class Writer {
   // One library call, its geometry written out as constants.
   std::string extern_call(const Kernel& k) {
     const ExternCall& c = r_.loops.nodes.at(k.nodes.at(0)).ext;
-    const std::string op = c.op->name;
     std::ostringstream os;
-    os << "    // " << k.name << ": " << op << "\n";
+    os << "    // " << k.name << ": " << c.op->name << "\n";
     auto in = [&](size_t arg) { return ptr(c.inputs.at(static_cast<size_t>(c.args.at(arg).node))); };
     auto shape = [&](size_t arg) { return c.shapes.at(static_cast<size_t>(c.args.at(arg).node)); };
     const std::string out = ptr(c.outputs.at(0));
@@ -240,15 +240,15 @@ class Writer {
       os << "    // max-autotune: " << found->second.text() << "\n";
       cut = ", " + std::to_string(found->second.rows) + ", " + std::to_string(found->second.cols);
     }
-    if (op == "aten.bmm.default") {
+    if (c.op == &op::bmm()) {
       const bool ta = transposed_operand(c, 0), tb = transposed_operand(c, 1);
       const Shape a = shape(0), b = shape(1);
       const int64_t B = a[0], M = a[ta ? 2 : 1], K = a[ta ? 1 : 2], N = b[tb ? 1 : 2];
       os << "    for (int64_t i = 0; i < " << B << "; ++i) lsrt::sgemm(" << M << ", " << N << ", " << K << ", 1.f, " << in(0)
          << " + i * " << M * K << ", " << ta << ", " << in(1) << " + i * " << K * N << ", " << tb << ", 0.f, " << out
          << " + i * " << M * N << cut << ");\n";
-    } else if (op == "aten.mm.default" || op == "aten.addmm.default") {
-      const bool addmm = op == "aten.addmm.default";
+    } else if (op::is_gemm(c.op)) {
+      const bool addmm = c.op == &op::addmm();
       const size_t ia = addmm ? 1 : 0, ib = addmm ? 2 : 1;
       const bool ta = transposed_operand(c, ia), tb = transposed_operand(c, ib);
       const Shape a = shape(ia), b = shape(ib);
@@ -263,7 +263,7 @@ class Writer {
         os << "    lsrt::sgemm(" << M << ", " << N << ", " << K << ", 1.f, " << in(0) << ", " << ta << ", " << in(1) << ", " << tb
            << ", 0.f, " << out << cut << ");\n";
       }
-    } else if (is_attention_backward(op)) {
+    } else if (is_attention_backward(c.op)) {
       const AttnGeom g = attn_geom(c);
       auto operand = [&](size_t arg) {
         const size_t i = static_cast<size_t>(c.args.at(arg).node);
@@ -276,7 +276,7 @@ class Writer {
          << operand(2) << ", " << operand(3) << ", " << operand(5) << "}.run(" << in(0) << ", " << in(1) << ", " << in(2) << ", "
          << in(3) << ", " << in(5) << ", " << in(6) << ", " << ptr(c.outputs.at(0)) << ", " << ptr(c.outputs.at(1)) << ", "
          << ptr(c.outputs.at(2)) << ");\n";
-    } else if (is_attention(op)) {
+    } else if (is_attention(c.op)) {
       const AttnGeom g = attn_geom(c);
       auto view = [](const AttnOperand& a) {
         return "{" + std::to_string(a.offset) + ", " + std::to_string(a.sb) + ", " + std::to_string(a.sh) + ", " +
@@ -291,7 +291,7 @@ class Writer {
          << operand(2) << ", " << view(attn_output(g, attention_output_heads_inner(c))) << "}.run(" << in(0) << ", " << in(1)
          << ", " << in(2) << ", " << out << ", " << (c.outputs.size() > 1 ? ptr(c.outputs[1]) : std::string("nullptr"))
          << ");\n";
-    } else if (op == "aten.convolution_backward.default") {
+    } else if (c.op == &op::convolution_backward()) {
       const Shape x = shape(1), w = shape(2), gy = shape(0);
       const auto st = spatial_pair(c.args[4]), pad = spatial_pair(c.args[5]), dil = spatial_pair(c.args[6]);
       const auto mask = c.args[10].list;
@@ -431,9 +431,9 @@ class Writer {
   std::string cuda_extern(const Kernel& k, std::ostringstream& setup) {
     const LoopNode& node = r_.loops.nodes.at(k.nodes.at(0));
     const ExternCall& c = node.ext;
-    const std::string op = c.op->name, how = cuda_extern_how(r_.loops, c, true), obj = "x_" + k.name;
+    const std::string name = c.op->name, how = cuda_extern_how(r_.loops, c, true), obj = "x_" + k.name;
     std::ostringstream os;
-    os << "    // " << k.name << ": " << op << " (" << how << ")\n";
+    os << "    // " << k.name << ": " << name << " (" << how << ")\n";
     auto in = [&](size_t arg) { return dev(c.inputs.at(static_cast<size_t>(c.args.at(arg).node))); };
     auto shape = [&](size_t arg) {
       const size_t i = static_cast<size_t>(c.args.at(arg).node);
@@ -470,13 +470,13 @@ class Writer {
       os << "    if (!gpu.gemm_lt(" << B << ", " << M << ", " << N << ", " << K << ", " << tf(ta) << ", " << tf(tb) << ", " << M * K << ", "
          << K * N << ", " << M * N << ", 1.f, " << in(ia) << ", " << in(ib) << ", 0, " << out(0) << ", " << algo << ", \"" << k.name << "\")) " << sgemm << "\n";
     };
-    if (how == "cuBLAS" && op == "aten.bmm.default") {
+    if (how == "cuBLAS" && c.op == &op::bmm()) {
       const bool ta = transposed_operand(c, 0), tb = transposed_operand(c, 1);
       const Shape a = shape(0), b = shape(1);
       const int64_t B = a[0], M = a[ta ? 2 : 1], K = a[ta ? 1 : 2], N = b[tb ? 1 : 2];
       product(B, M, N, K, ta, tb, 0, 1);
     } else if (how == "cuBLAS") {
-      const bool addmm = op == "aten.addmm.default";
+      const bool addmm = c.op == &op::addmm();
       const size_t ia = addmm ? 1 : 0, ib = addmm ? 2 : 1;
       const bool ta = transposed_operand(c, ia), tb = transposed_operand(c, ib);
       const Shape a = shape(ia), b = shape(ib);
@@ -494,7 +494,7 @@ class Writer {
       }
     } else if (how == "depthwise kernel" || how == "im2col + cuBLAS" || how == "im2col + cuBLAS + col2im" ||
                how == "depthwise backward kernels" || how.rfind("cuBLAS (", 0) == 0) {
-      const bool backward = op == "aten.convolution_backward.default";
+      const bool backward = c.op == &op::convolution_backward();
       const size_t xa = backward ? 1 : 0;
       const Shape x = shape(xa), w = shape(xa + 1), y = backward ? shape(0) : c.output_metas.at(0).shape;
       const size_t at = backward ? 4 : 3;  // stride, padding, dilation, ..., groups
@@ -550,14 +550,14 @@ class Writer {
       const std::string path = how == "attention kernel" ? "fused" : how == "flash attention kernel" ? "tiled" : "cublas";
       setup << "  lsrt::Attention " << obj << "{" << g.B << ", " << g.H << ", " << g.L << ", " << g.S << ", " << g.E << ", " << g.Ev
             << ", " << (g.causal ? "true" : "false") << ", " << flt(g.scale) << ", lsrt::Attention::" << path << "};\n";
-      if (is_attention_backward(op))
+      if (is_attention_backward(c.op))
         os << "    " << obj << ".backward(gpu, " << attn_in(0) << ", " << attn_in(1) << ", " << attn_in(2) << ", " << attn_in(3) << ", "
            << attn_in(5) << ", " << in(6) << ", " << out(0) << ", " << out(1) << ", " << out(2) << ");\n";
       else
         os << "    " << obj << ".forward(gpu, " << attn_in(0) << ", " << attn_in(1) << ", " << attn_in(2) << ", " << out(0) << ", "
            << view(attn_output(g, attention_output_heads_inner(c))) << ", " << out(1) << ");\n";
     } else {
-      throw std::runtime_error("the CUDA package runtime has no " + op + " (kernel " + k.name + ", node " + node.graph_node + ")");
+      throw std::runtime_error("the CUDA package runtime has no " + name + " (kernel " + k.name + ", node " + node.graph_node + ")");
     }
     return os.str();
   }

@@ -1,5 +1,6 @@
 #include "loop/loop_ir.h"
 
+#include "ops/known_ops.h"
 #include "ops/op_table.h"
 
 #include <map>
@@ -8,12 +9,10 @@
 
 namespace ls {
 
-bool is_attention(const std::string& op) { return op == "aten._scaled_dot_product_efficient_attention.default"; }
-bool is_attention_backward(const std::string& op) {
-  return op == "aten._scaled_dot_product_efficient_attention_backward.default";
-}
+bool is_attention(const OpDef* o) { return o == &op::efficient_attention(); }
+bool is_attention_backward(const OpDef* o) { return o == &op::efficient_attention_backward(); }
 bool attention_output_heads_inner(const ExternCall& c) {
-  return c.op && is_attention(c.op->name) && !c.output_metas.empty() && c.output_metas[0].shape.size() >= 4;
+  return is_attention(c.op) && !c.output_metas.empty() && c.output_metas[0].shape.size() >= 4;
 }
 
 bool transposed_operand(const ExternCall& c, size_t arg) {

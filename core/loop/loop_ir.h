@@ -50,8 +50,8 @@ struct ExternCall {
 bool attention_output_heads_inner(const ExternCall& c);
 // Whether argument `arg` of the call is a tensor whose buffer holds it with its last two dims swapped.
 bool transposed_operand(const ExternCall& c, size_t arg);
-bool is_attention(const std::string& op);           // the forward op
-bool is_attention_backward(const std::string& op);  // its backward
+bool is_attention(const OpDef* op);           // the forward op (nullptr: false)
+bool is_attention_backward(const OpDef* op);  // its backward
 
 struct LoopNode {
   enum class Kind : uint8_t { pointwise, reduction, extern_kernel };

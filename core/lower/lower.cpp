@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "ops/known_ops.h"
 #include "ops/op_table.h"
 
 namespace ls {
@@ -276,15 +277,13 @@ class Lowering {
       if (n.is_placeholder() || n.op->kind != OpKind::view) break;
       // A reshape of a value stored whole is the same memory under another shape (a transpose
       // seen above it applies to the reshaped matrix); not a reshape of a view, which would move data.
-      const bool reshape = n.op->name == "aten.view.default" || n.op->name == "prims.reshape.default" ||
-                           n.op->name == "prims.collapse_view.default" || n.op->name == "prims.split_dim.default";
-      if (reshape) {
+      if (op::is_reshape_view(n.op)) {
         const int in = n.args[0].node;
         if (!(realized_.count(in) || g_.nodes[in].is_placeholder())) break;
         id = in;
         continue;
       }
-      if (n.op->name != "aten.permute.default" && n.op->name != "prims.transpose.default") break;
+      if (!op::is_permute_view(n.op)) break;
       const auto p = n.args[1].ints();
       const int64_t r = static_cast<int64_t>(p.size());
       if (r < 2) break;
@@ -330,12 +329,11 @@ class Lowering {
     ln.ext.args = n.args;
     // Matrix operands that are transposes of a buffer go to BLAS as transposed operands instead of
     // being copied (a weight's t() before addmm, k^T in attention).
-    const std::string& name = n.op->name;
     std::vector<size_t> matrices, strided;
-    if (name == "aten.mm.default" || name == "aten.bmm.default") matrices = {0, 1};
-    if (name == "aten.addmm.default") matrices = {1, 2};
-    if (is_attention(name)) strided = {0, 1, 2};                  // q, k, v
-    if (is_attention_backward(name)) strided = {0, 1, 2, 3, 5};  // grad_out, q, k, v, out
+    if (n.op == &op::mm() || n.op == &op::bmm()) matrices = {0, 1};
+    if (n.op == &op::addmm()) matrices = {1, 2};
+    if (is_attention(n.op)) strided = {0, 1, 2};                  // q, k, v
+    if (is_attention_backward(n.op)) strided = {0, 1, 2, 3, 5};  // grad_out, q, k, v, out
     auto bind = [&](Arg& a, auto& self, bool matrix, bool may_stride) -> void {
       if (a.is_node()) {
         int src = a.node;
@@ -508,9 +506,9 @@ class Lowering {
         return;
       }
       case OpKind::extern_kernel:
-        if (op.name == "aten.max_pool2d_with_indices.default" && lower_max_pool(id)) return;
-        if (op.name == "aten.max_pool2d_with_indices_backward.default" && lower_max_pool_backward(id)) return;
-        if (op.name == "aten.cat.default" && lower_cat(id)) return;
+        if (n.op == &op::max_pool2d_with_indices() && lower_max_pool(id)) return;
+        if (n.op == &op::max_pool2d_with_indices_backward() && lower_max_pool_backward(id)) return;
+        if (n.op == &op::cat() && lower_cat(id)) return;
         lower_extern(id);
         return;
       case OpKind::getitem: {

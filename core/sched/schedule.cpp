@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "loop/dependencies.h"
+#include "ops/known_ops.h"
 #include "ops/op_table.h"
 
 namespace ls {
@@ -264,7 +265,7 @@ class Scheduler {
       const Kernel& g = ks[k - 1];
       if (!g.is_extern || e.is_extern || e.rnumel != 1 || !e.nests.empty() || e.phase != g.phase) continue;
       const ExternCall& c = p_.nodes[g.nodes.at(0)].ext;
-      if (!c.op || (c.op->name != "aten.mm.default" && c.op->name != "aten.addmm.default") || c.outputs.size() != 1) continue;
+      if (!op::is_gemm(c.op) || c.outputs.size() != 1) continue;
       const LoopBuffer& product = p_.buffer(c.outputs[0]);
       if (product.shape.size() != 2 || product.dtype != DType::f32 || numel_of(product.shape) != e.numel) continue;
       const Expr flat = Expr::var("x0", e.numel);

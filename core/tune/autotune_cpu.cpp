@@ -12,6 +12,7 @@
 #include "compile/cpu_compiler.h"
 #include "compile/disk_cache.h"
 #include "compile/phase_times.h"
+#include "ops/known_ops.h"
 #include "tune/autotune.h"
 
 namespace ls {
@@ -57,9 +58,9 @@ AutotuneResult autotune_cpu(const LoopProgram& p, const Schedule& s, const std::
     KernelTuning t;
     t.kernel = s.kernels[k].name;
     t.library = true;
-    const std::string& op = p.nodes.at(s.kernels[k].nodes.at(0)).ext.op->name;
+    const bool batched = p.nodes.at(s.kernels[k].nodes.at(0)).ext.op == &op::bmm();
     t.form = "matrix multiply " + std::to_string(M) + "x" + std::to_string(K) + " @ " + std::to_string(K) + "x" + std::to_string(N) +
-             (op == "aten.bmm.default" ? ", batched" : "") + (epilogue ? ", with its epilogue " + s.kernels[k + 1].name : "");
+             (batched ? ", batched" : "") + (epilogue ? ", with its epilogue " + s.kernels[k + 1].name : "");
     t.space = pr.cuts.size();
     key << t.kernel << ' ' << t.form;
     for (const GemmCut& c : pr.cuts) key << " | " << c.serialize();
