@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "ir/builder.h"
+#include "ops/known_ops.h"
 #include "ops/op_table.h"
 #include "passes/decompose.h"
 #include "passes/eliminate_dead_nodes.h"
@@ -27,7 +28,7 @@ std::vector<bool> requires_grad(const Graph& g) {
       r[i] = is_differentiable_input(n);
       continue;
     }
-    if (n.op->name == "aten.detach.default" || !has_float_output(n)) continue;
+    if (n.op == &op::detach() || !has_float_output(n)) continue;
     for (int a : node_inputs(n)) r[i] = r[i] || r[a];
   }
   return r;
@@ -70,7 +71,7 @@ JointGraph build_joint(const Graph& forward) {
   auto accumulate = [&](int node, size_t k, const Arg& v) {
     if (v.is_none()) return;
     Arg& slot = grads.at(node).at(k);
-    slot = slot.is_none() ? v : b.call("aten.add.Tensor", {slot, v});
+    slot = slot.is_none() ? v : b.call(op::add_tensor(), {slot, v});
   };
 
   // Tangents: one per forward output that carries a gradient.

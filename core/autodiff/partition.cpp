@@ -6,6 +6,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "ops/known_ops.h"
 #include "ops/op_table.h"
 
 namespace ls {
@@ -80,30 +81,22 @@ int64_t bytes_of(const Node& n) {
   return b;
 }
 
-// Cheap enough to compute again in the backward: pointwise math and views. Library calls
-// (matrix multiply, convolution) and reductions are not recomputed.
+// Cheap enough to compute again in the backward: pointwise math and views (and composites made
+// of views). Library calls (matrix multiply, convolution) and reductions are not recomputed.
 bool recomputable(const Node& n) {
   if (n.is_placeholder()) return true;
-  const OpDef& op = *n.op;
-  if (op.kind == OpKind::pointwise || op.kind == OpKind::view || op.kind == OpKind::getitem) return true;
-  static const std::set<std::string> views = {
-      "aten.t.default",         "aten.transpose.int",        "aten.reshape.default",          "aten._unsafe_view.default",
-      "aten.unsqueeze.default", "aten.squeeze.dim",          "aten.flatten.using_ints",       "aten.detach.default",
-      "aten.alias.default",     "aten.split.Tensor",         "aten.split_with_sizes.default"};
-  return views.count(op.name) > 0;
+  const OpKind k = n.op->kind;
+  return k == OpKind::pointwise || k == OpKind::view || k == OpKind::getitem || op::is_composite_view(n.op);
 }
 
 // Fusible with its users in generated code: what a library call reads must be in memory.
 // Max-pool backward is generated code too (lower/lower.cpp), and reads only the indices.
 // Composite ops decompose into generated code, except those that become library calls.
 bool fusible(const Node& n) {
-  static const std::set<std::string> library_composites = {
-      "aten.linear.default", "aten.conv2d.default", "aten.matmul.default", "aten.scaled_dot_product_attention.default",
-      "aten._scaled_dot_product_efficient_attention.default", "aten.max_pool2d.default"};
   const OpKind k = n.op->kind;
-  if (k == OpKind::composite) return !library_composites.count(n.op->name);
+  if (k == OpKind::composite) return !op::is_library_composite(n.op);
   return k == OpKind::pointwise || k == OpKind::reduction || k == OpKind::view || k == OpKind::getitem ||
-         n.op->name == "aten.max_pool2d_with_indices_backward.default";
+         n.op == &op::max_pool2d_with_indices_backward();
 }
 
 struct Classes {

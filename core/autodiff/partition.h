@@ -20,7 +20,7 @@ const char* partitioner_name(Partitioner p);  // "default", "min_cut"
 
 struct SavedTensor {
   std::string name;    // the forward node whose value is saved
-  std::string op;      // its op ("aten.relu.default"), or "input"
+  std::string op;      // its op's name as the table spells it, or "input"
   int64_t bytes = 0;
   bool is_input = false;  // a forward input (parameter or user input): saving it costs no extra memory
   std::string why;        // the rule that decided it

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "ir/builder.h"
+#include "ops/known_ops.h"
 
 namespace ls {
 
@@ -50,8 +51,8 @@ Graph training_step(const JointGraph& joint, const Partition& p, double sgd_lr) 
       if (param < 0) throw std::logic_error("training step: parameter '" + joint.grad_of[k] + "' is missing");
       b.origins = g.nodes[param].origins;
       b.stack.clear();
-      const Arg step = b.call("aten.mul.Tensor", {Arg::of_node(grads[k]), Arg::of_real(sgd_lr)});
-      const Arg updated = b.call("aten.sub.Tensor", {Arg::of_node(param), step});
+      const Arg step = b.call(op::mul_tensor(), {Arg::of_node(grads[k]), Arg::of_real(sgd_lr)});
+      const Arg updated = b.call(op::sub_tensor(), {Arg::of_node(param), step});
       g.outputs.push_back(updated.node);
     }
   }

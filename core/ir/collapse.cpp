@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 #include <sstream>
+#include <string_view>
 
 namespace ls {
 
@@ -30,6 +31,15 @@ std::string short_op(const std::string& target) {
   std::string t = target.rfind("torch.ops.", 0) == 0 ? target.substr(10) : target;
   if (t.size() > 8 && t.compare(t.size() - 8, 8, ".default") == 0) t.resize(t.size() - 8);
   return t;
+}
+
+// A folded module's label lists its ops without the namespace most nodes share, ATen's (addmm);
+// ops of other namespaces keep theirs (prims.mul).
+std::string label_op(const std::string& short_name) {
+  constexpr std::string_view common = "aten";
+  const bool in_common = short_name.size() > common.size() && short_name.compare(0, common.size(), common) == 0 &&
+                         short_name[common.size()] == '.';
+  return in_common ? short_name.substr(common.size() + 1) : short_name;
 }
 
 }  // namespace
@@ -140,7 +150,7 @@ std::string collapsed_graph_to_dot(const Graph& g, const std::set<std::string>& 
       std::string ops;
       for (size_t t = 0; t < top.size() && t < 2; ++t) {
         const std::string& op = top[t].second;
-        ops += (t ? ", " : "") + (op.rfind("aten.", 0) == 0 ? op.substr(5) : op) + (top[t].first < -1 ? " x" + std::to_string(-top[t].first) : "");
+        ops += (t ? ", " : "") + label_op(op) + (top[t].first < -1 ? " x" + std::to_string(-top[t].first) : "");
       }
       if (top.size() > 2) ops += ", ...";
       os << "shape=box3d, style=filled, fillcolor=\"#e4ebfa\", color=\"#3d5a99\", label=\"" << dot_escape(it.id.substr(7)) << "\\n"

@@ -130,7 +130,7 @@ std::vector<bool> long_edges(size_t n, const std::vector<std::pair<int, int>>& e
 // The reference box of an edge drawn that way: `name` is the Graphviz node name of the box.
 std::string dot_reference(const std::string& name, const std::string& tail_id, const std::string& text);
 
-// Op histogram: target name -> count ("aten.sin.default": 1).
+// Op histogram: each target, without its "torch.ops." prefix, and how many nodes call it.
 std::vector<std::pair<std::string, int>> op_histogram(const Graph& g);
 
 // Checks the invariants every stage relies on; throws std::logic_error with a sentence naming the node.

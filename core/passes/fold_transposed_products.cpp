@@ -3,6 +3,7 @@
 #include <functional>
 
 #include "ir/builder.h"
+#include "ops/known_ops.h"
 #include "ops/op_table.h"
 #include "passes/eliminate_dead_nodes.h"
 
@@ -10,7 +11,7 @@ namespace ls {
 namespace {
 
 bool is_2d_transpose(const Node& n) {
-  if (n.is_placeholder() || n.op->name != "aten.permute.default" || n.meta().shape.size() != 2) return false;
+  if (n.is_placeholder() || n.op != &op::permute() || n.meta().shape.size() != 2) return false;
   const auto p = n.args[1].ints();
   return p.size() == 2 && (p[0] == 1 || p[0] == -1);
 }
@@ -37,15 +38,15 @@ Graph fold_transposed_products(const Graph& g) {
     const Node& n = g.nodes[i];
     if (is_2d_transpose(n)) {
       const Node& mm = g.nodes[n.args[0].node];
-      if (!mm.is_placeholder() && mm.op->name == "aten.mm.default" && uses[n.args[0].node] == 1) {
+      if (!mm.is_placeholder() && mm.op == &op::mm() && uses[n.args[0].node] == 1) {
         b.origins = n.origins;
         b.stack = n.stack;
         b.module_path = n.module_path;
         b.phase = n.phase;
         const Arg t = Arg::of_ints({1, 0});
-        const Arg bt = b.call("aten.permute.default", {Arg::of_node(map[mm.args[1].node]), t});
-        const Arg at = b.call("aten.permute.default", {Arg::of_node(map[mm.args[0].node]), t});
-        map[i] = b.call("aten.mm.default", {bt, at}).node;
+        const Arg bt = b.call(op::permute(), {Arg::of_node(map[mm.args[1].node]), t});
+        const Arg at = b.call(op::permute(), {Arg::of_node(map[mm.args[0].node]), t});
+        map[i] = b.call(op::mm(), {bt, at}).node;
         continue;
       }
     }

@@ -19,7 +19,7 @@ const char* change_name(Change c);  // "same"
 struct NodeMatch {
   int a = -1, b = -1;
   Change change = Change::same;
-  std::string why;  // what changed: "aten.addmm.default -> aten.mm.default", "f32[4, 8] -> f32[8, 8]"
+  std::string why;  // what changed: "<left target> -> <right target>", "f32[4, 8] -> f32[8, 8]", "other arguments"
 };
 
 struct GraphDiff {
