@@ -13,7 +13,7 @@
 
 #include "codegen/emitter.h"
 #include "loop/dependencies.h"
-#include "loop/index.h"
+#include "ir/index.h"
 
 extern const char kCpuPrelude[];
 

@@ -87,7 +87,6 @@ class Writer {
   void check() const {
     if (!r_.error.empty()) throw std::runtime_error("the compile failed at stage '" + r_.error_stage + "': nothing to package");
     if (cuda()) return check_cuda();
-    if (r_.device != "cpu") throw std::runtime_error("packages are written for CPU and CUDA compiles (this one is for " + r_.device + ")");
     for (const Kernel& k : r_.schedule.kernels) {
       if (!k.is_extern) continue;
       const LoopNode& n = r_.loops.nodes.at(k.nodes.at(0));
@@ -112,7 +111,7 @@ class Writer {
     }
   }
 
-  bool cuda() const { return r_.device == "cuda"; }
+  bool cuda() const { return r_.device == Device::cuda; }
   bool has(const std::string& object) const {
     for (const auto& [name, bytes] : r_.objects)
       if (name == object) return true;
@@ -219,7 +218,7 @@ class Writer {
     const bool addmm = c.op == &op::addmm();
     const size_t ia = addmm ? 1 : 0;
     std::ostringstream os;
-    os << "    // " << k.name << ": " << c.op->name << ", " << (r_.mode == "max-autotune" ? "max-autotune" : "GEMM template") << ": "
+    os << "    // " << k.name << ": " << c.op->name << ", " << (r_.mode == Mode::max_autotune ? "max-autotune" : "GEMM template") << ": "
        << r_.gemm_cuts.at(k.name).text() << "\n"
        << "    " << g.launcher << "(" << in(ia) << ", " << in(ia + 1) << ", " << (addmm ? in(0) : "nullptr") << ", "
        << ptr(c.outputs.at(0)) << ", nullptr, nullptr);\n";

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "ir/dtype.h"
+#include "tensor/dtype.h"
 #include "tensor/tensor.h"
 
 namespace ls {

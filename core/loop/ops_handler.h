@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "ir/dtype.h"
-#include "loop/index.h"
+#include "tensor/dtype.h"
+#include "ir/index.h"
 #include "ops/math.h"
 
 namespace ls {

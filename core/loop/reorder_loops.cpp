@@ -4,7 +4,7 @@
 #include <map>
 
 #include "loop/dependencies.h"
-#include "loop/index.h"
+#include "ir/index.h"
 
 namespace ls {
 namespace {

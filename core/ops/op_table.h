@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "ir/graph.h"
-#include "loop/index.h"
+#include "ir/index.h"
 #include "ops/math.h"
 
 namespace ls {

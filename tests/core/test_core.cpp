@@ -15,7 +15,7 @@
 #include "ir/builder.h"
 #include "lower/lower.h"
 #include "loop/inline_pointwise.h"
-#include "loop/interpret.h"
+#include "exec/interpret_loops.h"
 #include "ops/known_ops.h"
 #include "ops/op_table.h"
 #include "passes/decompose.h"

@@ -1,4 +1,4 @@
-#include "loop/index.h"
+#include "ir/index.h"
 
 #include <algorithm>
 #include <set>

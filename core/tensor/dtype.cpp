@@ -1,4 +1,4 @@
-#include "ir/dtype.h"
+#include "tensor/dtype.h"
 
 namespace ls {
 namespace {

@@ -1,4 +1,4 @@
-#include "loop/interpret.h"
+#include "exec/interpret_loops.h"
 
 #include <map>
 #include <stdexcept>
