@@ -20,7 +20,8 @@ const Arg kNone = Arg::none();
 Arg num(double v) { return Arg::of_real(v); }
 Arg ints(const std::vector<int64_t>& v) { return Arg::of_ints(v); }
 Arg call(DerivCtx& c, const char* op, Args a, const std::vector<std::pair<std::string, Arg>>& kw = {}) { return c.b.call(op, std::move(a), kw); }
-const Shape& shape_of(DerivCtx& c, const Arg& a) { return c.b.meta(a).shape; }
+// By value: a rule adds nodes to the graph, which may move the metadata a reference would point into.
+Shape shape_of(DerivCtx& c, const Arg& a) { return c.b.meta(a).shape; }
 bool wants(const DerivCtx& c, size_t i) { return i < c.wanted.size() && c.wanted[i] && c.args[i].is_node(); }
 
 // A tensor of zeros: a 0-d constant expanded (a view: nothing is stored).
