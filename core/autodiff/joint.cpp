@@ -3,7 +3,7 @@
 #include <map>
 #include <stdexcept>
 
-#include "ir/builder.h"
+#include "ops/builder.h"
 #include "ops/known_ops.h"
 #include "ops/op_table.h"
 #include "passes/decompose.h"

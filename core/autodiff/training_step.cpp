@@ -4,7 +4,7 @@
 #include <map>
 #include <stdexcept>
 
-#include "ir/builder.h"
+#include "ops/builder.h"
 #include "ops/known_ops.h"
 
 namespace ls {

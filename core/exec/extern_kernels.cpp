@@ -2,6 +2,7 @@
 
 #include "compile/cpu_compiler.h"
 #include "exec/attention.h"
+#include "interp/reference.h"
 #include "ops/known_ops.h"
 
 #include <algorithm>

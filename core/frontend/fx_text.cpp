@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "ops/op_table.h"
+#include "ops/print.h"
 
 namespace ls {
 

@@ -7,7 +7,7 @@
 #include <map>
 #include <stdexcept>
 
-#include "ir/builder.h"
+#include "ops/builder.h"
 #include "ops/op_table.h"
 
 #ifdef LOWERSCOPE_HAVE_ONNX

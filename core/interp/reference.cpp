@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "ops/builder.h"
 #include "ops/op_table.h"
 
 namespace ls {
@@ -78,5 +79,41 @@ std::vector<Tensor> run_reference(const Graph& g, const std::vector<Tensor>& use
   for (int o : g.outputs) out.push_back(o < 0 ? Tensor() : vals[o].at(0));
   return out;
 }
+
+// A composite without a kernel of its own (linear, conv2d, detach) runs as its decomposition, on
+// the reference kernels of the ops it decomposes into.
+std::vector<Tensor> run_decomposition(const OpDef& op, const std::vector<Arg>& args, const RefInputs& values) {
+  if (!op.decompose) throw std::logic_error(op.name + " has no decomposition");
+  Graph g;
+  GraphBuilder b(g);
+  std::vector<Arg> a = args;
+  std::vector<Tensor> feed;
+  auto bind = [&](Arg& x, const Tensor& t) {
+    x = Arg::of_node(b.placeholder("in" + std::to_string(feed.size()), TensorMeta::contiguous(t.dtype(), t.shape())));
+    feed.push_back(t);
+  };
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].is_node()) bind(a[i], values.t.at(i));
+    for (size_t k = 0; k < a[i].list.size(); ++k)
+      if (a[i].list[k].is_node()) bind(a[i].list[k], values.lists.at(i).at(k));
+  }
+  const std::vector<Arg> res = op.decompose(b, op, a);
+  std::vector<Tensor> placeholders;
+  size_t next = 0;
+  for (int id : g.inputs())
+    placeholders.push_back(g.nodes[id].input_kind == InputKind::constant ? g.weights.at(g.nodes[id].name) : feed.at(next++));
+  const auto vals = evaluate_nodes(g, placeholders);
+  std::vector<Tensor> out;
+  for (const Arg& r : res) out.push_back(r.is_node() ? vals[r.node].at(0) : Tensor());
+  return out;
+}
+
+std::vector<Tensor> run_reference_kernel(const OpDef& op, const std::vector<Arg>& args, const RefInputs& values,
+                                         const std::vector<TensorMeta>& outs) {
+  if (op.reference) return op.reference(op, args, values, outs);  // its own, or its kind's (the op table sets it)
+  if (op.kind == OpKind::composite && op.decompose) return run_decomposition(op, args, values);
+  throw std::logic_error(op.name + " has no reference kernel");
+}
+
 
 }  // namespace ls

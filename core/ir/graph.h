@@ -95,8 +95,6 @@ std::vector<int> node_inputs(const Node& n);
 // How print_readable writes one argument ("sin", "2", "[0, 1]").
 std::string arg_text(const Graph& g, const Arg& a);
 
-// PyTorch's GraphModule.print_readable() format, so a user can compare it with PyTorch's line by line.
-std::string print_readable(const Graph& g);
 
 // What a drawing marks on top of the graph: the tensors a training step saves between its forward
 // and its backward (drawn red, with a note such as "saved 1.0 MB"), and notes on other nodes.

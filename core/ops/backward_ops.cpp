@@ -6,7 +6,7 @@
 #include <limits>
 #include <stdexcept>
 
-#include "ir/builder.h"
+#include "ops/builder.h"
 #include "ops/op_table.h"
 
 namespace ls {

@@ -8,7 +8,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "ir/builder.h"
+#include "ops/builder.h"
 #include "ops/op_table.h"
 
 namespace ls {

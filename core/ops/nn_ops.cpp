@@ -7,7 +7,7 @@
 #include <numeric>
 #include <stdexcept>
 
-#include "ir/builder.h"
+#include "ops/builder.h"
 #include "ops/op_table.h"
 
 namespace ls {

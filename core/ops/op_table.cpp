@@ -6,8 +6,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "interp/reference.h"
-#include "ir/builder.h"
+#include "ops/builder.h"
 
 namespace ls {
 namespace {
@@ -497,7 +496,13 @@ std::vector<OpDef> build_table() {
                .levels = level::aten | level::core_aten | level::prims, .infer = infer_getitem});
   add_nn_ops(t);
   add_backward_ops(t);
-  for (OpDef& op : t) parse_schema(op);
+  for (OpDef& op : t) {
+    parse_schema(op);
+    if (op.reference) continue;  // the kernel of its kind
+    if (op.kind == OpKind::pointwise) op.reference = ref_pointwise;
+    if (op.kind == OpKind::reduction) op.reference = ref_reduction;
+    if (op.kind == OpKind::view) op.reference = ref_view;
+  }
   add_derivatives(t);
   return t;
 }
@@ -594,46 +599,6 @@ std::vector<TensorMeta> infer_meta(const Graph& g, const OpDef& op, const std::v
         throw std::invalid_argument(op.name + ": result shape " + shape_str(m.shape) + " is too large or negative");
   }
   return outs;
-}
-
-// A composite without a kernel of its own (linear, conv2d, detach) runs as its decomposition, on
-// the reference kernels of the ops it decomposes into.
-std::vector<Tensor> run_decomposition(const OpDef& op, const std::vector<Arg>& args, const RefInputs& values) {
-  if (!op.decompose) throw std::logic_error(op.name + " has no decomposition");
-  Graph g;
-  GraphBuilder b(g);
-  std::vector<Arg> a = args;
-  std::vector<Tensor> feed;
-  auto bind = [&](Arg& x, const Tensor& t) {
-    x = Arg::of_node(b.placeholder("in" + std::to_string(feed.size()), TensorMeta::contiguous(t.dtype(), t.shape())));
-    feed.push_back(t);
-  };
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (a[i].is_node()) bind(a[i], values.t.at(i));
-    for (size_t k = 0; k < a[i].list.size(); ++k)
-      if (a[i].list[k].is_node()) bind(a[i].list[k], values.lists.at(i).at(k));
-  }
-  const std::vector<Arg> res = op.decompose(b, op, a);
-  std::vector<Tensor> placeholders;
-  size_t next = 0;
-  for (int id : g.inputs())
-    placeholders.push_back(g.nodes[id].input_kind == InputKind::constant ? g.weights.at(g.nodes[id].name) : feed.at(next++));
-  const auto vals = evaluate_nodes(g, placeholders);
-  std::vector<Tensor> out;
-  for (const Arg& r : res) out.push_back(r.is_node() ? vals[r.node].at(0) : Tensor());
-  return out;
-}
-
-std::vector<Tensor> run_reference_kernel(const OpDef& op, const std::vector<Arg>& args, const RefInputs& values,
-                                         const std::vector<TensorMeta>& outs) {
-  if (op.reference) return op.reference(op, args, values, outs);
-  if (op.kind == OpKind::composite && op.decompose) return run_decomposition(op, args, values);
-  switch (op.kind) {
-    case OpKind::pointwise: return ref_pointwise(op, args, values, outs);
-    case OpKind::reduction: return ref_reduction(op, args, values, outs);
-    case OpKind::view: return ref_view(op, args, values, outs);
-    default: throw std::logic_error(op.name + " has no reference kernel");
-  }
 }
 
 std::vector<int64_t> spatial_pair(const Arg& a) {

@@ -103,14 +103,6 @@ std::vector<TensorMeta> infer_meta(const Graph& g, const OpDef& op, const std::v
 // Math::gelu_tanh). The reference kernels and the lowering both ask here.
 Math pointwise_math(const OpDef& op, const std::vector<Arg>& args);
 
-// Runs the op's reference kernel.
-std::vector<Tensor> run_reference_kernel(const OpDef& op, const std::vector<Arg>& args, const RefInputs& in,
-                                         const std::vector<TensorMeta>& outs);
-
-// Runs the op's decomposition (one level down) on the reference kernels of the ops it emits: the
-// independent check of a decomposition rule against the op's own reference kernel.
-std::vector<Tensor> run_decomposition(const OpDef& op, const std::vector<Arg>& args, const RefInputs& in);
-
 // Reductions: the reduced dimensions (normalized, sorted) and whether they are kept.
 std::vector<int64_t> reduction_dims(const OpDef& op, const std::vector<Arg>& args, int64_t rank);
 bool reduction_keepdim(const OpDef& op, const std::vector<Arg>& args);

@@ -2,7 +2,7 @@
 
 #include <stdexcept>
 
-#include "ir/builder.h"
+#include "ops/builder.h"
 #include "ops/op_table.h"
 #include "passes/eliminate_dead_nodes.h"
 

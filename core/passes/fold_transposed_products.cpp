@@ -2,7 +2,7 @@
 
 #include <functional>
 
-#include "ir/builder.h"
+#include "ops/builder.h"
 #include "ops/known_ops.h"
 #include "ops/op_table.h"
 #include "passes/eliminate_dead_nodes.h"

@@ -3,6 +3,7 @@
 #include <iomanip>
 #include <sstream>
 
+#include "ops/print.h"
 #include "record/stage_log.h"
 
 namespace ls {

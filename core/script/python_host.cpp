@@ -17,6 +17,7 @@
 #include "dynamic/retarget.h"
 #include "frontend/fx_text.h"
 #include "interp/reference.h"
+#include "ops/print.h"
 #include "script/script.h"
 #include "tensor/npy.h"
 

@@ -1,4 +1,4 @@
-#include "ir/builder.h"
+#include "ops/builder.h"
 
 #include <set>
 #include <stdexcept>
