@@ -21,6 +21,7 @@
 #include "frontend/load_model.h"
 #include "interp/reference.h"
 #include "ops/op_table.h"
+#include "ops/print.h"
 #include "pipeline/pipeline.h"
 #include "export/package.h"
 #include "report/diff.h"

@@ -15,7 +15,7 @@
 #include "autodiff/training_step.h"
 #include "frontend/load_model.h"
 #include "interp/reference.h"
-#include "ir/builder.h"
+#include "ops/builder.h"
 #include "ops/op_table.h"
 #include "passes/fold_transposed_products.h"
 

@@ -17,7 +17,7 @@
 #include "interp/reference.h"
 #include "export/package.h"
 #include "frontend/load_model.h"
-#include "ir/builder.h"
+#include "ops/builder.h"
 #include "pipeline/pipeline.h"
 #include "../inductor_counts.h"
 #include "report/html_report.h"
