@@ -3,22 +3,9 @@
 #include <iomanip>
 #include <sstream>
 
-#include "cuda/driver.h"
-#include "cuda/nvrtc_compiler.h"
 #include "ops/op_table.h"
 
 namespace ls {
-
-std::unique_ptr<Backend> make_cpu_backend();
-std::unique_ptr<Backend> make_cuda_backend();
-
-std::unique_ptr<Backend> make_backend(Device d) { return d == Device::cuda ? make_cuda_backend() : make_cpu_backend(); }
-
-bool can_compile_for(Device d) { return d == Device::cpu || have_nvrtc(); }
-
-void start_device(Device d) {
-  if (d == Device::cuda) CudaDriver::get();
-}
 
 PipelineOptions Backend::sample_options(const BackendJob& job) const { return job.o; }
 
