@@ -23,6 +23,7 @@
 
 // The Python sources of our `torch`, embedded at build time (core/script/python/).
 extern const char kPyTorch[];
+extern const char kPyTorchFunctions[];
 extern const char kPyTorchNn[];
 extern const char kPyTorchNnFunctional[];
 extern const char kPyTorchOptim[];
@@ -566,7 +567,9 @@ ScriptRun run_script(const std::string& source, const std::string& filename, con
   }
   PyObject* main = PyDict_GetItemString(globals, "main");
   if (main) {
-    PyObject* sources = Py_BuildValue("{s:s,s:s,s:s,s:s,s:s,s:s}", "torch", kPyTorch, "torch.nn", kPyTorchNn,
+    // torch is two files run as one module: its classes, then the functions of its namespace.
+    const std::string torch = std::string(kPyTorch) + "\n" + kPyTorchFunctions;
+    PyObject* sources = Py_BuildValue("{s:s,s:s,s:s,s:s,s:s,s:s}", "torch", torch.c_str(), "torch.nn", kPyTorchNn,
                                       "torch.nn.functional", kPyTorchNnFunctional, "torch.optim", kPyTorchOptim,
                                       "torch._dynamo", kPyTorchDynamo, "lowerscope", kPyLowerscope);
     result = PyObject_CallFunction(main, "ssO", source.c_str(), filename.c_str(), sources);
