@@ -30,32 +30,6 @@ std::vector<TensorMeta> same_as(const Graph& g, const OpDef&, const std::vector<
 Arg call(GraphBuilder& b, const char* op, std::vector<Arg> a) { return b.call(op, std::move(a)); }
 Arg num(double v) { return Arg::of_real(v); }
 
-std::vector<Arg> threshold_backward(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
-  return {call(b, "aten.where.self", {call(b, "aten.le.Scalar", {a[1], a[2]}), num(0.0), a[0]})};
-}
-std::vector<Arg> sgn(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
-  const Arg neg = call(b, "aten.where.self", {call(b, "aten.lt.Scalar", {a[0], num(0.0)}), num(-1.0), num(0.0)});
-  return {call(b, "aten.where.self", {call(b, "aten.gt.Scalar", {a[0], num(0.0)}), num(1.0), neg})};
-}
-// d/dx [x * Phi(x)] = Phi(x) + x * phi(x)
-std::vector<Arg> gelu_backward(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a) {
-  if (a[2].s == "tanh") throw std::invalid_argument(op.name + ": the tanh approximation's gradient is not supported yet");
-  const Arg x = a[1];
-  const Arg cdf = call(b, "aten.mul.Tensor", {call(b, "aten.add.Tensor", {call(b, "aten.erf.default", {call(b, "aten.mul.Tensor", {x, num(M_SQRT1_2)})}), num(1.0)}), num(0.5)});
-  const Arg pdf = call(b, "aten.mul.Tensor", {call(b, "aten.exp.default", {call(b, "aten.mul.Tensor", {call(b, "aten.mul.Tensor", {x, x}), num(-0.5)})}),
-                                              num(0.3989422804014327)});
-  return {call(b, "aten.mul.Tensor", {a[0], call(b, "aten.add.Tensor", {cdf, call(b, "aten.mul.Tensor", {x, pdf})})})};
-}
-std::vector<Arg> hardswish_backward(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
-  const Arg x = a[1];
-  const Arg mid = call(b, "aten.mul.Tensor", {a[0], call(b, "aten.add.Tensor", {call(b, "aten.div.Tensor", {x, num(3.0)}), num(0.5)})});
-  const Arg upper = call(b, "aten.where.self", {call(b, "aten.le.Scalar", {x, num(3.0)}), mid, a[0]});
-  return {call(b, "aten.where.self", {call(b, "aten.lt.Scalar", {x, num(-3.0)}), num(0.0), upper})};
-}
-std::vector<Arg> hardsigmoid_backward(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
-  const Arg inside = call(b, "aten.where.self", {call(b, "aten.lt.Scalar", {a[1], num(3.0)}), call(b, "aten.div.Tensor", {a[0], num(6.0)}), num(0.0)});
-  return {call(b, "aten.where.self", {call(b, "aten.gt.Scalar", {a[1], num(-3.0)}), inside, num(0.0)})};
-}
 std::vector<Arg> mse_loss_backward(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
   const Shape s = b.meta(a[1]).shape;
   double scale = 2.0;
@@ -295,17 +269,8 @@ std::vector<Arg> layer_norm_backward(GraphBuilder& b, const OpDef&, const std::v
 
 void add_backward_ops(std::vector<OpDef>& t) {
   const std::vector<OpDef> ops = {
-      comp("aten.threshold_backward.default", "threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor",
-           same_as<1>, threshold_backward),
-      comp("aten.gelu_backward.default", "gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor",
-           same_as<1>, gelu_backward),
-      comp("aten.hardswish_backward.default", "hardswish_backward(Tensor grad_output, Tensor self) -> Tensor", same_as<1>,
-           hardswish_backward),
-      comp("aten.hardsigmoid_backward.default", "hardsigmoid_backward(Tensor grad_output, Tensor self) -> Tensor", same_as<1>,
-           hardsigmoid_backward),
       comp("aten.mse_loss_backward.default",
            "mse_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction) -> Tensor", same_as<1>, mse_loss_backward),
-      comp("aten.sgn.default", "sgn(Tensor self) -> Tensor", same_as<0>, sgn),
       comp("aten._softmax_backward_data.default",
            "_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor", same_as<1>,
            softmax_backward),

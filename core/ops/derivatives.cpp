@@ -8,40 +8,12 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "ops/builder.h"
-#include "ops/op_table.h"
+#include "ops/rule_helpers.h"
 
 namespace ls {
 namespace {
 
-using Args = std::vector<Arg>;
-const Arg kNone = Arg::none();
-
-Arg num(double v) { return Arg::of_real(v); }
-Arg ints(const std::vector<int64_t>& v) { return Arg::of_ints(v); }
-Arg call(DerivCtx& c, const char* op, Args a, const std::vector<std::pair<std::string, Arg>>& kw = {}) { return c.b.call(op, std::move(a), kw); }
-// By value: a rule adds nodes to the graph, which may move the metadata a reference would point into.
-Shape shape_of(DerivCtx& c, const Arg& a) { return c.b.meta(a).shape; }
-bool wants(const DerivCtx& c, size_t i) { return i < c.wanted.size() && c.wanted[i] && c.args[i].is_node(); }
-
-// A tensor of zeros: a 0-d constant expanded (a view: nothing is stored).
-Arg zeros(DerivCtx& c, const Shape& shape, DType t) {
-  Arg z = c.b.constant("zeros", Tensor(t, {}));
-  return shape.empty() ? z : call(c, "aten.expand.default", {z, ints(shape)});
-}
-
-// The gradient of a broadcast operand: g summed over the dimensions the broadcast added or widened.
-Arg sum_to(DerivCtx& c, Arg g, const Shape& to) {
-  const Shape from = shape_of(c, g);
-  if (from == to) return g;
-  const size_t lead = from.size() - to.size();
-  std::vector<int64_t> dims;
-  for (size_t d = 0; d < from.size(); ++d)
-    if (d < lead || (to[d - lead] == 1 && from[d] != 1)) dims.push_back(static_cast<int64_t>(d));
-  if (!dims.empty()) g = call(c, "aten.sum.dim_IntList", {g, ints(dims), Arg::of_bool(true)});
-  return call(c, "aten.view.default", {g, ints(to)});
-}
-Arg grad_for(DerivCtx& c, size_t i, Arg g) { return wants(c, i) ? sum_to(c, g, shape_of(c, c.args[i])) : kNone; }
+using namespace rules;
 
 // A gradient shaped like a reduction's output, put back over the reduced dimensions.
 Arg unreduce(DerivCtx& c, Arg g, const Shape& in, const std::vector<int64_t>& dims) {
@@ -51,119 +23,9 @@ Arg unreduce(DerivCtx& c, Arg g, const Shape& in, const std::vector<int64_t>& di
   return call(c, "aten.expand.default", {call(c, "aten.view.default", {g, ints(kept)}), ints(in)});
 }
 
-Args one(Arg g, size_t nparams) {
-  Args r(nparams, kNone);
-  r[0] = std::move(g);
-  return r;
-}
-
 // ---- pointwise ------------------------------------------------------------------------------
 
-Args d_sin(DerivCtx& c) { return one(call(c, "aten.mul.Tensor", {c.grads[0], call(c, "aten.cos.default", {c.args[0]})}), 1); }
-Args d_cos(DerivCtx& c) {
-  return one(call(c, "aten.neg.default", {call(c, "aten.mul.Tensor", {c.grads[0], call(c, "aten.sin.default", {c.args[0]})})}), 1);
-}
-Args d_exp(DerivCtx& c) { return one(call(c, "aten.mul.Tensor", {c.grads[0], c.out(0)}), 1); }
-Args d_log(DerivCtx& c) { return one(call(c, "aten.div.Tensor", {c.grads[0], c.args[0]}), 1); }
-Args d_neg(DerivCtx& c) { return one(call(c, "aten.neg.default", {c.grads[0]}), 1); }
-Args d_abs(DerivCtx& c) { return one(call(c, "aten.mul.Tensor", {c.grads[0], call(c, "aten.sgn.default", {c.args[0]})}), 1); }
-Args d_sqrt(DerivCtx& c) {
-  return one(call(c, "aten.div.Tensor", {c.grads[0], call(c, "aten.mul.Tensor", {c.out(0), num(2.0)})}), 1);
-}
-Args d_rsqrt(DerivCtx& c) {  // d/dx x^-1/2 = -1/2 y^3
-  const Arg y3 = call(c, "aten.pow.Tensor_Scalar", {c.out(0), num(3.0)});
-  return one(call(c, "aten.mul.Tensor", {call(c, "aten.mul.Tensor", {c.grads[0], y3}), num(-0.5)}), 1);
-}
-Args d_tanh(DerivCtx& c) {  // g (1 - y^2)
-  const Arg gy = call(c, "aten.mul.Tensor", {c.grads[0], c.out(0)});
-  return one(call(c, "aten.sub.Tensor", {c.grads[0], call(c, "aten.mul.Tensor", {gy, c.out(0)})}), 1);
-}
-Args d_sigmoid(DerivCtx& c) {  // g y (1 - y)
-  const Arg y = c.out(0);
-  return one(call(c, "aten.mul.Tensor", {c.grads[0], call(c, "aten.sub.Tensor", {y, call(c, "aten.mul.Tensor", {y, y})})}), 1);
-}
-Args d_reciprocal(DerivCtx& c) {  // -g y^2
-  const Arg gy = call(c, "aten.mul.Tensor", {c.grads[0], c.out(0)});
-  return one(call(c, "aten.neg.default", {call(c, "aten.mul.Tensor", {gy, c.out(0)})}), 1);
-}
-Args d_erf(DerivCtx& c) {  // g 2/sqrt(pi) exp(-x^2)
-  const Arg x = c.args[0];
-  const Arg e = call(c, "aten.exp.default", {call(c, "aten.neg.default", {call(c, "aten.mul.Tensor", {x, x})})});
-  return one(call(c, "aten.mul.Tensor", {call(c, "aten.mul.Tensor", {c.grads[0], e}), num(M_2_SQRTPI)}), 1);
-}
-Args d_relu(DerivCtx& c) { return one(call(c, "aten.threshold_backward.default", {c.grads[0], c.out(0), Arg::of_int(0)}), 1); }
-Args d_gelu(DerivCtx& c) {
-  Args r(2, kNone);
-  r[0] = c.b.call("aten.gelu_backward.default", {c.grads[0], c.args[0]}, {{"approximate", c.args[1]}});
-  return r;
-}
-Args d_hardswish(DerivCtx& c) { return one(call(c, "aten.hardswish_backward.default", {c.grads[0], c.args[0]}), 1); }
-Args d_hardsigmoid(DerivCtx& c) { return one(call(c, "aten.hardsigmoid_backward.default", {c.grads[0], c.args[0]}), 1); }
 Args d_identity(DerivCtx& c) { return one(c.grads[0], c.op.params.size()); }
-
-// Binary ops: each operand's gradient is summed back to its own shape (it may have been broadcast).
-Args d_add(DerivCtx& c) {
-  const double alpha = c.op.params.size() > 2 ? c.args[2].number() : 1.0;
-  Args r(c.op.params.size(), kNone);
-  r[0] = grad_for(c, 0, c.grads[0]);
-  if (wants(c, 1)) r[1] = grad_for(c, 1, alpha == 1.0 ? c.grads[0] : call(c, "aten.mul.Tensor", {c.grads[0], num(alpha)}));
-  return r;
-}
-Args d_sub(DerivCtx& c) {
-  const double alpha = c.op.params.size() > 2 ? c.args[2].number() : 1.0;
-  Args r(c.op.params.size(), kNone);
-  r[0] = grad_for(c, 0, c.grads[0]);
-  if (wants(c, 1)) r[1] = grad_for(c, 1, call(c, "aten.mul.Tensor", {c.grads[0], num(-alpha)}));
-  return r;
-}
-Args d_mul(DerivCtx& c) {
-  Args r(2, kNone);
-  if (wants(c, 0)) r[0] = grad_for(c, 0, call(c, "aten.mul.Tensor", {c.grads[0], c.args[1]}));
-  if (wants(c, 1)) r[1] = grad_for(c, 1, call(c, "aten.mul.Tensor", {c.grads[0], c.args[0]}));
-  return r;
-}
-Args d_div(DerivCtx& c) {  // d(a/b)/db = -y/b
-  Args r(2, kNone);
-  if (wants(c, 0)) r[0] = grad_for(c, 0, call(c, "aten.div.Tensor", {c.grads[0], c.args[1]}));
-  if (wants(c, 1)) {
-    const Arg gy = call(c, "aten.mul.Tensor", {c.grads[0], c.out(0)});
-    r[1] = grad_for(c, 1, call(c, "aten.neg.default", {call(c, "aten.div.Tensor", {gy, c.args[1]})}));
-  }
-  return r;
-}
-Args d_pow_scalar(DerivCtx& c) {  // g e x^(e-1)
-  const double e = c.args[1].number();
-  if (e == 0.0) return one(zeros(c, shape_of(c, c.args[0]), c.b.meta(c.args[0]).dtype), 2);
-  const Arg xe = e == 2.0 ? c.args[0] : call(c, "aten.pow.Tensor_Scalar", {c.args[0], num(e - 1.0)});
-  return one(call(c, "aten.mul.Tensor", {call(c, "aten.mul.Tensor", {c.grads[0], xe}), num(e)}), 2);
-}
-Args d_pow_tensor(DerivCtx& c) {  // x: g e x^(e-1); e: g y log(x)
-  Args r(2, kNone);
-  const Arg &x = c.args[0], &e = c.args[1];
-  if (wants(c, 0)) {
-    const Arg xe = call(c, "aten.pow.Tensor_Tensor", {x, call(c, "aten.sub.Tensor", {e, num(1.0)})});
-    r[0] = grad_for(c, 0, call(c, "aten.mul.Tensor", {c.grads[0], call(c, "aten.mul.Tensor", {e, xe})}));
-  }
-  if (wants(c, 1))
-    r[1] = grad_for(c, 1, call(c, "aten.mul.Tensor", {call(c, "aten.mul.Tensor", {c.grads[0], c.out(0)}), call(c, "aten.log.default", {x})}));
-  return r;
-}
-// maximum/minimum: the gradient goes to the operand that was chosen (ties to the second).
-template <bool Max>
-Args d_extremum(DerivCtx& c) {
-  Args r(2, kNone);
-  const Arg first = call(c, Max ? "aten.gt.Tensor" : "aten.lt.Tensor", {c.args[0], c.args[1]});
-  const Arg zero = num(0.0);
-  if (wants(c, 0)) r[0] = grad_for(c, 0, call(c, "aten.where.self", {first, c.grads[0], zero}));
-  if (wants(c, 1)) r[1] = grad_for(c, 1, call(c, "aten.where.self", {first, zero, c.grads[0]}));
-  return r;
-}
-Args d_where(DerivCtx& c) {
-  Args r(3, kNone);
-  if (wants(c, 1)) r[1] = grad_for(c, 1, call(c, "aten.where.self", {c.args[0], c.grads[0], num(0.0)}));
-  if (wants(c, 2)) r[2] = grad_for(c, 2, call(c, "aten.where.self", {c.args[0], num(0.0), c.grads[0]}));
-  return r;
-}
 
 // ---- reductions -----------------------------------------------------------------------------
 
@@ -370,16 +232,7 @@ Args d_mse_loss(DerivCtx& c) {
 void add_derivatives(std::vector<OpDef>& table) {
   static const std::pair<const char*, DerivFn> rules[] = {
       // pointwise
-      {"aten.sin.default", d_sin}, {"aten.cos.default", d_cos}, {"aten.exp.default", d_exp}, {"aten.log.default", d_log},
-      {"aten.neg.default", d_neg}, {"aten.abs.default", d_abs}, {"aten.sqrt.default", d_sqrt}, {"aten.rsqrt.default", d_rsqrt},
-      {"aten.tanh.default", d_tanh}, {"aten.sigmoid.default", d_sigmoid}, {"aten.reciprocal.default", d_reciprocal},
-      {"aten.erf.default", d_erf}, {"aten.relu.default", d_relu}, {"aten.gelu.default", d_gelu},
-      {"aten.hardswish.default", d_hardswish}, {"aten.hardsigmoid.default", d_hardsigmoid},
       {"aten.clone.default", d_identity}, {"aten.alias.default", d_identity},
-      {"aten.add.Tensor", d_add}, {"aten.add.Scalar", d_add}, {"aten.sub.Tensor", d_sub}, {"aten.sub.Scalar", d_sub},
-      {"aten.mul.Tensor", d_mul}, {"aten.mul.Scalar", d_mul}, {"aten.div.Tensor", d_div}, {"aten.div.Scalar", d_div},
-      {"aten.pow.Tensor_Scalar", d_pow_scalar}, {"aten.pow.Tensor_Tensor", d_pow_tensor},
-      {"aten.maximum.default", d_extremum<true>}, {"aten.minimum.default", d_extremum<false>}, {"aten.where.self", d_where},
       // reductions
       {"aten.sum.default", d_sum}, {"aten.sum.dim_IntList", d_sum}, {"aten.mean.default", d_mean}, {"aten.mean.dim", d_mean},
       {"aten.amax.default", d_amax}, {"aten.amin.default", d_amax},

@@ -820,45 +820,6 @@ std::vector<Arg> decomp_identity(GraphBuilder& b, const OpDef& op, const std::ve
   return {a[0]};
 }
 
-std::vector<Arg> decomp_hardsigmoid(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a) {
-  const Arg c = b.call("aten.clamp.default", {b.call("aten.add.Tensor", {a[0], Arg::of_int(3)}), Arg::of_int(0), Arg::of_int(6)});
-  const Arg hs = b.call("aten.div.Tensor", {c, Arg::of_int(6)});
-  return {op.math == Math::hardswish ? b.call("aten.mul.Tensor", {a[0], hs}) : hs};
-}
-std::vector<Arg> decomp_gelu(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
-  // 0.5 * x * (1 + erf(x / sqrt(2))), or the tanh approximation.
-  if (a[1].s == "tanh") {
-    const Arg x3 = b.call("prims.mul.default", {b.call("prims.mul.default", {a[0], a[0]}), a[0]});
-    const Arg inner = b.call("prims.mul.default", {b.call("prims.add.default", {a[0], b.call("prims.mul.default", {x3, Arg::of_real(0.044715)})}),
-                                                   Arg::of_real(0.7978845608028654)});
-    const Arg t = b.call("prims.add.default", {b.call("prims.tanh.default", {inner}), Arg::of_real(1.0)});
-    return {b.call("prims.mul.default", {b.call("prims.mul.default", {a[0], Arg::of_real(0.5)}), t})};
-  }
-  const Arg e = b.call("prims.erf.default", {b.call("prims.mul.default", {a[0], Arg::of_real(0.7071067811865476)})});
-  return {b.call("prims.mul.default", {b.call("prims.mul.default", {a[0], Arg::of_real(0.5)}), b.call("prims.add.default", {e, Arg::of_real(1.0)})})};
-}
-std::vector<Arg> decomp_clamp(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
-  Arg x = a[0];
-  if (!a[1].is_none()) x = b.call("prims.maximum.default", {x, Arg::of_real(a[1].number())});
-  if (!a[2].is_none()) x = b.call("prims.minimum.default", {x, Arg::of_real(a[2].number())});
-  return {x};
-}
-std::vector<TensorMeta> infer_clamp(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
-  const TensorMeta& x = meta_of(g, a[0]);
-  if (a[1].is_none() && a[2].is_none()) bad(op, "needs at least one of min and max");
-  return {like(x, x.dtype, x.shape)};
-}
-std::vector<Tensor> ref_clamp(const OpDef&, const std::vector<Arg>& a, const RefInputs& in, const std::vector<TensorMeta>& outs) {
-  Tensor y(outs[0].dtype, outs[0].shape);
-  for (int64_t i = 0; i < y.numel(); ++i) {
-    double v = in[0].get(i);
-    if (!a[1].is_none() && !(v >= a[1].number())) v = std::isnan(v) ? v : a[1].number();
-    if (!a[2].is_none() && v > a[2].number()) v = a[2].number();
-    y.set(i, v);
-  }
-  return {y};
-}
-
 std::vector<Arg> decomp_view_to_prims(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a) {
   const Shape x = b.meta(a[0]).shape;
   if (op.name == "aten.view.default") return {b.call("prims.reshape.default", {a[0], Arg::of_ints(resolve_size(op, a[1].ints(), numel_of(x)))})};
@@ -1159,15 +1120,6 @@ void add_nn_ops(std::vector<OpDef>& t) {
       comp("aten.detach.default", "detach(Tensor(a) self) -> Tensor(a)", kAten, infer_same, nullptr, decomp_identity),
       comp("aten.alias.default", "alias(Tensor(a) self) -> Tensor(a)", kAten, infer_same, nullptr, decomp_identity),
       comp("aten.dropout.default", "dropout(Tensor input, float p, bool train) -> Tensor", kAten, infer_same, nullptr, decomp_identity),
-      // Pointwise activations
-      {.name = "aten.gelu.default", .schema = "gelu(Tensor self, *, str approximate='none') -> Tensor", .kind = OpKind::pointwise,
-       .levels = kCore, .math = Math::gelu, .decompose = decomp_gelu},
-      {.name = "aten.hardsigmoid.default", .schema = "hardsigmoid(Tensor self) -> Tensor", .kind = OpKind::pointwise,
-       .levels = kAten, .math = Math::hardsigmoid, .decompose = decomp_hardsigmoid},
-      {.name = "aten.hardswish.default", .schema = "hardswish(Tensor self) -> Tensor", .kind = OpKind::pointwise, .levels = kAten,
-       .math = Math::hardswish, .decompose = decomp_hardsigmoid},
-      comp("aten.clamp.default", "clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor", kCore, infer_clamp, ref_clamp,
-           decomp_clamp),
       // Matrix multiply, convolution, pooling, gathers: library kernels
       ext("aten.mm.default", "mm(Tensor self, Tensor mat2) -> Tensor", kCore, infer_mm, ref_mm),
       ext("aten.addmm.default", "addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor", kCore,

@@ -6,10 +6,12 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "ops/builder.h"
+#include "ops/rule_helpers.h"
 
 namespace ls {
 namespace {
+
+using namespace rules;
 
 // ---------------------------------------------------------------------------------------------
 // Schemas
@@ -73,21 +75,6 @@ Arg parse_default(const std::string& t) {
 // ---------------------------------------------------------------------------------------------
 // Shape and dtype rules
 // ---------------------------------------------------------------------------------------------
-
-std::vector<int> operand_indices(const OpDef& op) {
-  std::vector<int> v;
-  for (size_t i = 0; i < op.params.size(); ++i)
-    if (op.params[i].is_operand()) v.push_back(static_cast<int>(i));
-  return v;
-}
-
-double alpha_of(const OpDef& op, const std::vector<Arg>& args) {
-  for (size_t i = 0; i < op.params.size(); ++i)
-    if (op.params[i].name == "alpha" && args[i].is_number()) return args[i].number();
-  return 1.0;
-}
-
-const TensorMeta& meta_of(const Graph& g, const Arg& a) { return g.nodes.at(a.node).meta(); }
 
 std::vector<TensorMeta> infer_pointwise(const Graph& g, const OpDef& op, const std::vector<Arg>& args) {
   Shape shape;
@@ -180,25 +167,6 @@ std::vector<TensorMeta> infer_mse_loss(const Graph& g, const OpDef& op, const st
 // ---------------------------------------------------------------------------------------------
 // Reference kernels: plain loops, written for clarity; every compiled result is checked against them.
 // ---------------------------------------------------------------------------------------------
-
-// Strides that read `in_shape` broadcast (right-aligned) to `out_shape`.
-Shape broadcast_strides(const Shape& in_shape, const Shape& out_shape) {
-  Shape st(out_shape.size(), 0);
-  const Shape cs = contiguous_strides(in_shape);
-  const size_t off = out_shape.size() - in_shape.size();
-  for (size_t i = 0; i < in_shape.size(); ++i) st[off + i] = in_shape[i] == 1 ? 0 : cs[i];
-  return st;
-}
-
-int64_t offset_of(int64_t linear, const Shape& shape, const Shape& strides) {
-  int64_t off = 0;
-  for (size_t d = shape.size(); d-- > 0;) {
-    const int64_t i = linear % shape[d];
-    linear /= shape[d];
-    off += i * strides[d];
-  }
-  return off;
-}
 
 std::vector<Tensor> ref_pointwise(const OpDef& op, const std::vector<Arg>& args, const RefInputs& vals,
                                   const std::vector<TensorMeta>& outs) {
@@ -293,14 +261,6 @@ std::vector<Tensor> ref_mse_loss(const OpDef&, const std::vector<Arg>& args, con
 // Decompositions: each written with ops of the table, one rule per op.
 // ---------------------------------------------------------------------------------------------
 
-Arg broadcast_to(GraphBuilder& b, const Arg& x, const Shape& shape) {
-  if (!x.is_node() || b.meta(x).shape == shape) return x;
-  const Shape& s = b.meta(x).shape;
-  std::vector<int64_t> bdims;
-  for (size_t i = 0; i < s.size(); ++i) bdims.push_back(static_cast<int64_t>(shape.size() - s.size() + i));
-  return b.call("prims.broadcast_in_dim.default", {x, Arg::of_ints(shape), Arg::of_ints(bdims)});
-}
-
 // A reduction's result with the reduced dimensions put back as size 1 (keepdim=True).
 Arg keepdim(GraphBuilder& b, const Arg& reduced, const Shape& in_shape, const std::vector<int64_t>& dims) {
   Shape kept_shape;
@@ -311,46 +271,6 @@ Arg keepdim(GraphBuilder& b, const Arg& reduced, const Shape& in_shape, const st
     if (!r) bdims.push_back(d);
   }
   return b.call("prims.broadcast_in_dim.default", {reduced, Arg::of_ints(kept_shape), Arg::of_ints(bdims)});
-}
-
-const OpDef* prim_with_math(Math m) {
-  for (const OpDef& op : all_ops())
-    if (op.in(level::prims) && op.kind == OpKind::pointwise && op.math == m) return &op;
-  return nullptr;
-}
-
-// aten pointwise -> the prim of the same math, with explicit broadcasts (as torch._refs does).
-Arg decomp_pointwise(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& args) {
-  const OpDef* prim = prim_with_math(op.math);
-  if (!prim) throw std::logic_error(op.name + " has no prim of the same math");
-  Shape shape;
-  bool first = true;
-  const auto ops = operand_indices(op);
-  for (int k : ops)
-    if (args[k].is_node()) {
-      shape = first ? b.meta(args[k]).shape : broadcast_shapes(shape, b.meta(args[k]).shape);
-      first = false;
-    }
-  std::vector<Arg> in;
-  for (int k : ops) in.push_back(broadcast_to(b, args[k], shape));
-  const double alpha = alpha_of(op, args);
-  if (alpha != 1.0) in[1] = b.call("prims.mul.default", {in[1], Arg::of_real(alpha)});
-  return b.call(prim->name, in);
-}
-
-Arg decomp_pow_scalar(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& args) {
-  if (args[1].is_number() && args[1].number() == 2.0) return b.call("prims.mul.default", {args[0], args[0]});
-  return decomp_pointwise(b, op, args);
-}
-
-Arg decomp_relu(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
-  const Arg le = b.call("prims.le.default", {a[0], Arg::of_real(0.0)});
-  return b.call("prims.where.default", {le, Arg::of_real(0.0), a[0]});
-}
-
-Arg decomp_sigmoid(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
-  const Arg e = b.call("prims.exp.default", {b.call("prims.neg.default", {a[0]})});
-  return b.call("prims.div.default", {Arg::of_real(1.0), b.call("prims.add.default", {e, Arg::of_real(1.0)})});
 }
 
 Arg decomp_sum_default(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
@@ -386,12 +306,6 @@ Arg decomp_mse_loss(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
 // The table
 // ---------------------------------------------------------------------------------------------
 
-// Single-output rules adapted to the table's one-value-per-output form.
-template <Arg (*F)(GraphBuilder&, const OpDef&, const std::vector<Arg>&)>
-std::vector<Arg> one(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a) {
-  return {F(b, op, a)};
-}
-
 std::vector<TensorMeta> infer_getitem(const Graph& g, const OpDef& op, const std::vector<Arg>& args) {
   const Node& src = g.nodes.at(args[0].node);
   const int64_t i = args[1].i;
@@ -400,66 +314,17 @@ std::vector<TensorMeta> infer_getitem(const Graph& g, const OpDef& op, const std
   return {src.outs[i]};
 }
 
-constexpr unsigned kAten = level::aten;
-constexpr unsigned kCore = level::aten | level::core_aten;
-constexpr unsigned kPrims = level::prims;
-
-OpDef unary_aten(const char* op, Math m, DecompFn d = one<decomp_pointwise>) {
-  return {.name = std::string("aten.") + op + ".default", .schema = std::string(op) + "(Tensor self) -> Tensor",
-          .kind = OpKind::pointwise, .levels = kCore, .math = m, .decompose = d};
-}
-OpDef unary_prim(const char* op, Math m) {
-  return {.name = std::string("prims.") + op + ".default", .schema = std::string(op) + "(Tensor self) -> Tensor",
-          .kind = OpKind::pointwise, .levels = kPrims, .math = m};
-}
-OpDef binary_prim(const char* op, Math m) {
-  return {.name = std::string("prims.") + op + ".default",
-          .schema = std::string(op) + "(Tensor self, Tensor other) -> Tensor",
-          .kind = OpKind::pointwise, .levels = kPrims, .math = m};
-}
-OpDef pointwise_aten(const char* name, const char* schema, Math m, unsigned lv = kCore, DecompFn d = one<decomp_pointwise>) {
-  return {.name = name, .schema = schema, .kind = OpKind::pointwise, .levels = lv, .math = m, .decompose = d};
-}
-OpDef reduction_op(const char* name, const char* schema, Reduce r, unsigned lv, DecompFn d = one<decomp_reduction>) {
+OpDef reduction_op(const char* name, const char* schema, Reduce r, unsigned lv, DecompFn d = single<decomp_reduction>) {
   return {.name = name, .schema = schema, .kind = OpKind::reduction, .levels = lv, .reduce = r, .decompose = d};
 }
 
 std::vector<OpDef> build_table() {
-  std::vector<OpDef> t = {
-      // ATen pointwise, unary
-      unary_aten("sin", Math::sin), unary_aten("cos", Math::cos), unary_aten("exp", Math::exp),
-      unary_aten("log", Math::log), unary_aten("neg", Math::neg), unary_aten("abs", Math::abs),
-      unary_aten("sqrt", Math::sqrt), unary_aten("rsqrt", Math::rsqrt), unary_aten("tanh", Math::tanh),
-      unary_aten("reciprocal", Math::reciprocal), unary_aten("erf", Math::erf),
-      unary_aten("sigmoid", Math::sigmoid, one<decomp_sigmoid>), unary_aten("relu", Math::relu, one<decomp_relu>),
-      // ATen pointwise, binary
-      pointwise_aten("aten.add.Tensor", "add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", Math::add),
-      pointwise_aten("aten.sub.Tensor", "sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", Math::sub),
-      pointwise_aten("aten.mul.Tensor", "mul.Tensor(Tensor self, Tensor other) -> Tensor", Math::mul),
-      pointwise_aten("aten.div.Tensor", "div.Tensor(Tensor self, Tensor other) -> Tensor", Math::div),
-      pointwise_aten("aten.add.Scalar", "add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", Math::add),
-      pointwise_aten("aten.sub.Scalar", "sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", Math::sub),
-      pointwise_aten("aten.mul.Scalar", "mul.Scalar(Tensor self, Scalar other) -> Tensor", Math::mul),
-      pointwise_aten("aten.div.Scalar", "div.Scalar(Tensor self, Scalar other) -> Tensor", Math::div),
-      pointwise_aten("aten.pow.Tensor_Scalar", "pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor", Math::pow,
-                     kCore, one<decomp_pow_scalar>),
-      pointwise_aten("aten.pow.Tensor_Tensor", "pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor", Math::pow),
-      pointwise_aten("aten.maximum.default", "maximum(Tensor self, Tensor other) -> Tensor", Math::maximum),
-      pointwise_aten("aten.minimum.default", "minimum(Tensor self, Tensor other) -> Tensor", Math::minimum),
-      pointwise_aten("aten.lt.Scalar", "lt.Scalar(Tensor self, Scalar other) -> Tensor", Math::lt),
-      pointwise_aten("aten.lt.Tensor", "lt.Tensor(Tensor self, Tensor other) -> Tensor", Math::lt),
-      pointwise_aten("aten.le.Scalar", "le.Scalar(Tensor self, Scalar other) -> Tensor", Math::le),
-      pointwise_aten("aten.gt.Scalar", "gt.Scalar(Tensor self, Scalar other) -> Tensor", Math::gt),
-      pointwise_aten("aten.gt.Tensor", "gt.Tensor(Tensor self, Tensor other) -> Tensor", Math::gt),
-      pointwise_aten("aten.ge.Scalar", "ge.Scalar(Tensor self, Scalar other) -> Tensor", Math::ge),
-      pointwise_aten("aten.eq.Scalar", "eq.Scalar(Tensor self, Scalar other) -> Tensor", Math::eq),
-      pointwise_aten("aten.eq.Tensor", "eq.Tensor(Tensor self, Tensor other) -> Tensor", Math::eq),
-      pointwise_aten("aten.ge.Tensor", "ge.Tensor(Tensor self, Tensor other) -> Tensor", Math::ge),
-      pointwise_aten("aten.ne.Scalar", "ne.Scalar(Tensor self, Scalar other) -> Tensor", Math::ne),
-      pointwise_aten("aten.where.self", "where.self(Tensor condition, Tensor self, Tensor other) -> Tensor", Math::where),
+  std::vector<OpDef> t;
+  add_pointwise_ops(t);
+  const std::vector<OpDef> rest = {
       // ATen reductions
       reduction_op("aten.sum.default", "sum(Tensor self, *, ScalarType? dtype=None) -> Tensor", Reduce::sum, kAten,
-                   one<decomp_sum_default>),
+                   single<decomp_sum_default>),
       reduction_op("aten.sum.dim_IntList",
                    "sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
                    Reduce::sum, kCore),
@@ -472,18 +337,8 @@ std::vector<OpDef> build_table() {
       // ATen composites
       {.name = "aten.mse_loss.default", .schema = "mse_loss(Tensor self, Tensor target, int reduction=1) -> Tensor",
        .kind = OpKind::composite, .levels = kAten, .infer = infer_mse_loss, .reference = ref_mse_loss,
-       .decompose = one<decomp_mse_loss>},
+       .decompose = single<decomp_mse_loss>},
       // prims
-      unary_prim("sin", Math::sin), unary_prim("cos", Math::cos), unary_prim("exp", Math::exp),
-      unary_prim("log", Math::log), unary_prim("neg", Math::neg), unary_prim("abs", Math::abs),
-      unary_prim("sqrt", Math::sqrt), unary_prim("rsqrt", Math::rsqrt), unary_prim("tanh", Math::tanh),
-      unary_prim("reciprocal", Math::reciprocal), unary_prim("erf", Math::erf),
-      binary_prim("add", Math::add), binary_prim("sub", Math::sub), binary_prim("mul", Math::mul),
-      binary_prim("div", Math::div), binary_prim("pow", Math::pow), binary_prim("maximum", Math::maximum),
-      binary_prim("minimum", Math::minimum), binary_prim("lt", Math::lt), binary_prim("le", Math::le),
-      binary_prim("gt", Math::gt), binary_prim("ge", Math::ge), binary_prim("eq", Math::eq), binary_prim("ne", Math::ne),
-      {.name = "prims.where.default", .schema = "where(Tensor pred, Tensor a, Tensor b) -> Tensor",
-       .kind = OpKind::pointwise, .levels = kPrims, .math = Math::where},
       reduction_op("prims.sum.default", "sum(Tensor inp, int[]? dims, *, ScalarType? output_dtype=None) -> Tensor",
                    Reduce::sum, kPrims, nullptr),
       reduction_op("prims.amax.default", "amax(Tensor inp, int[]? dims) -> Tensor", Reduce::max, kPrims, nullptr),
@@ -492,6 +347,7 @@ std::vector<OpDef> build_table() {
        .schema = "broadcast_in_dim(Tensor(a) a, SymInt[] shape, int[] broadcast_dimensions) -> Tensor(a)",
        .kind = OpKind::view, .levels = kPrims, .infer = infer_broadcast_in_dim, .view = view_broadcast_in_dim},
   };
+  t.insert(t.end(), rest.begin(), rest.end());
   t.push_back({.name = "getitem", .schema = "getitem(Any self, int index) -> Any", .kind = OpKind::getitem,
                .levels = level::aten | level::core_aten | level::prims, .infer = infer_getitem});
   add_nn_ops(t);
