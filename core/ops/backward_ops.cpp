@@ -30,13 +30,6 @@ std::vector<TensorMeta> same_as(const Graph& g, const OpDef&, const std::vector<
 Arg call(GraphBuilder& b, const char* op, std::vector<Arg> a) { return b.call(op, std::move(a)); }
 Arg num(double v) { return Arg::of_real(v); }
 
-std::vector<Arg> mse_loss_backward(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
-  const Shape s = b.meta(a[1]).shape;
-  double scale = 2.0;
-  if (a[3].i == 1) scale /= static_cast<double>(std::max<int64_t>(numel_of(s), 1));
-  const Arg d = call(b, "aten.mul.Tensor", {call(b, "aten.sub.Tensor", {a[1], a[2]}), num(scale)});
-  return {call(b, "aten.mul.Tensor", {d, a[0]})};
-}
 // grad_in = out * (grad - sum(grad * out, dim))
 std::vector<Arg> softmax_backward(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
   const Arg go = call(b, "aten.mul.Tensor", {a[0], a[1]});
@@ -269,8 +262,6 @@ std::vector<Arg> layer_norm_backward(GraphBuilder& b, const OpDef&, const std::v
 
 void add_backward_ops(std::vector<OpDef>& t) {
   const std::vector<OpDef> ops = {
-      comp("aten.mse_loss_backward.default",
-           "mse_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction) -> Tensor", same_as<1>, mse_loss_backward),
       comp("aten._softmax_backward_data.default",
            "_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor", same_as<1>,
            softmax_backward),

@@ -15,46 +15,9 @@ namespace {
 
 using namespace rules;
 
-// A gradient shaped like a reduction's output, put back over the reduced dimensions.
-Arg unreduce(DerivCtx& c, Arg g, const Shape& in, const std::vector<int64_t>& dims) {
-  Shape kept = in;
-  for (int64_t d : dims) kept[d] = 1;
-  if (dims.empty()) std::fill(kept.begin(), kept.end(), 1);
-  return call(c, "aten.expand.default", {call(c, "aten.view.default", {g, ints(kept)}), ints(in)});
-}
-
 // ---- pointwise ------------------------------------------------------------------------------
 
 Args d_identity(DerivCtx& c) { return one(c.grads[0], c.op.params.size()); }
-
-// ---- reductions -----------------------------------------------------------------------------
-
-std::vector<int64_t> reduced_dims(DerivCtx& c) {
-  const int64_t rank = static_cast<int64_t>(shape_of(c, c.args[0]).size());
-  return reduction_dims(c.op, c.args, rank);
-}
-Args d_sum(DerivCtx& c) {
-  return one(unreduce(c, c.grads[0], shape_of(c, c.args[0]), reduced_dims(c)), c.op.params.size());
-}
-Args d_mean(DerivCtx& c) {
-  const Shape& in = shape_of(c, c.args[0]);
-  const auto dims = reduced_dims(c);
-  int64_t n = 1;
-  for (size_t d = 0; d < in.size(); ++d)
-    if (dims.empty() || std::count(dims.begin(), dims.end(), static_cast<int64_t>(d))) n *= in[d];
-  const Arg g = unreduce(c, c.grads[0], in, dims);
-  return one(call(c, "aten.div.Tensor", {g, num(static_cast<double>(n))}), c.op.params.size());
-}
-// amax/amin: the gradient goes to every element equal to the extremum, shared evenly among ties.
-Args d_amax(DerivCtx& c) {
-  const Shape& in = shape_of(c, c.args[0]);
-  const auto dims = reduced_dims(c);
-  const Arg y = unreduce(c, c.out(0), in, dims);
-  const Arg hit = call(c, "aten.where.self", {call(c, "aten.eq.Tensor", {c.args[0], y}), num(1.0), num(0.0)});
-  const Arg count = unreduce(c, call(c, "aten.sum.dim_IntList", {hit, ints(dims), Arg::of_bool(false)}), in, dims);
-  const Arg g = call(c, "aten.div.Tensor", {unreduce(c, c.grads[0], in, dims), count});
-  return one(call(c, "aten.mul.Tensor", {g, hit}), c.op.params.size());
-}
 
 // ---- views ----------------------------------------------------------------------------------
 
@@ -219,23 +182,12 @@ Args d_attention(DerivCtx& c) {
     if (wants(c, i)) r[i] = c.b.get(bw, static_cast<int>(i));
   return r;
 }
-Args d_mse_loss(DerivCtx& c) {
-  Args r(3, kNone);
-  const Arg gx = call(c, "aten.mse_loss_backward.default", {c.grads[0], c.args[0], c.args[1], c.args[2]});
-  if (wants(c, 0)) r[0] = gx;
-  if (wants(c, 1)) r[1] = call(c, "aten.neg.default", {gx});
-  return r;
-}
-
 }  // namespace
 
 void add_derivatives(std::vector<OpDef>& table) {
   static const std::pair<const char*, DerivFn> rules[] = {
       // pointwise
       {"aten.clone.default", d_identity}, {"aten.alias.default", d_identity},
-      // reductions
-      {"aten.sum.default", d_sum}, {"aten.sum.dim_IntList", d_sum}, {"aten.mean.default", d_mean}, {"aten.mean.dim", d_mean},
-      {"aten.amax.default", d_amax}, {"aten.amin.default", d_amax},
       // views
       {"aten.view.default", d_view}, {"aten._unsafe_view.default", d_view}, {"aten.reshape.default", d_reshape},
       {"aten.permute.default", d_permute}, {"aten.t.default", d_t}, {"aten.transpose.int", d_transpose},
@@ -247,7 +199,7 @@ void add_derivatives(std::vector<OpDef>& table) {
       {"aten.convolution.default", d_convolution},
       {"aten._native_batch_norm_legit_no_training.default", d_batch_norm_eval},
       {"aten.native_layer_norm.default", d_native_layer_norm}, {"aten._softmax.default", d_softmax},
-      {"aten.max_pool2d_with_indices.default", d_max_pool}, {"aten.mse_loss.default", d_mse_loss},
+      {"aten.max_pool2d_with_indices.default", d_max_pool},
       {"aten._scaled_dot_product_efficient_attention.default", d_attention},
   };
   for (const auto& rule : rules) {

@@ -963,65 +963,6 @@ std::vector<Tensor> ref_gather(const OpDef& op, const std::vector<Arg>& a, const
   return {y};
 }
 
-std::vector<TensorMeta> infer_var(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
-  const TensorMeta& x = meta_of(g, a[0]);
-  const auto dims = reduction_dims(op, a, static_cast<int64_t>(x.shape.size()));
-  Shape out;
-  for (int64_t d = 0; d < static_cast<int64_t>(x.shape.size()); ++d)
-    if (!std::count(dims.begin(), dims.end(), d)) out.push_back(x.shape[d]);
-  return {like(x, x.dtype, out)};
-}
-double correction_of(const Arg& a) { return a.is_none() ? 1.0 : a.number(); }
-std::vector<Tensor> ref_var(const OpDef& op, const std::vector<Arg>& a, const RefInputs& in, const std::vector<TensorMeta>& outs) {
-  const Tensor& x = in[0];
-  const auto dims = reduction_dims(op, a, x.dim());
-  Tensor y(outs[0].dtype, outs[0].shape);
-  Shape kept;
-  for (int64_t d = 0; d < x.dim(); ++d)
-    if (!std::count(dims.begin(), dims.end(), d)) kept.push_back(x.shape()[d]);
-  const Shape ks = contiguous_strides(kept);
-  std::vector<double> s(y.numel(), 0), s2(y.numel(), 0);
-  int64_t n = 1;
-  for (int64_t d : dims) n *= x.shape()[d];
-  for (int64_t i = 0; i < x.numel(); ++i) {
-    const Shape p = unravel(i, x.shape());
-    int64_t o = 0, k = 0;
-    for (int64_t d = 0; d < x.dim(); ++d)
-      if (!std::count(dims.begin(), dims.end(), d)) o += p[d] * ks[k++];
-    s[o] += x.get(i);
-  }
-  for (int64_t i = 0; i < x.numel(); ++i) {
-    const Shape p = unravel(i, x.shape());
-    int64_t o = 0, k = 0;
-    for (int64_t d = 0; d < x.dim(); ++d)
-      if (!std::count(dims.begin(), dims.end(), d)) o += p[d] * ks[k++];
-    const double dv = x.get(i) - s[o] / n;
-    s2[o] += dv * dv;
-  }
-  for (int64_t o = 0; o < y.numel(); ++o) y.set(o, s2[o] / std::max(0.0, n - correction_of(a[2])));
-  return {y};
-}
-// var -> mean, centred squares, sum, division by (n - correction).
-std::vector<Arg> decomp_var(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a) {
-  const Shape x = b.meta(a[0]).shape;
-  const auto dims = reduction_dims(op, a, static_cast<int64_t>(x.size()));
-  int64_t n = 1;
-  for (int64_t d : dims) n *= x[d];
-  Shape kept;
-  std::vector<int64_t> bd;
-  for (int64_t d = 0; d < static_cast<int64_t>(x.size()); ++d)
-    if (!std::count(dims.begin(), dims.end(), d)) {
-      kept.push_back(x[d]);
-      bd.push_back(d);
-    }
-  const Arg s = b.call("prims.sum.default", {a[0], Arg::of_ints(dims)});
-  const Arg mean = b.call("prims.div.default", {s, Arg::of_real(double(n))});
-  const Arg mb = b.call("prims.broadcast_in_dim.default", {mean, Arg::of_ints(x), Arg::of_ints(bd)});
-  const Arg d = b.call("prims.sub.default", {a[0], mb});
-  const Arg ss = b.call("prims.sum.default", {b.call("prims.mul.default", {d, d}), Arg::of_ints(dims)});
-  return {b.call("prims.div.default", {ss, Arg::of_real(std::max(0.0, n - correction_of(a[2])))})};
-}
-
 // prims.split_dim(a, dim, outer_length) and prims.collapse_view(a, start, end): reshapes of one
 // dimension into two, and of a run of dimensions into one.
 Shape split_or_collapse(const OpDef& op, const Shape& in, const std::vector<Arg>& a) {
@@ -1176,8 +1117,6 @@ void add_nn_ops(std::vector<OpDef>& t) {
            "_native_batch_norm_legit_no_training(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, "
            "float momentum, float eps) -> (Tensor, Tensor, Tensor)",
            kCore, infer_batch_norm, ref_batch_norm, decomp_batch_norm_legit),
-      comp("prims.var.default", "var(Tensor inp, int[]? dims, float? correction=1, *, ScalarType? output_dtype=None) -> Tensor", kPrims,
-           infer_var, ref_var, decomp_var),
       comp("aten.cudnn_batch_norm.default",
            "cudnn_batch_norm(Tensor input, Tensor weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, "
            "float exponential_average_factor, float epsilon) -> (Tensor, Tensor, Tensor, Tensor)",

@@ -153,17 +153,6 @@ std::vector<Expr> view_broadcast_in_dim(const Graph& g, const std::vector<Arg>& 
   return idx;
 }
 
-std::vector<TensorMeta> infer_mse_loss(const Graph& g, const OpDef& op, const std::vector<Arg>& args) {
-  const TensorMeta& a = meta_of(g, args[0]);
-  const TensorMeta& b = meta_of(g, args[1]);
-  const Shape s = broadcast_shapes(a.shape, b.shape);
-  const int64_t red = args[2].i;
-  if (red < 0 || red > 2) throw std::invalid_argument(op.name + ": reduction must be 0 (none), 1 (mean) or 2 (sum)");
-  TensorMeta m = TensorMeta::contiguous(promote(a.dtype, b.dtype), red == 0 ? s : Shape{});
-  m.device = a.device;
-  return {m};
-}
-
 // ---------------------------------------------------------------------------------------------
 // Reference kernels: plain loops, written for clarity; every compiled result is checked against them.
 // ---------------------------------------------------------------------------------------------
@@ -239,68 +228,9 @@ std::vector<Tensor> ref_view(const OpDef& op, const std::vector<Arg>& args, cons
   return {out};
 }
 
-std::vector<Tensor> ref_mse_loss(const OpDef&, const std::vector<Arg>& args, const RefInputs& vals,
-                                 const std::vector<TensorMeta>& outs) {
-  const Tensor &a = vals[0], &b = vals[1];
-  const Shape s = broadcast_shapes(a.shape(), b.shape());
-  const Shape sa = broadcast_strides(a.shape(), s), sb = broadcast_strides(b.shape(), s);
-  const int64_t n = numel_of(s);
-  Tensor out(outs[0].dtype, outs[0].shape);
-  double total = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const double d = a.get(offset_of(i, s, sa)) - b.get(offset_of(i, s, sb));
-    if (args[2].i == 0) out.set(i, d * d);
-    total += d * d;
-  }
-  if (args[2].i == 1) out.set(0, total / static_cast<double>(n));
-  if (args[2].i == 2) out.set(0, total);
-  return {out};
-}
-
 // ---------------------------------------------------------------------------------------------
 // Decompositions: each written with ops of the table, one rule per op.
 // ---------------------------------------------------------------------------------------------
-
-// A reduction's result with the reduced dimensions put back as size 1 (keepdim=True).
-Arg keepdim(GraphBuilder& b, const Arg& reduced, const Shape& in_shape, const std::vector<int64_t>& dims) {
-  Shape kept_shape;
-  std::vector<int64_t> bdims;
-  for (int64_t d = 0; d < static_cast<int64_t>(in_shape.size()); ++d) {
-    const bool r = std::find(dims.begin(), dims.end(), d) != dims.end();
-    kept_shape.push_back(r ? 1 : in_shape[d]);
-    if (!r) bdims.push_back(d);
-  }
-  return b.call("prims.broadcast_in_dim.default", {reduced, Arg::of_ints(kept_shape), Arg::of_ints(bdims)});
-}
-
-Arg decomp_sum_default(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
-  return b.call("aten.sum.dim_IntList", {a[0], Arg::none()});
-}
-
-// aten.{sum,mean,amax,amin} with dims -> prims reduction, a division for mean, a broadcast for keepdim.
-Arg decomp_reduction(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& args) {
-  const Shape in_shape = b.meta(args[0]).shape;
-  const auto dims = reduction_dims(op, args, static_cast<int64_t>(in_shape.size()));
-  const char* prim = op.reduce == Reduce::max ? "prims.amax.default" : op.reduce == Reduce::min ? "prims.amin.default" : "prims.sum.default";
-  Arg r = b.call(prim, {args[0], Arg::of_ints(dims)});
-  if (op.reduce == Reduce::mean) {
-    int64_t n = 1;
-    for (int64_t d : dims) n *= in_shape[d];
-    r = b.call("prims.div.default", {r, Arg::of_real(static_cast<double>(n))});
-  }
-  if (reduction_keepdim(op, args)) r = keepdim(b, r, in_shape, dims);
-  return r;
-}
-
-Arg decomp_mse_loss(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
-  const Arg d = b.call("aten.sub.Tensor", {a[0], a[1]});
-  const Arg sq = b.call("aten.pow.Tensor_Scalar", {d, Arg::of_int(2)});
-  switch (a[2].i) {
-    case 0: return sq;
-    case 2: return b.call("aten.sum.dim_IntList", {sq, Arg::none()});
-    default: return b.call("aten.mean.default", {sq});
-  }
-}
 
 // ---------------------------------------------------------------------------------------------
 // The table
@@ -314,35 +244,12 @@ std::vector<TensorMeta> infer_getitem(const Graph& g, const OpDef& op, const std
   return {src.outs[i]};
 }
 
-OpDef reduction_op(const char* name, const char* schema, Reduce r, unsigned lv, DecompFn d = single<decomp_reduction>) {
-  return {.name = name, .schema = schema, .kind = OpKind::reduction, .levels = lv, .reduce = r, .decompose = d};
-}
-
 std::vector<OpDef> build_table() {
   std::vector<OpDef> t;
   add_pointwise_ops(t);
+  add_reduction_ops(t);
+  add_loss_ops(t);
   const std::vector<OpDef> rest = {
-      // ATen reductions
-      reduction_op("aten.sum.default", "sum(Tensor self, *, ScalarType? dtype=None) -> Tensor", Reduce::sum, kAten,
-                   single<decomp_sum_default>),
-      reduction_op("aten.sum.dim_IntList",
-                   "sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
-                   Reduce::sum, kCore),
-      reduction_op("aten.mean.default", "mean(Tensor self, *, ScalarType? dtype=None) -> Tensor", Reduce::mean, kCore),
-      reduction_op("aten.mean.dim",
-                   "mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
-                   Reduce::mean, kCore),
-      reduction_op("aten.amax.default", "amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor", Reduce::max, kCore),
-      reduction_op("aten.amin.default", "amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor", Reduce::min, kCore),
-      // ATen composites
-      {.name = "aten.mse_loss.default", .schema = "mse_loss(Tensor self, Tensor target, int reduction=1) -> Tensor",
-       .kind = OpKind::composite, .levels = kAten, .infer = infer_mse_loss, .reference = ref_mse_loss,
-       .decompose = single<decomp_mse_loss>},
-      // prims
-      reduction_op("prims.sum.default", "sum(Tensor inp, int[]? dims, *, ScalarType? output_dtype=None) -> Tensor",
-                   Reduce::sum, kPrims, nullptr),
-      reduction_op("prims.amax.default", "amax(Tensor inp, int[]? dims) -> Tensor", Reduce::max, kPrims, nullptr),
-      reduction_op("prims.amin.default", "amin(Tensor inp, int[]? dims) -> Tensor", Reduce::min, kPrims, nullptr),
       {.name = "prims.broadcast_in_dim.default",
        .schema = "broadcast_in_dim(Tensor(a) a, SymInt[] shape, int[] broadcast_dimensions) -> Tensor(a)",
        .kind = OpKind::view, .levels = kPrims, .infer = infer_broadcast_in_dim, .view = view_broadcast_in_dim},
