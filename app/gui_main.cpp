@@ -119,7 +119,15 @@ int main(int argc, char** argv) {
       });
     };
     QObject::connect(w.diffPanel(), &ls::DiffPanel::compared, &w, [take](bool) { take(); });
-    QObject::connect(&w, &ls::MainWindow::compileDone, &w, [&w, stage_name, diff_variant, &exit_code, &app](bool) {
+    QObject::connect(&w, &ls::MainWindow::compileDone, &w, [&w, stage_name, diff_variant, &exit_code, &app, take](bool) {
+      // A compile that failed (2) or whose check failed (1): the picture shows that state, and the
+      // exit status says so, as the CLI's does.
+      if (const ls::CompileResult* r = w.session()->result(); r && !r->error.empty()) {
+        exit_code = 2;
+        if (r->stages.empty()) return take();  // nothing was loaded: the window with its message
+      } else if (r && !r->check.ok && r->not_run.empty()) {
+        exit_code = 1;
+      }
       if (!diff_variant.isEmpty()) {
         const QString a = stage_name.isEmpty() ? QStringLiteral("fused") : stage_name;
         const QString variant = diff_variant.section(':', 0, 0);

@@ -656,7 +656,11 @@ void MainWindow::onFailed(const QString& stage, const QString& message) {
   summary_->setText(tr("<b style='color:#b00'>Stage '%1' failed.</b>").arg(stage));
   showError(tr("Stage '%1' failed for %2:\n%3").arg(stage, QString::fromStdString(r ? r->model.path : ""), message));
   progress_->setText(tr("Failed at stage '%1'").arg(stage));
-  if (stages_model_->rowCount() > 0) stages_->setCurrentIndex(stages_model_->index(stages_model_->rowCount() - 1));
+  // The last stage reached: the drawing with the node it failed at marked.
+  int last = -1;
+  for (int i = 0; r && i < static_cast<int>(r->stages.size()); ++i)
+    if (r->stages[static_cast<size_t>(i)].kind != Stage::Kind::not_reached) last = i;
+  if (last >= 0) stages_->setCurrentIndex(stages_model_->index(last));
   else graph_->showMessage(tr("Nothing to show: the model could not be loaded."));
   emit compileDone(false);
 }
@@ -684,6 +688,12 @@ void MainWindow::showStage(int row) {
   const CompileResult* r = session_->result();
   if (!r || row < 0 || row >= static_cast<int>(r->stages.size())) return;
   const Stage& s = r->stages[row];
+  if (s.kind == Stage::Kind::not_reached) {  // after a failure: what stopped it, no drawing
+    code_->showText(QString::fromStdString(s.text), CodeView::Language::Plain);
+    graph_->showMessage(QString::fromStdString(s.text).trimmed());
+    emit stageShown(QString::fromStdString(s.name));
+    return;
+  }
   const bool cpp = s.kind == Stage::Kind::source;
   code_->showText(QString::fromStdString(s.text), cpp                                    ? CodeView::Language::Cpp
                                                   : s.kind == Stage::Kind::assembly ? CodeView::Language::Plain

@@ -20,6 +20,10 @@ int StageListModel::rowCount(const QModelIndex& parent) const {
 QVariant StageListModel::data(const QModelIndex& index, int role) const {
   if (!r_ || !index.isValid() || index.row() >= rowCount()) return {};
   const Stage& s = r_->stages[index.row()];
+  const bool reached = s.kind != Stage::Kind::not_reached;
+  if (!reached && role == Qt::DisplayRole)
+    return QStringLiteral("%1  %2\n%3").arg(index.row() + 1).arg(QString::fromStdString(s.title), s.name == r_->error_stage ? QObject::tr("failed") : QObject::tr("not reached"));
+  if (!reached && role == Qt::ForegroundRole) return QVariant(QColor(s.name == r_->error_stage ? QColor(176, 0, 32) : QColor(Qt::gray)));
   switch (role) {
     case Qt::DisplayRole:
       return QStringLiteral("%1  %2\n%3 %4 · %5 ms%6")

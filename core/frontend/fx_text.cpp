@@ -8,6 +8,7 @@
 #include <optional>
 #include <sstream>
 
+#include "ops/known_ops.h"
 #include "ops/op_table.h"
 #include "ops/print.h"
 
@@ -505,6 +506,19 @@ class Parser {
     return n;
   }
 
+  Node missing_node(const std::string& name, const Call& c, const TensorMeta& meta) {
+    Node n;
+    n.name = name;
+    n.target = c.target;
+    n.op = &op::missing();
+    n.stack = stack_;
+    n.origins = {name};
+    n.args = c.pos;
+    for (const auto& kw : c.kw) n.args.push_back(kw.second);
+    n.outs = {meta};
+    return n;
+  }
+
   void parse_statement(const std::string& body) {
     auto toks = lex(body, col0_);
     if (toks[0].kind != Token::name) fail(toks[0].col, "expected an assignment 'name = ...'");
@@ -567,7 +581,13 @@ class Parser {
       c = call || method ? parse_call(rhs) : parse_operator(rhs);
     }
     const OpDef* op = find_op_functional(c.op);
-    if (!op) fail(c.col, "unknown op '" + c.target + "'");
+    if (!op) {
+      // An op we lack: kept, with the shape its annotation gives, so the model still opens; the
+      // pipeline stops at it (passes/normalize_to_aten.h).
+      if (!meta) fail(c.col, "unknown op '" + c.target + "' (and no annotation to give its result's shape)");
+      names_[target.text] = g_.add(missing_node(target.text, c, *meta));
+      return;
+    }
     Node n = make_node(target.text, c, op);
     if (meta && (meta->shape != n.meta().shape || meta->dtype != n.meta().dtype))
       fail(meta_col, "'" + n.name + "' is annotated " + meta->annotation() + " but " + op->name + " gives " +

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ops/known_ops.h"
 #include "ops/op_table.h"
 
 #ifdef LOWERSCOPE_HAVE_LIBZIP
@@ -350,7 +351,7 @@ class Importer {
     const std::string where = "node " + node.value("name", std::string("?")) + " (" + target + ")";
     bool inplace = false;
     const OpDef* op = find_op_functional(target, &inplace);
-    if (!op) r_.fail(where, "unknown op '" + target + "'");
+    if (!op) return import_missing(node, values, target, where);
     // kind 1: positional, 2: keyword (torch/_export/serde/schema.py ArgumentKind).
     std::vector<Arg> pos;
     std::vector<std::pair<std::string, Arg>> kw;
@@ -417,6 +418,43 @@ class Importer {
       gi.outs = {metas[i]};
       gi.origins = {base};
       check_meta(metas[i], values, gi.name, where);
+      add(std::move(gi));
+    }
+  }
+
+  // A node calling an op we lack: kept, with the metadata the archive records for its outputs, so
+  // the model still opens; the pipeline stops at it (passes/normalize_to_aten.h).
+  void import_missing(const json& node, const json& values, const std::string& target, const std::string& where) {
+    Node n;
+    n.op = &op::missing();
+    n.target = target.rfind("torch.ops.", 0) == 0 ? target : "torch.ops." + target;
+    for (const json& in : r_.array(r_.at(node, "inputs", where), where + ".inputs"))
+      n.args.push_back(argument(r_.at(in, "arg", where), where));
+    std::vector<std::string> out_names;
+    for (const json& o : r_.array(r_.at(node, "outputs", where), where + ".outputs")) {
+      if (o.contains("as_tensor")) out_names.push_back(r_.string(r_.at(o["as_tensor"], "name", where), where));
+      else if (o.contains("as_tensors"))
+        for (const json& t : r_.array(o["as_tensors"], where)) out_names.push_back(r_.string(r_.at(t, "name", where), where));
+    }
+    for (const std::string& name : out_names) {
+      if (!values.contains(name)) r_.fail(where, "unknown op '" + target + "' (and no recorded metadata for its output " + name + ")");
+      n.outs.push_back(tensor_meta(r_, values[name], "tensor_values." + name));
+    }
+    if (out_names.empty()) r_.fail(where, "unknown op '" + target + "' with no tensor output");
+    const bool one = out_names.size() == 1;
+    n.name = one ? out_names[0] : node.value("name", target);
+    n.origins = {n.name};
+    const std::vector<TensorMeta> metas = n.outs;
+    const std::string base = n.name;
+    add(std::move(n));
+    for (size_t i = 0; !one && i < out_names.size(); ++i) {
+      Node gi;
+      gi.name = out_names[i];
+      gi.target = "getitem";
+      gi.op = find_op("getitem");
+      gi.args = {Arg::of_node(names_.at(base)), Arg::of_int(static_cast<int64_t>(i))};
+      gi.outs = {metas[i]};
+      gi.origins = {base};
       add(std::move(gi));
     }
   }

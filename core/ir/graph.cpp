@@ -210,8 +210,11 @@ std::string graph_to_dot(const Graph& g, const DotMarks& marks) {
     if (saved != marks.saved.end()) label += "\\n" + dot_escape(saved->second);
     const auto note = marks.notes.find(n.name);
     if (note != marks.notes.end()) label += "\\n" + dot_escape(note->second);
+    const auto failed = marks.failed.find(n.name);
+    if (failed != marks.failed.end()) label += "\\n" + dot_escape(failed->second);
     os << "  n" << i << " [id=\"" << dot_escape(n.name) << "\", label=\"" << label << '"';
-    if (saved != marks.saved.end()) os << ", color=\"#c0392b\", penwidth=2.5, fillcolor=\"#fdecea\"";
+    if (failed != marks.failed.end()) os << ", color=\"#b00020\", penwidth=3, fillcolor=\"#ffd7d7\", fontcolor=\"#7a0010\"";
+    else if (saved != marks.saved.end()) os << ", color=\"#c0392b\", penwidth=2.5, fillcolor=\"#fdecea\"";
     else if (n.is_placeholder()) os << ", fillcolor=\"" << (n.input_kind == InputKind::user ? "#e6f4ea" : "#f1f1f1") << "\"";
     else if (n.phase == Phase::backward) os << ", fillcolor=\"#f3eefb\"";
     else if (n.phase == Phase::update) os << ", fillcolor=\"#fff8e1\"";

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -101,6 +102,13 @@ std::string arg_text(const Graph& g, const Arg& a);
 struct DotMarks {
   std::map<std::string, std::string> saved;  // node name -> note
   std::map<std::string, std::string> notes;  // node name -> extra label line
+  std::map<std::string, std::string> failed; // node name -> why a stage failed there (drawn red, the reason below)
+};
+
+// A stage failed at one node: the message names it, and `node` lets the drawing mark it.
+struct NodeError : std::invalid_argument {
+  NodeError(std::string node_name, const std::string& what) : std::invalid_argument(what), node(std::move(node_name)) {}
+  std::string node;
 };
 
 // A Graphviz description of the graph: one node per FX node labelled op, shape and dtype. A graph

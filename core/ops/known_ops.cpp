@@ -60,6 +60,17 @@ const OpDef& collapse_view() { static const OpDef& d = must_find("prims.collapse
 const OpDef& split_dim() { static const OpDef& d = must_find("prims.split_dim.default"); return d; }
 }  // namespace prims
 
+const OpDef& missing() {
+  static const OpDef d = [] {
+    OpDef m;
+    m.name = "missing";
+    m.schema = "missing(...) -> Any";
+    m.kind = OpKind::composite;  // no rule of any stage: nothing past the importers takes it
+    return m;
+  }();
+  return d;
+}
+
 const std::vector<const OpDef& (*)()>& known_ops() {
   static const std::vector<const OpDef& (*)()> all = {
       mm, addmm, bmm, convolution, convolution_backward, max_pool2d_with_indices, max_pool2d_with_indices_backward, cat,

@@ -266,6 +266,44 @@ void run(Compile& c) {
   c.log.add(std::move(s));
 }
 
+// The graph a stage drew, by the stage's name.
+const Graph* stage_graph(const CompileResult& r, const std::string& name) {
+  if (name == "capture") return &r.model.graph;
+  if (name == "aten") return &r.aten;
+  if (name == "core_aten") return &r.core_aten;
+  if (name == "prims") return &r.prims;
+  if (name == "joint") return &r.training.joint.graph;
+  if (r.training.partitions.empty()) return nullptr;
+  if (name == "forward") return &r.training.partition().forward;
+  if (name == "backward") return &r.training.partition().backward;
+  return nullptr;
+}
+
+// A failed compile keeps every stage it reached: the node it failed at is marked on the last graph
+// drawn that has it, and the stages it did not reach say why.
+void record_failure(CompileResult& r, bool train) {
+  if (!r.error_node.empty())
+    for (auto s = r.stages.rbegin(); s != r.stages.rend(); ++s) {
+      const Graph* g = s->kind == Stage::Kind::graph ? stage_graph(r, s->name) : nullptr;
+      if (!g || g->find(r.error_node) < 0) continue;
+      DotMarks marks;
+      marks.failed[r.error_node] = "stage '" + r.error_stage + "' failed here";
+      s->dot = graph_to_dot(*g, marks);
+      s->text += "\n# Stage '" + r.error_stage + "' failed at " + r.error_node + ": " + r.error + "\n";
+      break;
+    }
+  for (const std::string& name : stage_names(train)) {
+    if (r.stage(name)) continue;
+    Stage s;
+    s.name = name;
+    s.title = name == r.error_stage ? "Failed: " + name : "Not reached: " + name;
+    s.kind = Stage::Kind::not_reached;
+    const std::string at = r.error_stage.empty() ? "the compile's start" : "stage '" + r.error_stage + "'";
+    s.text = name == r.error_stage ? "failed: " + r.error + "\n" : "not reached: " + at + " failed: " + r.error + "\n";
+    r.stages.push_back(std::move(s));
+  }
+}
+
 // The stages, in order. Errors land in r.error with the stage that raised them.
 void run_stages(CompileResult& r, const PipelineOptions& o, Backend& backend, const std::function<bool()>& cancelled) {
   StageLog log(r, cancelled);
@@ -294,6 +332,10 @@ void run_stages(CompileResult& r, const PipelineOptions& o, Backend& backend, co
   } catch (const Cancelled&) {
     r.error = "cancelled";
     r.error_stage = log.current;
+  } catch (const NodeError& e) {
+    r.error = e.what();
+    r.error_stage = log.current;
+    r.error_node = e.node;
   } catch (const CompileError& e) {
     r.error = std::string(e.what()) + ":\n" + e.diagnostics;
     r.error_stage = log.current;
@@ -320,6 +362,7 @@ CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const st
   const std::unique_ptr<Backend> backend = make_backend(o.device);
   run_stages(r, o, *backend, cancelled);
   backend->finish(r);
+  if (!r.error.empty() && o.record) record_failure(r, o.train);
   return r;
 }
 

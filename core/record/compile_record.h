@@ -27,7 +27,8 @@
 namespace ls {
 
 struct Stage {
-  enum class Kind : uint8_t { graph, loops, kernels, source, assembly, run };
+  // not_reached: a stage after the one that failed (its text says why), or the failed one itself.
+  enum class Kind : uint8_t { graph, loops, kernels, source, assembly, run, not_reached };
   std::string name;   // short, stable: capture, aten, core_aten, prims, loop_ir, fused, source, asm, run
   std::string title;  // for people: "Core ATen graph"
   Kind kind = Kind::graph;
@@ -203,6 +204,7 @@ struct CompileResult {
   std::string mode_note;      // what the mode did (the graph's nodes and time), or why it could not
   std::string error;        // set when a stage failed; the stages before it are kept
   std::string error_stage;  // the stage that failed
+  std::string error_node;   // the node it failed at, where it names one (marked on the last graph drawn)
   std::string not_run;      // why the compiled code was not run (a CUDA compile without a GPU)
   // The compiled machine code, by file name: kernels.o (in-process Clang) or kernels.so (external
   // compiler), or kernels.cubin and helpers.cubin (CUDA, where a GPU was there to build for).

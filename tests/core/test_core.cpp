@@ -162,8 +162,8 @@ class TestCore : public QObject {
     QTest::addColumn<QString>("message");
     const QString head = "class G(torch.nn.Module):\n    def forward(self, x: \"f32[4]\"):\n";
     QTest::newRow("truncated") << head + "        y: \"f32[4]\" = torch.ops.aten.sin.default(x)\n" << "<t>:3:";
-    QTest::newRow("unknown op") << head + "        y: \"f32[4]\" = torch.ops.aten.frobnicate.default(x)\n        return (y,)\n"
-                                << "<t>:3:23: unknown op 'torch.ops.aten.frobnicate.default'";
+    QTest::newRow("unknown op, no annotation") << head + "        y = torch.ops.aten.frobnicate.default(x)\n        return (y,)\n"
+                                               << "<t>:3:13: unknown op 'torch.ops.aten.frobnicate.default' (and no annotation";
     QTest::newRow("wrong arity") << head + "        y: \"f32[4]\" = torch.ops.aten.sin.default(x, x)\n        return (y,)\n"
                                  << "aten.sin.default takes at most 1 positional argument but 2 were given";
     QTest::newRow("missing arg") << head + "        y: \"f32[4]\" = torch.ops.aten.add.Tensor(x)\n        return (y,)\n"
@@ -178,6 +178,31 @@ class TestCore : public QObject {
     QTest::newRow("unterminated call") << head + "        y: \"f32[4]\" = torch.ops.aten.sin.default(x\n        return (y,)\n"
                                        << "expected ',' or ')' in the arguments of";
   }
+  // An op we lack does not stop the import: the node is kept with its annotated shape, printed as
+  // written, and the pipeline stops at the aten stage naming it; the captured graph is drawn with
+  // the node marked, and every later stage says it was not reached.
+  void testMissingOpStopsAtAten() {
+    const std::string path = std::string(LS_TEST_DATA) + "/bad/unknown_op.txt";
+    const LoadedModel m = load_model(path);
+    const int z = m.graph.find("z");
+    QVERIFY(z >= 0);
+    QVERIFY(m.graph.nodes[z].op == &op::missing());
+    QVERIFY(print_readable(m.graph).find("z: \"f32[4]\" = torch.ops.aten.frobnicate.default(y, 0.5)") != std::string::npos);
+    const CompileResult r = run_pipeline(m);
+    QCOMPARE(QString::fromStdString(r.error_stage), QString("aten"));
+    QCOMPARE(QString::fromStdString(r.error_node), QString("z"));
+    QVERIFY2(r.error.find("node 'z' calls torch.ops.aten.frobnicate.default") != std::string::npos, r.error.c_str());
+    QVERIFY(r.stage("capture")->kind == Stage::Kind::graph);
+    QVERIFY(r.stage("capture")->dot.find("failed here") != std::string::npos);
+    for (const std::string& name : stage_names()) {
+      const Stage* s = r.stage(name);
+      QVERIFY2(s, name.c_str());
+      if (name == "capture") continue;
+      QVERIFY2(s->kind == Stage::Kind::not_reached, name.c_str());
+      QVERIFY2(s->text.find(name == "aten" ? "failed: node 'z'" : "not reached: stage 'aten' failed") != std::string::npos, s->text.c_str());
+    }
+  }
+
   void testMalformedText() {
     QFETCH(QString, text);
     QFETCH(QString, message);
