@@ -15,73 +15,6 @@ namespace {
 
 using namespace rules;
 
-// ---- pointwise ------------------------------------------------------------------------------
-
-Args d_identity(DerivCtx& c) { return one(c.grads[0], c.op.params.size()); }
-
-// ---- views ----------------------------------------------------------------------------------
-
-Args d_view(DerivCtx& c) { return one(call(c, "aten.view.default", {c.grads[0], ints(shape_of(c, c.args[0]))}), 2); }
-Args d_reshape(DerivCtx& c) { return one(call(c, "aten.reshape.default", {c.grads[0], ints(shape_of(c, c.args[0]))}), c.op.params.size()); }
-Args d_permute(DerivCtx& c) {
-  const auto p = c.args[1].ints();
-  const int64_t rank = static_cast<int64_t>(p.size());
-  std::vector<int64_t> inv(p.size());
-  for (int64_t i = 0; i < rank; ++i) inv[wrap_dim(c.op, p[i], rank)] = i;
-  return one(call(c, "aten.permute.default", {c.grads[0], ints(inv)}), 2);
-}
-Args d_t(DerivCtx& c) { return one(call(c, "aten.t.default", {c.grads[0]}), 1); }
-Args d_transpose(DerivCtx& c) { return one(call(c, "aten.transpose.int", {c.grads[0], c.args[1], c.args[2]}), 3); }
-Args d_expand(DerivCtx& c) { return one(sum_to(c, c.grads[0], shape_of(c, c.args[0])), c.op.params.size()); }
-Args d_unsqueeze(DerivCtx& c) { return one(call(c, "aten.squeeze.dim", {c.grads[0], c.args[1]}), 2); }
-Args d_squeeze(DerivCtx& c) { return one(call(c, "aten.view.default", {c.grads[0], ints(shape_of(c, c.args[0]))}), 2); }
-// slice: the gradient is zero outside the slice (step 1: zeros, the gradient, zeros).
-Args d_slice(DerivCtx& c) {
-  const Shape& in = shape_of(c, c.args[0]);
-  const int64_t dim = wrap_dim(c.op, c.args[1].i, static_cast<int64_t>(in.size()));
-  if (c.args[4].i != 1) throw std::invalid_argument(c.op.name + ": the derivative of a strided slice is not supported");
-  const Shape& out = shape_of(c, c.out(0));
-  int64_t start = c.args[2].is_none() ? 0 : c.args[2].i;
-  if (start < 0) start += in[dim];
-  start = std::clamp<int64_t>(start, 0, in[dim]);
-  Arg parts;
-  parts.kind = Arg::Kind::list;
-  const DType t = c.b.meta(c.grads[0]).dtype;
-  Shape before = in, after = in;
-  before[dim] = start;
-  after[dim] = in[dim] - start - out[dim];
-  if (before[dim] > 0) parts.list.push_back(zeros(c, before, t));
-  parts.list.push_back(c.grads[0]);
-  if (after[dim] > 0) parts.list.push_back(zeros(c, after, t));
-  if (parts.list.size() == 1) return one(c.grads[0], 5);
-  return one(call(c, "aten.cat.default", {parts, Arg::of_int(dim)}), 5);
-}
-// split: the pieces' gradients side by side (zeros for a piece without one).
-Args d_split(DerivCtx& c) {
-  const Shape& in = shape_of(c, c.args[0]);
-  const int64_t dim = wrap_dim(c.op, c.args[2].i, static_cast<int64_t>(in.size()));
-  Arg parts;
-  parts.kind = Arg::Kind::list;
-  for (size_t i = 0; i < c.grads.size(); ++i)
-    parts.list.push_back(c.grads[i].is_none() ? zeros(c, shape_of(c, c.out(static_cast<int>(i))), c.b.meta(c.args[0]).dtype)
-                                              : c.grads[i]);
-  return one(parts.list.size() == 1 ? parts.list[0] : call(c, "aten.cat.default", {parts, Arg::of_int(dim)}), 3);
-}
-Args d_cat(DerivCtx& c) {
-  const Arg& list = c.args[0];
-  const int64_t rank = static_cast<int64_t>(shape_of(c, c.out(0)).size());
-  const int64_t dim = wrap_dim(c.op, c.args[1].i, rank);
-  Arg grads;
-  grads.kind = Arg::Kind::list;
-  int64_t at = 0;
-  for (const Arg& x : list.list) {
-    const int64_t n = shape_of(c, x)[dim];
-    grads.list.push_back(call(c, "aten.slice.Tensor", {c.grads[0], Arg::of_int(dim), Arg::of_int(at), Arg::of_int(at + n), Arg::of_int(1)}));
-    at += n;
-  }
-  return {grads, kNone};
-}
-
 // ---- matrix multiply, convolution, normalization, pooling, softmax ---------------------------
 
 Arg transposed(DerivCtx& c, const Arg& m) {
@@ -186,14 +119,6 @@ Args d_attention(DerivCtx& c) {
 
 void add_derivatives(std::vector<OpDef>& table) {
   static const std::pair<const char*, DerivFn> rules[] = {
-      // pointwise
-      {"aten.clone.default", d_identity}, {"aten.alias.default", d_identity},
-      // views
-      {"aten.view.default", d_view}, {"aten._unsafe_view.default", d_view}, {"aten.reshape.default", d_reshape},
-      {"aten.permute.default", d_permute}, {"aten.t.default", d_t}, {"aten.transpose.int", d_transpose},
-      {"aten.expand.default", d_expand}, {"aten.unsqueeze.default", d_unsqueeze}, {"aten.squeeze.dim", d_squeeze},
-      {"aten.slice.Tensor", d_slice}, {"aten.split.Tensor", d_split}, {"aten.split_with_sizes.default", d_split},
-      {"aten.cat.default", d_cat},
       // library ops and normalization
       {"aten.mm.default", d_mm}, {"aten.bmm.default", d_mm}, {"aten.addmm.default", d_addmm},
       {"aten.convolution.default", d_convolution},

@@ -126,33 +126,6 @@ std::vector<TensorMeta> infer_reduction(const Graph& g, const OpDef& op, const s
   return {m};
 }
 
-std::vector<TensorMeta> infer_broadcast_in_dim(const Graph& g, const OpDef& op, const std::vector<Arg>& args) {
-  const TensorMeta& in = meta_of(g, args[0]);
-  const Shape shape = args[1].ints();
-  const auto bdims = args[2].ints();
-  if (bdims.size() != in.shape.size())
-    throw std::invalid_argument(op.name + ": broadcast_dimensions has " + std::to_string(bdims.size()) +
-                                " entries for an input of rank " + std::to_string(in.shape.size()));
-  for (size_t i = 0; i < bdims.size(); ++i) {
-    if (bdims[i] < 0 || bdims[i] >= static_cast<int64_t>(shape.size()) || (i && bdims[i] <= bdims[i - 1]))
-      throw std::invalid_argument(op.name + ": broadcast_dimensions must be increasing dimensions of the result");
-    if (in.shape[i] != 1 && in.shape[i] != shape[bdims[i]])
-      throw std::invalid_argument(op.name + ": cannot broadcast size " + std::to_string(in.shape[i]) + " to " +
-                                  std::to_string(shape[bdims[i]]));
-  }
-  TensorMeta m = TensorMeta::contiguous(in.dtype, shape);
-  m.device = in.device;
-  return {m};
-}
-
-std::vector<Expr> view_broadcast_in_dim(const Graph& g, const std::vector<Arg>& args, const std::vector<Expr>& out) {
-  const TensorMeta& in = meta_of(g, args[0]);
-  const auto bdims = args[2].ints();
-  std::vector<Expr> idx(in.shape.size());
-  for (size_t i = 0; i < bdims.size(); ++i) idx[i] = in.shape[i] == 1 ? Expr(0) : out.at(bdims[i]);
-  return idx;
-}
-
 // ---------------------------------------------------------------------------------------------
 // Reference kernels: plain loops, written for clarity; every compiled result is checked against them.
 // ---------------------------------------------------------------------------------------------
@@ -249,12 +222,8 @@ std::vector<OpDef> build_table() {
   add_pointwise_ops(t);
   add_reduction_ops(t);
   add_loss_ops(t);
-  const std::vector<OpDef> rest = {
-      {.name = "prims.broadcast_in_dim.default",
-       .schema = "broadcast_in_dim(Tensor(a) a, SymInt[] shape, int[] broadcast_dimensions) -> Tensor(a)",
-       .kind = OpKind::view, .levels = kPrims, .infer = infer_broadcast_in_dim, .view = view_broadcast_in_dim},
-  };
-  t.insert(t.end(), rest.begin(), rest.end());
+  add_view_ops(t);
+  add_shape_ops(t);
   t.push_back({.name = "getitem", .schema = "getitem(Any self, int index) -> Any", .kind = OpKind::getitem,
                .levels = level::aten | level::core_aten | level::prims, .infer = infer_getitem});
   add_nn_ops(t);

@@ -1,0 +1,244 @@
+// Ops that move elements between several tensors: split and split_with_sizes (one input, several
+// outputs), cat (several inputs; a library kernel), broadcast_tensors, and the gathers embedding
+// and gather (library kernels, with reference kernels of their own).
+#include <algorithm>
+#include <numeric>
+#include <stdexcept>
+
+#include "ops/rule_helpers.h"
+
+namespace ls {
+namespace {
+
+using namespace rules;
+
+// ---------------------------------------------------------------------------------------------
+// split
+// ---------------------------------------------------------------------------------------------
+
+std::vector<int64_t> split_sizes(const OpDef& op, const Shape& in, const std::vector<Arg>& a, int64_t& dim) {
+  dim = wrap_dim(op, a[2].i, static_cast<int64_t>(in.size()));
+  std::vector<int64_t> sizes;
+  if (op.name == "aten.split.Tensor") {
+    const int64_t s = a[1].i;
+    if (s <= 0) bad(op, "split_size must be positive");
+    for (int64_t o = 0; o < in[dim]; o += s) sizes.push_back(std::min(s, in[dim] - o));
+  } else {
+    sizes = a[1].ints();
+    if (std::accumulate(sizes.begin(), sizes.end(), int64_t(0)) != in[dim])
+      bad(op, "split sizes add up to " + std::to_string(std::accumulate(sizes.begin(), sizes.end(), int64_t(0))) +
+                  " but the dimension has " + std::to_string(in[dim]));
+  }
+  return sizes;
+}
+std::vector<TensorMeta> infer_split(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  const TensorMeta& in = meta_of(g, a[0]);
+  int64_t dim;
+  std::vector<TensorMeta> outs;
+  for (int64_t s : split_sizes(op, in.shape, a, dim)) {
+    Shape sh = in.shape;
+    sh[dim] = s;
+    outs.push_back(like(in, in.dtype, sh));
+  }
+  return outs;
+}
+std::vector<Tensor> ref_split(const OpDef& op, const std::vector<Arg>& a, const RefInputs& in, const std::vector<TensorMeta>& outs) {
+  int64_t dim;
+  const auto sizes = split_sizes(op, in[0].shape(), a, dim);
+  std::vector<Tensor> r;
+  int64_t off = 0;
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    Tensor t(outs[k].dtype, outs[k].shape);
+    const Shape in_st = contiguous_strides(in[0].shape());
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      Shape p = unravel(i, t.shape());
+      p[dim] += off;
+      int64_t o = 0;
+      for (size_t d = 0; d < p.size(); ++d) o += p[d] * in_st[d];
+      t.set(i, in[0].get(o));
+    }
+    off += sizes[k];
+    r.push_back(t);
+  }
+  return r;
+}
+std::vector<Arg> decomp_split(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a) {
+  int64_t dim;
+  const Shape in = b.meta(a[0]).shape;
+  const auto sizes = split_sizes(op, in, a, dim);
+  std::vector<Arg> outs;
+  if (op.name == "aten.split.Tensor") {
+    Arg s = b.call("aten.split_with_sizes.default", {a[0], Arg::of_ints(sizes), Arg::of_int(dim)});
+    for (size_t k = 0; k < sizes.size(); ++k) outs.push_back(b.get(s, static_cast<int>(k)));
+    return outs;
+  }
+  int64_t off = 0;
+  for (int64_t s : sizes) {  // split_with_sizes -> prims.slice per piece
+    std::vector<int64_t> st(in.size(), 0), lim = in;
+    st[dim] = off;
+    lim[dim] = off + s;
+    outs.push_back(b.call("prims.slice.default", {a[0], Arg::of_ints(st), Arg::of_ints(lim), Arg::none()}));
+    off += s;
+  }
+  return outs;
+}
+
+// split: the pieces' gradients side by side (zeros for a piece without one).
+Args d_split(DerivCtx& c) {
+  const Shape& in = shape_of(c, c.args[0]);
+  const int64_t dim = wrap_dim(c.op, c.args[2].i, static_cast<int64_t>(in.size()));
+  Arg parts;
+  parts.kind = Arg::Kind::list;
+  for (size_t i = 0; i < c.grads.size(); ++i)
+    parts.list.push_back(c.grads[i].is_none() ? zeros(c, shape_of(c, c.out(static_cast<int>(i))), c.b.meta(c.args[0]).dtype)
+                                              : c.grads[i]);
+  return one(parts.list.size() == 1 ? parts.list[0] : call(c, "aten.cat.default", {parts, Arg::of_int(dim)}), 3);
+}
+
+// ---------------------------------------------------------------------------------------------
+// cat, broadcast_tensors
+// ---------------------------------------------------------------------------------------------
+
+std::vector<TensorMeta> infer_cat(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  if (a[0].list.empty()) bad(op, "needs at least one tensor");
+  const TensorMeta& f = meta_of(g, a[0].list[0]);
+  const int64_t d = wrap_dim(op, a[1].i, static_cast<int64_t>(f.shape.size()));
+  Shape out = f.shape;
+  out[d] = 0;
+  for (const Arg& t : a[0].list) {
+    const Shape& s = meta_of(g, t).shape;
+    for (size_t i = 0; i < s.size(); ++i)
+      if (static_cast<int64_t>(i) != d && s[i] != f.shape[i]) bad(op, "sizes differ outside dimension " + std::to_string(d));
+    out[d] += s[d];
+  }
+  return {like(f, f.dtype, out)};
+}
+std::vector<Tensor> ref_cat(const OpDef& op, const std::vector<Arg>& a, const RefInputs& in, const std::vector<TensorMeta>& outs) {
+  Tensor y(outs[0].dtype, outs[0].shape);
+  const int64_t d = wrap_dim(op, a[1].i, y.dim());
+  const Shape ys = contiguous_strides(y.shape());
+  int64_t off = 0;
+  for (const Tensor& x : in.lists[0]) {
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      Shape p = unravel(i, x.shape());
+      p[d] += off;
+      int64_t o = 0;
+      for (size_t k = 0; k < p.size(); ++k) o += p[k] * ys[k];
+      y.set(o, x.get(i));
+    }
+    off += x.shape()[d];
+  }
+  return {y};
+}
+
+Args d_cat(DerivCtx& c) {
+  const Arg& list = c.args[0];
+  const int64_t rank = static_cast<int64_t>(shape_of(c, c.out(0)).size());
+  const int64_t dim = wrap_dim(c.op, c.args[1].i, rank);
+  Arg grads;
+  grads.kind = Arg::Kind::list;
+  int64_t at = 0;
+  for (const Arg& x : list.list) {
+    const int64_t n = shape_of(c, x)[dim];
+    grads.list.push_back(call(c, "aten.slice.Tensor", {c.grads[0], Arg::of_int(dim), Arg::of_int(at), Arg::of_int(at + n), Arg::of_int(1)}));
+    at += n;
+  }
+  return {grads, kNone};
+}
+
+std::vector<TensorMeta> infer_broadcast_tensors(const Graph& g, const OpDef&, const std::vector<Arg>& a) {
+  Shape s;
+  for (const Arg& t : a[0].list) s = broadcast_shapes(s, meta_of(g, t).shape);
+  std::vector<TensorMeta> outs;
+  for (const Arg& t : a[0].list) outs.push_back(like(meta_of(g, t), meta_of(g, t).dtype, s));
+  return outs;
+}
+std::vector<Tensor> ref_broadcast_tensors(const OpDef&, const std::vector<Arg>& a, const RefInputs& in, const std::vector<TensorMeta>& outs) {
+  std::vector<Tensor> r;
+  for (size_t k = 0; k < a[0].list.size(); ++k) {
+    const Tensor& x = in.lists[0][k];
+    Tensor y(outs[k].dtype, outs[k].shape);
+    const size_t off = y.shape().size() - x.shape().size();
+    const Shape xs = contiguous_strides(x.shape());
+    for (int64_t i = 0; i < y.numel(); ++i) {
+      const Shape p = unravel(i, y.shape());
+      int64_t o = 0;
+      for (size_t d = 0; d < x.shape().size(); ++d) o += (x.shape()[d] == 1 ? 0 : p[off + d]) * xs[d];
+      y.set(i, x.get(o));
+    }
+    r.push_back(y);
+  }
+  return r;
+}
+std::vector<Arg> decomp_broadcast_tensors(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a) {
+  const auto outs = infer_broadcast_tensors(b.graph(), op, a);
+  std::vector<Arg> r;
+  for (size_t k = 0; k < outs.size(); ++k) r.push_back(b.call("aten.expand.default", {a[0].list[k], Arg::of_ints(outs[k].shape)}));
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Gathers
+// ---------------------------------------------------------------------------------------------
+
+std::vector<TensorMeta> infer_embedding(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  const TensorMeta &w = meta_of(g, a[0]), &idx = meta_of(g, a[1]);
+  if (w.shape.size() != 2) bad(op, "weight must be 2-D");
+  if (dtype_is_float(idx.dtype)) bad(op, "indices must be integers");
+  Shape out = idx.shape;
+  out.push_back(w.shape[1]);
+  return {like(w, w.dtype, out)};
+}
+std::vector<Tensor> ref_embedding(const OpDef& op, const std::vector<Arg>&, const RefInputs& in, const std::vector<TensorMeta>& outs) {
+  Tensor y(outs[0].dtype, outs[0].shape);
+  const int64_t D = in[0].shape()[1], V = in[0].shape()[0];
+  for (int64_t i = 0; i < in[1].numel(); ++i) {
+    const int64_t r = static_cast<int64_t>(in[1].get(i));
+    if (r < 0 || r >= V) bad(op, "index " + std::to_string(r) + " is out of range for " + std::to_string(V) + " rows");
+    for (int64_t j = 0; j < D; ++j) y.set(i * D + j, in[0].get(r * D + j));
+  }
+  return {y};
+}
+std::vector<TensorMeta> infer_gather(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  const TensorMeta &x = meta_of(g, a[0]), &idx = meta_of(g, a[2]);
+  wrap_dim(op, a[1].i, static_cast<int64_t>(x.shape.size()));
+  if (idx.shape.size() != x.shape.size()) bad(op, "index must have the input's rank");
+  return {like(x, x.dtype, idx.shape)};
+}
+std::vector<Tensor> ref_gather(const OpDef& op, const std::vector<Arg>& a, const RefInputs& in, const std::vector<TensorMeta>& outs) {
+  Tensor y(outs[0].dtype, outs[0].shape);
+  const int64_t d = wrap_dim(op, a[1].i, in[0].dim());
+  const Shape xs = contiguous_strides(in[0].shape());
+  for (int64_t i = 0; i < y.numel(); ++i) {
+    Shape p = unravel(i, y.shape());
+    const int64_t j = static_cast<int64_t>(in[2].get(i));
+    if (j < 0 || j >= in[0].shape()[d]) bad(op, "index " + std::to_string(j) + " is out of range");
+    p[d] = j;
+    int64_t o = 0;
+    for (size_t k = 0; k < p.size(); ++k) o += p[k] * xs[k];
+    y.set(i, in[0].get(o));
+  }
+  return {y};
+}
+
+}  // namespace
+
+void add_shape_ops(std::vector<OpDef>& t) {
+  const std::vector<OpDef> ops = {
+      comp("aten.split.Tensor", "split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]", kAten, infer_split,
+           ref_split, decomp_split, d_split),
+      comp("aten.split_with_sizes.default", "split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]",
+           kCore, infer_split, ref_split, decomp_split, d_split),
+      ext("aten.cat.default", "cat(Tensor[] tensors, int dim=0) -> Tensor", kCore, infer_cat, ref_cat, nullptr, d_cat),
+      comp("aten.broadcast_tensors.default", "broadcast_tensors(Tensor[] tensors) -> Tensor[]", kAten, infer_broadcast_tensors,
+           ref_broadcast_tensors, decomp_broadcast_tensors),
+      ext("aten.embedding.default",
+          "embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor",
+          kCore, infer_embedding, ref_embedding),
+      ext("aten.gather.default", "gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor", kCore, infer_gather,
+          ref_gather),
+  };
+  t.insert(t.end(), ops.begin(), ops.end());
+}
+
+}  // namespace ls

@@ -1,0 +1,437 @@
+// Views and the ops that only reshape or alias: aten view, permute, expand, slice, select and
+// the prims they decompose into (reshape, transpose, slice, split_dim, collapse_view,
+// broadcast_in_dim), each with a shape rule and an index rule (the input position an output
+// position reads), which give its reference kernel and its lowering; the ATen ops that decompose
+// into them (reshape, flatten, squeeze, t, ...); and the identities (clone, detach, alias,
+// dropout in eval mode). Multi-tensor shape ops (split, cat) are in shape_ops.cpp.
+#include <algorithm>
+#include <numeric>
+#include <stdexcept>
+
+#include "ops/rule_helpers.h"
+
+namespace ls {
+namespace {
+
+using namespace rules;
+
+// Resolves one -1 in a view's size from the element count.
+Shape resolve_size(const OpDef& op, Shape size, int64_t numel) {
+  int64_t known = 1, infer = -1;
+  for (size_t i = 0; i < size.size(); ++i) {
+    if (size[i] == -1) {
+      if (infer >= 0) bad(op, "only one dimension can be -1");
+      infer = static_cast<int64_t>(i);
+    } else {
+      if (size[i] < 0) bad(op, "negative size " + std::to_string(size[i]));
+      if (__builtin_mul_overflow(known, size[i], &known)) bad(op, "shape " + shape_str(size) + " is too large");
+    }
+  }
+  if (infer >= 0) {
+    if (known == 0 || numel % known) bad(op, "cannot infer -1 in " + shape_str(size) + " for " + std::to_string(numel) + " elements");
+    size[infer] = numel / known;
+  } else if (known != numel) {
+    bad(op, "shape " + shape_str(size) + " is invalid for " + std::to_string(numel) + " elements");
+  }
+  return size;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Views: a shape rule and an index rule (output position -> input position).
+// ---------------------------------------------------------------------------------------------
+
+std::vector<TensorMeta> infer_view(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  const TensorMeta& in = meta_of(g, a[0]);
+  return {like(in, in.dtype, resolve_size(op, a[1].ints(), in.numel()))};
+}
+std::vector<Expr> view_view(const Graph& g, const std::vector<Arg>& a, const std::vector<Expr>& out) {
+  const TensorMeta& in = meta_of(g, a[0]);
+  Shape out_shape = a[1].ints();
+  int64_t known = 1;
+  for (int64_t d : out_shape) known *= d == -1 ? 1 : d;  // checked by infer_view already
+  for (int64_t& d : out_shape) if (d == -1) d = in.numel() / known;
+  return unflatten(linear_index(out, contiguous_strides(out_shape)), in.shape);
+}
+
+std::vector<TensorMeta> infer_permute(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  const TensorMeta& in = meta_of(g, a[0]);
+  const auto dims = a[1].ints();
+  if (dims.size() != in.shape.size()) bad(op, "needs " + std::to_string(in.shape.size()) + " dimensions, got " + std::to_string(dims.size()));
+  Shape out;
+  std::vector<bool> seen(dims.size(), false);
+  for (int64_t d : dims) {
+    const int64_t w = wrap_dim(op, d, static_cast<int64_t>(in.shape.size()));
+    if (seen[w]) bad(op, "repeated dimension " + std::to_string(d));
+    seen[w] = true;
+    out.push_back(in.shape[w]);
+  }
+  return {like(in, in.dtype, out)};
+}
+std::vector<Expr> view_permute(const Graph& g, const std::vector<Arg>& a, const std::vector<Expr>& out) {
+  const int64_t r = static_cast<int64_t>(meta_of(g, a[0]).shape.size());
+  const auto dims = a[1].ints();
+  std::vector<Expr> in(r);
+  for (size_t i = 0; i < dims.size(); ++i) in[dims[i] < 0 ? dims[i] + r : dims[i]] = out[i];
+  return in;
+}
+
+std::vector<TensorMeta> infer_expand(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  const TensorMeta& in = meta_of(g, a[0]);
+  Shape size = a[1].ints();
+  if (size.size() < in.shape.size()) bad(op, "cannot expand " + shape_str(in.shape) + " to fewer dimensions");
+  const size_t off = size.size() - in.shape.size();
+  for (size_t i = 0; i < size.size(); ++i) {
+    if (i < off) { if (size[i] < 0) bad(op, "-1 is not allowed in new leading dimensions"); continue; }
+    const int64_t s = in.shape[i - off];
+    if (size[i] == -1) size[i] = s;
+    else if (s != 1 && s != size[i]) bad(op, "cannot expand size " + std::to_string(s) + " to " + std::to_string(size[i]));
+  }
+  return {like(in, in.dtype, size)};
+}
+std::vector<Expr> view_expand(const Graph& g, const std::vector<Arg>& a, const std::vector<Expr>& out) {
+  const Shape& in = meta_of(g, a[0]).shape;
+  std::vector<Expr> idx(in.size());
+  const size_t off = out.size() - in.size();
+  for (size_t i = 0; i < in.size(); ++i) idx[i] = in[i] == 1 ? Expr(0) : out[off + i];
+  return idx;
+}
+
+struct SliceSpec { int64_t dim, start, end, step; };
+SliceSpec slice_spec(const OpDef& op, const Shape& in, const std::vector<Arg>& a) {
+  const int64_t dim = wrap_dim(op, a[1].i, static_cast<int64_t>(in.size()));
+  const int64_t n = in[dim];
+  auto clampi = [n](int64_t v) { if (v < 0) v += n; return std::min(std::max<int64_t>(v, 0), n); };
+  const int64_t start = a[2].is_none() ? 0 : clampi(a[2].i);
+  const int64_t end = a[3].is_none() ? n : clampi(a[3].i);
+  const int64_t step = a[4].i;
+  if (step <= 0) bad(op, "step must be positive");
+  return {dim, start, std::max(end, start), step};
+}
+std::vector<TensorMeta> infer_slice(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  const TensorMeta& in = meta_of(g, a[0]);
+  const SliceSpec s = slice_spec(op, in.shape, a);
+  Shape out = in.shape;
+  out[s.dim] = (s.end - s.start + s.step - 1) / s.step;
+  return {like(in, in.dtype, out)};
+}
+std::vector<Expr> view_slice(const Graph& g, const std::vector<Arg>& a, const std::vector<Expr>& out) {
+  static const OpDef* op = find_op("aten.slice.Tensor");
+  const SliceSpec s = slice_spec(*op, meta_of(g, a[0]).shape, a);
+  std::vector<Expr> in = out;
+  in[s.dim] = out[s.dim] * s.step + s.start;
+  return in;
+}
+
+std::vector<TensorMeta> infer_select(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  const TensorMeta& in = meta_of(g, a[0]);
+  const int64_t d = wrap_dim(op, a[1].i, static_cast<int64_t>(in.shape.size()));
+  const int64_t i = a[2].i < 0 ? a[2].i + in.shape[d] : a[2].i;
+  if (i < 0 || i >= in.shape[d]) bad(op, "index " + std::to_string(a[2].i) + " is out of range for size " + std::to_string(in.shape[d]));
+  Shape out = in.shape;
+  out.erase(out.begin() + d);
+  return {like(in, in.dtype, out)};
+}
+std::vector<Expr> view_select(const Graph& g, const std::vector<Arg>& a, const std::vector<Expr>& out) {
+  const Shape& in = meta_of(g, a[0]).shape;
+  const int64_t d = a[1].i < 0 ? a[1].i + static_cast<int64_t>(in.size()) : a[1].i;
+  const int64_t i = a[2].i < 0 ? a[2].i + in[d] : a[2].i;
+  std::vector<Expr> idx = out;
+  idx.insert(idx.begin() + d, Expr(i));
+  return idx;
+}
+
+// prims.slice(a, start_indices, limit_indices, strides): the prim form of slice.
+std::vector<TensorMeta> infer_prims_slice(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  const TensorMeta& in = meta_of(g, a[0]);
+  const auto st = a[1].ints(), lim = a[2].ints();
+  const auto str = a[3].is_none() ? std::vector<int64_t>(st.size(), 1) : a[3].ints();
+  if (st.size() != in.shape.size() || lim.size() != st.size() || str.size() != st.size()) bad(op, "index lists must match the rank");
+  Shape out;
+  for (size_t d = 0; d < st.size(); ++d) {
+    if (st[d] < 0 || lim[d] > in.shape[d] || st[d] > lim[d] || str[d] <= 0) bad(op, "slice out of range in dimension " + std::to_string(d));
+    out.push_back((lim[d] - st[d] + str[d] - 1) / str[d]);
+  }
+  return {like(in, in.dtype, out)};
+}
+std::vector<Expr> view_prims_slice(const Graph&, const std::vector<Arg>& a, const std::vector<Expr>& out) {
+  const auto st = a[1].ints();
+  const auto str = a[3].is_none() ? std::vector<int64_t>(st.size(), 1) : a[3].ints();
+  std::vector<Expr> in(out.size());
+  for (size_t d = 0; d < out.size(); ++d) in[d] = out[d] * str[d] + st[d];
+  return in;
+}
+
+// prims.split_dim(a, dim, outer_length) and prims.collapse_view(a, start, end): reshapes of one
+// dimension into two, and of a run of dimensions into one.
+Shape split_or_collapse(const OpDef& op, const Shape& in, const std::vector<Arg>& a) {
+  Shape out = in;
+  const int64_t r = static_cast<int64_t>(in.size());
+  if (op.name == "prims.split_dim.default") {
+    const int64_t d = wrap_dim(op, a[1].i, r), outer = a[2].i;
+    if (outer <= 0 || in[d] % outer) bad(op, "cannot split size " + std::to_string(in[d]) + " into " + std::to_string(outer) + " rows");
+    out[d] = in[d] / outer;
+    out.insert(out.begin() + d, outer);
+    return out;
+  }
+  const int64_t s = a[1].i, e = a[2].i;  // inclusive range, as torch._prims.collapse_view takes it
+  if (s < 0 || e >= r || s > e) bad(op, "bad dimension range [" + std::to_string(s) + ", " + std::to_string(e) + "]");
+  int64_t m = 1;
+  for (int64_t d = s; d <= e; ++d) m *= in[d];
+  out.erase(out.begin() + s, out.begin() + e + 1);
+  out.insert(out.begin() + s, m);
+  return out;
+}
+std::vector<TensorMeta> infer_split_collapse(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  const TensorMeta& x = meta_of(g, a[0]);
+  return {like(x, x.dtype, split_or_collapse(op, x.shape, a))};
+}
+std::vector<Expr> view_split_collapse(const Graph& g, const std::vector<Arg>& a, const std::vector<Expr>& out) {
+  static const OpDef* split = find_op("prims.split_dim.default");
+  static const OpDef* collapse = find_op("prims.collapse_view.default");
+  const Shape& in = meta_of(g, a[0]).shape;
+  const OpDef& op = a.size() == 3 && out.size() == in.size() + 1 ? *split : *collapse;
+  const Shape os = split_or_collapse(op, in, a);
+  return unflatten(linear_index(out, contiguous_strides(os)), in);
+}
+
+std::vector<TensorMeta> infer_broadcast_in_dim(const Graph& g, const OpDef& op, const std::vector<Arg>& args) {
+  const TensorMeta& in = meta_of(g, args[0]);
+  const Shape shape = args[1].ints();
+  const auto bdims = args[2].ints();
+  if (bdims.size() != in.shape.size())
+    throw std::invalid_argument(op.name + ": broadcast_dimensions has " + std::to_string(bdims.size()) +
+                                " entries for an input of rank " + std::to_string(in.shape.size()));
+  for (size_t i = 0; i < bdims.size(); ++i) {
+    if (bdims[i] < 0 || bdims[i] >= static_cast<int64_t>(shape.size()) || (i && bdims[i] <= bdims[i - 1]))
+      throw std::invalid_argument(op.name + ": broadcast_dimensions must be increasing dimensions of the result");
+    if (in.shape[i] != 1 && in.shape[i] != shape[bdims[i]])
+      throw std::invalid_argument(op.name + ": cannot broadcast size " + std::to_string(in.shape[i]) + " to " +
+                                  std::to_string(shape[bdims[i]]));
+  }
+  TensorMeta m = TensorMeta::contiguous(in.dtype, shape);
+  m.device = in.device;
+  return {m};
+}
+
+std::vector<Expr> view_broadcast_in_dim(const Graph& g, const std::vector<Arg>& args, const std::vector<Expr>& out) {
+  const TensorMeta& in = meta_of(g, args[0]);
+  const auto bdims = args[2].ints();
+  std::vector<Expr> idx(in.shape.size());
+  for (size_t i = 0; i < bdims.size(); ++i) idx[i] = in.shape[i] == 1 ? Expr(0) : out.at(bdims[i]);
+  return idx;
+}
+
+// aten views -> prims views.
+std::vector<Arg> decomp_view_to_prims(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a) {
+  const Shape x = b.meta(a[0]).shape;
+  if (op.name == "aten.view.default") return {b.call("prims.reshape.default", {a[0], Arg::of_ints(resolve_size(op, a[1].ints(), numel_of(x)))})};
+  if (op.name == "aten.permute.default") {
+    std::vector<int64_t> p;
+    for (int64_t d : a[1].ints()) p.push_back(wrap_dim(op, d, static_cast<int64_t>(x.size())));
+    return {b.call("prims.transpose.default", {a[0], Arg::of_ints(p)})};
+  }
+  if (op.name == "aten.expand.default") {
+    Graph& g = b.graph();
+    const Shape out = infer_expand(g, op, a)[0].shape;
+    std::vector<int64_t> bd;
+    for (size_t i = 0; i < x.size(); ++i) bd.push_back(static_cast<int64_t>(out.size() - x.size() + i));
+    return {b.call("prims.broadcast_in_dim.default", {a[0], Arg::of_ints(out), Arg::of_ints(bd)})};
+  }
+  if (op.name == "aten.slice.Tensor") {
+    const SliceSpec s = slice_spec(op, x, a);
+    std::vector<int64_t> st(x.size(), 0), lim = x, str(x.size(), 1);
+    st[s.dim] = s.start;
+    lim[s.dim] = s.end;
+    str[s.dim] = s.step;
+    return {b.call("prims.slice.default", {a[0], Arg::of_ints(st), Arg::of_ints(lim), Arg::of_ints(str)})};
+  }
+  // select: a one-wide slice, then a reshape that drops the dimension
+  const int64_t d = wrap_dim(op, a[1].i, static_cast<int64_t>(x.size()));
+  const int64_t i = a[2].i < 0 ? a[2].i + x[d] : a[2].i;
+  std::vector<int64_t> st(x.size(), 0), lim = x;
+  st[d] = i;
+  lim[d] = i + 1;
+  Shape out = x;
+  out.erase(out.begin() + d);
+  const Arg sl = b.call("prims.slice.default", {a[0], Arg::of_ints(st), Arg::of_ints(lim), Arg::none()});
+  return {b.call("prims.reshape.default", {sl, Arg::of_ints(out)})};
+}
+
+std::vector<TensorMeta> infer_reshape_prim(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  const TensorMeta& x = meta_of(g, a[0]);
+  return {like(x, x.dtype, resolve_size(op, a[1].ints(), x.numel()))};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Views that decompose into the ones above
+// ---------------------------------------------------------------------------------------------
+
+std::vector<Arg> decomp_to_view(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a) {
+  const Shape x = b.meta(a[0]).shape;
+  Shape out;
+  if (op.name == "aten.flatten.using_ints") {
+    const int64_t r = static_cast<int64_t>(x.size());
+    if (r == 0) return {b.call("aten.view.default", {a[0], Arg::of_ints({1})})};
+    const int64_t s = wrap_dim(op, a[1].i, r), e = wrap_dim(op, a[2].i, r);
+    for (int64_t d = 0; d < s; ++d) out.push_back(x[d]);
+    int64_t m = 1;
+    for (int64_t d = s; d <= e; ++d) m *= x[d];
+    out.push_back(m);
+    for (int64_t d = e + 1; d < r; ++d) out.push_back(x[d]);
+  } else if (op.name == "aten.unsqueeze.default") {
+    out = x;
+    const int64_t d = wrap_dim(op, a[1].i, static_cast<int64_t>(x.size()) + 1);
+    out.insert(out.begin() + d, 1);
+  } else if (op.name == "aten.squeeze.dim") {
+    out = x;
+    const int64_t d = wrap_dim(op, a[1].i, static_cast<int64_t>(x.size()));
+    if (!x.empty() && x[d] == 1) out.erase(out.begin() + d);
+  } else {  // reshape, _unsafe_view
+    out = a[1].ints();
+  }
+  return {b.call("aten.view.default", {a[0], Arg::of_ints(out)})};
+}
+std::vector<TensorMeta> infer_via_view(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  // Shape of the view the op decomposes into.
+  const TensorMeta& x = meta_of(g, a[0]);
+  Graph tmp;
+  Node n;
+  n.name = "x";
+  n.outs = {x};
+  tmp.add(n);
+  GraphBuilder b(tmp);
+  std::vector<Arg> args = a;
+  args[0] = Arg::of_node(0);
+  const Arg v = decomp_to_view(b, op, args)[0];
+  return {tmp.nodes.at(v.node).meta()};
+}
+
+std::vector<Arg> decomp_transpose(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a) {
+  const int64_t r = static_cast<int64_t>(b.meta(a[0]).shape.size());
+  std::vector<int64_t> perm(r);
+  std::iota(perm.begin(), perm.end(), 0);
+  if (op.name == "aten.t.default") {
+    if (r < 2) return {a[0]};
+    std::swap(perm[0], perm[1]);
+  } else {
+    std::swap(perm[wrap_dim(op, a[1].i, r)], perm[wrap_dim(op, a[2].i, r)]);
+  }
+  return {b.call("aten.permute.default", {a[0], Arg::of_ints(perm)})};
+}
+std::vector<TensorMeta> infer_transpose(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  const TensorMeta& x = meta_of(g, a[0]);
+  Shape out = x.shape;
+  const int64_t r = static_cast<int64_t>(out.size());
+  if (op.name == "aten.t.default") {
+    if (r > 2) bad(op, "needs a tensor of at most 2 dimensions");
+    if (r == 2) std::swap(out[0], out[1]);
+  } else {
+    std::swap(out[wrap_dim(op, a[1].i, r)], out[wrap_dim(op, a[2].i, r)]);
+  }
+  return {like(x, x.dtype, out)};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Identities
+// ---------------------------------------------------------------------------------------------
+
+std::vector<Arg> decomp_identity(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a) {
+  if (op.base_name() == "dropout" && a[2].b && a[1].number() > 0) bad(op, "training-mode dropout is not supported");
+  (void)b;
+  return {a[0]};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Derivatives
+// ---------------------------------------------------------------------------------------------
+
+Args d_identity(DerivCtx& c) { return one(c.grads[0], c.op.params.size()); }
+
+Args d_view(DerivCtx& c) { return one(call(c, "aten.view.default", {c.grads[0], ints(shape_of(c, c.args[0]))}), 2); }
+Args d_reshape(DerivCtx& c) { return one(call(c, "aten.reshape.default", {c.grads[0], ints(shape_of(c, c.args[0]))}), c.op.params.size()); }
+Args d_permute(DerivCtx& c) {
+  const auto p = c.args[1].ints();
+  const int64_t rank = static_cast<int64_t>(p.size());
+  std::vector<int64_t> inv(p.size());
+  for (int64_t i = 0; i < rank; ++i) inv[wrap_dim(c.op, p[i], rank)] = i;
+  return one(call(c, "aten.permute.default", {c.grads[0], ints(inv)}), 2);
+}
+Args d_t(DerivCtx& c) { return one(call(c, "aten.t.default", {c.grads[0]}), 1); }
+Args d_transpose(DerivCtx& c) { return one(call(c, "aten.transpose.int", {c.grads[0], c.args[1], c.args[2]}), 3); }
+Args d_expand(DerivCtx& c) { return one(sum_to(c, c.grads[0], shape_of(c, c.args[0])), c.op.params.size()); }
+Args d_unsqueeze(DerivCtx& c) { return one(call(c, "aten.squeeze.dim", {c.grads[0], c.args[1]}), 2); }
+Args d_squeeze(DerivCtx& c) { return one(call(c, "aten.view.default", {c.grads[0], ints(shape_of(c, c.args[0]))}), 2); }
+// slice: the gradient is zero outside the slice (step 1: zeros, the gradient, zeros).
+Args d_slice(DerivCtx& c) {
+  const Shape& in = shape_of(c, c.args[0]);
+  const int64_t dim = wrap_dim(c.op, c.args[1].i, static_cast<int64_t>(in.size()));
+  if (c.args[4].i != 1) throw std::invalid_argument(c.op.name + ": the derivative of a strided slice is not supported");
+  const Shape& out = shape_of(c, c.out(0));
+  int64_t start = c.args[2].is_none() ? 0 : c.args[2].i;
+  if (start < 0) start += in[dim];
+  start = std::clamp<int64_t>(start, 0, in[dim]);
+  Arg parts;
+  parts.kind = Arg::Kind::list;
+  const DType t = c.b.meta(c.grads[0]).dtype;
+  Shape before = in, after = in;
+  before[dim] = start;
+  after[dim] = in[dim] - start - out[dim];
+  if (before[dim] > 0) parts.list.push_back(zeros(c, before, t));
+  parts.list.push_back(c.grads[0]);
+  if (after[dim] > 0) parts.list.push_back(zeros(c, after, t));
+  if (parts.list.size() == 1) return one(c.grads[0], 5);
+  return one(call(c, "aten.cat.default", {parts, Arg::of_int(dim)}), 5);
+}
+}  // namespace
+
+void add_view_ops(std::vector<OpDef>& t) {
+  const std::vector<OpDef> ops = {
+      // Views (Core ATen), and their prims
+      view_op("aten.view.default", "view(Tensor(a) self, SymInt[] size) -> Tensor(a)", kCore, infer_view, view_view, decomp_view_to_prims,
+              d_view),
+      view_op("aten.permute.default", "permute(Tensor(a) self, int[] dims) -> Tensor(a)", kCore, infer_permute, view_permute,
+              decomp_view_to_prims, d_permute),
+      view_op("aten.expand.default", "expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)", kCore, infer_expand,
+              view_expand, decomp_view_to_prims, d_expand),
+      view_op("aten.slice.Tensor", "slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)",
+              kCore, infer_slice, view_slice, decomp_view_to_prims, d_slice),
+      view_op("aten.select.int", "select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)", kCore, infer_select, view_select,
+              decomp_view_to_prims),
+      view_op("prims.reshape.default", "reshape(Tensor a, SymInt[] shape) -> Tensor", kPrims, infer_reshape_prim, view_view, nullptr),
+      view_op("prims.transpose.default", "transpose(Tensor(a) a, int[] permutation) -> Tensor(a)", kPrims, infer_permute, view_permute, nullptr),
+      view_op("prims.slice.default",
+              "slice(Tensor(a) a, SymInt[] start_indices, SymInt[] limit_indices, SymInt[]? strides=None) -> Tensor(a)", kPrims,
+              infer_prims_slice, view_prims_slice, nullptr),
+      view_op("prims.split_dim.default", "split_dim(Tensor(a) a, int dim, SymInt outer_length) -> Tensor(a)", kPrims,
+              infer_split_collapse, view_split_collapse, nullptr),
+      view_op("prims.collapse_view.default", "collapse_view(Tensor(a) a, int start, int end) -> Tensor(a)", kPrims,
+              infer_split_collapse, view_split_collapse, nullptr),
+      {.name = "prims.broadcast_in_dim.default",
+       .schema = "broadcast_in_dim(Tensor(a) a, SymInt[] shape, int[] broadcast_dimensions) -> Tensor(a)",
+       .kind = OpKind::view, .levels = kPrims, .infer = infer_broadcast_in_dim, .view = view_broadcast_in_dim},
+      // Views that decompose to the ones above
+      comp("aten.reshape.default", "reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)", kAten, infer_via_view, nullptr, decomp_to_view,
+           d_reshape),
+      comp("aten._unsafe_view.default", "_unsafe_view(Tensor self, SymInt[] size) -> Tensor", kAten, infer_via_view, nullptr,
+           decomp_to_view, d_view),
+      comp("aten.flatten.using_ints", "flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)", kAten,
+           infer_via_view, nullptr, decomp_to_view),
+      comp("aten.unsqueeze.default", "unsqueeze(Tensor(a) self, int dim) -> Tensor(a)", kAten, infer_via_view, nullptr, decomp_to_view,
+           d_unsqueeze),
+      comp("aten.squeeze.dim", "squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)", kAten, infer_via_view, nullptr, decomp_to_view,
+           d_squeeze),
+      comp("aten.t.default", "t(Tensor(a) self) -> Tensor(a)", kAten, infer_transpose, nullptr, decomp_transpose, d_t),
+      comp("aten.transpose.int", "transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)", kAten, infer_transpose, nullptr,
+           decomp_transpose, d_transpose),
+      // Identities
+      {.name = "aten.clone.default", .schema = "clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor",
+       .kind = OpKind::pointwise, .levels = kCore, .math = Math::identity, .decompose = decomp_identity,
+       .derivative = d_identity},
+      comp("aten.detach.default", "detach(Tensor(a) self) -> Tensor(a)", kAten, same_as<0>, nullptr, decomp_identity),
+      comp("aten.alias.default", "alias(Tensor(a) self) -> Tensor(a)", kAten, same_as<0>, nullptr, decomp_identity, d_identity),
+      comp("aten.dropout.default", "dropout(Tensor input, float p, bool train) -> Tensor", kAten, same_as<0>, nullptr, decomp_identity),
+  };
+  t.insert(t.end(), ops.begin(), ops.end());
+}
+
+}  // namespace ls
