@@ -37,46 +37,6 @@ std::vector<Arg> softmax_backward(GraphBuilder& b, const OpDef&, const std::vect
   return {call(b, "aten.sub.Tensor", {go, call(b, "aten.mul.Tensor", {a[1], s})})};
 }
 
-std::vector<TensorMeta> conv_backward_meta(const Graph& g, const OpDef&, const std::vector<Arg>& a) {
-  const TensorMeta &x = meta_of(g, a[1]), &w = meta_of(g, a[2]);
-  return {like(x, x.shape), like(w, w.shape), like(w, {w.shape[0]})};
-}
-std::vector<Tensor> conv_backward_ref(const OpDef&, const std::vector<Arg>& a, const RefInputs& in, const std::vector<TensorMeta>& outs) {
-  const Tensor &gy = in[0], &x = in[1], &w = in[2];
-  const auto st = spatial_pair(a[4]), pad = spatial_pair(a[5]), dil = spatial_pair(a[6]);
-  const int64_t G = a[9].i;
-  const int64_t N = x.shape()[0], C = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
-  const int64_t O = w.shape()[0], CG = w.shape()[1], KH = w.shape()[2], KW = w.shape()[3];
-  const int64_t OH = gy.shape()[2], OW = gy.shape()[3], OG = O / G;
-  std::vector<double> gx(x.numel(), 0), gw(w.numel(), 0), gb(O, 0);
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t o = 0; o < O; ++o) {
-      const int64_t g = o / OG;
-      for (int64_t oh = 0; oh < OH; ++oh)
-        for (int64_t ow = 0; ow < OW; ++ow) {
-          const double go = gy.get(((n * O + o) * OH + oh) * OW + ow);
-          gb[o] += go;
-          for (int64_t c = 0; c < CG; ++c)
-            for (int64_t kh = 0; kh < KH; ++kh) {
-              const int64_t ih = oh * st[0] - pad[0] + kh * dil[0];
-              if (ih < 0 || ih >= H) continue;
-              for (int64_t kw = 0; kw < KW; ++kw) {
-                const int64_t iw = ow * st[1] - pad[1] + kw * dil[1];
-                if (iw < 0 || iw >= W) continue;
-                const int64_t xi = ((n * C + g * CG + c) * H + ih) * W + iw, wi = ((o * CG + c) * KH + kh) * KW + kw;
-                gx[xi] += go * w.get(wi);
-                gw[wi] += go * x.get(xi);
-              }
-            }
-        }
-    }
-  Tensor tx(outs[0].dtype, outs[0].shape), tw(outs[1].dtype, outs[1].shape), tb(outs[2].dtype, outs[2].shape);
-  for (int64_t i = 0; i < tx.numel(); ++i) tx.set(i, gx[i]);
-  for (int64_t i = 0; i < tw.numel(); ++i) tw.set(i, gw[i]);
-  for (int64_t i = 0; i < tb.numel(); ++i) tb.set(i, gb[i]);
-  return {tx, tw, tb};
-}
-
 std::vector<TensorMeta> batch_norm_backward_meta(const Graph& g, const OpDef&, const std::vector<Arg>& a) {
   const TensorMeta& x = meta_of(g, a[1]);
   return {like(x, x.shape), like(x, {x.shape[1]}), like(x, {x.shape[1]})};
@@ -148,21 +108,6 @@ std::vector<Tensor> layer_norm_backward_ref(const OpDef&, const std::vector<Arg>
     gb.set(i, sb[i]);
   }
   return {gx, gw, gb};
-}
-
-std::vector<Tensor> max_pool_backward_ref(const OpDef&, const std::vector<Arg>&, const RefInputs& in, const std::vector<TensorMeta>& outs) {
-  const Tensor &gy = in[0], &x = in[1], &idx = in[7];
-  const size_t r = x.shape().size();
-  const int64_t plane_in = x.shape()[r - 2] * x.shape()[r - 1], plane_out = gy.shape()[r - 2] * gy.shape()[r - 1];
-  Tensor gx(outs[0].dtype, outs[0].shape);
-  std::vector<double> acc(gx.numel(), 0);
-  for (int64_t i = 0; i < gy.numel(); ++i) {
-    const int64_t plane = i / plane_out, j = static_cast<int64_t>(idx.get(i));
-    if (j < 0 || j >= plane_in) throw std::invalid_argument("max_pool2d_with_indices_backward: index out of range");
-    acc[plane * plane_in + j] += gy.get(i);
-  }
-  for (int64_t i = 0; i < gx.numel(); ++i) gx.set(i, acc[i]);
-  return {gx};
 }
 
 std::vector<TensorMeta> sdpa_backward_meta(const Graph& g, const OpDef&, const std::vector<Arg>& a) {
@@ -265,11 +210,6 @@ void add_backward_ops(std::vector<OpDef>& t) {
       comp("aten._softmax_backward_data.default",
            "_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor", same_as<1>,
            softmax_backward),
-      ext("aten.convolution_backward.default",
-          "convolution_backward(Tensor grad_output, Tensor input, Tensor weight, SymInt[]? bias_sizes, SymInt[] stride, SymInt[] "
-          "padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool[3] output_mask) -> (Tensor, "
-          "Tensor, Tensor)",
-          conv_backward_meta, conv_backward_ref),
       ext("aten.native_batch_norm_backward.default",
           "native_batch_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, Tensor? running_mean, Tensor? running_var, "
           "Tensor? save_mean, Tensor? save_invstd, bool train, float eps, bool[3] output_mask) -> (Tensor, Tensor, Tensor)",
@@ -281,10 +221,6 @@ void add_backward_ops(std::vector<OpDef>& t) {
                  "Tensor? weight, Tensor? bias, bool[3] output_mask) -> (Tensor, Tensor, Tensor)",
        .kind = OpKind::composite, .levels = kCore, .infer = layer_norm_backward_meta, .reference = layer_norm_backward_ref,
        .decompose = layer_norm_backward},
-      ext("aten.max_pool2d_with_indices_backward.default",
-          "max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, "
-          "int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor",
-          same_as<1>, max_pool_backward_ref),
       ext("aten._scaled_dot_product_efficient_attention_backward.default",
           "_scaled_dot_product_efficient_attention_backward(Tensor grad_out_, Tensor query, Tensor key, Tensor value, Tensor? "
           "attn_bias, Tensor out, Tensor logsumexp, Tensor philox_seed, Tensor philox_offset, float dropout_p, bool[4] "

@@ -17,42 +17,6 @@ using namespace rules;
 
 // ---- matrix multiply, convolution, normalization, pooling, softmax ---------------------------
 
-Arg transposed(DerivCtx& c, const Arg& m) {
-  const size_t rank = shape_of(c, m).size();
-  return rank == 2 ? call(c, "aten.permute.default", {m, ints({1, 0})}) : call(c, "aten.permute.default", {m, ints({0, 2, 1})});
-}
-Args d_mm(DerivCtx& c) {  // a @ b: ga = g b^T, gb = a^T g
-  const char* mm = shape_of(c, c.args[0]).size() == 3 ? "aten.bmm.default" : "aten.mm.default";
-  Args r(2, kNone);
-  if (wants(c, 0)) r[0] = call(c, mm, {c.grads[0], transposed(c, c.args[1])});
-  if (wants(c, 1)) r[1] = call(c, mm, {transposed(c, c.args[0]), c.grads[0]});
-  return r;
-}
-Args d_addmm(DerivCtx& c) {  // beta * bias + alpha * m1 @ m2
-  const double beta = c.args[3].number(), alpha = c.args[4].number();
-  Args r(5, kNone);
-  auto scaled = [&](Arg g, double s) { return s == 1.0 ? g : call(c, "aten.mul.Tensor", {g, num(s)}); };
-  if (wants(c, 0)) r[0] = sum_to(c, scaled(c.grads[0], beta), shape_of(c, c.args[0]));
-  if (wants(c, 1)) r[1] = scaled(call(c, "aten.mm.default", {c.grads[0], transposed(c, c.args[2])}), alpha);
-  if (wants(c, 2)) r[2] = scaled(call(c, "aten.mm.default", {transposed(c, c.args[1]), c.grads[0]}), alpha);
-  return r;
-}
-Args d_convolution(DerivCtx& c) {
-  const Args& a = c.args;
-  Args r(9, kNone);
-  const bool gi = wants(c, 0), gw = wants(c, 1), gb = wants(c, 2);
-  if (!gi && !gw && !gb) return r;
-  Arg mask;
-  mask.kind = Arg::Kind::list;
-  for (bool m : {gi, gw, gb}) mask.list.push_back(Arg::of_bool(m));
-  const Arg bias_sizes = a[2].is_node() ? ints(shape_of(c, a[2])) : kNone;
-  const Arg cb = call(c, "aten.convolution_backward.default",
-                      {c.grads[0], a[0], a[1], bias_sizes, a[3], a[4], a[5], a[6], a[7], a[8], mask});
-  if (gi) r[0] = c.b.get(cb, 0);
-  if (gw) r[1] = c.b.get(cb, 1);
-  if (gb) r[2] = c.b.get(cb, 2);
-  return r;
-}
 // Eval-mode batch norm is an affine map per channel: y = (x - mean) * invstd * w + b.
 Args d_batch_norm_eval(DerivCtx& c) {
   const Args& a = c.args;  // input, weight, bias, running_mean, running_var, momentum, eps
@@ -95,10 +59,6 @@ Args d_softmax(DerivCtx& c) {
                   {c.grads[0], c.out(0), c.args[1], Arg::of_string(std::string(dtype_torch(c.b.meta(c.args[0]).dtype)))}),
              3);
 }
-Args d_max_pool(DerivCtx& c) {
-  const Args& a = c.args;  // self, kernel_size, stride, padding, dilation, ceil_mode
-  return one(call(c, "aten.max_pool2d_with_indices_backward.default", {c.grads[0], a[0], a[1], a[2], a[3], a[4], a[5], c.out(1)}), 6);
-}
 // Efficient attention: one backward kernel for q, k and v, from the output and its log-sum-exp.
 Args d_attention(DerivCtx& c) {
   const Args& a = c.args;  // q, k, v, attn_bias, compute_log_sumexp, dropout_p, is_causal, scale
@@ -120,11 +80,8 @@ Args d_attention(DerivCtx& c) {
 void add_derivatives(std::vector<OpDef>& table) {
   static const std::pair<const char*, DerivFn> rules[] = {
       // library ops and normalization
-      {"aten.mm.default", d_mm}, {"aten.bmm.default", d_mm}, {"aten.addmm.default", d_addmm},
-      {"aten.convolution.default", d_convolution},
       {"aten._native_batch_norm_legit_no_training.default", d_batch_norm_eval},
       {"aten.native_layer_norm.default", d_native_layer_norm}, {"aten._softmax.default", d_softmax},
-      {"aten.max_pool2d_with_indices.default", d_max_pool},
       {"aten._scaled_dot_product_efficient_attention.default", d_attention},
   };
   for (const auto& rule : rules) {

@@ -226,6 +226,8 @@ std::vector<OpDef> build_table() {
   add_shape_ops(t);
   t.push_back({.name = "getitem", .schema = "getitem(Any self, int index) -> Any", .kind = OpKind::getitem,
                .levels = level::aten | level::core_aten | level::prims, .infer = infer_getitem});
+  add_linalg_ops(t);
+  add_conv_pool_ops(t);
   add_nn_ops(t);
   add_backward_ops(t);
   for (OpDef& op : t) {
