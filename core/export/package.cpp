@@ -21,6 +21,7 @@
 extern const char kPackageBuffers[];
 extern const char kPackageRuntime[];
 extern const char kPackageRuntimeCuda[];
+extern const char kRuntimeCpu[];
 
 namespace ls {
 
@@ -60,6 +61,8 @@ class Writer {
     for (const auto& [name, bytes] : r_.objects) put(name, bytes);
     put("buffers.h", kPackageBuffers);
     put("runtime.h", cuda() ? kPackageRuntimeCuda : kPackageRuntime);
+    // The library calls' algorithms: the very header the app runs them from (exec/runtime_cpu.h).
+    if (!cuda()) put("runtime_cpu.h", kRuntimeCpu);
     put("model.cpp", cuda() ? cuda_model_cpp() : model_cpp());
     put("CMakeLists.txt", cuda() ? cuda_cmake() : cmake());
     write_data();
@@ -253,9 +256,10 @@ class Writer {
       const Shape a = shape(ia), b = shape(ib);
       const int64_t M = a[ta ? 1 : 0], K = a[ta ? 0 : 1], N = b[tb ? 0 : 1];
       if (addmm) {
-        const Shape bias = shape(0);
-        const int kind = bias.size() == 2 && bias[0] != 1 ? 2 : !bias.empty() && bias.back() != 1 ? 1 : 0;
-        os << "    lsrt::addmm(" << out << ", " << in(0) << ", " << kind << ", " << M << ", " << N << ", " << K << ", " << in(ia)
+        const Shape bias = shape(0);  // broadcast as the app's matmul does (runtime_cpu.h's addmm)
+        const bool per_row = bias.size() == 2 && bias[0] != 1, per_col = !bias.empty() && bias.back() != 1;
+        os << "    lsrt::addmm(" << out << ", " << in(0) << ", " << per_row << ", " << per_col << ", " << (bias.size() == 2 ? bias[1] : 0)
+           << ", " << M << ", " << N << ", " << K << ", " << in(ia)
            << ", " << ta << ", " << in(ib) << ", " << tb << ", " << flt(c.args[4].number()) << ", " << flt(c.args[3].number())
            << cut << ");\n";
       } else {
@@ -698,7 +702,8 @@ endif()
       os << "- `kernels.cpp`: the generated kernels (C++/OpenMP), as Lowerscope compiled them";
       for (const auto& [name, bytes] : r_.objects) os << " (its object: `" << name << "`)";
       os << ";\n- `model.cpp`: the runner, calling them and the library calls in schedule order;\n"
-         << "- `runtime.h`, `buffers.h`: matrix multiply (CBLAS), convolution (im2col) and attention; buffers and .npy files;\n";
+         << "- `runtime_cpu.h`: matrix multiply, convolution and attention, the very source Lowerscope runs them from; "
+            "`runtime.h`, `buffers.h`: what they run on here (OpenMP's threads, CBLAS), buffers and .npy files;\n";
     }
     os << "- `data/`: the model's inputs and weights, one .npy per buffer (user inputs: ";
     std::string users;
