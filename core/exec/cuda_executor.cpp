@@ -34,22 +34,29 @@ std::vector<int64_t> pair_of(const Arg& a, int64_t dflt) {
   return v;
 }
 
-// How a (non-depthwise) convolution's product reads its input. A 1x1 window with stride 1 and no
-// padding reads the input's channels as they are: the input is its own columns (no im2col, and
-// grad_x needs no col2im). One output pixel whose window covers the whole unpadded input, in one
-// group, is a linear layer: y [N, O] = x [N, C H W] @ w [O, C KH KW]^T, its bias in cuBLASLt's
-// epilogue (MobileNet's squeeze-and-excitation convolutions).
-enum class ConvForm { columns, pointwise, linear };
+}  // namespace
 
-ConvForm conv_form(const Shape& x, const Shape& w, const Shape& y, int64_t groups, const std::vector<int64_t>& st,
-                   const std::vector<int64_t>& pad) {
-  const bool unpadded = pad[0] == 0 && pad[1] == 0;
-  if (groups == 1 && y[2] == 1 && y[3] == 1 && w[2] == x[2] && w[3] == x[3] && unpadded) return ConvForm::linear;
-  if (w[2] == 1 && w[3] == 1 && st[0] == 1 && st[1] == 1 && unpadded) return ConvForm::pointwise;
-  return ConvForm::columns;
+lsrt::cuda::Conv cuda_conv(const LoopProgram& p, const ExternCall& c) {
+  const bool backward = c.op == &op::convolution_backward();
+  const size_t xa = backward ? 1 : 0, at = backward ? 4 : 3;  // x; stride, padding, dilation, transposed, output padding, groups
+  const Shape x = seen_shape(p, c, xa), w = seen_shape(p, c, xa + 1), y = backward ? seen_shape(p, c, 0) : c.output_metas.at(0).shape;
+  const std::vector<int64_t> st = pair_of(c.args[at], 1), pad = pair_of(c.args[at + 1], 0), dil = pair_of(c.args[at + 2], 1);
+  const int64_t groups = c.args[at + 5].i;
+  auto i = [](int64_t v) { return static_cast<int>(v); };
+  return {i(x[0]), i(x[1]), i(x[2]), i(x[3]), i(w[0]), i(w[1]), i(w[2]), i(w[3]), i(y[2]), i(y[3]), i(groups), i(st[0]), i(st[1]),
+          i(pad[0]), i(pad[1]), i(dil[0]), i(dil[1]), groups == x[1] && w[1] == 1 && w[0] == x[1]};
 }
 
-}  // namespace
+lsrt::cuda::MaxPool cuda_max_pool(const LoopProgram& p, const ExternCall& c) {
+  const Shape x = seen_shape(p, c, 0);
+  const Shape& y = c.output_metas.at(0).shape;
+  const std::vector<int64_t> ks = pair_of(c.args[1], 1), st = pair_of(c.args[2], 0), pad = pair_of(c.args[3], 0), dil = pair_of(c.args[4], 1);
+  auto i = [](int64_t v) { return static_cast<int>(v); };
+  return {x[0] * x[1], i(x[2]), i(x[3]), i(y[2]), i(y[3]), i(ks[0]), i(ks[1]), i(st[0] ? st[0] : ks[0]), i(st[1] ? st[1] : ks[1]),
+          i(pad[0]), i(pad[1]), i(dil[0]), i(dil[1])};
+}
+
+lsrt::cuda::View cuda_attn_view(const AttnOperand& a) { return {a.offset, a.sb, a.sh, a.sl, a.se}; }
 
 std::string cuda_extern_how(const LoopProgram& p, const ExternCall& c, bool blas) {
   const bool f32 = all_f32(p, c);
@@ -59,26 +66,16 @@ std::string cuda_extern_how(const LoopProgram& p, const ExternCall& c, bool blas
   if (attention == "tiled") return "flash attention kernel";
   if (attention == "cublas" && blas) return "attention (cuBLAS)";
   if (c.op == &op::convolution() && f32 && !c.args[6].b && c.output_metas.at(0).shape.size() == 4) {
-    const Shape w = seen_shape(p, c, 1);
-    const int64_t groups = c.args[8].i, C = seen_shape(p, c, 0).at(1);
-    if (groups == C && w[1] == 1 && w[0] == C) return "depthwise kernel";
+    const lsrt::cuda::Conv g = cuda_conv(p, c);
+    if (g.depthwise) return "depthwise kernel";
     if (!blas) return "host (reference kernel)";
-    switch (conv_form(seen_shape(p, c, 0), w, c.output_metas.at(0).shape, groups, pair_of(c.args[3], 1), pair_of(c.args[4], 0))) {
-      case ConvForm::linear: return "cuBLAS (a linear layer)";
-      case ConvForm::pointwise: return "cuBLAS (1x1: no im2col)";
-      case ConvForm::columns: return "im2col + cuBLAS";
-    }
+    return g.linear() ? "cuBLAS (a linear layer)" : g.pointwise() ? "cuBLAS (1x1: no im2col)" : "im2col + cuBLAS";
   }
   if (c.op == &op::convolution_backward() && f32 && !c.args[7].b && seen_shape(p, c, 1).size() == 4) {
-    const Shape w = seen_shape(p, c, 2);
-    const int64_t groups = c.args[9].i, C = seen_shape(p, c, 1).at(1);
-    if (groups == C && w[1] == 1 && w[0] == C) return "depthwise backward kernels";
+    const lsrt::cuda::Conv g = cuda_conv(p, c);
+    if (g.depthwise) return "depthwise backward kernels";
     if (!blas) return "host (reference kernel)";
-    switch (conv_form(seen_shape(p, c, 1), w, seen_shape(p, c, 0), groups, pair_of(c.args[4], 1), pair_of(c.args[5], 0))) {
-      case ConvForm::linear: return "cuBLAS (a linear layer's backward)";
-      case ConvForm::pointwise: return "cuBLAS (1x1: no im2col or col2im)";
-      case ConvForm::columns: return "im2col + cuBLAS + col2im";
-    }
+    return g.linear() ? "cuBLAS (a linear layer's backward)" : g.pointwise() ? "cuBLAS (1x1: no im2col or col2im)" : "im2col + cuBLAS + col2im";
   }
   if (c.op == &op::max_pool2d_with_indices() && p.buffer(c.inputs.at(0)).dtype == DType::f32 &&
       seen_shape(p, c, 0).size() == 4 && !c.args[5].b)
@@ -200,8 +197,7 @@ void CudaExecutable::step(size_t k) {
   try {
     if (how[k] == "cuBLAS" || how[k].rfind("cuBLASLt", 0) == 0) cublas_extern(k);
     else if (how[k] == "host (reference kernel)") host_extern(k);
-    else if (how[k] == "attention kernel" || how[k] == "flash attention kernel") attention_extern(k);
-    else if (how[k] == "attention (cuBLAS)") attention_cublas(k);
+    else if (how[k] == "attention kernel" || how[k] == "flash attention kernel" || how[k] == "attention (cuBLAS)") attention_extern(k);
     else device_extern(k);
   } catch (const std::exception& e) {
     throw std::runtime_error("extern kernel " + externs_[k]->ext.op->name + " (" + externs_[k]->graph_node + "): " + e.what());
@@ -311,9 +307,38 @@ double CudaExecutable::time_step_alone(size_t k, const TimingOptions& o) {
   return median_between_events([&] { step(k); }, o);
 }
 
+// The GPU as runtime_cuda.h's library calls see it, for library call k: the helper and attention
+// kernels by name, cuBLAS, and k's scratch memory, kept between runs (a captured graph replays
+// its addresses).
+struct CudaExecutable::Calls {
+  CudaExecutable& e;
+  size_t k;
+  void helper_launch(const std::string& kernel, long long grid, int block, void** params, unsigned shared = 0) {
+    e.d_.launch(e.helpers_.at(kernel), grid, block, params, kernel.c_str(), shared);
+  }
+  long long grid_for(long long total) const { return ls::grid_for(total); }
+  void sgemm(long long batch, long long M, long long N, long long K, float alpha, DevicePtr A, bool ta, long long sa, DevicePtr B, bool tb,
+             long long sb, float beta, DevicePtr C, long long sc) {
+    e.blas_->sgemm(batch, M, N, K, alpha, A, ta, sa, B, tb, sb, beta, C, sc);
+  }
+  bool gemm_bias(long long M, long long N, long long K, float alpha, DevicePtr A, bool ta, DevicePtr B, bool tb, DevicePtr bias, DevicePtr C) {
+    return e.blas_->gemm_bias(M, N, K, alpha, A, ta, B, tb, bias, C);
+  }
+  DevicePtr scratch(size_t slot, size_t bytes) {
+    std::vector<DeviceBuffer>& ws = e.call_ws_[k];
+    if (ws.size() <= slot) ws.resize(slot + 1);
+    if (ws[slot].bytes() < bytes) ws[slot] = DeviceBuffer(e.d_, bytes);
+    return ws[slot].ptr();
+  }
+};
+
+// Convolution (forward and backward), max pooling and cat: the prelude's helper kernels and
+// cuBLAS, as runtime_cuda.h makes them.
 void CudaExecutable::device_extern(size_t k) {
   const ExternCall& c = externs_[k]->ext;
-  auto ptr = [&](size_t arg) { return buffers_.at(c.inputs.at(static_cast<size_t>(c.args.at(arg).node))).ptr(); };
+  Calls g{*this, k};
+  auto in = [&](size_t arg) { return buffers_.at(c.inputs.at(static_cast<size_t>(c.args.at(arg).node))).ptr(); };
+  auto out = [&](size_t i) { return buffers_.at(c.outputs.at(i)).ptr(); };
   if (c.op == &op::cat()) {
     const Shape& ys = p_.buffer(c.outputs[0]).shape;
     int64_t dim = c.args[1].i;
@@ -321,293 +346,51 @@ void CudaExecutable::device_extern(size_t k) {
     int64_t outer = 1, inner = 1;
     for (int64_t d = 0; d < dim; ++d) outer *= ys[d];
     for (int64_t d = dim + 1; d < static_cast<int64_t>(ys.size()); ++d) inner *= ys[d];
-    long long dst_row = ys[dim] * inner, at = 0;
-    DevicePtr y = buffers_.at(c.outputs[0]).ptr();
+    long long at = 0;
     for (const Arg& a : c.args[0].list) {
       const LoopBuffer& b = p_.buffer(c.inputs.at(static_cast<size_t>(a.node)));
-      long long rows = outer, src_row = numel_of(b.shape) / std::max<int64_t>(outer, 1);
+      const long long src_row = numel_of(b.shape) / std::max<int64_t>(outer, 1);
       if (src_row == 0) continue;
-      DevicePtr src = buffers_.at(b.name).ptr();
-      void* params[] = {&y, &src, &rows, &src_row, &dst_row, &at};
-      d_.launch(helpers_.at("ls_copy_rows"), grid_for(rows * src_row), 256, params, "ls_copy_rows");
+      lsrt::cuda::copy_rows(g, out(0), buffers_.at(b.name).ptr(), outer, src_row, ys[dim] * inner, at);
       at += src_row;
     }
     return;
   }
-  if (c.op == &op::convolution_backward()) return convolution_backward(k);
-  if (c.op == &op::max_pool2d_with_indices()) {
-    const Shape xs = seen_shape(p_, c, 0);
-    const Shape& ys = c.output_metas.at(0).shape;
-    const std::vector<int64_t> ks = pair_of(c.args[1], 1), st = pair_of(c.args[2], 0), pad = pair_of(c.args[3], 0), dil = pair_of(c.args[4], 1);
-    long long planes = xs[0] * xs[1];
-    int H = static_cast<int>(xs[2]), W = static_cast<int>(xs[3]), OH = static_cast<int>(ys[2]), OW = static_cast<int>(ys[3]);
-    int KH = static_cast<int>(ks[0]), KW = static_cast<int>(ks[1]);
-    int sh = static_cast<int>(st[0] ? st[0] : ks[0]), sw = static_cast<int>(st[1] ? st[1] : ks[1]);
-    int ph = static_cast<int>(pad[0]), pw = static_cast<int>(pad[1]), dh = static_cast<int>(dil[0]), dw = static_cast<int>(dil[1]);
-    DevicePtr x = ptr(0), y = buffers_.at(c.outputs.at(0)).ptr();
-    DevicePtr idx = c.outputs.size() > 1 ? buffers_.at(c.outputs[1]).ptr() : 0;
-    if (!idx) {  // the indices are not wanted: somewhere to write them all the same
-      DeviceBuffer& spare = cols_[k];
-      if (spare.bytes() < static_cast<size_t>(planes * OH * OW * 8)) spare = DeviceBuffer(d_, static_cast<size_t>(planes * OH * OW * 8));
-      idx = spare.ptr();
-    }
-    void* params[] = {&x, &y, &idx, &planes, &H, &W, &OH, &OW, &KH, &KW, &sh, &sw, &ph, &pw, &dh, &dw};
-    d_.launch(helpers_.at("ls_max_pool2d"), grid_for(planes * OH * OW), 256, params, "ls_max_pool2d");
-    return;
-  }
-  // Convolution (2-D, not transposed).
-  const Shape xs = seen_shape(p_, c, 0);
-  const Shape ws = seen_shape(p_, c, 1);
-  const Shape& ys = c.output_metas.at(0).shape;
-  const std::vector<int64_t> st = pair_of(c.args[3], 1), pad = pair_of(c.args[4], 0), dil = pair_of(c.args[5], 1);
-  int N = static_cast<int>(xs[0]), C = static_cast<int>(xs[1]), H = static_cast<int>(xs[2]), W = static_cast<int>(xs[3]);
-  int KH = static_cast<int>(ws[2]), KW = static_cast<int>(ws[3]), OH = static_cast<int>(ys[2]), OW = static_cast<int>(ys[3]);
-  int sh = static_cast<int>(st[0]), sw = static_cast<int>(st[1]), ph = static_cast<int>(pad[0]), pw = static_cast<int>(pad[1]);
-  int dh = static_cast<int>(dil[0]), dw = static_cast<int>(dil[1]);
-  const int64_t O = ws[0], G = c.args[8].i, CG = ws[1], OG = O / G, P = int64_t(OH) * OW, R = CG * KH * KW;
-  DevicePtr x = ptr(0), w = ptr(1), y = buffers_.at(c.outputs.at(0)).ptr();
-  if (how[k] == "depthwise kernel") {
-    void* params[] = {&x, &w, &y, &N, &C, &H, &W, &KH, &KW, &OH, &OW, &sh, &sw, &ph, &pw, &dh, &dw};
-    d_.launch(helpers_.at("ls_depthwise_conv"), grid_for(int64_t(N) * C * P), 256, params, "ls_depthwise_conv");
-  } else if (how[k] == "cuBLAS (a linear layer)") {  // y [N, O] = x [N, R] @ w [O, R]^T (+ bias)
-    if (c.args[2].is_node() && blas_->gemm_bias(N, O, R, 1.f, x, false, w, true, ptr(2), y)) return;
-    blas_->sgemm(1, N, O, R, 1.f, x, false, 0, w, true, 0, 0.f, y, 0);
-  } else if (how[k] == "cuBLAS (1x1: no im2col)") {  // y[n, g] = W_g [OG, CG] @ x[n, g] [CG, P]
-    for (int64_t g = 0; g < G; ++g)
-      blas_->sgemm(N, OG, P, CG, 1.f, w + static_cast<DevicePtr>(g * OG * CG * 4), false, 0, x + static_cast<DevicePtr>(g * CG * P * 4),
-                   false, int64_t(C) * P, 0.f, y + static_cast<DevicePtr>(g * OG * P * 4), O * P);
-  } else {
-    DeviceBuffer& cols = cols_[k];
-    const size_t need = static_cast<size_t>(N * R * P * 4);
-    if (cols.bytes() < need) cols = DeviceBuffer(d_, need);
-    for (int64_t g = 0; g < G; ++g) {
-      DevicePtr xg = x + static_cast<DevicePtr>(g * CG * H * W * 4), colp = cols.ptr();
-      int cg = static_cast<int>(CG);
-      long long x_image = int64_t(C) * H * W;
-      void* params[] = {&xg, &colp, &N, &cg, &H, &W, &KH, &KW, &OH, &OW, &sh, &sw, &ph, &pw, &dh, &dw, &x_image};
-      d_.launch(helpers_.at("ls_im2col"), grid_for(N * R * P), 256, params, "ls_im2col");
-      // y[n, g*OG:(g+1)*OG, :] = W_g[OG, R] @ cols[n][R, P], for every image n.
-      blas_->sgemm(N, OG, P, R, 1.f, w + static_cast<DevicePtr>(g * OG * R * 4), false, 0, cols.ptr(), false, R * P, 0.f,
-                           y + static_cast<DevicePtr>(g * OG * P * 4), O * P);
-    }
-  }
-  if (c.args[2].is_node()) {
-    DevicePtr b = ptr(2);
-    long long OO = O, PP = P, total = int64_t(N) * O * P;
-    void* params[] = {&y, &b, &OO, &PP, &total};
-    d_.launch(helpers_.at("ls_add_channel_bias"), (total + 255) / 256, 256, params, "ls_add_channel_bias");
-  }
+  if (c.op == &op::max_pool2d_with_indices())  // the indices, where not wanted, into scratch
+    return cuda_max_pool(p_, c).run(g, in(0), out(0), c.outputs.size() > 1 ? out(1) : 0);
+  const lsrt::cuda::Conv conv = cuda_conv(p_, c);
+  if (c.op == &op::convolution()) return conv.run(g, in(0), in(1), c.args[2].is_node() ? in(2) : 0, out(0));
+  // convolution_backward(grad_y, x, w, ...): the gradients its output mask wants
+  const auto mask = c.args[10].list;
+  auto grad = [&](size_t i) -> DevicePtr {
+    const bool wanted = i >= mask.size() || mask[i].b;
+    return wanted && i < c.outputs.size() && !c.outputs[i].empty() && p_.buffer(c.outputs[i]).bytes() > 0 ? out(i) : 0;
+  };
+  conv.backward(g, in(0), in(1), in(2), grad(0), grad(1), grad(2));
 }
 
-// The prelude's attention kernels, in the attention module (GeneratedCuda::attention_source):
-// fused (LS_ATTENTION) or, for long sequences, tiled (LS_FLASH_ATTENTION); operands read in place
-// through their strides.
+// Attention (runtime_cuda.h): the prelude's kernels in the attention module
+// (GeneratedCuda::attention_source), fused (LS_ATTENTION) or, for long sequences, tiled
+// (LS_FLASH_ATTENTION), operands read in place through their strides; or, for other head sizes,
+// operands packed per (batch, head), the scores in scratch memory, batched cuBLAS products.
 void CudaExecutable::attention_extern(size_t k) {
   const ExternCall& c = externs_[k]->ext;
-  const bool bwd = is_attention_backward(c.op);
-  auto input = [&](size_t arg) { return static_cast<size_t>(c.args.at(arg).node); };
-  const AttnGeom g = attn_geom(c);
-  struct View {
-    long long sb, sh, sl, se;
+  Calls g{*this, k};
+  const AttnGeom geom = attn_geom(c);
+  const lsrt::cuda::Attention a{geom.B, geom.H, geom.L, geom.S, geom.E, geom.Ev, geom.causal, static_cast<float>(geom.scale),
+                                how[k] == "attention kernel"         ? lsrt::cuda::Attention::fused
+                                : how[k] == "flash attention kernel" ? lsrt::cuda::Attention::tiled
+                                                                     : lsrt::cuda::Attention::cublas};
+  auto ptr = [&](size_t arg) { return buffers_.at(c.inputs.at(static_cast<size_t>(c.args.at(arg).node))).ptr(); };
+  auto view = [&](size_t arg) {
+    const size_t i = static_cast<size_t>(c.args.at(arg).node);
+    return cuda_attn_view(attn_operand(c, i, c.shapes.at(i)));
   };
-  // A device pointer at the operand's offset, and its strides.
-  auto operand = [&](size_t arg, DevicePtr& ptr, View& v) {
-    const size_t i = input(arg);
-    const AttnOperand o = attn_operand(c, i, c.shapes.at(i));
-    ptr = buffers_.at(c.inputs.at(i)).ptr() + static_cast<DevicePtr>(o.offset * 4);
-    v = {o.sb, o.sh, o.sl, o.se};
-  };
-  const std::string d = std::to_string(g.E);
-  long long H = g.H, L = g.L, S = g.S;
-  float scale = static_cast<float>(g.scale);
-  int causal = g.causal ? 1 : 0;
-  const int64_t bh = g.B * g.H, q_tiles = (g.L + 63) / 64, k_tiles = (g.S + 63) / 64;
-  if (!bwd) {
-    DevicePtr q, kk, v, o = buffers_.at(c.outputs.at(0)).ptr(), lse = buffers_.at(c.outputs.at(1)).ptr();
-    View qs, ks, vs;
-    operand(0, q, qs);
-    operand(1, kk, ks);
-    operand(2, v, vs);
-    const AttnOperand ov = attn_output(g, attention_output_heads_inner(c));
-    View os{ov.sb, ov.sh, ov.sl, ov.se};
-    void* params[] = {&q, &kk, &v, &o, &lse, &qs, &ks, &vs, &os, &H, &L, &S, &scale, &causal};
-    if (how[k] == "flash attention kernel")
-      return d_.launch(helpers_.at("ls_flash_attention_fwd_" + d), bh * q_tiles, 256, params, "ls_flash_attention_fwd");
-    return d_.launch(helpers_.at("ls_attention_fwd_" + d), bh * q_tiles, 64, params, "ls_attention_fwd");
-  }
-  DevicePtr go, q, kk, v, o;
-  View gs, qs, ks, vs, os;
-  operand(0, go, gs);
-  operand(1, q, qs);
-  operand(2, kk, ks);
-  operand(3, v, vs);
-  operand(5, o, os);
-  DevicePtr lse = buffers_.at(c.inputs.at(input(6))).ptr(), dq = buffers_.at(c.outputs.at(0)).ptr(), dk = buffers_.at(c.outputs.at(1)).ptr(),
-            dv = buffers_.at(c.outputs.at(2)).ptr();
-  DeviceBuffer& rows = cols_[k];  // D_i = dO_i . O_i, from the dq kernel to the dk/dv kernel
-  if (rows.bytes() < static_cast<size_t>(bh * g.L * 4)) rows = DeviceBuffer(d_, static_cast<size_t>(bh * g.L * 4));
-  DevicePtr drow = rows.ptr();
-  void* p1[] = {&go, &q, &kk, &v, &o, &lse, &dq, &drow, &gs, &qs, &ks, &vs, &os, &H, &L, &S, &scale, &causal};
-  void* p2[] = {&go, &q, &kk, &v, &lse, &drow, &dk, &dv, &gs, &qs, &ks, &vs, &H, &L, &S, &scale, &causal};
-  if (how[k] == "flash attention kernel") {  // dynamic shared memory: the tiles (cuda_helpers.h)
-    const unsigned tile = static_cast<unsigned>(g.E) * 64 * 4, wide = static_cast<unsigned>(std::max<int64_t>(g.E, 64)) * 64 * 4;
-    d_.launch(helpers_.at("ls_flash_attention_bwd_dq_" + d), bh * q_tiles, 256, p1, "ls_flash_attention_bwd_dq", 4 * tile + wide + 512);
-    d_.launch(helpers_.at("ls_flash_attention_bwd_dkv_" + d), bh * k_tiles, 256, p2, "ls_flash_attention_bwd_dkv", 4 * tile + 2 * wide + 512);
-    return;
-  }
-  d_.launch(helpers_.at("ls_attention_bwd_dq_" + d), bh * q_tiles, 64, p1, "ls_attention_bwd_dq");
-  d_.launch(helpers_.at("ls_attention_bwd_dkv_" + d), bh * k_tiles, 64, p2, "ls_attention_bwd_dkv");
-}
-
-// Attention for long sequences through cuBLAS: operands packed per (batch, head), the scores and
-// probabilities in scratch memory, batched products; the output unpacked heads-inner.
-void CudaExecutable::attention_cublas(size_t k) {
-  const ExternCall& c = externs_[k]->ext;
-  const bool bwd = is_attention_backward(c.op);
-  auto input = [&](size_t arg) { return static_cast<size_t>(c.args.at(arg).node); };
-  const AttnGeom g = attn_geom(c);
-  const int64_t BH = g.B * g.H;
-  std::vector<DeviceBuffer>& ws = attn_ws_[k];
-  auto scratch = [&](size_t i, int64_t floats) {
-    if (ws.size() <= i) ws.resize(i + 1);
-    if (ws[i].bytes() < static_cast<size_t>(floats * 4)) ws[i] = DeviceBuffer(d_, static_cast<size_t>(floats * 4));
-    return ws[i].ptr();
-  };
-  auto copy4 = [&](DevicePtr dst, DevicePtr src, const AttnOperand& s, const AttnOperand& d, int64_t rows, int64_t cols) {
-    long long n0 = g.B, n1 = g.H, n2 = rows, n3 = cols;
-    long long s0 = s.sb, s1 = s.sh, s2 = s.sl, s3 = s.se, d0 = d.sb, d1 = d.sh, d2 = d.sl, d3 = d.se;
-    void* params[] = {&dst, &src, &n0, &n1, &n2, &n3, &s0, &s1, &s2, &s3, &d0, &d1, &d2, &d3};
-    d_.launch(helpers_.at("ls_strided_copy4"), grid_for(g.B * g.H * rows * cols), 256, params, "ls_strided_copy4");
-  };
-  auto packed = [&](int64_t rows, int64_t cols) {
-    AttnOperand o;
-    o.sb = g.H * rows * cols;
-    o.sh = rows * cols;
-    o.sl = cols;
-    return o;
-  };
-  // Packs operand `arg` (rows x cols per head) into scratch slot `slot`.
-  auto pack = [&](size_t arg, size_t slot, int64_t rows, int64_t cols) {
-    const size_t i = input(arg);
-    const AttnOperand o = attn_operand(c, i, c.shapes.at(i));
-    const DevicePtr dst = scratch(slot, BH * rows * cols);
-    copy4(dst, buffers_.at(c.inputs.at(i)).ptr() + static_cast<DevicePtr>(o.offset * 4), o, packed(rows, cols), rows, cols);
-    return dst;
-  };
-  Cublas& blas = *blas_;
-  const float scale = static_cast<float>(g.scale);
-  long long L = g.L, S = g.S;
-  int causal = g.causal ? 1 : 0;
-  if (!bwd) {
-    const DevicePtr q = pack(0, 0, g.L, g.E), kk = pack(1, 1, g.S, g.E), v = pack(2, 2, g.S, g.Ev);
-    const DevicePtr sc = scratch(3, BH * g.L * g.S), op = scratch(4, BH * g.L * g.Ev);
-    DevicePtr scp = sc, lse = buffers_.at(c.outputs.at(1)).ptr();
-    blas.sgemm(BH, g.L, g.S, g.E, scale, q, false, g.L * g.E, kk, true, g.S * g.E, 0.f, sc, g.L * g.S);
-    long long rows = BH * g.L;
-    void* sp[] = {&scp, &lse, &rows, &L, &S, &causal};
-    d_.launch(helpers_.at("ls_attn_softmax"), (rows + 7) / 8, 256, sp, "ls_attn_softmax");
-    blas.sgemm(BH, g.L, g.Ev, g.S, 1.f, sc, false, g.L * g.S, v, false, g.S * g.Ev, 0.f, op, g.L * g.Ev);
-    copy4(buffers_.at(c.outputs.at(0)).ptr(), op, packed(g.L, g.Ev), attn_output(g, attention_output_heads_inner(c)), g.L, g.Ev);
-    return;
-  }
-  const DevicePtr go = pack(0, 0, g.L, g.Ev), q = pack(1, 1, g.L, g.E), kk = pack(2, 2, g.S, g.E), v = pack(3, 3, g.S, g.Ev),
-                  o = pack(5, 4, g.L, g.Ev);
-  const DevicePtr p = scratch(5, BH * g.L * g.S), dp = scratch(6, BH * g.L * g.S), drow = scratch(7, BH * g.L);
-  DevicePtr pp = p, dpp = dp, dr = drow, gop = go, opp = o, lse = buffers_.at(c.inputs.at(input(6))).ptr();
-  const DevicePtr dq = buffers_.at(c.outputs.at(0)).ptr(), dk = buffers_.at(c.outputs.at(1)).ptr(), dv = buffers_.at(c.outputs.at(2)).ptr();
-  blas.sgemm(BH, g.L, g.S, g.E, scale, q, false, g.L * g.E, kk, true, g.S * g.E, 0.f, p, g.L * g.S);
-  long long total = BH * g.L * g.S, rows = BH * g.L, n = g.Ev;
-  void* pr[] = {&pp, &lse, &L, &S, &total, &causal};
-  d_.launch(helpers_.at("ls_attn_probs"), grid_for(total), 256, pr, "ls_attn_probs");
-  void* rd[] = {&dr, &gop, &opp, &rows, &n};
-  d_.launch(helpers_.at("ls_attn_rowdot"), grid_for(rows), 256, rd, "ls_attn_rowdot");
-  blas.sgemm(BH, g.S, g.Ev, g.L, 1.f, p, true, g.L * g.S, go, false, g.L * g.Ev, 0.f, dv, g.S * g.Ev);      // dV = P^T dO
-  blas.sgemm(BH, g.L, g.S, g.Ev, 1.f, go, false, g.L * g.Ev, v, true, g.S * g.Ev, 0.f, dp, g.L * g.S);     // dP = dO V^T
-  float sc = scale;
-  void* ds[] = {&dpp, &pp, &dr, &S, &total, &sc};
-  d_.launch(helpers_.at("ls_attn_dscores"), grid_for(total), 256, ds, "ls_attn_dscores");                  // dS
-  blas.sgemm(BH, g.L, g.E, g.S, 1.f, dp, false, g.L * g.S, kk, false, g.S * g.E, 0.f, dq, g.L * g.E);      // dQ = dS K
-  blas.sgemm(BH, g.S, g.E, g.L, 1.f, dp, true, g.L * g.S, q, false, g.L * g.E, 0.f, dk, g.S * g.E);        // dK = dS^T Q
-}
-
-// convolution_backward(grad_y, x, w, ...): grad_b is the per-channel sum of grad_y. A depthwise
-// convolution's grad_x and grad_w come from two kernels of their own; any other goes per group
-// through the same columns as the forward: grad_w[g] = sum over images of grad_y[n, g] (OG x P)
-// @ cols[n]^T, grad_cols[n] = w[g]^T @ grad_y[n, g] (one batched product), then col2im.
-void CudaExecutable::convolution_backward(size_t k) {
-  const ExternCall& c = externs_[k]->ext;
-  const Shape gys = seen_shape(p_, c, 0), xs = seen_shape(p_, c, 1), ws = seen_shape(p_, c, 2);
-  const std::vector<int64_t> st = pair_of(c.args[4], 1), pad = pair_of(c.args[5], 0), dil = pair_of(c.args[6], 1);
-  const auto mask = c.args[10].list;
-  auto wanted = [&](size_t i) { return i >= mask.size() || mask[i].b; };
-  int N = static_cast<int>(xs[0]), C = static_cast<int>(xs[1]), H = static_cast<int>(xs[2]), W = static_cast<int>(xs[3]);
-  int KH = static_cast<int>(ws[2]), KW = static_cast<int>(ws[3]), OH = static_cast<int>(gys[2]), OW = static_cast<int>(gys[3]);
-  int sh = static_cast<int>(st[0]), sw = static_cast<int>(st[1]), ph = static_cast<int>(pad[0]), pw = static_cast<int>(pad[1]);
-  int dh = static_cast<int>(dil[0]), dw = static_cast<int>(dil[1]);
-  const int64_t O = ws[0], G = c.args[9].i, CG = ws[1], OG = O / G, P = int64_t(OH) * OW, R = CG * KH * KW;
-  auto in = [&](size_t arg) { return buffers_.at(c.inputs.at(static_cast<size_t>(c.args.at(arg).node))).ptr(); };
   auto out = [&](size_t i) { return buffers_.at(c.outputs.at(i)).ptr(); };
-  const DevicePtr gy = in(0), x = in(1), w = in(2);
-  if (how[k] == "depthwise backward kernels") {
-    DevicePtr a = gy, b = w, result = 0;
-    void* params[] = {&a, &b, &result, &N, &C, &H, &W, &KH, &KW, &OH, &OW, &sh, &sw, &ph, &pw, &dh, &dw};
-    if (wanted(0)) {
-      result = out(0);
-      d_.launch(helpers_.at("ls_depthwise_conv_bwd_input"), grid_for(int64_t(N) * C * H * W), 256, params, "ls_depthwise_conv_bwd_input");
-    }
-    if (wanted(1)) {
-      b = x;
-      result = out(1);
-      d_.launch(helpers_.at("ls_depthwise_conv_bwd_weight"), int64_t(C) * KH * KW, 256, params, "ls_depthwise_conv_bwd_weight");
-    }
-  } else if (how[k] == "cuBLAS (a linear layer's backward)") {
-    if (wanted(0)) blas_->sgemm(1, N, R, O, 1.f, gy, false, 0, w, false, 0, 0.f, out(0), 0);  // grad_x [N, R] = grad_y @ w
-    if (wanted(1)) blas_->sgemm(1, O, R, N, 1.f, gy, true, 0, x, false, 0, 0.f, out(1), 0);   // grad_w [O, R] = grad_y^T @ x
-  } else if (how[k] == "cuBLAS (1x1: no im2col or col2im)") {
-    const int64_t image = int64_t(C) * H * W;
-    for (int64_t g = 0; g < G; ++g) {
-      const DevicePtr gyg = gy + static_cast<DevicePtr>(g * OG * P * 4);
-      if (wanted(1)) {  // grad_w[g] = sum over images of grad_y[n, g] (OG x P) @ x[n, g]^T
-        const DevicePtr gw = out(1) + static_cast<DevicePtr>(g * OG * CG * 4);
-        for (int n = 0; n < N; ++n)
-          blas_->sgemm(1, OG, CG, P, 1.f, gyg + static_cast<DevicePtr>(int64_t(n) * O * P * 4), false, 0,
-                       x + static_cast<DevicePtr>((n * image + g * CG * P) * 4), true, 0, n ? 1.f : 0.f, gw, 0);
-      }
-      if (wanted(0))  // grad_x[n, g] = w[g]^T (CG x OG) @ grad_y[n, g], every image in one batched product
-        blas_->sgemm(N, CG, P, OG, 1.f, w + static_cast<DevicePtr>(g * OG * CG * 4), true, 0, gyg, false, O * P, 0.f,
-                     out(0) + static_cast<DevicePtr>(g * CG * P * 4), image);
-    }
-  } else {
-    DeviceBuffer& cols = cols_[k];
-    const size_t need = static_cast<size_t>(N * R * P * 4);
-    if (cols.bytes() < need) cols = DeviceBuffer(d_, need);
-    for (int64_t g = 0; g < G; ++g) {
-      int cg = static_cast<int>(CG);
-      long long x_image = int64_t(C) * H * W;
-      const DevicePtr gyg = gy + static_cast<DevicePtr>(g * OG * P * 4);
-      if (wanted(1)) {
-        DevicePtr xg = x + static_cast<DevicePtr>(g * CG * H * W * 4), colp = cols.ptr();
-        void* params[] = {&xg, &colp, &N, &cg, &H, &W, &KH, &KW, &OH, &OW, &sh, &sw, &ph, &pw, &dh, &dw, &x_image};
-        d_.launch(helpers_.at("ls_im2col"), grid_for(N * R * P), 256, params, "ls_im2col");
-        const DevicePtr gw = out(1) + static_cast<DevicePtr>(g * OG * R * 4);
-        for (int n = 0; n < N; ++n)  // accumulate over images: one product each
-          blas_->sgemm(1, OG, R, P, 1.f, gyg + static_cast<DevicePtr>(int64_t(n) * O * P * 4), false, 0,
-                       cols.ptr() + static_cast<DevicePtr>(int64_t(n) * R * P * 4), true, 0, n ? 1.f : 0.f, gw, 0);
-      }
-      if (wanted(0)) {
-        blas_->sgemm(N, R, P, OG, 1.f, w + static_cast<DevicePtr>(g * OG * R * 4), true, 0, gyg, false, O * P, 0.f, cols.ptr(), R * P);
-        DevicePtr colp = cols.ptr(), gx = out(0) + static_cast<DevicePtr>(g * CG * H * W * 4);
-        void* params[] = {&colp, &gx, &N, &cg, &H, &W, &KH, &KW, &OH, &OW, &sh, &sw, &ph, &pw, &dh, &dw, &x_image};
-        d_.launch(helpers_.at("ls_col2im"), grid_for(int64_t(N) * CG * H * W), 256, params, "ls_col2im");
-      }
-    }
-  }
-  if (wanted(2) && c.outputs.size() > 2 && p_.buffer(c.outputs[2]).bytes() > 0) {
-    DevicePtr gb = out(2), gyp = gy;
-    long long OO = O, PP = P;
-    void* params[] = {&gyp, &gb, &N, &OO, &PP};
-    d_.launch(helpers_.at("ls_channel_sum"), O, 256, params, "ls_channel_sum");
-  }
+  if (!is_attention_backward(c.op))
+    return a.forward(g, ptr(0), view(0), ptr(1), view(1), ptr(2), view(2), out(0),
+                     cuda_attn_view(attn_output(geom, attention_output_heads_inner(c))), out(1));
+  a.backward(g, ptr(0), view(0), ptr(1), view(1), ptr(2), view(2), ptr(3), view(3), ptr(5), view(5), ptr(6), out(0), out(1), out(2));
 }
 
 void CudaExecutable::host_extern(size_t k) {

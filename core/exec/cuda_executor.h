@@ -14,7 +14,9 @@
 #include "codegen/cuda_codegen.h"
 #include "cuda/cublas.h"
 #include "cuda/driver.h"
+#include "exec/attention.h"
 #include "exec/executor.h"
+#include "exec/runtime_cuda.h"
 #include "loop/loop_ir.h"
 #include "sched/schedule.h"
 #include "tensor/tensor.h"
@@ -28,6 +30,13 @@ namespace ls {
 // "pool kernel", "device copies"; or "host (reference kernel)" where we have neither a kernel
 // nor cuBLAS for it (its operands copied down and the results back up). `blas`: cuBLAS loaded.
 std::string cuda_extern_how(const LoopProgram& p, const ExternCall& c, bool blas);
+
+// The geometry of a library call as runtime_cuda.h takes it (the app's executor and a CUDA
+// package's runner make the same call from it): a 2-D convolution or its backward, a max pooling,
+// an attention operand.
+lsrt::cuda::Conv cuda_conv(const LoopProgram& p, const ExternCall& c);
+lsrt::cuda::MaxPool cuda_max_pool(const LoopProgram& p, const ExternCall& c);
+lsrt::cuda::View cuda_attn_view(const AttnOperand& a);
 
 class CudaExecutable {
  public:
@@ -96,11 +105,9 @@ class CudaExecutable {
   struct Product;                    // a matrix multiply's operands, as cuBLAS takes them
   Product product(size_t k) const;
   std::map<size_t, MatmulAlgorithm> algorithms_;  // matrix multiplies run with a chosen cuBLASLt algorithm
-  void device_extern(size_t k);
-  void attention_extern(size_t k);  // the prelude's fused attention kernels
-  void attention_cublas(size_t k);
-  void convolution_backward(size_t k);
-  void conv_backward_columns(size_t k, DevicePtr gy, DevicePtr x, DevicePtr w);  // im2col + cuBLAS + col2im  // long sequences: cuBLAS around softmax kernels  // convolution, max pooling, cat: kernels of the prelude (and cuBLAS)
+  struct Calls;                      // the GPU as runtime_cuda.h's calls take it
+  void device_extern(size_t k);      // convolution (forward, backward), max pooling, cat
+  void attention_extern(size_t k);   // attention: fused, tiled or cuBLAS kernels
   const LoopProgram& p_;
   const GeneratedCuda& g_;
   CudaDriver& d_;
@@ -109,8 +116,7 @@ class CudaExecutable {
   Cublas* blas_ = nullptr;              // looked up once: not on the launch path
   void* bias_kernel_ = nullptr;
   std::map<std::string, void*> helpers_;   // the prelude's helper kernels
-  std::map<size_t, DeviceBuffer> cols_;    // im2col columns per convolution
-  std::map<size_t, std::vector<DeviceBuffer>> attn_ws_;  // attention through cuBLAS: packed operands, scores
+  std::map<size_t, std::vector<DeviceBuffer>> call_ws_;  // per library call, its scratch slots (im2col columns, packed operands, scores)
   std::map<std::string, DeviceBuffer> buffers_;
   std::vector<DeviceBuffer> scratch_;      // per kernel (split reductions)
   std::vector<std::vector<DevicePtr>> arg_values_;

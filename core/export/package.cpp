@@ -22,6 +22,7 @@ extern const char kPackageBuffers[];
 extern const char kPackageRuntime[];
 extern const char kPackageRuntimeCuda[];
 extern const char kRuntimeCpu[];
+extern const char kRuntimeCuda[];
 
 namespace ls {
 
@@ -61,8 +62,8 @@ class Writer {
     for (const auto& [name, bytes] : r_.objects) put(name, bytes);
     put("buffers.h", kPackageBuffers);
     put("runtime.h", cuda() ? kPackageRuntimeCuda : kPackageRuntime);
-    // The library calls' algorithms: the very header the app runs them from (exec/runtime_cpu.h).
-    if (!cuda()) put("runtime_cpu.h", kRuntimeCpu);
+    // The library calls' algorithms: the very header the app runs them from (exec/runtime_*.h).
+    put(cuda() ? "runtime_cuda.h" : "runtime_cpu.h", cuda() ? kRuntimeCuda : kRuntimeCpu);
     put("model.cpp", cuda() ? cuda_model_cpp() : model_cpp());
     put("CMakeLists.txt", cuda() ? cuda_cmake() : cmake());
     write_data();
@@ -498,14 +499,10 @@ class Writer {
     } else if (how == "depthwise kernel" || how == "im2col + cuBLAS" || how == "im2col + cuBLAS + col2im" ||
                how == "depthwise backward kernels" || how.rfind("cuBLAS (", 0) == 0) {
       const bool backward = c.op == &op::convolution_backward();
-      const size_t xa = backward ? 1 : 0;
-      const Shape x = shape(xa), w = shape(xa + 1), y = backward ? shape(0) : c.output_metas.at(0).shape;
-      const size_t at = backward ? 4 : 3;  // stride, padding, dilation, ..., groups
-      const auto st = spatial_pair(c.args[at]), pad = spatial_pair(c.args[at + 1]), dil = spatial_pair(c.args[at + 2]);
-      setup << "  lsrt::Conv " << obj << "{" << x[0] << ", " << x[1] << ", " << x[2] << ", " << x[3] << ", " << w[0] << ", " << w[1]
-            << ", " << w[2] << ", " << w[3] << ", " << y[2] << ", " << y[3] << ", " << c.args[at + 5].i << ", " << st[0] << ", "
-            << st[1] << ", " << pad[0] << ", " << pad[1] << ", " << dil[0] << ", " << dil[1] << ", "
-            << tf(how == "depthwise kernel" || how == "depthwise backward kernels") << "};\n";
+      const lsrt::cuda::Conv v = cuda_conv(r_.loops, c);  // as the app's executor makes the call
+      setup << "  lsrt::Conv " << obj << "{" << v.N << ", " << v.C << ", " << v.H << ", " << v.W << ", " << v.O << ", " << v.CG << ", "
+            << v.KH << ", " << v.KW << ", " << v.OH << ", " << v.OW << ", " << v.G << ", " << v.sh << ", " << v.sw << ", " << v.ph << ", "
+            << v.pw << ", " << v.dh << ", " << v.dw << ", " << tf(v.depthwise) << "};\n";
       if (!backward) {
         os << "    " << obj << ".run(gpu, " << in(0) << ", " << in(1) << ", " << (c.args[2].is_node() ? in(2) : "0") << ", " << out(0)
            << ");\n";
@@ -520,17 +517,9 @@ class Writer {
            << ", " << grad(2) << ");\n";
       }
     } else if (how == "pool kernel") {
-      const Shape x = shape(0), y = c.output_metas.at(0).shape;
-      auto pair = [](const Arg& a, int64_t dflt) {
-        std::vector<int64_t> v = a.kind == Arg::Kind::none ? std::vector<int64_t>{} : a.ints();
-        if (v.empty()) v = {dflt, dflt};
-        if (v.size() == 1) v.push_back(v[0]);
-        return v;
-      };
-      const auto ks = pair(c.args[1], 1), st = pair(c.args[2], 0), pad = pair(c.args[3], 0), dil = pair(c.args[4], 1);
-      setup << "  lsrt::MaxPool " << obj << "{" << x[0] * x[1] << ", " << x[2] << ", " << x[3] << ", " << y[2] << ", " << y[3] << ", "
-            << ks[0] << ", " << ks[1] << ", " << (st[0] ? st[0] : ks[0]) << ", " << (st[1] ? st[1] : ks[1]) << ", " << pad[0] << ", "
-            << pad[1] << ", " << dil[0] << ", " << dil[1] << "};\n";
+      const lsrt::cuda::MaxPool v = cuda_max_pool(r_.loops, c);
+      setup << "  const lsrt::MaxPool " << obj << "{" << v.planes << ", " << v.H << ", " << v.W << ", " << v.OH << ", " << v.OW << ", " << v.KH
+            << ", " << v.KW << ", " << v.sh << ", " << v.sw << ", " << v.ph << ", " << v.pw << ", " << v.dh << ", " << v.dw << "};\n";
       os << "    " << obj << ".run(gpu, " << in(0) << ", " << out(0) << ", " << out(1) << ");\n";
     } else if (how == "device copies") {
       const Shape& ys = r_.loops.buffer(c.outputs.at(0)).shape;
@@ -690,7 +679,8 @@ endif()
          << ": the runtime's kernels the library calls use (im2col, col2im, bias, pooling"
          << (r_.cuda.attention_source.empty() ? "" : "; the attention kernels") << "), with their PTX;\n"
          << "- `model.cpp`: the runner, launching the kernels and the library calls in schedule order;\n"
-         << "- `runtime.h`, `buffers.h`: the GPU through the driver API, matrix multiply (cuBLAS, cuBLASLt), convolution, attention; "
+         << "- `runtime_cuda.h`: convolution, pooling, concatenation and attention as Lowerscope makes them, from the very source "
+            "it runs them from; `runtime.h`, `buffers.h`: the GPU through the driver API, matrix multiply (cuBLAS, cuBLASLt), "
             "host buffers and .npy files;\n";
       for (const auto& [kernel, line] : r_.cuda.matmul_algorithms) {
         MatmulAlgorithm a;

@@ -1,10 +1,9 @@
 // Lowerscope package runtime for CUDA packages: what an exported model needs besides its kernels
 // and buffers.h — the GPU (the CUDA driver API: its primary context and default stream), device
-// buffers, the compiled modules (the cubin where it was built for this GPU, else the PTX, which
-// the driver compiles), and the library calls as Lowerscope makes them on the GPU: matrix
-// multiplies through cuBLAS (a bias per column in cuBLASLt's epilogue), convolution as im2col +
-// cuBLAS or a depthwise kernel, its backward through col2im, max pooling, concatenation, and
-// attention through the attention module's fused or tiled kernels or batched cuBLAS products.
+// buffers and scratch memory, the compiled modules (the cubin where it was built for this GPU,
+// else the PTX, which the driver compiles), and matrix multiplies through cuBLAS (a bias per
+// column in cuBLASLt's epilogue). Convolution, max pooling, concatenation and attention are
+// runtime_cuda.h, the very file Lowerscope's executor makes them from, run over the Gpu here.
 // Needs the CUDA toolkit (driver API, cuBLAS, cuBLASLt) and a GPU.
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
@@ -18,6 +17,7 @@
 #include <map>
 
 #include "buffers.h"
+#include "runtime_cuda.h"
 
 namespace lsrt {
 
@@ -146,6 +146,16 @@ class Gpu {
   long long grid_for(long long total) const {
     return std::min<long long>(std::max<long long>((total + 255) / 256, 1), static_cast<long long>(multiprocessors) * 32);
   }
+  // Device memory for the library calls (runtime_cuda.h), by slot. The calls run one after
+  // another on the default stream, so they share it; a slot grows where a call needs more (the
+  // smaller allocation is kept until the end: work queued before may still read it).
+  CUdeviceptr scratch(size_t slot, size_t bytes) {
+    if (scratch_.size() <= slot) scratch_.resize(slot + 1);
+    std::pair<CUdeviceptr, size_t>& s = scratch_[slot];
+    if (s.second < bytes) s = {alloc(bytes), bytes};
+    return s.first;
+  }
+
   // Waits for the GPU; a kernel's fault surfaces here, named by `what`.
   void sync(const std::string& what) { cu_check(cuCtxSynchronize(), what); }
 
@@ -252,6 +262,7 @@ class Gpu {
   CUdeviceptr workspace_ = 0;
   std::vector<CUmodule> modules_;
   std::vector<CUdeviceptr> allocations_;
+  std::vector<std::pair<CUdeviceptr, size_t>> scratch_;
   std::map<std::string, CUfunction> functions_;
   std::map<std::tuple<long long, long long, long long, long long, bool, bool, long long, long long, long long, bool>, Plan> plans_;
 };
@@ -278,252 +289,13 @@ struct Addmm {
   }
 };
 
-// 2-D convolution, NCHW, weight [O, C/G, KH, KW]: a depthwise kernel where every channel is its
-// own group, else per group im2col of every image and one batched cuBLAS product; then the bias.
-// backward(): depthwise, a kernel for each gradient; else grad_w per group as the sum over images
-// of grad_y[n] @ cols[n]^T, grad_x through w^T @ grad_y and col2im; grad_b the per-channel sum
-// of grad_y. Null pointers: not wanted.
-struct Conv {
-  int N, C, H, W, O, CG, KH, KW, OH, OW, G, sh, sw, ph, pw, dh, dw;
-  bool depthwise;
-  CUdeviceptr cols = 0;  // the im2col columns, N x (CG KH KW) x (OH OW), allocated on the first run
-
-  void columns(Gpu& g) {
-    if (!cols) cols = g.alloc(static_cast<size_t>(N) * CG * KH * KW * OH * OW * 4);
-  }
-  void im2col(Gpu& g, CUdeviceptr x, int group) {
-    CUdeviceptr xg = x + static_cast<CUdeviceptr>(static_cast<long long>(group) * CG * H * W * 4), colp = cols;
-    int n = N, cg = CG, h = H, w = W, kh = KH, kw = KW, oh = OH, ow = OW, a = sh, b = sw, c = ph, d = pw, e = dh, f = dw;
-    long long x_image = static_cast<long long>(C) * H * W;
-    void* params[] = {&xg, &colp, &n, &cg, &h, &w, &kh, &kw, &oh, &ow, &a, &b, &c, &d, &e, &f, &x_image};
-    g.helper_launch("ls_im2col", g.grid_for(static_cast<long long>(N) * CG * KH * KW * OH * OW), 256, params);
-  }
-
-  // As the app's executor (cuda_executor.cpp, conv_form): one output pixel whose window covers the
-  // whole unpadded input, in one group, is a linear layer; a 1x1 window with stride 1 and no
-  // padding reads the input as its own columns.
-  bool linear() const { return G == 1 && OH == 1 && OW == 1 && KH == H && KW == W && ph == 0 && pw == 0; }
-  bool pointwise() const { return KH == 1 && KW == 1 && sh == 1 && sw == 1 && ph == 0 && pw == 0; }
-
-  void run(Gpu& g, CUdeviceptr x, CUdeviceptr w, CUdeviceptr bias, CUdeviceptr y) {
-    const long long P = static_cast<long long>(OH) * OW, R = static_cast<long long>(CG) * KH * KW, OG = O / G;
-    if (!depthwise && linear()) {  // y [N, O] = x [N, R] @ w [O, R]^T (+ bias in cuBLASLt's epilogue)
-      if (bias && g.gemm_bias(N, O, R, 1.f, x, false, w, true, bias, y)) return;
-      g.sgemm(1, N, O, R, 1.f, x, false, 0, w, true, 0, 0.f, y, 0);
-    } else if (!depthwise && pointwise()) {  // y[n, group] = W_group [OG, CG] @ x[n, group] [CG, P]
-      for (int group = 0; group < G; ++group)
-        g.sgemm(N, OG, P, CG, 1.f, w + static_cast<CUdeviceptr>(group * OG * CG * 4), false, 0,
-                x + static_cast<CUdeviceptr>(group * CG * P * 4), false, static_cast<long long>(C) * P, 0.f,
-                y + static_cast<CUdeviceptr>(group * OG * P * 4), static_cast<long long>(O) * P);
-    } else if (depthwise) {
-      int n = N, c = C, h = H, ww = W, kh = KH, kw = KW, oh = OH, ow = OW, a = sh, b = sw, pa = ph, pb = pw, da = dh, db = dw;
-      void* params[] = {&x, &w, &y, &n, &c, &h, &ww, &kh, &kw, &oh, &ow, &a, &b, &pa, &pb, &da, &db};
-      g.helper_launch("ls_depthwise_conv", g.grid_for(static_cast<long long>(N) * C * P), 256, params);
-    } else {
-      columns(g);
-      for (int group = 0; group < G; ++group) {
-        im2col(g, x, group);
-        // y[n, group] = W_group [OG, R] @ cols[n] [R, P], for every image n
-        g.sgemm(N, OG, P, R, 1.f, w + static_cast<CUdeviceptr>(group * OG * R * 4), false, 0, cols, false, R * P, 0.f,
-                y + static_cast<CUdeviceptr>(group * OG * P * 4), static_cast<long long>(O) * P);
-      }
-    }
-    if (bias) {
-      long long OO = O, PP = P, total = static_cast<long long>(N) * O * P;
-      void* params[] = {&y, &bias, &OO, &PP, &total};
-      g.helper_launch("ls_add_channel_bias", (total + 255) / 256, 256, params);
-    }
-  }
-
-  void backward(Gpu& g, CUdeviceptr gy, CUdeviceptr x, CUdeviceptr w, CUdeviceptr gx, CUdeviceptr gw, CUdeviceptr gb) {
-    const long long P = static_cast<long long>(OH) * OW, R = static_cast<long long>(CG) * KH * KW, OG = O / G;
-    if (depthwise) {  // a kernel for each gradient: gathers for grad_x, a block per (channel, tap) for grad_w
-      int n = N, c = C, h = H, ww = W, kh = KH, kw = KW, oh = OH, ow = OW, a = sh, b = sw, pa = ph, pb = pw, da = dh, db = dw;
-      CUdeviceptr src = w, dst = gx;
-      void* params[] = {&gy, &src, &dst, &n, &c, &h, &ww, &kh, &kw, &oh, &ow, &a, &b, &pa, &pb, &da, &db};
-      if (gx) g.helper_launch("ls_depthwise_conv_bwd_input", g.grid_for(static_cast<long long>(N) * C * H * W), 256, params);
-      src = x;
-      dst = gw;
-      if (gw) g.helper_launch("ls_depthwise_conv_bwd_weight", static_cast<long long>(C) * KH * KW, 256, params);
-    }
-    if (!depthwise && linear()) {
-      if (gx) g.sgemm(1, N, R, O, 1.f, gy, false, 0, w, false, 0, 0.f, gx, 0);  // grad_x [N, R] = grad_y @ w
-      if (gw) g.sgemm(1, O, R, N, 1.f, gy, true, 0, x, false, 0, 0.f, gw, 0);   // grad_w [O, R] = grad_y^T @ x
-    } else if (!depthwise && pointwise()) {
-      const long long image = static_cast<long long>(C) * H * W;
-      for (int group = 0; group < G; ++group) {
-        const CUdeviceptr gyg = gy + static_cast<CUdeviceptr>(group * OG * P * 4);
-        if (gw)  // grad_w[group] = sum over images of grad_y[n, group] @ x[n, group]^T
-          for (int n = 0; n < N; ++n)
-            g.sgemm(1, OG, CG, P, 1.f, gyg + static_cast<CUdeviceptr>(static_cast<long long>(n) * O * P * 4), false, 0,
-                    x + static_cast<CUdeviceptr>((n * image + group * CG * P) * 4), true, 0, n ? 1.f : 0.f,
-                    gw + static_cast<CUdeviceptr>(group * OG * CG * 4), 0);
-        if (gx)  // grad_x[n, group] = w[group]^T @ grad_y[n, group], every image at once
-          g.sgemm(N, CG, P, OG, 1.f, w + static_cast<CUdeviceptr>(group * OG * CG * 4), true, 0, gyg, false,
-                  static_cast<long long>(O) * P, 0.f, gx + static_cast<CUdeviceptr>(group * CG * P * 4), image);
-      }
-    }
-    const bool by_columns = !depthwise && !linear() && !pointwise();
-    if (by_columns) columns(g);
-    for (int group = 0; group < G && by_columns; ++group) {
-      const CUdeviceptr gyg = gy + static_cast<CUdeviceptr>(group * OG * P * 4);
-      if (gw) {
-        im2col(g, x, group);
-        const CUdeviceptr gwg = gw + static_cast<CUdeviceptr>(group * OG * R * 4);
-        for (int n = 0; n < N; ++n)  // accumulated over images, one product each
-          g.sgemm(1, OG, R, P, 1.f, gyg + static_cast<CUdeviceptr>(static_cast<long long>(n) * O * P * 4), false, 0,
-                  cols + static_cast<CUdeviceptr>(static_cast<long long>(n) * R * P * 4), true, 0, n ? 1.f : 0.f, gwg, 0);
-      }
-      if (gx) {
-        g.sgemm(N, R, P, OG, 1.f, w + static_cast<CUdeviceptr>(group * OG * R * 4), true, 0, gyg, false, static_cast<long long>(O) * P,
-                0.f, cols, R * P);
-        CUdeviceptr colp = cols, gxg = gx + static_cast<CUdeviceptr>(static_cast<long long>(group) * CG * H * W * 4);
-        int n = N, cg = CG, h = H, ww = W, kh = KH, kw = KW, oh = OH, ow = OW, a = sh, b = sw, c = ph, d = pw, e = dh, f = dw;
-        long long x_image = static_cast<long long>(C) * H * W;
-        void* params[] = {&colp, &gxg, &n, &cg, &h, &ww, &kh, &kw, &oh, &ow, &a, &b, &c, &d, &e, &f, &x_image};
-        g.helper_launch("ls_col2im", g.grid_for(static_cast<long long>(N) * CG * H * W), 256, params);
-      }
-    }
-    if (gb) {
-      int n = N;
-      long long OO = O, PP = P;
-      void* params[] = {&gy, &gb, &n, &OO, &PP};
-      g.helper_launch("ls_channel_sum", O, 256, params);
-    }
-  }
-};
-
-// 2-D max pooling over `planes` planes of H x W; idx (int64) may be null.
-struct MaxPool {
-  long long planes;
-  int H, W, OH, OW, KH, KW, sh, sw, ph, pw, dh, dw;
-  CUdeviceptr spare = 0;  // somewhere to write indices nobody reads
-  void run(Gpu& g, CUdeviceptr x, CUdeviceptr y, CUdeviceptr idx) {
-    if (!idx) {
-      if (!spare) spare = g.alloc(static_cast<size_t>(planes) * OH * OW * 8);
-      idx = spare;
-    }
-    long long pl = planes;
-    int h = H, w = W, oh = OH, ow = OW, kh = KH, kw = KW, a = sh, b = sw, c = ph, d = pw, e = dh, f = dw;
-    void* params[] = {&x, &y, &idx, &pl, &h, &w, &oh, &ow, &kh, &kw, &a, &b, &c, &d, &e, &f};
-    g.helper_launch("ls_max_pool2d", g.grid_for(planes * OH * OW), 256, params);
-  }
-};
-
-// One input of a concatenation: `rows` rows of src_row 4-byte words into rows of dst_row, at `at`.
-inline void copy_rows(Gpu& g, CUdeviceptr dst, CUdeviceptr src, long long rows, long long src_row, long long dst_row, long long at) {
-  void* params[] = {&dst, &src, &rows, &src_row, &dst_row, &at};
-  g.helper_launch("ls_copy_rows", g.grid_for(rows * src_row), 256, params);
-}
-
-// An attention operand in its buffer: element offset and strides (batch, head, row, element).
-struct View {
-  long long offset, sb, sh, sl, se;
-};
-struct KernelView {  // as the attention kernels take it (LsAttnView)
-  long long sb, sh, sl, se;
-};
-inline KernelView strides(const View& v) { return {v.sb, v.sh, v.sl, v.se}; }
-inline CUdeviceptr at(CUdeviceptr base, const View& v) { return base + static_cast<CUdeviceptr>(v.offset * 4); }
-
-// Scaled dot-product attention, forward (out, lse) and backward (dq, dk, dv), by one of three
-// paths: the attention module's fused kernels (short sequences), its tiled FlashAttention-2
-// kernels (long ones), or the scores in memory with batched cuBLAS products around softmax kernels.
-struct Attention {
-  enum Path { fused, tiled, cublas };
-  long long B, H, L, S, E, Ev;
-  bool causal;
-  float scale;
-  Path path;
-  std::vector<CUdeviceptr> ws;  // scratch: packed operands, scores; the backward's row dots
-
-  CUdeviceptr scratch(Gpu& g, size_t i, long long floats) {
-    if (ws.size() <= i) ws.resize(i + 1, 0);
-    if (!ws[i]) ws[i] = g.alloc(static_cast<size_t>(floats) * 4);
-    return ws[i];
-  }
-  View packed(long long rows, long long cols) const { return {0, H * rows * cols, rows * cols, cols, 1}; }
-  void copy4(Gpu& g, CUdeviceptr dst, CUdeviceptr src, const View& s, const View& d, long long rows, long long cols) {
-    long long n0 = B, n1 = H, n2 = rows, n3 = cols, s0 = s.sb, s1 = s.sh, s2 = s.sl, s3 = s.se, d0 = d.sb, d1 = d.sh, d2 = d.sl,
-              d3 = d.se;
-    void* params[] = {&dst, &src, &n0, &n1, &n2, &n3, &s0, &s1, &s2, &s3, &d0, &d1, &d2, &d3};
-    g.helper_launch("ls_strided_copy4", g.grid_for(B * H * rows * cols), 256, params);
-  }
-  CUdeviceptr pack(Gpu& g, CUdeviceptr base, const View& v, size_t slot, long long rows, long long cols) {
-    const CUdeviceptr dst = scratch(g, slot, B * H * rows * cols);
-    copy4(g, dst, at(base, v), v, packed(rows, cols), rows, cols);
-    return dst;
-  }
-
-  void forward(Gpu& g, CUdeviceptr q, View qv, CUdeviceptr k, View kv, CUdeviceptr v, View vv, CUdeviceptr out, View ov, CUdeviceptr lse) {
-    const long long bh = B * H;
-    if (path == cublas) {
-      const CUdeviceptr qp = pack(g, q, qv, 0, L, E), kp = pack(g, k, kv, 1, S, E), vp = pack(g, v, vv, 2, S, Ev);
-      const CUdeviceptr sc = scratch(g, 3, bh * L * S), op = scratch(g, 4, bh * L * Ev);
-      g.sgemm(bh, L, S, E, scale, qp, false, L * E, kp, true, S * E, 0.f, sc, L * S);
-      CUdeviceptr scp = sc;
-      long long rows = bh * L, LL = L, SS = S;
-      int c = causal;
-      void* sp[] = {&scp, &lse, &rows, &LL, &SS, &c};
-      g.helper_launch("ls_attn_softmax", (rows + 7) / 8, 256, sp);
-      g.sgemm(bh, L, Ev, S, 1.f, sc, false, L * S, vp, false, S * Ev, 0.f, op, L * Ev);
-      copy4(g, out, op, packed(L, Ev), ov, L, Ev);
-      return;
-    }
-    CUdeviceptr qa = at(q, qv), ka = at(k, kv), va = at(v, vv);
-    KernelView qs = strides(qv), ks = strides(kv), vs = strides(vv), os = strides(ov);
-    long long HH = H, LL = L, SS = S;
-    float sc = scale;
-    int c = causal;
-    void* params[] = {&qa, &ka, &va, &out, &lse, &qs, &ks, &vs, &os, &HH, &LL, &SS, &sc, &c};
-    const std::string d = std::to_string(E);
-    if (path == tiled) return g.helper_launch("ls_flash_attention_fwd_" + d, bh * ((L + 63) / 64), 256, params);
-    g.helper_launch("ls_attention_fwd_" + d, bh * ((L + 63) / 64), 64, params);
-  }
-
-  void backward(Gpu& g, CUdeviceptr go, View gv, CUdeviceptr q, View qv, CUdeviceptr k, View kv, CUdeviceptr v, View vv,
-                CUdeviceptr o, View ov, CUdeviceptr lse, CUdeviceptr dq, CUdeviceptr dk, CUdeviceptr dv) {
-    const long long bh = B * H;
-    if (path == cublas) {
-      const CUdeviceptr gop = pack(g, go, gv, 0, L, Ev), qp = pack(g, q, qv, 1, L, E), kp = pack(g, k, kv, 2, S, E),
-                        vp = pack(g, v, vv, 3, S, Ev), op = pack(g, o, ov, 4, L, Ev);
-      CUdeviceptr p = scratch(g, 5, bh * L * S), dp = scratch(g, 6, bh * L * S), drow = scratch(g, 7, bh * L);
-      g.sgemm(bh, L, S, E, scale, qp, false, L * E, kp, true, S * E, 0.f, p, L * S);
-      long long total = bh * L * S, rows = bh * L, n = Ev, LL = L, SS = S;
-      int c = causal;
-      CUdeviceptr gop2 = gop, op2 = op;
-      void* pr[] = {&p, &lse, &LL, &SS, &total, &c};
-      g.helper_launch("ls_attn_probs", g.grid_for(total), 256, pr);
-      void* rd[] = {&drow, &gop2, &op2, &rows, &n};
-      g.helper_launch("ls_attn_rowdot", g.grid_for(rows), 256, rd);
-      g.sgemm(bh, S, Ev, L, 1.f, p, true, L * S, gop, false, L * Ev, 0.f, dv, S * Ev);  // dV = P^T dO
-      g.sgemm(bh, L, S, Ev, 1.f, gop, false, L * Ev, vp, true, S * Ev, 0.f, dp, L * S);  // dP = dO V^T
-      float sc = scale;
-      void* ds[] = {&dp, &p, &drow, &SS, &total, &sc};
-      g.helper_launch("ls_attn_dscores", g.grid_for(total), 256, ds);                     // dS
-      g.sgemm(bh, L, E, S, 1.f, dp, false, L * S, kp, false, S * E, 0.f, dq, L * E);     // dQ = dS K
-      g.sgemm(bh, S, E, L, 1.f, dp, true, L * S, qp, false, L * E, 0.f, dk, S * E);      // dK = dS^T Q
-      return;
-    }
-    CUdeviceptr goa = at(go, gv), qa = at(q, qv), ka = at(k, kv), va = at(v, vv), oa = at(o, ov), drow = scratch(g, 0, bh * L);
-    KernelView gs = strides(gv), qs = strides(qv), ks = strides(kv), vs = strides(vv), os = strides(ov);
-    long long HH = H, LL = L, SS = S;
-    float sc = scale;
-    int c = causal;
-    void* p1[] = {&goa, &qa, &ka, &va, &oa, &lse, &dq, &drow, &gs, &qs, &ks, &vs, &os, &HH, &LL, &SS, &sc, &c};
-    void* p2[] = {&goa, &qa, &ka, &va, &lse, &drow, &dk, &dv, &gs, &qs, &ks, &vs, &HH, &LL, &SS, &sc, &c};
-    const std::string d = std::to_string(E);
-    const long long q_tiles = (L + 63) / 64, k_tiles = (S + 63) / 64;
-    if (path == tiled) {  // dynamic shared memory: the tiles
-      const unsigned tile = static_cast<unsigned>(E) * 64 * 4, wide = static_cast<unsigned>(std::max<long long>(E, 64)) * 64 * 4;
-      g.helper_launch("ls_flash_attention_bwd_dq_" + d, bh * q_tiles, 256, p1, 4 * tile + wide + 512);
-      g.helper_launch("ls_flash_attention_bwd_dkv_" + d, bh * k_tiles, 256, p2, 4 * tile + 2 * wide + 512);
-      return;
-    }
-    g.helper_launch("ls_attention_bwd_dq_" + d, bh * q_tiles, 64, p1);
-    g.helper_launch("ls_attention_bwd_dkv_" + d, bh * k_tiles, 64, p2);
-  }
-};
+// The library calls' host side, as Lowerscope's executor makes them (runtime_cuda.h); each takes
+// the Gpu above.
+using cuda::Attention;
+using cuda::Conv;
+using cuda::MaxPool;
+using cuda::View;
+using cuda::copy_rows;
 
 // Median of CUDA-event times of `run`, after one warm-up.
 template <class F>

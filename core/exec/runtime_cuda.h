@@ -1,0 +1,291 @@
+// The CUDA library calls' host side, written once: which helper kernels and cuBLAS products a
+// convolution (its depthwise, 1x1 and linear-layer forms, im2col otherwise; its backward through
+// col2im), attention (fused, FlashAttention-2 or cuBLAS around softmax kernels; forward and
+// backward), max pooling and concatenation make, with what arguments. The app runs them
+// (exec/cuda_executor.cpp chooses the path, owns cuBLAS and the scratch memory), and every exported
+// CUDA package carries this very file (export/package.cpp writes it beside runtime.h, which
+// includes it), so a fix here reaches both. The kernels themselves are codegen/cuda_helpers.h and
+// the attention module, compiled into both from the same source too. Hence no Lowerscope
+// include and no CUDA header: plain C++17, namespace lsrt.
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+#include <algorithm>
+#include <cstddef>
+#include <string>
+
+namespace lsrt {
+namespace cuda {
+
+// A device address, as the driver API's CUdeviceptr.
+using DevPtr = unsigned long long;
+
+// What differs between the app and a package is the GPU object the calls go through: a `Gpu`
+// parameter g with
+//   g.helper_launch(kernel, grid, block, params, shared = 0)   a helper or attention kernel, by name
+//   g.grid_for(total)          blocks of 256 threads for `total` elements (the kernels loop over the rest)
+//   g.sgemm(batch, M, N, K, alpha, A, ta, sa, B, tb, sb, beta, C, sc)
+//                              C = alpha op(A) op(B) + beta C, row major, `batch` times at element
+//                              strides sa, sb, sc (cuBLAS)
+//   g.gemm_bias(M, N, K, alpha, A, ta, B, tb, bias, C)   the same with a bias per column in
+//                              cuBLASLt's epilogue; false where cuBLASLt has no algorithm for it
+//   g.scratch(slot, bytes)     device memory the call may use, kept between runs
+// The app's: its executor over the driver and cuBLAS it loads at run time; a package's: its Gpu
+// over the CUDA toolkit (package_runtime_cuda.h).
+
+inline DevPtr plus(DevPtr p, long long floats) { return p + static_cast<DevPtr>(floats * 4); }
+
+// 2-D convolution, NCHW, weight [O, C/G, KH, KW]. Null pointers: no bias, gradient not wanted.
+struct Conv {
+  int N, C, H, W, O, CG, KH, KW, OH, OW, G, sh, sw, ph, pw, dh, dw;
+  bool depthwise;  // every channel its own group with one filter: kernels of its own
+
+  // One output pixel whose window covers the whole unpadded input, in one group, is a linear
+  // layer: y [N, O] = x [N, C H W] @ w [O, C KH KW]^T, its bias in cuBLASLt's epilogue (MobileNet's
+  // squeeze-and-excitation convolutions).
+  bool linear() const { return G == 1 && OH == 1 && OW == 1 && KH == H && KW == W && ph == 0 && pw == 0; }
+  // A 1x1 window with stride 1 and no padding reads the input's channels as they are: the input is
+  // its own columns (no im2col, and grad_x needs no col2im).
+  bool pointwise() const { return KH == 1 && KW == 1 && sh == 1 && sw == 1 && ph == 0 && pw == 0; }
+  long long P() const { return static_cast<long long>(OH) * OW; }
+  long long R() const { return static_cast<long long>(CG) * KH * KW; }
+  long long OG() const { return O / G; }
+
+  // The columns of every image of group `group`, N x (CG KH KW) x (OH OW), into scratch slot 0.
+  template <class Gpu>
+  DevPtr im2col(Gpu& g, DevPtr x, int group) const {
+    DevPtr cols = columns(g), xg = plus(x, static_cast<long long>(group) * CG * H * W);
+    int n = N, cg = CG, h = H, w = W, kh = KH, kw = KW, oh = OH, ow = OW, a = sh, b = sw, c = ph, d = pw, e = dh, f = dw;
+    long long x_image = static_cast<long long>(C) * H * W;
+    void* params[] = {&xg, &cols, &n, &cg, &h, &w, &kh, &kw, &oh, &ow, &a, &b, &c, &d, &e, &f, &x_image};
+    g.helper_launch("ls_im2col", g.grid_for(N * R() * P()), 256, params);
+    return cols;
+  }
+  template <class Gpu>
+  DevPtr columns(Gpu& g) const {
+    return g.scratch(0, static_cast<size_t>(N * R() * P() * 4));
+  }
+
+  // Depthwise: a direct kernel; linear: one product; 1x1: per group one batched product over the
+  // images; otherwise per group im2col of every image and one batched product. Then the bias.
+  template <class Gpu>
+  void run(Gpu& g, DevPtr x, DevPtr w, DevPtr bias, DevPtr y) const {
+    const long long P = this->P(), R = this->R(), OG = this->OG();
+    if (depthwise) {
+      int n = N, c = C, h = H, ww = W, kh = KH, kw = KW, oh = OH, ow = OW, a = sh, b = sw, pa = ph, pb = pw, da = dh, db = dw;
+      void* params[] = {&x, &w, &y, &n, &c, &h, &ww, &kh, &kw, &oh, &ow, &a, &b, &pa, &pb, &da, &db};
+      g.helper_launch("ls_depthwise_conv", g.grid_for(static_cast<long long>(N) * C * P), 256, params);
+    } else if (linear()) {  // y [N, O] = x [N, R] @ w [O, R]^T (+ bias in cuBLASLt's epilogue)
+      if (bias && g.gemm_bias(N, O, R, 1.f, x, false, w, true, bias, y)) return;
+      g.sgemm(1, N, O, R, 1.f, x, false, 0, w, true, 0, 0.f, y, 0);
+    } else if (pointwise()) {  // y[n, group] = W_group [OG, CG] @ x[n, group] [CG, P]
+      for (int group = 0; group < G; ++group)
+        g.sgemm(N, OG, P, CG, 1.f, plus(w, group * OG * CG), false, 0, plus(x, group * CG * P), false, static_cast<long long>(C) * P, 0.f,
+                plus(y, group * OG * P), static_cast<long long>(O) * P);
+    } else {
+      for (int group = 0; group < G; ++group) {
+        const DevPtr cols = im2col(g, x, group);
+        // y[n, group] = W_group [OG, R] @ cols[n] [R, P], for every image n
+        g.sgemm(N, OG, P, R, 1.f, plus(w, group * OG * R), false, 0, cols, false, R * P, 0.f, plus(y, group * OG * P),
+                static_cast<long long>(O) * P);
+      }
+    }
+    if (bias) {
+      long long OO = O, PP = P, total = static_cast<long long>(N) * O * P;
+      void* params[] = {&y, &bias, &OO, &PP, &total};
+      g.helper_launch("ls_add_channel_bias", (total + 255) / 256, 256, params);
+    }
+  }
+
+  // grad_b is the per-channel sum of grad_y. Depthwise: a kernel for each of grad_x (gathers) and
+  // grad_w (a block per channel and tap). Linear and 1x1: products. Otherwise per group through
+  // the same columns as the forward: grad_w as the sum over images of grad_y[n] (OG x P) @
+  // cols[n]^T, grad_cols[n] = w^T @ grad_y[n] (one batched product), then col2im.
+  template <class Gpu>
+  void backward(Gpu& g, DevPtr gy, DevPtr x, DevPtr w, DevPtr gx, DevPtr gw, DevPtr gb) const {
+    const long long P = this->P(), R = this->R(), OG = this->OG();
+    if (depthwise) {
+      int n = N, c = C, h = H, ww = W, kh = KH, kw = KW, oh = OH, ow = OW, a = sh, b = sw, pa = ph, pb = pw, da = dh, db = dw;
+      DevPtr src = w, dst = gx;
+      void* params[] = {&gy, &src, &dst, &n, &c, &h, &ww, &kh, &kw, &oh, &ow, &a, &b, &pa, &pb, &da, &db};
+      if (gx) g.helper_launch("ls_depthwise_conv_bwd_input", g.grid_for(static_cast<long long>(N) * C * H * W), 256, params);
+      src = x;
+      dst = gw;
+      if (gw) g.helper_launch("ls_depthwise_conv_bwd_weight", static_cast<long long>(C) * KH * KW, 256, params);
+    } else if (linear()) {
+      if (gx) g.sgemm(1, N, R, O, 1.f, gy, false, 0, w, false, 0, 0.f, gx, 0);  // grad_x [N, R] = grad_y @ w
+      if (gw) g.sgemm(1, O, R, N, 1.f, gy, true, 0, x, false, 0, 0.f, gw, 0);   // grad_w [O, R] = grad_y^T @ x
+    } else if (pointwise()) {
+      const long long image = static_cast<long long>(C) * H * W;
+      for (int group = 0; group < G; ++group) {
+        const DevPtr gyg = plus(gy, group * OG * P);
+        if (gw)  // grad_w[group] = sum over images of grad_y[n, group] @ x[n, group]^T
+          for (int n = 0; n < N; ++n)
+            g.sgemm(1, OG, CG, P, 1.f, plus(gyg, static_cast<long long>(n) * O * P), false, 0, plus(x, n * image + group * CG * P), true, 0,
+                    n ? 1.f : 0.f, plus(gw, group * OG * CG), 0);
+        if (gx)  // grad_x[n, group] = w[group]^T @ grad_y[n, group], every image at once
+          g.sgemm(N, CG, P, OG, 1.f, plus(w, group * OG * CG), true, 0, gyg, false, static_cast<long long>(O) * P, 0.f,
+                  plus(gx, group * CG * P), image);
+      }
+    } else {
+      for (int group = 0; group < G; ++group) {
+        const DevPtr gyg = plus(gy, group * OG * P);
+        if (gw) {
+          const DevPtr cols = im2col(g, x, group), gwg = plus(gw, group * OG * R);
+          for (int n = 0; n < N; ++n)  // accumulated over images, one product each
+            g.sgemm(1, OG, R, P, 1.f, plus(gyg, static_cast<long long>(n) * O * P), false, 0, plus(cols, n * R * P), true, 0, n ? 1.f : 0.f,
+                    gwg, 0);
+        }
+        if (gx) {
+          DevPtr cols = columns(g), gxg = plus(gx, static_cast<long long>(group) * CG * H * W);
+          g.sgemm(N, R, P, OG, 1.f, plus(w, group * OG * R), true, 0, gyg, false, static_cast<long long>(O) * P, 0.f, cols, R * P);
+          int n = N, cg = CG, h = H, ww = W, kh = KH, kw = KW, oh = OH, ow = OW, a = sh, b = sw, c = ph, d = pw, e = dh, f = dw;
+          long long x_image = static_cast<long long>(C) * H * W;
+          void* params[] = {&cols, &gxg, &n, &cg, &h, &ww, &kh, &kw, &oh, &ow, &a, &b, &c, &d, &e, &f, &x_image};
+          g.helper_launch("ls_col2im", g.grid_for(static_cast<long long>(N) * CG * H * W), 256, params);
+        }
+      }
+    }
+    if (gb) {
+      int n = N;
+      long long OO = O, PP = P;
+      void* params[] = {&gy, &gb, &n, &OO, &PP};
+      g.helper_launch("ls_channel_sum", O, 256, params);
+    }
+  }
+};
+
+// 2-D max pooling over `planes` planes of H x W; idx (int64) null: not wanted (written to scratch).
+struct MaxPool {
+  long long planes;
+  int H, W, OH, OW, KH, KW, sh, sw, ph, pw, dh, dw;
+  template <class Gpu>
+  void run(Gpu& g, DevPtr x, DevPtr y, DevPtr idx) const {
+    if (!idx) idx = g.scratch(0, static_cast<size_t>(planes) * OH * OW * 8);
+    long long pl = planes;
+    int h = H, w = W, oh = OH, ow = OW, kh = KH, kw = KW, a = sh, b = sw, c = ph, d = pw, e = dh, f = dw;
+    void* params[] = {&x, &y, &idx, &pl, &h, &w, &oh, &ow, &kh, &kw, &a, &b, &c, &d, &e, &f};
+    g.helper_launch("ls_max_pool2d", g.grid_for(planes * OH * OW), 256, params);
+  }
+};
+
+// One input of a concatenation: `rows` rows of src_row 4-byte words into rows of dst_row, at `at`.
+template <class Gpu>
+void copy_rows(Gpu& g, DevPtr dst, DevPtr src, long long rows, long long src_row, long long dst_row, long long at) {
+  void* params[] = {&dst, &src, &rows, &src_row, &dst_row, &at};
+  g.helper_launch("ls_copy_rows", g.grid_for(rows * src_row), 256, params);
+}
+
+// An attention operand in its buffer: element offset and strides (batch, head, row, element).
+struct View {
+  long long offset, sb, sh, sl, se;
+};
+struct KernelView {  // as the attention kernels take it (LsAttnView): the offset is in the pointer
+  long long sb, sh, sl, se;
+};
+inline KernelView strides(const View& v) { return {v.sb, v.sh, v.sl, v.se}; }
+inline DevPtr at(DevPtr base, const View& v) { return plus(base, v.offset); }
+
+// Scaled dot-product attention, forward (out, lse) and backward (dq, dk, dv), by one of three
+// paths: the attention module's fused kernels (short sequences), its tiled FlashAttention-2
+// kernels (long ones at head sizes 32 and 64), or the scores in memory with batched cuBLAS
+// products around softmax kernels (other head sizes). lse is contiguous [B, H, L]; the gradients
+// come out contiguous.
+struct Attention {
+  enum Path { fused, tiled, cublas };
+  long long B, H, L, S, E, Ev;
+  bool causal;
+  float scale;
+  Path path;
+
+  View packed(long long rows, long long cols) const { return {0, H * rows * cols, rows * cols, cols, 1}; }
+  template <class Gpu>
+  void copy4(Gpu& g, DevPtr dst, DevPtr src, const View& s, const View& d, long long rows, long long cols) const {
+    long long n0 = B, n1 = H, n2 = rows, n3 = cols, s0 = s.sb, s1 = s.sh, s2 = s.sl, s3 = s.se, d0 = d.sb, d1 = d.sh, d2 = d.sl,
+              d3 = d.se;
+    void* params[] = {&dst, &src, &n0, &n1, &n2, &n3, &s0, &s1, &s2, &s3, &d0, &d1, &d2, &d3};
+    g.helper_launch("ls_strided_copy4", g.grid_for(B * H * rows * cols), 256, params);
+  }
+  // Operand `base` (rows x cols per head, through its view) packed into scratch slot `slot`.
+  template <class Gpu>
+  DevPtr pack(Gpu& g, DevPtr base, const View& v, size_t slot, long long rows, long long cols) const {
+    const DevPtr dst = g.scratch(slot, static_cast<size_t>(B * H * rows * cols * 4));
+    copy4(g, dst, at(base, v), v, packed(rows, cols), rows, cols);
+    return dst;
+  }
+
+  template <class Gpu>
+  void forward(Gpu& g, DevPtr q, View qv, DevPtr k, View kv, DevPtr v, View vv, DevPtr out, View ov, DevPtr lse) const {
+    const long long bh = B * H;
+    if (path == cublas) {
+      const DevPtr qp = pack(g, q, qv, 0, L, E), kp = pack(g, k, kv, 1, S, E), vp = pack(g, v, vv, 2, S, Ev);
+      const DevPtr sc = g.scratch(3, static_cast<size_t>(bh * L * S * 4)), op = g.scratch(4, static_cast<size_t>(bh * L * Ev * 4));
+      g.sgemm(bh, L, S, E, scale, qp, false, L * E, kp, true, S * E, 0.f, sc, L * S);
+      DevPtr scp = sc;
+      long long rows = bh * L, LL = L, SS = S;
+      int c = causal;
+      void* sp[] = {&scp, &lse, &rows, &LL, &SS, &c};
+      g.helper_launch("ls_attn_softmax", (rows + 7) / 8, 256, sp);
+      g.sgemm(bh, L, Ev, S, 1.f, sc, false, L * S, vp, false, S * Ev, 0.f, op, L * Ev);
+      copy4(g, plus(out, ov.offset), op, packed(L, Ev), ov, L, Ev);
+      return;
+    }
+    DevPtr qa = at(q, qv), ka = at(k, kv), va = at(v, vv), oa = at(out, ov);
+    KernelView qs = strides(qv), ks = strides(kv), vs = strides(vv), os = strides(ov);
+    long long HH = H, LL = L, SS = S;
+    float sc = scale;
+    int c = causal;
+    void* params[] = {&qa, &ka, &va, &oa, &lse, &qs, &ks, &vs, &os, &HH, &LL, &SS, &sc, &c};
+    const std::string d = std::to_string(E);
+    if (path == tiled) return g.helper_launch("ls_flash_attention_fwd_" + d, bh * ((L + 63) / 64), 256, params);
+    g.helper_launch("ls_attention_fwd_" + d, bh * ((L + 63) / 64), 64, params);
+  }
+
+  template <class Gpu>
+  void backward(Gpu& g, DevPtr go, View gv, DevPtr q, View qv, DevPtr k, View kv, DevPtr v, View vv, DevPtr o, View ov, DevPtr lse,
+                DevPtr dq, DevPtr dk, DevPtr dv) const {
+    const long long bh = B * H;
+    if (path == cublas) {
+      const DevPtr gop = pack(g, go, gv, 0, L, Ev), qp = pack(g, q, qv, 1, L, E), kp = pack(g, k, kv, 2, S, E),
+                   vp = pack(g, v, vv, 3, S, Ev), op = pack(g, o, ov, 4, L, Ev);
+      DevPtr p = g.scratch(5, static_cast<size_t>(bh * L * S * 4)), dp = g.scratch(6, static_cast<size_t>(bh * L * S * 4)),
+             drow = g.scratch(7, static_cast<size_t>(bh * L * 4));
+      g.sgemm(bh, L, S, E, scale, qp, false, L * E, kp, true, S * E, 0.f, p, L * S);
+      long long total = bh * L * S, rows = bh * L, n = Ev, LL = L, SS = S;
+      int c = causal;
+      DevPtr gop2 = gop, op2 = op;
+      void* pr[] = {&p, &lse, &LL, &SS, &total, &c};
+      g.helper_launch("ls_attn_probs", g.grid_for(total), 256, pr);
+      void* rd[] = {&drow, &gop2, &op2, &rows, &n};
+      g.helper_launch("ls_attn_rowdot", g.grid_for(rows), 256, rd);
+      g.sgemm(bh, S, Ev, L, 1.f, p, true, L * S, gop, false, L * Ev, 0.f, dv, S * Ev);  // dV = P^T dO
+      g.sgemm(bh, L, S, Ev, 1.f, gop, false, L * Ev, vp, true, S * Ev, 0.f, dp, L * S);  // dP = dO V^T
+      float sc = scale;
+      void* ds[] = {&dp, &p, &drow, &SS, &total, &sc};
+      g.helper_launch("ls_attn_dscores", g.grid_for(total), 256, ds);                   // dS
+      g.sgemm(bh, L, E, S, 1.f, dp, false, L * S, kp, false, S * E, 0.f, dq, L * E);   // dQ = dS K
+      g.sgemm(bh, S, E, L, 1.f, dp, true, L * S, qp, false, L * E, 0.f, dk, S * E);    // dK = dS^T Q
+      return;
+    }
+    // D_i = dO_i . O_i, from the dq kernel to the dk/dv kernel
+    DevPtr goa = at(go, gv), qa = at(q, qv), ka = at(k, kv), va = at(v, vv), oa = at(o, ov), drow = g.scratch(0, static_cast<size_t>(bh * L * 4));
+    KernelView gs = strides(gv), qs = strides(qv), ks = strides(kv), vs = strides(vv), os = strides(ov);
+    long long HH = H, LL = L, SS = S;
+    float sc = scale;
+    int c = causal;
+    void* p1[] = {&goa, &qa, &ka, &va, &oa, &lse, &dq, &drow, &gs, &qs, &ks, &vs, &os, &HH, &LL, &SS, &sc, &c};
+    void* p2[] = {&goa, &qa, &ka, &va, &lse, &drow, &dk, &dv, &gs, &qs, &ks, &vs, &HH, &LL, &SS, &sc, &c};
+    const std::string d = std::to_string(E);
+    const long long q_tiles = (L + 63) / 64, k_tiles = (S + 63) / 64;
+    if (path == tiled) {  // dynamic shared memory: the tiles (codegen/cuda_helpers.h)
+      const unsigned tile = static_cast<unsigned>(E) * 64 * 4, wide = static_cast<unsigned>(std::max<long long>(E, 64)) * 64 * 4;
+      g.helper_launch("ls_flash_attention_bwd_dq_" + d, bh * q_tiles, 256, p1, 4 * tile + wide + 512);
+      g.helper_launch("ls_flash_attention_bwd_dkv_" + d, bh * k_tiles, 256, p2, 4 * tile + 2 * wide + 512);
+      return;
+    }
+    g.helper_launch("ls_attention_bwd_dq_" + d, bh * q_tiles, 64, p1);
+    g.helper_launch("ls_attention_bwd_dkv_" + d, bh * k_tiles, 64, p2);
+  }
+};
+
+}  // namespace cuda
+}  // namespace lsrt
