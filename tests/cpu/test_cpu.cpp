@@ -11,6 +11,7 @@
 #include <thread>
 #include <sstream>
 
+#include "backend/backend.h"
 #include "compile/cpu_compiler.h"
 #include "compile/split_source.h"
 #include "exec/executor.h"
@@ -26,6 +27,10 @@
 #include "tensor/npy.h"
 
 using namespace ls;
+
+// The library calls' shared headers as the app embedded them (core/embed.cmake).
+extern const char kRuntimeCpu[];
+extern const char kRuntimeCuda[];
 
 namespace {
 std::string data(const std::string& rel) { return std::string(LS_TEST_DATA) + "/" + rel; }
@@ -236,6 +241,60 @@ class TestCpu : public QObject {
     QVERIFY2(summary.find("max-autotune's cuts of 6 matrix multiplies") != std::string::npos, summary.c_str());
     QVERIFY2(runner.find("// max-autotune: 3 x 1 blocks") != std::string::npos, runner.c_str());
     QVERIFY(std::regex_search(runner, std::regex(R"(lsrt::sgemm\([^;]*, 1, 3\);)")));
+  }
+
+  // One runtime: the library calls' algorithms are one source. A package carries
+  // exec/runtime_cpu.h (CUDA: exec/runtime_cuda.h) byte for byte as the tree holds it and the app
+  // compiled it, and its runtime.h includes it instead of defining any of it again. Numbers: an
+  // addmm whose bias is a column ([M, 1]), broadcast along the rows as the app does, in a package
+  // against the reference interpreter.
+  void testPackagesCarryTheAppsLibraryCalls() {
+    auto read = [](const std::string& path) {
+      std::stringstream s;
+      s << std::ifstream(path, std::ios::binary).rdbuf();
+      return s.str();
+    };
+    const std::string tree = std::string(LS_TEST_DATA) + "/../../core/exec/";
+    const CompileResult r = compile_graph_text(
+        "class GraphModule(torch.nn.Module):\n"
+        "    def forward(self, bias: \"f32[24, 1]\", a: \"f32[24, 40]\", b: \"f32[40, 48]\"):\n"
+        "        addmm: \"f32[24, 48]\" = torch.ops.aten.addmm.default(bias, a, b)\n        return (addmm,)\n",
+        {}, true);
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    QTemporaryDir dir;
+    std::string summary, runner;
+    try {
+      std::tie(summary, runner) = export_build_and_check(r, dir);
+    } catch (const std::exception& e) {
+      QFAIL(e.what());
+    }
+    QVERIFY2(runner.find("lsrt::addmm(") != std::string::npos, runner.c_str());
+    const std::string pkg = dir.filePath("package").toStdString();
+    const std::string carried = read(pkg + "/runtime_cpu.h");
+    QCOMPARE(carried, std::string(kRuntimeCpu));
+    QCOMPARE(carried, read(tree + "runtime_cpu.h"));
+    const std::string runtime = read(pkg + "/runtime.h");
+    QVERIFY(runtime.find("#include \"runtime_cpu.h\"") != std::string::npos);
+    for (const char* own : {"im2col", "softmax", "std::exp", "gemm_tiles"}) QVERIFY2(runtime.find(own) == std::string::npos, own);
+    if (!can_compile_for(Device::cuda)) QSKIP("no NVRTC in this build: the CUDA package's runtime_cuda.h not checked");
+    PipelineOptions o;
+    o.device = Device::cuda;
+    o.run = false;
+    const CompileResult cr = run_pipeline(load_model(data("models/cifar_net/model.pt2")), o);
+    QVERIFY2(cr.error.empty(), cr.error.c_str());
+    const std::string cpkg = dir.filePath("cuda").toStdString();
+    try {
+      export_package(cr, cpkg);
+    } catch (const std::exception& e) {
+      QFAIL(e.what());
+    }
+    const std::string cuda = read(cpkg + "/runtime_cuda.h");
+    QCOMPARE(cuda, std::string(kRuntimeCuda));
+    QCOMPARE(cuda, read(tree + "runtime_cuda.h"));
+    const std::string cuda_runtime = read(cpkg + "/runtime.h");
+    QVERIFY(cuda_runtime.find("#include \"runtime_cuda.h\"") != std::string::npos);
+    for (const char* own : {"ls_im2col", "ls_col2im", "ls_attn_softmax", "ls_max_pool2d", "ls_copy_rows"})
+      QVERIFY2(cuda_runtime.find(own) == std::string::npos, own);
   }
 
   // max-autotune's GEMM templates (given here on every mm and addmm rather than timed: two register
