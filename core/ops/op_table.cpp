@@ -1,9 +1,10 @@
+// The op table's machinery: schemas parsed, calls bound to them, the shape rules and reference
+// kernels of each kind (pointwise, reduction, view), and the table assembled from the op families
+// (ops/pointwise.cpp, ops/views.cpp, ...: ops/README.md), which hold every op's own rules.
 #include "ops/op_table.h"
 
 #include <algorithm>
-#include <cmath>
 #include <map>
-#include <sstream>
 #include <stdexcept>
 
 #include "ops/rule_helpers.h"
@@ -202,10 +203,6 @@ std::vector<Tensor> ref_view(const OpDef& op, const std::vector<Arg>& args, cons
 }
 
 // ---------------------------------------------------------------------------------------------
-// Decompositions: each written with ops of the table, one rule per op.
-// ---------------------------------------------------------------------------------------------
-
-// ---------------------------------------------------------------------------------------------
 // The table
 // ---------------------------------------------------------------------------------------------
 
@@ -224,12 +221,13 @@ std::vector<OpDef> build_table() {
   add_loss_ops(t);
   add_view_ops(t);
   add_shape_ops(t);
-  t.push_back({.name = "getitem", .schema = "getitem(Any self, int index) -> Any", .kind = OpKind::getitem,
-               .levels = level::aten | level::core_aten | level::prims, .infer = infer_getitem});
   add_linalg_ops(t);
   add_conv_pool_ops(t);
-  add_nn_ops(t);
-  add_backward_ops(t);
+  add_normalization_ops(t);
+  add_attention_ops(t);
+  // A multi-output node's output i, at every level.
+  t.push_back({.name = "getitem", .schema = "getitem(Any self, int index) -> Any", .kind = OpKind::getitem,
+               .levels = level::aten | level::core_aten | level::prims, .infer = infer_getitem});
   for (OpDef& op : t) {
     parse_schema(op);
     if (op.reference) continue;  // the kernel of its kind
@@ -237,7 +235,6 @@ std::vector<OpDef> build_table() {
     if (op.kind == OpKind::reduction) op.reference = ref_reduction;
     if (op.kind == OpKind::view) op.reference = ref_view;
   }
-  add_derivatives(t);
   return t;
 }
 

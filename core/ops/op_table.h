@@ -1,6 +1,8 @@
 // The op table: one declarative entry per op, with PyTorch's name and overload, its schema, its
 // kind, the level(s) of IR it belongs to, and the rules every stage needs (shape/dtype inference,
-// reference kernel, decomposition, view indexing). Adding an op touches op_table.cpp only.
+// reference kernel, decomposition, view indexing, derivative). The entries live in one file per
+// op family (ops/pointwise.cpp, ops/views.cpp, ...), each op with all its rules; op_table.cpp holds
+// the machinery (schemas, binding, the rules of each kind). Adding an op: ops/README.md.
 #pragma once
 #include <functional>
 #include <string>
@@ -78,7 +80,7 @@ struct OpDef {
   RefFn reference = nullptr;     // nullptr: the kernel of its kind
   DecompFn decompose = nullptr;  // towards ops of a lower level; nullptr: none
   ViewFn view = nullptr;
-  DerivFn derivative = nullptr;  // reverse mode (ops/derivatives.cpp); nullptr: not differentiable
+  DerivFn derivative = nullptr;  // reverse mode; nullptr: differentiated through `decompose`, if any
   std::vector<Param> params;     // parsed from schema
   int num_outputs = 1;
 
@@ -116,13 +118,5 @@ std::vector<int64_t> spatial_pair(const Arg& a);
 
 // Normalizes a possibly negative dimension; throws std::invalid_argument naming the op.
 int64_t wrap_dim(const OpDef& op, int64_t dim, int64_t rank);
-
-// The nn ops (matrix multiply, convolution, pooling, normalization, attention, views):
-// ops/nn_ops.cpp. Called once while the table is built.
-void add_nn_ops(std::vector<OpDef>& table);
-// The backward ops AOTAutograd's graphs call: ops/backward_ops.cpp.
-void add_backward_ops(std::vector<OpDef>& table);
-// Sets the derivative rule of every differentiable op: ops/derivatives.cpp.
-void add_derivatives(std::vector<OpDef>& table);
 
 }  // namespace ls

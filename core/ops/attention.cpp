@@ -1,0 +1,210 @@
+// Attention: scaled_dot_product_attention as torch.export keeps it, the fused efficient attention
+// it decomposes into when it has no mask (a library kernel: fused kernels, FlashAttention-2 or
+// cuBLAS around softmax kernels on CUDA), and that kernel's backward.
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include "ops/rule_helpers.h"
+
+namespace ls {
+namespace {
+
+using namespace rules;
+
+std::vector<TensorMeta> infer_sdpa(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  const TensorMeta &q = meta_of(g, a[0]), &k = meta_of(g, a[1]), &v = meta_of(g, a[2]);
+  if (q.shape.size() < 3 || k.shape.size() != q.shape.size() || v.shape.size() != q.shape.size())
+    bad(op, "query, key and value need the same rank (at least 3)");
+  const size_t r = q.shape.size();
+  if (q.shape[r - 1] != k.shape[r - 1] || k.shape[r - 2] != v.shape[r - 2]) bad(op, "key does not fit query or value");
+  Shape out = q.shape;
+  out[r - 1] = v.shape[r - 1];
+  if (op.num_outputs == 1) return {like(q, q.dtype, out)};
+  Shape lse(q.shape.begin(), q.shape.end() - 1);
+  return {like(q, q.dtype, out), like(q, DType::f32, lse), like(q, DType::i64, {}), like(q, DType::i64, {})};
+}
+struct SdpaArgs { int mask = 3; int causal = 5; int scale = 6; };
+SdpaArgs sdpa_args(const OpDef& op) {
+  // efficient: (q, k, v, attn_bias, compute_log_sumexp, dropout_p, is_causal, *, scale)
+  if (op.name == "aten._scaled_dot_product_efficient_attention.default") return {3, 6, 7};
+  return {3, 5, 6};
+}
+std::vector<Tensor> ref_sdpa(const OpDef& op, const std::vector<Arg>& a, const RefInputs& in, const std::vector<TensorMeta>& outs) {
+  const SdpaArgs ix = sdpa_args(op);
+  const Tensor &q = in[0], &k = in[1], &v = in[2];
+  const size_t r = q.shape().size();
+  const int64_t L = q.shape()[r - 2], E = q.shape()[r - 1], S = k.shape()[r - 2], Ev = v.shape()[r - 1];
+  const int64_t B = q.numel() / (L * E);
+  const bool causal = a[ix.causal].b;
+  const double scale = a[ix.scale].is_none() ? 1.0 / std::sqrt(double(E)) : a[ix.scale].number();
+  Tensor o(outs[0].dtype, outs[0].shape);
+  Tensor lse(DType::f32, outs.size() > 1 ? outs[1].shape : Shape{B, L});
+  std::vector<double> w(S);
+  for (int64_t bb = 0; bb < B; ++bb)
+    for (int64_t i = 0; i < L; ++i) {
+      double m = -std::numeric_limits<double>::infinity();
+      for (int64_t j = 0; j < S; ++j) {
+        double s = 0;
+        for (int64_t e = 0; e < E; ++e) s += q.get((bb * L + i) * E + e) * k.get((bb * S + j) * E + e);
+        s *= scale;
+        if (causal && j > i) s = -std::numeric_limits<double>::infinity();
+        if (a[ix.mask].is_node()) s += in[ix.mask].get((i * S + j) % in[ix.mask].numel());
+        w[j] = s;
+        m = std::max(m, s);
+      }
+      double sum = 0;
+      for (int64_t j = 0; j < S; ++j) sum += (w[j] = std::exp(w[j] - m));
+      for (int64_t e = 0; e < Ev; ++e) {
+        double acc = 0;
+        for (int64_t j = 0; j < S; ++j) acc += w[j] * v.get((bb * S + j) * Ev + e);
+        o.set((bb * L + i) * Ev + e, acc / sum);
+      }
+      lse.set(bb * L + i, m + std::log(sum));
+    }
+  if (op.num_outputs == 1) return {o};
+  return {o, lse, Tensor(DType::i64, {}), Tensor(DType::i64, {})};
+}
+// softmax(q @ k^T * scale + mask) @ v through bmm, with the causal mask as a constant of the graph.
+std::vector<Arg> decomp_sdpa(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a) {
+  const SdpaArgs ix = sdpa_args(op);
+  if (op.name == "aten.scaled_dot_product_attention.default" && a[4].number() != 0.0)
+    bad(op, "attention dropout is not supported");
+  // No mask, same head count and float32: the fused attention kernel (its log-sum-exp kept for the
+  // backward), as PyTorch dispatches to efficient attention.
+  if (!a[ix.mask].is_node() && b.meta(a[0]).dtype == DType::f32 && b.meta(a[0]).shape.size() >= 3 &&
+      b.meta(a[0]).shape == b.meta(a[1]).shape && b.meta(a[1]).shape == b.meta(a[2]).shape) {
+    const Arg r = b.call("aten._scaled_dot_product_efficient_attention.default",
+                         {a[0], a[1], a[2], Arg::none(), Arg::of_bool(true), Arg::of_real(0.0), a[ix.causal]},
+                         {{"scale", a[ix.scale]}});
+    return {b.get(r, 0)};
+  }
+  const Shape qs = b.meta(a[0]).shape, ks = b.meta(a[1]).shape, vs = b.meta(a[2]).shape;
+  const size_t r = qs.size();
+  const int64_t L = qs[r - 2], E = qs[r - 1], S = ks[r - 2], Ev = vs[r - 1];
+  int64_t B = 1;
+  for (size_t i = 0; i + 2 < r; ++i) B *= qs[i];
+  const double scale = a[ix.scale].is_none() ? 1.0 / std::sqrt(double(E)) : a[ix.scale].number();
+  const Arg q = b.call("aten.view.default", {a[0], Arg::of_ints({B, L, E})});
+  const Arg kt = b.call("aten.permute.default", {b.call("aten.view.default", {a[1], Arg::of_ints({B, S, E})}), Arg::of_ints({0, 2, 1})});
+  const Arg v = b.call("aten.view.default", {a[2], Arg::of_ints({B, S, Ev})});
+  Arg s = b.call("aten.mul.Tensor", {b.call("aten.bmm.default", {q, kt}), Arg::of_real(scale)});
+  if (a[ix.causal].b) {
+    Tensor mask(DType::f32, {L, S});
+    for (int64_t i = 0; i < L; ++i)
+      for (int64_t j = 0; j < S; ++j) mask.set(i * S + j, j > i ? -std::numeric_limits<double>::infinity() : 0.0);
+    s = b.call("aten.add.Tensor", {s, b.constant("causal_mask", mask)});
+  }
+  if (a[ix.mask].is_node()) s = b.call("aten.add.Tensor", {s, a[ix.mask]});
+  const Arg m = b.call("aten.amax.default", {s, Arg::of_ints({-1}), Arg::of_bool(true)});
+  const Arg e = b.call("aten.exp.default", {b.call("aten.sub.Tensor", {s, m})});
+  const Arg sum = b.call("aten.sum.dim_IntList", {e, Arg::of_ints({-1}), Arg::of_bool(true)});
+  const Arg p = b.call("aten.div.Tensor", {e, sum});
+  Shape out(qs.begin(), qs.end() - 1);
+  out.push_back(Ev);
+  const Arg o = b.call("aten.view.default", {b.call("aten.bmm.default", {p, v}), Arg::of_ints(out)});
+  if (op.num_outputs == 1) return {o};
+  Shape ls(qs.begin(), qs.end() - 1);
+  const Arg lse = b.call("aten.view.default",
+                         {b.call("aten.add.Tensor", {b.call("aten.log.default", {sum}), m}), Arg::of_ints(ls)});
+  // The philox seed and offset of a dropout that does not run: zeros, as PyTorch returns them.
+  const Arg zero = b.constant("philox_seed", Tensor(DType::i64, {}));
+  return {o, lse, zero, zero};
+}
+
+std::vector<TensorMeta> sdpa_backward_meta(const Graph& g, const OpDef&, const std::vector<Arg>& a) {
+  const TensorMeta &q = meta_of(g, a[1]), &k = meta_of(g, a[2]), &v = meta_of(g, a[3]);
+  std::vector<TensorMeta> outs = {like(q, q.shape), like(k, k.shape), like(v, v.shape)};
+  outs.push_back(a[4].is_node() ? like(meta_of(g, a[4]), meta_of(g, a[4]).shape) : like(q, {0}));
+  return outs;
+}
+// Recomputes the probabilities from q, k (causal or not) and differentiates softmax(q k^T s) v.
+std::vector<Tensor> sdpa_backward_ref(const OpDef&, const std::vector<Arg>& a, const RefInputs& in, const std::vector<TensorMeta>& outs) {
+  const Tensor &go = in[0], &q = in[1], &k = in[2], &v = in[3];
+  const size_t r = q.shape().size();
+  const int64_t L = q.shape()[r - 2], E = q.shape()[r - 1], S = k.shape()[r - 2], Ev = v.shape()[r - 1];
+  const int64_t B = q.numel() / (L * E);
+  const bool causal = a[11].b;
+  const double scale = a[12].is_none() ? 1.0 / std::sqrt(double(E)) : a[12].number();
+  Tensor gq(outs[0].dtype, outs[0].shape), gk(outs[1].dtype, outs[1].shape), gv(outs[2].dtype, outs[2].shape);
+  std::vector<double> P(L * S), dP(L * S);
+  std::vector<double> dq(L * E), dk(S * E), dv(S * Ev);
+  for (int64_t bb = 0; bb < B; ++bb) {
+    std::fill(dq.begin(), dq.end(), 0.0);
+    std::fill(dk.begin(), dk.end(), 0.0);
+    std::fill(dv.begin(), dv.end(), 0.0);
+    for (int64_t i = 0; i < L; ++i) {
+      double m = -std::numeric_limits<double>::infinity(), sum = 0;
+      for (int64_t j = 0; j < S; ++j) {
+        double s = 0;
+        for (int64_t e = 0; e < E; ++e) s += q.get((bb * L + i) * E + e) * k.get((bb * S + j) * E + e);
+        s = causal && j > i ? -std::numeric_limits<double>::infinity() : s * scale;
+        P[i * S + j] = s;
+        m = std::max(m, s);
+      }
+      for (int64_t j = 0; j < S; ++j) sum += (P[i * S + j] = std::exp(P[i * S + j] - m));
+      for (int64_t j = 0; j < S; ++j) P[i * S + j] /= sum;
+      double rowdot = 0;
+      for (int64_t j = 0; j < S; ++j) {
+        double d = 0;
+        for (int64_t e = 0; e < Ev; ++e) d += go.get((bb * L + i) * Ev + e) * v.get((bb * S + j) * Ev + e);
+        dP[i * S + j] = d;
+        rowdot += d * P[i * S + j];
+      }
+      for (int64_t j = 0; j < S; ++j) {
+        const double ds = P[i * S + j] * (dP[i * S + j] - rowdot) * scale;
+        for (int64_t e = 0; e < Ev; ++e) dv[j * Ev + e] += P[i * S + j] * go.get((bb * L + i) * Ev + e);
+        for (int64_t e = 0; e < E; ++e) {
+          dq[i * E + e] += ds * k.get((bb * S + j) * E + e);
+          dk[j * E + e] += ds * q.get((bb * L + i) * E + e);
+        }
+      }
+    }
+    for (int64_t i = 0; i < L * E; ++i) gq.set(bb * L * E + i, dq[i]);
+    for (int64_t i = 0; i < S * E; ++i) gk.set(bb * S * E + i, dk[i]);
+    for (int64_t i = 0; i < S * Ev; ++i) gv.set(bb * S * Ev + i, dv[i]);
+  }
+  return {gq, gk, gv, Tensor(outs[3].dtype, outs[3].shape)};
+}
+
+// Efficient attention: one backward kernel for q, k and v, from the output and its log-sum-exp.
+Args d_attention(DerivCtx& c) {
+  const Args& a = c.args;  // q, k, v, attn_bias, compute_log_sumexp, dropout_p, is_causal, scale
+  Args r(a.size(), kNone);
+  Arg mask;
+  mask.kind = Arg::Kind::list;
+  for (size_t i : {0, 1, 2}) mask.list.push_back(Arg::of_bool(wants(c, i)));
+  mask.list.push_back(Arg::of_bool(false));
+  const Arg g = c.grads[0].is_none() ? zeros(c, shape_of(c, c.out(0)), c.b.meta(a[0]).dtype) : c.grads[0];
+  const Arg bw = call(c, "aten._scaled_dot_product_efficient_attention_backward.default",
+                      {g, a[0], a[1], a[2], kNone, c.out(0), c.out(1), c.out(2), c.out(3), num(0.0), mask, a[6]},
+                      {{"scale", a[7]}});
+  for (size_t i : {0, 1, 2})
+    if (wants(c, i)) r[i] = c.b.get(bw, static_cast<int>(i));
+  return r;
+}
+}  // namespace
+
+void add_attention_ops(std::vector<OpDef>& t) {
+  const std::vector<OpDef> ops = {
+      comp("aten.scaled_dot_product_attention.default",
+           "scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool "
+           "is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor",
+           kAten, infer_sdpa, ref_sdpa, decomp_sdpa),
+      // Attention without a mask or dropout is one library kernel (fused: the scores never reach
+      // memory), as PyTorch's efficient attention; with a mask it is matrix multiplies and a softmax.
+      ext("aten._scaled_dot_product_efficient_attention.default",
+          "_scaled_dot_product_efficient_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_bias, bool "
+          "compute_log_sumexp, float dropout_p=0.0, bool is_causal=False, *, float? scale=None) -> (Tensor output, Tensor "
+          "log_sumexp, Tensor philox_seed, Tensor philox_offset)",
+          kCore, infer_sdpa, ref_sdpa, nullptr, d_attention),
+      ext("aten._scaled_dot_product_efficient_attention_backward.default",
+          "_scaled_dot_product_efficient_attention_backward(Tensor grad_out_, Tensor query, Tensor key, Tensor value, Tensor? "
+          "attn_bias, Tensor out, Tensor logsumexp, Tensor philox_seed, Tensor philox_offset, float dropout_p, bool[4] "
+          "grad_input_mask, bool is_causal=False, *, float? scale=None) -> (Tensor, Tensor, Tensor, Tensor)",
+          kCore, sdpa_backward_meta, sdpa_backward_ref),
+  };
+  t.insert(t.end(), ops.begin(), ops.end());
+}
+
+}  // namespace ls
