@@ -34,7 +34,7 @@ Graph training_step(const JointGraph& joint, const Partition& p, double sgd_lr) 
     for (Arg& a : n.args) remap(a);
     n.phase = Phase::backward;
     // A value the backward recomputes keeps its name unless the forward already uses it.
-    if (g.find(n.name) >= 0) n.name = b.fresh_name(n.name);
+    if (b.taken(n.name)) n.name = b.fresh_name(n.name);
     if (bw.weights.count(bw.nodes[i].name)) g.weights[n.name] = bw.weights.at(bw.nodes[i].name);
     map[i] = g.add(std::move(n));
   }

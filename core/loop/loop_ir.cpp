@@ -56,19 +56,49 @@ std::vector<Expr> LoopNode::default_rvars() const {
   return v;
 }
 
+int NameIndex::find(const std::string& name, size_t size, const std::function<bool(size_t, const std::string&)>& at,
+                    const std::function<void(size_t, const std::function<void(const std::string&)>&)>& names,
+                    bool expected) const {
+  std::lock_guard<std::mutex> lock(m_);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    // The first entry of each name, as a scan would find. Entries appended since: added; a vector
+    // that shrank, or an entry renamed (found on the second attempt): indexed anew.
+    size_t from = size_;
+    if (size_ == kStale || size_ > size || attempt == 1) {
+      map_.clear();
+      from = 0;
+    }
+    for (size_t i = from; i < size; ++i) names(i, [&](const std::string& n) { map_.emplace(n, static_cast<int>(i)); });
+    size_ = size;
+    const auto it = map_.find(name);
+    if (it == map_.end()) {
+      if (expected) continue;
+      return -1;
+    }
+    if (static_cast<size_t>(it->second) < size && at(static_cast<size_t>(it->second), name)) return it->second;
+  }
+  return -1;
+}
+
 const LoopBuffer& LoopProgram::buffer(const std::string& name) const {
-  for (const LoopBuffer& b : buffers)
-    if (b.name == name) return b;
-  throw std::logic_error("loop IR: no buffer named '" + name + "'");
+  const int i = buffer_index.find(
+      name, buffers.size(), [&](size_t k, const std::string& n) { return buffers[k].name == n; },
+      [&](size_t k, const std::function<void(const std::string&)>& add) { add(buffers[k].name); }, true);
+  if (i < 0) throw std::logic_error("loop IR: no buffer named '" + name + "'");
+  return buffers[static_cast<size_t>(i)];
 }
 
 int LoopProgram::producer(const std::string& buffer) const {
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    if (nodes[i].buffer == buffer) return static_cast<int>(i);
-    for (const auto& o : nodes[i].ext.outputs)
-      if (o == buffer) return static_cast<int>(i);
-  }
-  return -1;
+  auto writes = [&](size_t k, const std::string& b) {
+    if (nodes[k].buffer == b) return true;
+    for (const auto& o : nodes[k].ext.outputs)
+      if (o == b) return true;
+    return false;
+  };
+  return producer_index.find(buffer, nodes.size(), writes, [&](size_t k, const std::function<void(const std::string&)>& add) {
+    add(nodes[k].buffer);
+    for (const auto& o : nodes[k].ext.outputs) add(o);
+  }, false);
 }
 
 namespace {

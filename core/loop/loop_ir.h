@@ -2,7 +2,9 @@
 // each node computes one buffer; its body is a closure over an OpsHandler.
 #pragma once
 #include <functional>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "ir/graph.h"
@@ -80,6 +82,31 @@ struct LoopNode {
   std::vector<Expr> default_rvars() const;
 };
 
+// A name -> position index over a vector the passes edit freely: rebuilt when the vector's size
+// changed or an entry no longer matches; thread-safe (kernels' library calls look buffers up from
+// several threads); a copy starts empty.
+class NameIndex {
+ public:
+  NameIndex() = default;
+  NameIndex(const NameIndex&) {}
+  NameIndex& operator=(const NameIndex&) {
+    std::lock_guard<std::mutex> lock(m_);
+    size_ = kStale;
+    return *this;
+  }
+  // The position of `name` (-1: none) in a vector of `size` entries; at(i, name): entry i has the
+  // name; names(i, add) calls add(n) for each name of entry i. `expected`: a name that is not
+  // found makes the index rebuilt once before saying so.
+  int find(const std::string& name, size_t size, const std::function<bool(size_t, const std::string&)>& at,
+           const std::function<void(size_t, const std::function<void(const std::string&)>&)>& names, bool expected) const;
+
+ private:
+  static constexpr size_t kStale = ~size_t{0};
+  mutable std::mutex m_;
+  mutable std::unordered_map<std::string, int> map_;
+  mutable size_t size_ = kStale;
+};
+
 struct LoopProgram {
   std::vector<LoopBuffer> buffers;
   std::vector<LoopNode> nodes;      // in topological order
@@ -89,6 +116,9 @@ struct LoopProgram {
 
   const LoopBuffer& buffer(const std::string& name) const;
   int producer(const std::string& buffer) const;  // node index, -1 for inputs
+
+  // The two look-ups above in constant time on programs of any size (internal to them).
+  NameIndex buffer_index, producer_index;
 };
 
 // Inductor's ir_pre_fusion.txt style: each node with its ranges and its body as ops calls.

@@ -9,15 +9,20 @@ namespace ls {
 
 GraphBuilder::GraphBuilder(Graph& g) : g_(g) {}
 
+bool GraphBuilder::taken(const std::string& name) {
+  for (; named_ < g_.nodes.size(); ++named_) names_.insert(g_.nodes[named_].name);  // nodes added since
+  return names_.count(name) > 0;
+}
+
 std::string GraphBuilder::fresh_name(std::string_view base) {
   // FX never names a node after a Python builtin; it appends a counter instead.
   static const std::set<std::string_view> builtins = {"sum", "pow", "abs", "max", "min", "all", "any", "round", "input"};
   std::string b(base);
-  if (!builtins.count(base) && g_.find(b) < 0) return b;
+  if (!builtins.count(base) && !taken(b)) return b;
   // Counting on from the last name handed out keeps this linear per name on large graphs.
   for (int& i = next_suffix_.try_emplace(b, 1).first->second;; ++i) {
     std::string n = b + "_" + std::to_string(i);
-    if (g_.find(n) < 0) {
+    if (!taken(n)) {
       ++i;
       return n;
     }

@@ -4,6 +4,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "ir/graph.h"
@@ -33,9 +34,14 @@ class GraphBuilder {
   Graph& graph() { return g_; }
   const TensorMeta& meta(const Arg& a) const { return g_.nodes.at(a.node).meta(); }
   std::string fresh_name(std::string_view base);
+  // Whether a node of the graph has this name (a set kept in step with the graph, so building a
+  // graph of n nodes costs n look-ups, not n scans; nodes are never renamed once added).
+  bool taken(const std::string& name);
 
  private:
   Graph& g_;
+  std::unordered_set<std::string> names_;  // the names of g_.nodes[0, named_)
+  size_t named_ = 0;
   std::map<std::string, int> next_suffix_;  // base -> the first "_<n>" not yet tried (as FX's namespace counts)
 };
 

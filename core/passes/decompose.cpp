@@ -49,7 +49,7 @@ Graph sweep(const Graph& g, const std::function<bool(int)>& keep, const std::str
       Node c = n;
       c.args = args;
       if (!n.is_placeholder() && n.op->kind != OpKind::getitem) c.target = "torch.ops." + n.op->name;
-      if (out.find(c.name) >= 0) c.name = b.fresh_name(n.is_placeholder() ? n.name : std::string(n.op->base_name()));
+      if (b.taken(c.name)) c.name = b.fresh_name(n.is_placeholder() ? n.name : std::string(n.op->base_name()));
       map[i] = {Arg::of_node(out.add(std::move(c)))};
       continue;
     }

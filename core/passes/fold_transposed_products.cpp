@@ -52,7 +52,7 @@ Graph fold_transposed_products(const Graph& g) {
     }
     Node c = n;
     for (Arg& a : c.args) remap(a);
-    if (out.find(c.name) >= 0) c.name = b.fresh_name(c.name);  // taken by a node made above
+    if (b.taken(c.name)) c.name = b.fresh_name(c.name);  // taken by a node made above
     map[i] = out.add(std::move(c));
   }
   for (int o : g.outputs) out.outputs.push_back(o < 0 ? -1 : map[o]);

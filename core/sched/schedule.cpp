@@ -45,6 +45,8 @@ class Scheduler {
         const auto prod = producer.find(d.buffer);
         if (prod != producer.end()) edges_.push_back({prod->second, static_cast<int>(i), d.buffer});
       }
+    out_edges_.resize(p.nodes.size());
+    for (size_t e = 0; e < edges_.size(); ++e) out_edges_[static_cast<size_t>(edges_[e].producer)].push_back(static_cast<int>(e));
   }
 
   Schedule run() {
@@ -80,7 +82,11 @@ class Scheduler {
     int producer, consumer;
     std::string buffer;
   };
-  mutable std::vector<std::vector<int>> succ_;  // group -> the groups that read what it writes
+  std::vector<std::vector<int>> out_edges_;  // node -> the edges it produces (indices into edges_)
+  // Group-level edges, sorted and without repeats: group -> the groups that read what it writes,
+  // and the reverse. Built once, then kept up to date by merge() at the cost of the two groups'
+  // neighbours (rebuilding them after every merge made fusion quadratic in the graph).
+  mutable std::vector<std::vector<int>> succ_, pred_;
   mutable bool succ_dirty_ = true;
   mutable std::vector<int> mark_;  // reaches(): visited stamps
   mutable int stamp_ = 0;
@@ -95,15 +101,42 @@ class Scheduler {
   // Group-level successors, rebuilt after a merge: reaches() is asked for every candidate pair.
   void build_successors() const {
     succ_.assign(groups_.size(), {});
+    pred_.assign(groups_.size(), {});
     for (const auto& e : edges_) {
       const int a = group_of_[e.producer], b = group_of_[e.consumer];
-      if (a != b) succ_[a].push_back(b);
+      if (a != b) succ_[a].push_back(b), pred_[b].push_back(a);
     }
-    for (auto& s : succ_) {
-      std::sort(s.begin(), s.end());
-      s.erase(std::unique(s.begin(), s.end()), s.end());
-    }
+    for (auto* lists : {&succ_, &pred_})
+      for (auto& s : *lists) {
+        std::sort(s.begin(), s.end());
+        s.erase(std::unique(s.begin(), s.end()), s.end());
+      }
     succ_dirty_ = false;
+  }
+
+  // gb's edges become ga's (ga survives the merge).
+  void merge_edges(int ga, int gb) const {
+    if (succ_dirty_) return;  // built on first use, from the merged groups
+    auto sorted_union = [](std::vector<int> a, const std::vector<int>& b, int x, int y) {
+      a.insert(a.end(), b.begin(), b.end());
+      a.erase(std::remove_if(a.begin(), a.end(), [&](int v) { return v == x || v == y; }), a.end());
+      std::sort(a.begin(), a.end());
+      a.erase(std::unique(a.begin(), a.end()), a.end());
+      return a;
+    };
+    auto rename = [&](std::vector<int>& list) {  // gb -> ga in a neighbour's list
+      std::replace(list.begin(), list.end(), gb, ga);
+      std::sort(list.begin(), list.end());
+      list.erase(std::unique(list.begin(), list.end()), list.end());
+    };
+    for (int p : pred_[gb])
+      if (p != ga) rename(succ_[p]);
+    for (int s : succ_[gb])
+      if (s != ga) rename(pred_[s]);
+    succ_[ga] = sorted_union(succ_[ga], succ_[gb], ga, gb);
+    pred_[ga] = sorted_union(pred_[ga], pred_[gb], ga, gb);
+    succ_[gb].clear();
+    pred_[gb].clear();
   }
 
   bool reaches(int from_group, int to_group, const std::set<int>& skip) const {
@@ -118,6 +151,10 @@ class Scheduler {
       stack.pop_back();
       for (int b : succ_[g]) {
         if (b == to_group && !(g == from_group && skip.count(b))) return true;
+        // Edges run from a node to a later one, so nothing reached from b comes before b's first
+        // node: a group that starts after to_group's last node cannot lead to it. This keeps each
+        // question to the groups between the two, not the rest of the graph.
+        if (b != to_group && groups_[b].nodes.front() > groups_[to_group].nodes.back()) continue;
         if (b != to_group && mark_[b] != stamp) {
           mark_[b] = stamp;
           stack.push_back(b);
@@ -333,7 +370,7 @@ class Scheduler {
     std::sort(groups_[ga].nodes.begin(), groups_[ga].nodes.end());
     groups_[gb].alive = false;
     groups_[gb].nodes.clear();
-    succ_dirty_ = true;
+    merge_edges(ga, gb);
   }
 
   // Greedy fusion by score, as Inductor's scheduler: bytes saved first, then graph distance.
@@ -419,27 +456,29 @@ class Scheduler {
       for (const auto& o : p_.nodes[n].origins) origins.insert(o);
     }
     k.reads.assign(reads.begin(), reads.end());
+    std::vector<KernelLoop> loops;  // the kernel's loops, worked out on first need
     for (int n : g.nodes) {
       const std::string& buf = p_.nodes[n].buffer;
       bool outside = p_.buffer(buf).is_output;
-      for (const auto& e : edges_)
-        if (e.producer == n && group_of_[e.consumer] != group_of_[n]) outside = true;
-      // A value read by a later inner loop of this kernel also needs memory (registers do not
-      // survive from one loop to the next).
-      for (const auto& e : edges_)
-        if (e.producer == n && group_of_[e.consumer] == group_of_[n] && needs_memory_within(e.producer, e.consumer, k))
-          outside = true;
+      for (int ei : out_edges_[static_cast<size_t>(n)]) {
+        const Edge& e = edges_[static_cast<size_t>(ei)];
+        if (group_of_[e.consumer] != group_of_[n]) outside = true;
+        // A value read by a later inner loop of this kernel also needs memory (registers do not
+        // survive from one loop to the next).
+        else if (!outside && p_.nodes[e.producer].kind != LoopNode::Kind::reduction) {
+          if (loops.empty()) loops = kernel_loops(p_, k.nodes, k.numel, k.rnumel);
+          outside = needs_memory_within(e.producer, e.consumer, loops);
+        }
+      }
       (outside ? k.writes : k.removed).push_back(buf);
     }
     k.origins.assign(origins.begin(), origins.end());
     return k;
   }
 
-  // Both in r loops, but not the same one: registers do not carry the value across.
-  bool needs_memory_within(int prod, int cons, const Kernel& k) const {
-    // A finished reduction is a value of the x iteration: every later loop sees it.
-    if (p_.nodes[prod].kind == LoopNode::Kind::reduction) return false;
-    const std::vector<KernelLoop> loops = kernel_loops(p_, k.nodes, k.numel, k.rnumel);
+  // Both in r loops, but not the same one: registers do not carry the value across. (A finished
+  // reduction is a value of the x iteration that every later loop sees: the caller skips those.)
+  static bool needs_memory_within(int prod, int cons, const std::vector<KernelLoop>& loops) {
     bool prod_inner = false;
     for (const KernelLoop& l : loops)
       if (l.inner && std::count(l.nodes.begin(), l.nodes.end(), prod)) prod_inner = true;
@@ -614,9 +653,17 @@ int Schedule::kernel_of(int node) const {
 Schedule schedule(const LoopProgram& p, const ScheduleOptions& opts) { return Scheduler(p, opts).run(); }
 
 namespace {
+// Each loop node's kernel, for look-ups per edge.
+std::vector<int> kernels_of_nodes(const LoopProgram& p, const Schedule& s) {
+  std::vector<int> k_of(p.nodes.size(), -1);
+  for (size_t k = 0; k < s.kernels.size(); ++k)
+    for (int n : s.kernels[k].nodes) k_of.at(static_cast<size_t>(n)) = static_cast<int>(k);
+  return k_of;
+}
+
 // An edge from a matrix multiply into the epilogue kernel right after it.
-bool runs_as_epilogue(const Schedule& s, const EdgeDecision& e) {
-  const int kc = s.kernel_of(e.consumer), kp = s.kernel_of(e.producer);
+bool runs_as_epilogue(const Schedule& s, const std::vector<int>& kernel_of, const EdgeDecision& e) {
+  const int kc = kernel_of.at(static_cast<size_t>(e.consumer)), kp = kernel_of.at(static_cast<size_t>(e.producer));
   return kc > 0 && kp == kc - 1 && s.kernels[static_cast<size_t>(kc)].epilogue;
 }
 }  // namespace
@@ -650,9 +697,10 @@ std::string print_schedule(const LoopProgram& p, const Schedule& s) {
     os << '\n';
   }
   os << "# Fusion decisions (producer -> consumer: verdict)\n";
+  const std::vector<int> kernel_of = kernels_of_nodes(p, s);
   for (const EdgeDecision& e : s.edges)
     os << p.nodes[e.producer].name << " -> " << p.nodes[e.consumer].name << " via " << e.buffer << ": "
-       << (e.verdict.ok ? "fused" : "not fused: " + e.verdict.reason) << (runs_as_epilogue(s, e) ? "; runs as its epilogue" : "")
+       << (e.verdict.ok ? "fused" : "not fused: " + e.verdict.reason) << (runs_as_epilogue(s, kernel_of, e) ? "; runs as its epilogue" : "")
        << '\n';
   os << "\n# Memory plan\npeak memory, one kernel per node: " << fmt_bytes(s.memory.peak_bytes_unfused)
      << "\npeak memory, after fusion: " << fmt_bytes(s.memory.peak_bytes) << "\nremoved buffers:";
@@ -749,9 +797,10 @@ std::string schedule_to_dot(const LoopProgram& p, const Schedule& s) {
   for (const auto& b : p.buffers)
     if (b.is_input)
       for (const std::string& reader : readers[b.name]) os << "  \"" << b.name << "\" -> \"" << reader << "\";\n";
+  const std::vector<int> kernel_of = kernels_of_nodes(p, s);
   for (const EdgeDecision& e : s.edges) {
     os << "  \"" << e.buffer << "\" -> \"" << p.nodes[e.consumer].buffer << "\"";
-    if (runs_as_epilogue(s, e)) {
+    if (runs_as_epilogue(s, kernel_of, e)) {
       os << " [color=\"#2e7d32\", fontcolor=\"#2e7d32\", fontsize=8, style=dashed, label=\"epilogue\", tooltip=\"runs inside the "
             "matrix multiply: on the CPU on each block of its rows, on CUDA in its GEMM template\"]";
     } else if (!e.verdict.ok) {
