@@ -67,7 +67,8 @@ kernels by the nodes they cover; the stage text line by line.
 `export` writes the compiled model (inference, or with --train the training step) as a package
 that builds with CMake and runs without Lowerscope: for CPU kernels.cpp, for --device cuda
 kernels.cu with its PTX (and cubin where a GPU was here) beside the helper kernels' module; then
-model.cpp (the runner), runtime.h, buffers.h, data/*.npy, expected/*.npy, CMakeLists.txt. A CUDA
+model.cpp (the runner), runtime.h with runtime_cpu.h or runtime_cuda.h (the library calls, the app's
+own source), buffers.h, data/*.npy, expected/*.npy, CMakeLists.txt. A CUDA
 package builds with the CUDA toolkit (driver API, cuBLAS) and runs on a GPU.
 `run` runs a PyTorch-style script in the embedded Python against Lowerscope's torch: each
 torch.compile'd call is captured (graphs, guards, graph breaks, recompiles), compiled by the
