@@ -104,6 +104,25 @@ std::vector<Tensor> ref_clamp(const OpDef&, const std::vector<Arg>& a, const Ref
   return {y};
 }
 
+// leaky_relu: x where x > 0, else x * negative_slope. Decomposition as torch._refs writes it; the
+// derivative as derivatives.yaml gives it, through leaky_relu_backward (as torch._decomp writes it).
+std::vector<Tensor> ref_leaky_relu(const OpDef&, const std::vector<Arg>& a, const RefInputs& in, const std::vector<TensorMeta>& outs) {
+  Tensor y(outs[0].dtype, outs[0].shape);
+  for (int64_t i = 0; i < y.numel(); ++i) y.set(i, in[0].get(i) > 0 ? in[0].get(i) : in[0].get(i) * a[1].number());
+  return {y};
+}
+std::vector<Arg> decomp_leaky_relu(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
+  const Arg positive = call(b, "aten.gt.Scalar", {a[0], Arg::of_int(0)});
+  return {call(b, "aten.where.self", {positive, a[0], call(b, "aten.mul.Scalar", {a[0], a[1]})})};
+}
+std::vector<Arg> decomp_leaky_relu_backward(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
+  const Arg positive = call(b, "aten.gt.Scalar", {a[1], Arg::of_int(0)});
+  return {call(b, "aten.where.self", {positive, a[0], call(b, "aten.mul.Scalar", {a[0], a[2]})})};
+}
+Args d_leaky_relu(DerivCtx& c) {
+  return one(call(c, "aten.leaky_relu_backward.default", {c.grads[0], c.args[0], c.args[1], Arg::of_bool(false)}), 2);
+}
+
 // ---- backward ops (AOTAutograd's), each a composite of the ops above -------------------------
 
 std::vector<Arg> decomp_threshold_backward(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
@@ -309,6 +328,8 @@ void add_pointwise_ops(std::vector<OpDef>& t) {
        .math = Math::hardswish, .decompose = decomp_hardsigmoid, .derivative = d_hardswish},
       comp("aten.clamp.default", "clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor", kCore, infer_clamp, ref_clamp,
            decomp_clamp),
+      comp("aten.leaky_relu.default", "leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor", kCore, same_as<0>,
+           ref_leaky_relu, decomp_leaky_relu, d_leaky_relu),
       // prims
       unary_prim("sin", Math::sin), unary_prim("cos", Math::cos), unary_prim("exp", Math::exp),
       unary_prim("log", Math::log), unary_prim("neg", Math::neg), unary_prim("abs", Math::abs),
@@ -329,6 +350,9 @@ void add_pointwise_ops(std::vector<OpDef>& t) {
                      decomp_hardswish_backward),
       backward_op<1>("aten.hardsigmoid_backward.default", "hardsigmoid_backward(Tensor grad_output, Tensor self) -> Tensor",
                      decomp_hardsigmoid_backward),
+      backward_op<1>("aten.leaky_relu_backward.default",
+                     "leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result) -> Tensor",
+                     decomp_leaky_relu_backward),
       backward_op<0>("aten.sgn.default", "sgn(Tensor self) -> Tensor", decomp_sgn),
   };
   t.insert(t.end(), ops.begin(), ops.end());

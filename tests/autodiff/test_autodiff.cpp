@@ -82,6 +82,7 @@ const std::map<std::string, Sample>& samples() {
     m["aten.gelu.default"] = unary("aten.gelu.default");
     m["aten.hardswish.default"] = unary("aten.hardswish.default");
     m["aten.hardsigmoid.default"] = unary("aten.hardsigmoid.default");
+    m["aten.leaky_relu.default"] = with_args("aten.leaky_relu.default", {{2, 3}}, {num(0.2)});
     m["aten.clone.default"] = unary("aten.clone.default");
     m["aten.alias.default"] = unary("aten.alias.default");
     m["aten.log.default"] = unary("aten.log.default", true);
