@@ -7,6 +7,8 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "clang/Basic/Diagnostic.h"
 #include "clang/Basic/DiagnosticOptions.h"
@@ -93,8 +95,8 @@ llvm::Expected<llvm::orc::JITTargetMachineBuilder> host_machine() {
 }
 
 
-// A JIT over this process (libm, OpenMP) holding one object file.
-std::unique_ptr<LoadedCode> jit_with_object(const std::string& object, std::string& diagnostics) {
+// A JIT over this process (libm, OpenMP) holding the object files.
+std::unique_ptr<LoadedCode> jit_with_objects(const std::vector<std::string>& objects, std::string& diagnostics) {
   init_once();
   auto jtmb = host_machine();
   if (!jtmb) {
@@ -112,30 +114,24 @@ std::unique_ptr<LoadedCode> jit_with_object(const std::string& object, std::stri
     return nullptr;
   }
   (*jit)->getMainJITDylib().addGenerator(std::move(*gen));
-  if (auto err = (*jit)->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(object, "kernels.o"))) {
-    diagnostics += llvm::toString(std::move(err));
-    return nullptr;
-  }
+  for (size_t i = 0; i < objects.size(); ++i)
+    if (auto err = (*jit)->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(objects[i], "kernels." + std::to_string(i) + ".o"))) {
+      diagnostics += llvm::toString(std::move(err));
+      return nullptr;
+    }
   return std::make_unique<JitCode>(std::move(*jit));
 }
 
-}  // namespace
-
-std::string clang_jit_target() {
-  std::string t = llvm::sys::getProcessTriple() + " " + host_cpu();
-  for (const auto& f : host_features()) t += " " + f;
-  return t;
-}
-
-std::unique_ptr<LoadedCode> clang_jit_load_object(const std::string& object, std::string& diagnostics) {
-  return jit_with_object(object, diagnostics);
-}
-
-std::unique_ptr<LoadedCode> clang_jit_compile(const std::string& source, const std::string& opt_level,
-                                              std::string& diagnostics, std::string* llvm_ir, std::string* assembly,
-                                              std::string* object_out) {
-  init_once();
-  llvm::raw_string_ostream diag_os(diagnostics);
+// One translation unit to an object file (and, on request, its optimized IR and assembly as
+// text). Each call has its own compiler instance and LLVM context, so units compile on threads
+// at once. False, with the diagnostics, where Clang rejects the source.
+struct Unit {
+  std::string object, ir, assembly, diagnostics;
+  bool ok = false;
+};
+Unit compile_unit(const std::string& source, const std::string& opt_level, bool want_ir, bool want_assembly) {
+  Unit u;
+  llvm::raw_string_ostream diag_os(u.diagnostics);
   auto diag_opts = llvm::makeIntrusiveRefCnt<clang::DiagnosticOptions>();
   auto* printer = new clang::TextDiagnosticPrinter(diag_os, diag_opts.get());
   auto diags = llvm::makeIntrusiveRefCnt<clang::DiagnosticsEngine>(
@@ -152,10 +148,7 @@ std::unique_ptr<LoadedCode> clang_jit_compile(const std::string& source, const s
 
   auto ci = std::make_unique<clang::CompilerInstance>();
   auto inv = std::make_shared<clang::CompilerInvocation>();
-  if (!clang::CompilerInvocation::CreateFromArgs(*inv, argv, *diags)) {
-    diag_os.flush();
-    return nullptr;
-  }
+  if (!clang::CompilerInvocation::CreateFromArgs(*inv, argv, *diags)) return u;
   inv->getTargetOpts().CPU = host_cpu();
   inv->getTargetOpts().FeaturesAsWritten = host_features();
   inv->getPreprocessorOpts().addRemappedFile("kernels.cpp", llvm::MemoryBuffer::getMemBufferCopy(source).release());
@@ -165,27 +158,24 @@ std::unique_ptr<LoadedCode> clang_jit_compile(const std::string& source, const s
 
   auto ctx = std::make_unique<llvm::LLVMContext>();
   clang::EmitLLVMOnlyAction action(ctx.get());
-  if (!ci->ExecuteAction(action)) {
-    diag_os.flush();
-    return nullptr;
-  }
+  if (!ci->ExecuteAction(action)) return u;
   std::unique_ptr<llvm::Module> module = action.takeModule();
-  if (!module) return nullptr;
+  if (!module) return u;
 
   auto jtmb = host_machine();
   if (!jtmb) {
-    diagnostics += llvm::toString(jtmb.takeError());
-    return nullptr;
+    diag_os << llvm::toString(jtmb.takeError());
+    return u;
   }
   jtmb->setRelocationModel(llvm::Reloc::PIC_);
   auto tm = jtmb->createTargetMachine();
   if (!tm) {
-    diagnostics += llvm::toString(tm.takeError());
-    return nullptr;
+    diag_os << llvm::toString(tm.takeError());
+    return u;
   }
   module->setDataLayout((*tm)->createDataLayout());
-  if (llvm_ir) {  // what Clang's optimizer made of the kernels
-    llvm::raw_string_ostream os(*llvm_ir);
+  if (want_ir) {  // what Clang's optimizer made of the kernels
+    llvm::raw_string_ostream os(u.ir);
     module->print(os, nullptr);
   }
   // Machine code, once as text for the user and once as the object the JIT links (and the cache keeps).
@@ -199,15 +189,52 @@ std::unique_ptr<LoadedCode> clang_jit_compile(const std::string& source, const s
     out = std::string(buf.str());
     return true;
   };
-  if (assembly) emit(llvm::CGFT_AssemblyFile, *assembly);
-  std::string object;
-  if (!emit(llvm::CGFT_ObjectFile, object)) {
-    diagnostics += "the target machine cannot emit object files";
-    return nullptr;
+  if (want_assembly) emit(llvm::CGFT_AssemblyFile, u.assembly);
+  if (!emit(llvm::CGFT_ObjectFile, u.object)) {
+    diag_os << "the target machine cannot emit object files";
+    return u;
   }
-  diag_os.flush();
-  std::unique_ptr<LoadedCode> code = jit_with_object(object, diagnostics);
-  if (code && object_out) *object_out = std::move(object);
+  u.ok = true;
+  return u;
+}
+
+}  // namespace
+
+std::string clang_jit_target() {
+  std::string t = llvm::sys::getProcessTriple() + " " + host_cpu();
+  for (const auto& f : host_features()) t += " " + f;
+  return t;
+}
+
+std::unique_ptr<LoadedCode> clang_jit_load_objects(const std::vector<std::string>& objects, std::string& diagnostics) {
+  return jit_with_objects(objects, diagnostics);
+}
+
+std::unique_ptr<LoadedCode> clang_jit_compile(const std::vector<std::string>& sources, const std::string& opt_level,
+                                              std::string& diagnostics, std::string* llvm_ir, std::string* assembly,
+                                              std::vector<std::string>* objects_out) {
+  init_once();
+  std::vector<Unit> units(sources.size());
+  {
+    std::vector<std::thread> threads;
+    for (size_t i = 1; i < sources.size(); ++i)
+      threads.emplace_back([&, i] { units[i] = compile_unit(sources[i], opt_level, llvm_ir != nullptr, assembly != nullptr); });
+    units[0] = compile_unit(sources.at(0), opt_level, llvm_ir != nullptr, assembly != nullptr);
+    for (auto& t : threads) t.join();
+  }
+  std::vector<std::string> objects;
+  bool ok = true;
+  for (size_t i = 0; i < units.size(); ++i) {
+    diagnostics += units[i].diagnostics;
+    ok = ok && units[i].ok;
+    const std::string head = units.size() == 1 ? "" : "; ---- unit " + std::to_string(i) + " of " + std::to_string(units.size()) + " ----\n";
+    if (llvm_ir) *llvm_ir += head + units[i].ir;
+    if (assembly) *assembly += head + units[i].assembly;
+    objects.push_back(std::move(units[i].object));
+  }
+  if (!ok) return nullptr;
+  std::unique_ptr<LoadedCode> code = jit_with_objects(objects, diagnostics);
+  if (code && objects_out) *objects_out = std::move(objects);
   return code;
 }
 

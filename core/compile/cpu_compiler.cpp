@@ -24,6 +24,10 @@
 namespace ls {
 namespace {
 
+// Lines of generated source a translation unit of the in-process compile holds at least: below
+// that, the prelude every unit parses again costs more than compiling at once saves.
+constexpr long kLinesPerJitUnit = 3000;
+
 class DlopenCode : public LoadedCode {
  public:
   explicit DlopenCode(void* h) : h_(h) {}
@@ -188,35 +192,52 @@ CpuCompileResult compile_cpp(const std::string& source, const CpuCompileOptions&
   if (have_clang_jit() && !o.external) {
     const DiskCache cache(cache_folder(o.cache_dir, "cpu"), "jit-" + fnv1a_hex("clang14 " + o.opt_level + " " + clang_jit_target() + "\n" + source));
     std::string diag;
-    if (cache.has(".o", source)) {
+    // The objects as the cache keeps them: kernels.o, or kernels.0.o ... for several units.
+    auto object_name = [](size_t i, size_t n) { return n == 1 ? std::string("kernels.o") : "kernels." + std::to_string(i) + ".o"; };
+    if (cache.has(".units", source)) {
       PhaseTimer timer("disk cache: compiled kernels read and loaded");
-      r.code = clang_jit_load_object(cache.get(".o"), diag);
+      const size_t n = std::max<size_t>(1, std::strtoul(cache.get(".units").c_str(), nullptr, 10));
+      std::vector<std::string> objects;
+      for (size_t i = 0; i < n; ++i) objects.push_back(cache.get("." + std::to_string(i) + ".o"));
+      r.code = clang_jit_load_objects(objects, diag);
       if (r.code) {
         r.from_cache = true;
         r.llvm_ir = cache.get(".ll");
         r.assembly = cache.get(".s");
         r.log = cache.get(".log");
-        r.object = cache.get(".o");
-        r.compiler = "clang 14 (in-process, ORC JIT; from the disk cache)";
+        for (size_t i = 0; i < n; ++i) r.objects.emplace_back(object_name(i, n), std::move(objects[i]));
+        r.compiler = "clang 14 (in-process, ORC JIT" + (n > 1 ? ", " + std::to_string(n) + " units" : std::string()) +
+                     "; from the disk cache)";
       }
     }
     if (!r.code) {
-      std::string object;
+      // A large source compiles as several units at once, one a core; a small one as one unit
+      // (each unit parses the prelude again, about 150 ms on this project's 2-core machines).
+      const int parts = std::clamp(static_cast<int>(std::count(source.begin(), source.end(), '\n') / kLinesPerJitUnit), 1,
+                                   compile_threads());
+      const std::vector<std::string> units =
+          parts > 1 ? split_source(source, o.kernel_lines, parts, "kernels.cpp") : std::vector<std::string>{source};
+      std::vector<std::string> objects;
       diag.clear();
-      PhaseTimer timer("Clang: compile in-process (C++ -> IR -> object, JIT load)");
-      r.code = clang_jit_compile(source, o.opt_level, diag, &r.llvm_ir, &r.assembly, &object);
+      PhaseTimer timer("Clang: compile in-process (C++ -> IR -> object, JIT load)" +
+                       (units.size() > 1 ? " (" + std::to_string(units.size()) + " units at once)" : std::string()));
+      r.code = clang_jit_compile(units, o.opt_level, diag, &r.llvm_ir, &r.assembly, &objects);
       timer.stop();
       if (!r.code) throw CompileError("Clang rejected the generated kernels", diag);
       r.log = diag;
-      r.compiler = "clang 14 (in-process, ORC JIT)";
-      cache.put({{".o", object}, {".ll", r.llvm_ir}, {".s", r.assembly}, {".log", r.log}}, source);
-      r.object = std::move(object);
+      r.compiler = "clang 14 (in-process, ORC JIT" + (units.size() > 1 ? ", " + std::to_string(units.size()) + " units" : std::string()) + ")";
+      std::vector<std::pair<std::string, std::string>> files = {
+          {".units", std::to_string(objects.size())}, {".ll", r.llvm_ir}, {".s", r.assembly}, {".log", r.log}};
+      for (size_t i = 0; i < objects.size(); ++i) files.emplace_back("." + std::to_string(i) + ".o", objects[i]);
+      cache.put(files, source);
+      for (size_t i = 0; i < objects.size(); ++i) r.objects.emplace_back(object_name(i, objects.size()), std::move(objects[i]));
     }
     note_loaded_runtime({"libomp.so.5", "libomp.so"}, 0);  // the JIT's kernels call libomp
   } else {
     PhaseTimer timer("external compiler: compile and dlopen");
-    r.code = external_compile(source, o, r.from_cache, r.object);
-    r.object_name = "kernels.so";
+    std::string library;
+    r.code = external_compile(source, o, r.from_cache, library);
+    r.objects.emplace_back("kernels.so", std::move(library));
     r.compiler = o.external_cxx + (r.from_cache ? " (external, dlopen; from the disk cache)" : " (external, dlopen)");
   }
   r.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -224,12 +245,12 @@ CpuCompileResult compile_cpp(const std::string& source, const CpuCompileOptions&
 }
 
 #ifndef LOWERSCOPE_HAVE_CLANG_JIT
-std::unique_ptr<LoadedCode> clang_jit_compile(const std::string&, const std::string&, std::string& diagnostics, std::string*,
-                                              std::string*, std::string*) {
+std::unique_ptr<LoadedCode> clang_jit_compile(const std::vector<std::string>&, const std::string&, std::string& diagnostics, std::string*,
+                                              std::string*, std::vector<std::string>*) {
   diagnostics = "this build has no in-process Clang JIT";
   return nullptr;
 }
-std::unique_ptr<LoadedCode> clang_jit_load_object(const std::string&, std::string& diagnostics) {
+std::unique_ptr<LoadedCode> clang_jit_load_objects(const std::vector<std::string>&, std::string& diagnostics) {
   diagnostics = "this build has no in-process Clang JIT";
   return nullptr;
 }

@@ -35,8 +35,9 @@ struct CpuCompileResult {
   std::string log;       // the compiler's warnings and remarks
   std::string llvm_ir;   // the optimized LLVM IR (in-process path only)
   std::string assembly;  // the x86 assembly Clang made of it (in-process path only)
-  std::string object;   // the machine code: an ELF object (JIT) or shared library (external)
-  std::string object_name = "kernels.o";
+  // The machine code by file name: ELF objects (JIT: kernels.o, or kernels.0.o, kernels.1.o, ...
+  // for a source compiled as several units) or a shared library (external: kernels.so).
+  std::vector<std::pair<std::string, std::string>> objects;
   double ms = 0;
   bool from_cache = false;
 };
@@ -69,13 +70,14 @@ OpenMpRuntime loaded_openmp_runtime();
 void note_openmp_runtime(void* handle);
 CpuCompileResult compile_cpp(const std::string& source, const CpuCompileOptions& opts);
 
-// Used by compile_cpp when the in-process JIT is built in (compile/clang_jit.cpp): compile to an
-// object file and link it in; load an object compiled before; the target the objects are for
-// (part of the cache key).
-std::unique_ptr<LoadedCode> clang_jit_compile(const std::string& source, const std::string& opt_level,
+// Used by compile_cpp when the in-process JIT is built in (compile/clang_jit.cpp): compile
+// translation units to object files, each on a thread of its own, and link them into one JIT;
+// load objects compiled before; the target the objects are for (part of the cache key). The IR
+// and assembly of several units follow one another, each under a line naming its unit.
+std::unique_ptr<LoadedCode> clang_jit_compile(const std::vector<std::string>& units, const std::string& opt_level,
                                               std::string& diagnostics, std::string* llvm_ir = nullptr,
-                                              std::string* assembly = nullptr, std::string* object = nullptr);
-std::unique_ptr<LoadedCode> clang_jit_load_object(const std::string& object, std::string& diagnostics);
+                                              std::string* assembly = nullptr, std::vector<std::string>* objects = nullptr);
+std::unique_ptr<LoadedCode> clang_jit_load_objects(const std::vector<std::string>& objects, std::string& diagnostics);
 std::string clang_jit_target();
 
 }  // namespace ls

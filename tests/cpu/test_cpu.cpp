@@ -487,6 +487,60 @@ class TestCpu : public QObject {
     QVERIFY2(c.ok, c.why.c_str());
   }
 
+  // A large source compiles in-process as several translation units at once, linked into one JIT:
+  // the attention block's training step cut into as many units as it has kernels' runs (at
+  // most 4), every kernel found and run, every output against the reference interpreter; and the
+  // 20,000-line source of a long chain takes that path through compile_cpp on its own.
+  void testInProcessCompileInUnits() {
+    if (!have_clang_jit()) QSKIP("this build has no in-process Clang");
+    PipelineOptions o;
+    o.train = true;
+    o.timing_budget_ms = 2;
+    const CompileResult r = run_pipeline(load_model(data("stages/attn_block/3_core_aten.txt")), o);
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    std::vector<int> starts;
+    for (const GeneratedKernel& k : r.source.kernels)
+      if (!k.launcher.empty()) starts.push_back(k.first_line);
+    const std::vector<std::string> units = split_source(r.source.code, starts, 4, "kernels.cpp");
+    QVERIFY(units.size() > 1);
+    std::string diag, ir, assembly;
+    std::vector<std::string> objects;
+    const std::unique_ptr<LoadedCode> code = clang_jit_compile(units, "-O2", diag, &ir, &assembly, &objects);
+    QVERIFY2(code, diag.c_str());
+    QCOMPARE(objects.size(), units.size());
+    QVERIFY(assembly.find("---- unit 1 of") != std::string::npos);
+    CpuExecutable exe(r.loops, r.schedule, r.source, *code);
+    std::vector<Tensor> inputs = r.model.inputs;
+    for (const Tensor& t : tangent_values(r.training.joint)) inputs.push_back(t);
+    const std::vector<Tensor> out = exe.run(bind_inputs(r.prims, inputs));
+    QCOMPARE(out.size(), r.reference_outputs.size());
+    for (size_t j = 0; j < out.size(); ++j) {
+      if (!out[j].defined()) continue;
+      const Comparison c = compare(out[j], r.reference_outputs[j]);
+      QVERIFY2(c.ok, (std::to_string(j) + ": " + c.why).c_str());
+    }
+    // Through compile_cpp: a source of many lines is cut by itself where there are cores for it.
+    if (compile_threads() < 2) return;
+    std::string chain = "class G(torch.nn.Module):\n    def forward(self, x: \"f32[16]\"):\n";
+    std::string prev = "x";
+    for (int i = 0; i < 3000; ++i) {
+      const std::string v = "v" + std::to_string(i);
+      chain += "        " + v + ": \"f32[16]\" = torch.ops.aten." + (i % 2 ? "neg" : "sigmoid") + ".default(" + prev + ")\n";
+      prev = v;
+    }
+    chain += "        return (" + prev + ",)\n";
+    QTemporaryDir dir;
+    const std::string path = dir.filePath("chain.txt").toStdString();
+    std::ofstream(path) << chain;
+    PipelineOptions c;
+    c.timing_budget_ms = 2;
+    const CompileResult rc = run_pipeline(load_model(path), c);
+    QVERIFY2(rc.ok(), (rc.error + " " + rc.compiler).c_str());
+    if (std::count(rc.source.code.begin(), rc.source.code.end(), '\n') < 6000) return;
+    QVERIFY2(rc.compiler.find("units") != std::string::npos, rc.compiler.c_str());
+    QVERIFY(rc.objects.size() > 1);
+  }
+
   // The CLI end to end, in its own process (this test binary links libgomp itself, which would hide
   // the bug below): exit 0 when the model compiles, runs and matches; 2 with the reason on stderr
   // when it cannot be loaded. The external compiler's parallel kernels bring in the OpenMP runtime,

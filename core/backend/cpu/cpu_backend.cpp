@@ -97,7 +97,7 @@ class CpuBackend final : public Backend {
     r.compiler = compiled.compiler;
     r.compile_log = compiled.log;
     code_ = std::move(compiled.code);
-    if (!compiled.object.empty()) r.objects.push_back({compiled.object_name, std::move(compiled.object)});
+    for (auto& object : compiled.objects) r.objects.push_back(std::move(object));
     Stage s;
     s.name = "asm";
     s.title = "Machine code (x86 assembly, LLVM IR)";
@@ -194,8 +194,7 @@ class CpuBackend final : public Backend {
         if (!k.launcher.empty()) tco.kernel_lines.push_back(k.first_line);
       CpuCompileResult compiled = compile_cpp(r.source.code, tco);
       code_ = std::move(compiled.code);
-      for (auto& [name, bytes] : r.objects)
-        if (name == compiled.object_name && !compiled.object.empty()) bytes = std::move(compiled.object);
+      if (!compiled.objects.empty()) r.objects = std::move(compiled.objects);  // the CPU's are all from this compile
       for (Stage& st : r.stages) {
         if (st.name == "source") st.text = r.source.code;
         if (st.name == "asm" && !compiled.assembly.empty())
