@@ -27,6 +27,9 @@ struct Group {
   bool alive = true;
 };
 
+// How many later readers of one buffer each reader is tried with for horizontal fusion.
+constexpr size_t kMaxHorizontalPartners = 64;
+
 class Scheduler {
  public:
   Scheduler(const LoopProgram& p, const ScheduleOptions& o) : p_(p), opts_(o) {
@@ -396,10 +399,13 @@ class Scheduler {
           for (const auto& d : deps_[n].reads) reads.insert(d.buffer);
         for (const auto& b : reads) readers[b].push_back(static_cast<int>(g));
       }
+      // Each reader is paired with the next kMaxHorizontalPartners readers only, in node order, as
+      // Inductor bounds its pairwise attempts (max_fusion_buffer_group_pairwise_attempts = 64):
+      // a buffer read by thousands of branches would otherwise make every pair a candidate.
       std::set<std::pair<int, int>> horizontal;
       for (const auto& [buf, gs] : readers)
         for (size_t i = 0; i < gs.size(); ++i)
-          for (size_t j = i + 1; j < gs.size(); ++j)
+          for (size_t j = i + 1; j < gs.size() && j <= i + kMaxHorizontalPartners; ++j)
             if (!seen.count({gs[i], gs[j]})) horizontal.insert({gs[i], gs[j]});
       for (const auto& [a, b] : horizontal) {
         const int64_t bytes = shared_bytes(a, b);
