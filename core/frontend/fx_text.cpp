@@ -33,6 +33,10 @@ void no_inplace(Positional& pos, Keywords& kw) {  // F.relu(x, inplace), F.hards
   if (pos.size() > 1) pos.resize(1);
   drop_keywords(kw, {"inplace"});
 }
+void leaky_relu_args(Positional& pos, Keywords& kw) {  // F.leaky_relu(x, 0.2, False)
+  if (pos.size() > 2) pos.resize(2);
+  drop_keywords(kw, {"inplace"});
+}
 void sizes_as_list(Positional& pos, Keywords&) {  // x.view(4, 64, 128) -> view(x, [4, 64, 128])
   if (pos.size() >= 2 && pos[1].kind != Arg::Kind::list) {
     Arg l;
@@ -98,6 +102,7 @@ const std::map<std::string, TorchFn>& torch_functions() {
     t["torch.nn.functional.relu"] = {"aten.relu.default", no_inplace};
     t["torch.nn.functional.hardswish"] = {"aten.hardswish.default", no_inplace};
     t["torch.nn.functional.hardsigmoid"] = {"aten.hardsigmoid.default", no_inplace};
+    t["torch.nn.functional.leaky_relu"] = {"aten.leaky_relu.default", leaky_relu_args};
     t["torch.nn.functional.gelu"] = {"aten.gelu.default", keep};
     t["torch._C._nn.gelu"] = {"aten.gelu.default", keep};
     t["torch.nn.functional.mse_loss"] = {"aten.mse_loss.default", keep};

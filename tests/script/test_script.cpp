@@ -225,6 +225,25 @@ assert worst < 2e-3, worst
     QVERIFY2(r.ok, (r.error + r.output).c_str());
   }
 
+  // leaky_relu, eager and compiled, against values worked out by hand, and its gradient.
+  void testLeakyRelu() {
+    const std::string script = R"(
+import torch, torch.nn.functional as F
+x = torch.tensor([-2.0, 3.0, -0.5, 0.0]).requires_grad_()
+y = F.leaky_relu(x, 0.1)
+assert max(abs(a - b) for a, b in zip(y.tolist(), [-0.2, 3.0, -0.05, 0.0])) < 1e-6, y.tolist()
+y.sum().backward()
+assert max(abs(a - b) for a, b in zip(x.grad.tolist(), [0.1, 1.0, 0.1, 0.1])) < 1e-6, x.grad.tolist()
+m = torch.nn.LeakyReLU(0.25)
+f = torch.compile(lambda t: m(t) * 2)
+z = f(torch.tensor([-4.0, 1.0]))
+assert max(abs(a - b) for a, b in zip(z.tolist(), [-2.0, 2.0])) < 1e-6, z.tolist()
+)";
+    const ls::ScriptRun r = ls::run_script(script, "leaky.py");
+    QVERIFY2(r.ok, (r.error + r.output).c_str());
+    QCOMPARE(static_cast<int>(r.graphs.size()), 1);
+  }
+
   void testFullgraphTurnsABreakIntoAnError() {
     const std::string script =
         "import torch\n"

@@ -302,6 +302,15 @@ Hardsigmoid = _activation("Hardsigmoid", F.hardsigmoid)
 Identity = _activation("Identity", lambda x: x)
 
 
+class LeakyReLU(Module):
+    def __init__(self, negative_slope=0.01, inplace=False):
+        super().__init__()
+        self.negative_slope = negative_slope
+
+    def forward(self, x):
+        return F.leaky_relu(x, self.negative_slope)
+
+
 class Dropout(Module):
     def __init__(self, p=0.5, inplace=False):
         super().__init__()

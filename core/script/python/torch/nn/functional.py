@@ -24,6 +24,10 @@ def tanh(input):
     return torch.tanh(input)
 
 
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    return _op("call", "torch.nn.functional.leaky_relu", "leaky_relu", [input, negative_slope])
+
+
 def hardswish(input, inplace=False):
     return _op("call", "torch.nn.functional.hardswish", "hardswish", [input])
 
@@ -93,6 +97,6 @@ def _missing(name):
     return fn
 
 
-for _n in ("cross_entropy", "nll_loss", "log_softmax", "embedding", "avg_pool2d", "silu", "leaky_relu", "pad",
+for _n in ("cross_entropy", "nll_loss", "log_softmax", "embedding", "avg_pool2d", "silu", "pad",
            "interpolate", "normalize", "l1_loss", "binary_cross_entropy"):
     globals()[_n] = _missing(_n)
