@@ -38,6 +38,7 @@ class Scheduler {
       groups_.push_back({{static_cast<int>(i)}});
       group_of_.push_back(static_cast<int>(i));
     }
+    group_buffers_.resize(groups_.size());
     std::map<std::string, int> producer;  // buffer -> the first node writing it (LoopProgram::producer, indexed)
     for (size_t i = 0; i < p.nodes.size(); ++i) {
       producer.emplace(p.nodes[i].buffer, static_cast<int>(i));
@@ -374,6 +375,15 @@ class Scheduler {
     groups_[gb].alive = false;
     groups_[gb].nodes.clear();
     merge_edges(ga, gb);
+    GroupBuffers& a = group_buffers_[static_cast<size_t>(ga)];
+    GroupBuffers& b = group_buffers_[static_cast<size_t>(gb)];
+    if (a.known && b.known) {
+      a.writes.insert(b.writes.begin(), b.writes.end());
+      a.reads.insert(b.reads.begin(), b.reads.end());
+    } else {
+      a = GroupBuffers{};
+    }
+    b = GroupBuffers{};
   }
 
   // Greedy fusion by score, as Inductor's scheduler: bytes saved first, then graph distance.
@@ -394,10 +404,7 @@ class Scheduler {
       std::map<std::string, std::vector<int>> readers;
       for (size_t g = 0; g < groups_.size(); ++g) {
         if (!groups_[g].alive) continue;
-        std::set<std::string> reads;
-        for (int n : groups_[g].nodes)
-          for (const auto& d : deps_[n].reads) reads.insert(d.buffer);
-        for (const auto& b : reads) readers[b].push_back(static_cast<int>(g));
+        for (const auto& b : buffers_of(static_cast<int>(g)).reads) readers[b].push_back(static_cast<int>(g));
       }
       // Each reader is paired with the next kMaxHorizontalPartners readers only, in node order, as
       // Inductor bounds its pairwise attempts (max_fusion_buffer_group_pairwise_attempts = 64):
@@ -426,17 +433,30 @@ class Scheduler {
     }
   }
 
-  int64_t shared_bytes(int a, int b) const {
-    std::set<std::string> wa, ra, rb;
-    for (int n : groups_[a].nodes) {
-      wa.insert(p_.nodes[n].buffer);
-      for (const auto& d : deps_[n].reads) ra.insert(d.buffer);
+  // The buffers a group writes and reads, worked out once a group (fusion's candidates ask for
+  // them pair by pair) and merged with the groups.
+  struct GroupBuffers {
+    std::set<std::string> writes, reads;
+    bool known = false;
+  };
+  const GroupBuffers& buffers_of(int g) const {
+    GroupBuffers& b = group_buffers_.at(static_cast<size_t>(g));
+    if (!b.known) {
+      for (int n : groups_[g].nodes) {
+        b.writes.insert(p_.nodes[n].buffer);
+        for (const auto& d : deps_[n].reads) b.reads.insert(d.buffer);
+      }
+      b.known = true;
     }
-    for (int n : groups_[b].nodes)
-      for (const auto& d : deps_[n].reads) rb.insert(d.buffer);
+    return b;
+  }
+  mutable std::vector<GroupBuffers> group_buffers_;
+
+  int64_t shared_bytes(int a, int b) const {
+    const GroupBuffers& ga = buffers_of(a);
     int64_t bytes = 0;
-    for (const auto& buf : rb)
-      if (wa.count(buf) || ra.count(buf)) bytes += p_.buffer(buf).bytes();
+    for (const auto& buf : buffers_of(b).reads)
+      if (ga.writes.count(buf) || ga.reads.count(buf)) bytes += p_.buffer(buf).bytes();
     return bytes;
   }
 
