@@ -714,7 +714,7 @@ GeneratedCuda generate_cuda(const LoopProgram& p, const Schedule& s, const CudaC
                        (is_attention_backward(c.op) ? "BWD(" : "FWD(") + std::to_string(attention_head_dim(p, c)) + ")");
     }
   if (instances.empty()) return g;
-  g.attention_source = std::string("// Lowerscope's attention kernels\n") + kCudaPrelude;
+  g.attention_source = std::string("// Lowerscope's attention kernels\n") + prelude_for(kCudaPrelude, "");
   for (const std::string& i : instances) g.attention_source += i + "\n";
   return g;
 }

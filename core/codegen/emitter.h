@@ -3,6 +3,7 @@
 // buffers the kernel writes). Internal to codegen/.
 #pragma once
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <map>
 #include <set>
@@ -207,17 +208,41 @@ inline std::string reduce_identity(Reduce r, DType t, Dialect d = Dialect::cpp) 
   return literal(0, t, d);
 }
 
+// The prelude a source starts with: the text before the on-demand marker whole, then each
+// paragraph after it (one helper: the first ls_ name in it) that `code` calls. Helpers added there
+// (the newer ops' scalar functions) reach only the sources that use them; other sources stay as
+// they were, byte for byte (the process replay).
+inline std::string prelude_for(const char* prelude, const std::string& code) {
+  const std::string p(prelude);
+  const auto at = p.find("// ---- on demand");
+  if (at == std::string::npos) return p;
+  std::string out = p.substr(0, at);
+  while (out.size() >= 2 && out.compare(out.size() - 2, 2, "\n\n") == 0) out.pop_back();  // the blank line before the marker
+  size_t from = p.find("\n\n", at);  // the marker's own paragraph is its comment
+  while (from != std::string::npos) {
+    from += 2;
+    const size_t to = std::min(p.find("\n\n", from), p.size());
+    const std::string para = p.substr(from, to - from);
+    const size_t name_at = para.find("ls_");
+    size_t name_end = name_at;
+    while (name_end < para.size() && (std::isalnum(static_cast<unsigned char>(para[name_end])) || para[name_end] == '_')) ++name_end;
+    if (name_at != std::string::npos && code.find(para.substr(name_at, name_end - name_at) + "(") != std::string::npos)
+      out += para + (para.empty() || para.back() == '\n' ? "" : "\n");
+    from = to < p.size() ? to : std::string::npos;
+  }
+  return out;
+}
+
 // One translation unit: a header line and the prelude, then every kernel of the schedule, in
 // order: a library call gets an entry with its buffers and no code; a generated kernel gets the
 // lines `write(index, kernel, lines)` appends, with their line range and the loop node behind
-// each line recorded.
+// each line recorded. The prelude is written last, in front of the kernels: the helpers it carries
+// on demand are those the kernels call (prelude_for).
 template <typename Write>
 GeneratedSource assemble_source(const Schedule& s, const std::string& header, const char* prelude, Write write) {
   GeneratedSource src;
   std::vector<Emitted> lines;
   lines.push_back({header});
-  std::istringstream pre(prelude);
-  for (std::string l; std::getline(pre, l);) lines.push_back({l});
   for (size_t i = 0; i < s.kernels.size(); ++i) {
     const Kernel& k = s.kernels[i];
     GeneratedKernel gk;
@@ -240,6 +265,19 @@ GeneratedSource assemble_source(const Schedule& s, const std::string& header, co
     for (int l = first; l <= gk.last_line; ++l)
       if (lines[l - 1].node >= 0) gk.line_nodes.emplace_back(l, lines[l - 1].node);
     src.kernels.push_back(gk);
+  }
+  std::string body;
+  for (size_t l = 1; l < lines.size(); ++l) body += lines[l].text + '\n';
+  std::vector<Emitted> pre_lines;
+  std::istringstream pre(prelude_for(prelude, body));
+  for (std::string l; std::getline(pre, l);) pre_lines.push_back({l});
+  lines.insert(lines.begin() + 1, pre_lines.begin(), pre_lines.end());
+  const int shift = static_cast<int>(pre_lines.size());
+  for (GeneratedKernel& gk : src.kernels) {
+    if (gk.last_line == 0) continue;  // a library call: no lines
+    gk.first_line += shift;
+    gk.last_line += shift;
+    for (auto& ln : gk.line_nodes) ln.first += shift;
   }
   std::ostringstream os;
   for (const Emitted& e : lines) os << e.text << '\n';
