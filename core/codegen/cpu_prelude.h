@@ -103,3 +103,153 @@ template <typename T> static inline T ls_hardsigmoid(T x) {
 }
 template <typename T> static inline T ls_hardswish(T x) { return x * ls_hardsigmoid(x); }
 template <typename T> static inline T ls_identity(T x) { return x; }
+
+// ---- on demand: each paragraph below (one helper) is written into a source only where a kernel
+// calls it (codegen/emitter.h, prelude_for), so the sources that do not call it stay as they were.
+
+// floor: an integer is its own value.
+static inline float ls_floor(float x) { return __builtin_floorf(x); }
+static inline double ls_floor(double x) { return __builtin_floor(x); }
+template <typename I> static inline I ls_floor(I x) { return x; }
+
+// ceil: an integer is its own value.
+static inline float ls_ceil(float x) { return __builtin_ceilf(x); }
+static inline double ls_ceil(double x) { return __builtin_ceil(x); }
+template <typename I> static inline I ls_ceil(I x) { return x; }
+
+// round (halves to even, as torch.round): an integer is its own value.
+static inline float ls_round(float x) { return __builtin_nearbyintf(x); }
+static inline double ls_round(double x) { return __builtin_nearbyint(x); }
+template <typename I> static inline I ls_round(I x) { return x; }
+
+// trunc: an integer is its own value.
+static inline float ls_trunc(float x) { return __builtin_truncf(x); }
+static inline double ls_trunc(double x) { return __builtin_trunc(x); }
+template <typename I> static inline I ls_trunc(I x) { return x; }
+
+// sign: -1, 0 or 1 (0 for NaN, as torch.sign's kernels compute it).
+template <typename T> static inline T ls_sign(T x) { return static_cast<T>((T(0) < x) - (x < T(0))); }
+
+// log1p: an integer input is computed in float32 (PyTorch's INT_TO_FLOAT).
+static inline float ls_log1p(float x) { return __builtin_log1pf(x); }
+static inline double ls_log1p(double x) { return __builtin_log1p(x); }
+template <typename I> static inline float ls_log1p(I x) { return __builtin_log1pf(static_cast<float>(x)); }
+
+// expm1: an integer input is computed in float32 (PyTorch's INT_TO_FLOAT).
+static inline float ls_expm1(float x) { return __builtin_expm1f(x); }
+static inline double ls_expm1(double x) { return __builtin_expm1(x); }
+template <typename I> static inline float ls_expm1(I x) { return __builtin_expm1f(static_cast<float>(x)); }
+
+// log2: an integer input is computed in float32 (PyTorch's INT_TO_FLOAT).
+static inline float ls_log2(float x) { return __builtin_log2f(x); }
+static inline double ls_log2(double x) { return __builtin_log2(x); }
+template <typename I> static inline float ls_log2(I x) { return __builtin_log2f(static_cast<float>(x)); }
+
+// log10: an integer input is computed in float32 (PyTorch's INT_TO_FLOAT).
+static inline float ls_log10(float x) { return __builtin_log10f(x); }
+static inline double ls_log10(double x) { return __builtin_log10(x); }
+template <typename I> static inline float ls_log10(I x) { return __builtin_log10f(static_cast<float>(x)); }
+
+// tan: an integer input is computed in float32 (PyTorch's INT_TO_FLOAT).
+static inline float ls_tan(float x) { return __builtin_tanf(x); }
+static inline double ls_tan(double x) { return __builtin_tan(x); }
+template <typename I> static inline float ls_tan(I x) { return __builtin_tanf(static_cast<float>(x)); }
+
+// asin: an integer input is computed in float32 (PyTorch's INT_TO_FLOAT).
+static inline float ls_asin(float x) { return __builtin_asinf(x); }
+static inline double ls_asin(double x) { return __builtin_asin(x); }
+template <typename I> static inline float ls_asin(I x) { return __builtin_asinf(static_cast<float>(x)); }
+
+// acos: an integer input is computed in float32 (PyTorch's INT_TO_FLOAT).
+static inline float ls_acos(float x) { return __builtin_acosf(x); }
+static inline double ls_acos(double x) { return __builtin_acos(x); }
+template <typename I> static inline float ls_acos(I x) { return __builtin_acosf(static_cast<float>(x)); }
+
+// atan: an integer input is computed in float32 (PyTorch's INT_TO_FLOAT).
+static inline float ls_atan(float x) { return __builtin_atanf(x); }
+static inline double ls_atan(double x) { return __builtin_atan(x); }
+template <typename I> static inline float ls_atan(I x) { return __builtin_atanf(static_cast<float>(x)); }
+
+// sinh: an integer input is computed in float32 (PyTorch's INT_TO_FLOAT).
+static inline float ls_sinh(float x) { return __builtin_sinhf(x); }
+static inline double ls_sinh(double x) { return __builtin_sinh(x); }
+template <typename I> static inline float ls_sinh(I x) { return __builtin_sinhf(static_cast<float>(x)); }
+
+// cosh: an integer input is computed in float32 (PyTorch's INT_TO_FLOAT).
+static inline float ls_cosh(float x) { return __builtin_coshf(x); }
+static inline double ls_cosh(double x) { return __builtin_cosh(x); }
+template <typename I> static inline float ls_cosh(I x) { return __builtin_coshf(static_cast<float>(x)); }
+
+// asinh: an integer input is computed in float32 (PyTorch's INT_TO_FLOAT).
+static inline float ls_asinh(float x) { return __builtin_asinhf(x); }
+static inline double ls_asinh(double x) { return __builtin_asinh(x); }
+template <typename I> static inline float ls_asinh(I x) { return __builtin_asinhf(static_cast<float>(x)); }
+
+// acosh: an integer input is computed in float32 (PyTorch's INT_TO_FLOAT).
+static inline float ls_acosh(float x) { return __builtin_acoshf(x); }
+static inline double ls_acosh(double x) { return __builtin_acosh(x); }
+template <typename I> static inline float ls_acosh(I x) { return __builtin_acoshf(static_cast<float>(x)); }
+
+// atanh: an integer input is computed in float32 (PyTorch's INT_TO_FLOAT).
+static inline float ls_atanh(float x) { return __builtin_atanhf(x); }
+static inline double ls_atanh(double x) { return __builtin_atanh(x); }
+template <typename I> static inline float ls_atanh(I x) { return __builtin_atanhf(static_cast<float>(x)); }
+
+// isnan, isinf: bool results; an integer is neither.
+template <typename T> static inline bool ls_isnan(T x) { return x != x; }
+
+static inline bool ls_isinf(float x) { return __builtin_fabsf(x) == __builtin_inff(); }
+static inline bool ls_isinf(double x) { return __builtin_fabs(x) == __builtin_inf(); }
+template <typename I> static inline bool ls_isinf(I) { return false; }
+
+// Logical ops: nonzero is true; bitwise ops: integer and bool operands (ops/pointwise.cpp checks).
+template <typename T> static inline bool ls_logical_not(T x) { return x == T(0); }
+
+static inline bool ls_bitwise_not(bool x) { return !x; }
+template <typename I> static inline I ls_bitwise_not(I x) { return static_cast<I>(~x); }
+
+template <typename A, typename B> static inline bool ls_logical_and(A a, B b) { return (a != A(0)) & (b != B(0)); }
+
+template <typename A, typename B> static inline bool ls_logical_or(A a, B b) { return (a != A(0)) | (b != B(0)); }
+
+template <typename A, typename B> static inline bool ls_logical_xor(A a, B b) { return (a != A(0)) != (b != B(0)); }
+
+template <typename A, typename B> static inline auto ls_bitwise_and(A a, B b) { return a & b; }
+
+template <typename A, typename B> static inline auto ls_bitwise_or(A a, B b) { return a | b; }
+
+template <typename A, typename B> static inline auto ls_bitwise_xor(A a, B b) { return a ^ b; }
+
+// remainder: the sign of the divisor (Python's %); fmod: the sign of the dividend (C's fmod).
+static inline float ls_remainder(float a, float b) {
+  const float r = __builtin_fmodf(a, b);
+  return r != 0.0f && (r < 0.0f) != (b < 0.0f) ? r + b : r;
+}
+static inline double ls_remainder(double a, double b) {
+  const double r = __builtin_fmod(a, b);
+  return r != 0.0 && (r < 0.0) != (b < 0.0) ? r + b : r;
+}
+template <typename I> static inline I ls_remainder(I a, I b) {
+  const I r = a % b;
+  return r != 0 && (r < 0) != (b < 0) ? r + b : r;
+}
+template <typename A, typename B> static inline auto ls_remainder(A a, B b) {
+  using T = decltype(a + b);
+  return ls_remainder(static_cast<T>(a), static_cast<T>(b));
+}
+
+static inline float ls_fmod(float a, float b) { return __builtin_fmodf(a, b); }
+static inline double ls_fmod(double a, double b) { return __builtin_fmod(a, b); }
+template <typename I> static inline I ls_fmod(I a, I b) { return a % b; }
+template <typename A, typename B> static inline auto ls_fmod(A a, B b) {
+  using T = decltype(a + b);
+  return ls_fmod(static_cast<T>(a), static_cast<T>(b));
+}
+
+// atan2: integers are computed in float32.
+static inline float ls_atan2(float a, float b) { return __builtin_atan2f(a, b); }
+static inline double ls_atan2(double a, double b) { return __builtin_atan2(a, b); }
+template <typename A, typename B> static inline auto ls_atan2(A a, B b) {
+  using T = decltype(a + b + 0.0f);
+  return ls_atan2(static_cast<T>(a), static_cast<T>(b));
+}

@@ -697,3 +697,153 @@ LS_DEV void ls_flash_bwd_dkv(const float* __restrict__ go, const float* __restri
       float scale, int causal) {                                                                                               \
     ls_flash_bwd_dkv<D>(go, q, k, v, lse, drow, dk, dv, gs, qs, ks, vs, H, L, S, scale, causal);                              \
   }
+
+// ---- on demand: each paragraph below (one helper) is written into a source only where a kernel
+// calls it (codegen/emitter.h, prelude_for), so the sources that do not call it stay as they were.
+
+// floor: an integer is its own value.
+LS_DEV float ls_floor(float x) { return floorf(x); }
+LS_DEV double ls_floor(double x) { return floor(x); }
+template <typename I> LS_DEV I ls_floor(I x) { return x; }
+
+// ceil: an integer is its own value.
+LS_DEV float ls_ceil(float x) { return ceilf(x); }
+LS_DEV double ls_ceil(double x) { return ceil(x); }
+template <typename I> LS_DEV I ls_ceil(I x) { return x; }
+
+// round (halves to even, as torch.round): an integer is its own value.
+LS_DEV float ls_round(float x) { return rintf(x); }
+LS_DEV double ls_round(double x) { return rint(x); }
+template <typename I> LS_DEV I ls_round(I x) { return x; }
+
+// trunc: an integer is its own value.
+LS_DEV float ls_trunc(float x) { return truncf(x); }
+LS_DEV double ls_trunc(double x) { return trunc(x); }
+template <typename I> LS_DEV I ls_trunc(I x) { return x; }
+
+// sign: -1, 0 or 1 (0 for NaN, as torch.sign's kernels compute it).
+template <typename T> LS_DEV T ls_sign(T x) { return static_cast<T>((T(0) < x) - (x < T(0))); }
+
+// log1p: an integer input is computed in float32 (PyTorch's INT_TO_FLOAT).
+LS_DEV float ls_log1p(float x) { return log1pf(x); }
+LS_DEV double ls_log1p(double x) { return log1p(x); }
+template <typename I> LS_DEV float ls_log1p(I x) { return log1pf(static_cast<float>(x)); }
+
+// expm1: an integer input is computed in float32 (PyTorch's INT_TO_FLOAT).
+LS_DEV float ls_expm1(float x) { return expm1f(x); }
+LS_DEV double ls_expm1(double x) { return expm1(x); }
+template <typename I> LS_DEV float ls_expm1(I x) { return expm1f(static_cast<float>(x)); }
+
+// log2: an integer input is computed in float32 (PyTorch's INT_TO_FLOAT).
+LS_DEV float ls_log2(float x) { return log2f(x); }
+LS_DEV double ls_log2(double x) { return log2(x); }
+template <typename I> LS_DEV float ls_log2(I x) { return log2f(static_cast<float>(x)); }
+
+// log10: an integer input is computed in float32 (PyTorch's INT_TO_FLOAT).
+LS_DEV float ls_log10(float x) { return log10f(x); }
+LS_DEV double ls_log10(double x) { return log10(x); }
+template <typename I> LS_DEV float ls_log10(I x) { return log10f(static_cast<float>(x)); }
+
+// tan: an integer input is computed in float32 (PyTorch's INT_TO_FLOAT).
+LS_DEV float ls_tan(float x) { return tanf(x); }
+LS_DEV double ls_tan(double x) { return tan(x); }
+template <typename I> LS_DEV float ls_tan(I x) { return tanf(static_cast<float>(x)); }
+
+// asin: an integer input is computed in float32 (PyTorch's INT_TO_FLOAT).
+LS_DEV float ls_asin(float x) { return asinf(x); }
+LS_DEV double ls_asin(double x) { return asin(x); }
+template <typename I> LS_DEV float ls_asin(I x) { return asinf(static_cast<float>(x)); }
+
+// acos: an integer input is computed in float32 (PyTorch's INT_TO_FLOAT).
+LS_DEV float ls_acos(float x) { return acosf(x); }
+LS_DEV double ls_acos(double x) { return acos(x); }
+template <typename I> LS_DEV float ls_acos(I x) { return acosf(static_cast<float>(x)); }
+
+// atan: an integer input is computed in float32 (PyTorch's INT_TO_FLOAT).
+LS_DEV float ls_atan(float x) { return atanf(x); }
+LS_DEV double ls_atan(double x) { return atan(x); }
+template <typename I> LS_DEV float ls_atan(I x) { return atanf(static_cast<float>(x)); }
+
+// sinh: an integer input is computed in float32 (PyTorch's INT_TO_FLOAT).
+LS_DEV float ls_sinh(float x) { return sinhf(x); }
+LS_DEV double ls_sinh(double x) { return sinh(x); }
+template <typename I> LS_DEV float ls_sinh(I x) { return sinhf(static_cast<float>(x)); }
+
+// cosh: an integer input is computed in float32 (PyTorch's INT_TO_FLOAT).
+LS_DEV float ls_cosh(float x) { return coshf(x); }
+LS_DEV double ls_cosh(double x) { return cosh(x); }
+template <typename I> LS_DEV float ls_cosh(I x) { return coshf(static_cast<float>(x)); }
+
+// asinh: an integer input is computed in float32 (PyTorch's INT_TO_FLOAT).
+LS_DEV float ls_asinh(float x) { return asinhf(x); }
+LS_DEV double ls_asinh(double x) { return asinh(x); }
+template <typename I> LS_DEV float ls_asinh(I x) { return asinhf(static_cast<float>(x)); }
+
+// acosh: an integer input is computed in float32 (PyTorch's INT_TO_FLOAT).
+LS_DEV float ls_acosh(float x) { return acoshf(x); }
+LS_DEV double ls_acosh(double x) { return acosh(x); }
+template <typename I> LS_DEV float ls_acosh(I x) { return acoshf(static_cast<float>(x)); }
+
+// atanh: an integer input is computed in float32 (PyTorch's INT_TO_FLOAT).
+LS_DEV float ls_atanh(float x) { return atanhf(x); }
+LS_DEV double ls_atanh(double x) { return atanh(x); }
+template <typename I> LS_DEV float ls_atanh(I x) { return atanhf(static_cast<float>(x)); }
+
+// isnan, isinf: bool results; an integer is neither.
+template <typename T> LS_DEV bool ls_isnan(T x) { return x != x; }
+
+LS_DEV bool ls_isinf(float x) { return fabsf(x) == __int_as_float(0x7f800000); }
+LS_DEV bool ls_isinf(double x) { return fabs(x) == __longlong_as_double(0x7ff0000000000000LL); }
+template <typename I> LS_DEV bool ls_isinf(I) { return false; }
+
+// Logical ops: nonzero is true; bitwise ops: integer and bool operands (ops/pointwise.cpp checks).
+template <typename T> LS_DEV bool ls_logical_not(T x) { return x == T(0); }
+
+LS_DEV bool ls_bitwise_not(bool x) { return !x; }
+template <typename I> LS_DEV I ls_bitwise_not(I x) { return static_cast<I>(~x); }
+
+template <typename A, typename B> LS_DEV bool ls_logical_and(A a, B b) { return (a != A(0)) & (b != B(0)); }
+
+template <typename A, typename B> LS_DEV bool ls_logical_or(A a, B b) { return (a != A(0)) | (b != B(0)); }
+
+template <typename A, typename B> LS_DEV bool ls_logical_xor(A a, B b) { return (a != A(0)) != (b != B(0)); }
+
+template <typename A, typename B> LS_DEV auto ls_bitwise_and(A a, B b) { return a & b; }
+
+template <typename A, typename B> LS_DEV auto ls_bitwise_or(A a, B b) { return a | b; }
+
+template <typename A, typename B> LS_DEV auto ls_bitwise_xor(A a, B b) { return a ^ b; }
+
+// remainder: the sign of the divisor (Python's %); fmod: the sign of the dividend (C's fmod).
+LS_DEV float ls_remainder(float a, float b) {
+  const float r = fmodf(a, b);
+  return r != 0.0f && (r < 0.0f) != (b < 0.0f) ? r + b : r;
+}
+LS_DEV double ls_remainder(double a, double b) {
+  const double r = fmod(a, b);
+  return r != 0.0 && (r < 0.0) != (b < 0.0) ? r + b : r;
+}
+template <typename I> LS_DEV I ls_remainder(I a, I b) {
+  const I r = a % b;
+  return r != 0 && (r < 0) != (b < 0) ? r + b : r;
+}
+template <typename A, typename B> LS_DEV auto ls_remainder(A a, B b) {
+  using T = decltype(a + b);
+  return ls_remainder(static_cast<T>(a), static_cast<T>(b));
+}
+
+LS_DEV float ls_fmod(float a, float b) { return fmodf(a, b); }
+LS_DEV double ls_fmod(double a, double b) { return fmod(a, b); }
+template <typename I> LS_DEV I ls_fmod(I a, I b) { return a % b; }
+template <typename A, typename B> LS_DEV auto ls_fmod(A a, B b) {
+  using T = decltype(a + b);
+  return ls_fmod(static_cast<T>(a), static_cast<T>(b));
+}
+
+// atan2: integers are computed in float32.
+LS_DEV float ls_atan2(float a, float b) { return atan2f(a, b); }
+LS_DEV double ls_atan2(double a, double b) { return atan2(a, b); }
+template <typename A, typename B> LS_DEV auto ls_atan2(A a, B b) {
+  using T = decltype(a + b + 0.0f);
+  return ls_atan2(static_cast<T>(a), static_cast<T>(b));
+}

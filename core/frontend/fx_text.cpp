@@ -91,7 +91,9 @@ const std::map<std::string, TorchFn>& torch_functions() {
   static const std::map<std::string, TorchFn> m = [] {
     std::map<std::string, TorchFn> t;
     static const char* unary[] = {"sin", "cos", "exp", "log", "neg", "abs", "sqrt", "rsqrt", "tanh", "sigmoid", "relu",
-                                  "reciprocal", "erf"};
+                                  "reciprocal", "erf", "floor", "ceil", "round", "trunc", "sign", "log1p", "expm1", "log2",
+                                  "log10", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "isnan",
+                                  "isinf", "logical_not", "bitwise_not"};
     static std::vector<std::string> names;  // keeps the op names alive
     names.reserve(64);
     for (const char* u : unary) {
@@ -123,6 +125,11 @@ const std::map<std::string, TorchFn>& torch_functions() {
     t["torch.flatten"] = {"aten.flatten.using_ints", keep};
     t["method.flatten"] = {"aten.flatten.using_ints", keep};
     t["torch.maximum"] = {"aten.maximum.default", keep};
+    t["torch.atan2"] = {"aten.atan2.default", keep};
+    t["method.atan2"] = {"aten.atan2.default", keep};
+    t["torch.logical_and"] = {"aten.logical_and.default", keep};
+    t["torch.logical_or"] = {"aten.logical_or.default", keep};
+    t["torch.logical_xor"] = {"aten.logical_xor.default", keep};
     t["torch.minimum"] = {"aten.minimum.default", keep};
     t["torch.where"] = {"aten.where.self", keep};
     t["torch.cat"] = {"aten.cat.default", keep};

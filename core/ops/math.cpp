@@ -7,11 +7,16 @@ namespace ls {
 
 int math_arity(Math m) {
   if (m == Math::where) return 3;
+  if (m >= Math::logical_and) return 2;
+  if (m >= Math::floor) return 1;
   if (m >= Math::add) return 2;
   return m == Math::none ? 0 : 1;
 }
 
-bool math_is_comparison(Math m) { return m >= Math::lt && m <= Math::ne; }
+bool math_is_comparison(Math m) {
+  return (m >= Math::lt && m <= Math::ne) || (m >= Math::isnan && m <= Math::logical_not) ||
+         (m >= Math::logical_and && m <= Math::logical_xor);
+}
 
 std::string_view math_name(Math m) {
   switch (m) {
@@ -48,6 +53,37 @@ std::string_view math_name(Math m) {
     case Math::eq: return "eq";
     case Math::ne: return "ne";
     case Math::where: return "where";
+    case Math::floor: return "floor";
+    case Math::ceil: return "ceil";
+    case Math::round: return "round";
+    case Math::trunc: return "trunc";
+    case Math::sign: return "sign";
+    case Math::log1p: return "log1p";
+    case Math::expm1: return "expm1";
+    case Math::log2: return "log2";
+    case Math::log10: return "log10";
+    case Math::tan: return "tan";
+    case Math::asin: return "asin";
+    case Math::acos: return "acos";
+    case Math::atan: return "atan";
+    case Math::sinh: return "sinh";
+    case Math::cosh: return "cosh";
+    case Math::asinh: return "asinh";
+    case Math::acosh: return "acosh";
+    case Math::atanh: return "atanh";
+    case Math::isnan: return "isnan";
+    case Math::isinf: return "isinf";
+    case Math::logical_not: return "logical_not";
+    case Math::bitwise_not: return "bitwise_not";
+    case Math::logical_and: return "logical_and";
+    case Math::logical_or: return "logical_or";
+    case Math::logical_xor: return "logical_xor";
+    case Math::bitwise_and: return "bitwise_and";
+    case Math::bitwise_or: return "bitwise_or";
+    case Math::bitwise_xor: return "bitwise_xor";
+    case Math::remainder: return "remainder";
+    case Math::fmod: return "fmod";
+    case Math::atan2: return "atan2";
   }
   return "?";
 }
@@ -87,6 +123,40 @@ double eval_math(Math m, double a, double b, double c) {
     case Math::eq: return a == b;
     case Math::ne: return a != b;
     case Math::where: return a != 0 ? b : c;
+    case Math::floor: return std::floor(a);
+    case Math::ceil: return std::ceil(a);
+    case Math::round: return std::nearbyint(a);  // halves to even, as torch.round (the default rounding mode)
+    case Math::trunc: return std::trunc(a);
+    case Math::sign: return (a > 0) - (a < 0);  // 0 for 0 and NaN, as torch.sign's kernels compute it
+    case Math::log1p: return std::log1p(a);
+    case Math::expm1: return std::expm1(a);
+    case Math::log2: return std::log2(a);
+    case Math::log10: return std::log10(a);
+    case Math::tan: return std::tan(a);
+    case Math::asin: return std::asin(a);
+    case Math::acos: return std::acos(a);
+    case Math::atan: return std::atan(a);
+    case Math::sinh: return std::sinh(a);
+    case Math::cosh: return std::cosh(a);
+    case Math::asinh: return std::asinh(a);
+    case Math::acosh: return std::acosh(a);
+    case Math::atanh: return std::atanh(a);
+    case Math::isnan: return std::isnan(a);
+    case Math::isinf: return std::isinf(a);
+    case Math::logical_not: return a == 0;
+    case Math::bitwise_not: return static_cast<double>(~static_cast<int64_t>(a));  // bool: ops/pointwise.cpp's kernel
+    case Math::logical_and: return a != 0 && b != 0;
+    case Math::logical_or: return a != 0 || b != 0;
+    case Math::logical_xor: return (a != 0) != (b != 0);
+    case Math::bitwise_and: return static_cast<double>(static_cast<int64_t>(a) & static_cast<int64_t>(b));
+    case Math::bitwise_or: return static_cast<double>(static_cast<int64_t>(a) | static_cast<int64_t>(b));
+    case Math::bitwise_xor: return static_cast<double>(static_cast<int64_t>(a) ^ static_cast<int64_t>(b));
+    case Math::remainder: {  // the sign of the divisor, as Python's %
+      const double r = std::fmod(a, b);
+      return r != 0 && (r < 0) != (b < 0) ? r + b : r;
+    }
+    case Math::fmod: return std::fmod(a, b);
+    case Math::atan2: return std::atan2(a, b);
   }
   return 0;
 }

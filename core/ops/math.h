@@ -14,12 +14,19 @@ enum class Math : uint8_t {
   add, sub, mul, div, pow, maximum, minimum, lt, le, gt, ge, eq, ne,
   // ternary
   where,
+  // Added after `where`, so the values above stay as they were. Unary: rounding and sign (an
+  // integer input is returned as it is), float functions (an integer input is computed in float32,
+  // PyTorch's INT_TO_FLOAT), predicates (bool results), bitwise not.
+  floor, ceil, round, trunc, sign, log1p, expm1, log2, log10, tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh,
+  isnan, isinf, logical_not, bitwise_not,
+  // binary
+  logical_and, logical_or, logical_xor, bitwise_and, bitwise_or, bitwise_xor, remainder, fmod, atan2,
 };
 
 enum class Reduce : uint8_t { none, sum, max, min, mean };  // mean: sum, then divide by the count
 
 int math_arity(Math m);
-bool math_is_comparison(Math m);
+bool math_is_comparison(Math m);  // a bool result: comparisons, isnan, isinf, logical ops
 std::string_view math_name(Math m);  // "sin", "add": the name Inductor's ops handler uses
 double eval_math(Math m, double a, double b = 0, double c = 0);
 

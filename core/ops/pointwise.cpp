@@ -259,6 +259,141 @@ Args d_where(DerivCtx& c) {
   return r;
 }
 
+// ---- rounding, float functions, predicates, logical and bitwise ops (Core ATen, issue 32) -----
+
+// The operands broadcast, their types promoted (numbers aside): what the dtype rules below adjust.
+TensorMeta promoted_operands(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  const TensorMeta* first = nullptr;
+  Shape shape;
+  DType dt = DType::b8;
+  for (int k : operand_indices(op)) {
+    if (a[k].is_node()) {
+      const TensorMeta& m = meta_of(g, a[k]);
+      shape = first ? broadcast_shapes(shape, m.shape) : m.shape;
+      dt = first ? promote(dt, m.dtype) : m.dtype;
+      if (!first) first = &m;
+    } else if (!a[k].is_number()) {
+      bad(op, "argument '" + op.params[k].name + "' must be a tensor or a number");
+    }
+  }
+  if (!first) bad(op, "needs at least one tensor argument");
+  return like(*first, dt, shape);
+}
+// INT_TO_FLOAT (torch._refs' type promotion kind of log1p, asin, atan2, ...): an integer or bool
+// operand gives float32.
+std::vector<TensorMeta> infer_int_to_float(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  TensorMeta m = promoted_operands(g, op, a);
+  if (!dtype_is_float(m.dtype)) m = like(m, DType::f32, m.shape);
+  return {m};
+}
+// Bitwise ops take integer and bool operands only, as torch's kernels do; an integer number with
+// bool tensors gives int64 (a number of a higher category wins).
+std::vector<TensorMeta> infer_bitwise(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  TensorMeta m = promoted_operands(g, op, a);
+  bool int_number = false;
+  for (int k : operand_indices(op)) {
+    if (a[k].is_node() && dtype_is_float(meta_of(g, a[k]).dtype))
+      bad(op, "takes integer and bool tensors only, got " + std::string(dtype_short(meta_of(g, a[k]).dtype)) + " for '" +
+                  op.params[k].name + "'");
+    if (a[k].kind == Arg::Kind::real) bad(op, "takes integer and bool values only, got a float for '" + op.params[k].name + "'");
+    int_number = int_number || a[k].kind == Arg::Kind::integer;
+  }
+  if (int_number && m.dtype == DType::b8) m = like(m, DType::i64, m.shape);
+  return {m};
+}
+// bitwise_not of a bool is its logical not (~true is not false in an integer).
+std::vector<Tensor> ref_bitwise_not(const OpDef&, const std::vector<Arg>&, const RefInputs& in, const std::vector<TensorMeta>& outs) {
+  Tensor y(outs[0].dtype, outs[0].shape);
+  for (int64_t i = 0; i < y.numel(); ++i) {
+    const int64_t v = static_cast<int64_t>(in[0].get(i));
+    y.set(i, y.dtype() == DType::b8 ? !v : y.dtype() == DType::u8 ? 255 - v : ~v);
+  }
+  return {y};
+}
+
+// isnan: x != x; isinf: |x| == inf for floats, false for integers (torch._refs).
+Arg decomp_isnan(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) { return b.call("prims.ne.default", {a[0], a[0]}); }
+Arg decomp_isinf(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
+  if (!dtype_is_float(b.meta(a[0]).dtype)) return b.call("prims.ne.default", {a[0], a[0]});
+  return b.call("prims.eq.default", {b.call("prims.abs.default", {a[0]}), Arg::of_real(INFINITY)});
+}
+// logical_not: x == 0 (torch._refs writes ~x for a bool: the same values); logical_and/or/xor: the
+// operands as bools (x != 0), broadcast, then the bitwise op (torch._refs).
+Arg as_bool(GraphBuilder& b, const Arg& x) {
+  return b.meta(x).dtype == DType::b8 ? x : b.call("prims.ne.default", {x, Arg::of_int(0)});
+}
+Arg decomp_logical_not(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) { return b.call("prims.eq.default", {a[0], Arg::of_int(0)}); }
+// bitwise_not: ~x; a bool's is its logical not, x == 0 (Math::bitwise_not's double is ~x, which is
+// no bool's value).
+Arg decomp_bitwise_not(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
+  if (b.meta(a[0]).dtype == DType::b8) return b.call("prims.eq.default", {a[0], Arg::of_int(0)});
+  return b.call("prims.bitwise_not.default", {a[0]});
+}
+Arg decomp_logical_binary(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a) {
+  const Shape shape = broadcast_shapes(b.meta(a[0]).shape, b.meta(a[1]).shape);
+  const char* prim = op.math == Math::logical_and ? "prims.bitwise_and.default"
+                     : op.math == Math::logical_or ? "prims.bitwise_or.default" : "prims.bitwise_xor.default";
+  return b.call(prim, {broadcast_to(b, as_bool(b, a[0]), shape), broadcast_to(b, as_bool(b, a[1]), shape)});
+}
+
+// Derivatives as derivatives.yaml gives them. Rounding and sign: zeros_like(grad).
+Args d_zero(DerivCtx& c) { return one(zeros(c, shape_of(c, c.args[0]), c.b.meta(c.args[0]).dtype), 1); }
+Args d_log1p(DerivCtx& c) { return one(call(c, "aten.div.Tensor", {c.grads[0], call(c, "aten.add.Tensor", {c.args[0], num(1.0)})}), 1); }
+Args d_expm1(DerivCtx& c) { return one(call(c, "aten.mul.Tensor", {c.grads[0], call(c, "aten.add.Tensor", {c.out(0), num(1.0)})}), 1); }
+template <int Base>  // grad / (x * ln(base))
+Args d_log_base(DerivCtx& c) {
+  const double ln = Base == 2 ? M_LN2 : M_LN10;
+  return one(call(c, "aten.div.Tensor", {c.grads[0], call(c, "aten.mul.Tensor", {c.args[0], num(ln)})}), 1);
+}
+Args d_tan(DerivCtx& c) {  // g (1 + y^2)
+  const Arg y = c.out(0);
+  return one(call(c, "aten.mul.Tensor", {c.grads[0], call(c, "aten.add.Tensor", {call(c, "aten.mul.Tensor", {y, y}), num(1.0)})}), 1);
+}
+// rsqrt(k - x^2) for asin and acos (k = 1), rsqrt(x^2 + k) for asinh (k = 1) and acosh (k = -1).
+Arg rsqrt_of_square(DerivCtx& c, bool negate, double k) {
+  Arg x2 = call(c, "aten.mul.Tensor", {c.args[0], c.args[0]});
+  if (negate) x2 = call(c, "aten.neg.default", {x2});
+  return call(c, "aten.rsqrt.default", {call(c, "aten.add.Tensor", {x2, num(k)})});
+}
+Args d_asin(DerivCtx& c) { return one(call(c, "aten.mul.Tensor", {c.grads[0], rsqrt_of_square(c, true, 1.0)}), 1); }
+Args d_acos(DerivCtx& c) {
+  return one(call(c, "aten.neg.default", {call(c, "aten.mul.Tensor", {c.grads[0], rsqrt_of_square(c, true, 1.0)})}), 1);
+}
+Args d_asinh(DerivCtx& c) { return one(call(c, "aten.mul.Tensor", {c.grads[0], rsqrt_of_square(c, false, 1.0)}), 1); }
+Args d_acosh(DerivCtx& c) { return one(call(c, "aten.mul.Tensor", {c.grads[0], rsqrt_of_square(c, false, -1.0)}), 1); }
+Args d_atan(DerivCtx& c) {  // g / (x^2 + 1)
+  const Arg x2 = call(c, "aten.mul.Tensor", {c.args[0], c.args[0]});
+  return one(call(c, "aten.div.Tensor", {c.grads[0], call(c, "aten.add.Tensor", {x2, num(1.0)})}), 1);
+}
+Args d_atanh(DerivCtx& c) {  // g / (1 - x^2)
+  const Arg x2 = call(c, "aten.mul.Tensor", {c.args[0], c.args[0]});
+  return one(call(c, "aten.div.Tensor", {c.grads[0], call(c, "aten.add.Tensor", {call(c, "aten.neg.default", {x2}), num(1.0)})}), 1);
+}
+Args d_sinh(DerivCtx& c) { return one(call(c, "aten.mul.Tensor", {c.grads[0], call(c, "aten.cosh.default", {c.args[0]})}), 1); }
+Args d_cosh(DerivCtx& c) { return one(call(c, "aten.mul.Tensor", {c.grads[0], call(c, "aten.sinh.default", {c.args[0]})}), 1); }
+Args d_atan2(DerivCtx& c) {  // atan2_backward: g * other / (self^2 + other^2), g * -self / (self^2 + other^2)
+  Args r(2, kNone);
+  const Arg &x = c.args[0], &y = c.args[1];
+  const Arg recip = call(c, "aten.reciprocal.default",
+                         {call(c, "aten.add.Tensor", {call(c, "aten.mul.Tensor", {x, x}), call(c, "aten.mul.Tensor", {y, y})})});
+  const Arg gr = call(c, "aten.mul.Tensor", {c.grads[0], recip});
+  if (wants(c, 0)) r[0] = grad_for(c, 0, call(c, "aten.mul.Tensor", {gr, y}));
+  if (wants(c, 1)) r[1] = grad_for(c, 1, call(c, "aten.neg.default", {call(c, "aten.mul.Tensor", {gr, x})}));
+  return r;
+}
+// remainder: other gets -g * floor(self / other); fmod: -g * trunc(self / other). A number as
+// `other` (the .Scalar overloads) has no gradient.
+template <bool Floor>
+Args d_remainder(DerivCtx& c) {
+  Args r(2, kNone);
+  if (wants(c, 0)) r[0] = grad_for(c, 0, c.grads[0]);
+  if (wants(c, 1)) {
+    const Arg q = call(c, Floor ? "aten.floor.default" : "aten.trunc.default", {call(c, "aten.div.Tensor", {c.args[0], c.args[1]})});
+    r[1] = grad_for(c, 1, call(c, "aten.neg.default", {call(c, "aten.mul.Tensor", {c.grads[0], q})}));
+  }
+  return r;
+}
+
 // ---- entries --------------------------------------------------------------------------------
 
 OpDef unary_aten(const char* op, Math m, DerivFn der = nullptr, DecompFn d = single<decomp_pointwise>) {
@@ -277,6 +412,11 @@ OpDef binary_prim(const char* op, Math m) {
   return {.name = std::string("prims.") + op + ".default",
           .schema = std::string(op) + "(Tensor self, Tensor other) -> Tensor",
           .kind = OpKind::pointwise, .levels = kPrims, .math = m};
+}
+OpDef with_infer(OpDef op, InferFn infer, RefFn ref = nullptr) {
+  op.infer = infer;
+  op.reference = ref;
+  return op;
 }
 // A backward op of the ops above: a Core ATen composite shaped like its argument I.
 template <int I>
@@ -319,6 +459,43 @@ void add_pointwise_ops(std::vector<OpDef>& t) {
       pointwise_aten("aten.ge.Tensor", "ge.Tensor(Tensor self, Tensor other) -> Tensor", Math::ge),
       pointwise_aten("aten.ne.Scalar", "ne.Scalar(Tensor self, Scalar other) -> Tensor", Math::ne),
       pointwise_aten("aten.where.self", "where.self(Tensor condition, Tensor self, Tensor other) -> Tensor", Math::where, d_where),
+      // Rounding and sign (integers unchanged), float functions (INT_TO_FLOAT), predicates (bool)
+      unary_aten("floor", Math::floor, d_zero), unary_aten("ceil", Math::ceil, d_zero), unary_aten("round", Math::round, d_zero),
+      unary_aten("trunc", Math::trunc, d_zero), unary_aten("sign", Math::sign, d_zero),
+      with_infer(unary_aten("log1p", Math::log1p, d_log1p), infer_int_to_float),
+      with_infer(unary_aten("expm1", Math::expm1, d_expm1), infer_int_to_float),
+      with_infer(unary_aten("log2", Math::log2, d_log_base<2>), infer_int_to_float),
+      with_infer(unary_aten("log10", Math::log10, d_log_base<10>), infer_int_to_float),
+      with_infer(unary_aten("tan", Math::tan, d_tan), infer_int_to_float),
+      with_infer(unary_aten("asin", Math::asin, d_asin), infer_int_to_float),
+      with_infer(unary_aten("acos", Math::acos, d_acos), infer_int_to_float),
+      with_infer(unary_aten("atan", Math::atan, d_atan), infer_int_to_float),
+      with_infer(unary_aten("sinh", Math::sinh, d_sinh), infer_int_to_float),
+      with_infer(unary_aten("cosh", Math::cosh, d_cosh), infer_int_to_float),
+      with_infer(unary_aten("asinh", Math::asinh, d_asinh), infer_int_to_float),
+      with_infer(unary_aten("acosh", Math::acosh, d_acosh), infer_int_to_float),
+      with_infer(unary_aten("atanh", Math::atanh, d_atanh), infer_int_to_float),
+      unary_aten("isnan", Math::isnan, nullptr, single<decomp_isnan>),
+      unary_aten("isinf", Math::isinf, nullptr, single<decomp_isinf>),
+      unary_aten("logical_not", Math::logical_not, nullptr, single<decomp_logical_not>),
+      with_infer(unary_aten("bitwise_not", Math::bitwise_not, nullptr, single<decomp_bitwise_not>), infer_bitwise, ref_bitwise_not),
+      pointwise_aten("aten.logical_and.default", "logical_and(Tensor self, Tensor other) -> Tensor", Math::logical_and, nullptr, kCore,
+                     single<decomp_logical_binary>),
+      pointwise_aten("aten.logical_or.default", "logical_or(Tensor self, Tensor other) -> Tensor", Math::logical_or, nullptr, kCore,
+                     single<decomp_logical_binary>),
+      pointwise_aten("aten.logical_xor.default", "logical_xor(Tensor self, Tensor other) -> Tensor", Math::logical_xor, nullptr, kCore,
+                     single<decomp_logical_binary>),
+      with_infer(pointwise_aten("aten.bitwise_and.Tensor", "bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor", Math::bitwise_and), infer_bitwise),
+      with_infer(pointwise_aten("aten.bitwise_or.Tensor", "bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor", Math::bitwise_or), infer_bitwise),
+      with_infer(pointwise_aten("aten.bitwise_xor.Tensor", "bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor", Math::bitwise_xor), infer_bitwise),
+      with_infer(pointwise_aten("aten.bitwise_and.Scalar", "bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor", Math::bitwise_and), infer_bitwise),
+      with_infer(pointwise_aten("aten.bitwise_or.Scalar", "bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor", Math::bitwise_or), infer_bitwise),
+      with_infer(pointwise_aten("aten.bitwise_xor.Scalar", "bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor", Math::bitwise_xor), infer_bitwise),
+      pointwise_aten("aten.remainder.Tensor", "remainder.Tensor(Tensor self, Tensor other) -> Tensor", Math::remainder, d_remainder<true>),
+      pointwise_aten("aten.remainder.Scalar", "remainder.Scalar(Tensor self, Scalar other) -> Tensor", Math::remainder, d_remainder<true>),
+      pointwise_aten("aten.fmod.Tensor", "fmod.Tensor(Tensor self, Tensor other) -> Tensor", Math::fmod, d_remainder<false>),
+      pointwise_aten("aten.fmod.Scalar", "fmod.Scalar(Tensor self, Scalar other) -> Tensor", Math::fmod, d_remainder<false>),
+      with_infer(pointwise_aten("aten.atan2.default", "atan2(Tensor self, Tensor other) -> Tensor", Math::atan2, d_atan2), infer_int_to_float),
       // ATen activations
       {.name = "aten.gelu.default", .schema = "gelu(Tensor self, *, str approximate='none') -> Tensor", .kind = OpKind::pointwise,
        .levels = kCore, .math = Math::gelu, .decompose = decomp_gelu, .derivative = d_gelu},
@@ -341,6 +518,21 @@ void add_pointwise_ops(std::vector<OpDef>& t) {
       binary_prim("gt", Math::gt), binary_prim("ge", Math::ge), binary_prim("eq", Math::eq), binary_prim("ne", Math::ne),
       {.name = "prims.where.default", .schema = "where(Tensor pred, Tensor a, Tensor b) -> Tensor",
        .kind = OpKind::pointwise, .levels = kPrims, .math = Math::where},
+      // prims of the ops above (isnan, isinf and the logical ops decompose into ne, eq and the bitwise prims)
+      unary_prim("floor", Math::floor), unary_prim("ceil", Math::ceil), unary_prim("round", Math::round),
+      unary_prim("trunc", Math::trunc), unary_prim("sign", Math::sign),
+      with_infer(unary_prim("log1p", Math::log1p), infer_int_to_float), with_infer(unary_prim("expm1", Math::expm1), infer_int_to_float),
+      with_infer(unary_prim("log2", Math::log2), infer_int_to_float), with_infer(unary_prim("log10", Math::log10), infer_int_to_float),
+      with_infer(unary_prim("tan", Math::tan), infer_int_to_float), with_infer(unary_prim("asin", Math::asin), infer_int_to_float),
+      with_infer(unary_prim("acos", Math::acos), infer_int_to_float), with_infer(unary_prim("atan", Math::atan), infer_int_to_float),
+      with_infer(unary_prim("sinh", Math::sinh), infer_int_to_float), with_infer(unary_prim("cosh", Math::cosh), infer_int_to_float),
+      with_infer(unary_prim("asinh", Math::asinh), infer_int_to_float), with_infer(unary_prim("acosh", Math::acosh), infer_int_to_float),
+      with_infer(unary_prim("atanh", Math::atanh), infer_int_to_float),
+      with_infer(unary_prim("bitwise_not", Math::bitwise_not), infer_bitwise, ref_bitwise_not),
+      with_infer(binary_prim("bitwise_and", Math::bitwise_and), infer_bitwise), with_infer(binary_prim("bitwise_or", Math::bitwise_or), infer_bitwise),
+      with_infer(binary_prim("bitwise_xor", Math::bitwise_xor), infer_bitwise),
+      binary_prim("remainder", Math::remainder), binary_prim("fmod", Math::fmod),
+      with_infer(binary_prim("atan2", Math::atan2), infer_int_to_float),
       // Backward ops
       backward_op<1>("aten.threshold_backward.default", "threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor",
                      decomp_threshold_backward),

@@ -43,6 +43,12 @@ Arg list(std::vector<Arg> v) {
 // |x| + 0.5: an input kept away from zero, for ops defined on positive numbers.
 Arg positive(GraphBuilder& b, const Arg& x) { return b.call("aten.add.Tensor", {b.call("aten.abs.default", {x}), num(0.5)}); }
 
+// tanh(x) * 0.9: an input inside (-1, 1), for asin, acos and atanh.
+Arg inside_unit(GraphBuilder& b, const Arg& x) { return b.call("aten.mul.Tensor", {b.call("aten.tanh.default", {x}), num(0.9)}); }
+Sample of(const char* op, Arg (*prepare)(GraphBuilder&, const Arg&)) {
+  return {{{2, 3}}, {}, [op, prepare](GraphBuilder& b, const std::vector<Arg>& x) { return std::vector<Arg>{b.call(op, {prepare(b, x[0])})}; }};
+}
+
 Sample unary(const char* op, bool pos = false) {
   return {{{2, 3}}, {}, [op, pos](GraphBuilder& b, const std::vector<Arg>& x) {
             return std::vector<Arg>{b.call(op, {pos ? positive(b, x[0]) : x[0]})};
@@ -83,6 +89,24 @@ const std::map<std::string, Sample>& samples() {
     m["aten.hardswish.default"] = unary("aten.hardswish.default");
     m["aten.hardsigmoid.default"] = unary("aten.hardsigmoid.default");
     m["aten.leaky_relu.default"] = with_args("aten.leaky_relu.default", {{2, 3}}, {num(0.2)});
+    // Rounding and sign: zero gradients (random inputs are never within h of a step).
+    for (const char* op : {"aten.floor.default", "aten.ceil.default", "aten.round.default", "aten.trunc.default", "aten.sign.default"})
+      m[op] = unary(op);
+    m["aten.log1p.default"] = unary("aten.log1p.default", true);
+    m["aten.expm1.default"] = unary("aten.expm1.default");
+    m["aten.log2.default"] = unary("aten.log2.default", true);
+    m["aten.log10.default"] = unary("aten.log10.default", true);
+    for (const char* op : {"aten.tan.default", "aten.atan.default", "aten.sinh.default", "aten.cosh.default", "aten.asinh.default"})
+      m[op] = unary(op);
+    for (const char* op : {"aten.asin.default", "aten.acos.default", "aten.atanh.default"}) m[op] = of(op, inside_unit);
+    m["aten.acosh.default"] = of("aten.acosh.default", [](GraphBuilder& b, const Arg& x) {  // |x| + 1.5
+      return b.call("aten.add.Tensor", {positive(b, x), num(1.0)});
+    });
+    m["aten.atan2.default"] = binary("aten.atan2.default", {2, 3}, {3});
+    m["aten.remainder.Tensor"] = binary("aten.remainder.Tensor", {2, 3}, {2, 3}, {}, true);
+    m["aten.remainder.Scalar"] = with_args("aten.remainder.Scalar", {{2, 3}}, {num(0.75)});
+    m["aten.fmod.Tensor"] = binary("aten.fmod.Tensor", {2, 3}, {3}, {}, true);
+    m["aten.fmod.Scalar"] = with_args("aten.fmod.Scalar", {{2, 3}}, {num(0.75)});
     m["aten.clone.default"] = unary("aten.clone.default");
     m["aten.alias.default"] = unary("aten.alias.default");
     m["aten.log.default"] = unary("aten.log.default", true);

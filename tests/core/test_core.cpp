@@ -2,6 +2,7 @@
 // simplification, decompositions with provenance, lowering, fusion decisions, the reference.
 #include <QtTest>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -392,75 +393,82 @@ class TestCore : public QObject {
       }
     }
     // Samples generated from the schema, for the ops whose arguments are plain: tensors (same shape,
-    // then broadcast, then values of both signs, where a branch on the sign shows), numbers, a
-    // dimension.
+    // then broadcast, then values of both signs, where a branch on the sign shows, then for
+    // pointwise ops the edge values: halves, -0, NaN, infinities), numbers, a dimension. Float32
+    // first; an op that takes no float tensors (the bitwise ops) gets int64, then bool ones.
+    const double edges[12] = {-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, -0.0, NAN, INFINITY, -INFINITY, 3.7, -3.7};
     for (const OpDef& op : all_ops()) {
       if (!op.decompose || (!op.reference && op.kind == OpKind::composite)) continue;
-      for (int variant = 0; variant < 3; ++variant) {
-        std::vector<Arg> args;
-        RefInputs in;
-        bool plain = true;
-        int tensors = 0;
-        for (const Param& p : op.params) {
-          if (p.type == "Tensor" || p.type == "Tensor?") {
-            const Shape shape = variant == 1 && tensors == 1 ? Shape{4} : Shape{3, 4};
-            Tensor t(DType::f32, shape);
-            for (int64_t i = 0; i < t.numel(); ++i)
-              t.set(i, variant == 2 ? -1.05 + 0.2 * ((i * 7 + tensors * 3) % 11) : 0.3 + 0.1 * ((i * 7 + tensors * 3) % 11));
-            in.t.push_back(t);
-            args.push_back(Arg::of_node(tensors++));
-          } else if (p.type == "Scalar" && !p.has_default) {
-            args.push_back(Arg::of_real(0.75));
-            in.t.emplace_back();
-          } else if (p.has_default) {
-            args.push_back(Arg());  // filled by bind_args
-            in.t.emplace_back();
-            args.pop_back();
-            in.t.pop_back();
-            break;  // trailing defaults
-          } else if (p.type.rfind("int[", 0) == 0) {
-            args.push_back(Arg::of_ints({1}));
-            in.t.emplace_back();
-          } else if (p.type == "int") {
-            args.push_back(Arg::of_int(1));
-            in.t.emplace_back();
-          } else {
-            plain = false;
+      for (int variant = 0; variant < 4; ++variant) {
+        if (variant == 3 && op.kind != OpKind::pointwise) continue;
+        for (const DType dt : {DType::f32, DType::i64, DType::b8}) {
+          std::vector<Arg> args;
+          RefInputs in;
+          bool plain = true;
+          int tensors = 0;
+          for (const Param& p : op.params) {
+            if (p.type == "Tensor" || p.type == "Tensor?") {
+              const Shape shape = variant == 1 && tensors == 1 ? Shape{4} : Shape{3, 4};
+              Tensor t(dt, shape);
+              for (int64_t i = 0; i < t.numel(); ++i) {
+                const int64_t k = (i * 7 + tensors * 3) % 11;
+                if (dt == DType::b8) t.set(i, k % 3 == 0);
+                else if (dt == DType::i64) t.set(i, variant >= 2 ? k - 5 : k + 1);
+                else if (variant == 3) t.set(i, edges[(i + tensors * 5) % 12]);
+                else t.set(i, variant == 2 ? -1.05 + 0.2 * k : 0.3 + 0.1 * k);
+              }
+              in.t.push_back(t);
+              args.push_back(Arg::of_node(tensors++));
+            } else if (p.type == "Scalar" && !p.has_default) {
+              args.push_back(dt == DType::f32 ? Arg::of_real(0.75) : Arg::of_int(3));
+              in.t.emplace_back();
+            } else if (p.has_default) {
+              break;  // trailing defaults, filled by bind_args
+            } else if (p.type.rfind("int[", 0) == 0) {
+              args.push_back(Arg::of_ints({1}));
+              in.t.emplace_back();
+            } else if (p.type == "int") {
+              args.push_back(Arg::of_int(1));
+              in.t.emplace_back();
+            } else {
+              plain = false;
+            }
           }
+          if (!plain) break;
+          // A graph holding just the sample, to bind defaults and infer the outputs.
+          Graph g;
+          GraphBuilder b(g);
+          std::vector<Arg> bound;
+          try {
+            for (size_t k = 0, t = 0; k < args.size(); ++k)
+              if (args[k].is_node()) args[k] = Arg::of_node(b.placeholder("in" + std::to_string(t++), TensorMeta::contiguous(dt, in.t[k].shape())));
+            bound = bind_args(op, args, {});
+            infer_meta(g, op, bound);
+          } catch (const std::exception&) {
+            continue;  // not for this dtype, or not a plain signature after all (covered by the fixture graphs, if anywhere)
+          }
+          RefInputs bin;
+          for (size_t k = 0; k < bound.size(); ++k) bin.t.push_back(k < in.t.size() ? in.t[k] : Tensor());
+          const auto outs = infer_meta(g, op, bound);
+          std::vector<Tensor> ref, dec;
+          try {
+            ref = run_reference_kernel(op, bound, bin, outs);
+          } catch (const std::exception&) {
+            break;  // the sample does not suit the op
+          }
+          bool finite = true;  // values of both signs leave the domain of log, sqrt, ...: not a sample
+          for (int64_t i = 0; i < ref.at(0).numel(); ++i) finite = finite && std::isfinite(ref.at(0).get(i));
+          if (variant == 2 && !finite) break;
+          try {
+            dec = run_decomposition(op, bound, bin);
+          } catch (const std::exception& e) {
+            QFAIL((op.name + " (generated sample, " + std::string(dtype_short(dt)) + "): the decomposition failed: " + e.what()).c_str());
+          }
+          const Comparison c = compare(dec.at(0), ref.at(0), Tolerance{1e-4, 1e-5});
+          QVERIFY2(c.ok, (op.name + " (generated sample " + std::to_string(variant) + ", " + std::string(dtype_short(dt)) + "): " + c.why).c_str());
+          checked.insert(op.name);
+          break;  // one dtype a variant
         }
-        if (!plain) continue;
-        // A graph holding just the sample, to bind defaults and infer the outputs.
-        Graph g;
-        GraphBuilder b(g);
-        std::vector<Arg> bound;
-        try {
-          for (size_t k = 0, t = 0; k < args.size(); ++k)
-            if (args[k].is_node()) args[k] = Arg::of_node(b.placeholder("in" + std::to_string(t++), TensorMeta::contiguous(DType::f32, in.t[k].shape())));
-          bound = bind_args(op, args, {});
-          infer_meta(g, op, bound);
-        } catch (const std::exception&) {
-          continue;  // not a plain signature after all: covered by the fixture graphs, if anywhere
-        }
-        RefInputs bin;
-        for (size_t k = 0; k < bound.size(); ++k) bin.t.push_back(k < in.t.size() ? in.t[k] : Tensor());
-        const auto outs = infer_meta(g, op, bound);
-        std::vector<Tensor> ref, dec;
-        try {
-          ref = run_reference_kernel(op, bound, bin, outs);
-        } catch (const std::exception&) {
-          continue;  // the sample does not suit the op
-        }
-        bool finite = true;  // values of both signs leave the domain of log, sqrt, ...: not a sample
-        for (int64_t i = 0; i < ref.at(0).numel(); ++i) finite = finite && std::isfinite(ref.at(0).get(i));
-        if (variant == 2 && !finite) continue;
-        try {
-          dec = run_decomposition(op, bound, bin);
-        } catch (const std::exception& e) {
-          QFAIL((op.name + " (generated sample): the decomposition failed: " + e.what()).c_str());
-        }
-        const Comparison c = compare(dec.at(0), ref.at(0), Tolerance{1e-4, 1e-5});
-        QVERIFY2(c.ok, (op.name + " (generated sample): " + c.why).c_str());
-        checked.insert(op.name);
       }
     }
     // Every rule of the table is checked one way or the other.
@@ -471,6 +479,171 @@ class TestCore : public QObject {
     for (const auto& c : checked) list += c + " ";
     qInfo("decomposition rules checked against reference kernels (%zu): %s", checked.size(), list.c_str());
     QVERIFY2(missing.empty(), ("rules with no sample: " + missing).c_str());
+  }
+
+  // The elementwise ops of issue 32, each on a few inputs against values worked out by hand (or
+  // from <cmath>, written down as numbers): through the reference interpreter, and through the
+  // CPU code generated for a one-op graph (run_pipeline, whose own check also compares the
+  // generated code's outputs with the reference interpreter's).
+  void testElementwiseOpsByHand() {
+    struct Row {
+      const char* op;
+      DType in;
+      std::vector<double> a, b;  // b: a second tensor, if any
+      std::vector<Arg> extra;    // a number argument, if any
+      DType out;
+      std::vector<double> want;
+    };
+    const double nan = NAN, inf = INFINITY;
+    const DType f32 = DType::f32, i64 = DType::i64, b8 = DType::b8;
+    const std::vector<Row> rows = {
+        {"aten.floor.default", f32, {-2.5, -0.5, 0.5, 1.5, 2.7, -3.2}, {}, {}, f32, {-3, -1, 0, 1, 2, -4}},
+        {"aten.floor.default", i64, {-3, 4}, {}, {}, i64, {-3, 4}},  // integers unchanged
+        {"aten.ceil.default", f32, {-2.5, -0.5, 0.5, 1.5, 2.7, -3.2}, {}, {}, f32, {-2, -0.0, 1, 2, 3, -3}},
+        {"aten.round.default", f32, {-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 2.6, -2.4}, {}, {}, f32, {-2, -2, -0.0, 0, 2, 2, 3, -2}},
+        {"aten.round.default", i64, {-7, 9}, {}, {}, i64, {-7, 9}},
+        {"aten.trunc.default", f32, {-2.5, -0.5, 0.5, 2.7, -3.7}, {}, {}, f32, {-2, -0.0, 0, 2, -3}},
+        {"aten.sign.default", f32, {-2, -0.0, 0, 3.5, nan, -inf}, {}, {}, f32, {-1, 0, 0, 1, 0, -1}},
+        {"aten.sign.default", i64, {-5, 0, 7}, {}, {}, i64, {-1, 0, 1}},
+        {"aten.log1p.default", f32, {0, 1, -0.5, 1e-10, -1}, {}, {}, f32, {0, 0.69314718, -0.69314718, 1e-10, -inf}},
+        {"aten.expm1.default", f32, {0, 1, -1, 1e-10}, {}, {}, f32, {0, 1.7182818, -0.63212056, 1e-10}},
+        {"aten.log2.default", f32, {1, 8, 0.5, 10}, {}, {}, f32, {0, 3, -1, 3.3219281}},
+        {"aten.log2.default", i64, {1, 4, 0}, {}, {}, f32, {0, 2, -inf}},  // integers give float32
+        {"aten.log10.default", f32, {1, 1000, 0.01, 2}, {}, {}, f32, {0, 3, -2, 0.30103}},
+        {"aten.tan.default", f32, {0, 0.78539816, -0.5}, {}, {}, f32, {0, 1, -0.54630249}},
+        {"aten.asin.default", f32, {0, 0.5, -1, 2}, {}, {}, f32, {0, 0.52359878, -1.5707963, nan}},
+        {"aten.acos.default", f32, {1, 0.5, -1, 0}, {}, {}, f32, {0, 1.0471976, 3.1415927, 1.5707963}},
+        {"aten.atan.default", f32, {0, 1, -1, inf}, {}, {}, f32, {0, 0.78539816, -0.78539816, 1.5707963}},
+        {"aten.sinh.default", f32, {0, 1, -1}, {}, {}, f32, {0, 1.1752012, -1.1752012}},
+        {"aten.cosh.default", f32, {0, 1, -1}, {}, {}, f32, {1, 1.5430806, 1.5430806}},
+        {"aten.asinh.default", f32, {0, 1, -1}, {}, {}, f32, {0, 0.88137359, -0.88137359}},
+        {"aten.acosh.default", f32, {1, 2, 0.5}, {}, {}, f32, {0, 1.3169579, nan}},
+        {"aten.atanh.default", f32, {0, 0.5, 1, -0.5}, {}, {}, f32, {0, 0.54930614, inf, -0.54930614}},
+        {"aten.atanh.default", i64, {0}, {}, {}, f32, {0}},
+        {"aten.isnan.default", f32, {nan, 1, inf, -inf, 0}, {}, {}, b8, {1, 0, 0, 0, 0}},
+        {"aten.isinf.default", f32, {nan, 1, inf, -inf, 0}, {}, {}, b8, {0, 0, 1, 1, 0}},
+        {"aten.isinf.default", i64, {3, -4}, {}, {}, b8, {0, 0}},
+        {"aten.logical_not.default", f32, {0, 2.5, -0.0, nan}, {}, {}, b8, {1, 0, 1, 0}},
+        {"aten.logical_not.default", b8, {1, 0}, {}, {}, b8, {0, 1}},
+        {"aten.logical_and.default", f32, {0, 1, 2, 0}, {0, 0, 3, 5}, {}, b8, {0, 0, 1, 0}},
+        {"aten.logical_or.default", f32, {0, 1, 2, 0}, {0, 0, 3, 5}, {}, b8, {0, 1, 1, 1}},
+        {"aten.logical_xor.default", f32, {0, 1, 2, 0}, {0, 0, 3, 5}, {}, b8, {0, 1, 0, 1}},
+        {"aten.logical_and.default", i64, {0, 1, -2, 0}, {0, 0, 3, 5}, {}, b8, {0, 0, 1, 0}},
+        {"aten.bitwise_not.default", i64, {0, 5, -1}, {}, {}, i64, {-1, -6, 0}},
+        {"aten.bitwise_not.default", b8, {1, 0}, {}, {}, b8, {0, 1}},
+        {"aten.bitwise_and.Tensor", i64, {12, -1, 5}, {10, 7, 3}, {}, i64, {8, 7, 1}},
+        {"aten.bitwise_or.Tensor", i64, {12, -1, 5}, {10, 7, 3}, {}, i64, {14, -1, 7}},
+        {"aten.bitwise_xor.Tensor", i64, {12, -1, 5}, {10, 7, 3}, {}, i64, {6, -8, 6}},
+        {"aten.bitwise_xor.Tensor", b8, {1, 1, 0}, {1, 0, 0}, {}, b8, {0, 1, 0}},
+        {"aten.bitwise_and.Scalar", i64, {12, 5}, {}, {Arg::of_int(6)}, i64, {4, 4}},
+        {"aten.bitwise_or.Scalar", i64, {12, 5}, {}, {Arg::of_int(6)}, i64, {14, 7}},
+        {"aten.bitwise_xor.Scalar", i64, {12, 5}, {}, {Arg::of_int(6)}, i64, {10, 3}},
+        {"aten.remainder.Tensor", f32, {5.5, -5.5, 5.5, -5.5}, {2, 2, -2, -2}, {}, f32, {1.5, 0.5, -0.5, -1.5}},
+        {"aten.remainder.Scalar", i64, {7, -7, 6}, {}, {Arg::of_int(3)}, i64, {1, 2, 0}},
+        {"aten.remainder.Scalar", f32, {7.5, -7.5}, {}, {Arg::of_real(2.0)}, f32, {1.5, 0.5}},
+        {"aten.fmod.Tensor", f32, {5.5, -5.5, 5.5, -5.5}, {2, 2, -2, -2}, {}, f32, {1.5, -1.5, 1.5, -1.5}},
+        {"aten.fmod.Scalar", i64, {7, -7, 6}, {}, {Arg::of_int(3)}, i64, {1, -1, 0}},
+        {"aten.atan2.default", f32, {1, 1, -1, 0}, {1, -1, -1, 1}, {}, f32, {0.78539816, 2.3561945, -2.3561945, 0}},
+    };
+    const auto same = [](const Tensor& t, const Row& r, const char* where) -> std::string {
+      if (t.dtype() != r.out) return std::string(where) + ": dtype " + std::string(dtype_short(t.dtype()));
+      for (size_t i = 0; i < r.want.size(); ++i) {
+        const double got = t.get(static_cast<int64_t>(i)), w = r.want[i];
+        const bool ok = std::isnan(w) ? std::isnan(got) : std::isinf(w) ? got == w : std::abs(got - w) <= 2e-7 + 1e-6 * std::abs(w);
+        if (!ok) return std::string(where) + ": element " + std::to_string(i) + " is " + std::to_string(got) + ", not " + std::to_string(w);
+      }
+      return {};
+    };
+    for (const Row& r : rows) {
+      LoadedModel m;
+      m.path = "generated";
+      GraphBuilder b(m.graph);
+      const int64_t n = static_cast<int64_t>(r.a.size());
+      std::vector<Arg> args{Arg::of_node(b.placeholder("a", TensorMeta::contiguous(r.in, {n})))};
+      m.inputs.emplace_back(r.in, Shape{n});
+      if (!r.b.empty()) {
+        args.push_back(Arg::of_node(b.placeholder("b", TensorMeta::contiguous(r.in, {n}))));
+        m.inputs.emplace_back(r.in, Shape{n});
+      }
+      for (int64_t i = 0; i < n; ++i) {
+        m.inputs[0].set(i, r.a[i]);
+        if (!r.b.empty()) m.inputs[1].set(i, r.b[i]);
+      }
+      args.insert(args.end(), r.extra.begin(), r.extra.end());
+      m.graph.outputs.push_back(b.call(r.op, args).node);
+      const std::string name = std::string(r.op) + " (" + std::string(dtype_short(r.in)) + ")";
+      const std::string ref = same(run_reference(m.graph, m.inputs).at(0), r, "reference");
+      QVERIFY2(ref.empty(), (name + ": " + ref).c_str());
+      // Lowered from prims (the default) and from Core ATen, where isnan, isinf and the logical
+      // ops are their own helpers rather than ne, eq and the bitwise prims.
+      for (const unsigned level : {0u, level::core_aten}) {
+        PipelineOptions o;
+        o.timing_budget_ms = 1;
+        o.decompose_to = level;
+        const CompileResult c = run_pipeline(m, o);
+        const std::string at = name + (level ? " from Core ATen" : " from prims");
+        QVERIFY2(c.error.empty(), (at + ": " + c.error_stage + ": " + c.error).c_str());
+        QVERIFY2(c.check.ok, (at + ": the generated code differs from the reference interpreter").c_str());
+        const std::string gen = same(c.outputs.at(0), r, "generated CPU code");
+        QVERIFY2(gen.empty(), (at + ": " + gen).c_str());
+      }
+    }
+  }
+
+  // Dynamo graphs call the new ops by their torch names (torch.floor, x.round(), torch.atan2, ...);
+  // the importer maps each to its ATen op.
+  void testTorchNamesOfElementwiseOps() {
+    const Graph g = normalize_to_aten(import_fx_text(R"(class GraphModule(torch.nn.Module):
+    def forward(self, L_x_: "f32[4]", L_y_: "f32[4]"):
+        l_x_ = L_x_
+        l_y_ = L_y_
+        floor: "f32[4]" = torch.floor(l_x_)
+        round_1: "f32[4]" = floor.round()
+        log1p: "f32[4]" = torch.log1p(round_1)
+        asinh: "f32[4]" = log1p.asinh()
+        atan2: "f32[4]" = torch.atan2(asinh, l_y_)
+        isinf: "b8[4]" = torch.isinf(atan2)
+        isnan: "b8[4]" = torch.isnan(l_y_)
+        logical_or: "b8[4]" = torch.logical_or(isinf, isnan)
+        logical_not: "b8[4]" = torch.logical_not(logical_or)
+        return (logical_not,)
+)", "<t>"));
+    std::vector<std::string> ops;
+    for (const Node& n : g.nodes)
+      if (!n.is_placeholder()) ops.push_back(n.op->name);
+    const std::vector<std::string> want = {"aten.floor.default", "aten.round.default", "aten.log1p.default", "aten.asinh.default",
+                                           "aten.atan2.default", "aten.isinf.default", "aten.isnan.default",
+                                           "aten.logical_or.default", "aten.logical_not.default"};
+    QCOMPARE(ops, want);
+  }
+
+  // Bitwise ops take integer and bool tensors only, as torch's kernels do; the error names the op.
+  void testBitwiseOpsRejectFloats() {
+    Graph g;
+    GraphBuilder b(g);
+    const Arg x = Arg::of_node(b.placeholder("x", TensorMeta::contiguous(DType::f32, {4})));
+    const Arg k = Arg::of_node(b.placeholder("k", TensorMeta::contiguous(DType::i64, {4})));
+    for (const char* op : {"aten.bitwise_and.Tensor", "aten.bitwise_or.Tensor", "aten.bitwise_xor.Tensor"}) {
+      try {
+        b.call(op, {k, x});
+        QFAIL((std::string(op) + ": no error").c_str());
+      } catch (const std::invalid_argument& e) {
+        QCOMPARE(QString(e.what()), QString("%1: takes integer and bool tensors only, got f32 for 'other'").arg(op));
+      }
+    }
+    try {
+      b.call("aten.bitwise_not.default", {x});
+      QFAIL("bitwise_not: no error");
+    } catch (const std::invalid_argument& e) {
+      QCOMPARE(QString(e.what()), QString("aten.bitwise_not.default: takes integer and bool tensors only, got f32 for 'self'"));
+    }
+    // Predicates give bool; rounding keeps integers; float functions give float32 for integers.
+    QCOMPARE(int(b.meta(b.call("aten.isnan.default", {x})).dtype), int(DType::b8));
+    QCOMPARE(int(b.meta(b.call("aten.logical_and.default", {x, k})).dtype), int(DType::b8));
+    QCOMPARE(int(b.meta(b.call("aten.floor.default", {k})).dtype), int(DType::i64));
+    QCOMPARE(int(b.meta(b.call("aten.log1p.default", {k})).dtype), int(DType::f32));
+    QCOMPARE(int(b.meta(b.call("aten.atan2.default", {k, k})).dtype), int(DType::f32));
+    QCOMPARE(int(b.meta(b.call("aten.remainder.Scalar", {k, Arg::of_real(2.5)})).dtype), int(DType::f32));
   }
 
   void testReferenceRejectsWrongInputs() {

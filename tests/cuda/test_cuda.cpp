@@ -31,6 +31,7 @@
 #include "export/package.h"
 #include "frontend/load_model.h"
 #include "interp/reference.h"
+#include "ops/builder.h"
 #include "pipeline/pipeline.h"
 #include "tensor/npy.h"
 #include "../inductor_counts.h"
@@ -893,6 +894,62 @@ void faulting_kernel_is_named_and_device_recovers() {
   VERIFY(r.stage("asm") != nullptr);  // the PTX is there either way
 }
 
+// The elementwise ops of issue 32 (rounding, float functions, predicates, logical and bitwise ops,
+// remainder, fmod, atan2) in one graph: the CUDA source calls their prelude helpers, NVRTC compiles
+// it, and where a GPU is, it runs and matches the reference interpreter.
+void new_elementwise_ops_compile() {
+  LoadedModel m;
+  m.path = "generated";
+  GraphBuilder b(m.graph);
+  const int64_t n = 1000;
+  const Arg x = Arg::of_node(b.placeholder("x", TensorMeta::contiguous(DType::f32, {n})));
+  const Arg y = Arg::of_node(b.placeholder("y", TensorMeta::contiguous(DType::f32, {n})));
+  const Arg k = Arg::of_node(b.placeholder("k", TensorMeta::contiguous(DType::i64, {n})));
+  m.inputs = {Tensor(DType::f32, {n}), Tensor(DType::f32, {n}), Tensor(DType::i64, {n})};
+  for (int64_t i = 0; i < n; ++i) {
+    m.inputs[0].set(i, -0.95 + 1.9 * static_cast<double>(i) / n);  // inside (-1, 1): asin, atanh
+    m.inputs[1].set(i, 0.5 + static_cast<double>(i % 7));
+    m.inputs[2].set(i, static_cast<double>(i % 23) - 11);
+  }
+  std::vector<Arg> outs;
+  for (const char* op : {"aten.floor.default", "aten.ceil.default", "aten.round.default", "aten.trunc.default", "aten.sign.default",
+                         "aten.log1p.default", "aten.expm1.default", "aten.tan.default", "aten.asin.default", "aten.acos.default",
+                         "aten.atan.default", "aten.sinh.default", "aten.cosh.default", "aten.asinh.default", "aten.atanh.default",
+                         "aten.isnan.default", "aten.isinf.default", "aten.logical_not.default"})
+    outs.push_back(b.call(op, {x}));
+  for (const char* op : {"aten.log2.default", "aten.log10.default", "aten.acosh.default"}) outs.push_back(b.call(op, {y}));
+  for (const char* op : {"aten.logical_and.default", "aten.logical_or.default", "aten.logical_xor.default", "aten.remainder.Tensor",
+                         "aten.fmod.Tensor", "aten.atan2.default"})
+    outs.push_back(b.call(op, {x, y}));
+  for (const char* op : {"aten.bitwise_not.default", "aten.floor.default", "aten.log2.default", "aten.sign.default"}) outs.push_back(b.call(op, {k}));
+  for (const char* op : {"aten.bitwise_and.Scalar", "aten.bitwise_or.Scalar", "aten.bitwise_xor.Scalar", "aten.remainder.Scalar", "aten.fmod.Scalar"})
+    outs.push_back(b.call(op, {k, Arg::of_int(3)}));
+  outs.push_back(b.call("aten.bitwise_and.Tensor", {k, b.call("aten.bitwise_xor.Tensor", {k, b.call("aten.bitwise_or.Tensor", {k, k})})}));
+  for (const Arg& o : outs) m.graph.outputs.push_back(o.node);
+  // Lowered from prims (the default: isnan, isinf and the logical ops are ne, eq and bitwise
+  // prims there) and from Core ATen (each op its own helper).
+  for (const unsigned level : {0u, level::core_aten}) {
+    PipelineOptions o;
+    o.device = Device::cuda;
+    o.timing_budget_ms = 20;
+    o.decompose_to = level;
+    const CompileResult r = run_pipeline(m, o);
+    VERIFY2(r.error.empty(), r.error_stage + ": " + r.error);
+    VERIFY(r.stage("asm") != nullptr);
+    std::vector<const char*> calls = {"ls_floor(", "ls_round(", "ls_log1p(", "ls_atanh(", "ls_bitwise_not(", "ls_remainder(",
+                                      "ls_fmod(", "ls_atan2(", "ls_bitwise_and("};
+    if (level == level::core_aten) calls.insert(calls.end(), {"ls_isnan(", "ls_isinf(", "ls_logical_not(", "ls_logical_xor("});
+    for (const char* f : calls) VERIFY2(r.source.code.find(f) != std::string::npos, std::string("the source does not call ") + f);
+    std::string why;
+    if (!CudaDriver::get(&why)) {
+      VERIFY2(r.not_run.find("needs a GPU") != std::string::npos, r.not_run);
+      continue;
+    }
+    VERIFY2(r.not_run.empty(), r.not_run);
+    VERIFY2(r.check.ok, r.stage("run")->text);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -915,6 +972,7 @@ int main(int argc, char** argv) {
   cases.push_back({"compile error names the line", compile_error_names_the_line});
   cases.push_back({"kernels compile in parts and link", kernels_compile_in_parts_and_link});
   cases.push_back({"column clusters", column_clusters});
+  cases.push_back({"new elementwise ops compile", new_elementwise_ops_compile});
   for (const char* m : {"models/softmax", "models/res_block", "models/cifar_net", "mse_loss/1_dynamo_fx_0.txt", "sincos/1_dynamo_fx_0.txt"})
     for (bool t : {false, true})
       cases.push_back({std::string("run ") + m + (t ? " train" : ""), [=] { run_or_say_why_not(m, t); }});
