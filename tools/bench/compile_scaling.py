@@ -5,6 +5,8 @@ fitted to it (time ~ N^k, least squares on log-log between the sizes measured).
 Graphs (FX text, as PyTorch prints them):
   chain  N pointwise ops in a row (relu, neg, sigmoid repeated) on a 16-element tensor
   wide   N/3 independent branches of three pointwise ops each off one input, summed pairwise
+  transformer        N stacked transformer blocks (attention, LayerNorm, GELU MLP; N: layers)
+  transformer-train  the same, its training step (--train)
 
   tools/bench/compile_scaling.py [--cli build/app/lowerscope-cli] [--sizes 2500,5000,10000,20000]
                                  [--graphs chain,wide] [--out tools/bench/results-compile-scaling.md]
@@ -61,6 +63,46 @@ def wide(n):
     return "\n".join(lines) + "\n"
 
 
+def transformer(layers, B=4, T=64, C=128, H=4):
+    """A stack of `layers` pre-norm transformer blocks (attention with a causal mask, GELU MLP) as
+    torch.export prints one (tests/data/stages/attn_block), the weights as parameters."""
+    D = C // H
+    params, body = [], []
+    h = "x"
+    for l in range(layers):
+        p = f"p_l{l}_"
+        for name, shape in (("ln1_weight", [C]), ("ln1_bias", [C]), ("qkv_weight", [3 * C, C]), ("qkv_bias", [3 * C]),
+                            ("proj_weight", [C, C]), ("proj_bias", [C]), ("ln2_weight", [C]), ("ln2_bias", [C]),
+                            ("fc1_weight", [4 * C, C]), ("fc1_bias", [4 * C]), ("fc2_weight", [C, 4 * C]), ("fc2_bias", [C])):
+            params.append(f'{p}{name}: "f32[{", ".join(map(str, shape))}]"')
+        t = lambda *s: '"f32[' + ", ".join(map(str, s)) + ']"'
+        n = f"l{l}_"
+        body += [
+            f"{n}ln1: {t(B, T, C)} = torch.ops.aten.layer_norm.default({h}, [{C}], {p}ln1_weight, {p}ln1_bias, 1e-05, False)",
+            f"{n}qkv: {t(B, T, 3 * C)} = torch.ops.aten.linear.default({n}ln1, {p}qkv_weight, {p}qkv_bias)",
+            f"{n}split = torch.ops.aten.split.Tensor({n}qkv, {C}, 2)",
+        ]
+        for i, v in enumerate("qkv"):
+            body += [f"{n}{v}0: {t(B, T, C)} = {n}split[{i}]",
+                     f"{n}{v}1: {t(B, T, H, D)} = torch.ops.aten.view.default({n}{v}0, [{B}, {T}, {H}, {D}])",
+                     f"{n}{v}: {t(B, H, T, D)} = torch.ops.aten.transpose.int({n}{v}1, 1, 2)"]
+        body += [
+            f"{n}att: {t(B, H, T, D)} = torch.ops.aten.scaled_dot_product_attention.default({n}q, {n}k, {n}v, None, 0.0, True)",
+            f"{n}att1: {t(B, T, H, D)} = torch.ops.aten.transpose.int({n}att, 1, 2)",
+            f"{n}att2: {t(B, T, C)} = torch.ops.aten.view.default({n}att1, [{B}, {T}, {C}])",
+            f"{n}proj: {t(B, T, C)} = torch.ops.aten.linear.default({n}att2, {p}proj_weight, {p}proj_bias)",
+            f"{n}res1: {t(B, T, C)} = torch.ops.aten.add.Tensor({h}, {n}proj)",
+            f"{n}ln2: {t(B, T, C)} = torch.ops.aten.layer_norm.default({n}res1, [{C}], {p}ln2_weight, {p}ln2_bias, 1e-05, False)",
+            f"{n}fc1: {t(B, T, 4 * C)} = torch.ops.aten.linear.default({n}ln2, {p}fc1_weight, {p}fc1_bias)",
+            f"{n}gelu: {t(B, T, 4 * C)} = torch.ops.aten.gelu.default({n}fc1)",
+            f"{n}fc2: {t(B, T, C)} = torch.ops.aten.linear.default({n}gelu, {p}fc2_weight, {p}fc2_bias)",
+            f"{n}res2: {t(B, T, C)} = torch.ops.aten.add.Tensor({n}res1, {n}fc2)",
+        ]
+        h = f"{n}res2"
+    head = "class GraphModule(torch.nn.Module):\n    def forward(self, " + ", ".join(params + [f'x: "f32[{B}, {T}, {C}]"']) + "):\n"
+    return head + "".join("        " + line + "\n" for line in body) + f"        return ({h},)\n"
+
+
 def fit(ns, ts):
     pts = [(math.log(n), math.log(t)) for n, t in zip(ns, ts) if t > 0]
     if len(pts) < 2:
@@ -85,7 +127,8 @@ def main():
            f"Machine: {platform.node()}, {os.cpu_count()} cores, {platform.processor() or platform.machine()}; "
            f"{time.strftime('%Y-%m-%d')}\n"]
     for graph in a.graphs.split(","):
-        make = {"chain": chain, "wide": wide}[graph]
+        make = {"chain": chain, "wide": wide, "transformer": transformer, "transformer-train": transformer}[graph]
+        extra = ["--train"] if graph.endswith("-train") else []
         rows, stages = [], []
         with tempfile.TemporaryDirectory() as d:
             for n in sizes:
@@ -94,7 +137,7 @@ def main():
                     f.write(make(n))
                 report = os.path.join(d, "r.json")
                 t0 = time.time()
-                p = subprocess.run([a.cli, "compile", path, "--no-run", "--quiet", "--report", report], env=env,
+                p = subprocess.run([a.cli, "compile", path, "--no-run", "--quiet", "--report", report] + extra, env=env,
                                    capture_output=True, text=True)
                 wall = time.time() - t0
                 if p.returncode not in (0, 1):
