@@ -28,6 +28,7 @@ class EvalHandler : public OpsHandler {
     double x[3] = {0, 0, 0};
     for (size_t k = 0; k < a.size() && k < 3; ++k) x[k] = vals_.at(a[k].id);
     double r = eval_math(m, x[0], x[1], x[2]);
+    if (m == Math::bitwise_not && t == DType::b8) r = x[0] == 0 ? 1 : 0;  // ~ of a bool is `not`, as ls_bitwise_not(bool)
     if (t == DType::f32) r = static_cast<float>(r);
     return value(r);
   }

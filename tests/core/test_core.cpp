@@ -892,6 +892,21 @@ class TestCore : public QObject {
     }
   }
 
+  // ~ of a bool is `not` (PyTorch's bitwise_not on bool), in the loop interpreter too, lowered from
+  // Core ATen (where the op stays bitwise_not) as from prims.
+  void testBitwiseNotOfBoolInLoops() {
+    const Graph g = import_fx_text(
+        "class G(torch.nn.Module):\n    def forward(self, x: \"b8[4]\"):\n"
+        "        y: \"b8[4]\" = torch.ops.aten.bitwise_not.default(x)\n        return (y,)\n");
+    Tensor x(DType::b8, {4});
+    for (int64_t i = 0; i < 4; ++i) x.set(i, i % 2);
+    for (unsigned lvl : {level::core_aten, level::prims}) {
+      const Graph d = decompose(normalize_to_aten(g), lvl);
+      const Tensor y = interpret_loops(lower_to_loops(d), bind_inputs(d, {x})).at(0);
+      for (int64_t i = 0; i < 4; ++i) QCOMPARE(y.get(i), i % 2 ? 0.0 : 1.0);
+    }
+  }
+
   // An argument can change a pointwise op's math (gelu's approximate='tanh'); the lowering must
   // follow it as the reference does, at the Core ATen level too.
   void testPointwiseMathFollowsArguments() {
