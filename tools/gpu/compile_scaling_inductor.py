@@ -63,25 +63,32 @@ print(time.time() - t0)
 """
 
 
+def side_by_side(torch_script, script_args, graph_text, cli, cli_args):
+    """Inductor's first call (its script prints the seconds) and our compile of the same graph,
+    each in a fresh process with fresh caches; returns (inductor s, ours s)."""
+    with tempfile.TemporaryDirectory() as d:
+        env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=os.path.join(d, "inductor"), TRITON_CACHE_DIR=os.path.join(d, "triton"))
+        p = subprocess.run([sys.executable, "-c", torch_script] + script_args, env=env, capture_output=True, text=True)
+        if p.returncode:
+            sys.exit(p.stderr[-2000:])
+        inductor = float(p.stdout.strip().splitlines()[-1])
+        path = os.path.join(d, "graph.txt")
+        with open(path, "w") as f:
+            f.write(graph_text)
+        t0 = time.time()
+        q = subprocess.run([cli, "compile", path, "--no-run", "--quiet"] + cli_args, env=dict(os.environ, LOWERSCOPE_CACHE_DIR="off"),
+                           capture_output=True, text=True)
+        ours = time.time() - t0
+        if q.returncode not in (0, 1):
+            sys.exit(q.stderr)
+    return inductor, ours
+
+
 def transformer_rows(cli, layers, devices):
     rows = []
     for dev in devices:
         for L in layers:
-            with tempfile.TemporaryDirectory() as d:
-                env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=os.path.join(d, "inductor"), TRITON_CACHE_DIR=os.path.join(d, "triton"))
-                p = subprocess.run([sys.executable, "-c", TRANSFORMER, str(L), dev], env=env, capture_output=True, text=True)
-                if p.returncode:
-                    sys.exit(p.stderr[-2000:])
-                inductor = float(p.stdout.strip().splitlines()[-1])
-                path = os.path.join(d, "t.txt")
-                with open(path, "w") as f:
-                    f.write(transformer(L))
-                t0 = time.time()
-                q = subprocess.run([cli, "compile", path, "--train", "--no-run", "--quiet", "--device", dev],
-                                   env=dict(os.environ, LOWERSCOPE_CACHE_DIR="off"), capture_output=True, text=True)
-                ours = time.time() - t0
-                if q.returncode not in (0, 1):
-                    sys.exit(q.stderr)
+            inductor, ours = side_by_side(TRANSFORMER, [str(L), dev], transformer(L), cli, ["--train", "--device", dev])
             rows.append((dev, L, inductor, ours))
             print(f"transformer {dev} {L}: inductor {inductor:.1f} s, ours {ours:.2f} s", file=sys.stderr, flush=True)
     return rows
@@ -106,21 +113,7 @@ def main():
         return
     rows = []
     for n in [int(s) for s in a.sizes.split(",")]:
-        with tempfile.TemporaryDirectory() as d:
-            env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=os.path.join(d, "inductor"), TRITON_CACHE_DIR=os.path.join(d, "triton"))
-            p = subprocess.run([sys.executable, "-c", INDUCTOR, str(n)], env=env, capture_output=True, text=True)
-            if p.returncode:
-                sys.exit(p.stderr[-2000:])
-            inductor = float(p.stdout.strip().splitlines()[-1])
-            path = os.path.join(d, "chain.txt")
-            with open(path, "w") as f:
-                f.write(chain(n))
-            t0 = time.time()
-            q = subprocess.run([a.cli, "compile", path, "--no-run", "--quiet"], env=dict(os.environ, LOWERSCOPE_CACHE_DIR="off"),
-                               capture_output=True, text=True)
-            ours = time.time() - t0
-            if q.returncode not in (0, 1):
-                sys.exit(q.stderr)
+        inductor, ours = side_by_side(INDUCTOR, [str(n)], chain(n), a.cli, [])
         rows.append((n, inductor, ours))
         print(f"{n}: inductor {inductor:.1f} s, ours {ours:.2f} s", file=sys.stderr, flush=True)
     import torch
