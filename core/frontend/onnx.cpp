@@ -5,9 +5,11 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <stdexcept>
 
 #include "ops/builder.h"
+#include "ops/known_ops.h"
 #include "ops/op_table.h"
 
 #ifdef LOWERSCOPE_HAVE_ONNX
@@ -59,6 +61,10 @@ class Importer {
       if (constants_.count(in.name())) continue;  // old exporters list initializers as inputs too
       add_input(in);
     }
+    // The shapes the file records for values inside the graph: a node of an op we lack keeps them.
+    for (const auto* infos : {&graph.value_info(), &graph.output()})
+      for (const auto& vi : *infos)
+        if (std::optional<TensorMeta> m = recorded_meta(vi)) recorded_[vi.name()] = *m;
     for (const auto& n : graph.node()) import_node(n);
     for (const auto& out : graph.output()) {
       const Arg a = value(out.name(), "graph output");
@@ -145,6 +151,47 @@ class Importer {
       default: fill(p.int32_data()); break;  // int32, bool, uint8 are stored as int32_data
     }
     return t;
+  }
+
+  // A value's recorded type, where the file gives a tensor of static shape and a dtype we have.
+  std::optional<TensorMeta> recorded_meta(const onnx::ValueInfoProto& vi) const {
+    if (!vi.type().has_tensor_type()) return std::nullopt;
+    const auto& tt = vi.type().tensor_type();
+    if (!tt.has_shape()) return std::nullopt;
+    Shape s;
+    for (const auto& d : tt.shape().dim()) {
+      if (!d.has_dim_value() || d.dim_value() < 0) return std::nullopt;
+      s.push_back(d.dim_value());
+    }
+    try {
+      return TensorMeta::contiguous(dtype(tt.elem_type(), "value_info"), s);
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+  }
+
+  // A node of an op we lack: kept, its outputs typed as the file records them, so the model still
+  // opens; the pipeline stops at it (passes/normalize_to_aten.h). Without recorded types, an error.
+  std::vector<Arg> missing(const onnx::NodeProto& n, const std::string& where) {
+    Node m;
+    m.op = &op::missing();
+    m.target = "onnx." + n.op_type();
+    m.origins = b_.origins;
+    for (int i = 0; i < n.input_size(); ++i)
+      if (!n.input(i).empty()) m.args.push_back(value(n.input(i), where));
+    for (int i = 0; i < n.output_size(); ++i) {
+      const auto r = recorded_.find(n.output(i));
+      if (r == recorded_.end())
+        fail(where, "op '" + n.op_type() + "' is not supported (and the file records no type for its output '" + n.output(i) + "')");
+      m.outs.push_back(r->second);
+    }
+    if (m.outs.empty()) fail(where, "op '" + n.op_type() + "' is not supported");
+    m.name = b_.fresh_name(identifier(n.output(0)));
+    const int id = g_.add(std::move(m));
+    if (n.output_size() == 1) return {Arg::of_node(id)};
+    std::vector<Arg> outs;
+    for (int i = 0; i < n.output_size(); ++i) outs.push_back(b_.get(Arg::of_node(id), i));
+    return outs;
   }
 
   void add_input(const onnx::ValueInfoProto& in) {
@@ -428,7 +475,7 @@ class Importer {
       }
       return {b_.call("aten.view.default", {in(0), Arg::of_ints(s)})};
     }
-    fail(where, "op '" + op + "' is not supported");
+    return missing(n, where);
   }
 
   std::string path_;
@@ -437,6 +484,7 @@ class Importer {
   int64_t opset_ = 0;
   std::map<std::string, Tensor> constants_;
   std::map<std::string, Arg> values_;
+  std::map<std::string, TensorMeta> recorded_;  // value name -> the type the file records for it
 };
 
 }  // namespace

@@ -305,10 +305,28 @@ class TestImport : public QObject {
       const Graph g = import_onnx(write(base(), "ok.onnx"));
       QCOMPARE(g.nodes.size(), size_t(2));
     }
-    {
+    {  // an op we lack, its output's type not recorded: an error naming the op and the output
       auto m = base();
       m.mutable_graph()->mutable_node(0)->set_op_type("Frobnicate");
-      expect_error([&] { import_onnx(write(m, "unknown.onnx")); }, {"unknown.onnx", "op 'Frobnicate' is not supported"});
+      expect_error([&] { import_onnx(write(m, "unknown.onnx")); },
+                   {"unknown.onnx", "op 'Frobnicate' is not supported", "no type for its output 'y'"});
+    }
+    {  // recorded (the graph output's type): the node is kept, so the model opens, and the pipeline
+       // stops at it naming the node and the op
+      auto m = base();
+      m.mutable_graph()->mutable_node(0)->set_op_type("Frobnicate");
+      auto* t = m.mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type();
+      t->set_elem_type(onnx::TensorProto::FLOAT);
+      t->mutable_shape()->add_dim()->set_dim_value(4);
+      const std::string path = write(m, "unknown_typed.onnx");
+      const Graph g = import_onnx(path);
+      const int y = g.find("y");
+      QVERIFY(y >= 0);
+      QVERIFY(g.nodes[y].op == &op::missing());
+      QCOMPARE(QString::fromStdString(g.nodes[y].target), QString("onnx.Frobnicate"));
+      const CompileResult r = run_pipeline(load_model(path));
+      QCOMPARE(QString::fromStdString(r.error_stage), QString("aten"));
+      QVERIFY2(r.error.find("node 'y' calls onnx.Frobnicate") != std::string::npos, r.error.c_str());
     }
     {
       auto m = base();
