@@ -266,19 +266,6 @@ void run(Compile& c) {
   c.log.add(std::move(s));
 }
 
-// The graph a stage drew, by the stage's name.
-const Graph* stage_graph(const CompileResult& r, const std::string& name) {
-  if (name == "capture") return &r.model.graph;
-  if (name == "aten") return &r.aten;
-  if (name == "core_aten") return &r.core_aten;
-  if (name == "prims") return &r.prims;
-  if (name == "joint") return &r.training.joint.graph;
-  if (r.training.partitions.empty()) return nullptr;
-  if (name == "forward") return &r.training.partition().forward;
-  if (name == "backward") return &r.training.partition().backward;
-  return nullptr;
-}
-
 // A failed compile keeps every stage it reached: the node it failed at is marked on the last graph
 // drawn that has it, and the stages it did not reach say why.
 void record_failure(CompileResult& r, bool train) {

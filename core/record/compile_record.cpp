@@ -31,6 +31,19 @@ const Stage* CompileResult::stage(const std::string& name) const {
   return nullptr;
 }
 
+const Graph* stage_graph(const CompileResult& r, const std::string& stage) {
+  if (r.train && !r.training.partitions.empty()) {
+    if (stage == "joint") return &r.training.joint.graph;
+    if (stage == "forward") return &r.training.partition().forward;
+    if (stage == "backward") return &r.training.partition().backward;
+  }
+  if (stage == "capture") return &r.model.graph;
+  if (stage == "aten") return &r.aten;
+  if (stage == "core_aten") return &r.core_aten;
+  if (stage == "prims") return &r.prims;
+  return nullptr;
+}
+
 std::vector<Tensor> tangent_values(const JointGraph& j) {
   std::vector<Tensor> v;
   for (size_t k = 0; k < j.tangents.size(); ++k) {

@@ -214,4 +214,7 @@ struct CompileResult {
   const Stage* stage(const std::string& name) const;
 };
 
+// The graph of a stage where it is one: capture, aten, joint, forward, backward, core_aten, prims.
+const Graph* stage_graph(const CompileResult& r, const std::string& stage);
+
 }  // namespace ls

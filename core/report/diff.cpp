@@ -424,19 +424,6 @@ std::vector<LineDiff> diff_lines(const std::string& a_text, const std::string& b
   return out;
 }
 
-const Graph* stage_graph(const CompileResult& r, const std::string& stage) {
-  if (r.train && !r.training.partitions.empty()) {
-    if (stage == "joint") return &r.training.joint.graph;
-    if (stage == "forward") return &r.training.partition().forward;
-    if (stage == "backward") return &r.training.partition().backward;
-  }
-  if (stage == "capture") return &r.model.graph;
-  if (stage == "aten") return &r.aten;
-  if (stage == "core_aten") return &r.core_aten;
-  if (stage == "prims") return &r.prims;
-  return nullptr;
-}
-
 std::string diff_report(const CompileResult& a, const std::string& stage_a, const CompileResult& b,
                         const std::string& stage_b) {
   std::ostringstream os;

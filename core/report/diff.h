@@ -59,8 +59,6 @@ struct LineDiff {
 std::vector<LineDiff> diff_lines(const std::string& a, const std::string& b);
 std::vector<std::string> text_lines(const std::string& text);  // the lines LineDiff numbers
 
-// The graph of a stage where it is one: capture, aten, joint, forward, backward, core_aten, prims.
-const Graph* stage_graph(const CompileResult& r, const std::string& stage);
 
 // A unified text report of a diff between stage `stage_a` of `a` and `stage_b` of `b`: the graph
 // diff (or kernel diff for the fused stage) and the changed lines of the stages' text.
