@@ -493,7 +493,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (cmd == "ops") {
-      for (const auto& op : ls::all_ops()) std::cout << std::left << std::setw(34) << op.name << op.schema << '\n';
+      for (const auto& op : ls::all_ops()) std::cout << std::left << std::setw(34) << op.name << ' ' << op.schema << '\n';
       return 0;
     }
     std::cerr << "lowerscope-cli: unknown command '" << cmd << "'\n" << kUsage;

@@ -225,6 +225,9 @@ std::vector<OpDef> build_table() {
   add_conv_pool_ops(t);
   add_normalization_ops(t);
   add_attention_ops(t);
+  add_indexing_ops(t);
+  add_creation_ops(t);
+  add_resampling_ops(t);
   // A multi-output node's output i, at every level.
   t.push_back({.name = "getitem", .schema = "getitem(Any self, int index) -> Any", .kind = OpKind::getitem,
                .levels = level::aten | level::core_aten | level::prims, .infer = infer_getitem});

@@ -25,6 +25,9 @@ void add_linalg_ops(std::vector<OpDef>& table);         // ops/linalg.cpp
 void add_conv_pool_ops(std::vector<OpDef>& table);      // ops/conv_pool.cpp
 void add_normalization_ops(std::vector<OpDef>& table);  // ops/normalization.cpp
 void add_attention_ops(std::vector<OpDef>& table);      // ops/attention.cpp
+void add_indexing_ops(std::vector<OpDef>& table);       // ops/indexing.cpp
+void add_creation_ops(std::vector<OpDef>& table);       // ops/creation.cpp
+void add_resampling_ops(std::vector<OpDef>& table);     // ops/resampling.cpp
 
 namespace rules {
 
