@@ -188,6 +188,10 @@ const std::map<std::string, Sample>& samples() {
                                {x[0], x[1], x[2], Arg::none(), Arg::of_bool(true), Arg::of_real(0.0), Arg::of_bool(true)});
           return std::vector<Arg>{b.get(r, 0)};
         }};
+    // ---- pointwise, reductions, views (issue 32) ----
+    // ---- indexing (issue 32) ----
+    // ---- creation and resampling (issue 32) ----
+    // ---- pooling and normalization (issue 32) ----
     return m;
   }();
   return s;
