@@ -253,3 +253,17 @@ template <typename A, typename B> static inline auto ls_atan2(A a, B b) {
   using T = decltype(a + b + 0.0f);
   return ls_atan2(static_cast<T>(a), static_cast<T>(b));
 }
+
+// An indirect index out of range (an index tensor's element): the first fault is recorded for the
+// executor, which reports it naming the node, the value and the size; element 0 is read instead.
+static inline int64_t ls_index_fault(int64_t i, int64_t size, int64_t node);
+extern "C" __attribute__((weak)) int64_t ls_index_fault_state[4] = {0, 0, 0, 0};
+static inline int64_t ls_index_fault(int64_t i, int64_t size, int64_t node) {
+  int64_t none = 0;
+  if (__atomic_compare_exchange_n(&ls_index_fault_state[0], &none, int64_t(1), false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    ls_index_fault_state[1] = i;
+    ls_index_fault_state[2] = size;
+    ls_index_fault_state[3] = node;
+  }
+  return 0;
+}

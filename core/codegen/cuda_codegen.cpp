@@ -702,6 +702,9 @@ GeneratedCuda generate_cuda(const LoopProgram& p, const Schedule& s, const CudaC
     g.launch[k] = t.launch;
     if (problem->epilogue >= 0) g.source.kernels[static_cast<size_t>(problem->epilogue)].in_template = true;
   }
+  // The index-fault record the prelude declares (extern), defined once, after every kernel: a
+  // source cut into parts (nvJitLink) has it in its last part only.
+  if (g.source.code.find("ls_index_fault(") != std::string::npos) g.source.code += "\n__device__ int64_t ls_index_fault_state[4];\n";
   // The attention kernels (short sequences: fused; long: tiled), for each head size and
   // direction the schedule's attention calls use: an inference model compiles no backward.
   std::set<std::string> instances;

@@ -847,3 +847,16 @@ template <typename A, typename B> LS_DEV auto ls_atan2(A a, B b) {
   using T = decltype(a + b + 0.0f);
   return ls_atan2(static_cast<T>(a), static_cast<T>(b));
 }
+
+// An indirect index out of range (an index tensor's element): the first fault is recorded for the
+// executor, which reports it naming the node, the value and the size; element 0 is read instead.
+LS_DEV int64_t ls_index_fault(int64_t i, int64_t size, int64_t node);
+extern __device__ int64_t ls_index_fault_state[4];  // defined after the kernels (cuda_codegen.cpp)
+LS_DEV int64_t ls_index_fault(int64_t i, int64_t size, int64_t node) {
+  if (atomicCAS(reinterpret_cast<unsigned long long*>(&ls_index_fault_state[0]), 0ull, 1ull) == 0ull) {
+    ls_index_fault_state[1] = i;
+    ls_index_fault_state[2] = size;
+    ls_index_fault_state[3] = node;
+  }
+  return 0;
+}

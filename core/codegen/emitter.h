@@ -169,6 +169,17 @@ class LoopEmitter : public OpsHandler {
     line("auto " + v + " = static_cast<" + std::string(dtype_c(t)) + ">(" + e + ");");
     return value(v);
   }
+  // An indirect index: its value as int64, counted from the end where negative (`wrap`), and out
+  // of range recorded (ls_index_fault: the node, the value, the size) and replaced by 0, so no
+  // access leaves the buffer.
+  Expr indirect(V v, int64_t size, bool wrap) override {
+    const std::string n = fresh(Expr::kIndirectPrefix);
+    const std::string sz = std::to_string(size);
+    line("int64_t " + n + " = static_cast<int64_t>(" + names_.at(v.id) + ");");
+    if (wrap) line("if (" + n + " < 0) " + n + " += " + sz + ";");
+    line("if (" + n + " < 0 || " + n + " >= " + sz + ") " + n + " = ls_index_fault(" + n + ", " + sz + ", " + std::to_string(node) + ");");
+    return Expr::indirect(n, size);
+  }
   V reduction(Reduce r, DType, V v) override {
     const std::string x = names_.at(v.id);
     // A NaN sticks in CUDA code and where the C++ loop needs no reduction the compiler

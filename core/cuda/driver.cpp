@@ -27,6 +27,7 @@ struct CudaDriver::Api {
   int (*cuModuleLoadData)(void**, const void*);
   int (*cuModuleUnload)(void*);
   int (*cuModuleGetFunction)(void**, void*, const char*);
+  int (*cuModuleGetGlobal)(DevicePtr*, size_t*, void*, const char*);
   int (*cuFuncGetAttribute)(int*, int, void*);
   int (*cuFuncSetAttribute)(void*, int, int);
   int (*cuLaunchKernel)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void**, void**);
@@ -148,6 +149,7 @@ void CudaDriver::init() {
   resolve(a.lib, a.cuModuleLoadData, "cuModuleLoadData", missing);
   resolve(a.lib, a.cuModuleUnload, "cuModuleUnload", missing);
   resolve(a.lib, a.cuModuleGetFunction, "cuModuleGetFunction", missing);
+  resolve(a.lib, a.cuModuleGetGlobal, "cuModuleGetGlobal_v2", missing);
   resolve(a.lib, a.cuFuncGetAttribute, "cuFuncGetAttribute", missing);
   resolve(a.lib, a.cuFuncSetAttribute, "cuFuncSetAttribute", missing);
   resolve(a.lib, a.cuLaunchKernel, "cuLaunchKernel", missing);
@@ -347,6 +349,13 @@ void* CudaDriver::function(void* m, const std::string& name) {
   if (info_.sm() >= 90) api_->cuFuncSetAttribute(f, kNonPortableClusterSize, 1);
   return f;
 }
+DevicePtr CudaDriver::global(void* m, const std::string& name, size_t* bytes) {
+  DevicePtr p = 0;
+  size_t n = 0;
+  if (api_->cuModuleGetGlobal(&p, &n, m, name.c_str()) != 0) return 0;
+  if (bytes) *bytes = n;
+  return p;
+}
 int CudaDriver::registers(void* f) {
   int n = 0;
   api_->cuFuncGetAttribute(&n, kFuncNumRegs, f);
@@ -365,5 +374,6 @@ void* CudaModule::function(const std::string& name) {
   if (!f) throw std::runtime_error("the compiled CUDA module has no kernel '" + name + "'");
   return f;
 }
+DevicePtr CudaModule::global(const std::string& name) { return d_.global(m_, name); }
 
 }  // namespace ls

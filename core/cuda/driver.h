@@ -64,6 +64,7 @@ class CudaDriver {
   void* load_module(const std::string& image);  // cubin or PTX
   void unload_module(void* module);
   void* function(void* module, const std::string& name);
+  DevicePtr global(void* module, const std::string& name, size_t* bytes = nullptr);  // 0 when absent
   int registers(void* function);
   int generation() const { return generation_; }  // bumps at each reset
 
@@ -116,6 +117,7 @@ class CudaModule {
   CudaModule(const CudaModule&) = delete;
   CudaModule& operator=(const CudaModule&) = delete;
   void* function(const std::string& name);  // throws naming a missing kernel
+  DevicePtr global(const std::string& name);  // a __device__ variable's address; 0 when absent
 
  private:
   CudaDriver& d_;

@@ -127,6 +127,8 @@ CudaExecutable::CudaExecutable(const LoopProgram& p, const Schedule& s, const Ge
       how.push_back("generated");
     }
   }
+  if (g.source.code.find("ls_index_fault(") != std::string::npos && (index_faults_ = m.global("ls_index_fault_state")) != 0)
+    d.zero(index_faults_, 4 * sizeof(int64_t));
   for (size_t i = 0; i < how.size(); ++i) {
     if ((how[i] == "attention kernel" || how[i] == "flash attention kernel") && !attention)
       throw std::runtime_error("the attention kernels' module was not compiled");
@@ -423,7 +425,22 @@ void CudaExecutable::run_bound(const std::vector<Tensor>& inputs) {
     } catch (const std::exception& e) {
       throw std::runtime_error("kernel " + g_.source.kernels[k].name + " failed on the GPU: " + e.what());
     }
+    check_index_faults(k);
   }
+}
+
+// As CpuExecutable::check_index_faults: an index tensor's element out of range, recorded by the
+// kernel (which read element 0 instead), reported naming the kernel, the node, the value, the size.
+void CudaExecutable::check_index_faults(size_t k) {
+  if (!index_faults_) return;
+  int64_t f[4] = {0, 0, 0, 0};
+  d_.download(f, index_faults_, sizeof f);
+  if (!f[0]) return;
+  d_.zero(index_faults_, sizeof f);
+  std::string where = "kernel " + g_.source.kernels[k].name;
+  if (f[3] >= 0 && f[3] < static_cast<int64_t>(p_.nodes.size()))
+    where += " (" + p_.nodes[f[3]].name + ", from node '" + p_.nodes[f[3]].graph_node + "')";
+  throw std::out_of_range(where + ": index " + std::to_string(f[1]) + " is out of bounds for dimension with size " + std::to_string(f[2]));
 }
 
 // Kernel k's arguments for another version of it: its buffers, the version's scratch, the sizes.

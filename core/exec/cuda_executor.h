@@ -112,6 +112,8 @@ class CudaExecutable {
   const GeneratedCuda& g_;
   CudaDriver& d_;
   std::vector<void*> functions_;           // nullptr for extern kernels
+  DevicePtr index_faults_ = 0;             // ls_index_fault_state, where a kernel checks indices
+  void check_index_faults(size_t k);
   std::vector<const LoopNode*> externs_;
   Cublas* blas_ = nullptr;              // looked up once: not on the launch path
   void* bias_kernel_ = nullptr;

@@ -51,9 +51,25 @@ CpuExecutable::CpuExecutable(const LoopProgram& p, const Schedule& s, const Gene
       throw std::runtime_error("compiled code has no kernel '" + k.rows_launcher + "'");
     rows_.push_back(rows);
     args_.push_back(k.args);
+    kernel_names_.push_back(k.name);
   }
   done_.assign(launchers_.size(), false);
   inside_.assign(launchers_.size(), false);
+  index_faults_ = static_cast<int64_t*>(code.symbol("ls_index_fault_state"));
+  if (index_faults_) index_faults_[0] = 0;
+}
+
+// A kernel that read an index tensor found an element out of range (generated code recorded it
+// and read element 0 instead): an error naming the kernel, the node, the value and the size, as
+// PyTorch raises "index 12 is out of bounds for dimension 0 with size 10".
+void CpuExecutable::check_index_faults(size_t k) {
+  if (!index_faults_ || !index_faults_[0]) return;
+  const int64_t value = index_faults_[1], size = index_faults_[2], node = index_faults_[3];
+  index_faults_[0] = 0;
+  std::string where = "kernel " + kernel_names_.at(k);
+  if (node >= 0 && node < static_cast<int64_t>(p_.nodes.size()))
+    where += " (" + p_.nodes[node].name + ", from node '" + p_.nodes[node].graph_node + "')";
+  throw std::out_of_range(where + ": index " + std::to_string(value) + " is out of bounds for dimension with size " + std::to_string(size));
 }
 
 void CpuExecutable::step(size_t k) {
@@ -61,7 +77,10 @@ void CpuExecutable::step(size_t k) {
     done_[k] = false;
     return;
   }
-  if (launchers_[k]) return launchers_[k](arg_ptrs_[k].data());
+  if (launchers_[k]) {
+    launchers_[k](arg_ptrs_[k].data());
+    return check_index_faults(k);
+  }
   const ExternCall& c = externs_[k]->ext;
   const RefInputs& in = extern_in_[k];  // bound once per bind(): no lookups between kernels
   std::vector<Tensor>& outs = extern_out_[k];

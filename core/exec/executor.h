@@ -2,6 +2,7 @@
 // repeated runs, per kernel and for the whole model).
 #pragma once
 #include <map>
+#include <string>
 #include <vector>
 
 #include "codegen/cpp_codegen.h"
@@ -81,6 +82,9 @@ class CpuExecutable {
   std::vector<RefInputs> extern_in_;             // per extern kernel: its operands, bound by bind()
   std::vector<std::vector<Tensor>> extern_out_;  // and its outputs
   std::vector<int64_t> sizes_;
+  int64_t* index_faults_ = nullptr;              // ls_index_fault_state of the source, where a kernel checks indices
+  void check_index_faults(size_t k);
+  std::vector<std::string> kernel_names_;
   std::map<size_t, GemmCut> cuts_;               // matrix multiplies cut as max-autotune chose
   std::map<size_t, GemmTemplateFn> templates_;   // matrix multiplies run by a generated GEMM template
   std::map<size_t, GemmTemplateFn> compiled_templates_;  // those the source holds (GeneratedKernel::launcher)

@@ -32,6 +32,15 @@ class EvalHandler : public OpsHandler {
     if (t == DType::f32) r = static_cast<float>(r);
     return value(r);
   }
+  Expr indirect(V index, int64_t size, bool wrap) override {
+    const double d = vals_.at(index.id);
+    int64_t i = static_cast<int64_t>(d);
+    if (wrap && i < 0) i += size;
+    if (i < 0 || i >= size)
+      throw std::out_of_range("index " + std::to_string(static_cast<int64_t>(d)) + " is out of bounds for dimension with size " +
+                              std::to_string(size));
+    return Expr(i);
+  }
   V reduction(Reduce r, DType, V v) override {
     reduce_ = r;
     return v;
@@ -77,7 +86,7 @@ std::vector<Tensor> interpret_loops(const LoopProgram& p, const std::vector<Tens
   for (const LoopBuffer& b : p.buffers)
     if (!bufs.count(b.name)) bufs[b.name] = Tensor(b.dtype, b.shape);
   EvalHandler h(bufs);
-  for (const LoopNode& n : p.nodes) {
+  for (const LoopNode& n : p.nodes) try {
     if (n.kind == LoopNode::Kind::extern_kernel) {
       const RefInputs in = extern_inputs(n.ext, [&](const std::string& b) { return bufs.at(b); });
       std::vector<Tensor> outs;
@@ -100,6 +109,8 @@ std::vector<Tensor> interpret_loops(const LoopProgram& p, const std::vector<Tens
       h.reset();
       n.run(h, idx, {});
     });
+  } catch (const std::out_of_range& e) {
+    throw std::out_of_range(n.name + " (from node '" + n.graph_node + "'): " + e.what());
   }
   std::vector<Tensor> outs;
   for (const auto& o : p.outputs) outs.push_back(o.empty() ? Tensor() : bufs.at(o));

@@ -101,6 +101,24 @@ Expr Expr::atom(const Atom& a) {
   return e;
 }
 
+Expr Expr::indirect(const std::string& name, int64_t size) {
+  if (name.rfind(kIndirectPrefix, 0) != 0) throw std::invalid_argument("indirect index '" + name + "' lacks its prefix");
+  if (size <= 0) throw std::invalid_argument("indirect index '" + name + "' into an empty dimension");
+  Expr e;
+  Atom a;  // a range of 1 still stays a variable: its value is checked, not assumed
+  a.kind = Atom::Kind::var;
+  a.var = name;
+  a.range = size;
+  e.terms_.push_back({1, a});
+  return e;
+}
+
+bool Expr::has_indirect() const {
+  for (const std::string& v : vars())
+    if (v.rfind(kIndirectPrefix, 0) == 0) return true;
+  return false;
+}
+
 Expr Expr::var(const std::string& name, int64_t range) {
   if (range <= 0) throw std::invalid_argument("loop variable '" + name + "' has an empty range");
   Expr e;

@@ -29,6 +29,12 @@ class Expr {
   Expr() = default;
   Expr(int64_t c) : constant_(c) {}  // NOLINT: constants convert implicitly
   static Expr var(const std::string& name, int64_t range);
+  // An indirect index: a variable standing for a value the loop body loaded or computed (an
+  // element of an index tensor), known to lie in 0 .. size-1 once checked (Inductor's
+  // ops.indirect_indexing). Its name starts with kIndirectPrefix.
+  static Expr indirect(const std::string& name, int64_t size);
+  static constexpr const char* kIndirectPrefix = "ind";
+  bool has_indirect() const;  // some variable of it is an indirect index
   static Expr atom(const Atom& a);  // the atom alone, coefficient 1
 
   Expr operator+(const Expr& o) const;

@@ -15,9 +15,13 @@ class RecordingHandler : public OpsHandler {
   V constant(double, DType) override { return V{}; }
   V index_expr(const Expr&, DType) override { return V{}; }
   V math(Math, const std::vector<V>&, DType) override { return V{}; }
+  Expr indirect(V, int64_t size, bool) override { return Expr::indirect(Expr::kIndirectPrefix + std::to_string(indirect_++), size); }
   V reduction(Reduce, DType, V) override { return V{}; }
   void store(const std::string& b, const Expr& i, V) override { deps.writes.push_back({b, i}); }
   void store_reduction(const std::string& b, const Expr& i, V) override { deps.writes.push_back({b, i}); }
+
+ private:
+  int indirect_ = 0;
 };
 
 }  // namespace

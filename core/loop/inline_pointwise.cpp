@@ -20,6 +20,10 @@ class CountingHandler : public OpsHandler {
   V constant(double, DType) override { return V{}; }
   V index_expr(const Expr&, DType) override { ++ops; return V{}; }
   V math(Math, const std::vector<V>&, DType) override { ++ops; return V{}; }
+  Expr indirect(V, int64_t size, bool) override {
+    ++ops;
+    return Expr::indirect(Expr::kIndirectPrefix + std::to_string(ops), size);
+  }
   V reduction(Reduce, DType, V) override { ++ops; return V{}; }
   void store(const std::string&, const Expr&, V) override {}
   void store_reduction(const std::string&, const Expr&, V) override {}
@@ -40,6 +44,7 @@ class InlineHandler : public OpsHandler {
   V constant(double v, DType t) override { return h_.constant(v, t); }
   V index_expr(const Expr& e, DType t) override { return h_.index_expr(e, t); }
   V math(Math m, const std::vector<V>& a, DType t) override { return h_.math(m, a, t); }
+  Expr indirect(V v, int64_t size, bool wrap) override { return h_.indirect(v, size, wrap); }
   V reduction(Reduce r, DType t, V v) override { return h_.reduction(r, t, v); }
   void store(const std::string& b, const Expr& i, V v) override { h_.store(b, i, v); }
   void store_reduction(const std::string& b, const Expr& i, V v) override { h_.store_reduction(b, i, v); }

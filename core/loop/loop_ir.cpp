@@ -121,6 +121,10 @@ class PrintHandler : public OpsHandler {
     for (size_t i = 0; i < a.size(); ++i) s += (i ? ", " : "") + name(a[i]);
     return emit(s + ")", std::string(math_name(m)));
   }
+  Expr indirect(V v, int64_t size, bool wrap) override {
+    const V i = emit("ops.indirect_indexing(" + name(v) + ", " + std::to_string(size) + (wrap ? "" : ", wrap_neg=False") + ")", "indirect");
+    return Expr::indirect(names_.at(i.id), size);  // "indirect", "indirect_1": Inductor's names
+  }
   V reduction(Reduce r, DType t, V v) override {
     return emit("ops.reduction(" + std::string(dtype_torch(t)) + ", '" + std::string(reduce_name(r)) + "', " + name(v) + ")",
                 "reduction");

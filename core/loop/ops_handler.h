@@ -24,6 +24,12 @@ class OpsHandler {
   // index, as max-pool backward does), converted to dtype.
   virtual V index_expr(const Expr& e, DType dtype) = 0;
   virtual V math(Math m, const std::vector<V>& args, DType dtype) = 0;
+  // An index read from data (an element of an index tensor, integer valued) used in a load's
+  // index: the returned expression (Expr::indirect) is that value, a negative one counted from
+  // the end where `wrap` (aten.index; not gather), checked to lie in 0 .. size-1. Out of range,
+  // the interpreter throws and generated code records the fault (the executor reports it, naming
+  // the node, the value and the size) and reads element 0 instead of memory out of bounds.
+  virtual Expr indirect(V index, int64_t size, bool wrap) = 0;
   virtual V reduction(Reduce r, DType dtype, V value) = 0;
   virtual void store(const std::string& buffer, const Expr& index, V value) = 0;
   virtual void store_reduction(const std::string& buffer, const Expr& index, V value) = 0;

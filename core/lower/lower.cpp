@@ -50,6 +50,7 @@ class ViewCapture : public OpsHandler {
   V constant(double, DType) override { other = true; return V{1}; }
   V index_expr(const Expr&, DType) override { other = true; return V{1}; }
   V math(Math, const std::vector<V>&, DType) override { other = true; return V{1}; }
+  Expr indirect(V, int64_t, bool) override { other = true; return Expr(0); }
   V reduction(Reduce, DType, V) override { other = true; return V{1}; }
   void store(const std::string&, const Expr&, V) override {}
   void store_reduction(const std::string&, const Expr&, V) override {}
@@ -263,6 +264,48 @@ class Lowering {
     };
     const std::string buf = add_node(n, LoopNode::Kind::pointwise, out, {}, Reduce::none, dt, body);
     readers_[id] = buffer_reader(buf, out, dt);
+    realized_[id] = buf;
+    return true;
+  }
+
+  // Gathers as generated code through indirect indices (Inductor's ops.indirect_indexing): each
+  // output position loads its index from the index tensor, checks it (an index out of range is an
+  // error naming the node, the value and the size, never a read outside the buffer), and loads
+  // the source there. The index tensor's producer and the source's fuse or inline as any load's.
+  // gather(self, dim, index): out[i] = self[i with dim d replaced by index[i]].
+  bool lower_gather(int id) {
+    const Node& n = g_.nodes[id];
+    const Reader self = readers_[n.args[0].node], index = readers_[n.args[2].node];
+    if (!self.load || !index.load || dtype_is_float(index.dtype)) return false;
+    const int64_t r = static_cast<int64_t>(self.shape.size());
+    if (r == 0 || static_cast<int64_t>(index.shape.size()) != r) return false;
+    const int64_t d = n.args[1].i < 0 ? n.args[1].i + r : n.args[1].i;
+    const int64_t size = self.shape[d];
+    if (size == 0) return false;
+    auto body = [self, index, d, size](OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>&) {
+      std::vector<Expr> at = idx;
+      at[d] = h.indirect(index.load(h, idx), size, false);
+      return self.load(h, at);
+    };
+    const std::string buf = add_node(n, LoopNode::Kind::pointwise, n.outs[0].shape, {}, Reduce::none, n.outs[0].dtype, body);
+    readers_[id] = buffer_reader(buf, n.outs[0].shape, n.outs[0].dtype);
+    realized_[id] = buf;
+    return true;
+  }
+
+  // embedding(weight [V, D], indices [...]): out[..., j] = weight[indices[...], j].
+  bool lower_embedding(int id) {
+    const Node& n = g_.nodes[id];
+    const Reader weight = readers_[n.args[0].node], indices = readers_[n.args[1].node];
+    if (!weight.load || !indices.load || weight.shape.size() != 2 || dtype_is_float(indices.dtype) || weight.shape[0] == 0) return false;
+    const size_t r = indices.shape.size();
+    const int64_t rows = weight.shape[0];
+    auto body = [weight, indices, r, rows](OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>&) {
+      const std::vector<Expr> at(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(r));
+      return weight.load(h, {h.indirect(indices.load(h, at), rows, false), idx[r]});
+    };
+    const std::string buf = add_node(n, LoopNode::Kind::pointwise, n.outs[0].shape, {}, Reduce::none, n.outs[0].dtype, body);
+    readers_[id] = buffer_reader(buf, n.outs[0].shape, n.outs[0].dtype);
     realized_[id] = buf;
     return true;
   }
@@ -509,6 +552,8 @@ class Lowering {
         if (n.op == &op::max_pool2d_with_indices() && lower_max_pool(id)) return;
         if (n.op == &op::max_pool2d_with_indices_backward() && lower_max_pool_backward(id)) return;
         if (n.op == &op::cat() && lower_cat(id)) return;
+        if (n.op == &op::gather() && lower_gather(id)) return;
+        if (n.op == &op::embedding() && lower_embedding(id)) return;
         lower_extern(id);
         return;
       case OpKind::getitem: {

@@ -286,6 +286,8 @@ class TestCore : public QObject {
         {op::max_pool2d_with_indices, "aten.max_pool2d_with_indices.default"},
         {op::max_pool2d_with_indices_backward, "aten.max_pool2d_with_indices_backward.default"},
         {op::cat, "aten.cat.default"},
+        {op::gather, "aten.gather.default"},
+        {op::embedding, "aten.embedding.default"},
         {op::efficient_attention, "aten._scaled_dot_product_efficient_attention.default"},
         {op::efficient_attention_backward, "aten._scaled_dot_product_efficient_attention_backward.default"},
         {op::view, "aten.view.default"},

@@ -1553,6 +1553,51 @@ class TestCpu : public QObject {
     for (const char* key : {"\"stages\"", "\"kernels\"", "\"check\"", "\"max_abs_err\"", "\"rel_err\"", "\"compile_ms\"", "\"run_ms\"", "\"ops\""})
       QVERIFY2(j.find(key) != std::string::npos, key);
   }
+
+  // Gathers through indirect indices: embedding and gather compile to generated kernels (no
+  // library call), fused with the pointwise work around them, and give what plain loops over the
+  // inputs give (written here, apart from the reference kernels). An index out of range is an
+  // error naming the kernel, the node, the value and the size, in generated code as in the
+  // reference interpreter; gather takes no negative index (PyTorch raises), so -1 is out of range.
+  void testGathersAreGeneratedCode() {
+    LoadedModel m = load_model(data("indexing/gather_embedding.txt"));
+    Tensor& ids = m.inputs[1];
+    Tensor& idx = m.inputs[3];
+    for (int64_t i = 0; i < ids.numel(); ++i) ids.set(i, (i * 5 + 3) % 12);
+    for (int64_t i = 0; i < idx.numel(); ++i) idx.set(i, (i * 7 + 1) % 12);
+    PipelineOptions o;
+    o.timing_budget_ms = 1;
+    CompileResult r = run_pipeline(m, o);
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    for (const Kernel& k : r.schedule.kernels) QVERIFY2(!k.is_extern, k.name.c_str());
+    QCOMPARE(r.schedule.kernels.size(), size_t{2});
+    QVERIFY(r.source.code.find("ls_index_fault(") != std::string::npos);
+    const Tensor &w = m.inputs[0], &x = m.inputs[2];
+    for (int64_t i = 0; i < 10; ++i)
+      for (int64_t j = 0; j < 8; ++j) {
+        const double v = std::max(0.0, w.get(ids.get(i) * 8 + j)) * 2.0;
+        QVERIFY(std::abs(r.outputs[0].get(i * 8 + j) - v) <= 1e-5 + 1e-5 * std::abs(v));
+      }
+    for (int64_t i = 0; i < 4; ++i)
+      for (int64_t j = 0; j < 3; ++j) {
+        const double v = -std::exp(x.get(i * 12 + static_cast<int64_t>(idx.get(i * 3 + j))));
+        QVERIFY(std::abs(r.outputs[1].get(i * 3 + j) - v) <= 1e-5 + 1e-4 * std::abs(v));
+      }
+    ids.set(7, 12);
+    r = run_pipeline(m, o);
+    QVERIFY2(r.error.find("index 12 is out of bounds for dimension with size 12") != std::string::npos, r.error.c_str());
+    QVERIFY2(r.error.find("node 'embedding'") != std::string::npos, r.error.c_str());
+    ids.set(7, 0);
+    idx.set(5, -1);
+    r = run_pipeline(m, o);
+    QVERIFY2(r.error.find("index -1 is out of bounds") != std::string::npos, r.error.c_str());
+    QVERIFY2(r.error.find("gather") != std::string::npos, r.error.c_str());
+    // embedding takes no negative index either.
+    idx.set(5, 0);
+    ids.set(2, -3);
+    r = run_pipeline(m, o);
+    QVERIFY2(r.error.find("index -3 is out of bounds") != std::string::npos, r.error.c_str());
+  }
 };
 
 QTEST_GUILESS_MAIN(TestCpu)

@@ -950,6 +950,35 @@ void new_elementwise_ops_compile() {
   }
 }
 
+// Gathers through indirect indices (embedding, gather) as generated CUDA kernels: NVRTC compiles
+// them with their index checks; on a GPU they match the reference interpreter, and an index out
+// of range is reported naming the node, the value and the size, and the next run works.
+void gathers_run_as_generated_kernels() {
+  LoadedModel m = load_model(data("indexing/gather_embedding.txt"));
+  for (int64_t i = 0; i < m.inputs[1].numel(); ++i) m.inputs[1].set(i, (i * 5 + 3) % 12);
+  for (int64_t i = 0; i < m.inputs[3].numel(); ++i) m.inputs[3].set(i, (i * 7 + 1) % 12);
+  PipelineOptions o;
+  o.device = Device::cuda;
+  o.timing_budget_ms = 20;
+  CompileResult r = run_pipeline(m, o);
+  VERIFY2(r.error.empty(), r.error_stage + ": " + r.error);
+  for (const Kernel& k : r.schedule.kernels) VERIFY2(!k.is_extern, k.name);
+  VERIFY(r.source.code.find("ls_index_fault(") != std::string::npos);
+  std::string why;
+  if (!CudaDriver::get(&why)) {
+    VERIFY2(r.not_run.find("needs a GPU") != std::string::npos, r.not_run);
+    return;
+  }
+  VERIFY2(r.check.ok, r.stage("run")->text);
+  m.inputs[1].set(7, 12);
+  r = run_pipeline(m, o);
+  VERIFY2(r.error.find("index 12 is out of bounds for dimension with size 12") != std::string::npos, r.error);
+  VERIFY2(r.error.find("node 'embedding'") != std::string::npos, r.error);
+  m.inputs[1].set(7, 0);
+  r = run_pipeline(m, o);
+  VERIFY2(r.error.empty() && r.check.ok, r.error);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -973,6 +1002,7 @@ int main(int argc, char** argv) {
   cases.push_back({"kernels compile in parts and link", kernels_compile_in_parts_and_link});
   cases.push_back({"column clusters", column_clusters});
   cases.push_back({"new elementwise ops compile", new_elementwise_ops_compile});
+  cases.push_back({"gathers run as generated kernels", gathers_run_as_generated_kernels});
   for (const char* m : {"models/softmax", "models/res_block", "models/cifar_net", "mse_loss/1_dynamo_fx_0.txt", "sincos/1_dynamo_fx_0.txt"})
     for (bool t : {false, true})
       cases.push_back({std::string("run ") + m + (t ? " train" : ""), [=] { run_or_say_why_not(m, t); }});
