@@ -83,15 +83,14 @@ std::vector<Arg> decomp_gelu(GraphBuilder& b, const OpDef&, const std::vector<Ar
 }
 
 std::vector<Arg> decomp_clamp(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
+  // A bound keeps its integer type on an integer tensor (an integer result, as PyTorch's type
+  // promotion gives); on a float tensor it is written as a float.
   Arg x = a[0];
-  if (!a[1].is_none()) x = b.call("prims.maximum.default", {x, Arg::of_real(a[1].number())});
-  if (!a[2].is_none()) x = b.call("prims.minimum.default", {x, Arg::of_real(a[2].number())});
+  const bool integral = !dtype_is_float(b.meta(x).dtype);
+  auto bound = [integral](const Arg& v) { return integral && v.kind != Arg::Kind::real ? Arg::of_int(static_cast<int64_t>(v.number())) : Arg::of_real(v.number()); };
+  if (!a[1].is_none()) x = b.call("prims.maximum.default", {x, bound(a[1])});
+  if (!a[2].is_none()) x = b.call("prims.minimum.default", {x, bound(a[2])});
   return {x};
-}
-std::vector<TensorMeta> infer_clamp(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
-  const TensorMeta& x = meta_of(g, a[0]);
-  if (a[1].is_none() && a[2].is_none()) bad(op, "needs at least one of min and max");
-  return {like(x, x.dtype, x.shape)};
 }
 std::vector<Tensor> ref_clamp(const OpDef&, const std::vector<Arg>& a, const RefInputs& in, const std::vector<TensorMeta>& outs) {
   Tensor y(outs[0].dtype, outs[0].shape);
@@ -394,6 +393,298 @@ Args d_remainder(DerivCtx& c) {
   return r;
 }
 
+// ---- elu, hardtanh, clamp.Tensor, pow.Scalar, rounding division (Core ATen, issue 32) --------
+
+// The operands broadcast and promoted as PyTorch's result_type does, numbers included: a float
+// number makes an integer or bool result float32, an integer number makes a bool result int64.
+TensorMeta result_type(const Graph& g, const OpDef& op, const std::vector<Arg>& a, const std::vector<int>& operands) {
+  const TensorMeta* first = nullptr;
+  Shape shape;
+  DType dt = DType::b8;
+  bool real_number = false, int_number = false;
+  for (int k : operands) {
+    if (a[k].is_node()) {
+      const TensorMeta& m = meta_of(g, a[k]);
+      shape = first ? broadcast_shapes(shape, m.shape) : m.shape;
+      dt = first ? promote(dt, m.dtype) : m.dtype;
+      if (!first) first = &m;
+    } else if (a[k].kind == Arg::Kind::real) {
+      real_number = true;
+    } else if (a[k].kind == Arg::Kind::integer) {
+      int_number = true;
+    } else if (!a[k].is_none() && !a[k].is_number()) {
+      bad(op, "argument '" + op.params[k].name + "' must be a tensor or a number");
+    }
+  }
+  if (!first) bad(op, "needs at least one tensor argument");
+  if (real_number && !dtype_is_float(dt)) dt = DType::f32;
+  if (int_number && dt == DType::b8) dt = DType::i64;
+  return like(*first, dt, shape);
+}
+
+// clamp.default: the result type of self and the bounds (a float bound on an integer tensor gives
+// float32, an integer bound on a bool tensor int64), as PyTorch promotes them.
+std::vector<TensorMeta> infer_clamp(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  if (a[1].is_none() && a[2].is_none()) bad(op, "needs at least one of min and max");
+  if (meta_of(g, a[0]).dtype == DType::b8) bad(op, "is not implemented for bool tensors");
+  return {result_type(g, op, a, {0, 1, 2})};
+}
+
+// elu: scale * x where x > 0, else alpha * scale * expm1(x * input_scale); floating point only.
+// Decomposition as torch._refs writes it; the derivative through elu_backward (torch._decomp's).
+std::vector<TensorMeta> infer_float_only(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  const TensorMeta& x = meta_of(g, a[0]);
+  if (!dtype_is_float(x.dtype)) bad(op, "takes floating point tensors only, got " + std::string(dtype_short(x.dtype)));
+  return {like(x, x.shape)};
+}
+std::vector<Tensor> ref_elu(const OpDef&, const std::vector<Arg>& a, const RefInputs& in, const std::vector<TensorMeta>& outs) {
+  const double alpha = a[1].number(), scale = a[2].number(), input_scale = a[3].number();
+  Tensor y(outs[0].dtype, outs[0].shape);
+  for (int64_t i = 0; i < y.numel(); ++i) {
+    const double x = in[0].get(i);
+    y.set(i, x > 0 ? scale * x : alpha * scale * std::expm1(x * input_scale));
+  }
+  return {y};
+}
+Arg scaled(GraphBuilder& b, const Arg& x, double k) { return k == 1.0 ? x : call(b, "aten.mul.Tensor", {x, num(k)}); }
+std::vector<Arg> decomp_elu(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
+  const double alpha = a[1].number(), scale = a[2].number(), input_scale = a[3].number();
+  const Arg neg = scaled(b, call(b, "aten.expm1.default", {scaled(b, a[0], input_scale)}), alpha * scale);
+  return {call(b, "aten.where.self", {call(b, "aten.gt.Scalar", {a[0], Arg::of_int(0)}), scaled(b, a[0], scale), neg})};
+}
+// elu_backward(grad_output, alpha, scale, input_scale, is_result, self_or_result).
+std::vector<Arg> decomp_elu_backward(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
+  const double negcoef = a[1].number() * a[2].number(), poscoef = a[2].number(), negiptcoef = a[3].number();
+  const Arg& g = a[0];
+  const Arg& y = a[5];
+  const Arg inner = a[4].b ? call(b, "aten.add.Tensor", {y, num(negcoef)})
+                           : scaled(b, call(b, "aten.exp.default", {scaled(b, y, negiptcoef)}), negcoef);
+  const Arg neg = call(b, "aten.mul.Tensor", {scaled(b, g, negiptcoef), inner});
+  return {call(b, "aten.where.self", {call(b, "aten.le.Scalar", {y, Arg::of_int(0)}), neg, scaled(b, g, poscoef)})};
+}
+Args d_elu(DerivCtx& c) {
+  return one(call(c, "aten.elu_backward.default", {c.grads[0], c.args[1], c.args[2], c.args[3], Arg::of_bool(false), c.args[0]}), 4);
+}
+
+// hardtanh: clamp(x, min_val, max_val) (torch._refs; integer tensors take the bounds as integers);
+// bool tensors are refused, as PyTorch does. hardtanh_backward: zero where x <= min_val or
+// x >= max_val (torch._decomp).
+std::vector<TensorMeta> infer_hardtanh(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  const TensorMeta& x = meta_of(g, a[0]);
+  if (x.dtype == DType::b8) bad(op, "is not implemented for bool tensors");
+  return {like(x, x.shape)};
+}
+Arg bound_for(const TensorMeta& x, const Arg& v) {
+  return dtype_is_float(x.dtype) ? v : Arg::of_int(static_cast<int64_t>(v.number()));
+}
+std::vector<Tensor> ref_hardtanh(const OpDef&, const std::vector<Arg>& a, const RefInputs& in, const std::vector<TensorMeta>& outs) {
+  const double lo = bound_for(outs[0], a[1]).number(), hi = bound_for(outs[0], a[2]).number();
+  Tensor y(outs[0].dtype, outs[0].shape);
+  for (int64_t i = 0; i < y.numel(); ++i) {
+    const double v = in[0].get(i);
+    y.set(i, v < lo ? lo : v > hi ? hi : v);  // NaN stays NaN
+  }
+  return {y};
+}
+std::vector<Arg> decomp_hardtanh(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
+  const TensorMeta x = b.meta(a[0]);
+  return {call(b, "aten.clamp.default", {a[0], bound_for(x, a[1]), bound_for(x, a[2])})};
+}
+std::vector<Arg> decomp_hardtanh_backward(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
+  const Arg outside = call(b, "aten.logical_or.default", {call(b, "aten.le.Scalar", {a[1], a[2]}), call(b, "aten.ge.Scalar", {a[1], a[3]})});
+  return {call(b, "aten.where.self", {outside, num(0.0), a[0]})};
+}
+Args d_hardtanh(DerivCtx& c) {
+  return one(call(c, "aten.hardtanh_backward.default", {c.grads[0], c.args[0], c.args[1], c.args[2]}), 3);
+}
+
+// clamp.Tensor(self, min?, max?): the three broadcast, their types promoted; NaN in self or in a
+// bound gives NaN (torch._refs: where(ge(a, min) | isnan(a), a, min), then the same for max).
+std::vector<TensorMeta> infer_clamp_tensor(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  if (a[1].is_none() && a[2].is_none()) bad(op, "needs at least one of min and max");
+  return {result_type(g, op, a, {0, 1, 2})};
+}
+std::vector<Tensor> ref_clamp_tensor(const OpDef&, const std::vector<Arg>& a, const RefInputs& in, const std::vector<TensorMeta>& outs) {
+  Tensor y(outs[0].dtype, outs[0].shape);
+  std::vector<Shape> st(3);
+  for (int k = 0; k < 3; ++k)
+    if (a[k].is_node()) st[k] = broadcast_strides(in[k].shape(), y.shape());
+  for (int64_t i = 0; i < y.numel(); ++i) {
+    double v = in[0].get(offset_of(i, y.shape(), st[0]));
+    if (a[1].is_node()) {
+      const double m = in[1].get(offset_of(i, y.shape(), st[1]));
+      if (!(v >= m || std::isnan(v))) v = m;
+    }
+    if (a[2].is_node()) {
+      const double m = in[2].get(offset_of(i, y.shape(), st[2]));
+      if (!(v <= m || std::isnan(v))) v = m;
+    }
+    y.set(i, v);
+  }
+  return {y};
+}
+std::vector<Arg> decomp_clamp_tensor(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
+  Arg x = a[0];
+  if (a[1].is_node()) {
+    const Arg keep = call(b, "aten.logical_or.default", {call(b, "aten.ge.Tensor", {x, a[1]}), call(b, "aten.isnan.default", {x})});
+    x = call(b, "aten.where.self", {keep, x, a[1]});
+  }
+  if (a[2].is_node()) {
+    const Arg keep = call(b, "aten.logical_or.default", {call(b, "aten.le.Tensor", {x, a[2]}), call(b, "aten.isnan.default", {x})});
+    x = call(b, "aten.where.self", {keep, x, a[2]});
+  }
+  return {x};
+}
+// derivatives.yaml: clamp_backward for self (where min <= self <= max), clamp_backward_min_max
+// for the bounds (min where self < min and min < max; max where self > max or max < min).
+Args d_clamp_tensor(DerivCtx& c) {
+  Args r(3, kNone);
+  const Arg &x = c.args[0], &lo = c.args[1], &hi = c.args[2], &g = c.grads[0];
+  const Arg zero = num(0.0);
+  if (wants(c, 0)) {
+    Arg pred;
+    if (lo.is_node()) pred = call(c, "aten.ge.Tensor", {x, lo});
+    if (hi.is_node()) {
+      const Arg le = call(c, "aten.le.Tensor", {x, hi});
+      pred = pred.is_node() ? call(c, "aten.logical_and.default", {pred, le}) : le;
+    }
+    r[0] = grad_for(c, 0, call(c, "aten.where.self", {pred, g, zero}));
+  }
+  if (wants(c, 1)) {
+    Arg pred = call(c, "aten.lt.Tensor", {x, lo});
+    if (hi.is_node()) pred = call(c, "aten.logical_and.default", {pred, call(c, "aten.lt.Tensor", {lo, hi})});
+    r[1] = grad_for(c, 1, call(c, "aten.where.self", {pred, g, zero}));
+  }
+  if (wants(c, 2)) {
+    Arg pred = call(c, "aten.gt.Tensor", {x, hi});
+    if (lo.is_node()) pred = call(c, "aten.logical_or.default", {pred, call(c, "aten.lt.Tensor", {hi, lo})});
+    r[2] = grad_for(c, 2, call(c, "aten.where.self", {pred, g, zero}));
+  }
+  return r;
+}
+
+// pow.Scalar(self: a number, exponent: a tensor): derivatives.yaml's pow_backward_exponent,
+// g * result * log(self), zero where self is 0 and the exponent is >= 0.
+std::vector<TensorMeta> infer_pow_scalar(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  return {result_type(g, op, a, {0, 1})};
+}
+Args d_pow_scalar_base(DerivCtx& c) {
+  Args r(2, kNone);
+  if (!wants(c, 1)) return r;
+  const double base = c.args[0].number();
+  Arg d = call(c, "aten.mul.Tensor", {c.out(0), num(std::log(base))});
+  if (base == 0.0) d = call(c, "aten.where.self", {call(c, "aten.ge.Scalar", {c.args[1], Arg::of_int(0)}), num(0.0), d});
+  r[1] = grad_for(c, 1, call(c, "aten.mul.Tensor", {c.grads[0], d}));
+  return r;
+}
+
+// div.Tensor_mode / div.Scalar_mode: rounding_mode None is true division (integers give
+// float32); 'trunc' and 'floor' keep the promoted type, integers dividing exactly as PyTorch's
+// integer kernels (a zero divisor is an error there, ZeroDivisionError), floats as its
+// div_floor_floating (a zero divisor gives the true quotient).
+std::string rounding_mode(const OpDef& op, const Arg& m) {
+  if (m.is_none()) return "";
+  if (m.kind != Arg::Kind::string || (m.s != "trunc" && m.s != "floor"))
+    bad(op, "rounding_mode must be None, 'trunc' or 'floor', got '" + (m.kind == Arg::Kind::string ? m.s : std::string("?")) + "'");
+  return m.s;
+}
+std::vector<TensorMeta> infer_div_mode(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  const std::string mode = rounding_mode(op, a[2]);
+  TensorMeta m = result_type(g, op, a, {0, 1});
+  if (mode.empty() && !dtype_is_float(m.dtype)) m = like(m, DType::f32, m.shape);
+  if (!mode.empty() && m.dtype == DType::b8) bad(op, "rounding_mode '" + mode + "' is not implemented for bool tensors");
+  return {m};
+}
+double floor_divide_float(double a, double b) {  // ATen's div_floor_floating
+  if (b == 0) return a / b;
+  const double mod = std::fmod(a, b);
+  double div = (a - mod) / b;
+  if (mod != 0 && (b < 0) != (mod < 0)) div -= 1;
+  if (div == 0) return std::copysign(0.0, a / b);
+  double fl = std::floor(div);
+  if (div - fl > 0.5) fl += 1;
+  return fl;
+}
+std::vector<Tensor> ref_div_mode(const OpDef& op, const std::vector<Arg>& a, const RefInputs& in, const std::vector<TensorMeta>& outs) {
+  const std::string mode = rounding_mode(op, a[2]);
+  Tensor y(outs[0].dtype, outs[0].shape);
+  const Shape s0 = broadcast_strides(in[0].shape(), y.shape());
+  const Shape s1 = a[1].is_node() ? broadcast_strides(in[1].shape(), y.shape()) : Shape{};
+  const bool integral = !dtype_is_float(y.dtype());
+  for (int64_t i = 0; i < y.numel(); ++i) {
+    const double x = in[0].get(offset_of(i, y.shape(), s0));
+    const double d = a[1].is_node() ? in[1].get(offset_of(i, y.shape(), s1)) : a[1].number();
+    if (mode.empty()) {
+      y.set(i, x / d);
+    } else if (!integral) {
+      y.set(i, mode == "trunc" ? std::trunc(x / d) : floor_divide_float(x, d));
+    } else {
+      const auto xi = static_cast<int64_t>(x), di = static_cast<int64_t>(d);
+      if (di == 0) bad(op, "ZeroDivisionError: integer division by zero");
+      if (di == -1) {  // INT64_MIN / -1 wraps, as in two's complement
+        y.set(i, static_cast<double>(static_cast<int64_t>(0ull - static_cast<uint64_t>(xi))));
+        continue;
+      }
+      int64_t q = xi / di;
+      if (mode == "floor" && xi % di != 0 && ((xi < 0) != (di < 0))) --q;
+      y.set(i, static_cast<double>(q));
+    }
+  }
+  return {y};
+}
+// The overload of a binary op that fits a tensor or a number as its second operand.
+std::string overload(const char* base, const Arg& other) { return std::string("aten.") + base + (other.is_node() ? ".Tensor" : ".Scalar"); }
+Arg binop(GraphBuilder& b, const char* base, const Arg& x, const Arg& y) { return b.call(overload(base, y), {x, y}); }
+Arg convert(GraphBuilder& b, const OpDef& op, const Arg& x, DType t) {
+  if (!find_op("prims.convert_element_type.default"))
+    bad(op, "integer operands need prims.convert_element_type.default, which the op table lacks");
+  return b.call("prims.convert_element_type.default", {x, Arg::of_string(std::string(dtype_torch(t)))});
+}
+std::vector<Arg> decomp_div_mode(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a) {
+  const std::string mode = rounding_mode(op, a[2]);
+  const Arg &x = a[0], &y = a[1];
+  if (mode.empty()) return {binop(b, "div", x, y)};
+  const DType out = infer_div_mode(b.graph(), op, a)[0].dtype;
+  if (!dtype_is_float(out)) {
+    // Integers: the exact quotient in float64, (x - r) / y with r = fmod (trunc) or remainder
+    // (floor, the divisor's sign), exact for magnitudes below 2^53; then back to the integer type.
+    const Arg xf = convert(b, op, x, DType::f64);
+    const Arg yf = y.is_node() ? convert(b, op, y, DType::f64) : num(y.number());
+    const Arg r = binop(b, mode == "trunc" ? "fmod" : "remainder", xf, yf);
+    return {convert(b, op, binop(b, "div", call(b, "aten.sub.Tensor", {xf, r}), yf), out)};
+  }
+  if (mode == "trunc") return {call(b, "aten.trunc.default", {binop(b, "div", x, y)})};
+  // torch._refs' _floor_divide_float.
+  const Arg mod = binop(b, "fmod", x, y);
+  Arg div = binop(b, "div", call(b, "aten.sub.Tensor", {x, mod}), y);
+  const Arg x_neg = call(b, "aten.lt.Scalar", {x, Arg::of_int(0)});
+  const Arg signs_differ = y.is_node() ? call(b, "aten.logical_xor.default", {x_neg, call(b, "aten.lt.Scalar", {y, Arg::of_int(0)})})
+                           : y.number() < 0 ? call(b, "aten.logical_not.default", {x_neg}) : x_neg;
+  const Arg mask = call(b, "aten.logical_and.default", {call(b, "aten.ne.Scalar", {mod, Arg::of_int(0)}), signs_differ});
+  div = call(b, "aten.where.self", {mask, call(b, "aten.sub.Tensor", {div, num(1.0)}), div});
+  Arg fl = call(b, "aten.floor.default", {div});
+  fl = call(b, "aten.where.self", {call(b, "aten.gt.Scalar", {call(b, "aten.sub.Tensor", {div, fl}), num(0.5)}),
+                                   call(b, "aten.add.Tensor", {fl, num(1.0)}), fl});
+  const Arg basic = binop(b, "div", x, y);
+  // A zero quotient takes the sign of the true quotient (copysign(0, x / y)).
+  fl = call(b, "aten.where.self", {call(b, "aten.ne.Scalar", {div, Arg::of_int(0)}), fl, call(b, "aten.mul.Tensor", {basic, num(0.0)})});
+  if (!y.is_node()) return {y.number() != 0 ? fl : basic};
+  return {call(b, "aten.where.self", {call(b, "aten.ne.Scalar", {y, Arg::of_int(0)}), fl, basic})};
+}
+// derivatives.yaml: None as div.Tensor; 'trunc' and 'floor' have zero gradients.
+Args d_div_mode(DerivCtx& c) {
+  Args r(3, kNone);
+  if (c.args[2].is_none()) {
+    const Args d = d_div(c);
+    r[0] = d[0];
+    r[1] = d[1];
+    return r;
+  }
+  if (wants(c, 0)) r[0] = zeros(c, shape_of(c, c.args[0]), c.b.meta(c.grads[0]).dtype);
+  if (wants(c, 1)) r[1] = zeros(c, shape_of(c, c.args[1]), c.b.meta(c.grads[0]).dtype);
+  return r;
+}
+
 // ---- entries --------------------------------------------------------------------------------
 
 OpDef unary_aten(const char* op, Math m, DerivFn der = nullptr, DecompFn d = single<decomp_pointwise>) {
@@ -507,6 +798,20 @@ void add_pointwise_ops(std::vector<OpDef>& t) {
            decomp_clamp),
       comp("aten.leaky_relu.default", "leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor", kCore, same_as<0>,
            ref_leaky_relu, decomp_leaky_relu, d_leaky_relu),
+      comp("aten.elu.default", "elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor", kCore,
+           infer_float_only, ref_elu, decomp_elu, d_elu),
+      comp("aten.hardtanh.default", "hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor", kCore, infer_hardtanh,
+           ref_hardtanh, decomp_hardtanh, d_hardtanh),
+      comp("aten.clamp.Tensor", "clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor", kCore, infer_clamp_tensor,
+           ref_clamp_tensor, decomp_clamp_tensor, d_clamp_tensor),
+      with_infer(pointwise_aten("aten.pow.Scalar", "pow.Scalar(Scalar self, Tensor exponent) -> Tensor", Math::pow, d_pow_scalar_base),
+                 infer_pow_scalar),
+      pointwise_aten("aten.le.Tensor", "le.Tensor(Tensor self, Tensor other) -> Tensor", Math::le),
+      pointwise_aten("aten.ne.Tensor", "ne.Tensor(Tensor self, Tensor other) -> Tensor", Math::ne),
+      comp("aten.div.Tensor_mode", "div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor", kCore,
+           infer_div_mode, ref_div_mode, decomp_div_mode, d_div_mode),
+      comp("aten.div.Scalar_mode", "div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor", kCore,
+           infer_div_mode, ref_div_mode, decomp_div_mode, d_div_mode),
       // prims
       unary_prim("sin", Math::sin), unary_prim("cos", Math::cos), unary_prim("exp", Math::exp),
       unary_prim("log", Math::log), unary_prim("neg", Math::neg), unary_prim("abs", Math::abs),
@@ -546,6 +851,12 @@ void add_pointwise_ops(std::vector<OpDef>& t) {
                      "leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result) -> Tensor",
                      decomp_leaky_relu_backward),
       backward_op<0>("aten.sgn.default", "sgn(Tensor self) -> Tensor", decomp_sgn),
+      comp("aten.elu_backward.default",
+           "elu_backward(Tensor grad_output, Scalar alpha, Scalar scale, Scalar input_scale, bool is_result, Tensor self_or_result) -> Tensor",
+           kAten, same_as<0>, nullptr, decomp_elu_backward),
+      comp("aten.hardtanh_backward.default",
+           "hardtanh_backward(Tensor grad_output, Tensor self, Scalar min_val, Scalar max_val) -> Tensor", kAten, same_as<1>, nullptr,
+           decomp_hardtanh_backward),
   };
   t.insert(t.end(), ops.begin(), ops.end());
 }

@@ -332,6 +332,306 @@ std::vector<TensorMeta> infer_transpose(const Graph& g, const OpDef& op, const s
 }
 
 // ---------------------------------------------------------------------------------------------
+// squeeze.dims, diagonal, as_strided, flip, repeat (Core ATen, issue 32): views with an index
+// rule each (repeat and flip copy in PyTorch, but their index rules are affine or a modulo, so
+// they lower as views); the prims flip and as_strided decompose into (prims.rev,
+// prims.as_strided), as torch._refs writes them.
+// ---------------------------------------------------------------------------------------------
+
+// squeeze.dims: the listed dimensions of size 1 dropped (others stay, as PyTorch does).
+std::vector<bool> squeezed(const OpDef& op, const Shape& x, const std::vector<int64_t>& dims) {
+  std::vector<bool> s(x.size(), false);
+  for (int64_t d : dims) {
+    const int64_t w = wrap_dim(op, d, static_cast<int64_t>(x.size()));
+    if (!x.empty() && x[w] == 1) s[w] = true;
+  }
+  return s;
+}
+const OpDef& squeeze_dims_op() {
+  static const OpDef* op = find_op("aten.squeeze.dims");
+  return *op;
+}
+std::vector<TensorMeta> infer_squeeze_dims(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  const TensorMeta& x = meta_of(g, a[0]);
+  const auto s = squeezed(op, x.shape, a[1].ints());
+  Shape out;
+  for (size_t d = 0; d < x.shape.size(); ++d)
+    if (!s[d]) out.push_back(x.shape[d]);
+  return {like(x, x.dtype, out)};
+}
+std::vector<Expr> view_squeeze_dims(const Graph& g, const std::vector<Arg>& a, const std::vector<Expr>& out) {
+  const Shape& x = meta_of(g, a[0]).shape;
+  const auto s = squeezed(squeeze_dims_op(), x, a[1].ints());
+  std::vector<Expr> in;
+  for (size_t d = 0, k = 0; d < x.size(); ++d) in.push_back(s[d] ? Expr(0) : out[k++]);
+  return in;
+}
+std::vector<Arg> decomp_squeeze_dims(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a) {
+  return {b.call("aten.view.default", {a[0], Arg::of_ints(infer_squeeze_dims(b.graph(), op, a)[0].shape)})};
+}
+
+// diagonal(offset, dim1, dim2): the other dimensions in order, then the diagonal: element i reads
+// [i + max(-offset, 0)] along dim1 and [i + max(offset, 0)] along dim2. Decomposed (as a view of
+// ops that reach prims) into a permute putting dim1 and dim2 last, their flattening, and a slice
+// of step n2 + 1.
+struct Diag {
+  int64_t d1, d2, offset, len;
+  Shape out;
+};
+Diag diag_spec(const OpDef& op, const Shape& x, int64_t offset, int64_t dim1, int64_t dim2) {
+  const int64_t r = static_cast<int64_t>(x.size());
+  if (r < 2) bad(op, "needs a tensor of at least 2 dimensions, got " + std::to_string(r));
+  Diag d{wrap_dim(op, dim1, r), wrap_dim(op, dim2, r), offset, 0, {}};
+  if (d.d1 == d.d2) bad(op, "diagonal dimensions cannot be identical " + std::to_string(dim1) + ", " + std::to_string(dim2));
+  const int64_t n1 = x[d.d1], n2 = x[d.d2];
+  d.len = std::max<int64_t>(0, offset >= 0 ? std::min(n1, n2 - offset) : std::min(n1 + offset, n2));
+  for (int64_t k = 0; k < r; ++k)
+    if (k != d.d1 && k != d.d2) d.out.push_back(x[k]);
+  d.out.push_back(d.len);
+  return d;
+}
+const OpDef& diagonal_op() {
+  static const OpDef* op = find_op("aten.diagonal.default");
+  return *op;
+}
+std::vector<TensorMeta> infer_diagonal(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  const TensorMeta& x = meta_of(g, a[0]);
+  return {like(x, x.dtype, diag_spec(op, x.shape, a[1].i, a[2].i, a[3].i).out)};
+}
+std::vector<Expr> view_diagonal(const Graph& g, const std::vector<Arg>& a, const std::vector<Expr>& out) {
+  const Shape& x = meta_of(g, a[0]).shape;
+  const Diag d = diag_spec(diagonal_op(), x, a[1].i, a[2].i, a[3].i);
+  std::vector<Expr> in(x.size());
+  for (size_t k = 0, j = 0; k < x.size(); ++k)
+    if (static_cast<int64_t>(k) != d.d1 && static_cast<int64_t>(k) != d.d2) in[k] = out[j++];
+  const Expr& i = out.back();
+  in[d.d1] = i + std::max<int64_t>(-d.offset, 0);
+  in[d.d2] = i + std::max<int64_t>(d.offset, 0);
+  return in;
+}
+// The permutation putting dim1 and dim2 last (the others in order).
+std::vector<int64_t> diag_perm(const Diag& d, int64_t rank) {
+  std::vector<int64_t> p;
+  for (int64_t k = 0; k < rank; ++k)
+    if (k != d.d1 && k != d.d2) p.push_back(k);
+  p.push_back(d.d1);
+  p.push_back(d.d2);
+  return p;
+}
+std::vector<Arg> decomp_diagonal(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a) {
+  const Shape x = b.meta(a[0]).shape;
+  const int64_t r = static_cast<int64_t>(x.size());
+  const Diag d = diag_spec(op, x, a[1].i, a[2].i, a[3].i);
+  const int64_t n1 = x[d.d1], n2 = x[d.d2];
+  Shape flat(d.out.begin(), d.out.end() - 1);
+  flat.push_back(n1 * n2);
+  const Arg p = b.call("aten.permute.default", {a[0], Arg::of_ints(diag_perm(d, r))});
+  const Arg f = b.call("aten.view.default", {p, Arg::of_ints(flat)});
+  const int64_t start = std::min(n1 * n2, d.offset >= 0 ? d.offset : -d.offset * n2);
+  const int64_t end = d.len > 0 ? start + (d.len - 1) * (n2 + 1) + 1 : start;
+  return {b.call("aten.slice.Tensor", {f, Arg::of_int(r - 2), Arg::of_int(start), Arg::of_int(end), Arg::of_int(n2 + 1)})};
+}
+// diagonal_backward(grad_output, input_sizes, offset, dim1, dim2): zeros of the input's shape
+// with the gradient on the diagonal (torch._decomp: diagonal_scatter into zeros). Decomposed
+// without a scatter: each gradient element followed by n2 zeros, flattened, put at the
+// diagonal's first flat position of the [n1 * n2] plane, padded with zeros, and viewed back.
+Arg zeros_of(GraphBuilder& b, const Shape& shape, DType t) {
+  const Arg z = b.constant("zeros", Tensor(t, {}));
+  return shape.empty() ? z : b.call("aten.expand.default", {z, Arg::of_ints(shape)});
+}
+std::vector<TensorMeta> infer_diagonal_backward(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  const TensorMeta& gm = meta_of(g, a[0]);
+  const Shape in = a[1].ints();
+  for (int64_t s : in)
+    if (s < 0) bad(op, "negative size in input_sizes " + shape_str(in));
+  const Diag d = diag_spec(op, in, a[2].i, a[3].i, a[4].i);
+  if (d.out != gm.shape) bad(op, "grad_output of shape " + shape_str(gm.shape) + " is not the diagonal of " + shape_str(in) + " (" + shape_str(d.out) + ")");
+  return {like(gm, gm.dtype, in)};
+}
+std::vector<Tensor> ref_diagonal_backward(const OpDef& op, const std::vector<Arg>& a, const RefInputs& in, const std::vector<TensorMeta>& outs) {
+  Tensor y(outs[0].dtype, outs[0].shape);
+  const Diag d = diag_spec(op, y.shape(), a[2].i, a[3].i, a[4].i);
+  const Shape st = contiguous_strides(y.shape());
+  for (int64_t i = 0; i < in[0].numel(); ++i) {
+    const Shape p = unravel(i, d.out);
+    int64_t off = 0;
+    for (int64_t k = 0, j = 0; k < y.dim(); ++k)
+      if (k != d.d1 && k != d.d2) off += p[j++] * st[k];
+    off += (p.back() + std::max<int64_t>(-d.offset, 0)) * st[d.d1] + (p.back() + std::max<int64_t>(d.offset, 0)) * st[d.d2];
+    y.set(off, in[0].get(i));
+  }
+  return {y};
+}
+std::vector<Arg> decomp_diagonal_backward(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a) {
+  const Shape in = a[1].ints();
+  const int64_t r = static_cast<int64_t>(in.size());
+  const DType t = b.meta(a[0]).dtype;
+  const Diag d = diag_spec(op, in, a[2].i, a[3].i, a[4].i);
+  const int64_t n1 = in[d.d1], n2 = in[d.d2];
+  if (d.len == 0 || n1 * n2 == 0) return {zeros_of(b, in, t)};
+  const Shape batch(d.out.begin(), d.out.end() - 1);
+  auto with = [&batch](std::initializer_list<int64_t> tail) {
+    Shape s = batch;
+    s.insert(s.end(), tail);
+    return s;
+  };
+  auto list = [](std::vector<Arg> v) {
+    Arg l;
+    l.kind = Arg::Kind::list;
+    l.list = std::move(v);
+    return l;
+  };
+  const int64_t last = r - 2;  // the flattened plane's dimension
+  // [.., L] -> [.., L, 1] ++ zeros [.., L, n2] -> [.., L * (n2 + 1)]: g[i] at i * (n2 + 1).
+  const Arg col = b.call("aten.view.default", {a[0], Arg::of_ints(with({d.len, 1}))});
+  const Arg spaced = b.call("aten.cat.default", {list({col, zeros_of(b, with({d.len, n2}), t)}), Arg::of_int(last + 1)});
+  Arg flat = b.call("aten.view.default", {spaced, Arg::of_ints(with({d.len * (n2 + 1)}))});
+  const int64_t total = n1 * n2, start = d.offset >= 0 ? d.offset : -d.offset * n2;
+  const int64_t keep = std::min(d.len * (n2 + 1), total - start);
+  if (keep < d.len * (n2 + 1))
+    flat = b.call("aten.slice.Tensor", {flat, Arg::of_int(last), Arg::of_int(0), Arg::of_int(keep), Arg::of_int(1)});
+  std::vector<Arg> parts;
+  if (start > 0) parts.push_back(zeros_of(b, with({start}), t));
+  parts.push_back(flat);
+  if (total - start - keep > 0) parts.push_back(zeros_of(b, with({total - start - keep}), t));
+  const Arg plane = parts.size() == 1 ? flat : b.call("aten.cat.default", {list(parts), Arg::of_int(last)});
+  const Arg square = b.call("aten.view.default", {plane, Arg::of_ints(with({n1, n2}))});
+  const auto p = diag_perm(d, r);
+  std::vector<int64_t> inv(r);
+  for (int64_t k = 0; k < r; ++k) inv[p[k]] = k;
+  return {b.call("aten.permute.default", {square, Arg::of_ints(inv)})};
+}
+
+// as_strided(size, stride, storage_offset): over the input's storage, position i reads element
+// storage_offset + sum(i * stride) of it. Only for an input laid out contiguously (a graph value
+// that is not a strided view of another): the storage of a permuted or sliced view is not its
+// value's order. Strides and offset must stay inside the input.
+struct Strided {
+  Shape size, stride;
+  int64_t offset;
+};
+Strided strided_spec(const OpDef& op, const TensorMeta& x, const std::vector<Arg>& a) {
+  Strided s{a[1].ints(), a[2].ints(), a[3].is_none() ? 0 : a[3].i};
+  if (s.size.size() != s.stride.size())
+    bad(op, "mismatch in length of strides and shape (" + std::to_string(s.stride.size()) + " and " + std::to_string(s.size.size()) + ")");
+  if (s.offset < 0) bad(op, "negative storage offset " + std::to_string(s.offset));
+  int64_t last = s.offset;
+  bool empty = false;
+  for (size_t d = 0; d < s.size.size(); ++d) {
+    if (s.size[d] < 0) bad(op, "negative size " + std::to_string(s.size[d]));
+    if (s.stride[d] < 0) bad(op, "negative strides are not supported, got " + std::to_string(s.stride[d]));
+    empty = empty || s.size[d] == 0;
+    if (s.size[d] > 0) last += (s.size[d] - 1) * s.stride[d];
+  }
+  if (!empty && last >= x.numel())
+    bad(op, "setting a view of size " + shape_str(s.size) + " with strides " + shape_str(s.stride) + " and offset " +
+                std::to_string(s.offset) + " reads element " + std::to_string(last) + ", out of bounds for a storage of " +
+                std::to_string(x.numel()) + " elements");
+  return s;
+}
+// Views whose value is laid out as its storage (contiguous, from offset 0).
+bool contiguous_view(const OpDef* op) {
+  static const std::vector<const OpDef*> ok = {find_op("aten.view.default"), find_op("prims.reshape.default"),
+                                               find_op("prims.split_dim.default"), find_op("prims.collapse_view.default"),
+                                               find_op("aten.squeeze.dims")};
+  return std::count(ok.begin(), ok.end(), op) > 0;
+}
+std::vector<TensorMeta> infer_as_strided(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  const Node& src = g.nodes.at(a[0].node);
+  const TensorMeta& x = src.meta();
+  if (!x.strides.empty() && x.strides != contiguous_strides(x.shape))
+    bad(op, "the input's strides " + shape_str(x.strides) + " are not contiguous; only contiguous inputs are supported");
+  if (!src.is_placeholder() && src.op->kind == OpKind::view && op.in(level::aten) && !contiguous_view(src.op))
+    bad(op, "the input is a strided view (" + src.op->name + "), whose storage is not its value's order; only contiguous inputs are supported");
+  return {like(x, x.dtype, strided_spec(op, x, a).size)};
+}
+std::vector<Expr> view_as_strided(const Graph& g, const std::vector<Arg>& a, const std::vector<Expr>& out) {
+  const TensorMeta& x = meta_of(g, a[0]);
+  const Shape size = a[1].ints(), stride = a[2].ints();
+  Expr flat(a[3].is_none() ? 0 : a[3].i);
+  for (size_t d = 0; d < out.size(); ++d) flat = flat + out[d] * (size[d] == 1 ? 0 : stride[d]);
+  return unflatten(flat, x.shape);
+}
+std::vector<Arg> decomp_as_strided(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
+  return {b.call("prims.as_strided.default", {a[0], a[1], a[2], Arg::of_int(a[3].is_none() ? 0 : a[3].i)})};
+}
+
+// flip(dims): out[i] = in[size - 1 - i] along each listed dimension; prims.rev as torch._refs.
+std::vector<bool> flipped(const OpDef& op, int64_t rank, const std::vector<int64_t>& dims) {
+  std::vector<bool> f(std::max<int64_t>(rank, 1), false);
+  for (int64_t d : dims) {
+    const int64_t w = wrap_dim(op, d, rank);
+    if (f[w]) bad(op, "dim " + std::to_string(d) + " appears multiple times in the list of dims");
+    f[w] = true;
+  }
+  return f;
+}
+std::vector<TensorMeta> infer_flip(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  const TensorMeta& x = meta_of(g, a[0]);
+  flipped(op, static_cast<int64_t>(x.shape.size()), a[1].ints());
+  return {like(x, x.dtype, x.shape)};
+}
+std::vector<Expr> view_flip(const Graph& g, const std::vector<Arg>& a, const std::vector<Expr>& out) {
+  static const OpDef* op = find_op("aten.flip.default");
+  const Shape& x = meta_of(g, a[0]).shape;
+  const auto f = flipped(*op, static_cast<int64_t>(x.size()), a[1].ints());
+  std::vector<Expr> in = out;
+  for (size_t d = 0; d < x.size(); ++d)
+    if (f[d]) in[d] = Expr(x[d] - 1) - out[d];
+  return in;
+}
+std::vector<Arg> decomp_flip(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a) {
+  const int64_t r = static_cast<int64_t>(b.meta(a[0]).shape.size());
+  std::vector<int64_t> dims;
+  for (int64_t d : a[1].ints()) dims.push_back(wrap_dim(op, d, r));
+  return {b.call("prims.rev.default", {a[0], Arg::of_ints(dims)})};
+}
+
+// repeat(repeats): the input tiled; with the input's shape padded with leading ones to the
+// length of repeats, out[i] = in[i mod size] along each dimension. Decomposed as torch._refs
+// does it in effect: a view [1, s0, 1, s1, ...], an expand to [r0, s0, r1, s1, ...], a copy,
+// and a view [r0 * s0, r1 * s1, ...].
+Shape padded_shape(const OpDef& op, const Shape& x, const std::vector<int64_t>& reps) {
+  if (reps.size() < x.size())
+    bad(op, "number of dimensions of repeat dims (" + std::to_string(reps.size()) + ") can not be smaller than number of dimensions of tensor (" +
+                std::to_string(x.size()) + ")");
+  for (int64_t r : reps)
+    if (r < 0) bad(op, "repeats cannot be negative, got " + shape_str(reps));
+  Shape p(reps.size() - x.size(), 1);
+  p.insert(p.end(), x.begin(), x.end());
+  return p;
+}
+std::vector<TensorMeta> infer_repeat(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  const TensorMeta& x = meta_of(g, a[0]);
+  const auto reps = a[1].ints();
+  const Shape p = padded_shape(op, x.shape, reps);
+  Shape out;
+  for (size_t d = 0; d < p.size(); ++d) out.push_back(p[d] * reps[d]);
+  return {like(x, x.dtype, out)};
+}
+std::vector<Expr> view_repeat(const Graph& g, const std::vector<Arg>& a, const std::vector<Expr>& out) {
+  const Shape& x = meta_of(g, a[0]).shape;
+  const size_t lead = out.size() - x.size();
+  std::vector<Expr> in(x.size());
+  for (size_t d = 0; d < x.size(); ++d) in[d] = x[d] <= 1 ? Expr(0) : out[lead + d].mod(x[d]);
+  return in;
+}
+std::vector<Arg> decomp_repeat(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a) {
+  const Shape x = b.meta(a[0]).shape;
+  const auto reps = a[1].ints();
+  const Shape p = padded_shape(op, x, reps);
+  Shape ones_between, tiled, out;
+  for (size_t d = 0; d < p.size(); ++d) {
+    ones_between.insert(ones_between.end(), {1, p[d]});
+    tiled.insert(tiled.end(), {reps[d], p[d]});
+    out.push_back(p[d] * reps[d]);
+  }
+  const Arg v = b.call("aten.view.default", {a[0], Arg::of_ints(ones_between)});
+  const Arg e = b.call("aten.clone.default", {b.call("aten.expand.default", {v, Arg::of_ints(tiled)})});
+  return {b.call("aten.view.default", {e, Arg::of_ints(out)})};
+}
+
+// ---------------------------------------------------------------------------------------------
 // Identities
 // ---------------------------------------------------------------------------------------------
 
@@ -382,6 +682,27 @@ Args d_slice(DerivCtx& c) {
   if (parts.list.size() == 1) return one(c.grads[0], 5);
   return one(call(c, "aten.cat.default", {parts, Arg::of_int(dim)}), 5);
 }
+Args d_squeeze_dims(DerivCtx& c) { return one(call(c, "aten.view.default", {c.grads[0], ints(shape_of(c, c.args[0]))}), 2); }
+Args d_diagonal(DerivCtx& c) {
+  return one(call(c, "aten.diagonal_backward.default", {c.grads[0], ints(shape_of(c, c.args[0])), c.args[1], c.args[2], c.args[3]}), 4);
+}
+Args d_flip(DerivCtx& c) { return one(call(c, "aten.flip.default", {c.grads[0], c.args[1]}), 2); }
+// repeat: the gradient viewed as [r0, s0, r1, s1, ...], summed over the repeats (derivatives.yaml's repeat_backward).
+Args d_repeat(DerivCtx& c) {
+  const Shape x = shape_of(c, c.args[0]);
+  const auto reps = c.args[1].ints();
+  const Shape p = padded_shape(c.op, x, reps);
+  Shape tiled;
+  std::vector<int64_t> sum_dims;
+  for (size_t d = 0; d < p.size(); ++d) {
+    tiled.insert(tiled.end(), {reps[d], p[d]});
+    sum_dims.push_back(static_cast<int64_t>(2 * d));
+  }
+  if (std::count(reps.begin(), reps.end(), 0)) return one(zeros(c, x, c.b.meta(c.grads[0]).dtype), 2);
+  Arg g = call(c, "aten.view.default", {c.grads[0], ints(tiled)});
+  if (!sum_dims.empty()) g = call(c, "aten.sum.dim_IntList", {g, ints(sum_dims), Arg::of_bool(false)});
+  return one(call(c, "aten.view.default", {g, ints(x)}), 2);
+}
 }  // namespace
 
 void add_view_ops(std::vector<OpDef>& t) {
@@ -423,6 +744,23 @@ void add_view_ops(std::vector<OpDef>& t) {
       comp("aten.t.default", "t(Tensor(a) self) -> Tensor(a)", kAten, infer_transpose, nullptr, decomp_transpose, d_t),
       comp("aten.transpose.int", "transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)", kAten, infer_transpose, nullptr,
            decomp_transpose, d_transpose),
+      view_op("aten.squeeze.dims", "squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)", kCore, infer_squeeze_dims, view_squeeze_dims,
+              decomp_squeeze_dims, d_squeeze_dims),
+      view_op("aten.diagonal.default", "diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)", kCore,
+              infer_diagonal, view_diagonal, decomp_diagonal, d_diagonal),
+      comp("aten.diagonal_backward.default",
+           "diagonal_backward(Tensor grad_output, SymInt[] input_sizes, int offset, int dim1, int dim2) -> Tensor", kAten,
+           infer_diagonal_backward, ref_diagonal_backward, decomp_diagonal_backward),
+      view_op("aten.as_strided.default",
+              "as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)", kCore,
+              infer_as_strided, view_as_strided, decomp_as_strided),
+      view_op("prims.as_strided.default",
+              "as_strided(Tensor(a!) a, SymInt[] size, SymInt[] stride, SymInt storage_offset) -> Tensor(a!)", kPrims,
+              infer_as_strided, view_as_strided, nullptr),
+      view_op("aten.flip.default", "flip(Tensor self, int[] dims) -> Tensor", kCore, infer_flip, view_flip, decomp_flip, d_flip),
+      view_op("prims.rev.default", "rev(Tensor a, int[] dims) -> Tensor", kPrims, infer_flip, view_flip, nullptr),
+      view_op("aten.repeat.default", "repeat(Tensor self, SymInt[] repeats) -> Tensor", kCore, infer_repeat, view_repeat, decomp_repeat,
+              d_repeat),
       // Identities
       {.name = "aten.clone.default", .schema = "clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor",
        .kind = OpKind::pointwise, .levels = kCore, .math = Math::identity, .decompose = decomp_identity,

@@ -189,6 +189,32 @@ const std::map<std::string, Sample>& samples() {
           return std::vector<Arg>{b.get(r, 0)};
         }};
     // ---- pointwise, reductions, views (issue 32) ----
+    m["aten.elu.default"] = with_args("aten.elu.default", {{2, 3}}, {num(1.2), num(0.9), num(1.1)});
+    m["aten.hardtanh.default"] = with_args("aten.hardtanh.default", {{2, 3}}, {num(-0.7), num(0.8)});
+    m["aten.clamp.Tensor"] = with_args("aten.clamp.Tensor", {{2, 3}, {3}, {2, 1}}, {});
+    m["aten.pow.Scalar"] = {{{2, 3}}, {}, [](GraphBuilder& b, const std::vector<Arg>& x) {
+                              return std::vector<Arg>{b.call("aten.pow.Scalar", {num(1.7), x[0]})};
+                            }};
+    m["aten.div.Tensor_mode"] = binary("aten.div.Tensor_mode", {2, 3}, {3}, {{"rounding_mode", Arg::none()}}, true);
+    m["aten.div.Scalar_mode"] = {{{2, 3}}, {}, [](GraphBuilder& b, const std::vector<Arg>& x) {  // floor: zero gradient
+                                   return std::vector<Arg>{b.call("aten.div.Scalar_mode", {x[0], num(0.75)}, {{"rounding_mode", Arg::of_string("floor")}})};
+                                 }};
+    for (const char* op : {"aten.max.dim", "aten.min.dim"})
+      m[op] = {{{2, 4}}, {}, [op](GraphBuilder& b, const std::vector<Arg>& x) {  // the values; the indices are not differentiable
+                 return std::vector<Arg>{b.get(b.call(op, {x[0], Arg::of_int(1)}), 0)};
+               }};
+    m["aten.prod.default"] = with_args("aten.prod.default", {{2, 3}}, {});
+    m["aten.prod.dim_int"] = with_args("aten.prod.dim_int", {{2, 3, 2}}, {Arg::of_int(1), Arg::of_bool(true)});
+    m["aten.var.correction"] = {{{2, 3, 2}}, {}, [](GraphBuilder& b, const std::vector<Arg>& x) {
+                                  return std::vector<Arg>{b.call("aten.var.correction", {x[0], ints({0, 2})},
+                                                                 {{"correction", num(0.5)}, {"keepdim", Arg::of_bool(true)}})};
+                                }};
+    m["aten.var.dim"] = with_args("aten.var.dim", {{2, 3}}, {ints({1}), Arg::of_bool(true), Arg::of_bool(false)});
+    m["aten.cumsum.default"] = with_args("aten.cumsum.default", {{2, 3}}, {Arg::of_int(1)});
+    m["aten.squeeze.dims"] = with_args("aten.squeeze.dims", {{2, 1, 3}}, {ints({1, 2})});
+    m["aten.diagonal.default"] = with_args("aten.diagonal.default", {{2, 3, 4}}, {Arg::of_int(-1), Arg::of_int(2), Arg::of_int(0)});
+    m["aten.flip.default"] = with_args("aten.flip.default", {{2, 3}}, {ints({0, -1})});
+    m["aten.repeat.default"] = with_args("aten.repeat.default", {{2, 3}}, {ints({2, 1, 2})});
     // ---- indexing (issue 32) ----
     // ---- creation and resampling (issue 32) ----
     // ---- pooling and normalization (issue 32) ----
