@@ -216,8 +216,82 @@ const std::map<std::string, Sample>& samples() {
     m["aten.flip.default"] = with_args("aten.flip.default", {{2, 3}}, {ints({0, -1})});
     m["aten.repeat.default"] = with_args("aten.repeat.default", {{2, 3}}, {ints({2, 1, 2})});
     // ---- indexing (issue 32) ----
+    {
+      // Index tensors are graph constants: valid, known positions (repeated ones where the rule sums).
+      auto idx = [](GraphBuilder& b, Shape s, std::vector<double> v) {
+        Tensor t(DType::i64, s);
+        for (size_t i = 0; i < v.size(); ++i) t.set(static_cast<int64_t>(i), v[i]);
+        return b.constant("idx", t);
+      };
+      using X = std::vector<Arg>;
+      // adjacent (x[i]) and separated (x[i, :, j], broadcast, a negative index) advanced indices
+      m["aten.index.Tensor"] = {{{4, 3, 2}}, {}, [idx](GraphBuilder& b, const X& x) {
+                                  const Arg i = idx(b, {3}, {2, 0, 2}), j = idx(b, {2, 1}, {1, -1});
+                                  return X{b.call("aten.index.Tensor", {x[0], list({i})}),
+                                           b.call("aten.index.Tensor", {x[0], list({i, Arg::none(), j})})};
+                                }};
+      // without accumulation (distinct rows), and with it (a repeated row, values broadcast along rows)
+      m["aten.index_put.default"] = {{{4, 3}, {2, 3}, {3}}, {}, [idx](GraphBuilder& b, const X& x) {
+                                       return X{b.call("aten.index_put.default", {x[0], list({idx(b, {2}, {3, 1})}), x[1]}),
+                                                b.call("aten.index_put.default",
+                                                       {x[0], list({idx(b, {3}, {0, 2, 0})}), x[2], Arg::of_bool(true)})};
+                                     }};
+      m["aten.index_select.default"] = {{{4, 3}}, {}, [idx](GraphBuilder& b, const X& x) {
+                                          return X{b.call("aten.index_select.default", {x[0], Arg::of_int(0), idx(b, {3}, {3, 0, 3})}),
+                                                   b.call("aten.index_select.default", {x[0], Arg::of_int(-1), idx(b, {}, {1})})};
+                                        }};
+      // scatter: a permutation down each column (a position written twice has no derivative)
+      m["aten.scatter.src"] = {{{4, 3}, {4, 3}}, {}, [idx](GraphBuilder& b, const X& x) {
+                                 const Arg i = idx(b, {4, 3}, {1, 0, 3, 0, 2, 1, 3, 1, 0, 2, 3, 2});
+                                 return X{b.call("aten.scatter.src", {x[0], Arg::of_int(0), i, x[1]})};
+                               }};
+      m["aten.scatter.value"] = {{{4, 3}}, {}, [idx](GraphBuilder& b, const X& x) {
+                                   return X{b.call("aten.scatter.value", {x[0], Arg::of_int(0), idx(b, {2, 3}, {0, 1, 2, 3, 3, 0}), num(1.5)})};
+                                 }};
+      m["aten.scatter_add.default"] = {{{4, 3}, {2, 3}}, {}, [idx](GraphBuilder& b, const X& x) {
+                                         const Arg i = idx(b, {2, 3}, {0, 1, 2, 0, 3, 2});
+                                         return X{b.call("aten.scatter_add.default", {x[0], Arg::of_int(0), i, x[1]})};
+                                       }};
+      // every reduction, with and without self; rows 0, 1 and 2 of some columns take two values
+      m["aten.scatter_reduce.two"] = {{{4, 3}, {3, 3}}, {}, [idx](GraphBuilder& b, const X& x) {
+                                        const Arg i = idx(b, {3, 3}, {0, 1, 2, 0, 3, 2, 1, 1, 0});
+                                        X r;
+                                        for (const char* red : {"sum", "prod", "mean", "amax", "amin"})
+                                          for (bool self : {true, false})
+                                            r.push_back(b.call("aten.scatter_reduce.two", {x[0], Arg::of_int(0), i, x[1], Arg::of_string(red)},
+                                                               {{"include_self", Arg::of_bool(self)}}));
+                                        return r;
+                                      }};
+      m["aten.select_scatter.default"] = with_args("aten.select_scatter.default", {{3, 4, 2}, {3, 2}}, {Arg::of_int(1), Arg::of_int(-1)});
+      m["aten.slice_scatter.default"] =
+          with_args("aten.slice_scatter.default", {{5, 3}, {2, 3}}, {Arg::of_int(0), Arg::of_int(1), Arg::of_int(5), Arg::of_int(2)});
+      // self broadcast against the mask (its gradient summed back); source has one element more than the mask takes
+      m["aten.masked_scatter.default"] = {{{1, 3}, {5}}, {}, [](GraphBuilder& b, const X& x) {
+                                            Tensor mask(DType::b8, {2, 3});
+                                            for (int64_t i : {0, 2, 4, 5}) mask.set(i, 1);
+                                            return X{b.call("aten.masked_scatter.default", {x[0], b.constant("mask", mask), x[1]})};
+                                          }};
+      m["aten.sort.default"] = {{{3, 4}}, {}, [](GraphBuilder& b, const X& x) {
+                                  return X{b.get(b.call("aten.sort.default", {x[0], Arg::of_int(1), Arg::of_bool(true)}), 0)};
+                                }};
+      m["aten.topk.default"] = {{{3, 5}}, {}, [](GraphBuilder& b, const X& x) {
+                                  const Arg r = b.call("aten.topk.default", {x[0], Arg::of_int(2), Arg::of_int(0), Arg::of_bool(false)});
+                                  return X{b.get(r, 0)};
+                                }};
+    }
     // ---- creation and resampling (issue 32) ----
     // ---- pooling and normalization (issue 32) ----
+    m["aten.avg_pool2d.default"] = with_args("aten.avg_pool2d.default", {{1, 2, 5, 5}},
+                                             {ints({3, 3}), ints({2, 2}), ints({1, 1}), Arg::of_bool(true), Arg::of_bool(false)});
+    m["aten.avg_pool3d.default"] = with_args("aten.avg_pool3d.default", {{1, 1, 3, 4, 5}},
+                                             {ints({3, 3, 3}), ints({2, 2, 2}), ints({1, 1, 1}), Arg::of_bool(true), Arg::of_bool(true)});
+    m["aten._adaptive_avg_pool2d.default"] = with_args("aten._adaptive_avg_pool2d.default", {{1, 2, 5, 6}}, {ints({3, 4})});
+    m["aten._adaptive_avg_pool3d.default"] = with_args("aten._adaptive_avg_pool3d.default", {{1, 1, 3, 4, 5}}, {ints({2, 3, 2})});
+    m["aten.max_pool3d_with_indices.default"] = {{{1, 2, 4, 4, 4}}, {}, [](GraphBuilder& b, const std::vector<Arg>& x) {
+                                                   const Arg r = b.call("aten.max_pool3d_with_indices.default",
+                                                                        {x[0], ints({2, 2, 2}), ints({2, 2, 2})});
+                                                   return std::vector<Arg>{b.get(r, 0)};
+                                                 }};
     return m;
   }();
   return s;
