@@ -1,7 +1,9 @@
 // Convolution and pooling: convolution (a library kernel), conv2d, which decomposes into it,
 // max pooling with indices (generated code, a special case of the lowering), max_pool2d and
 // adaptive_avg_pool2d, and the backward ops AOTAutograd's graphs call for convolution and max
-// pooling (library kernels).
+// pooling (library kernels). Average pooling (2-D, 3-D), adaptive average pooling (2-D, 3-D) and
+// 3-D max pooling with indices decompose into views, cat, slices and pointwise math, their
+// backward ops likewise (3-D max pooling's backward: a library kernel).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -275,6 +277,649 @@ Args d_max_pool(DerivCtx& c) {
   return one(call(c, "aten.max_pool2d_with_indices_backward.default", {c.grads[0], a[0], a[1], a[2], a[3], a[4], a[5], c.out(1)}), 6);
 }
 
+// ---------------------------------------------------------------------------------------------
+// Pooling of 2 or 3 spatial dimensions (the last nd dims): average pooling, adaptive average
+// pooling, 3-D max pooling with indices. Their decompositions are views, cat (padding), slices and
+// pointwise math, so they lower to generated code (Inductor lowers them as window loops).
+// ---------------------------------------------------------------------------------------------
+
+// One value per spatial dim of a window argument (one value means all of them).
+std::vector<int64_t> spatial_n(const OpDef& op, const Arg& a, int nd, const char* what) {
+  std::vector<int64_t> v = a.ints();
+  if (v.size() == 1) v.assign(static_cast<size_t>(nd), v[0]);
+  if (static_cast<int>(v.size()) != nd)
+    bad(op, std::string(what) + " must be one value or " + std::to_string(nd) + " values, got " + shape_str(v));
+  return v;
+}
+Shape spatial_shape(const Shape& s, int nd) { return Shape(s.end() - nd, s.end()); }
+
+// A constant of the graph under a name no value of the graph has yet: decompose() copies the
+// constants of an earlier round after the nodes before them have been expanded, and a new
+// constant of the same name would take that name's value (passes/decompose.cpp renames the kept
+// one without its value).
+Arg constant(GraphBuilder& b, const std::string& base, const Tensor& t) {
+  std::string name = base;
+  for (int k = 1; b.graph().weights.count(name) || b.taken(name); ++k) name = base + "_" + std::to_string(k);
+  return b.constant(name, t);
+}
+// A 0-d constant of this value, expanded to `shape` (a view: nothing is stored).
+Arg filled(GraphBuilder& b, double v, DType dt, const Shape& shape) {
+  Tensor t(dt, {});
+  t.set(0, v);
+  const Arg c = constant(b, v == 0 ? "pool_zeros" : "pool_fill", t);
+  return shape.empty() ? c : b.call("aten.expand.default", {c, Arg::of_ints(shape)});
+}
+// x padded along `dim` with `left` and `right` elements of value v (a cat).
+Arg pad_dim(GraphBuilder& b, const Arg& x, int64_t dim, int64_t left, int64_t right, double v) {
+  if (left <= 0 && right <= 0) return x;
+  const TensorMeta m = b.meta(x);
+  Arg parts;
+  parts.kind = Arg::Kind::list;
+  Shape s = m.shape;
+  if (left > 0) { s[dim] = left; parts.list.push_back(filled(b, v, m.dtype, s)); }
+  parts.list.push_back(x);
+  if (right > 0) { s[dim] = right; parts.list.push_back(filled(b, v, m.dtype, s)); }
+  return b.call("aten.cat.default", {parts, Arg::of_int(dim)});
+}
+Arg slice_dim(GraphBuilder& b, const Arg& x, int64_t dim, int64_t start, int64_t end, int64_t step = 1) {
+  return b.call("aten.slice.Tensor", {x, Arg::of_int(dim), Arg::of_int(start), Arg::of_int(end), Arg::of_int(step)});
+}
+// x with a dimension of size 1 inserted before `dim`, expanded to n there, merged into `dim`'s
+// neighbour: each element repeated n times along dim (n = 1: x).
+Arg repeat_each(GraphBuilder& b, const Arg& x, int64_t dim, int64_t n) {
+  if (n == 1) return x;
+  Shape s = b.meta(x).shape, e = s;
+  s.insert(s.begin() + dim + 1, 1);
+  e.insert(e.begin() + dim + 1, n);
+  Shape merged = b.meta(x).shape;
+  merged[dim] *= n;
+  const Arg v = b.call("aten.view.default", {x, Arg::of_ints(s)});
+  return b.call("aten.view.default", {b.call("aten.expand.default", {v, Arg::of_ints(e)}), Arg::of_ints(merged)});
+}
+
+// The sum or mean (op) of x over [lo, hi) along dim, the dim kept; a one-wide window is the slice
+// itself (and a reduction over a one-wide slice is what the CPU code generator cannot write yet).
+Arg window_reduce(GraphBuilder& b, const char* op, const Arg& x, int64_t dim, int64_t lo, int64_t hi) {
+  const Arg sl = slice_dim(b, x, dim, lo, hi);
+  return hi - lo == 1 ? sl : b.call(op, {sl, Arg::of_ints({dim}), Arg::of_bool(true)});
+}
+
+// ---- average pooling ----
+
+struct AvgPool {
+  int nd;
+  std::vector<int64_t> k, st, pad, in, out;
+  bool ceil, include_pad;
+  int64_t divisor;  // 0: none
+};
+// a: self (or grad_output, self: `first` is the position of self), kernel_size, stride, padding,
+// ceil_mode, count_include_pad, divisor_override.
+AvgPool avg_pool_of(const OpDef& op, const Shape& x, const std::vector<Arg>& a, int nd, size_t first) {
+  AvgPool p;
+  p.nd = nd;
+  if (static_cast<int>(x.size()) != nd + 1 && static_cast<int>(x.size()) != nd + 2)
+    bad(op, "needs a " + std::to_string(nd + 1) + "-D or " + std::to_string(nd + 2) + "-D input, got " + shape_str(x));
+  p.k = spatial_n(op, a[first + 1], nd, "kernel_size");
+  const Arg& s = a[first + 2];
+  p.st = s.kind == Arg::Kind::list && s.list.empty() ? p.k : spatial_n(op, s, nd, "stride");
+  p.pad = spatial_n(op, a[first + 3], nd, "padding");
+  p.ceil = a[first + 4].b;
+  p.include_pad = a[first + 5].b;
+  p.divisor = a[first + 6].is_none() ? 0 : a[first + 6].i;
+  if (!a[first + 6].is_none() && p.divisor == 0) bad(op, "divisor must be not zero");
+  p.in = spatial_shape(x, nd);
+  for (int d = 0; d < nd; ++d) {
+    if (p.k[d] <= 0) bad(op, "kernel size must be greater than zero, but got " + std::to_string(p.k[d]));
+    if (p.st[d] <= 0) bad(op, "stride should be greater than zero, but got " + std::to_string(p.st[d]));
+    if (p.pad[d] < 0 || p.pad[d] > p.k[d] / 2)
+      bad(op, "pad should be at most half of effective kernel size, but got pad=" + std::to_string(p.pad[d]) +
+                  ", kernel_size=" + std::to_string(p.k[d]) + " and dilation=1");
+    const int64_t o = pool_out(p.in[d], p.k[d], p.st[d], p.pad[d], 1, p.ceil);
+    if (o <= 0)
+      bad(op, "given input size " + shape_str(p.in) + ", the calculated output size in dimension " + std::to_string(d) + " is " +
+                  std::to_string(o) + ": output size is too small");
+    p.out.push_back(o);
+  }
+  return p;
+}
+// One dimension of a window: its start in the input, its end, and the count PyTorch divides by
+// (the window clipped to input + padding) and the number of real elements it covers.
+struct Window1 { int64_t lo, hi, pool_size; };
+Window1 avg_window(const AvgPool& p, int d, int64_t o) {
+  int64_t lo = o * p.st[d] - p.pad[d];
+  int64_t hi = std::min(lo + p.k[d], p.in[d] + p.pad[d]);
+  const int64_t pool_size = hi - lo;
+  lo = std::max<int64_t>(lo, 0);
+  hi = std::min(hi, p.in[d]);
+  return {lo, hi, pool_size};
+}
+// The divisor of each output position (row-major over the spatial output), as PyTorch's kernel.
+std::vector<double> avg_divisors(const AvgPool& p) {
+  const int64_t n = numel_of(p.out);
+  std::vector<double> div(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const Shape pos = unravel(i, p.out);
+    double pool = 1, real = 1;
+    for (int d = 0; d < p.nd; ++d) {
+      const Window1 w = avg_window(p, d, pos[d]);
+      pool *= static_cast<double>(w.pool_size);
+      real *= static_cast<double>(std::max<int64_t>(w.hi - w.lo, 0));
+    }
+    div[i] = p.divisor ? static_cast<double>(p.divisor) : p.include_pad ? pool : real;
+  }
+  return div;
+}
+
+template <int ND>
+std::vector<TensorMeta> infer_avg_pool(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  const TensorMeta& x = meta_of(g, a[0]);
+  if (!dtype_is_float(x.dtype)) bad(op, "needs a floating-point input");
+  const AvgPool p = avg_pool_of(op, x.shape, a, ND, 0);
+  Shape out = x.shape;
+  for (int d = 0; d < ND; ++d) out[out.size() - ND + d] = p.out[d];
+  return {like(x, x.dtype, out)};
+}
+template <int ND>
+std::vector<Tensor> ref_avg_pool(const OpDef& op, const std::vector<Arg>& a, const RefInputs& in, const std::vector<TensorMeta>& outs) {
+  const Tensor& x = in[0];
+  const AvgPool p = avg_pool_of(op, x.shape(), a, ND, 0);
+  const int64_t plane_in = numel_of(p.in), plane_out = numel_of(p.out), planes = x.numel() / plane_in;
+  Tensor y(outs[0].dtype, outs[0].shape);
+  for (int64_t pl = 0; pl < planes; ++pl)
+    for (int64_t o = 0; o < plane_out; ++o) {
+      const Shape pos = unravel(o, p.out);
+      Shape lo(ND), hi(ND);
+      double pool = 1, real = 1;
+      for (int d = 0; d < ND; ++d) {
+        const Window1 w = avg_window(p, d, pos[d]);
+        lo[d] = w.lo;
+        hi[d] = w.hi;
+        pool *= static_cast<double>(w.pool_size);
+        real *= static_cast<double>(std::max<int64_t>(w.hi - w.lo, 0));
+      }
+      double s = 0;
+      Shape ext(ND);
+      for (int d = 0; d < ND; ++d) ext[d] = std::max<int64_t>(hi[d] - lo[d], 0);
+      for (int64_t j = 0; j < numel_of(ext); ++j) {
+        const Shape q = unravel(j, ext);
+        int64_t off = 0;
+        for (int d = 0; d < ND; ++d) off = off * p.in[d] + lo[d] + q[d];
+        s += x.get(pl * plane_in + off);
+      }
+      const double div = p.divisor ? static_cast<double>(p.divisor) : p.include_pad ? pool : real;
+      y.set(pl * plane_out + o, real == 0 ? 0.0 : s / div);
+    }
+  return {y};
+}
+// The window sums, one spatial dim at a time (a window sum is separable): padding as a cat of
+// zeros, then the sum of the k strided slices, or, where the windows tile the dim (stride ==
+// kernel), a view that splits it and a sum over the window; then one division by the divisors
+// (a number where they are all the same, else a constant of the output's spatial shape).
+template <int ND>
+std::vector<Arg> decomp_avg_pool(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a) {
+  const Shape xs = b.meta(a[0]).shape;
+  const DType dt = b.meta(a[0]).dtype;
+  const AvgPool p = avg_pool_of(op, xs, a, ND, 0);
+  const int64_t r = static_cast<int64_t>(xs.size());
+  const std::vector<double> div = avg_divisors(p);
+  const bool uniform = std::all_of(div.begin(), div.end(), [&](double v) { return v == div[0]; });
+  bool tiles = uniform;
+  for (int d = 0; d < ND; ++d) tiles = tiles && p.st[d] == p.k[d] && p.pad[d] == 0 && p.out[d] * p.k[d] <= p.in[d];
+  if (tiles) {
+    // The windows tile the input (what is left over is dropped): a view that splits every
+    // spatial dim, and one mean (or sum / divisor_override) over the windows, as adaptive pooling.
+    Arg x = a[0];
+    for (int d = 0; d < ND; ++d)
+      if (p.out[d] * p.k[d] < p.in[d]) x = slice_dim(b, x, r - ND + d, 0, p.out[d] * p.k[d]);
+    Shape v(xs.begin(), xs.end() - ND);
+    std::vector<int64_t> win;
+    for (int d = 0; d < ND; ++d) {
+      v.insert(v.end(), {p.out[d], p.k[d]});
+      win.push_back(static_cast<int64_t>(v.size()) - 1);
+    }
+    const Arg split = b.call("aten.view.default", {x, Arg::of_ints(v)});
+    if (div[0] == static_cast<double>(numel_of(p.k))) return {b.call("aten.mean.dim", {split, Arg::of_ints(win), Arg::of_bool(false)})};
+    return {b.call("aten.div.Tensor", {b.call("aten.sum.dim_IntList", {split, Arg::of_ints(win), Arg::of_bool(false)}), Arg::of_real(div[0])})};
+  }
+  Arg x = a[0];
+  for (int d = 0; d < ND; ++d) {
+    const int64_t dim = r - ND + d, span = (p.out[d] - 1) * p.st[d] + 1;
+    const int64_t right = std::max<int64_t>(0, (p.out[d] - 1) * p.st[d] + p.k[d] - p.pad[d] - p.in[d]);
+    x = pad_dim(b, x, dim, p.pad[d], right, 0.0);
+    Arg s;
+    for (int64_t j = 0; j < p.k[d]; ++j) {
+      const Arg sl = slice_dim(b, x, dim, j, j + span, p.st[d]);
+      s = j == 0 ? sl : b.call("aten.add.Tensor", {s, sl});
+    }
+    x = s;
+  }
+  if (uniform) return {b.call("aten.div.Tensor", {x, Arg::of_real(div[0])})};
+  Tensor dv(dt, p.out);
+  for (int64_t i = 0; i < dv.numel(); ++i) dv.set(i, div[i]);
+  return {b.call("aten.div.Tensor", {x, constant(b, "pool_divisor", dv)})};
+}
+
+// avg_pool backward: grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad,
+// divisor_override.
+template <int ND>
+std::vector<Tensor> ref_avg_pool_backward(const OpDef& op, const std::vector<Arg>& a, const RefInputs& in,
+                                          const std::vector<TensorMeta>& outs) {
+  const Tensor &gy = in[0], &x = in[1];
+  const AvgPool p = avg_pool_of(op, x.shape(), a, ND, 1);
+  const int64_t plane_in = numel_of(p.in), plane_out = numel_of(p.out), planes = x.numel() / plane_in;
+  if (gy.numel() != planes * plane_out) bad(op, "grad_output " + shape_str(gy.shape()) + " does not fit the pooling of " + shape_str(x.shape()));
+  const std::vector<double> div = avg_divisors(p);
+  std::vector<double> acc(static_cast<size_t>(x.numel()), 0.0);
+  for (int64_t pl = 0; pl < planes; ++pl)
+    for (int64_t o = 0; o < plane_out; ++o) {
+      const Shape pos = unravel(o, p.out);
+      Shape lo(ND), ext(ND);
+      for (int d = 0; d < ND; ++d) {
+        const Window1 w = avg_window(p, d, pos[d]);
+        lo[d] = w.lo;
+        ext[d] = std::max<int64_t>(w.hi - w.lo, 0);
+      }
+      const double g = gy.get(pl * plane_out + o) / div[o];
+      for (int64_t j = 0; j < numel_of(ext); ++j) {
+        const Shape q = unravel(j, ext);
+        int64_t off = 0;
+        for (int d = 0; d < ND; ++d) off = off * p.in[d] + lo[d] + q[d];
+        acc[pl * plane_in + off] += g;
+      }
+    }
+  Tensor gx(outs[0].dtype, outs[0].shape);
+  for (int64_t i = 0; i < gx.numel(); ++i) gx.set(i, acc[i]);
+  return {gx};
+}
+// The transpose of the forward's separable window sum: the gradient divided by the divisors, then
+// per spatial dim either repeated over each window (stride == kernel, no padding) or spread out
+// by the stride (zeros between), padded, and summed over k shifted slices of the input's length.
+template <int ND>
+std::vector<Arg> decomp_avg_pool_backward(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a) {
+  const Shape xs = b.meta(a[1]).shape;
+  const DType dt = b.meta(a[0]).dtype;
+  const AvgPool p = avg_pool_of(op, xs, a, ND, 1);
+  const int64_t r = static_cast<int64_t>(xs.size());
+  const std::vector<double> div = avg_divisors(p);
+  const bool uniform = std::all_of(div.begin(), div.end(), [&](double v) { return v == div[0]; });
+  Arg g;
+  if (uniform) {
+    g = b.call("aten.div.Tensor", {a[0], Arg::of_real(div[0])});
+  } else {
+    Tensor dv(dt, p.out);
+    for (int64_t i = 0; i < dv.numel(); ++i) dv.set(i, div[i]);
+    g = b.call("aten.div.Tensor", {a[0], constant(b, "pool_divisor", dv)});
+  }
+  for (int d = 0; d < ND; ++d) {
+    const int64_t dim = r - ND + d, O = p.out[d], s = p.st[d], k = p.k[d], in = p.in[d], pad = p.pad[d];
+    if (s == k && pad == 0) {
+      g = repeat_each(b, g, dim, k);  // [.., O*k, ..]
+      if (O * k < in) g = pad_dim(b, g, dim, 0, in - O * k, 0.0);
+      else if (O * k > in) g = slice_dim(b, g, dim, 0, in);  // (ceil_mode: the last window overhangs)
+      continue;
+    }
+    // u[t] = g[t / s] where t % s == 0, else 0: g with s - 1 zeros after each element.
+    Arg u = g;
+    if (s > 1) {
+      Shape one = b.meta(g).shape;
+      one.insert(one.begin() + dim + 1, 1);
+      const Arg v = b.call("aten.view.default", {g, Arg::of_ints(one)});
+      Shape merged = b.meta(g).shape;
+      merged[dim] *= s;
+      u = b.call("aten.view.default", {pad_dim(b, v, dim + 1, 0, s - 1, 0.0), Arg::of_ints(merged)});
+    }
+    // grad of padded input position i = sum_{j<k} u[i - j]; with k - 1 zeros in front, the input's
+    // positions [pad, pad + in) read the slices starting at pad + m, m < k.
+    const int64_t right = std::max<int64_t>(0, pad + in - O * s);
+    const Arg up = pad_dim(b, u, dim, k - 1, right, 0.0);
+    Arg sum;
+    for (int64_t m = 0; m < k; ++m) {
+      const Arg sl = slice_dim(b, up, dim, pad + m, pad + m + in);
+      sum = m == 0 ? sl : b.call("aten.add.Tensor", {sum, sl});
+    }
+    g = sum;
+  }
+  return {g};
+}
+
+template <int ND>
+Args d_avg_pool(DerivCtx& c) {
+  const Args& a = c.args;  // self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override
+  const char* back = ND == 2 ? "aten.avg_pool2d_backward.default" : "aten.avg_pool3d_backward.default";
+  return one(call(c, back, {c.grads[0], a[0], a[1], a[2], a[3], a[4], a[5], a[6]}), 7);
+}
+
+// ---- adaptive average pooling ----
+
+// Output o of an adaptive window over n inputs: [floor(o * n / out), ceil((o + 1) * n / out)).
+int64_t adaptive_lo(int64_t o, int64_t n, int64_t out) { return (o * n) / out; }
+int64_t adaptive_hi(int64_t o, int64_t n, int64_t out) { return ((o + 1) * n + out - 1) / out; }
+
+std::vector<int64_t> adaptive_sizes(const OpDef& op, const Shape& x, const Arg& size, int nd) {
+  if (static_cast<int>(x.size()) != nd + 1 && static_cast<int>(x.size()) != nd + 2)
+    bad(op, "needs a " + std::to_string(nd + 1) + "-D or " + std::to_string(nd + 2) + "-D input, got " + shape_str(x));
+  for (int d = 0; d < nd; ++d)
+    if (x[x.size() - nd + d] <= 0) bad(op, "input " + shape_str(x) + " has an empty spatial dimension");
+  const std::vector<int64_t> os = spatial_n(op, size, nd, "output_size");
+  for (int64_t o : os)
+    if (o <= 0) bad(op, "output size must be positive, got " + shape_str(os));
+  return os;
+}
+template <int ND>
+std::vector<TensorMeta> infer_adaptive_pool_nd(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  const TensorMeta& x = meta_of(g, a[0]);
+  const std::vector<int64_t> os = adaptive_sizes(op, x.shape, a[1], ND);
+  Shape out = x.shape;
+  for (int d = 0; d < ND; ++d) out[out.size() - ND + d] = os[d];
+  return {like(x, x.dtype, out)};
+}
+template <int ND>
+std::vector<Tensor> ref_adaptive_pool_nd(const OpDef& op, const std::vector<Arg>& a, const RefInputs& in, const std::vector<TensorMeta>& outs) {
+  const Tensor& x = in[0];
+  const std::vector<int64_t> os = adaptive_sizes(op, x.shape(), a[1], ND);
+  const Shape is = spatial_shape(x.shape(), ND);
+  const int64_t plane_in = numel_of(is), plane_out = numel_of(os), planes = x.numel() / plane_in;
+  Tensor y(outs[0].dtype, outs[0].shape);
+  for (int64_t pl = 0; pl < planes; ++pl)
+    for (int64_t o = 0; o < plane_out; ++o) {
+      const Shape pos = unravel(o, os);
+      Shape lo(ND), ext(ND);
+      for (int d = 0; d < ND; ++d) {
+        lo[d] = adaptive_lo(pos[d], is[d], os[d]);
+        ext[d] = adaptive_hi(pos[d], is[d], os[d]) - lo[d];
+      }
+      double s = 0;
+      for (int64_t j = 0; j < numel_of(ext); ++j) {
+        const Shape q = unravel(j, ext);
+        int64_t off = 0;
+        for (int d = 0; d < ND; ++d) off = off * is[d] + lo[d] + q[d];
+        s += x.get(pl * plane_in + off);
+      }
+      y.set(pl * plane_out + o, s / static_cast<double>(numel_of(ext)));
+    }
+  return {y};
+}
+// Where every output size divides its input size: a view that splits each spatial dim and one
+// mean over the windows. Otherwise one dim at a time (the mean over a window is separable):
+// dims that divide as above, the others as the cat of each window's mean.
+template <int ND>
+std::vector<Arg> decomp_adaptive_pool_nd(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a) {
+  const Shape x = b.meta(a[0]).shape;
+  const std::vector<int64_t> os = adaptive_sizes(op, x, a[1], ND);
+  const int64_t r = static_cast<int64_t>(x.size());
+  bool divides = true;
+  for (int d = 0; d < ND; ++d) divides = divides && x[r - ND + d] % os[d] == 0;
+  if (divides) {
+    Shape v(x.begin(), x.end() - ND);
+    std::vector<int64_t> win;
+    for (int d = 0; d < ND; ++d) {
+      v.insert(v.end(), {os[d], x[r - ND + d] / os[d]});
+      win.push_back(static_cast<int64_t>(v.size()) - 1);
+    }
+    const Arg split = b.call("aten.view.default", {a[0], Arg::of_ints(v)});
+    return {b.call("aten.mean.dim", {split, Arg::of_ints(win), Arg::of_bool(false)})};
+  }
+  Arg y = a[0];
+  for (int d = 0; d < ND; ++d) {
+    const int64_t dim = r - ND + d, n = x[dim], o = os[d];
+    if (n % o == 0) {
+      if (n == o) continue;
+      Shape v = b.meta(y).shape;
+      v[dim] = o;
+      v.insert(v.begin() + dim + 1, n / o);
+      y = b.call("aten.mean.dim", {b.call("aten.view.default", {y, Arg::of_ints(v)}), Arg::of_ints({dim + 1}), Arg::of_bool(false)});
+      continue;
+    }
+    Arg parts;
+    parts.kind = Arg::Kind::list;
+    for (int64_t i = 0; i < o; ++i)
+      parts.list.push_back(window_reduce(b, "aten.mean.dim", y, dim, adaptive_lo(i, n, o), adaptive_hi(i, n, o)));
+    y = b.call("aten.cat.default", {parts, Arg::of_int(dim)});
+  }
+  return {y};
+}
+
+// adaptive_avg_pool2d (export level): a mean over the last two dims for a 1x1 output (as ATen's
+// composite does), else _adaptive_avg_pool2d.
+std::vector<Arg> decomp_adaptive_avg_pool2d(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
+  const auto os = spatial_pair(a[1]);
+  if (os[0] == 1 && os[1] == 1) return {b.call("aten.mean.dim", {a[0], Arg::of_ints({-1, -2}), Arg::of_bool(true)})};
+  return {b.call("aten._adaptive_avg_pool2d.default", {a[0], a[1]})};
+}
+
+// Backward (grad_output, self): each input element receives, from every window holding it, that
+// window's gradient divided by its size.
+template <int ND>
+std::vector<TensorMeta> infer_adaptive_pool_backward(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  const TensorMeta &gy = meta_of(g, a[0]), &x = meta_of(g, a[1]);
+  if (gy.shape.size() != x.shape.size() || !std::equal(gy.shape.begin(), gy.shape.end() - ND, x.shape.begin()))
+    bad(op, "grad_output " + shape_str(gy.shape) + " does not fit input " + shape_str(x.shape));
+  adaptive_sizes(op, x.shape, Arg::of_ints(spatial_shape(gy.shape, ND)), ND);
+  return {like(x, gy.dtype, x.shape)};
+}
+template <int ND>
+std::vector<Tensor> ref_adaptive_pool_backward(const OpDef&, const std::vector<Arg>&, const RefInputs& in, const std::vector<TensorMeta>& outs) {
+  const Tensor &gy = in[0], &x = in[1];
+  const Shape is = spatial_shape(x.shape(), ND), os = spatial_shape(gy.shape(), ND);
+  const int64_t plane_in = numel_of(is), plane_out = numel_of(os), planes = x.numel() / plane_in;
+  std::vector<double> acc(static_cast<size_t>(x.numel()), 0.0);
+  for (int64_t pl = 0; pl < planes; ++pl)
+    for (int64_t o = 0; o < plane_out; ++o) {
+      const Shape pos = unravel(o, os);
+      Shape lo(ND), ext(ND);
+      for (int d = 0; d < ND; ++d) {
+        lo[d] = adaptive_lo(pos[d], is[d], os[d]);
+        ext[d] = adaptive_hi(pos[d], is[d], os[d]) - lo[d];
+      }
+      const double g = gy.get(pl * plane_out + o) / static_cast<double>(numel_of(ext));
+      for (int64_t j = 0; j < numel_of(ext); ++j) {
+        const Shape q = unravel(j, ext);
+        int64_t off = 0;
+        for (int d = 0; d < ND; ++d) off = off * is[d] + lo[d] + q[d];
+        acc[pl * plane_in + off] += g;
+      }
+    }
+  Tensor gx(outs[0].dtype, outs[0].shape);
+  for (int64_t i = 0; i < gx.numel(); ++i) gx.set(i, acc[i]);
+  return {gx};
+}
+// Separable as the forward: per spatial dim, a dim that divides repeats each gradient over its
+// window (divided by the window size); another divides by each window's size, then each run of
+// input positions held by the same windows [first, last] gets the sum of their gradients.
+template <int ND>
+std::vector<Arg> decomp_adaptive_pool_backward(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
+  const Shape x = b.meta(a[1]).shape, gs = b.meta(a[0]).shape;
+  const DType dt = b.meta(a[0]).dtype;
+  const int64_t r = static_cast<int64_t>(x.size());
+  Arg g = a[0];
+  double scale = 1;
+  for (int d = 0; d < ND; ++d) {
+    const int64_t dim = r - ND + d, n = x[dim], o = gs[dim];
+    if (n % o == 0) {
+      scale *= static_cast<double>(n / o);
+      g = repeat_each(b, g, dim, n / o);
+      continue;
+    }
+    Shape ws(static_cast<size_t>(r - dim), 1);
+    ws[0] = o;
+    Tensor inv(dt, ws);
+    for (int64_t i = 0; i < o; ++i) inv.set(i, 1.0 / static_cast<double>(adaptive_hi(i, n, o) - adaptive_lo(i, n, o)));
+    const Arg gw = b.call("aten.mul.Tensor", {g, constant(b, "pool_window_size", inv)});
+    Arg parts;
+    parts.kind = Arg::Kind::list;
+    for (int64_t h = 0; h < n;) {
+      int64_t first = o, last = -1;
+      for (int64_t i = 0; i < o; ++i)
+        if (adaptive_lo(i, n, o) <= h && h < adaptive_hi(i, n, o)) { first = std::min(first, i); last = std::max(last, i); }
+      int64_t end = h + 1;
+      auto same = [&](int64_t q) {
+        int64_t f = o, l = -1;
+        for (int64_t i = 0; i < o; ++i)
+          if (adaptive_lo(i, n, o) <= q && q < adaptive_hi(i, n, o)) { f = std::min(f, i); l = std::max(l, i); }
+        return f == first && l == last;
+      };
+      while (end < n && same(end)) ++end;
+      const Arg s = window_reduce(b, "aten.sum.dim_IntList", gw, dim, first, last + 1);
+      Shape e = b.meta(s).shape;
+      e[dim] = end - h;
+      parts.list.push_back(end - h == 1 ? s : b.call("aten.expand.default", {s, Arg::of_ints(e)}));
+      h = end;
+    }
+    g = b.call("aten.cat.default", {parts, Arg::of_int(dim)});
+  }
+  if (scale != 1) g = b.call("aten.div.Tensor", {g, Arg::of_real(scale)});
+  return {g};
+}
+template <int ND>
+Args d_adaptive_pool(DerivCtx& c) {
+  const char* back = ND == 2 ? "aten._adaptive_avg_pool2d_backward.default" : "aten._adaptive_avg_pool3d_backward.default";
+  return one(call(c, back, {c.grads[0], c.args[0]}), 2);
+}
+
+// ---- 3-D max pooling with indices ----
+
+struct MaxPoolN { std::vector<int64_t> k, st, pad, dil, in, out; bool ceil; };
+MaxPoolN max_pool_n_of(const OpDef& op, const Shape& x, const std::vector<Arg>& a, int nd, size_t first) {
+  MaxPoolN p;
+  if (static_cast<int>(x.size()) != nd + 1 && static_cast<int>(x.size()) != nd + 2)
+    bad(op, "needs a " + std::to_string(nd + 1) + "-D or " + std::to_string(nd + 2) + "-D input, got " + shape_str(x));
+  p.k = spatial_n(op, a[first + 1], nd, "kernel_size");
+  const Arg& s = a[first + 2];
+  p.st = s.kind == Arg::Kind::list && s.list.empty() ? p.k : spatial_n(op, s, nd, "stride");
+  p.pad = spatial_n(op, a[first + 3], nd, "padding");
+  p.dil = spatial_n(op, a[first + 4], nd, "dilation");
+  p.ceil = a[first + 5].b;
+  p.in = spatial_shape(x, nd);
+  for (int d = 0; d < nd; ++d) {
+    if (p.k[d] <= 0 || p.st[d] <= 0 || p.dil[d] <= 0)
+      bad(op, "kernel size, stride and dilation must be greater than zero (kernel " + std::to_string(p.k[d]) + ", stride " +
+                  std::to_string(p.st[d]) + ", dilation " + std::to_string(p.dil[d]) + ")");
+    if (p.pad[d] < 0 || p.pad[d] > p.k[d] / 2)
+      bad(op, "pad should be smaller than or equal to half of kernel size, but got padding=" + std::to_string(p.pad[d]) +
+                  ", kernel_size=" + std::to_string(p.k[d]));
+    const int64_t o = pool_out(p.in[d], p.k[d], p.st[d], p.pad[d], p.dil[d], p.ceil);
+    if (o <= 0) bad(op, "given input size " + shape_str(p.in) + ", the calculated output size is too small");
+    p.out.push_back(o);
+  }
+  return p;
+}
+// The first input position of a window along one dim (PyTorch starts the index there).
+int64_t first_in_window(const MaxPoolN& p, int d, int64_t o) {
+  int64_t s = o * p.st[d] - p.pad[d];
+  while (s < 0) s += p.dil[d];
+  return s;
+}
+std::vector<TensorMeta> infer_max_pool3d(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  const TensorMeta& x = meta_of(g, a[0]);
+  const MaxPoolN p = max_pool_n_of(op, x.shape, a, 3, 0);
+  Shape out = x.shape;
+  for (int d = 0; d < 3; ++d) out[out.size() - 3 + d] = p.out[d];
+  return {like(x, x.dtype, out), like(x, DType::i64, out)};
+}
+std::vector<Tensor> ref_max_pool3d(const OpDef& op, const std::vector<Arg>& a, const RefInputs& in, const std::vector<TensorMeta>& outs) {
+  const Tensor& x = in[0];
+  const MaxPoolN p = max_pool_n_of(op, x.shape(), a, 3, 0);
+  const int64_t plane_in = numel_of(p.in), plane_out = numel_of(p.out), planes = x.numel() / plane_in;
+  Tensor y(outs[0].dtype, outs[0].shape), idx(DType::i64, outs[1].shape);
+  for (int64_t pl = 0; pl < planes; ++pl)
+    for (int64_t o = 0; o < plane_out; ++o) {
+      const Shape pos = unravel(o, p.out);
+      int64_t arg = 0;
+      for (int d = 0; d < 3; ++d) arg = arg * p.in[d] + first_in_window(p, d, pos[d]);
+      double best = -std::numeric_limits<double>::infinity();
+      for (int64_t j = 0; j < numel_of(p.k); ++j) {
+        const Shape q = unravel(j, p.k);
+        int64_t off = 0;
+        bool inside = true;
+        for (int d = 0; d < 3; ++d) {
+          const int64_t i = pos[d] * p.st[d] - p.pad[d] + q[d] * p.dil[d];
+          inside = inside && i >= 0 && i < p.in[d];
+          off = off * p.in[d] + i;
+        }
+        if (!inside) continue;
+        const double v = x.get(pl * plane_in + off);
+        if (v > best || std::isnan(v)) { best = v; arg = off; }
+      }
+      y.set(pl * plane_out + o, best);
+      idx.set(pl * plane_out + o, static_cast<double>(arg));
+    }
+  return {y, idx};
+}
+// Padding of -inf (a cat), then for each window offset in PyTorch's order the strided slice it
+// reads and a running maximum: taken where greater or NaN, the index with it (a constant of the
+// output's spatial shape per offset). Generated code, as Inductor's window loop.
+std::vector<Arg> decomp_max_pool3d(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a) {
+  const Shape xs = b.meta(a[0]).shape;
+  const DType dt = b.meta(a[0]).dtype;
+  const MaxPoolN p = max_pool_n_of(op, xs, a, 3, 0);
+  const int64_t r = static_cast<int64_t>(xs.size());
+  const double inf = std::numeric_limits<double>::infinity();
+  Arg x = a[0];
+  for (int d = 0; d < 3; ++d) {
+    const int64_t need = (p.out[d] - 1) * p.st[d] + (p.k[d] - 1) * p.dil[d] + 1;
+    x = pad_dim(b, x, r - 3 + d, p.pad[d], std::max<int64_t>(0, need - p.pad[d] - p.in[d]), -inf);
+  }
+  Tensor first(DType::i64, p.out);
+  for (int64_t o = 0; o < first.numel(); ++o) {
+    const Shape pos = unravel(o, p.out);
+    int64_t f = 0;
+    for (int d = 0; d < 3; ++d) f = f * p.in[d] + first_in_window(p, d, pos[d]);
+    first.set(o, static_cast<double>(f));
+  }
+  Arg best = filled(b, -inf, dt, {}), idx = constant(b, "pool_first_index", first);
+  for (int64_t j = 0; j < numel_of(p.k); ++j) {
+    const Shape q = unravel(j, p.k);
+    Arg v = x;
+    for (int d = 0; d < 3; ++d) {
+      const int64_t start = q[d] * p.dil[d];
+      v = slice_dim(b, v, r - 3 + d, start, start + (p.out[d] - 1) * p.st[d] + 1, p.st[d]);
+    }
+    Tensor at(DType::i64, p.out);
+    for (int64_t o = 0; o < at.numel(); ++o) {
+      const Shape pos = unravel(o, p.out);
+      int64_t f = 0;
+      for (int d = 0; d < 3; ++d) f = f * p.in[d] + pos[d] * p.st[d] - p.pad[d] + q[d] * p.dil[d];
+      at.set(o, static_cast<double>(f));  // outside the input only where the value is padding
+    }
+    const Arg take = b.call("aten.logical_or.default", {b.call("aten.gt.Tensor", {v, best}), b.call("aten.isnan.default", {v})});
+    best = b.call("aten.where.self", {take, v, best});
+    idx = b.call("aten.where.self", {take, constant(b, "pool_window_index", at), idx});
+  }
+  return {best, idx};
+}
+std::vector<Tensor> max_pool3d_backward_ref(const OpDef& op, const std::vector<Arg>&, const RefInputs& in, const std::vector<TensorMeta>& outs) {
+  const Tensor &gy = in[0], &x = in[1], &idx = in[7];
+  const int64_t plane_in = numel_of(spatial_shape(x.shape(), 3)), plane_out = numel_of(spatial_shape(gy.shape(), 3));
+  if (idx.numel() != gy.numel()) bad(op, "indices " + shape_str(idx.shape()) + " do not match grad_output " + shape_str(gy.shape()));
+  std::vector<double> acc(static_cast<size_t>(x.numel()), 0.0);
+  for (int64_t i = 0; i < gy.numel(); ++i) {
+    const int64_t plane = i / plane_out, j = static_cast<int64_t>(idx.get(i));
+    if (j < 0 || j >= plane_in) bad(op, "index " + std::to_string(j) + " is out of bounds for a plane of size " + std::to_string(plane_in));
+    acc[plane * plane_in + j] += gy.get(i);
+  }
+  Tensor gx(outs[0].dtype, outs[0].shape);
+  for (int64_t i = 0; i < gx.numel(); ++i) gx.set(i, acc[i]);
+  return {gx};
+}
+Args d_max_pool3d(DerivCtx& c) {
+  const Args& a = c.args;  // self, kernel_size, stride, padding, dilation, ceil_mode
+  return one(call(c, "aten.max_pool3d_with_indices_backward.default", {c.grads[0], a[0], a[1], a[2], a[3], a[4], a[5], c.out(1)}), 6);
+}
+
+// adaptive_avg_pool3d (export level): a mean over the last three dims for a 1x1x1 output, else
+// _adaptive_avg_pool3d (ATen's composite).
+std::vector<Arg> decomp_adaptive_avg_pool3d(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a) {
+  const auto os = spatial_n(op, a[1], 3, "output_size");
+  if (os[0] == 1 && os[1] == 1 && os[2] == 1) return {b.call("aten.mean.dim", {a[0], Arg::of_ints({-1, -2, -3}), Arg::of_bool(true)})};
+  return {b.call("aten._adaptive_avg_pool3d.default", {a[0], a[1]})};
+}
+std::vector<TensorMeta> infer_max_pool3d_values(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  return {infer_max_pool3d(g, op, a).at(0)};
+}
+std::vector<Arg> decomp_max_pool3d_values(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
+  return {b.get(b.call("aten.max_pool3d_with_indices.default", {a[0], a[1], a[2], a[3], a[4], a[5]}), 0)};
+}
+
 }  // namespace
 
 void add_conv_pool_ops(std::vector<OpDef>& t) {
@@ -304,8 +949,47 @@ void add_conv_pool_ops(std::vector<OpDef>& t) {
           "max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, "
           "int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor",
           kCore, same_as<1>, max_pool_backward_ref),
-      comp("aten.adaptive_avg_pool2d.default", "adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor", kCore,
-           infer_adaptive_avg_pool, ref_adaptive_avg_pool, decomp_adaptive_avg_pool),
+      comp("aten.adaptive_avg_pool2d.default", "adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor", kAten,
+           infer_adaptive_avg_pool, ref_adaptive_avg_pool, decomp_adaptive_avg_pool2d),
+      // ---- pooling (issue 32) ----
+      comp("aten.avg_pool2d.default",
+           "avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool "
+           "count_include_pad=True, int? divisor_override=None) -> Tensor",
+           kCore, infer_avg_pool<2>, ref_avg_pool<2>, decomp_avg_pool<2>, d_avg_pool<2>),
+      comp("aten.avg_pool2d_backward.default",
+           "avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, "
+           "bool count_include_pad, int? divisor_override) -> Tensor",
+           kCore, same_as<1>, ref_avg_pool_backward<2>, decomp_avg_pool_backward<2>),
+      comp("aten.avg_pool3d.default",
+           "avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool ceil_mode=False, bool "
+           "count_include_pad=True, int? divisor_override=None) -> Tensor",
+           kCore, infer_avg_pool<3>, ref_avg_pool<3>, decomp_avg_pool<3>, d_avg_pool<3>),
+      comp("aten.avg_pool3d_backward.default",
+           "avg_pool3d_backward(Tensor grad_output, Tensor self, int[3] kernel_size, int[3] stride, int[3] padding, bool ceil_mode, "
+           "bool count_include_pad, int? divisor_override) -> Tensor",
+           kAten, same_as<1>, ref_avg_pool_backward<3>, decomp_avg_pool_backward<3>),
+      comp("aten._adaptive_avg_pool2d.default", "_adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor", kCore,
+           infer_adaptive_pool_nd<2>, ref_adaptive_pool_nd<2>, decomp_adaptive_pool_nd<2>, d_adaptive_pool<2>),
+      comp("aten._adaptive_avg_pool2d_backward.default", "_adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self) -> Tensor", kCore,
+           infer_adaptive_pool_backward<2>, ref_adaptive_pool_backward<2>, decomp_adaptive_pool_backward<2>),
+      comp("aten.adaptive_avg_pool3d.default", "adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor", kAten,
+           infer_adaptive_pool_nd<3>, ref_adaptive_pool_nd<3>, decomp_adaptive_avg_pool3d),
+      comp("aten._adaptive_avg_pool3d.default", "_adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor", kCore,
+           infer_adaptive_pool_nd<3>, ref_adaptive_pool_nd<3>, decomp_adaptive_pool_nd<3>, d_adaptive_pool<3>),
+      comp("aten._adaptive_avg_pool3d_backward.default", "_adaptive_avg_pool3d_backward(Tensor grad_output, Tensor self) -> Tensor", kAten,
+           infer_adaptive_pool_backward<3>, ref_adaptive_pool_backward<3>, decomp_adaptive_pool_backward<3>),
+      comp("aten.max_pool3d_with_indices.default",
+           "max_pool3d_with_indices(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool "
+           "ceil_mode=False) -> (Tensor, Tensor)",
+           kCore, infer_max_pool3d, ref_max_pool3d, decomp_max_pool3d, d_max_pool3d),
+      comp("aten.max_pool3d.default",
+           "max_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) "
+           "-> Tensor",
+           kAten, infer_max_pool3d_values, nullptr, decomp_max_pool3d_values),
+      ext("aten.max_pool3d_with_indices_backward.default",
+          "max_pool3d_with_indices_backward(Tensor grad_output, Tensor self, int[3] kernel_size, int[3] stride, int[3] padding, "
+          "int[3] dilation, bool ceil_mode, Tensor indices) -> Tensor",
+          kAten, same_as<1>, max_pool3d_backward_ref),
   };
   t.insert(t.end(), ops.begin(), ops.end());
 }

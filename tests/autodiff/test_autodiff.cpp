@@ -292,6 +292,17 @@ const std::map<std::string, Sample>& samples() {
                                                                         {x[0], ints({2, 2, 2}), ints({2, 2, 2})});
                                                    return std::vector<Arg>{b.get(r, 0)};
                                                  }};
+    m["aten.avg_pool2d.default"] = with_args("aten.avg_pool2d.default", {{1, 2, 5, 5}},
+                                             {ints({3, 3}), ints({2, 2}), ints({1, 1}), Arg::of_bool(true), Arg::of_bool(false)});
+    m["aten.avg_pool3d.default"] = with_args("aten.avg_pool3d.default", {{1, 1, 3, 4, 5}},
+                                             {ints({3, 3, 3}), ints({2, 2, 2}), ints({1, 1, 1}), Arg::of_bool(true), Arg::of_bool(true)});
+    m["aten._adaptive_avg_pool2d.default"] = with_args("aten._adaptive_avg_pool2d.default", {{1, 2, 5, 6}}, {ints({3, 4})});
+    m["aten._adaptive_avg_pool3d.default"] = with_args("aten._adaptive_avg_pool3d.default", {{1, 1, 3, 4, 5}}, {ints({2, 3, 2})});
+    m["aten.max_pool3d_with_indices.default"] = {{{1, 2, 4, 4, 4}}, {}, [](GraphBuilder& b, const std::vector<Arg>& x) {
+                                                   const Arg r = b.call("aten.max_pool3d_with_indices.default",
+                                                                        {x[0], ints({2, 2, 2}), ints({2, 2, 2})});
+                                                   return std::vector<Arg>{b.get(r, 0)};
+                                                 }};
     return m;
   }();
   return s;
