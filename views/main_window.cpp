@@ -520,6 +520,20 @@ void MainWindow::onCaptured() {
   }
 }
 
+// The graph a stage draws: its own, or for a big graph without module paths, a copy whose nodes
+// are grouped in runs of the node order (segmented), so that it folds like a model's modules.
+// Kept until the stage's graph changes.
+const Graph* MainWindow::drawnGraph(const CompileResult& r, const std::string& stage) {
+  const Graph* g = stage_graph(r, stage);
+  if (!g || g->nodes.size() <= 250 || worth_collapsing(*g)) return g;
+  DrawnGraph& d = drawn_[stage];
+  if (d.source != g || !d.graph || d.graph->nodes.size() != g->nodes.size() || d.graph->nodes.back().name != g->nodes.back().name) {
+    d.source = g;
+    d.graph = std::make_shared<const Graph>(segmented(*g));
+  }
+  return d.graph.get();
+}
+
 void MainWindow::expandModule(const QString& path) {
   expanded_.insert(path.toStdString());
   progress_->setText(tr("Opened module %1").arg(path));
@@ -581,6 +595,7 @@ void MainWindow::openModel(const QString& path) {
     return;
   }
   if (path != path_) expanded_.clear(), expansion_chosen_ = false;
+  drawn_.clear();
   path_ = path;
   rememberRecent(path);
   setWindowTitle(tr("%1 — Lowerscope").arg(QFileInfo(path).fileName()));
@@ -589,6 +604,7 @@ void MainWindow::openModel(const QString& path) {
 
 void MainWindow::openLoadedModel(const LoadedModel& model) {
   expanded_.clear();
+  drawn_.clear();
   expansion_chosen_ = false;
   path_.clear();
   setWindowTitle(tr("%1 — Lowerscope").arg(QString::fromStdString(model.path)));
@@ -701,7 +717,7 @@ void MainWindow::showStage(int row) {
   if (cpp && !r->source.kernels.empty()) code_->markLines(r->source.kernels[0].first_line, r->source.kernels[0].last_line);
   // Source and run stages show the fused kernels beside them.
   std::string dot = s.dot;
-  if (const Graph* g = stage_graph(*r, s.name); g && worth_collapsing(*g)) {
+  if (const Graph* g = drawnGraph(*r, s.name); g && worth_collapsing(*g)) {
     if (!expansion_chosen_) expanded_ = initial_expansion(*g), expansion_chosen_ = true;
     dot = collapsed_graph_to_dot(*g, expanded_);
   }
@@ -776,7 +792,7 @@ void MainWindow::applyHeat() {
   QHash<QString, double> share;
   if (r && heat_action_ && heat_action_->isChecked()) {
     // Source and run stages show the fused graph.
-    const Graph* g = stage_graph(*r, currentStage().toStdString());
+    const Graph* g = drawnGraph(*r, currentStage().toStdString());
     const QString stage = g ? currentStage() : QStringLiteral("fused");
     // A folded graph: each module box takes the share of its hottest node.
     QHash<QString, QString> shown_as;
@@ -829,7 +845,7 @@ void MainWindow::applyHighlight() {
   QSet<QString> ids;
   if (r && !origins_.isEmpty()) {
     const std::string stage = currentStage().toStdString();
-    if (const Graph* g = stage_graph(*r, stage)) {
+    if (const Graph* g = drawnGraph(*r, stage)) {
       const bool folded = worth_collapsing(*g);
       for (const Node& n : g->nodes)
         if (shares(n.origins, origins_))
@@ -890,7 +906,7 @@ int MainWindow::findNodes(const QString& text) {
   last_text = t;
   const QString id = hits[last_index];
   selectNode(id);
-  if (const Graph* g = stage_graph(*r, stage); g && worth_collapsing(*g) && g->find(id.toStdString()) >= 0) {
+  if (const Graph* g = drawnGraph(*r, stage); g && worth_collapsing(*g) && g->find(id.toStdString()) >= 0) {
     const Node& n = g->nodes[g->find(id.toStdString())];
     if (visible_id(n, expanded_) != n.name) {  // inside folded modules: open them, then scroll to it
       for (std::string m = module_of(n); !m.empty(); m = m.substr(0, m.rfind('.') == std::string::npos ? 0 : m.rfind('.')))

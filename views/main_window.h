@@ -2,6 +2,8 @@
 // kernels and the check below. Logic lives in CompileSession; this only arranges and draws.
 #pragma once
 #include <QMainWindow>
+#include <map>
+#include <memory>
 #include <set>
 #include <string>
 
@@ -24,6 +26,8 @@ class QTabWidget;
 namespace ls {
 
 struct LoadedModel;
+struct Graph;
+struct CompileResult;
 
 class CodeView;
 class CommandPalette;
@@ -142,6 +146,13 @@ class MainWindow : public QMainWindow {
   QAction* heat_action_ = nullptr;
   int heat_painted_ = 0;
   std::set<std::string> expanded_;  // modules opened in folded graphs (kept while stepping stages)
+  // Big graphs without module paths, drawn folded by runs of nodes (drawnGraph), per stage.
+  struct DrawnGraph {
+    const Graph* source = nullptr;
+    std::shared_ptr<const Graph> graph;
+  };
+  std::map<std::string, DrawnGraph> drawn_;
+  const Graph* drawnGraph(const CompileResult& r, const std::string& stage);
   bool expansion_chosen_ = false;   // expanded_ holds the first choice or the user's, for this model
   QString selected_id_;   // the node last selected (focused first when a stage is drawn)
   QString pending_focus_;           // a node to scroll to once the new layout is in

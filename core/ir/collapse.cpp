@@ -50,6 +50,31 @@ std::string module_of(const Node& n) {
   return {};
 }
 
+Graph segmented(const Graph& g, size_t above, size_t per_box) {
+  if (g.nodes.size() <= above || worth_collapsing(g, above) || per_box < 2) return g;
+  size_t m = 0;  // the nodes that get a segment: all but the graph's inputs
+  for (const Node& n : g.nodes) m += n.is_placeholder() ? 0 : 1;
+  // Nodes per segment, outermost level first: at most per_box segments at the top; a level whose
+  // segments hold more than per_box nodes nests another inside each.
+  const size_t top = (m + per_box - 1) / per_box;
+  if (top <= 1) return g;
+  std::vector<size_t> levels{top};
+  while (levels.back() > per_box) levels.push_back((levels.back() + per_box - 1) / per_box);
+  Graph out = g;
+  size_t j = 0;
+  for (Node& n : out.nodes) {
+    if (n.is_placeholder()) continue;
+    std::string path;
+    for (size_t s : levels) {
+      const size_t a = j / s * s, b = std::min(a + s, m) - 1;
+      path += (path.empty() ? "" : ".") + std::string("nodes ") + std::to_string(a) + "-" + std::to_string(b);
+    }
+    n.module_path = path;
+    ++j;
+  }
+  return out;
+}
+
 bool worth_collapsing(const Graph& g, size_t above) {
   if (g.nodes.size() <= above) return false;
   for (const Node& n : g.nodes)

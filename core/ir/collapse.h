@@ -13,6 +13,12 @@ namespace ls {
 // The module a node belongs to ("features.3.block.0"), or "" for the top level.
 std::string module_of(const Node& n);
 
+// A big graph with no module paths to fold by (a long chain, a graph pasted from a log) with
+// paths made from the node order instead: runs of consecutive nodes ("nodes 0-499"), nested so
+// that no level holds more than `per_box` of them, each folding like a module. Returns the graph
+// unchanged when it is small or has module paths. The drawing's node ids stay the graph's.
+Graph segmented(const Graph& g, size_t above = 250, size_t per_box = 40);
+
 // True when a graph is big enough to start folded and has module paths to fold by.
 bool worth_collapsing(const Graph& g, size_t above = 250);
 

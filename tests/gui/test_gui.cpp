@@ -641,6 +641,36 @@ class TestGui : public QObject {
     QVERIFY2(longest_gap < 1000, qPrintable(QString("the event loop stalled %1 ms").arg(longest_gap)));
   }
 
+  // A big graph without module paths (a long chain, a graph pasted from a log) folds by runs of
+  // consecutive nodes, nested so that no level draws more than 40: its first picture is a few
+  // dozen boxes, not 2,000 (a 20,000-node chain took 44 s to draw unfolded, 0.5-0.8 s folded:
+  // tools/bench/results-gui.md). A run opens like a module; a node found deep inside opens its runs.
+  void testFlatGraphFoldsByRunsOfNodes() {
+    LoadedModel m = synthetic_model(8, 1, 250);
+    for (Node& n : m.graph.nodes) n.module_path.clear();
+    const Graph seg = segmented(m.graph);
+    size_t j = 0;
+    for (const Node& n : seg.nodes) {
+      if (n.is_placeholder()) continue;
+      QVERIFY2(!n.module_path.empty(), n.name.c_str());
+      const size_t a = std::stoul(n.module_path.substr(6));  // "nodes 0-49.nodes 0-1": its run holds it
+      QVERIFY(a <= j && j < a + 50);
+      ++j;
+    }
+    QVERIFY(child_modules(seg, "").size() <= 40);
+    MainWindow w;
+    w.show();
+    QSignalSpy shown(&w, &MainWindow::stageShown);
+    w.openLoadedModel(m);
+    QVERIFY(shown.wait(30000));
+    const int first = w.graphView()->nodeCount();
+    QVERIFY2(first > 2 && first <= 62, qPrintable(QString::number(first)));
+    QVERIFY(w.findNodes("n1777") >= 1);
+    QVERIFY(shown.wait(30000));
+    QVERIFY(w.graphView()->nodeInView("n1777"));
+    QVERIFY(w.graphView()->nodeCount() > first);
+  }
+
   // A layout too big to finish soon is cancelled and leaves the interface as it was.
   void testCancelLongLayout() {
     const LoadedModel m = synthetic_model(25, 4, 50);
