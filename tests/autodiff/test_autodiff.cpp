@@ -280,6 +280,33 @@ const std::map<std::string, Sample>& samples() {
                                 }};
     }
     // ---- creation and resampling (issue 32) ----
+    m["aten._to_copy.default"] = {{{2, 3}}, {}, [](GraphBuilder& b, const std::vector<Arg>& x) {
+                                    return std::vector<Arg>{b.call("aten._to_copy.default", {x[0]}, {{"dtype", Arg::of_string("torch.float64")}})};
+                                  }};
+    // A fixed mask (the generator is seeded per op and shape): x * mask / (1 - p).
+    m["aten.native_dropout.default"] = {{{4, 5}}, {}, [](GraphBuilder& b, const std::vector<Arg>& x) {
+                                          const Arg r = b.call("aten.native_dropout.default", {x[0], num(0.3), Arg::of_bool(true)});
+                                          return std::vector<Arg>{b.get(r, 0)};
+                                        }};
+    m["aten.copy.default"] = binary("aten.copy.default", {2, 3}, {3});
+    m["aten.constant_pad_nd.default"] = with_args("aten.constant_pad_nd.default", {{2, 3}}, {ints({1, -1, 2, 0}), num(0.5)});
+    m["aten.reflection_pad1d.default"] = with_args("aten.reflection_pad1d.default", {{2, 3, 5}}, {ints({2, 1})});
+    m["aten.reflection_pad2d.default"] = with_args("aten.reflection_pad2d.default", {{1, 2, 4, 5}}, {ints({1, 2, 3, -1})});
+    m["aten.reflection_pad3d.default"] = with_args("aten.reflection_pad3d.default", {{1, 1, 3, 3, 4}}, {ints({1, 2, 1, 1, 2, 1})});
+    m["aten.replication_pad1d.default"] = with_args("aten.replication_pad1d.default", {{2, 3, 5}}, {ints({3, -1})});
+    m["aten.replication_pad2d.default"] = with_args("aten.replication_pad2d.default", {{1, 2, 3, 4}}, {ints({2, 1, 1, 3})});
+    m["aten.replication_pad3d.default"] = with_args("aten.replication_pad3d.default", {{1, 1, 2, 3, 3}}, {ints({1, 1, 2, 0, 1, 1})});
+    m["aten.upsample_nearest2d.vec"] = with_args("aten.upsample_nearest2d.vec", {{1, 2, 3, 4}}, {Arg::none(), list({num(2.0), num(1.5)})});
+    m["aten.upsample_bilinear2d.vec"] =
+        with_args("aten.upsample_bilinear2d.vec", {{1, 2, 3, 4}}, {ints({5, 7}), Arg::of_bool(false), Arg::none()});
+    // Bilinear sampling, zero padding, the grid inside (-1, 1): smooth away from whole pixels.
+    m["aten.grid_sampler_2d.default"] = {{{1, 2, 4, 5}, {1, 3, 3, 2}}, {}, [](GraphBuilder& b, const std::vector<Arg>& x) {
+                                           return std::vector<Arg>{b.call("aten.grid_sampler_2d.default",
+                                                                          {x[0], inside_unit(b, x[1]), Arg::of_int(0), Arg::of_int(0),
+                                                                           Arg::of_bool(false)})};
+                                         }};
+    m["aten.col2im.default"] = with_args("aten.col2im.default", {{2, 8, 6}}, {ints({3, 4}), ints({2, 2}), ints({1, 1}), ints({0, 0}), ints({1, 1})});
+    m["aten.im2col.default"] = with_args("aten.im2col.default", {{1, 2, 4, 5}}, {ints({2, 2}), ints({1, 1}), ints({1, 1}), ints({2, 2})});
     // ---- pooling and normalization (issue 32) ----
     m["aten.avg_pool2d.default"] = with_args("aten.avg_pool2d.default", {{1, 2, 5, 5}},
                                              {ints({3, 3}), ints({2, 2}), ints({1, 1}), Arg::of_bool(true), Arg::of_bool(false)});
