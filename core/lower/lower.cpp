@@ -293,6 +293,55 @@ class Lowering {
     return true;
   }
 
+  // index.Tensor(self, indices): advanced indexing. The index tensors (None: a whole dimension)
+  // broadcast to one shape B; the output holds B in place of the indexed dimensions where those
+  // are adjacent, else in front (NumPy's rule). Each position loads its index from every index
+  // tensor (a negative one counted from the end, as PyTorch's) and the source there. Boolean
+  // masks (a data-dependent shape) stay a library call.
+  bool lower_index(int id) {
+    const Node& n = g_.nodes[id];
+    const Reader self = readers_[n.args[0].node];
+    if (!self.load) return false;
+    const int64_t r = static_cast<int64_t>(self.shape.size());
+    const std::vector<Arg>& list = n.args[1].list;
+    if (list.empty() || static_cast<int64_t>(list.size()) > r) return false;
+    std::vector<int64_t> dims;  // the indexed dimensions
+    std::vector<Reader> ix;
+    Shape b;
+    for (size_t k = 0; k < list.size(); ++k) {
+      if (!list[k].is_node()) continue;
+      const Reader& i = readers_[list[k].node];
+      if (!i.load || dtype_is_float(i.dtype) || i.dtype == DType::b8 || self.shape[k] == 0) return false;
+      b = ix.empty() ? i.shape : broadcast_shapes(b, i.shape);
+      dims.push_back(static_cast<int64_t>(k));
+      ix.push_back(i);
+    }
+    if (dims.empty()) return false;
+    const bool adjacent = dims.back() - dims.front() + 1 == static_cast<int64_t>(dims.size());
+    const int64_t at = adjacent ? dims.front() : 0;  // where B's dims sit in the output
+    const int64_t nb = static_cast<int64_t>(b.size());
+    const Shape& out = n.outs[0].shape;
+    if (static_cast<int64_t>(out.size()) != r - static_cast<int64_t>(dims.size()) + nb) return false;
+    const Shape in_shape = self.shape;
+    auto body = [self, ix, dims, at, nb, r, in_shape](OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>&) {
+      const std::vector<Expr> bidx(idx.begin() + at, idx.begin() + at + nb);
+      std::vector<Expr> src(static_cast<size_t>(r));
+      for (size_t k = 0; k < dims.size(); ++k)
+        src[dims[k]] = h.indirect(ix[k].load(h, broadcast_index(ix[k].shape, bidx)), in_shape[dims[k]], true);
+      int64_t o = 0;  // the output's other dims, in order, around B
+      for (int64_t d = 0; d < r; ++d) {
+        if (std::count(dims.begin(), dims.end(), d)) continue;
+        if (o == at) o += nb;
+        src[d] = idx[o++];
+      }
+      return self.load(h, src);
+    };
+    const std::string buf = add_node(n, LoopNode::Kind::pointwise, out, {}, Reduce::none, n.outs[0].dtype, body);
+    readers_[id] = buffer_reader(buf, out, n.outs[0].dtype);
+    realized_[id] = buf;
+    return true;
+  }
+
   // embedding(weight [V, D], indices [...]): out[..., j] = weight[indices[...], j].
   bool lower_embedding(int id) {
     const Node& n = g_.nodes[id];
@@ -554,6 +603,7 @@ class Lowering {
         if (n.op == &op::cat() && lower_cat(id)) return;
         if (n.op == &op::gather() && lower_gather(id)) return;
         if (n.op == &op::embedding() && lower_embedding(id)) return;
+        if (n.op == &op::index_tensor() && lower_index(id)) return;
         lower_extern(id);
         return;
       case OpKind::getitem: {

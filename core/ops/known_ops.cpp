@@ -39,6 +39,7 @@ const OpDef& max_pool2d_with_indices_backward() {
 const OpDef& cat() { static const OpDef& d = must_find("aten.cat.default"); return d; }
 const OpDef& gather() { static const OpDef& d = must_find("aten.gather.default"); return d; }
 const OpDef& embedding() { static const OpDef& d = must_find("aten.embedding.default"); return d; }
+const OpDef& index_tensor() { static const OpDef& d = must_find("aten.index.Tensor"); return d; }
 const OpDef& efficient_attention() {
   static const OpDef& d = must_find("aten._scaled_dot_product_efficient_attention.default");
   return d;
@@ -75,7 +76,7 @@ const OpDef& missing() {
 
 const std::vector<const OpDef& (*)()>& known_ops() {
   static const std::vector<const OpDef& (*)()> all = {
-      mm, addmm, bmm, convolution, convolution_backward, max_pool2d_with_indices, max_pool2d_with_indices_backward, cat, gather, embedding,
+      mm, addmm, bmm, convolution, convolution_backward, max_pool2d_with_indices, max_pool2d_with_indices_backward, cat, gather, embedding, index_tensor,
       efficient_attention, efficient_attention_backward, view, permute, detach, add_tensor, sub_tensor, mul_tensor,
       prims::reshape, prims::transpose, prims::collapse_view, prims::split_dim};
   return all;

@@ -288,6 +288,7 @@ class TestCore : public QObject {
         {op::cat, "aten.cat.default"},
         {op::gather, "aten.gather.default"},
         {op::embedding, "aten.embedding.default"},
+        {op::index_tensor, "aten.index.Tensor"},
         {op::efficient_attention, "aten._scaled_dot_product_efficient_attention.default"},
         {op::efficient_attention_backward, "aten._scaled_dot_product_efficient_attention_backward.default"},
         {op::view, "aten.view.default"},

@@ -1598,6 +1598,40 @@ class TestCpu : public QObject {
     r = run_pipeline(m, o);
     QVERIFY2(r.error.find("index -3 is out of bounds") != std::string::npos, r.error.c_str());
   }
+
+  // aten.index.Tensor as generated code: index tensors broadcast together, placed where the
+  // indexed dimensions were when adjacent and in front when not, negative indices counted from
+  // the end; checked against plain loops written here, in one kernel with the sigmoid they read.
+  void testAdvancedIndexingIsGeneratedCode() {
+    LoadedModel m = load_model(data("indexing/index.txt"));
+    Tensor &x = m.inputs[0], &i = m.inputs[1], &j = m.inputs[2];
+    const int64_t iv[4] = {3, -1, 0, 4}, jv[8] = {4, -5, 2, 0, 1, 3, -2, -1};  // j indexes sizes 7 and 5
+    for (int64_t k = 0; k < 4; ++k) i.set(k, iv[k]);
+    for (int64_t k = 0; k < 8; ++k) j.set(k, jv[k]);
+    PipelineOptions o;
+    o.timing_budget_ms = 1;
+    CompileResult r = run_pipeline(m, o);
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    for (const Kernel& k : r.schedule.kernels) QVERIFY2(!k.is_extern, k.name.c_str());
+    auto sig = [&](int64_t a, int64_t b, int64_t c) { return 1.0 / (1.0 + std::exp(-x.get((a * 6 + b) * 7 + c))); };
+    auto wrap = [](int64_t v, int64_t n) { return v < 0 ? v + n : v; };
+    auto close = [](double got, double want) { return std::abs(got - want) <= 1e-5 + 1e-4 * std::abs(want); };
+    for (int64_t a = 0; a < 5; ++a)
+      for (int64_t k = 0; k < 4; ++k)
+        for (int64_t c = 0; c < 7; ++c) QVERIFY(close(r.outputs[0].get((a * 4 + k) * 7 + c), 3.0 * sig(a, wrap(iv[k], 6), c)));
+    for (int64_t p = 0; p < 2; ++p)
+      for (int64_t k = 0; k < 4; ++k)
+        for (int64_t b = 0; b < 6; ++b)
+          QVERIFY(close(r.outputs[1].get((p * 4 + k) * 6 + b), sig(wrap(iv[k], 5), b, wrap(jv[p * 4 + k], 7))));
+    for (int64_t p = 0; p < 2; ++p)
+      for (int64_t k = 0; k < 4; ++k)
+        for (int64_t c = 0; c < 7; ++c)
+          QVERIFY(close(r.outputs[2].get((p * 4 + k) * 7 + c), sig(wrap(jv[p * 4 + k], 5), wrap(iv[k], 6), c)));
+    j.set(0, 5);  // in range for x[i, :, j] (size 7), not for x[j, i] (size 5)
+    r = run_pipeline(m, o);
+    QVERIFY2(r.error.find("index 5 is out of bounds for dimension with size 5") != std::string::npos, r.error.c_str());
+    QVERIFY2(r.error.find("node 'c'") != std::string::npos, r.error.c_str());
+  }
 };
 
 QTEST_GUILESS_MAIN(TestCpu)
