@@ -4,6 +4,7 @@
 // rule, reference kernel and lowering are those of its kind, from its scalar `math` (ops/math.h);
 // here are its decomposition (towards the prim of the same math, as torch._refs writes it) and
 // its derivative (as derivatives.yaml gives it). Composites carry their own rules.
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -685,6 +686,33 @@ Args d_div_mode(DerivCtx& c) {
   return r;
 }
 
+// clamp_min / clamp_max (export level): clamp with one bound (torch._refs); the result type of
+// self and the bound. Derivatives as derivatives.yaml: the gradient where self >= min (<= max).
+template <bool Min>
+std::vector<TensorMeta> infer_clamp_one(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  if (meta_of(g, a[0]).dtype == DType::b8) bad(op, "is not implemented for bool tensors");
+  return {result_type(g, op, a, {0, 1})};
+}
+template <bool Min>
+std::vector<Tensor> ref_clamp_one(const OpDef&, const std::vector<Arg>& a, const RefInputs& in, const std::vector<TensorMeta>& outs) {
+  Tensor y(outs[0].dtype, outs[0].shape);
+  const double m = a[1].number();
+  for (int64_t i = 0; i < y.numel(); ++i) {
+    const double v = in[0].get(i);
+    y.set(i, std::isnan(v) || std::isnan(m) ? v + m : Min ? std::max(v, m) : std::min(v, m));
+  }
+  return {y};
+}
+template <bool Min>
+std::vector<Arg> decomp_clamp_one(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
+  return {call(b, "aten.clamp.default", {a[0], Min ? a[1] : Arg::none(), Min ? Arg::none() : a[1]})};
+}
+template <bool Min>
+Args d_clamp_one(DerivCtx& c) {
+  const Arg inside = call(c, Min ? "aten.ge.Scalar" : "aten.le.Scalar", {c.args[0], c.args[1]});
+  return one(call(c, "aten.where.self", {inside, c.grads[0], num(0.0)}), 2);
+}
+
 // ---- entries --------------------------------------------------------------------------------
 
 OpDef unary_aten(const char* op, Math m, DerivFn der = nullptr, DecompFn d = single<decomp_pointwise>) {
@@ -798,6 +826,10 @@ void add_pointwise_ops(std::vector<OpDef>& t) {
            decomp_clamp),
       comp("aten.leaky_relu.default", "leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor", kCore, same_as<0>,
            ref_leaky_relu, decomp_leaky_relu, d_leaky_relu),
+      comp("aten.clamp_min.default", "clamp_min(Tensor self, Scalar min) -> Tensor", kAten, infer_clamp_one<true>, ref_clamp_one<true>,
+           decomp_clamp_one<true>, d_clamp_one<true>),
+      comp("aten.clamp_max.default", "clamp_max(Tensor self, Scalar max) -> Tensor", kAten, infer_clamp_one<false>,
+           ref_clamp_one<false>, decomp_clamp_one<false>, d_clamp_one<false>),
       comp("aten.elu.default", "elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor", kCore,
            infer_float_only, ref_elu, decomp_elu, d_elu),
       comp("aten.hardtanh.default", "hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor", kCore, infer_hardtanh,

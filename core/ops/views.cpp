@@ -278,6 +278,14 @@ std::vector<Arg> decomp_to_view(GraphBuilder& b, const OpDef& op, const std::vec
     for (int64_t d = s; d <= e; ++d) m *= x[d];
     out.push_back(m);
     for (int64_t d = e + 1; d < r; ++d) out.push_back(x[d]);
+  } else if (op.name == "aten.unflatten.int") {
+    out = x;
+    const int64_t d = wrap_dim(op, a[1].i, static_cast<int64_t>(x.size()));
+    if (x.empty()) bad(op, "cannot unflatten a 0-d tensor");
+    const Shape sizes = resolve_size(op, a[2].ints(), x[d]);
+    if (sizes.empty()) bad(op, "sizes must be non-empty");
+    out.erase(out.begin() + d);
+    out.insert(out.begin() + d, sizes.begin(), sizes.end());
   } else if (op.name == "aten.unsqueeze.default") {
     out = x;
     const int64_t d = wrap_dim(op, a[1].i, static_cast<int64_t>(x.size()) + 1);
@@ -632,6 +640,89 @@ std::vector<Arg> decomp_repeat(GraphBuilder& b, const OpDef& op, const std::vect
 }
 
 // ---------------------------------------------------------------------------------------------
+// Export level (issue 32): repeat_interleave with one repeat count, triu and tril
+// ---------------------------------------------------------------------------------------------
+
+// repeat_interleave.self_int(repeats, dim): each element repeated in place along dim (the input
+// flattened where dim is None): out[i] = in[i // repeats]. Decomposed as an unsqueeze, an expand
+// of the new dimension to `repeats`, a copy and a view merging the two.
+struct Interleave {
+  int64_t dim, repeats;
+  Shape in, out;  // `in`: the input, flattened where dim is None
+};
+Interleave interleave_spec(const OpDef& op, const Shape& x, const std::vector<Arg>& a) {
+  if (a[1].i < 0) bad(op, "repeats can not be negative, got " + std::to_string(a[1].i));
+  Interleave s{0, a[1].i, a[2].is_none() ? Shape{numel_of(x)} : x, {}};
+  if (!a[2].is_none()) s.dim = wrap_dim(op, a[2].i, static_cast<int64_t>(x.size()));
+  if (s.in.empty()) s.in = {1};  // a 0-d input repeats as a vector
+  s.out = s.in;
+  s.out[s.dim] *= s.repeats;
+  if (!a[3].is_none() && a[3].i != s.out[s.dim])
+    bad(op, "output_size " + std::to_string(a[3].i) + " does not match the repeated size " + std::to_string(s.out[s.dim]));
+  return s;
+}
+std::vector<TensorMeta> infer_repeat_interleave(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  const TensorMeta& x = meta_of(g, a[0]);
+  return {like(x, x.dtype, interleave_spec(op, x.shape, a).out)};
+}
+std::vector<Tensor> ref_repeat_interleave(const OpDef& op, const std::vector<Arg>& a, const RefInputs& in, const std::vector<TensorMeta>& outs) {
+  const Interleave s = interleave_spec(op, in[0].shape(), a);
+  Tensor y(outs[0].dtype, outs[0].shape);
+  const Shape st = contiguous_strides(s.in);
+  for (int64_t i = 0; i < y.numel(); ++i) {
+    Shape p = unravel(i, s.out);
+    p[s.dim] /= s.repeats;
+    int64_t off = 0;
+    for (size_t d = 0; d < p.size(); ++d) off += p[d] * st[d];
+    y.set(i, in[0].get(off));
+  }
+  return {y};
+}
+std::vector<Arg> decomp_repeat_interleave(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a) {
+  const Interleave s = interleave_spec(op, b.meta(a[0]).shape, a);
+  Arg x = b.meta(a[0]).shape == s.in ? a[0] : b.call("aten.view.default", {a[0], Arg::of_ints(s.in)});
+  Shape wide = s.in;
+  wide.insert(wide.begin() + s.dim + 1, s.repeats);
+  x = b.call("aten.unsqueeze.default", {x, Arg::of_int(s.dim + 1)});
+  x = b.call("aten.clone.default", {b.call("aten.expand.default", {x, Arg::of_ints(wide)})});
+  return {b.call("aten.view.default", {x, Arg::of_ints(s.out)})};
+}
+
+// triu / tril(diagonal): the elements on and above (below) the diagonal-th diagonal of the last
+// two dimensions, zeros elsewhere. torch._refs: a mask from two aranges, (col - row) >= diagonal
+// (<= for tril), and where(mask, x, 0).
+template <bool Upper>
+std::vector<TensorMeta> infer_tri(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  const TensorMeta& x = meta_of(g, a[0]);
+  if (x.shape.size() < 2) bad(op, "input tensor must have at least 2 dimensions");
+  return {like(x, x.dtype, x.shape)};
+}
+template <bool Upper>
+std::vector<Tensor> ref_tri(const OpDef&, const std::vector<Arg>& a, const RefInputs& in, const std::vector<TensorMeta>& outs) {
+  Tensor y(outs[0].dtype, outs[0].shape);
+  const int64_t r = y.dim();
+  for (int64_t i = 0; i < y.numel(); ++i) {
+    const Shape p = unravel(i, y.shape());
+    const int64_t diff = p[r - 1] - p[r - 2];
+    if (Upper ? diff >= a[1].i : diff <= a[1].i) y.set(i, in[0].get(i));
+  }
+  return {y};
+}
+template <bool Upper>
+std::vector<Arg> decomp_tri(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
+  // col >= row + diagonal (triu), col <= row + diagonal (tril): the rows' arange starts at the
+  // diagonal, so the mask compares two tensors (no integer number in a comparison).
+  const Shape x = b.meta(a[0]).shape;
+  const int64_t h = x[x.size() - 2], w = x.back(), k = a[1].i;
+  const std::vector<std::pair<std::string, Arg>> i64 = {{"dtype", Arg::of_string("torch.int64")}};
+  const Arg cols = b.call("aten.arange.start_step", {Arg::of_int(0), Arg::of_int(w), Arg::of_int(1)}, i64);
+  const Arg rows = b.call("aten.arange.start_step", {Arg::of_int(k), Arg::of_int(h + k), Arg::of_int(1)}, i64);
+  const Arg mask = b.call(Upper ? "aten.ge.Tensor" : "aten.le.Tensor", {b.call("aten.unsqueeze.default", {cols, Arg::of_int(0)}),
+                                                                       b.call("aten.unsqueeze.default", {rows, Arg::of_int(1)})});
+  return {b.call("aten.where.self", {mask, a[0], Arg::of_int(0)})};
+}
+
+// ---------------------------------------------------------------------------------------------
 // Identities
 // ---------------------------------------------------------------------------------------------
 
@@ -761,6 +852,13 @@ void add_view_ops(std::vector<OpDef>& t) {
       view_op("prims.rev.default", "rev(Tensor a, int[] dims) -> Tensor", kPrims, infer_flip, view_flip, nullptr),
       view_op("aten.repeat.default", "repeat(Tensor self, SymInt[] repeats) -> Tensor", kCore, infer_repeat, view_repeat, decomp_repeat,
               d_repeat),
+      comp("aten.unflatten.int", "unflatten.int(Tensor(a) self, int dim, SymInt[] sizes) -> Tensor(a)", kAten, infer_via_view, nullptr,
+           decomp_to_view),
+      comp("aten.repeat_interleave.self_int",
+           "repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor", kAten,
+           infer_repeat_interleave, ref_repeat_interleave, decomp_repeat_interleave),
+      comp("aten.triu.default", "triu(Tensor self, int diagonal=0) -> Tensor", kAten, infer_tri<true>, ref_tri<true>, decomp_tri<true>),
+      comp("aten.tril.default", "tril(Tensor self, int diagonal=0) -> Tensor", kAten, infer_tri<false>, ref_tri<false>, decomp_tri<false>),
       // Identities
       {.name = "aten.clone.default", .schema = "clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor",
        .kind = OpKind::pointwise, .levels = kCore, .math = Math::identity, .decompose = decomp_identity,
