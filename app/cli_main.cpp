@@ -27,6 +27,7 @@
 #include "report/diff.h"
 #include "report/html_report.h"
 #include "report/report.h"
+#include "report/trace_report.h"
 #include "script/script.h"
 
 namespace {
@@ -41,6 +42,8 @@ const char* kUsage = R"(usage:
   lowerscope-cli diff MODEL [--stage S | --stages A,B] [compile options] [--right "OPTIONS"]
   lowerscope-cli export MODEL --out DIR [compile options]
   lowerscope-cli run SCRIPT.py [--report FILE.json] [--device cpu|cuda] [--quiet]
+  lowerscope-cli trace TRACE_DIR_OR_LOG [--report FILE.json] [--device cpu|cuda] [--no-compile] [--graph ID] [--quiet]
+  lowerscope-cli compile TRACE_DIR_OR_LOG --graph ID [compile options]
   lowerscope-cli stages        list the stage names, in pipeline order
   lowerscope-cli ops           list the op table
 
@@ -73,6 +76,13 @@ package builds with the CUDA toolkit (driver API, cuBLAS) and runs on a GPU.
 `run` runs a PyTorch-style script in the embedded Python against Lowerscope's torch: each
 torch.compile'd call is captured (graphs, guards, graph breaks, recompiles), compiled by the
 pipeline and run; the compile log follows the script's output, and --report writes it as JSON.
+`trace` reads PyTorch's structured trace (a TORCH_TRACE=dir folder or one of its .log files, what
+tlparse reads): frames and compile ids with their stacks, each Dynamo graph with PyTorch's stages
+(AOT graphs, Inductor's output code and its kernels), graph breaks with their source lines,
+recompiles with the guard that failed, failures and the compile time per phase; each Dynamo graph
+is also compiled by our pipeline (random inputs of its shapes, checked against the reference
+interpreter) unless --no-compile; --graph ID prints that graph, its guards and Inductor's kernels
+with the nodes they cover. `compile TRACE --graph 0/1` compiles one of its Dynamo graphs as MODEL.
 Exit status: 0 when the model compiled, ran and matched; 1 when the check failed; 2 when the
 model could not be loaded or compiled (the reason goes to stderr).
 )";
@@ -271,7 +281,7 @@ int compile_command(int argc, char** argv) {
     std::cerr << kUsage;
     return 2;
   }
-  std::string model_path = argv[2], report, dump;
+  std::string model_path = argv[2], report, dump, trace_graph;
   std::vector<std::string> at;  // --at s0=3,s1=40: run the dynamic compile again at these sizes
   ls::LoadOptions lo;
   ls::PipelineOptions po;
@@ -286,6 +296,7 @@ int compile_command(int argc, char** argv) {
     else if (a == "--quiet") quiet = true;
     else if (a == "--at" && i + 1 < args.size()) at.push_back(args[++i]);
     else if (a == "--cuda-started") cuda_started = true;
+    else if (a == "--graph" && i + 1 < args.size()) trace_graph = args[++i];
     else throw std::invalid_argument("unknown option '" + a + "'");
   }
   // As in the app, which keeps the driver between compiles (and as torch.compile's first call
@@ -297,7 +308,15 @@ int compile_command(int argc, char** argv) {
     throw std::invalid_argument("--at runs a dynamic inference compile at other sizes: it needs --dynamic, and no --train or --no-run");
   po.keep_program = po.keep_program || !at.empty();
   po.sass = !dump.empty();  // the SASS listing is only seen in the dumped asm stage
-  ls::CompileResult r = ls::run_pipeline(ls::load_model(model_path, lo), po);
+  ls::LoadedModel model;
+  if (!trace_graph.empty()) {  // one Dynamo graph of a TORCH_TRACE log
+    const ls::TorchTrace t = ls::read_torch_trace(model_path);
+    const ls::TraceCompile* c = t.compile(trace_graph);
+    if (!c) throw std::invalid_argument(model_path + ": no compile " + trace_graph + " in this trace (`lowerscope-cli trace` lists them)");
+    model = ls::trace_graph_model(*c);
+  } else
+    model = ls::load_model(model_path, lo);
+  ls::CompileResult r = ls::run_pipeline(model, po);
   if (!quiet) print_result(r);
   bool at_ok = true;
   if (!at.empty() && r.error.empty() && !r.program && !r.not_run.empty())
@@ -474,6 +493,118 @@ int run_command(int argc, char** argv) {
   return 0;
 }
 
+// A TORCH_TRACE log: frames, graphs (PyTorch's stages, ours), breaks, recompiles, failures, time.
+void print_trace(const ls::TorchTrace& t, const std::string& graph) {
+  std::cout << "trace: " << t.path << "  (" << t.records << " records, " << t.lines << " lines)\n";
+  std::cout << "\nframes:\n";
+  for (const ls::TraceFrame& f : t.frames) {
+    std::cout << "  frame " << f.frame_id << ": " << (f.name.empty() ? "?" : f.name) << "  (compiles";
+    for (const auto& c : f.compiles) std::cout << ' ' << c;
+    std::cout << ")\n";
+    // The user's frames: the last few of the stack (the first ones are the interpreter's).
+    const size_t from = f.stack.size() > 3 ? f.stack.size() - 3 : 0;
+    for (size_t i = from; i < f.stack.size(); ++i)
+      std::cout << "      " << std::filesystem::path(f.stack[i].file).filename().string() << ':' << f.stack[i].line << " in "
+                << f.stack[i].name << '\n';
+  }
+  std::cout << "\ngraphs:\n";
+  for (const ls::TraceCompile& c : t.compiles) {
+    std::string stages;
+    for (const auto& s : c.stages()) stages += (stages.empty() ? "" : ", ") + s;
+    std::cout << "  [" << c.id() << "] " << std::left << std::setw(28) << (c.name.empty() ? "?" : c.name) << std::right
+              << " stages: " << (stages.empty() ? "none" : stages) << '\n';
+    std::cout << "        inductor: " << c.inductor_kernels() << " kernel(s)";
+    if (c.ours.attempted)
+      std::cout << "   ours: " << c.ours.kernels << " kernel(s), " << c.ours.library_calls << " library call(s), check "
+                << (c.ours.ok ? "ok" : "FAILED") << (c.ours.error.empty() ? "" : " (" + c.ours.error.substr(0, 200) + ")");
+    else if (!c.dynamo_graph.empty())
+      std::cout << "   ours: not compiled";
+    if (c.attempt > 0) std::cout << "   restarted " << c.attempt << "x";
+    std::cout << '\n';
+  }
+  std::cout << "\ngraph breaks (" << t.graph_breaks.size() << ", de-duplicated):\n";
+  for (const ls::TraceGraphBreak& b : t.graph_breaks) {
+    std::cout << "  " << (b.file.empty() ? "?" : std::filesystem::path(b.file).filename().string() + ":" + std::to_string(b.line)) << "  "
+              << b.reason << "  (" << b.count << "x, in";
+    for (const auto& c : b.compiles) std::cout << ' ' << c;
+    std::cout << ")\n";
+    if (!b.code.empty()) std::cout << "      " << b.code << '\n';
+  }
+  std::cout << "\nrecompiles (" << t.recompiles.size() << "):\n";
+  for (const ls::TraceRecompile& r : t.recompiles)
+    for (const auto& why : r.reasons) std::cout << "  [" << r.compile_id << "] " << r.name << ": " << why << '\n';
+  std::cout << "\nfailures (" << t.failures.size() << "):\n";
+  for (const ls::TraceFailure& f : t.failures) {
+    std::string reason = f.reason.substr(0, f.reason.find('\n'));
+    std::cout << "  [" << f.compile_id << "] " << f.name << ": " << f.fail_type << ": " << reason
+              << (f.user_frame.empty() ? "" : "  at " + f.user_frame) << '\n';
+  }
+  if (!t.phases.empty()) {
+    std::cout << "\ncompile time by phase (chromium events, ms):\n";
+    for (size_t i = 0; i < t.phases.size() && i < 12; ++i)
+      std::cout << "  " << std::left << std::setw(40) << t.phases[i].first << std::right << std::setw(10) << std::fixed
+                << std::setprecision(1) << t.phases[i].second << '\n';
+  }
+  if (!graph.empty()) {
+    const ls::TraceCompile* c = t.compile(graph);
+    if (!c) throw std::invalid_argument("no compile " + graph + " in this trace");
+    std::cout << "\n---- [" << c->id() << "] " << c->name << " ----\n";
+    for (const auto& s : c->stack) std::cout << "  " << s.file << ':' << s.line << " in " << s.name << '\n';
+    std::cout << "\nDynamo graph:\n" << c->dynamo_graph << "\n\nguards:\n" << c->guards << '\n';
+    for (const auto& oc : c->output_code) {
+      std::cout << "\nInductor kernels (" << (oc.aot_id.empty() ? "output code" : oc.aot_id) << "):\n";
+      for (const ls::TraceKernel& k : oc.kernels) {
+        std::string nodes;
+        for (const auto& n : k.source_nodes) nodes += (nodes.empty() ? "" : ", ") + n;
+        std::cout << "  " << std::left << std::setw(48) << k.name << std::right << ' ' << k.kind << "  covers [" << nodes << "]\n";
+      }
+    }
+  }
+  if (!t.warnings.empty()) {
+    std::cout << "\nproblems in the log (" << t.warnings.size() << "):\n";
+    for (const ls::TraceWarning& w : t.warnings)
+      std::cout << "  " << (w.line ? "line " + std::to_string(w.line) + ": " : "") << w.what << '\n';
+  }
+}
+
+int trace_command(int argc, char** argv) {
+  if (argc < 3) {
+    std::cerr << kUsage;
+    return 2;
+  }
+  const std::vector<std::string> args(argv, argv + argc);
+  std::string report, graph;
+  bool compile = true, quiet = false;
+  ls::PipelineOptions po;
+  for (size_t i = 3; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= args.size()) throw std::invalid_argument(a + " needs a value");
+      return args[++i];
+    };
+    if (a == "--report") report = value();
+    else if (a == "--device") po.device = ls::parse_device(value());
+    else if (a == "--graph") graph = value();
+    else if (a == "--no-compile") compile = false;
+    else if (a == "--quiet") quiet = true;
+    else throw std::invalid_argument("unknown option '" + a + "'");
+  }
+  ls::TorchTrace t = ls::read_torch_trace(args[2]);
+  if (compile) ls::compile_trace_graphs(t, po);
+  if (!quiet) print_trace(t, graph);
+  if (!report.empty()) {
+    std::ofstream f(report);
+    if (!f) throw std::runtime_error(report + ": cannot write the report");
+    f << ls::trace_report_json(t);
+  }
+  for (const ls::TraceCompile& c : t.compiles)
+    if (c.ours.attempted && !c.ours.ok) {
+      std::cerr << "lowerscope-cli: graph [" << c.id() << "] (" << c.name << "): " << c.ours.error << '\n';
+      return 1;
+    }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -485,6 +616,7 @@ int main(int argc, char** argv) {
   try {
     if (cmd == "compile") return compile_command(argc, argv);
     if (cmd == "run") return run_command(argc, argv);
+    if (cmd == "trace") return trace_command(argc, argv);
     if (cmd == "diff") return diff_command(argc, argv);
     if (cmd == "export") return export_command(argc, argv);
     if (cmd == "stages") {

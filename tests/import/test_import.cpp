@@ -5,6 +5,8 @@
 
 #include <filesystem>
 #include <list>
+#include <random>
+#include <sstream>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -13,12 +15,14 @@
 #include "frontend/load_model.h"
 #include "frontend/onnx.h"
 #include "frontend/pt2.h"
+#include "frontend/torch_trace.h"
 #include "interp/reference.h"
 #include "ops/known_ops.h"
 #include "ops/op_table.h"
 #include "passes/decompose.h"
 #include "passes/normalize_to_aten.h"
 #include "pipeline/pipeline.h"
+#include "report/trace_report.h"
 #include "tensor/npy.h"
 
 #ifdef LOWERSCOPE_HAVE_LIBZIP
@@ -93,6 +97,196 @@ std::string mutate_json(const std::string& src, const std::string& out_name, con
 class TestImport : public QObject {
   Q_OBJECT
  private slots:
+  // ---- TORCH_TRACE logs (frontend/torch_trace.h, report/trace_report.h) ----
+
+  // A small log written as torch._logging.trace_structured writes one (md5s right): a symbolic
+  // graph, its guards, a graph break, a recompile reason, C++ output code and chromium events.
+  void testTorchTraceSyntheticLog() {
+    const TorchTrace t = read_torch_trace(data("trace/synthetic.log"));
+    QVERIFY2(t.warnings.empty(), t.warnings.empty() ? "" : t.warnings[0].what.c_str());
+    QCOMPARE(t.compiles.size(), size_t(1));
+    const TraceCompile& c = t.compiles[0];
+    QCOMPARE(c.id(), std::string("0/0"));
+    QCOMPARE(c.name, std::string("f"));
+    QCOMPARE(c.stack.size(), size_t(1));
+    QCOMPARE(c.stack[0].file, std::string("/tmp/t.py"));  // the interned file name resolved
+    QCOMPARE(c.stages(), (std::vector<std::string>{"dynamo", "inductor_output_code"}));
+    QVERIFY(c.guards.find("GLOBAL_STATE") != std::string::npos);
+    QCOMPARE(c.input_sizes.at("L_x_"), (std::vector<int64_t>{16}));
+    QCOMPARE(c.output_code.size(), size_t(1));
+    QCOMPARE(c.output_code[0].aot_id, std::string("0_inference"));
+    QCOMPARE(c.output_code[0].kernels.size(), size_t(1));
+    const TraceKernel& k = c.output_code[0].kernels[0];
+    QCOMPARE(k.name, std::string("cpp_fused_mul_sin_0"));
+    QCOMPARE(k.kind, std::string("cpp"));
+    QCOMPARE(k.source_nodes, (std::vector<std::string>{"sin", "mul"}));
+    QCOMPARE(k.aten_ops, (std::vector<std::string>{"aten.sin", "aten.mul"}));
+    QCOMPARE(k.node_to_aten.at("sin"), (std::vector<std::string>{"sin"}));
+    QCOMPARE(t.graph_breaks.size(), size_t(1));
+    QCOMPARE(t.graph_breaks[0].reason, std::string("Failed to trace builtin operator `print`"));
+    QCOMPARE(t.graph_breaks[0].line, 4);
+    QCOMPARE(t.graph_breaks[0].code, std::string("print(x)"));
+    QCOMPARE(t.recompiles.size(), size_t(1));
+    QVERIFY(t.recompiles[0].reasons.at(0).find("size mismatch at index 0") != std::string::npos);
+    QCOMPARE(t.phases.size(), size_t(1));
+    QCOMPARE(t.phases[0].first, std::string("dynamo"));
+    QVERIFY(std::abs(t.phases[0].second - 4.0) < 1e-9);  // B at 1000 us, E at 5000 us
+    // The symbol is bound from the real input's size, the stride and device dropped, the Sym
+    // parameter gone; our compile of it matches the reference.
+    const std::string text = concrete_graph_text(c.dynamo_graph, c.input_sizes);
+    QVERIFY2(text.find("def forward(self, L_x_: \"f32[16]\"):") != std::string::npos, text.c_str());
+    QVERIFY2(text.find("sin: \"f32[16]\" = l_x_.sin()") != std::string::npos, text.c_str());
+    TorchTrace mine = t;
+    compile_trace_graphs(mine);
+    QVERIFY2(mine.compiles[0].ours.ok, mine.compiles[0].ours.error.c_str());
+    QCOMPARE(mine.compiles[0].ours.kernels, 1);
+    const auto report = nlohmann::json::parse(trace_report_json(mine));
+    QCOMPARE(report["graphs"][0]["compile_id"].get<std::string>(), std::string("0/0"));
+    QCOMPARE(report["graphs"][0]["ours"]["check"].get<std::string>(), std::string("ok"));
+    QCOMPARE(report["graphs"][0]["inductor_kernels"].get<int>(), 1);
+    QCOMPARE(report["graph_breaks"][0]["line"].get<int>(), 4);
+  }
+
+  // Malformed lines, bad JSON, truncated or huge payloads: a warning naming the line, the rest
+  // read; nothing readable at all: an error naming the file and the line. Never a crash.
+  void testTorchTraceHostileInput() {
+    std::ifstream in(data("trace/synthetic.log"));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string good = ss.str();
+    auto warned = [](const TorchTrace& t, int line, const char* needle) {
+      for (const TraceWarning& w : t.warnings)
+        if (w.line == line && w.what.find(needle) != std::string::npos) return true;
+      return false;
+    };
+    auto line_of = [](const std::string& s, size_t at) {
+      return static_cast<int>(std::count(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(at), '\n')) + 1;
+    };
+    // Nothing readable.
+    expect_error([] { parse_torch_trace("", "empty.log"); }, {"empty.log", "no TORCH_TRACE record"});
+    expect_error([] { parse_torch_trace("hello\nworld\n", "text.log"); }, {"text.log:1:", "no glog prefix"});
+    expect_error([] { parse_torch_trace("V1126 22:00:00.000000 1 a.py:1] {not json\n", "bad.log"); }, {"bad.log:1:", "does not parse"});
+    expect_error([] { read_torch_trace("/nonexistent/trace"); }, {"/nonexistent/trace", "no such file"});
+    // A bad line among good ones: skipped, named by its line.
+    {
+      const TorchTrace t = parse_torch_trace("garbage line\n" + good, "mixed.log");
+      QVERIFY(warned(t, 1, "no glog prefix"));
+      QCOMPARE(t.compiles.size(), size_t(1));
+      QVERIFY(!t.compiles[0].dynamo_graph.empty());
+    }
+    {
+      std::string bad = good;
+      const size_t at = bad.find("{\"dynamo_cpp_guards_str\": {}");
+      bad.replace(at, 1, "{{");
+      const TorchTrace t = parse_torch_trace(bad, "badjson.log");
+      QVERIFY(warned(t, line_of(bad, at), "does not parse"));
+      QVERIFY(warned(t, line_of(bad, at) + 1, "follows no record"));  // its payload lines, once
+      QVERIFY(t.compiles[0].guards.empty());
+      QVERIFY(!t.compiles[0].output_code.empty());
+    }
+    // A truncated payload: kept, with its md5 named as not matching.
+    {
+      const size_t at = good.find("inductor_output_code");
+      const std::string truncated = good.substr(0, good.find("'''", at));
+      const TorchTrace t = parse_torch_trace(truncated, "truncated.log");
+      QVERIFY(warned(t, line_of(good, at), "does not match its md5"));
+      QCOMPARE(t.compiles[0].output_code.size(), size_t(1));
+    }
+    // A payload over the limit is dropped, its record kept; a 20 MB one reads.
+    {
+      TraceLimits small;
+      small.max_payload_bytes = 100;
+      const TorchTrace t = parse_torch_trace(good, "limits.log", small);
+      QVERIFY(t.compiles[0].output_code.at(0).code.empty());
+      bool over = false;
+      for (const TraceWarning& w : t.warnings) over = over || w.what.find("over the limit of 100") != std::string::npos;
+      QVERIFY(over);
+      std::string big = "V1126 22:00:00.000000 1 a.py:1] {\"dynamo_output_graph\": {}, \"frame_id\": 3, \"frame_compile_id\": 0, \"has_payload\": \"x\"}\n";
+      const std::string row = "\t" + std::string(1000, 'x') + "\n";
+      for (int i = 0; i < 20000; ++i) big += row;
+      const TorchTrace h = parse_torch_trace(big, "huge.log");
+      QCOMPARE(h.compiles.at(0).dynamo_graph.size(), size_t(20000 * 1001 - 1));
+      TorchTrace mine = h;
+      compile_trace_graphs(mine);  // not a graph: an import error, not a crash
+      QVERIFY(!mine.compiles[0].ours.ok && mine.compiles[0].ours.error.find("import") != std::string::npos);
+    }
+    // Deep nesting, stray payload lines, fields of the wrong type, invalid UTF-8.
+    {
+      const std::string hostile = "V1126 22:00:00.000000 1 a.py:1] " + std::string(100000, '[') + "\n" +
+                                  "\tstray payload\n" +
+                                  "V1126 22:00:00.000000 1 a.py:1] {\"dynamo_start\": {\"stack\": 7}, \"frame_id\": \"zero\"}\n" +
+                                  "V1126 22:00:00.000000 1 a.py:1] {\"compilation_metrics\": {\"co_name\": 5, \"restart_reasons\": {}}, \"frame_id\": 1}\n" +
+                                  "V1126 22:00:00.000000 1 a.py:1] {\"str\": [1, \"x\"]}\n" +
+                                  "V1126 22:00:00.000000 1 a.py:1] {\"artifact\": {\"name\": \"recompile_reasons\"}, \"frame_id\": 1, \"has_payload\": \"\"}\n" +
+                                  "\t\xff\xfe[[[[\n" + good;
+      const TorchTrace t = parse_torch_trace(hostile, "hostile.log");
+      QVERIFY(warned(t, 1, "nested deeper"));
+      QVERIFY(warned(t, 2, "follows no record"));
+      QVERIFY(warned(t, 3, "without a frame_id"));
+      QVERIFY(warned(t, 5, "not [name, id]"));
+      QVERIFY(t.compile("1/0") && t.compile("[1/0]"));
+      QVERIFY(!t.compile("9/9"));
+      QVERIFY(!trace_report_json(t).empty());
+    }
+    // Random bytes and cut-off prefixes never crash.
+    std::mt19937 rng(1);
+    for (int round = 0; round < 200; ++round) {
+      std::string s = good.substr(0, rng() % good.size());
+      for (int k = 0; k < 20 && !s.empty(); ++k) s[rng() % s.size()] = static_cast<char>(rng() % 256);
+      try {
+        const TorchTrace t = parse_torch_trace(s, "random.log");
+        for (const TraceCompile& c : t.compiles) concrete_graph_text(c.dynamo_graph, c.input_sizes);
+        trace_report_json(t);
+      } catch (const std::runtime_error&) {
+      }
+    }
+  }
+
+  // Inductor's output code for CUDA (Triton) and the library calls in call().
+  void testTorchTraceInductorKernels() {
+    const std::string code =
+        "# AOT ID: ['1_forward']\n"
+        "# kernel path: /tmp/a.py\n"
+        "# Topologically Sorted Source Nodes: [x, y], Original ATen: [aten.gelu]\n"
+        "# Source node to ATen node mapping:\n"
+        "#   x => add, erf\n"
+        "#   y => mul\n"
+        "triton_poi_fused_gelu_0 = async_compile.triton('triton_poi_fused_gelu_0', '''\n"
+        "# Source Nodes: [not, this], Original ATen: [inside the string]\n"
+        "triton_other = async_compile.triton('no', '''\n"
+        "''', device_str='cuda')\n"
+        "\n"
+        "def call(args):\n"
+        "    # Topologically Sorted Source Nodes: [linear], Original ATen: [aten.addmm]\n"
+        "    buf0 = empty_strided_cuda((4, 32), (32, 1), torch.float32)\n"
+        "    extern_kernels.addmm(primals_2, primals_3, reinterpret_tensor(primals_1, (16, 32), (1, 16), 0), alpha=1, beta=1, out=buf0)\n"
+        "    # Topologically Sorted Source Nodes: [x, y], Original ATen: [aten.gelu]\n"
+        "    triton_poi_fused_gelu_0.run(buf0, buf1, 128, stream=stream0)\n"
+        "    buf2 = torch.ops.aten.mm.default(buf1, primals_4)\n"
+        "    return (buf2, )\n";
+    const std::vector<TraceKernel> ks = parse_inductor_kernels(code);
+    QCOMPARE(ks.size(), size_t(3));
+    QCOMPARE(ks[0].name, std::string("triton_poi_fused_gelu_0"));
+    QCOMPARE(ks[0].kind, std::string("triton"));
+    QCOMPARE(ks[0].source_nodes, (std::vector<std::string>{"x", "y"}));
+    QCOMPARE(ks[0].node_to_aten.at("x"), (std::vector<std::string>{"add", "erf"}));
+    QCOMPARE(ks[0].line, 7);
+    QCOMPARE(ks[1].name, std::string("extern_kernels.addmm"));
+    QCOMPARE(ks[1].kind, std::string("extern"));
+    QCOMPARE(ks[1].source_nodes, (std::vector<std::string>{"linear"}));
+    QCOMPARE(ks[2].name, std::string("torch.ops.aten.mm.default"));
+    QVERIFY(ks[2].source_nodes.empty());  // the gelu comment was used up by its launch
+    // Symbolic sizes in expressions and as arguments.
+    const std::string g =
+        "class GraphModule(torch.nn.Module):\n"
+        "    def forward(self, s0: \"Sym(s0)\", L_x_: \"f32[s0, 4][4, 1]cuda:0\"):\n"
+        "        view: \"f32[2*s0, 2][2, 1]cuda:0\" = L_x_.view(2*s0, 2);  L_x_ = None\n"
+        "        return (view,)\n";
+    const std::string c = concrete_graph_text(g, {{"L_x_", {3, 4}}});
+    QVERIFY2(c.find("def forward(self, L_x_: \"f32[3, 4]\"):") != std::string::npos, c.c_str());
+    QVERIFY2(c.find("view: \"f32[6, 2]\" = L_x_.view(2*3, 2)") != std::string::npos, c.c_str());
+  }
+
   void testEveryStageFileParses() {
     int files = 0;
     for (const auto& dir : fs::directory_iterator(data("stages")))
