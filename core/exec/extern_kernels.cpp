@@ -465,7 +465,10 @@ RefInputs extern_inputs(const ExternCall& c, const std::function<Tensor(const st
       in.t[i] = extern_operand(c, j, buffer(c.inputs.at(j)));
     }
     for (const Arg& x : c.args[i].list)
-      if (x.is_node()) in.lists[i].push_back(buffer(c.inputs.at(static_cast<size_t>(x.node))));
+      if (x.is_node()) {  // a list's tensors too, in the shapes the kernel sees them (a view's, not its buffer's)
+        const size_t j = static_cast<size_t>(x.node);
+        in.lists[i].push_back(extern_operand(c, j, buffer(c.inputs.at(j))));
+      }
   }
   return in;
 }

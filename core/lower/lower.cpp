@@ -516,11 +516,17 @@ class Lowering {
     const TensorMeta& m = n.meta();
     switch (op.kind) {
       case OpKind::pointwise: {
-        // Scalars take the type of the tensors they combine with (0.125 * f32 -> f32 math).
+        // Scalars take the type of the tensors they combine with (0.125 * f32 -> f32 math); a
+        // comparison's, its operands' (an int64 tensor == 3 compares integers, not bools).
         DType compute = m.dtype;
-        for (const Arg& a : n.args)
-          if (a.is_node() && (math_is_comparison(op.math) || op.math == Math::where) && dtype_is_float(g_.nodes[a.node].meta().dtype))
-            compute = g_.nodes[a.node].meta().dtype;
+        bool operand_typed = false;
+        for (const Arg& a : n.args) {
+          if (!a.is_node()) continue;
+          const DType t = g_.nodes[a.node].meta().dtype;
+          if ((math_is_comparison(op.math) || op.math == Math::where) && dtype_is_float(t)) compute = t;
+          if (math_is_comparison(op.math) && op.math != Math::where && !dtype_is_float(compute) && t != DType::b8)
+            compute = operand_typed ? promote(compute, t) : t, operand_typed = true;
+        }
         std::vector<Reader> ins;
         double alpha = 1.0;
         for (size_t k = 0; k < op.params.size(); ++k) {

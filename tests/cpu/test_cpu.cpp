@@ -1632,6 +1632,22 @@ class TestCpu : public QObject {
     QVERIFY2(r.error.find("index 5 is out of bounds for dimension with size 5") != std::string::npos, r.error.c_str());
     QVERIFY2(r.error.find("node 'c'") != std::string::npos, r.error.c_str());
   }
+
+  // An integer tensor compared with a number compares integers: x == 3 is not x == true.
+  void testIntegerComparisonWithNumber() {
+    Tensor x(DType::i64, {12});
+    for (int64_t i = 0; i < 12; ++i) x.set(i, i - 2);
+    const CompileResult r = compile_graph_text(
+        "class G(torch.nn.Module):\n"
+        "    def forward(self, x: \"i64[12]\"):\n"
+        "        eq: \"b8[12]\" = torch.ops.aten.eq.Scalar(x, 3)\n"
+        "        gt: \"b8[12]\" = torch.ops.aten.gt.Scalar(x, 4)\n"
+        "        lo: \"b8[12]\" = torch.ops.aten.logical_or.default(eq, gt)\n"
+        "        return (lo,)\n",
+        {x}, false);
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    for (int64_t i = 0; i < 12; ++i) QCOMPARE(r.outputs[0].get(i) != 0, (i - 2 == 3) || (i - 2 > 4));
+  }
 };
 
 QTEST_GUILESS_MAIN(TestCpu)
