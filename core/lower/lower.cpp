@@ -535,9 +535,17 @@ class Lowering {
         }
         const Math math = pointwise_math(op, n.args);
         const DType out = m.dtype;
+        // Integer and bool operands of float math are converted first (int64 / int64 is a true
+        // division, as PyTorch's type promotion makes it); a select's condition stays bool.
         auto body = [ins, alpha, math, out, compute](OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>&) {
           std::vector<V> vals;
-          for (const Reader& r : ins) vals.push_back(r.load(h, broadcast_index(r.shape, idx)));
+          for (size_t k = 0; k < ins.size(); ++k) {
+            const Reader& r = ins[k];
+            V v = r.load(h, broadcast_index(r.shape, idx));
+            if (dtype_is_float(compute) && !dtype_is_float(r.dtype) && !(math == Math::where && k == 0))
+              v = h.math(Math::identity, {v}, compute);
+            vals.push_back(v);
+          }
           if (alpha != 1.0) vals[1] = h.math(Math::mul, {vals[1], h.constant(alpha, compute)}, compute);
           return h.math(math, vals, out);
         };

@@ -1648,6 +1648,21 @@ class TestCpu : public QObject {
     QVERIFY2(r.error.empty(), r.error.c_str());
     for (int64_t i = 0; i < 12; ++i) QCOMPARE(r.outputs[0].get(i) != 0, (i - 2 == 3) || (i - 2 > 4));
   }
+
+  // int64 / int64 is a true division (float32), as PyTorch promotes it: 7 / 2 is 3.5, not 3.
+  void testIntegerTrueDivision() {
+    Tensor a(DType::i64, {12}), b(DType::i64, {12});
+    for (int64_t i = 0; i < 12; ++i) a.set(i, 3 * i - 7), b.set(i, i % 4 + 1);
+    const CompileResult r = compile_graph_text(
+        "class G(torch.nn.Module):\n"
+        "    def forward(self, a: \"i64[12]\", b: \"i64[12]\"):\n"
+        "        d: \"f32[12]\" = torch.ops.aten.div.Tensor(a, b)\n"
+        "        m: \"f32[12]\" = torch.ops.aten.mul.Tensor(d, 0.5)\n"
+        "        return (m,)\n",
+        {a, b}, false);
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    for (int64_t i = 0; i < 12; ++i) QCOMPARE(r.outputs[0].get(i), double(float((3.0 * i - 7) / (i % 4 + 1) * 0.5)));
+  }
 };
 
 QTEST_GUILESS_MAIN(TestCpu)
