@@ -348,57 +348,6 @@ const std::map<std::string, Sample>& samples() {
                                             return std::vector<Arg>{b.get(r, 0)};
                                           }};
     m["aten.smooth_l1_loss.default"] = binary("aten.smooth_l1_loss.default", {2, 3}, {3});
-    m["aten.avg_pool2d.default"] = with_args("aten.avg_pool2d.default", {{1, 2, 5, 5}},
-                                             {ints({3, 3}), ints({2, 2}), ints({1, 1}), Arg::of_bool(true), Arg::of_bool(false)});
-    m["aten.avg_pool3d.default"] = with_args("aten.avg_pool3d.default", {{1, 1, 3, 4, 5}},
-                                             {ints({3, 3, 3}), ints({2, 2, 2}), ints({1, 1, 1}), Arg::of_bool(true), Arg::of_bool(true)});
-    m["aten._adaptive_avg_pool2d.default"] = with_args("aten._adaptive_avg_pool2d.default", {{1, 2, 5, 6}}, {ints({3, 4})});
-    m["aten._adaptive_avg_pool3d.default"] = with_args("aten._adaptive_avg_pool3d.default", {{1, 1, 3, 4, 5}}, {ints({2, 3, 2})});
-    m["aten.max_pool3d_with_indices.default"] = {{{1, 2, 4, 4, 4}}, {}, [](GraphBuilder& b, const std::vector<Arg>& x) {
-                                                   const Arg r = b.call("aten.max_pool3d_with_indices.default",
-                                                                        {x[0], ints({2, 2, 2}), ints({2, 2, 2})});
-                                                   return std::vector<Arg>{b.get(r, 0)};
-                                                 }};
-    m["aten.native_group_norm.default"] = {{{2, 4, 3}, {4}, {4}}, {}, [](GraphBuilder& b, const std::vector<Arg>& x) {
-                                             const Arg r = b.call("aten.native_group_norm.default",
-                                                                  {x[0], x[1], x[2], Arg::of_int(2), Arg::of_int(4), Arg::of_int(3),
-                                                                   Arg::of_int(2), num(1e-5)});
-                                             return std::vector<Arg>{b.get(r, 0)};
-                                           }};
-    // Training mode: the batch's statistics (the running ones are buffers, their update unused).
-    for (const char* op : {"aten._native_batch_norm_legit.default", "aten._native_batch_norm_legit_functional.default"})
-      m[op] = {{{3, 2, 2, 2}, {2}, {2}, {2}, {2}}, {false, false, false, true, true}, [op](GraphBuilder& b, const std::vector<Arg>& x) {
-                 const Arg r = b.call(op, {x[0], x[1], x[2], x[3], positive(b, x[4]), Arg::of_bool(true), num(0.1), num(1e-5)});
-                 return std::vector<Arg>{b.get(r, 0)};
-               }};
-    m["aten._native_batch_norm_legit.no_stats"] = {{{3, 2, 2}, {2}, {2}}, {}, [](GraphBuilder& b, const std::vector<Arg>& x) {
-                                                     const Arg r = b.call("aten._native_batch_norm_legit.no_stats",
-                                                                          {x[0], x[1], x[2], Arg::of_bool(true), num(0.1), num(1e-5)});
-                                                     return std::vector<Arg>{b.get(r, 0)};
-                                                   }};
-    m["aten._log_softmax.default"] = with_args("aten._log_softmax.default", {{2, 5}}, {Arg::of_int(1), Arg::of_bool(false)});
-    m["aten.avg_pool2d.default"] = with_args("aten.avg_pool2d.default", {{1, 2, 5, 5}},
-                                             {ints({3, 3}), ints({2, 2}), ints({1, 1}), Arg::of_bool(true), Arg::of_bool(false)});
-    m["aten.avg_pool3d.default"] = with_args("aten.avg_pool3d.default", {{1, 1, 3, 4, 5}},
-                                             {ints({3, 3, 3}), ints({2, 2, 2}), ints({1, 1, 1}), Arg::of_bool(true), Arg::of_bool(true)});
-    m["aten._adaptive_avg_pool2d.default"] = with_args("aten._adaptive_avg_pool2d.default", {{1, 2, 5, 6}}, {ints({3, 4})});
-    m["aten._adaptive_avg_pool3d.default"] = with_args("aten._adaptive_avg_pool3d.default", {{1, 1, 3, 4, 5}}, {ints({2, 3, 2})});
-    m["aten.max_pool3d_with_indices.default"] = {{{1, 2, 4, 4, 4}}, {}, [](GraphBuilder& b, const std::vector<Arg>& x) {
-                                                   const Arg r = b.call("aten.max_pool3d_with_indices.default",
-                                                                        {x[0], ints({2, 2, 2}), ints({2, 2, 2})});
-                                                   return std::vector<Arg>{b.get(r, 0)};
-                                                 }};
-    m["aten.avg_pool2d.default"] = with_args("aten.avg_pool2d.default", {{1, 2, 5, 5}},
-                                             {ints({3, 3}), ints({2, 2}), ints({1, 1}), Arg::of_bool(true), Arg::of_bool(false)});
-    m["aten.avg_pool3d.default"] = with_args("aten.avg_pool3d.default", {{1, 1, 3, 4, 5}},
-                                             {ints({3, 3, 3}), ints({2, 2, 2}), ints({1, 1, 1}), Arg::of_bool(true), Arg::of_bool(true)});
-    m["aten._adaptive_avg_pool2d.default"] = with_args("aten._adaptive_avg_pool2d.default", {{1, 2, 5, 6}}, {ints({3, 4})});
-    m["aten._adaptive_avg_pool3d.default"] = with_args("aten._adaptive_avg_pool3d.default", {{1, 1, 3, 4, 5}}, {ints({2, 3, 2})});
-    m["aten.max_pool3d_with_indices.default"] = {{{1, 2, 4, 4, 4}}, {}, [](GraphBuilder& b, const std::vector<Arg>& x) {
-                                                   const Arg r = b.call("aten.max_pool3d_with_indices.default",
-                                                                        {x[0], ints({2, 2, 2}), ints({2, 2, 2})});
-                                                   return std::vector<Arg>{b.get(r, 0)};
-                                                 }};
     return m;
   }();
   return s;
