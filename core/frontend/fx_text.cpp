@@ -371,6 +371,23 @@ class Parser {
       ++i;
       return l;
     }
+    if (k.text == "-" && t[i + 1].kind == Token::name && t[i + 1].text == "inf") {
+      i += 2;
+      return Arg::of_real(-std::numeric_limits<double>::infinity());
+    }
+    // device(type='cpu'), device(type='cuda', index=0): how PyTorch prints a creation op's device.
+    if (k.kind == Token::name && k.text == "device" && t[i + 1].text == "(" && !names_.count(k.text)) {
+      i += 2;
+      std::string type;
+      while (t[i].text != ")") {
+        if (t[i].kind == Token::end) fail(t[i].col, "unterminated device(...)");
+        if (t[i].kind == Token::string && type.empty()) type = t[i].text;
+        ++i;
+      }
+      ++i;
+      if (type.empty()) fail(k.col, "device(...) names no type");
+      return Arg::of_string(type);
+    }
     if (k.text == "-" && t[i + 1].kind == Token::number) {
       ++i;
       Arg a = parse_value(t, i);

@@ -151,6 +151,28 @@ class TestCore : public QObject {
     QCOMPARE(op_histogram(aten), op_histogram(expected));
   }
 
+  // Creation ops as torch.export prints them: device(type='cpu') and device(type='cuda', index=0),
+  // -inf, layouts and pin_memory as keywords. max(-inf, x) + arange(3) + zeros is x + [0, 1, 2].
+  void testCreationOpsAsPyTorchPrintsThem() {
+    const Graph g = import_fx_text(
+        "class G(torch.nn.Module):\n"
+        "    def forward(self, x: \"f32[4, 3]\"):\n"
+        "        full: \"f32[4, 3]\" = torch.ops.aten.full.default([4, 3], -inf, dtype = torch.float32, layout = torch.strided, "
+        "device = device(type='cpu'), pin_memory = False)\n"
+        "        arange: \"i64[3]\" = torch.ops.aten.arange.start_step(0, 3, 1, dtype = torch.int64, device = device(type='cuda', index=0), "
+        "pin_memory = False)\n"
+        "        zeros: \"f32[4, 3]\" = torch.ops.aten.zeros.default([4, 3], device = device(type='cpu'), pin_memory = False)\n"
+        "        maximum: \"f32[4, 3]\" = torch.ops.aten.maximum.default(full, x)\n"
+        "        add: \"f32[4, 3]\" = torch.ops.aten.add.Tensor(maximum, arange)\n"
+        "        add_1: \"f32[4, 3]\" = torch.ops.aten.add.Tensor(add, zeros)\n"
+        "        return (add_1,)\n",
+        "creation.txt");
+    Tensor x(DType::f32, {4, 3});
+    for (int64_t i = 0; i < 12; ++i) x.set(i, 0.5 * static_cast<double>(i) - 3);
+    const Tensor y = run_reference(g, {x}).at(0);
+    for (int64_t i = 0; i < 12; ++i) QCOMPARE(y.get(i), x.get(i) + static_cast<double>(i % 3));
+  }
+
   void testPrintReadableMatchesPyTorch() {
     // Our printer reproduces PyTorch's core ATen text line by line (apart from the class name line).
     const std::string src = slurp(data("mse_loss/3_core_aten.txt"));
