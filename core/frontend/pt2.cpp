@@ -342,7 +342,10 @@ class Importer {
       }
       return l;
     }
-    if (kind == "as_scalar_type") return Arg::none();  // the dtype of our result follows its inputs
+    // A dtype argument (_to_copy's, full's): the name the FX text gives it (torch.float32).
+    if (kind == "as_scalar_type") return Arg::of_string(std::string(dtype_torch(scalar_type(r_, v, where))));
+    // Device, layout and memory format: ours follow the inputs (one device, strided, contiguous).
+    if (kind == "as_device" || kind == "as_layout" || kind == "as_memory_format") return Arg::none();
     r_.fail(where, "argument kind '" + kind + "' is not supported");
   }
 
