@@ -205,6 +205,20 @@ std::vector<TensorMeta> infer_gather(const Graph& g, const OpDef& op, const std:
   if (idx.shape.size() != x.shape.size()) bad(op, "index must have the input's rank");
   return {like(x, x.dtype, idx.shape)};
 }
+// embedding: the weight's gradient, rows summed where indices repeat (derivatives.yaml's
+// embedding_dense_backward); the indices have none.
+Args d_embedding(DerivCtx& c) {
+  Args r(c.op.params.size(), kNone);
+  if (wants(c, 0))
+    r[0] = call(c, "aten.embedding_dense_backward.default",
+                {c.grads[0], c.args[1], Arg::of_int(shape_of(c, c.args[0]).at(0)), c.args[2], c.args[3]});
+  return r;
+}
+// gather: the gradient added back at the gathered positions (scatter_add into zeros).
+Args d_gather(DerivCtx& c) {
+  const TensorMeta x = c.b.meta(c.args[0]);
+  return one(call(c, "aten.scatter_add.default", {zeros(c, x.shape, x.dtype), c.args[1], c.args[2], c.grads[0]}), c.op.params.size());
+}
 std::vector<Tensor> ref_gather(const OpDef& op, const std::vector<Arg>& a, const RefInputs& in, const std::vector<TensorMeta>& outs) {
   Tensor y(outs[0].dtype, outs[0].shape);
   const int64_t d = wrap_dim(op, a[1].i, in[0].dim());
@@ -234,9 +248,9 @@ void add_shape_ops(std::vector<OpDef>& t) {
            ref_broadcast_tensors, decomp_broadcast_tensors),
       ext("aten.embedding.default",
           "embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor",
-          kCore, infer_embedding, ref_embedding),
+          kCore, infer_embedding, ref_embedding, nullptr, d_embedding),
       ext("aten.gather.default", "gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor", kCore, infer_gather,
-          ref_gather),
+          ref_gather, nullptr, d_gather),
   };
   t.insert(t.end(), ops.begin(), ops.end());
 }

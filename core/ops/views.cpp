@@ -726,10 +726,12 @@ std::vector<Arg> decomp_tri(GraphBuilder& b, const OpDef&, const std::vector<Arg
 // Identities
 // ---------------------------------------------------------------------------------------------
 
-std::vector<Arg> decomp_identity(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a) {
-  if (op.base_name() == "dropout" && a[2].b && a[1].number() > 0) bad(op, "training-mode dropout is not supported");
-  (void)b;
-  return {a[0]};
+std::vector<Arg> decomp_identity(GraphBuilder&, const OpDef&, const std::vector<Arg>& a) { return {a[0]}; }
+// dropout: the identity in eval mode (or p = 0); in training, native_dropout's output, as
+// torch._decomp writes it.
+std::vector<Arg> decomp_dropout(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
+  if (!a[2].b || a[1].number() == 0) return {a[0]};
+  return {b.get(b.call("aten.native_dropout.default", {a[0], a[1], a[2]}), 0)};
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -737,6 +739,12 @@ std::vector<Arg> decomp_identity(GraphBuilder& b, const OpDef& op, const std::ve
 // ---------------------------------------------------------------------------------------------
 
 Args d_identity(DerivCtx& c) { return one(c.grads[0], c.op.params.size()); }
+// select: the gradient put back into a zero tensor at the selected index (derivatives.yaml's
+// select_backward, which torch._decomp writes as select_scatter).
+Args d_select(DerivCtx& c) {
+  const TensorMeta x = c.b.meta(c.args[0]);
+  return one(call(c, "aten.select_scatter.default", {zeros(c, x.shape, x.dtype), c.grads[0], c.args[1], c.args[2]}), 3);
+}
 
 Args d_view(DerivCtx& c) { return one(call(c, "aten.view.default", {c.grads[0], ints(shape_of(c, c.args[0]))}), 2); }
 Args d_reshape(DerivCtx& c) { return one(call(c, "aten.reshape.default", {c.grads[0], ints(shape_of(c, c.args[0]))}), c.op.params.size()); }
@@ -808,7 +816,7 @@ void add_view_ops(std::vector<OpDef>& t) {
       view_op("aten.slice.Tensor", "slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)",
               kCore, infer_slice, view_slice, decomp_view_to_prims, d_slice),
       view_op("aten.select.int", "select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)", kCore, infer_select, view_select,
-              decomp_view_to_prims),
+              decomp_view_to_prims, d_select),
       view_op("prims.reshape.default", "reshape(Tensor a, SymInt[] shape) -> Tensor", kPrims, infer_reshape_prim, view_view, nullptr),
       view_op("prims.transpose.default", "transpose(Tensor(a) a, int[] permutation) -> Tensor(a)", kPrims, infer_permute, view_permute, nullptr),
       view_op("prims.slice.default",
@@ -865,7 +873,7 @@ void add_view_ops(std::vector<OpDef>& t) {
        .derivative = d_identity},
       comp("aten.detach.default", "detach(Tensor(a) self) -> Tensor(a)", kAten, same_as<0>, nullptr, decomp_identity),
       comp("aten.alias.default", "alias(Tensor(a) self) -> Tensor(a)", kAten, same_as<0>, nullptr, decomp_identity, d_identity),
-      comp("aten.dropout.default", "dropout(Tensor input, float p, bool train) -> Tensor", kAten, same_as<0>, nullptr, decomp_identity),
+      comp("aten.dropout.default", "dropout(Tensor input, float p, bool train) -> Tensor", kAten, same_as<0>, nullptr, decomp_dropout),
   };
   t.insert(t.end(), ops.begin(), ops.end());
 }
