@@ -64,6 +64,7 @@ struct Compile {
   Backend& backend;
   BackendJob job;
   const Graph* to_compile = nullptr;  // the ATen graph, or the training step
+  Graph core_lowered;                 // lowered from Core ATen: its composites expanded
 };
 
 void capture(Compile& c) {
@@ -121,7 +122,18 @@ void decompose_stages(Compile& c) {
     r.prims = c.log.step("prims", [&] { return decompose(r.core_aten, level::prims); });
     c.log.graph("prims", "prims graph", r.prims);
   }
-  c.job.lowered = to_prims ? &r.prims : &r.core_aten;
+  if (to_prims) {
+    c.job.lowered = &r.prims;
+    return;
+  }
+  // Lowered from Core ATen: the ops that have a lowering stay (Inductor's lowerings), the
+  // composites among them (elu, var, the rounding divisions) expand as their decompositions.
+  c.core_lowered = decompose_if(r.core_aten, [](const Graph& g) {
+    std::vector<bool> v(g.nodes.size(), false);
+    for (size_t i = 0; i < g.nodes.size(); ++i) v[i] = !g.nodes[i].is_placeholder() && g.nodes[i].op->kind == OpKind::composite;
+    return v;
+  });
+  c.job.lowered = &c.core_lowered;
 }
 
 void lower(Compile& c) {

@@ -1663,6 +1663,21 @@ class TestCpu : public QObject {
     QVERIFY2(r.error.empty(), r.error.c_str());
     for (int64_t i = 0; i < 12; ++i) QCOMPARE(r.outputs[0].get(i), double(float((3.0 * i - 7) / (i % 4 + 1) * 0.5)));
   }
+
+  // Lowered from Core ATen (--decompose core_aten), the Core ATen ops that are composites in our
+  // table (elu, var, the rounding divisions, clamp) expand as their decompositions at lowering,
+  // the others are lowered as they are; the outputs match the reference interpreter.
+  void testLowersFromCoreAtenWithComposites() {
+    for (const char* f : {"stages/op_reductions/div_modes.txt", "stages/op_reductions/shapes.txt"}) {
+      PipelineOptions o;
+      o.timing_budget_ms = 1;
+      o.decompose_to = level::core_aten;
+      const CompileResult r = run_pipeline(load_model(data(f)), o);
+      QVERIFY2(r.error.empty(), (std::string(f) + ": " + r.error).c_str());
+      QVERIFY2(r.check.ok, f);
+      QVERIFY(r.prims.nodes.empty());
+    }
+  }
 };
 
 QTEST_GUILESS_MAIN(TestCpu)
