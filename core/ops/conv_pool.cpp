@@ -3,7 +3,7 @@
 // adaptive_avg_pool2d, and the backward ops AOTAutograd's graphs call for convolution and max
 // pooling (library kernels). Average pooling (2-D, 3-D), adaptive average pooling (2-D, 3-D) and
 // 3-D max pooling with indices decompose into views, cat, slices and pointwise math, their
-// backward ops likewise (3-D max pooling's backward: a library kernel).
+// backward ops likewise (3-D max pooling's backward: a scatter_add).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -901,6 +901,18 @@ std::vector<Tensor> max_pool3d_backward_ref(const OpDef& op, const std::vector<A
   for (int64_t i = 0; i < gx.numel(); ++i) gx.set(i, acc[i]);
   return {gx};
 }
+// As the kernel: each gradient added at its window's maximum, a scatter_add over the flattened
+// planes (Inductor runs this op as a library call too).
+std::vector<Arg> decomp_max_pool3d_backward(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a) {
+  const Shape xs = b.meta(a[1]).shape, gs = b.meta(a[0]).shape;
+  const int64_t plane_in = numel_of(spatial_shape(xs, 3)), plane_out = numel_of(spatial_shape(gs, 3));
+  const int64_t planes = numel_of(xs) / plane_in;
+  if (numel_of(b.meta(a[7]).shape) != numel_of(gs)) bad(op, "indices do not match grad_output " + shape_str(gs));
+  const Arg g = b.call("aten.view.default", {a[0], Arg::of_ints({planes, plane_out})});
+  const Arg idx = b.call("aten.view.default", {a[7], Arg::of_ints({planes, plane_out})});
+  const Arg z = filled(b, 0.0, b.meta(a[0]).dtype, {planes, plane_in});
+  return {b.call("aten.view.default", {b.call("aten.scatter_add.default", {z, Arg::of_int(1), idx, g}), Arg::of_ints(xs)})};
+}
 Args d_max_pool3d(DerivCtx& c) {
   const Args& a = c.args;  // self, kernel_size, stride, padding, dilation, ceil_mode
   return one(call(c, "aten.max_pool3d_with_indices_backward.default", {c.grads[0], a[0], a[1], a[2], a[3], a[4], a[5], c.out(1)}), 6);
@@ -986,10 +998,10 @@ void add_conv_pool_ops(std::vector<OpDef>& t) {
            "max_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) "
            "-> Tensor",
            kAten, infer_max_pool3d_values, nullptr, decomp_max_pool3d_values),
-      ext("aten.max_pool3d_with_indices_backward.default",
-          "max_pool3d_with_indices_backward(Tensor grad_output, Tensor self, int[3] kernel_size, int[3] stride, int[3] padding, "
-          "int[3] dilation, bool ceil_mode, Tensor indices) -> Tensor",
-          kAten, same_as<1>, max_pool3d_backward_ref),
+      comp("aten.max_pool3d_with_indices_backward.default",
+           "max_pool3d_with_indices_backward(Tensor grad_output, Tensor self, int[3] kernel_size, int[3] stride, int[3] padding, "
+           "int[3] dilation, bool ceil_mode, Tensor indices) -> Tensor",
+           kAten, same_as<1>, max_pool3d_backward_ref, decomp_max_pool3d_backward),
   };
   t.insert(t.end(), ops.begin(), ops.end());
 }

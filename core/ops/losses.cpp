@@ -210,6 +210,11 @@ std::vector<TensorMeta> infer_cross_entropy(const Graph& g, const OpDef& op, con
   check_reduction(op, a[3].i);
   const double ls = a[5].number();
   if (ls < 0 || ls > 1) bad(op, "label_smoothing must be between 0.0 and 1.0. Got: " + std::to_string(ls));
+  if (x.shape.empty()) bad(op, "needs an input with a class dimension");
+  const int64_t C = x.shape[x.shape.size() >= 2 ? 1 : 0];
+  if (a[2].is_node() && meta_of(g, a[2]).shape != Shape{C})
+    bad(op, "weight tensor should be defined either for all " + std::to_string(C) + " classes or no classes but got weight tensor of shape: " +
+                shape_str(meta_of(g, a[2]).shape));
   if (dtype_is_float(t.dtype)) {
     if (t.shape != x.shape) bad(op, "class-probability targets must have the input's shape " + shape_str(x.shape) + ", got " + shape_str(t.shape));
     if (x.shape.empty()) bad(op, "needs an input with a class dimension");
