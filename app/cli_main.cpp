@@ -559,6 +559,14 @@ void print_trace(const ls::TorchTrace& t, const std::string& graph) {
         std::cout << "  " << std::left << std::setw(48) << k.name << std::right << ' ' << k.kind << "  covers [" << nodes << "]\n";
       }
     }
+    if (c->ours.attempted) {
+      std::cout << "\nour kernels" << (c->ours.ok ? "" : " (" + c->ours.error + ")") << ":\n";
+      for (const ls::TraceKernel& k : c->ours.kernel_list) {
+        std::string nodes;
+        for (const auto& n : k.source_nodes) nodes += (nodes.empty() ? "" : ", ") + n;
+        std::cout << "  " << std::left << std::setw(48) << k.name << std::right << ' ' << k.kind << "  covers [" << nodes << "]\n";
+      }
+    }
   }
   if (!t.warnings.empty()) {
     std::cout << "\nproblems in the log (" << t.warnings.size() << "):\n";

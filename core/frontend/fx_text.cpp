@@ -411,6 +411,7 @@ class Parser {
         if (k.text == "True" || k.text == "False") return Arg::of_bool(k.text == "True");
         if (k.text == "inf") return Arg::of_real(std::numeric_limits<double>::infinity());
         if (k.text.rfind("torch.", 0) == 0 && !names_.count(k.text)) return Arg::of_string(k.text);  // torch.float32, ...
+        if (auto s = sizes_.find(k.text); s != sizes_.end()) return Arg::of_int(s->second);
         return Arg::of_node(lookup(k));
       default: fail(k.col, "unexpected '" + k.text + "'");
     }
@@ -445,7 +446,7 @@ class Parser {
     static const std::map<std::string, std::pair<std::string, std::string>> ops = {
         {"**", {"pow", "pow"}}, {"+", {"add", "add"}}, {"-", {"sub", "sub"}}, {"*", {"mul", "mul"}},
         {"/", {"truediv", "div"}}, {"<", {"lt", "lt"}}, {"<=", {"le", "le"}}, {">", {"gt", "gt"}},
-        {">=", {"ge", "ge"}}, {"==", {"eq", "eq"}}, {"!=", {"ne", "ne"}}};
+        {">=", {"ge", "ge"}}, {"==", {"eq", "eq"}}, {"!=", {"ne", "ne"}}, {"@", {"matmul", "matmul"}}};
     auto it = ops.find(op.text);
     if (it == ops.end()) fail(op.col, "unknown operator '" + op.text + "'");
     const std::string& aten = it->second.second;
@@ -455,6 +456,14 @@ class Parser {
       else fail(t[0].col, "a number on the left of '" + op.text + "' is not supported yet");
     }
     const bool scalar = !is_tensor(rhs);
+    if (aten == "matmul") {  // `a @ b`: the table has no aten.matmul; 2-D is mm, 3-D bmm, as matmul's decomposition picks
+      const size_t ra = g_.nodes[lhs.node].meta().shape.size(), rb = scalar ? 0 : g_.nodes[rhs.node].meta().shape.size();
+      if (scalar || ra != rb || (ra != 2 && ra != 3))
+        fail(op.col, "'@' of a " + std::to_string(ra) + "-D and a " + std::to_string(rb) + "-D tensor is not supported yet (2-D: mm, 3-D: bmm)");
+      c.op = ra == 2 ? "aten.mm.default" : "aten.bmm.default";
+      c.pos = {lhs, rhs};
+      return c;
+    }
     if (aten == "pow") c.op = scalar ? "aten.pow.Tensor_Scalar" : "aten.pow.Tensor_Tensor";
     else if (aten == "lt" || aten == "le" || aten == "gt" || aten == "ge" || aten == "eq" || aten == "ne")
       c.op = "aten." + aten + (scalar ? ".Scalar" : ".Tensor");
@@ -567,10 +576,12 @@ class Parser {
     }
     std::optional<TensorMeta> meta;
     int meta_col = 0;
+    bool symbolic = false;  // "Sym(4)": an integer the graph computes (a size), not a tensor
     if (toks[i].text == ":") {
       if (toks[i + 1].kind != Token::string) fail(toks[i + 1].col, "expected a type annotation string");
       meta_col = toks[i + 1].col;
-      meta = annotation_or_fail(toks[i + 1].text, meta_col);
+      symbolic = toks[i + 1].text.rfind("Sym(", 0) == 0;
+      if (!symbolic) meta = annotation_or_fail(toks[i + 1].text, meta_col);
       i += 2;
     }
     if (toks[i].text != "=") fail(toks[i].col, "expected '=' after '" + target.text + "'");
@@ -609,6 +620,14 @@ class Parser {
     } else {
       c = call || method ? parse_call(rhs) : parse_operator(rhs);
     }
+    // The size queries (aten.sym_size.int, sym_numel, sym_stride.int, sym_storage_offset): with
+    // shapes known, the number itself, used where the graph passes it (a view's sizes).
+    if (c.op.rfind("aten.sym_", 0) == 0) {
+      names_.erase(target.text);
+      sizes_[target.text] = size_query(c);
+      return;
+    }
+    if (symbolic) fail(meta_col, "'" + target.text + "' is a symbolic integer computed by " + c.target + ": only size queries are read");
     const OpDef* op = find_op_functional(c.op);
     if (!op) {
       // An op we lack: kept, with the shape its annotation gives, so the model still opens; the
@@ -625,8 +644,27 @@ class Parser {
     names_[key] = g_.add(std::move(n));
   }
 
+  // The value of a size query of a tensor whose shape the graph knows.
+  int64_t size_query(const Call& c) {
+    if (c.pos.empty() || !c.pos[0].is_node()) fail(c.col, c.target + " takes a tensor");
+    const TensorMeta& m = g_.nodes[c.pos[0].node].meta();
+    const int64_t r = static_cast<int64_t>(m.shape.size());
+    auto dim = [&]() {
+      if (c.pos.size() < 2 || c.pos[1].kind != Arg::Kind::integer) fail(c.col, c.target + " takes a dimension");
+      const int64_t d = c.pos[1].i < 0 ? c.pos[1].i + r : c.pos[1].i;
+      if (d < 0 || d >= r) fail(c.col, c.target + ": dimension " + std::to_string(c.pos[1].i) + " of a tensor of rank " + std::to_string(r));
+      return d;
+    };
+    if (c.op == "aten.sym_size.int") return m.shape[dim()];
+    if (c.op == "aten.sym_stride.int") return contiguous_strides(m.shape)[dim()];
+    if (c.op == "aten.sym_numel.default") return numel_of(m.shape);
+    if (c.op == "aten.sym_storage_offset.default") return 0;
+    fail(c.col, "unknown size query '" + c.target + "'");
+  }
+
   std::string source_;
   Graph g_;
+  std::map<std::string, int64_t> sizes_;  // size queries' values, by name
   std::map<std::string, int> names_;
   std::string stack_;
   int lineno_ = 0;

@@ -51,6 +51,9 @@ struct OurCompile {
   std::string error;      // why it failed: the stage and the message
   double compile_ms = 0;
   std::string graph_text;  // the text we compiled (annotations made concrete)
+  // Our kernels, as TraceKernel: kind "generated" or "extern", source_nodes the graph nodes each
+  // covers (its provenance), to be set against Inductor's.
+  std::vector<TraceKernel> kernel_list;
 };
 
 // One compile of a frame: "[0/1]" is frame 0's second compile; attempt > 0 is a restart after a

@@ -35,7 +35,14 @@ void compile_trace_graphs(TorchTrace& t, const PipelineOptions& o, const std::fu
     try {
       const CompileResult r = run_pipeline(trace_graph_model(c), o);
       ours.compile_ms = r.compile_ms;
-      for (const KernelReport& k : r.kernels) (k.kind == KernelKind::extern_call ? ours.library_calls : ours.kernels)++;
+      for (const KernelReport& k : r.kernels) {
+        (k.kind == KernelKind::extern_call ? ours.library_calls : ours.kernels)++;
+        TraceKernel mine;
+        mine.name = k.name;
+        mine.kind = k.kind == KernelKind::extern_call ? "extern" : "generated";
+        mine.source_nodes = k.nodes;
+        ours.kernel_list.push_back(std::move(mine));
+      }
       if (!r.error.empty()) ours.error = "stage '" + r.error_stage + "': " + r.error;
       else if (!r.not_run.empty()) ours.error = "not run: " + r.not_run;
       else if (!r.check.ok) {
@@ -78,6 +85,9 @@ std::string trace_report_json(const TorchTrace& t) {
       ours["library_calls"] = c.ours.library_calls;
       ours["compile_ms"] = c.ours.compile_ms;
       if (!c.ours.error.empty()) ours["error"] = c.ours.error;
+      json list = json::array();
+      for (const TraceKernel& k : c.ours.kernel_list) list.push_back({{"name", k.name}, {"kind", k.kind}, {"source_nodes", k.source_nodes}});
+      ours["kernel_list"] = list;
     }
     g["ours"] = ours;
     g["inductor_kernels"] = c.inductor_kernels();

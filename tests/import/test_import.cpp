@@ -285,6 +285,16 @@ class TestImport : public QObject {
     const std::string c = concrete_graph_text(g, {{"L_x_", {3, 4}}});
     QVERIFY2(c.find("def forward(self, L_x_: \"f32[3, 4]\"):") != std::string::npos, c.c_str());
     QVERIFY2(c.find("view: \"f32[6, 2]\" = L_x_.view(2*3, 2)") != std::string::npos, c.c_str());
+    // Dynamo prints `a @ b` (operator.matmul): 2-D is aten.mm, 3-D aten.bmm.
+    const Graph mm = import_fx_text(
+        "class GraphModule(torch.nn.Module):\n"
+        "    def forward(self, L_a_: \"f32[8, 4]\", L_b_: \"f32[4, 3]\"):\n"
+        "        matmul: \"f32[8, 3]\" = L_a_ @ L_b_;  L_a_ = L_b_ = None\n"
+        "        return (matmul,)\n");
+    QCOMPARE(std::string(mm.nodes.at(2).op->name), std::string("aten.mm.default"));
+    expect_error([] { import_fx_text("class GraphModule(torch.nn.Module):\n    def forward(self, a: \"f32[8, 4]\", b: \"f32[4]\"):\n"
+                                     "        m: \"f32[8]\" = a @ b\n        return (m,)\n", "mv.txt"); },
+                 {"mv.txt:3:", "'@' of a 2-D and a 1-D tensor"});
   }
 
   void testEveryStageFileParses() {
