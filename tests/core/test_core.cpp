@@ -173,6 +173,24 @@ class TestCore : public QObject {
     for (int64_t i = 0; i < 12; ++i) QCOMPARE(y.get(i), x.get(i) + static_cast<double>(i % 3));
   }
 
+  // Size queries (sym_size.int, sym_numel, annotated "Sym(4)") read as the numbers they are where
+  // shapes are known, and used where the graph passes them: x viewed as [6, 4], then flat.
+  void testSizeQueriesAreFolded() {
+    const Graph g = import_fx_text(
+        "class GraphModule(torch.nn.Module):\n"
+        "    def forward(self, x: \"f32[4, 6]\"):\n"
+        "        sym_size_int: \"Sym(4)\" = torch.ops.aten.sym_size.int(x, 0)\n"
+        "        sym_size_int_1: \"Sym(6)\" = torch.ops.aten.sym_size.int(x, -1)\n"
+        "        sym_numel: \"Sym(24)\" = torch.ops.aten.sym_numel.default(x)\n"
+        "        view: \"f32[6, 4]\" = torch.ops.aten.view.default(x, [sym_size_int_1, sym_size_int]);  x = sym_size_int = None\n"
+        "        view_1: \"f32[24]\" = torch.ops.aten.view.default(view, [sym_numel]);  view = sym_numel = None\n"
+        "        return (view_1,)\n",
+        "sym.txt");
+    QCOMPARE(g.nodes.size(), size_t{3});  // x and the two views: the queries are numbers
+    QCOMPARE(g.nodes[1].meta().shape, (Shape{6, 4}));
+    QCOMPARE(g.nodes[2].meta().shape, (Shape{24}));
+  }
+
   void testPrintReadableMatchesPyTorch() {
     // Our printer reproduces PyTorch's core ATen text line by line (apart from the class name line).
     const std::string src = slurp(data("mse_loss/3_core_aten.txt"));
