@@ -20,6 +20,7 @@
 #include "dynamic/retarget.h"
 #include "frontend/load_model.h"
 #include "interp/reference.h"
+#include "ops/core_aten_set.h"
 #include "ops/op_table.h"
 #include "ops/print.h"
 #include "pipeline/pipeline.h"
@@ -615,6 +616,33 @@ int trace_command(int argc, char** argv) {
 
 }  // namespace
 
+// `ops --core`: PyTorch's Core ATen overloads, each with what we do with it: an op of the table
+// (its kind), or why not. Exit 0 when every one is covered.
+int core_aten_coverage() {
+  std::map<std::string_view, std::string_view> why;
+  for (const auto& [name, reason] : ls::core_aten_ops_not_in_table()) why[name] = reason;
+  int in_table = 0, missing = 0;
+  for (std::string_view name : ls::pytorch_core_aten_ops()) {
+    const ls::OpDef* op = ls::find_op(name);
+    std::string what;
+    if (op && op->in(ls::level::core_aten)) {
+      ++in_table;
+      const char* kinds[] = {"pointwise", "reduction", "view", "composite", "library call", "getitem"};
+      what = kinds[static_cast<int>(op->kind)];
+      if (op->kind == ls::OpKind::composite) what += " (decomposes)";
+    } else if (auto w = why.find(name); w != why.end()) {
+      what = "not an op of the table: " + std::string(w->second);
+    } else {
+      ++missing;
+      what = "MISSING";
+    }
+    std::cout << std::left << std::setw(52) << name << ' ' << what << '\n';
+  }
+  std::cout << "\n" << in_table << " of " << ls::pytorch_core_aten_ops().size() << " Core ATen overloads (PyTorch 2.11, torch.Tag.core) are ops of the table, "
+            << why.size() << " are handled otherwise, " << missing << " missing\n";
+  return missing ? 1 : 0;
+}
+
 int main(int argc, char** argv) {
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
     std::cout << kUsage;
@@ -633,6 +661,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (cmd == "ops") {
+      if (argc > 2 && std::string(argv[2]) == "--core") return core_aten_coverage();
       for (const auto& op : ls::all_ops()) std::cout << std::left << std::setw(34) << op.name << ' ' << op.schema << '\n';
       return 0;
     }

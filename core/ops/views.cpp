@@ -836,9 +836,9 @@ void add_view_ops(std::vector<OpDef>& t) {
            decomp_to_view, d_view),
       comp("aten.flatten.using_ints", "flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)", kAten,
            infer_via_view, nullptr, decomp_to_view),
-      comp("aten.unsqueeze.default", "unsqueeze(Tensor(a) self, int dim) -> Tensor(a)", kAten, infer_via_view, nullptr, decomp_to_view,
+      comp("aten.unsqueeze.default", "unsqueeze(Tensor(a) self, int dim) -> Tensor(a)", kCore, infer_via_view, nullptr, decomp_to_view,
            d_unsqueeze),
-      comp("aten.squeeze.dim", "squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)", kAten, infer_via_view, nullptr, decomp_to_view,
+      comp("aten.squeeze.dim", "squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)", kCore, infer_via_view, nullptr, decomp_to_view,
            d_squeeze),
       comp("aten.t.default", "t(Tensor(a) self) -> Tensor(a)", kAten, infer_transpose, nullptr, decomp_transpose, d_t),
       comp("aten.transpose.int", "transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)", kAten, infer_transpose, nullptr,
@@ -872,7 +872,7 @@ void add_view_ops(std::vector<OpDef>& t) {
        .kind = OpKind::pointwise, .levels = kCore, .math = Math::identity, .decompose = decomp_identity,
        .derivative = d_identity},
       comp("aten.detach.default", "detach(Tensor(a) self) -> Tensor(a)", kAten, same_as<0>, nullptr, decomp_identity),
-      comp("aten.alias.default", "alias(Tensor(a) self) -> Tensor(a)", kAten, same_as<0>, nullptr, decomp_identity, d_identity),
+      comp("aten.alias.default", "alias(Tensor(a) self) -> Tensor(a)", kCore, same_as<0>, nullptr, decomp_identity, d_identity),
       comp("aten.dropout.default", "dropout(Tensor input, float p, bool train) -> Tensor", kAten, same_as<0>, nullptr, decomp_dropout),
   };
   t.insert(t.end(), ops.begin(), ops.end());
