@@ -410,6 +410,7 @@ struct Reader {
     if (const auto a = ev.find("args"); a != ev.end() && a->is_object()) cid = str_of(*a, "compile_id");
     if (!cid.empty() && cid.front() == '[' && cid.back() == ']') cid = cid.substr(1, cid.size() - 2);
     if (cid == "None") cid.clear();
+    if (const size_t u = cid.find('_'); u != std::string::npos) cid.resize(u);  // "0/0_1": a restart of 0/0
     const double ts = num_of(ev, "ts");  // microseconds
     auto add = [&](double us) {
       if (!(us >= 0) || us > 1e13) return;
@@ -549,13 +550,14 @@ struct Reader {
 
   void finish() {
     // Frames, with the stack of their first compile.
+    std::map<int, size_t> frame_at;
     for (TraceCompile& c : t.compiles) {
       if (c.name.empty() && !c.stack.empty()) c.name = c.stack.back().name;
-      auto f = std::find_if(t.frames.begin(), t.frames.end(), [&](const TraceFrame& x) { return x.frame_id == c.frame_id; });
-      if (f == t.frames.end()) {
+      if (!frame_at.count(c.frame_id)) {
+        frame_at[c.frame_id] = t.frames.size();
         t.frames.push_back({c.frame_id, c.name, c.stack, {}});
-        f = t.frames.end() - 1;
       }
+      TraceFrame* f = &t.frames[frame_at[c.frame_id]];
       if (f->name.empty()) f->name = c.name;
       if (f->stack.empty()) f->stack = c.stack;
       f->compiles.push_back(c.id());
@@ -843,7 +845,12 @@ TorchTrace parse_torch_trace(std::string_view text, const std::string& source, c
     return l;
   };
   std::string_view rest = text;
+  size_t reported = 0;
   while (!rest.empty()) {
+    if (limits.progress && text.size() - rest.size() >= reported + (size_t(1) << 20)) {
+      reported = text.size() - rest.size();
+      if (!limits.progress(reported, text.size())) throw std::runtime_error(source + ": cancelled");
+    }
     const std::string_view l = next_line(rest);
     if (l.empty()) continue;
     const int line = lineno;
@@ -915,6 +922,7 @@ TorchTrace parse_torch_trace(std::string_view text, const std::string& source, c
     }
   }
   r.t.lines = lineno;
+  if (limits.progress) limits.progress(text.size(), text.size());
   if (r.t.records == 0)
     throw std::runtime_error(first_problem.empty() ? source + ": empty: no TORCH_TRACE record in it"
                                                    : first_problem + " (no TORCH_TRACE record could be read)");

@@ -6,6 +6,7 @@
 // trace_structured). Tests: tests/import/test_import.cpp testTorchTrace*.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -148,6 +149,9 @@ struct TorchTrace {
 struct TraceLimits {
   size_t max_payload_bytes = size_t(256) << 20;  // a larger payload is dropped with a warning
   size_t max_warnings = 200;                     // further warnings are counted, not kept
+  // Called about every MiB with (bytes read, bytes in all), on the reading thread; returning false
+  // stops the reading (std::runtime_error "cancelled"). For a window reading a large log.
+  std::function<bool(size_t, size_t)> progress;
 };
 
 // Parses a log's text. Malformed records are skipped with a warning naming the line; throws

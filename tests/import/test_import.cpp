@@ -204,6 +204,11 @@ class TestImport : public QObject {
       std::string big = "V1126 22:00:00.000000 1 a.py:1] {\"dynamo_output_graph\": {}, \"frame_id\": 3, \"frame_compile_id\": 0, \"has_payload\": \"x\"}\n";
       const std::string row = "\t" + std::string(1000, 'x') + "\n";
       for (int i = 0; i < 20000; ++i) big += row;
+      TraceLimits watch;  // progress about every MiB; false cancels
+      int calls = 0;
+      watch.progress = [&](size_t done, size_t all) { return ++calls, done < all / 2; };
+      expect_error([&] { parse_torch_trace(big, "cancel.log", watch); }, {"cancel.log", "cancelled"});
+      QVERIFY(calls >= 9 && calls <= 11);
       const TorchTrace h = parse_torch_trace(big, "huge.log");
       QCOMPARE(h.compiles.at(0).dynamo_graph.size(), size_t(20000 * 1001 - 1));
       TorchTrace mine = h;
