@@ -836,7 +836,12 @@ TorchTrace parse_torch_trace(std::string_view text, const std::string& source, c
   int lineno = 0;
   int bad_lines = 0;
   std::string first_problem;
+  size_t reported = 0;
   auto next_line = [&](std::string_view& rest) {
+    if (limits.progress && text.size() - rest.size() >= reported + (size_t(1) << 20)) {
+      reported = text.size() - rest.size();
+      if (!limits.progress(reported, text.size())) throw std::runtime_error(source + ": cancelled");
+    }
     const size_t nl = rest.find('\n');
     std::string_view l = rest.substr(0, nl);
     rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
@@ -845,12 +850,7 @@ TorchTrace parse_torch_trace(std::string_view text, const std::string& source, c
     return l;
   };
   std::string_view rest = text;
-  size_t reported = 0;
   while (!rest.empty()) {
-    if (limits.progress && text.size() - rest.size() >= reported + (size_t(1) << 20)) {
-      reported = text.size() - rest.size();
-      if (!limits.progress(reported, text.size())) throw std::runtime_error(source + ": cancelled");
-    }
     const std::string_view l = next_line(rest);
     if (l.empty()) continue;
     const int line = lineno;
