@@ -1,5 +1,6 @@
 // Matrix multiply: mm, addmm and bmm (library kernels: a BLAS on the CPU, cuBLAS or a GEMM template
 // on CUDA, each dispatched by its handle in ops/known_ops.h), and linear, which decomposes into them.
+#include <cmath>
 #include <vector>
 
 #include "ops/rule_helpers.h"
@@ -113,13 +114,127 @@ Args d_addmm(DerivCtx& c) {  // beta * bias + alpha * m1 @ m2
 
 }  // namespace
 
+// ---- distances: _cdist_forward, _pdist_forward (Core ATen) --------------------------------------
+// cdist(x1 [..., P, M], x2 [..., R, M], p) -> [..., P, R]: the p-norm of each row difference
+// (p = 0 counts the differing elements, p = inf takes the largest). pdist(x [N, M], p) -> the
+// distances of the pairs i < j in row-major order. Decomposed as broadcast differences and
+// reductions (the sum and max reductions of the loop IR); compute_mode's matrix-multiply form
+// for p = 2 gives the same values up to rounding.
+
+double pnorm(const std::vector<double>& d, double p) {
+  double r = 0;
+  for (double v : d) {
+    const double a = std::abs(v);
+    if (p == 0) r += a != 0;
+    else if (std::isinf(p)) r = std::max(r, a);
+    else r += std::pow(a, p);
+  }
+  return p == 0 || std::isinf(p) ? r : std::pow(r, 1.0 / p);
+}
+
+std::vector<TensorMeta> infer_cdist(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  const TensorMeta &x1 = meta_of(g, a[0]), &x2 = meta_of(g, a[1]);
+  const size_t r = x1.shape.size();
+  if (r < 2 || x2.shape.size() != r) bad(op, "x1 and x2 must have the same rank, at least 2");
+  if (x1.shape[r - 1] != x2.shape[r - 1])
+    bad(op, "X1 and X2 must have the same number of columns. X1: " + std::to_string(x1.shape[r - 1]) + " X2: " + std::to_string(x2.shape[r - 1]));
+  if (!dtype_is_float(x1.dtype) || x1.dtype != x2.dtype) bad(op, "cdist only supports floating-point dtypes, both the same");
+  if (a[2].number() < 0) bad(op, "cdist only supports non-negative p values");
+  Shape batch = broadcast_shapes(Shape(x1.shape.begin(), x1.shape.end() - 2), Shape(x2.shape.begin(), x2.shape.end() - 2));
+  batch.push_back(x1.shape[r - 2]);
+  batch.push_back(x2.shape[r - 2]);
+  return {like(x1, x1.dtype, batch)};
+}
+std::vector<Tensor> ref_cdist(const OpDef&, const std::vector<Arg>& a, const RefInputs& in, const std::vector<TensorMeta>& outs) {
+  const Tensor &x1 = in[0], &x2 = in[1];
+  const Shape& o = outs[0].shape;
+  const size_t r = o.size();
+  const int64_t P = o[r - 2], R = o[r - 1], M = x1.shape().back();
+  const Shape b1(x1.shape().begin(), x1.shape().end() - 2), b2(x2.shape().begin(), x2.shape().end() - 2), bo(o.begin(), o.end() - 2);
+  const Shape s1 = broadcast_strides(b1, bo), s2 = broadcast_strides(b2, bo);
+  Tensor y(outs[0].dtype, o);
+  const int64_t nb = numel_of(bo);
+  std::vector<double> d(static_cast<size_t>(M));
+  for (int64_t bi = 0; bi < nb; ++bi) {
+    const int64_t o1 = offset_of(bi, bo, s1) * P * M, o2 = offset_of(bi, bo, s2) * R * M;
+    for (int64_t i = 0; i < P; ++i)
+      for (int64_t j = 0; j < R; ++j) {
+        for (int64_t k = 0; k < M; ++k) d[k] = x1.get(o1 + i * M + k) - x2.get(o2 + j * M + k);
+        y.set((bi * P + i) * R + j, pnorm(d, a[2].number()));
+      }
+  }
+  return {y};
+}
+// The p-norm over the last dim of a difference d.
+Arg pnorm_last(GraphBuilder& b, const Arg& d, double p) {
+  const Arg last = ints({-1});
+  if (p == 0) {  // the count of differing elements, in d's dtype
+    const Arg ne = b.call("aten.ne.Scalar", {d, Arg::of_int(0)});
+    const Arg as_float = b.call("aten._to_copy.default", {ne}, {{"dtype", Arg::of_string(std::string(dtype_torch(b.meta(d).dtype)))}});
+    return b.call("aten.sum.dim_IntList", {as_float, last});
+  }
+  const Arg ad = b.call("aten.abs.default", {d});
+  if (std::isinf(p)) return b.call("aten.amax.default", {ad, last});
+  if (p == 1) return b.call("aten.sum.dim_IntList", {ad, last});
+  if (p == 2) return b.call("aten.sqrt.default", {b.call("aten.sum.dim_IntList", {b.call("aten.mul.Tensor", {d, d}), last})});
+  return b.call("aten.pow.Tensor_Scalar", {b.call("aten.sum.dim_IntList", {b.call("aten.pow.Tensor_Scalar", {ad, num(p)}), last}), num(1.0 / p)});
+}
+Arg decomp_cdist(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
+  const Shape s1 = b.meta(a[0]).shape, s2 = b.meta(a[1]).shape;
+  const int64_t r = static_cast<int64_t>(s1.size());
+  const Arg u = b.call("aten.unsqueeze.default", {a[0], Arg::of_int(r - 1)});  // [..., P, 1, M]
+  const Arg v = b.call("aten.unsqueeze.default", {a[1], Arg::of_int(r - 2)});  // [..., 1, R, M]
+  return pnorm_last(b, b.call("aten.sub.Tensor", {u, v}), a[2].number());
+}
+
+std::vector<TensorMeta> infer_pdist(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  const TensorMeta& x = meta_of(g, a[0]);
+  if (x.shape.size() != 2) bad(op, "pdist only supports 2D tensors, got: " + std::to_string(x.shape.size()) + "D");
+  if (!dtype_is_float(x.dtype)) bad(op, "pdist only supports floating-point dtypes");
+  if (a[1].number() < 0) bad(op, "pdist only supports non-negative p values");
+  const int64_t n = x.shape[0];
+  return {like(x, x.dtype, {n * (n - 1) / 2})};
+}
+std::vector<Tensor> ref_pdist(const OpDef&, const std::vector<Arg>& a, const RefInputs& in, const std::vector<TensorMeta>& outs) {
+  const Tensor& x = in[0];
+  const int64_t n = x.shape()[0], m = x.shape()[1];
+  Tensor y(outs[0].dtype, outs[0].shape);
+  std::vector<double> d(static_cast<size_t>(m));
+  int64_t k = 0;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = i + 1; j < n; ++j) {
+      for (int64_t c = 0; c < m; ++c) d[c] = x.get(i * m + c) - x.get(j * m + c);
+      y.set(k++, pnorm(d, a[1].number()));
+    }
+  return {y};
+}
+// The pairs i < j gathered by index (constant index tensors), then their p-norms.
+Arg decomp_pdist(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
+  const int64_t n = b.meta(a[0]).shape[0];
+  const int64_t pairs = n * (n - 1) / 2;
+  Tensor is(DType::i64, {pairs}), js(DType::i64, {pairs});
+  int64_t k = 0;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = i + 1; j < n; ++j) is.set(k, i), js.set(k++, j);
+  Arg list_i, list_j;
+  list_i.kind = list_j.kind = Arg::Kind::list;
+  list_i.list = {b.constant("pdist_rows", is)};
+  list_j.list = {b.constant("pdist_cols", js)};
+  const Arg d = b.call("aten.sub.Tensor", {b.call("aten.index.Tensor", {a[0], list_i}), b.call("aten.index.Tensor", {a[0], list_j})});
+  return pnorm_last(b, d, a[1].number());
+}
+
 void add_linalg_ops(std::vector<OpDef>& t) {
   const std::vector<OpDef> ops = {
       ext("aten.mm.default", "mm(Tensor self, Tensor mat2) -> Tensor", kCore, infer_mm, ref_mm, nullptr, d_mm),
       ext("aten.addmm.default", "addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor", kCore,
           infer_mm, ref_mm, nullptr, d_addmm),
       ext("aten.bmm.default", "bmm(Tensor self, Tensor mat2) -> Tensor", kCore, infer_bmm, ref_mm, nullptr, d_mm),
-      // Differentiated through its decomposition.
+      // Differentiated through their decompositions.
+      comp("aten._cdist_forward.default", "_cdist_forward(Tensor x1, Tensor x2, float p, int? compute_mode) -> Tensor", kCore, infer_cdist,
+           ref_cdist, single<decomp_cdist>),
+      comp("aten._pdist_forward.default", "_pdist_forward(Tensor self, float p=2) -> Tensor", kCore, infer_pdist, ref_pdist,
+           single<decomp_pdist>),
       comp("aten.linear.default", "linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor", kAten, infer_linear, nullptr,
            decomp_linear),
   };
