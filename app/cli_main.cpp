@@ -516,7 +516,7 @@ void print_trace(const ls::TorchTrace& t, const std::string& graph) {
               << " stages: " << (stages.empty() ? "none" : stages) << '\n';
     std::cout << "        inductor: " << c.inductor_kernels() << " kernel(s)";
     if (c.ours.attempted)
-      std::cout << "   ours: " << c.ours.kernels << " kernel(s), " << c.ours.library_calls << " library call(s), check "
+      std::cout << "   ours" << (c.ours.train ? " (training step)" : "") << ": " << c.ours.kernels << " kernel(s), " << c.ours.library_calls << " library call(s), check "
                 << (c.ours.ok ? "ok" : "FAILED") << (c.ours.error.empty() ? "" : " (" + c.ours.error.substr(0, 200) + ")");
     else if (!c.dynamo_graph.empty())
       std::cout << "   ours: not compiled";
@@ -529,16 +529,17 @@ void print_trace(const ls::TorchTrace& t, const std::string& graph) {
               << b.reason << "  (" << b.count << "x, in";
     for (const auto& c : b.compiles) std::cout << ' ' << c;
     std::cout << ")\n";
-    if (!b.code.empty()) std::cout << "      " << b.code << '\n';
+    if (!b.explanation.empty()) std::cout << "      " << b.explanation << '\n';
+    if (!b.code.empty()) std::cout << "      > " << b.code << '\n';
   }
   std::cout << "\nrecompiles (" << t.recompiles.size() << "):\n";
   for (const ls::TraceRecompile& r : t.recompiles)
     for (const auto& why : r.reasons) std::cout << "  [" << r.compile_id << "] " << r.name << ": " << why << '\n';
   std::cout << "\nfailures (" << t.failures.size() << "):\n";
   for (const ls::TraceFailure& f : t.failures) {
-    std::string reason = f.reason.substr(0, f.reason.find('\n'));
-    std::cout << "  [" << f.compile_id << "] " << f.name << ": " << f.fail_type << ": " << reason
+    std::cout << "  [" << f.compile_id << "] " << f.name << ": " << f.fail_type << ": " << f.summary
               << (f.user_frame.empty() ? "" : "  at " + f.user_frame) << '\n';
+    if (!f.explanation.empty()) std::cout << "      " << f.explanation << '\n';
   }
   if (!t.phases.empty()) {
     std::cout << "\ncompile time by phase (chromium events, ms):\n";

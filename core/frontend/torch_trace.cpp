@@ -188,9 +188,31 @@ std::string placeholder_name(std::string_view source) {
 }
 
 struct GraphBreakText {
-  std::string reason, detail, file, code;
+  std::string reason, explanation, detail, file, code;
   int line = 0;
 };
+
+// Dynamo's reason text: "Encountered graph break when attempting to trace CALL: ...:\n\nFailed to
+// trace builtin operator\n  Explanation: ...\n  Hint: ..." -> {"Failed to trace builtin operator",
+// "..."}: the graph-break type (the first line that is no header) and its explanation.
+std::pair<std::string, std::string> reason_summary(std::string_view text) {
+  std::string title, explanation, header;
+  while (!text.empty()) {
+    const size_t nl = text.find('\n');
+    const std::string_view l = trim(text.substr(0, nl));
+    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+    if (l.empty()) continue;
+    if (starts_with(l, "Explanation:")) {
+      if (explanation.empty()) explanation = std::string(trim(l.substr(12)));
+    } else if (starts_with(l, "Hint:") || starts_with(l, "Developer debug context:") || starts_with(l, "For more details")) {
+    } else if (header.empty() && title.empty() && l.back() == ':' && starts_with(l, "Encountered graph break")) {
+      header = std::string(l);
+    } else if (title.empty())
+      title = std::string(l);
+  }
+  if (title.empty()) title = header;
+  return {title, explanation};
+}
 
 // A dynamo_graph_break_reason artifact: "Graph break in user code at FILE:LINE\nGraph Break
 // Reason: ...\nUser code traceback:\n  File "F", line N, in fn\n    code\n..." (or the older
@@ -224,12 +246,12 @@ GraphBreakText parse_graph_break(const std::string& text) {
   }
   if (reason_at < lines.size()) {
     std::string detail(trim(lines[reason_at].substr(std::strlen("Graph Break Reason:"))));
-    b.reason = detail;
     for (size_t i = reason_at + 1; i < traceback_at && i < lines.size(); ++i) {
       if (trim(lines[i]).empty()) continue;
       detail += "\n" + std::string(lines[i]);
     }
     b.detail = detail;
+    std::tie(b.reason, b.explanation) = reason_summary(detail);
   } else if (!lines.empty()) {
     b.reason = std::string(trim(lines[0]));
     b.detail = text.substr(0, std::min<size_t>(text.size(), 4000));
@@ -511,7 +533,9 @@ struct Reader {
       const std::string name = str_of(*a, "name");
       if (!c) return;  // artifacts outside a compile (cache statistics): nothing to show per graph
       c->artifacts.push_back(name);
-      if (name == "recompile_reasons") {
+      if (name == "inductor_pre_grad_graph" || name == "inductor_post_grad_graph") {  // an artifact since 2.5 or so
+        c->inductor_graphs[name] = payload;
+      } else if (name == "recompile_reasons") {
         const json r = json_depth(payload) > 64 ? json() : json::parse(payload, nullptr, false);
         std::vector<std::string> reasons;
         if (r.is_array()) {
@@ -526,7 +550,7 @@ struct Reader {
         auto same = [&](const TraceGraphBreak& g) { return g.file == b.file && g.line == b.line && g.reason == first; };
         auto it = std::find_if(t.graph_breaks.begin(), t.graph_breaks.end(), same);
         if (it == t.graph_breaks.end()) {
-          t.graph_breaks.push_back({first, b.detail, b.file, b.line, b.code, {}, 0});
+          t.graph_breaks.push_back({first, b.explanation, b.detail, b.file, b.line, b.code, {}, 0});
           it = t.graph_breaks.end() - 1;
         }
         ++it->count;
@@ -563,7 +587,10 @@ struct Reader {
       f->compiles.push_back(c.id());
       if (const auto p = phase_by_compile.find(c.id()); p != phase_by_compile.end()) c.phase_ms = p->second;
       if (!c.recompile_reasons.empty()) t.recompiles.push_back({c.id(), c.name, c.recompile_reasons});
-      if (!c.fail_type.empty()) t.failures.push_back({c.id(), c.name, c.fail_type, c.fail_reason, c.fail_user_frame});
+      if (!c.fail_type.empty()) {
+        const auto [summary, explanation] = reason_summary(c.fail_reason);
+        t.failures.push_back({c.id(), c.name, c.fail_type, c.fail_reason, summary, explanation, c.fail_user_frame});
+      }
       // A restart that logged no graph-break artifact (older logs): the reason without a source line.
       for (const std::string& r : c.restart_reasons) {
         const bool logged = std::any_of(t.graph_breaks.begin(), t.graph_breaks.end(), [&](const TraceGraphBreak& g) {
@@ -571,7 +598,7 @@ struct Reader {
         });
         if (logged) break;
         auto it = std::find_if(t.graph_breaks.begin(), t.graph_breaks.end(), [&](const TraceGraphBreak& g) { return g.reason == r && g.file.empty(); });
-        if (it == t.graph_breaks.end()) t.graph_breaks.push_back({r, r, "", 0, "", {}, 0}), it = t.graph_breaks.end() - 1;
+        if (it == t.graph_breaks.end()) t.graph_breaks.push_back({r, "", r, "", 0, "", {}, 0}), it = t.graph_breaks.end() - 1;
         ++it->count;
         it->compiles.push_back(c.id());
       }
@@ -698,6 +725,13 @@ std::vector<TraceKernel> parse_inductor_kernels(std::string_view code) {
       stmt = trim(stmt.substr(eq + 3));
     const std::string head = identifier_at(stmt);
     if (std::find(generated.begin(), generated.end(), head) != generated.end()) {
+      // C++ kernels carry their comment here, at the call, not above their definition.
+      for (TraceKernel& k : out)
+        if (k.name == head && k.source_nodes.empty() && have_pending) {
+          k.source_nodes = pending.source_nodes;
+          k.aten_ops = pending.aten_ops;
+          k.node_to_aten = pending.node_to_aten;
+        }
       have_pending = false;
       continue;
     }
@@ -749,6 +783,15 @@ std::string concrete_graph_text(const std::string& text, const std::map<std::str
       if (dims.size() != it->second.size()) return;
       for (size_t k = 0; k < dims.size(); ++k)
         if (is_symbol(dims[k]) && it->second[k] >= 0) vals.emplace(dims[k], it->second[k]);
+    });
+    // `s77: "Sym(s17)"`: the parameter's name stands for the expression's value in the body.
+    each_annotation(line, [&](const std::string& name, size_t a, size_t b) {
+      const std::string_view ann = std::string_view(line).substr(a, b - a);
+      if (!starts_with(ann, "Sym(") || ann.size() < 5 || !is_symbol(name)) return;
+      const std::string_view expr = ann.substr(4, ann.size() - 5);
+      SizeExpr e{expr, 0, vals};
+      const int64_t v = e.sum();
+      if (e.ok && e.i >= expr.size()) vals.emplace(name, v);
     });
     break;
   }

@@ -47,6 +47,7 @@ struct TraceOutputCode {
 struct OurCompile {
   bool attempted = false;
   bool ok = false;        // compiled, ran and matched the reference interpreter
+  bool train = false;     // compiled as a training step, as PyTorch did (it logged a joint or backward graph)
   int kernels = 0;        // generated kernels
   int library_calls = 0;
   std::string error;      // why it failed: the stage and the message
@@ -101,8 +102,9 @@ struct TraceFrame {
 
 // Graph breaks, de-duplicated by (file, line, reason); `compiles` lists where each was hit.
 struct TraceGraphBreak {
-  std::string reason;     // "Failed to trace builtin operator `print`" (the first line of the reason)
-  std::string detail;     // the whole reason text (explanation, hints)
+  std::string reason;       // "Failed to trace builtin operator", "Data-dependent branching" (Dynamo's graph-break type)
+  std::string explanation;  // "Dynamo does not know how to trace builtin operator `print` with ...", where given
+  std::string detail;       // the whole reason text (explanation, hints)
   std::string file;       // user source file
   int line = 0;
   std::string code;       // the source line, where the traceback gives it
@@ -120,7 +122,9 @@ struct TraceFailure {
   std::string compile_id;
   std::string name;
   std::string fail_type;   // "Unsupported"
-  std::string reason;
+  std::string reason;      // the whole fail_reason
+  std::string summary;     // its first line ("Failed to trace builtin operator")
+  std::string explanation; // its "Explanation:" line, where given
   std::string user_frame;  // "file:line"
 };
 

@@ -32,8 +32,13 @@ void compile_trace_graphs(TorchTrace& t, const PipelineOptions& o, const std::fu
     ours = OurCompile{};
     ours.attempted = true;
     ours.graph_text = concrete_graph_text(c.dynamo_graph, c.input_sizes);
+    // Where PyTorch compiled a training step (a joint or backward graph), so do we: Inductor's
+    // forward and backward kernels are then set against ours.
+    PipelineOptions po = o;
+    po.train = o.train || c.aot_graphs.count("aot_joint_graph") || c.aot_graphs.count("aot_backward_graph");
+    ours.train = po.train;
     try {
-      const CompileResult r = run_pipeline(trace_graph_model(c), o);
+      const CompileResult r = run_pipeline(trace_graph_model(c), po);
       ours.compile_ms = r.compile_ms;
       for (const KernelReport& k : r.kernels) {
         (k.kind == KernelKind::extern_call ? ours.library_calls : ours.kernels)++;
@@ -81,6 +86,7 @@ std::string trace_report_json(const TorchTrace& t) {
     json ours = {{"attempted", c.ours.attempted}};
     if (c.ours.attempted) {
       ours["check"] = c.ours.ok ? "ok" : "failed";
+      ours["train"] = c.ours.train;
       ours["kernels"] = c.ours.kernels;
       ours["library_calls"] = c.ours.library_calls;
       ours["compile_ms"] = c.ours.compile_ms;
@@ -104,14 +110,15 @@ std::string trace_report_json(const TorchTrace& t) {
   j["graphs"] = graphs;
   json breaks = json::array();
   for (const TraceGraphBreak& b : t.graph_breaks)
-    breaks.push_back({{"reason", b.reason}, {"file", b.file}, {"line", b.line}, {"code", b.code}, {"count", b.count}, {"compiles", b.compiles}});
+    breaks.push_back({{"reason", b.reason}, {"explanation", b.explanation}, {"file", b.file}, {"line", b.line}, {"code", b.code}, {"count", b.count}, {"compiles", b.compiles}});
   j["graph_breaks"] = breaks;
   json recompiles = json::array();
   for (const TraceRecompile& r : t.recompiles) recompiles.push_back({{"compile_id", r.compile_id}, {"name", r.name}, {"reasons", r.reasons}});
   j["recompiles"] = recompiles;
   json failures = json::array();
   for (const TraceFailure& f : t.failures)
-    failures.push_back({{"compile_id", f.compile_id}, {"name", f.name}, {"fail_type", f.fail_type}, {"reason", f.reason}, {"user_frame", f.user_frame}});
+    failures.push_back({{"compile_id", f.compile_id}, {"name", f.name}, {"fail_type", f.fail_type}, {"summary", f.summary}, {"explanation", f.explanation},
+                        {"reason", f.reason}, {"user_frame", f.user_frame}});
   j["failures"] = failures;
   json phases = json::array();
   for (const auto& [name, ms] : t.phases) phases.push_back({{"name", name}, {"ms", ms}});

@@ -147,6 +147,115 @@ class TestImport : public QObject {
     QCOMPARE(report["graph_breaks"][0]["line"].get<int>(), 4);
   }
 
+  // A real log from PyTorch 2.11 on an H100 (tests/data/trace/make_trace.py, trimmed by
+  // trim_trace.py): graph breaks on print() and a data-dependent branch, recompiles for a new
+  // size (automatic dynamic shapes) and dtype and device, an nn.Module training step, a CPU graph
+  // and a fullgraph=True failure. Every Dynamo graph is compiled by us and matches the reference.
+  void testTorchTraceRealLog() {
+    TorchTrace t = read_torch_trace(data("trace/make_trace.log"));
+    QVERIFY2(t.warnings.empty(), t.warnings.empty() ? "" : t.warnings[0].what.c_str());
+    // Frames and compile ids, in the order PyTorch compiled them.
+    std::vector<std::string> names, ids;
+    for (const TraceFrame& f : t.frames) names.push_back(f.name);
+    for (const TraceCompile& c : t.compiles) ids.push_back(c.id());
+    QCOMPARE(names, (std::vector<std::string>{"f", "torch_dynamo_resume_in_f_at_7", "g", "torch_dynamo_resume_in_g_at_11", "inner", "<lambda>"}));
+    QCOMPARE(ids, (std::vector<std::string>{"0/0", "1/0", "0/1", "1/1", "0/2", "1/2", "2/0", "3/0", "4/0", "5/0", "0/3"}));
+    QCOMPARE(t.frames[0].compiles, (std::vector<std::string>{"0/0", "0/1", "0/2", "0/3"}));
+    QVERIFY(!t.frames[0].stack.empty());
+    QVERIFY(t.frames[0].stack.back().file.ends_with("make_trace.py"));
+    QCOMPARE(t.frames[0].stack.back().line, 5);
+    // Graph breaks, de-duplicated, with their source lines.
+    QCOMPARE(t.graph_breaks.size(), size_t(2));
+    const TraceGraphBreak& pr = t.graph_breaks[0];
+    QCOMPARE(pr.reason, std::string("Failed to trace builtin operator"));
+    QVERIFY(pr.explanation.find("builtin operator `print`") != std::string::npos);
+    QVERIFY(pr.file.ends_with("make_trace.py"));
+    QCOMPARE(pr.line, 7);
+    QCOMPARE(pr.code, std::string("print(\"graph break here\")"));
+    QCOMPARE(pr.count, 3);
+    QCOMPARE(pr.compiles, (std::vector<std::string>{"0/0", "0/1", "0/2"}));
+    QCOMPARE(t.graph_breaks[1].reason, std::string("Data-dependent branching"));
+    QCOMPARE(t.graph_breaks[1].line, 11);
+    QVERIFY(t.graph_breaks[1].code.starts_with("if x.sum() > 0:"));
+    // Recompiles with the guard that failed.
+    auto reasons = [&](const char* id) {
+      std::string all;
+      for (const TraceRecompile& r : t.recompiles)
+        if (r.compile_id == id)
+          for (const auto& x : r.reasons) all += x + "\n";
+      return all;
+    };
+    QCOMPARE(t.recompiles.size(), size_t(5));
+    QVERIFY(reasons("0/1").find("tensor 'x' size mismatch at index 0. expected 8, actual 16") != std::string::npos);
+    QVERIFY(reasons("1/1").find("tensor 'a' size mismatch at index 0. expected 8, actual 16") != std::string::npos);
+    QVERIFY(reasons("0/2").find("tensor 'x' dtype mismatch. expected Float, actual Double") != std::string::npos);
+    QVERIFY(reasons("0/3").find("dispatch key set mismatch") != std::string::npos);
+    // The fullgraph=True compile failed on the print.
+    QCOMPARE(t.failures.size(), size_t(1));
+    QCOMPARE(t.failures[0].compile_id, std::string("0/3"));
+    QCOMPARE(t.failures[0].fail_type, std::string("Unsupported"));
+    QCOMPARE(t.failures[0].summary, std::string("Failed to trace builtin operator"));
+    QVERIFY(t.failures[0].user_frame.ends_with("make_trace.py:7"));
+    QVERIFY(t.compile("0/3")->dynamo_graph.empty());
+    // PyTorch's stages: AOT graphs, guards, Inductor's kernels with the nodes they cover.
+    const TraceCompile& step = *t.compile("4/0");
+    QCOMPARE(step.stages(), (std::vector<std::string>{"dynamo", "aot_joint", "aot_forward", "aot_backward", "inductor_post_grad",
+                                                      "inductor_output_code"}));
+    QVERIFY(step.aot_graphs.at("aot_backward_graph").find("class GraphModule") != std::string::npos);
+    QCOMPARE(step.output_code.size(), size_t(2));
+    QVERIFY(step.output_code[0].aot_id.ends_with("_forward") && step.output_code[1].aot_id.ends_with("_backward"));
+    QCOMPARE(step.output_code[0].generated_kernels(), 1);
+    QCOMPARE(step.inductor_kernels(), 5);
+    const TraceKernel& fwd = step.output_code[0].kernels[0];
+    QCOMPARE(fwd.kind, std::string("triton"));
+    QCOMPARE(fwd.source_nodes, (std::vector<std::string>{"input_2", "input_3"}));  // gelu and layer_norm, fused
+    int addmm = 0;
+    for (const TraceKernel& k : step.output_code[0].kernels) addmm += k.name == "extern_kernels.addmm" && k.kind == "extern";
+    QCOMPARE(addmm, 2);  // the two Linear layers
+    const TraceCompile& cpu = *t.compile("5/0");
+    QCOMPARE(cpu.output_code.at(0).kernels.size(), size_t(2));
+    QCOMPARE(cpu.output_code[0].kernels[0].kind, std::string("cpp"));
+    QCOMPARE(cpu.output_code[0].kernels[1].name, std::string("extern_kernels.mm"));
+    QCOMPARE(cpu.output_code[0].kernels[1].source_nodes, (std::vector<std::string>{"matmul"}));
+    for (const char* id : {"0/0", "1/0", "0/1", "2/0", "3/0"}) {
+      const TraceCompile& c = *t.compile(id);
+      QVERIFY2(c.aot_graphs.count("aot_inference_graph") && c.inductor_kernels() == 1, id);
+      QVERIFY2(c.guards.find("TENSOR_MATCH") != std::string::npos, id);
+      QVERIFY2(c.phase_ms.count("dynamo"), id);
+    }
+    QCOMPARE(t.phases.at(0).first, std::string("dynamo"));
+    // The symbolic graph of the size recompile, made concrete with the real size, 16.
+    const TraceCompile& dyn = *t.compile("0/1");
+    QVERIFY(dyn.dynamo_graph.find("Sym(") != std::string::npos);
+    const std::string text = concrete_graph_text(dyn.dynamo_graph, dyn.input_sizes);
+    QVERIFY2(text.find("def forward(self, L_x_: \"f32[16]\", L_y_: \"f32[16]\"):") != std::string::npos, text.c_str());
+    QVERIFY(concrete_graph_text(t.compile("0/2")->dynamo_graph, t.compile("0/2")->input_sizes).find("f64[16]") != std::string::npos);
+    // Our compile of every Dynamo graph passes its check; the training step as a training step.
+    compile_trace_graphs(t);
+    int compiled = 0;
+    for (const TraceCompile& c : t.compiles) {
+      if (c.dynamo_graph.empty()) continue;
+      ++compiled;
+      QVERIFY2(c.ours.attempted && c.ours.ok, (c.id() + ": " + c.ours.error).c_str());
+      QVERIFY2(c.ours.kernels >= 1, c.id().c_str());
+    }
+    QCOMPARE(compiled, 10);
+    QVERIFY(t.compile("4/0")->ours.train);
+    const auto report = nlohmann::json::parse(trace_report_json(t));
+    QCOMPARE(report["graphs"].size(), size_t(11));
+    QCOMPARE(report["graphs"][8]["compile_id"].get<std::string>(), std::string("4/0"));
+    QCOMPARE(report["graphs"][8]["inductor_kernels"].get<int>(), 5);
+    QCOMPARE(report["graphs"][8]["ours"]["check"].get<std::string>(), std::string("ok"));
+    QCOMPARE(report["graph_breaks"].size(), size_t(2));
+    QCOMPARE(report["recompiles"].size(), size_t(5));
+    QCOMPARE(report["failures"][0]["fail_type"].get<std::string>(), std::string("Unsupported"));
+    // A folder is read as its log.
+    const fs::path dir = fs::path(tmpfile("trace_dir"));
+    fs::create_directories(dir);
+    fs::copy_file(data("trace/make_trace.log"), dir / "dedicated_log_torch_trace_abc.log", fs::copy_options::overwrite_existing);
+    QCOMPARE(read_torch_trace(dir.string()).compiles.size(), size_t(11));
+  }
+
   // Malformed lines, bad JSON, truncated or huge payloads: a warning naming the line, the rest
   // read; nothing readable at all: an error naming the file and the line. Never a crash.
   void testTorchTraceHostileInput() {
