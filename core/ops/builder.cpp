@@ -51,7 +51,10 @@ Arg GraphBuilder::call(const OpDef& op, std::vector<Arg> args, const std::vector
 
 Arg GraphBuilder::constant(std::string_view base, const Tensor& value) {
   Node n;
-  n.name = fresh_name(base);
+  // Not the name of a weight either: a decomposition sweep copies the weights before it re-adds
+  // the placeholders that hold them, and a constant named like one of those would take its value.
+  do n.name = fresh_name(base);
+  while (g_.weights.count(n.name));
   n.outs = {TensorMeta::contiguous(value.dtype(), value.shape())};
   n.input_kind = InputKind::constant;
   n.module_path = module_path;
