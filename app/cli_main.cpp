@@ -517,7 +517,8 @@ void print_trace(const ls::TorchTrace& t, const std::string& graph) {
     std::cout << "        inductor: " << c.inductor_kernels() << " kernel(s)";
     if (c.ours.attempted)
       std::cout << "   ours" << (c.ours.train ? " (training step)" : "") << ": " << c.ours.kernels << " kernel(s), " << c.ours.library_calls << " library call(s), check "
-                << (c.ours.ok ? "ok" : "FAILED") << (c.ours.error.empty() ? "" : " (" + c.ours.error.substr(0, 200) + ")");
+                << (c.ours.ok ? "ok" : !c.ours.not_run.empty() ? "not run (" + c.ours.not_run + ")" : "FAILED")
+                << (c.ours.error.empty() ? "" : " (" + c.ours.error.substr(0, 200) + ")");
     else if (!c.dynamo_graph.empty())
       std::cout << "   ours: not compiled";
     if (c.attempt > 0) std::cout << "   restarted " << c.attempt << "x";
@@ -608,7 +609,7 @@ int trace_command(int argc, char** argv) {
     f << ls::trace_report_json(t);
   }
   for (const ls::TraceCompile& c : t.compiles)
-    if (c.ours.attempted && !c.ours.ok) {
+    if (c.ours.attempted && !c.ours.ok && c.ours.not_run.empty()) {
       std::cerr << "lowerscope-cli: graph [" << c.id() << "] (" << c.name << "): " << c.ours.error << '\n';
       return 1;
     }

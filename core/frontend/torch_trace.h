@@ -48,6 +48,7 @@ struct OurCompile {
   bool attempted = false;
   bool ok = false;        // compiled, ran and matched the reference interpreter
   bool train = false;     // compiled as a training step, as PyTorch did (it logged a joint or backward graph)
+  std::string not_run;    // compiled but not run, and why (a CUDA compile where there is no GPU): no check
   int kernels = 0;        // generated kernels
   int library_calls = 0;
   std::string error;      // why it failed: the stage and the message

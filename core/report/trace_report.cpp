@@ -40,16 +40,15 @@ void compile_trace_graphs(TorchTrace& t, const PipelineOptions& o, const std::fu
     try {
       const CompileResult r = run_pipeline(trace_graph_model(c), po);
       ours.compile_ms = r.compile_ms;
-      for (const KernelReport& k : r.kernels) {
-        (k.kind == KernelKind::extern_call ? ours.library_calls : ours.kernels)++;
-        TraceKernel mine;
-        mine.name = k.name;
-        mine.kind = k.kind == KernelKind::extern_call ? "extern" : "generated";
-        mine.source_nodes = k.nodes;
-        ours.kernel_list.push_back(std::move(mine));
-      }
+      auto add = [&](const std::string& name, bool is_extern, const std::vector<std::string>& nodes) {
+        (is_extern ? ours.library_calls : ours.kernels)++;
+        ours.kernel_list.push_back({name, is_extern ? "extern" : "generated", nodes, {}, {}, 0});
+      };
+      for (const KernelReport& k : r.kernels) add(k.name, k.kind == KernelKind::extern_call, k.nodes);
+      if (r.kernels.empty())  // compiled, not run (no GPU here): the schedule's kernels
+        for (const Kernel& k : r.schedule.kernels) add(k.name, k.is_extern, k.origins);
       if (!r.error.empty()) ours.error = "stage '" + r.error_stage + "': " + r.error;
-      else if (!r.not_run.empty()) ours.error = "not run: " + r.not_run;
+      else if (!r.not_run.empty()) ours.not_run = r.not_run;
       else if (!r.check.ok) {
         ours.error = "the output does not match the reference interpreter";
         for (const OutputCheck& x : r.check.reference)
@@ -85,7 +84,8 @@ std::string trace_report_json(const TorchTrace& t) {
     g["restarts"] = c.attempt;
     json ours = {{"attempted", c.ours.attempted}};
     if (c.ours.attempted) {
-      ours["check"] = c.ours.ok ? "ok" : "failed";
+      ours["check"] = c.ours.ok ? "ok" : !c.ours.not_run.empty() ? "not run" : "failed";
+      if (!c.ours.not_run.empty()) ours["not_run"] = c.ours.not_run;
       ours["train"] = c.ours.train;
       ours["kernels"] = c.ours.kernels;
       ours["library_calls"] = c.ours.library_calls;
