@@ -279,8 +279,9 @@ std::vector<TensorMeta> infer_softmax(const Graph& g, const OpDef& op, const std
 }
 std::vector<Tensor> ref_softmax(const OpDef& op, const std::vector<Arg>& a, const RefInputs& in, const std::vector<TensorMeta>& outs) {
   const Tensor& x = in[0];
-  const int64_t d = wrap_dim(op, a[1].i, x.dim());
-  const int64_t n = x.shape()[d], inner = contiguous_strides(x.shape())[d], outer = x.numel() / (n * inner);
+  const int64_t d = x.dim() == 0 ? (wrap_dim(op, a[1].i, 0), 0) : wrap_dim(op, a[1].i, x.dim());
+  const Shape shape = x.dim() == 0 ? Shape{1} : x.shape();  // a 0-d tensor: one row of one
+  const int64_t n = shape[d], inner = contiguous_strides(shape)[d], outer = x.numel() / std::max<int64_t>(n * inner, 1);
   Tensor y(outs[0].dtype, outs[0].shape);
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i) {
@@ -644,7 +645,8 @@ std::vector<Arg> decomp_instance_norm(GraphBuilder& b, const OpDef&, const std::
 std::vector<Tensor> ref_log_softmax(const OpDef& op, const std::vector<Arg>& a, const RefInputs& in, const std::vector<TensorMeta>& outs) {
   const Tensor& x = in[0];
   const int64_t d = wrap_dim(op, a[1].i, x.dim());
-  const int64_t n = x.dim() ? x.shape()[d] : 1, inner = x.dim() ? contiguous_strides(x.shape())[d] : 1, outer = x.numel() / (n * inner);
+  const int64_t n = x.dim() ? x.shape()[d] : 1, inner = x.dim() ? contiguous_strides(x.shape())[d] : 1,
+                outer = x.numel() / std::max<int64_t>(n * inner, 1);
   Tensor y(outs[0].dtype, outs[0].shape);
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i) {

@@ -367,6 +367,7 @@ std::vector<int64_t> reduction_dims(const OpDef& op, const std::vector<Arg>& arg
       dims.push_back(d < 0 ? d + rank : d);
     }
   }
+  if (rank == 0) return {};  // a 0-d tensor (dim 0 or -1 allowed, as PyTorch's) reduces to itself
   if (dims.empty())  // None or [] reduces over every dimension
     for (int64_t d = 0; d < rank; ++d) dims.push_back(d);
   std::sort(dims.begin(), dims.end());

@@ -746,11 +746,11 @@ OpDef backward_op(const char* name, const char* schema, DecompFn d) { return com
 void add_pointwise_ops(std::vector<OpDef>& t) {
   const std::vector<OpDef> ops = {
       // ATen, unary
-      unary_aten("sin", Math::sin, d_sin), unary_aten("cos", Math::cos, d_cos), unary_aten("exp", Math::exp, d_exp),
-      unary_aten("log", Math::log, d_log), unary_aten("neg", Math::neg, d_neg), unary_aten("abs", Math::abs, d_abs),
-      unary_aten("sqrt", Math::sqrt, d_sqrt), unary_aten("rsqrt", Math::rsqrt, d_rsqrt), unary_aten("tanh", Math::tanh, d_tanh),
-      unary_aten("reciprocal", Math::reciprocal, d_reciprocal), unary_aten("erf", Math::erf, d_erf),
-      unary_aten("sigmoid", Math::sigmoid, d_sigmoid, single<decomp_sigmoid>),
+      with_infer(unary_aten("sin", Math::sin, d_sin), infer_int_to_float), with_infer(unary_aten("cos", Math::cos, d_cos), infer_int_to_float), with_infer(unary_aten("exp", Math::exp, d_exp), infer_int_to_float),
+      with_infer(unary_aten("log", Math::log, d_log), infer_int_to_float), unary_aten("neg", Math::neg, d_neg), unary_aten("abs", Math::abs, d_abs),
+      with_infer(unary_aten("sqrt", Math::sqrt, d_sqrt), infer_int_to_float), with_infer(unary_aten("rsqrt", Math::rsqrt, d_rsqrt), infer_int_to_float), with_infer(unary_aten("tanh", Math::tanh, d_tanh), infer_int_to_float),
+      with_infer(unary_aten("reciprocal", Math::reciprocal, d_reciprocal), infer_int_to_float), with_infer(unary_aten("erf", Math::erf, d_erf), infer_int_to_float),
+      with_infer(unary_aten("sigmoid", Math::sigmoid, d_sigmoid, single<decomp_sigmoid>), infer_int_to_float),
       unary_aten("relu", Math::relu, d_relu, single<decomp_relu>),
       // ATen, binary
       pointwise_aten("aten.add.Tensor", "add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", Math::add, d_add),
@@ -845,10 +845,10 @@ void add_pointwise_ops(std::vector<OpDef>& t) {
       comp("aten.div.Scalar_mode", "div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor", kCore,
            infer_div_mode, ref_div_mode, decomp_div_mode, d_div_mode),
       // prims
-      unary_prim("sin", Math::sin), unary_prim("cos", Math::cos), unary_prim("exp", Math::exp),
-      unary_prim("log", Math::log), unary_prim("neg", Math::neg), unary_prim("abs", Math::abs),
-      unary_prim("sqrt", Math::sqrt), unary_prim("rsqrt", Math::rsqrt), unary_prim("tanh", Math::tanh),
-      unary_prim("reciprocal", Math::reciprocal), unary_prim("erf", Math::erf),
+      with_infer(unary_prim("sin", Math::sin), infer_int_to_float), with_infer(unary_prim("cos", Math::cos), infer_int_to_float), with_infer(unary_prim("exp", Math::exp), infer_int_to_float),
+      with_infer(unary_prim("log", Math::log), infer_int_to_float), unary_prim("neg", Math::neg), unary_prim("abs", Math::abs),
+      with_infer(unary_prim("sqrt", Math::sqrt), infer_int_to_float), with_infer(unary_prim("rsqrt", Math::rsqrt), infer_int_to_float), with_infer(unary_prim("tanh", Math::tanh), infer_int_to_float),
+      with_infer(unary_prim("reciprocal", Math::reciprocal), infer_int_to_float), with_infer(unary_prim("erf", Math::erf), infer_int_to_float),
       binary_prim("add", Math::add), binary_prim("sub", Math::sub), binary_prim("mul", Math::mul),
       binary_prim("div", Math::div), binary_prim("pow", Math::pow), binary_prim("maximum", Math::maximum),
       binary_prim("minimum", Math::minimum), binary_prim("lt", Math::lt), binary_prim("le", Math::le),

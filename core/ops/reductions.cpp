@@ -250,7 +250,9 @@ bool better(double v, double best) {
   return Max ? v > best : v < best;
 }
 std::vector<int64_t> arg_dims(const OpDef& op, const std::vector<Arg>& a, int64_t rank) {
-  return a[1].is_none() ? dims_of(op, Arg::none(), rank) : std::vector<int64_t>{wrap_dim(op, a[1].i, rank)};
+  if (a[1].is_none()) return dims_of(op, Arg::none(), rank);
+  const int64_t d = wrap_dim(op, a[1].i, rank);  // checked; a 0-d tensor (dim 0 or -1) has none to reduce
+  return rank == 0 ? std::vector<int64_t>{} : std::vector<int64_t>{d};
 }
 std::vector<TensorMeta> infer_arg_extremum(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
   const TensorMeta& x = meta_of(g, a[0]);

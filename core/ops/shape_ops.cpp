@@ -222,6 +222,13 @@ Args d_gather(DerivCtx& c) {
 std::vector<Tensor> ref_gather(const OpDef& op, const std::vector<Arg>& a, const RefInputs& in, const std::vector<TensorMeta>& outs) {
   Tensor y(outs[0].dtype, outs[0].shape);
   const int64_t d = wrap_dim(op, a[1].i, in[0].dim());
+  if (in[0].dim() == 0) {  // a 0-d source: index 0 only
+    for (int64_t i = 0; i < y.numel(); ++i) {
+      if (in[2].get(i) != 0) bad(op, "index " + std::to_string(static_cast<int64_t>(in[2].get(i))) + " is out of range");
+      y.set(i, in[0].get(0));
+    }
+    return {y};
+  }
   const Shape xs = contiguous_strides(in[0].shape());
   for (int64_t i = 0; i < y.numel(); ++i) {
     Shape p = unravel(i, y.shape());
