@@ -385,7 +385,7 @@ struct Reader {
 
   TraceCompile* compile_of(const json& env) {
     const auto f = env.find("frame_id");
-    if (f == env.end() || !f->is_number_integer()) return nullptr;
+    if (f == env.end() || !f->is_number_integer() || f->get<int64_t>() < -1) return nullptr;
     const int frame = static_cast<int>(std::clamp<int64_t>(f->get<int64_t>(), -1, 1 << 30));
     const int fc = static_cast<int>(std::clamp<int64_t>(int_of(env, "frame_compile_id", 0), -1, 1 << 30));
     const int ca = static_cast<int>(std::clamp<int64_t>(int_of(env, "compiled_autograd_id", -1), -1, 1 << 30));
@@ -463,8 +463,10 @@ struct Reader {
       return;
     }
     TraceCompile* c = compile_of(env);
-    auto need_compile = [&](const char* key) {
-      if (!c) warn(line, std::string("a '") + key + "' record without a frame_id; skipped");
+    // A graph logged outside any compile id (torch.export, AOTInductor) goes to compile "-/-", as
+    // tlparse files it under an unknown compile id.
+    auto need_compile = [&](const char*) {
+      if (!c) c = compile_of(json{{"frame_id", -1}, {"frame_compile_id", -1}});
       return c != nullptr;
     };
     if (const auto d = env.find("dynamo_start"); d != env.end() && d->is_object()) {

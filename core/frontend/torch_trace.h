@@ -60,7 +60,8 @@ struct OurCompile {
 };
 
 // One compile of a frame: "[0/1]" is frame 0's second compile; attempt > 0 is a restart after a
-// graph break (shown "[0/1_1]").
+// graph break (PyTorch shows "[0/1_1]"; its records are folded into "0/1" here). Graphs logged
+// outside any compile id (torch.export, AOTInductor) are compile "-/-".
 struct TraceCompile {
   int frame_id = -1, frame_compile_id = -1, attempt = 0;
   int compiled_autograd_id = -1;  // -1: none
