@@ -562,6 +562,24 @@ class TestImport : public QObject {
       QVERIFY(g.nodes[g.find(name)].op == &op::missing());
       QCOMPARE(QString::fromStdString(g.nodes[g.find(name)].target), QString("torch.ops.aten.frobnicate.default"));
     }
+    // Export's metadata checks (aten._assert_tensor_metadata) are checked, then dropped: the graph
+    // is the one without them; a check that does not hold names the tensor.
+    {
+      auto with_assert = [&](const char* file, int64_t dtype_code) {
+        return mutate_json(soft, file, "models/model.json", [&](J& j) {
+          J& nodes = j["graph_module"]["graph"]["nodes"];
+          const J first_in = nodes[0]["inputs"][0]["arg"];
+          J a = {{"target", "torch.ops.aten._assert_tensor_metadata.default"},
+                 {"inputs", J::array({{{"name", "a"}, {"arg", first_in}, {"kind", 1}},
+                                      {{"name", "dtype"}, {"arg", {{"as_scalar_type", dtype_code}}}, {"kind", 2}}})},
+                 {"outputs", J::array()}, {"metadata", J::object()}};
+          nodes.insert(nodes.begin(), a);
+        });
+      };
+      const Graph plain = import_pt2(soft), checked = import_pt2(with_assert("assert_ok.pt2", 7));  // 7: float32
+      QCOMPARE(checked.nodes.size(), plain.nodes.size());
+      expect_error([&] { import_pt2(with_assert("assert_bad.pt2", 5)); }, {"assert_bad.pt2", "asserts i64"});
+    }
     expect_error([&] { import_pt2(mutate_json(soft, "unknown_op_no_meta.pt2", "models/model.json", [](J& j) {
                    J& n = j["graph_module"]["graph"]["nodes"][0];
                    n["target"] = "torch.ops.aten.frobnicate.default";
