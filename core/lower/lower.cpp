@@ -579,6 +579,18 @@ class Lowering {
           return in.load(h, full);
         };
         const Reduce r = op.reduce == Reduce::mean ? Reduce::sum : op.reduce;
+        if (numel_of(rranges) == 1) {  // over one element (an adaptive pool to its own size): the value itself
+          const DType dt = m.dtype, in_dt = in.dtype;
+          const std::vector<Expr> zero(rranges.size(), Expr(0));
+          const std::string buf = add_node(n, LoopNode::Kind::pointwise, ranges, {}, Reduce::none, dt,
+                                           [body, zero, dt, in_dt](OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>&) {
+                                             const V v = body(h, idx, zero);
+                                             return dt == in_dt ? v : h.math(Math::identity, {v}, dt);
+                                           });
+          readers_[id] = buffer_reader(buf, m.shape, m.dtype);
+          realized_[id] = buf;
+          return;
+        }
         std::string buf = add_node(n, LoopNode::Kind::reduction, ranges, rranges, r, m.dtype, body);
         if (op.reduce == Reduce::mean) {  // mean = sum, then a pointwise division by the count
           const Reader s = buffer_reader(buf, ranges, m.dtype);

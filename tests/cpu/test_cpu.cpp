@@ -1678,6 +1678,30 @@ class TestCpu : public QObject {
       QVERIFY(r.prims.nodes.empty());
     }
   }
+
+  // A reduction over one element (AlexNet's and VGG's adaptive average pool to the size it already
+  // has, after a max pool): the value itself, a pointwise node; its kernel failed to be written.
+  void testReductionOverOneElement() {
+    Tensor x(DType::f32, {2, 4, 13, 13});
+    for (int64_t i = 0; i < x.numel(); ++i) x.set(i, std::sin(0.37 * static_cast<double>(i)));
+    const CompileResult r = compile_graph_text(
+        "class G(torch.nn.Module):\n"
+        "    def forward(self, x: \"f32[2, 4, 13, 13]\"):\n"
+        "        relu: \"f32[2, 4, 13, 13]\" = torch.ops.aten.relu.default(x)\n"
+        "        mp: \"f32[2, 4, 6, 6]\" = torch.ops.aten.max_pool2d.default(relu, [3, 3], [2, 2])\n"
+        "        ap: \"f32[2, 4, 6, 6]\" = torch.ops.aten.adaptive_avg_pool2d.default(mp, [6, 6])\n"
+        "        return (ap,)\n",
+        {x}, false);
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    for (int64_t p = 0; p < 8; ++p)  // each output: the largest of its 3x3 window after ReLU
+      for (int64_t i = 0; i < 6; ++i)
+        for (int64_t j = 0; j < 6; ++j) {
+          double m = 0;
+          for (int64_t a = 0; a < 3; ++a)
+            for (int64_t b = 0; b < 3; ++b) m = std::max(m, x.get(p * 169 + (2 * i + a) * 13 + 2 * j + b));
+          QVERIFY(std::abs(r.outputs[0].get(p * 36 + i * 6 + j) - m) < 1e-6);
+        }
+  }
 };
 
 QTEST_GUILESS_MAIN(TestCpu)
