@@ -8,6 +8,8 @@
 //    the compiled CPU code agree; a few hand-computed values; bad attributes and inputs, and ops
 //    whose output shape depends on data, refused with an error naming the node and what is wrong.
 //   test_onnx_ops [--only SUBSTRING] [--no-compile]
+#include <map>
+#include <set>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -38,7 +40,18 @@ int failures = 0, passed = 0;
 std::string only;
 bool compile_too = true;
 
+// ONNX Runtime cases known to fail, by case name, with why (tests/data/onnx_ops/known_failures.txt:
+// `NAME REASON`): reported, not counted; one that passes again is reported so it can be removed.
+std::map<std::string, std::string> known;
+std::set<std::string> known_seen;
+
 void fail(const std::string& what) {
+  const std::string name = what.substr(0, what.find(':'));
+  if (auto k = known.find(name); k != known.end()) {
+    known_seen.insert(name);
+    std::cout << "known " << what << "  (" << k->second << ")\n";
+    return;
+  }
   ++failures;
   std::cout << "FAIL " << what << "\n";
 }
@@ -593,7 +606,13 @@ int main(int argc, char** argv) {
     std::cout << "skipped: this build reads no ONNX models\n";
     return 0;
   }
+  std::ifstream kf(fs::path(LS_TEST_DATA) / "onnx_ops" / "known_failures.txt");
+  for (std::string line; std::getline(kf, line);)
+    if (!line.empty() && line[0] != '#') known[line.substr(0, line.find(' '))] = line.substr(line.find(' ') + 1);
   run_ort_cases(fs::path(LS_TEST_DATA) / "onnx_ops");
+  for (const auto& [name, why] : known)
+    if (!known_seen.count(name) && (only.empty() || name.find(only) != std::string::npos))
+      std::cout << "note: known failure " << name << " passes now: remove it from known_failures.txt\n";
 #ifdef LOWERSCOPE_HAVE_ONNX
   built_here();
 #endif
