@@ -12,16 +12,36 @@ namespace {
 
 using namespace rules;
 
+// The batch shape of q, k and v broadcast (the dims before the last two), as the math attention's
+// matmuls broadcast them: q [2, 8, L, E] with k, v [8, S, E] gives [2, 8].
+Shape sdpa_batch(const OpDef& op, const Shape& q, const Shape& k, const Shape& v) {
+  if (q.size() < 2 || k.size() < 2 || v.size() < 2) bad(op, "query, key and value need at least 2 dimensions");
+  const Shape qb(q.begin(), q.end() - 2), kb(k.begin(), k.end() - 2), vb(v.begin(), v.end() - 2);
+  try {
+    return broadcast_shapes(broadcast_shapes(qb, kb), vb);
+  } catch (const std::exception&) {
+    bad(op, "the batch dimensions of query " + shape_str(q) + ", key " + shape_str(k) + " and value " + shape_str(v) +
+                " do not broadcast");
+  }
+}
 std::vector<TensorMeta> infer_sdpa(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
   const TensorMeta &q = meta_of(g, a[0]), &k = meta_of(g, a[1]), &v = meta_of(g, a[2]);
-  if (q.shape.size() < 3 || k.shape.size() != q.shape.size() || v.shape.size() != q.shape.size())
-    bad(op, "query, key and value need the same rank (at least 3)");
-  const size_t r = q.shape.size();
-  if (q.shape[r - 1] != k.shape[r - 1] || k.shape[r - 2] != v.shape[r - 2]) bad(op, "key does not fit query or value");
-  Shape out = q.shape;
-  out[r - 1] = v.shape[r - 1];
+  const Shape batch = sdpa_batch(op, q.shape, k.shape, v.shape);
+  if (q.shape.back() != k.shape.back() || k.shape[k.shape.size() - 2] != v.shape[v.shape.size() - 2])
+    bad(op, "key does not fit query or value");
+  const int64_t L = q.shape[q.shape.size() - 2], S = k.shape[k.shape.size() - 2];
+  if (a[3].is_node()) {
+    Shape full = batch;
+    full.insert(full.end(), {L, S});
+    const Shape& ms = meta_of(g, a[3]).shape;
+    if (ms.size() > full.size() || broadcast_shapes(ms, full) != full)
+      bad(op, "attn_mask " + shape_str(ms) + " does not broadcast to the scores' shape " + shape_str(full));
+  }
+  Shape out = batch;
+  out.insert(out.end(), {L, v.shape.back()});
   if (op.num_outputs == 1) return {like(q, q.dtype, out)};
-  Shape lse(q.shape.begin(), q.shape.end() - 1);
+  Shape lse = batch;
+  lse.push_back(L);
   return {like(q, q.dtype, out), like(q, DType::f32, lse), like(q, DType::i64, {}), like(q, DType::i64, {})};
 }
 struct SdpaArgs { int mask = 3; int causal = 5; int scale = 6; };
@@ -33,23 +53,36 @@ SdpaArgs sdpa_args(const OpDef& op) {
 std::vector<Tensor> ref_sdpa(const OpDef& op, const std::vector<Arg>& a, const RefInputs& in, const std::vector<TensorMeta>& outs) {
   const SdpaArgs ix = sdpa_args(op);
   const Tensor &q = in[0], &k = in[1], &v = in[2];
-  const size_t r = q.shape().size();
-  const int64_t L = q.shape()[r - 2], E = q.shape()[r - 1], S = k.shape()[r - 2], Ev = v.shape()[r - 1];
-  const int64_t B = q.numel() / (L * E);
+  const Shape &qs = q.shape(), &ks = k.shape(), &vs = v.shape();
+  const int64_t L = qs[qs.size() - 2], E = qs.back(), S = ks[ks.size() - 2], Ev = vs.back();
+  const Shape batch = sdpa_batch(op, qs, ks, vs);
+  const int64_t B = numel_of(batch);
+  const Shape bq = broadcast_strides(Shape(qs.begin(), qs.end() - 2), batch), bk = broadcast_strides(Shape(ks.begin(), ks.end() - 2), batch),
+              bv = broadcast_strides(Shape(vs.begin(), vs.end() - 2), batch);
+  Shape full = batch;  // the mask, broadcast to [batch..., L, S]
+  full.insert(full.end(), {L, S});
+  const bool has_mask = a[ix.mask].is_node();
+  const Shape bm = has_mask ? broadcast_strides(in[ix.mask].shape(), full) : Shape{};
+  const bool bool_mask = has_mask && in[ix.mask].dtype() == DType::b8;
   const bool causal = a[ix.causal].b;
   const double scale = a[ix.scale].is_none() ? 1.0 / std::sqrt(double(E)) : a[ix.scale].number();
   Tensor o(outs[0].dtype, outs[0].shape);
   Tensor lse(DType::f32, outs.size() > 1 ? outs[1].shape : Shape{B, L});
   std::vector<double> w(S);
-  for (int64_t bb = 0; bb < B; ++bb)
+  for (int64_t bb = 0; bb < B; ++bb) {
+    const int64_t oq = offset_of(bb, batch, bq), ok = offset_of(bb, batch, bk), ov = offset_of(bb, batch, bv);
     for (int64_t i = 0; i < L; ++i) {
       double m = -std::numeric_limits<double>::infinity();
       for (int64_t j = 0; j < S; ++j) {
         double s = 0;
-        for (int64_t e = 0; e < E; ++e) s += q.get((bb * L + i) * E + e) * k.get((bb * S + j) * E + e);
+        for (int64_t e = 0; e < E; ++e) s += q.get((oq * L + i) * E + e) * k.get((ok * S + j) * E + e);
         s *= scale;
         if (causal && j > i) s = -std::numeric_limits<double>::infinity();
-        if (a[ix.mask].is_node()) s += in[ix.mask].get((i * S + j) % in[ix.mask].numel());
+        if (has_mask) {
+          const double mv = in[ix.mask].get(offset_of((bb * L + i) * S + j, full, bm));
+          if (bool_mask) s = mv != 0 ? s : -std::numeric_limits<double>::infinity();
+          else s += mv;
+        }
         w[j] = s;
         m = std::max(m, s);
       }
@@ -57,11 +90,12 @@ std::vector<Tensor> ref_sdpa(const OpDef& op, const std::vector<Arg>& a, const R
       for (int64_t j = 0; j < S; ++j) sum += (w[j] = std::exp(w[j] - m));
       for (int64_t e = 0; e < Ev; ++e) {
         double acc = 0;
-        for (int64_t j = 0; j < S; ++j) acc += w[j] * v.get((bb * S + j) * Ev + e);
+        for (int64_t j = 0; j < S; ++j) acc += w[j] * v.get((ov * S + j) * Ev + e);
         o.set((bb * L + i) * Ev + e, acc / sum);
       }
       lse.set(bb * L + i, m + std::log(sum));
     }
+  }
   if (op.num_outputs == 1) return {o};
   return {o, lse, Tensor(DType::i64, {}), Tensor(DType::i64, {})};
 }
@@ -79,15 +113,22 @@ std::vector<Arg> decomp_sdpa(GraphBuilder& b, const OpDef& op, const std::vector
                          {{"scale", a[ix.scale]}});
     return {b.get(r, 0)};
   }
+  // q, k and v expanded to the broadcast batch shape (k and v may have fewer or size-1 batch
+  // dimensions), then folded to [B, ., .] for bmm; the mask broadcast to the scores' shape.
   const Shape qs = b.meta(a[0]).shape, ks = b.meta(a[1]).shape, vs = b.meta(a[2]).shape;
-  const size_t r = qs.size();
-  const int64_t L = qs[r - 2], E = qs[r - 1], S = ks[r - 2], Ev = vs[r - 1];
-  int64_t B = 1;
-  for (size_t i = 0; i + 2 < r; ++i) B *= qs[i];
+  const Shape batch = sdpa_batch(op, qs, ks, vs);
+  const int64_t L = qs[qs.size() - 2], E = qs.back(), S = ks[ks.size() - 2], Ev = vs.back();
+  const int64_t B = numel_of(batch);
   const double scale = a[ix.scale].is_none() ? 1.0 / std::sqrt(double(E)) : a[ix.scale].number();
-  const Arg q = b.call("aten.view.default", {a[0], Arg::of_ints({B, L, E})});
-  const Arg kt = b.call("aten.permute.default", {b.call("aten.view.default", {a[1], Arg::of_ints({B, S, E})}), Arg::of_ints({0, 2, 1})});
-  const Arg v = b.call("aten.view.default", {a[2], Arg::of_ints({B, S, Ev})});
+  auto folded = [&](const Arg& t, int64_t rows, int64_t cols) {
+    Shape full = batch;
+    full.insert(full.end(), {rows, cols});
+    const Arg e = b.meta(t).shape == full ? t : b.call("aten.expand.default", {t, Arg::of_ints(full)});
+    return b.call("aten.reshape.default", {e, Arg::of_ints({B, rows, cols})});
+  };
+  const Arg q = folded(a[0], L, E);
+  const Arg kt = b.call("aten.permute.default", {folded(a[1], S, E), Arg::of_ints({0, 2, 1})});
+  const Arg v = folded(a[2], S, Ev);
   Arg s = b.call("aten.mul.Tensor", {b.call("aten.bmm.default", {q, kt}), Arg::of_real(scale)});
   if (a[ix.causal].b) {
     Tensor mask(DType::f32, {L, S});
@@ -95,16 +136,22 @@ std::vector<Arg> decomp_sdpa(GraphBuilder& b, const OpDef& op, const std::vector
       for (int64_t j = 0; j < S; ++j) mask.set(i * S + j, j > i ? -std::numeric_limits<double>::infinity() : 0.0);
     s = b.call("aten.add.Tensor", {s, b.constant("causal_mask", mask)});
   }
-  if (a[ix.mask].is_node()) s = b.call("aten.add.Tensor", {s, a[ix.mask]});
+  if (a[ix.mask].is_node()) {
+    Arg bias = a[ix.mask];  // a bool mask keeps where true: -inf elsewhere (PyTorch's math attention)
+    if (b.meta(bias).dtype == DType::b8)
+      bias = b.call("aten.where.self", {bias, Arg::of_real(0.0), Arg::of_real(-std::numeric_limits<double>::infinity())});
+    s = b.call("aten.add.Tensor", {s, folded(bias, L, S)});
+  }
   const Arg m = b.call("aten.amax.default", {s, Arg::of_ints({-1}), Arg::of_bool(true)});
   const Arg e = b.call("aten.exp.default", {b.call("aten.sub.Tensor", {s, m})});
   const Arg sum = b.call("aten.sum.dim_IntList", {e, Arg::of_ints({-1}), Arg::of_bool(true)});
   const Arg p = b.call("aten.div.Tensor", {e, sum});
-  Shape out(qs.begin(), qs.end() - 1);
-  out.push_back(Ev);
+  Shape out = batch;
+  out.insert(out.end(), {L, Ev});
   const Arg o = b.call("aten.view.default", {b.call("aten.bmm.default", {p, v}), Arg::of_ints(out)});
   if (op.num_outputs == 1) return {o};
-  Shape ls(qs.begin(), qs.end() - 1);
+  Shape ls = batch;
+  ls.push_back(L);
   const Arg lse = b.call("aten.view.default",
                          {b.call("aten.add.Tensor", {b.call("aten.log.default", {sum}), m}), Arg::of_ints(ls)});
   // The philox seed and offset of a dropout that does not run: zeros, as PyTorch returns them.

@@ -932,6 +932,37 @@ std::vector<Arg> decomp_max_pool3d_values(GraphBuilder& b, const OpDef&, const s
   return {b.get(b.call("aten.max_pool3d_with_indices.default", {a[0], a[1], a[2], a[3], a[4], a[5]}), 0)};
 }
 
+// ---- 1-D pooling (model zoo) ----------------------------------------------------------------
+// adaptive_avg_pool1d, avg_pool1d, max_pool1d: the 2-D pool of x.unsqueeze(-2) with a window of
+// height 1, squeezed back, as PyTorch's CompositeImplicit kernels do. Their reference is their
+// decomposition (the 2-D pools carry reference kernels of their own).
+int64_t one_of(const OpDef& op, const Arg& v, const char* what, int64_t dflt) {
+  const std::vector<int64_t> x = v.is_none() ? std::vector<int64_t>{} : v.ints();
+  if (x.empty()) return dflt;
+  if (x.size() != 1) bad(op, std::string(what) + " must be a single int, got " + std::to_string(x.size()) + " values");
+  return x[0];
+}
+Arg unsqueezed_1d(GraphBuilder& b, const OpDef& op, const Arg& x) {
+  const size_t r = b.meta(x).shape.size();
+  if (r != 2 && r != 3) bad(op, "expects a 2-D or 3-D input, got " + std::to_string(r) + "-D");
+  return b.call("aten.unsqueeze.default", {x, Arg::of_int(-2)});
+}
+std::vector<Arg> decomp_pool1d(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a) {
+  const Arg x = unsqueezed_1d(b, op, a[0]);
+  Arg y;
+  if (op.name == "aten.adaptive_avg_pool1d.default") {
+    y = b.call("aten.adaptive_avg_pool2d.default", {x, Arg::of_ints({1, one_of(op, a[1], "output_size", -1)})});
+  } else {
+    const int64_t k = one_of(op, a[1], "kernel_size", -1), s = one_of(op, a[2], "stride", k), p = one_of(op, a[3], "padding", 0);
+    if (k <= 0) bad(op, "kernel_size must be positive, got " + std::to_string(k));
+    if (op.name == "aten.avg_pool1d.default")
+      y = b.call("aten.avg_pool2d.default", {x, Arg::of_ints({1, k}), Arg::of_ints({1, s}), Arg::of_ints({0, p}), a[4], a[5]});
+    else
+      y = b.call("aten.max_pool2d.default", {x, Arg::of_ints({1, k}), Arg::of_ints({1, s}), Arg::of_ints({0, p}),
+                                             Arg::of_ints({1, one_of(op, a[4], "dilation", 1)}), a[5]});
+  }
+  return {b.call("aten.squeeze.dim", {y, Arg::of_int(-2)})};
+}
 }  // namespace
 
 void add_conv_pool_ops(std::vector<OpDef>& t) {
@@ -963,6 +994,16 @@ void add_conv_pool_ops(std::vector<OpDef>& t) {
           kCore, same_as<1>, max_pool_backward_ref),
       comp("aten.adaptive_avg_pool2d.default", "adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor", kAten,
            infer_adaptive_avg_pool, ref_adaptive_avg_pool, decomp_adaptive_avg_pool2d),
+      comp("aten.adaptive_avg_pool1d.default", "adaptive_avg_pool1d(Tensor self, int[1] output_size) -> Tensor", kAten,
+           infer_by_decomp, nullptr, decomp_pool1d),
+      comp("aten.avg_pool1d.default",
+           "avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, bool ceil_mode=False, bool "
+           "count_include_pad=True) -> Tensor",
+           kAten, infer_by_decomp, nullptr, decomp_pool1d),
+      comp("aten.max_pool1d.default",
+           "max_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) "
+           "-> Tensor",
+           kAten, infer_by_decomp, nullptr, decomp_pool1d),
       // ---- pooling (issue 32) ----
       comp("aten.avg_pool2d.default",
            "avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool "

@@ -224,6 +224,92 @@ Arg decomp_pdist(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
   return pnorm_last(b, d, a[1].number());
 }
 
+namespace {
+// ---- matmul (model zoo) ---------------------------------------------------------------------
+// torch.matmul: 1-D @ 1-D a dot product, 2-D @ 2-D mm, a 1-D operand promoted to a matrix (a row
+// on the left, a column on the right) and its dimension dropped from the result; an N-D (N >= 3)
+// left operand times a 1-D or 2-D right one folds its batch into the rows of one mm; otherwise
+// both are expanded to the broadcast batch shape and reshaped to a bmm, as aten's native matmul
+// and torch._decomp's matmul do.
+struct MatmulShapes {
+  Shape batch;            // the broadcast batch shape
+  int64_t n = 1, k = 1, m = 1;
+  Shape out;
+};
+MatmulShapes matmul_shapes(const OpDef& op, const Shape& x, const Shape& y) {
+  if (x.empty() || y.empty())
+    bad(op, "both arguments to matmul need to be at least 1D, but they are " + std::to_string(x.size()) + "D and " +
+                std::to_string(y.size()) + "D");
+  const Shape xs = x.size() == 1 ? Shape{1, x[0]} : x;
+  const Shape ys = y.size() == 1 ? Shape{y[0], 1} : y;
+  MatmulShapes r;
+  r.n = xs[xs.size() - 2];
+  r.k = xs.back();
+  r.m = ys.back();
+  if (ys[ys.size() - 2] != r.k) bad(op, "shapes " + shape_str(x) + " and " + shape_str(y) + " cannot be multiplied");
+  r.batch = broadcast_shapes(Shape(xs.begin(), xs.end() - 2), Shape(ys.begin(), ys.end() - 2));
+  r.out = r.batch;
+  if (x.size() > 1) r.out.push_back(r.n);
+  if (y.size() > 1) r.out.push_back(r.m);
+  return r;
+}
+std::vector<TensorMeta> infer_matmul(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  const TensorMeta &x = meta_of(g, a[0]), &y = meta_of(g, a[1]);
+  if (x.dtype != y.dtype)
+    bad(op, "expected both operands to have the same dtype, but got " + std::string(dtype_torch(x.dtype)) + " and " +
+                std::string(dtype_torch(y.dtype)));
+  return {like(x, x.dtype, matmul_shapes(op, x.shape, y.shape).out)};
+}
+std::vector<Tensor> ref_matmul(const OpDef& op, const std::vector<Arg>&, const RefInputs& in, const std::vector<TensorMeta>& outs) {
+  const Tensor &x = in[0], &y = in[1];
+  const MatmulShapes ms = matmul_shapes(op, x.shape(), y.shape());
+  const Shape xb = x.dim() >= 2 ? Shape(x.shape().begin(), x.shape().end() - 2) : Shape{};
+  const Shape yb = y.dim() >= 2 ? Shape(y.shape().begin(), y.shape().end() - 2) : Shape{};
+  const Shape sx = broadcast_strides(xb, ms.batch), sy = broadcast_strides(yb, ms.batch);
+  Tensor c(outs[0].dtype, outs[0].shape);
+  const int64_t nb = numel_of(ms.batch);
+  for (int64_t bi = 0; bi < nb; ++bi) {
+    const int64_t ox = offset_of(bi, ms.batch, sx) * ms.n * ms.k, oy = offset_of(bi, ms.batch, sy) * ms.k * ms.m;
+    for (int64_t i = 0; i < ms.n; ++i)
+      for (int64_t j = 0; j < ms.m; ++j) {
+        double acc = 0;
+        for (int64_t kk = 0; kk < ms.k; ++kk) acc += x.get(ox + i * ms.k + kk) * y.get(oy + kk * ms.m + j);
+        c.set((bi * ms.n + i) * ms.m + j, acc);
+      }
+  }
+  return {c};
+}
+std::vector<Arg> decomp_matmul(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a) {
+  const Shape x = b.meta(a[0]).shape, y = b.meta(a[1]).shape;
+  const MatmulShapes ms = matmul_shapes(op, x, y);
+  auto view = [&](const Arg& t, const Shape& s) { return b.call("aten.view.default", {t, Arg::of_ints(s)}); };
+  auto reshape = [&](const Arg& t, const Shape& s) { return b.call("aten.reshape.default", {t, Arg::of_ints(s)}); };
+  const Arg rhs2 = y.size() == 1 ? view(a[1], {ms.k, 1}) : a[1];
+  if (x.size() <= 2 && y.size() <= 2) {  // dot, mv, vector-matrix, mm
+    const Arg lhs2 = x.size() == 1 ? view(a[0], {1, ms.k}) : a[0];
+    const Arg r = b.call("aten.mm.default", {lhs2, rhs2});
+    return {x.size() == 2 && y.size() == 2 ? r : view(r, ms.out)};
+  }
+  if (x.size() >= 3 && y.size() <= 2) {  // fold the batch into the rows of one mm
+    const int64_t rows = numel_of(Shape(x.begin(), x.end() - 1));
+    return {view(b.call("aten.mm.default", {reshape(a[0], {rows, ms.k}), rhs2}), ms.out)};
+  }
+  // Batched: both expanded to the broadcast batch shape, reshaped to [B, n, k] and [B, k, m].
+  const int64_t B = numel_of(ms.batch);
+  Shape xe = ms.batch, ye = ms.batch;
+  xe.insert(xe.end(), {ms.n, ms.k});
+  ye.insert(ye.end(), {ms.k, ms.m});
+  const Arg lhs = x.size() == 1 ? view(a[0], {1, ms.k}) : a[0];
+  const Arg rhs = y.size() == 1 ? view(a[1], {ms.k, 1}) : a[1];
+  auto batched = [&](const Arg& t, const Shape& full, int64_t r, int64_t c) {
+    const Arg e = b.meta(t).shape == full ? t : b.call("aten.expand.default", {t, Arg::of_ints(full)});
+    return reshape(e, {B, r, c});
+  };
+  const Arg r = b.call("aten.bmm.default", {batched(lhs, xe, ms.n, ms.k), batched(rhs, ye, ms.k, ms.m)});
+  return {view(r, ms.out)};
+}
+}  // namespace
+
 void add_linalg_ops(std::vector<OpDef>& t) {
   const std::vector<OpDef> ops = {
       ext("aten.mm.default", "mm(Tensor self, Tensor mat2) -> Tensor", kCore, infer_mm, ref_mm, nullptr, d_mm),
@@ -235,6 +321,7 @@ void add_linalg_ops(std::vector<OpDef>& t) {
            ref_cdist, single<decomp_cdist>),
       comp("aten._pdist_forward.default", "_pdist_forward(Tensor self, float p=2) -> Tensor", kCore, infer_pdist, ref_pdist,
            single<decomp_pdist>),
+      comp("aten.matmul.default", "matmul(Tensor self, Tensor other) -> Tensor", kAten, infer_matmul, ref_matmul, decomp_matmul),
       comp("aten.linear.default", "linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor", kAten, infer_linear, nullptr,
            decomp_linear),
   };

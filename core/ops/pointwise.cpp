@@ -499,6 +499,100 @@ Args d_hardtanh(DerivCtx& c) {
   return one(call(c, "aten.hardtanh_backward.default", {c.grads[0], c.args[0], c.args[1], c.args[2]}), 3);
 }
 
+// ---- silu, silu_backward, mish, softplus, relu6, addcmul, addcdiv (model zoo) ---------------
+// silu: x * sigmoid(x) (torch._refs); its derivative through silu_backward, as derivatives.yaml
+// gives it, decomposed as torch._decomp: grad * s * (1 + x * (1 - s)), s = 1 / (1 + exp(-x)).
+// softplus: where(x * beta > threshold, x, log1p(exp(x * beta)) / beta); mish: x * tanh(softplus(x))
+// (torch._refs). relu6: hardtanh(x, 0, 6), as PyTorch's CompositeImplicit kernel.
+double sigmoid_of(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+double softplus_of(double x, double beta, double threshold) {
+  return x * beta > threshold ? x : std::log1p(std::exp(x * beta)) / beta;
+}
+template <int Kind>  // 0 silu, 1 mish, 2 softplus
+std::vector<Tensor> ref_silu_family(const OpDef&, const std::vector<Arg>& a, const RefInputs& in, const std::vector<TensorMeta>& outs) {
+  Tensor y(outs[0].dtype, outs[0].shape);
+  for (int64_t i = 0; i < y.numel(); ++i) {
+    const double x = in[0].get(i);
+    y.set(i, Kind == 0 ? x * sigmoid_of(x) : Kind == 1 ? x * std::tanh(softplus_of(x, 1.0, 20.0)) : softplus_of(x, a[1].number(), a[2].number()));
+  }
+  return {y};
+}
+std::vector<Arg> decomp_silu(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
+  return {call(b, "aten.mul.Tensor", {a[0], call(b, "aten.sigmoid.default", {a[0]})})};
+}
+Arg softplus_graph(GraphBuilder& b, const Arg& x, const Arg& beta, const Arg& threshold) {
+  const bool unit = beta.number() == 1.0;
+  const Arg scaled_input = unit ? x : call(b, "aten.mul.Tensor", {x, beta});
+  Arg rhs = call(b, "aten.log1p.default", {call(b, "aten.exp.default", {scaled_input})});
+  if (!unit) rhs = call(b, "aten.div.Tensor", {rhs, beta});
+  return call(b, "aten.where.self", {call(b, "aten.gt.Scalar", {scaled_input, threshold}), x, rhs});
+}
+std::vector<Arg> decomp_softplus(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) { return {softplus_graph(b, a[0], a[1], a[2])}; }
+std::vector<Arg> decomp_mish(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
+  const Arg sp = softplus_graph(b, a[0], Arg::of_int(1), Arg::of_int(20));
+  return {call(b, "aten.mul.Tensor", {a[0], call(b, "aten.tanh.default", {sp})})};
+}
+std::vector<Tensor> ref_silu_backward(const OpDef&, const std::vector<Arg>&, const RefInputs& in, const std::vector<TensorMeta>& outs) {
+  Tensor y(outs[0].dtype, outs[0].shape);
+  const Shape sg = broadcast_strides(in[0].shape(), y.shape()), sx = broadcast_strides(in[1].shape(), y.shape());
+  for (int64_t i = 0; i < y.numel(); ++i) {
+    const double g = in[0].get(offset_of(i, y.shape(), sg)), x = in[1].get(offset_of(i, y.shape(), sx));
+    const double s = sigmoid_of(x);
+    y.set(i, g * s * (1 + x * (1 - s)));
+  }
+  return {y};
+}
+std::vector<Arg> decomp_silu_backward(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
+  const Arg s = call(b, "aten.reciprocal.default",
+                     {call(b, "aten.add.Tensor", {call(b, "aten.exp.default", {call(b, "aten.neg.default", {a[1]})}), Arg::of_int(1)})});
+  const Arg one_minus = call(b, "aten.add.Tensor", {call(b, "aten.neg.default", {s}), Arg::of_int(1)});
+  const Arg inner = call(b, "aten.add.Tensor", {call(b, "aten.mul.Tensor", {a[1], one_minus}), Arg::of_int(1)});
+  return {call(b, "aten.mul.Tensor", {call(b, "aten.mul.Tensor", {a[0], s}), inner})};
+}
+std::vector<TensorMeta> infer_silu_backward(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  return {result_type(g, op, a, {0, 1})};  // a binary TensorIterator op: the two broadcast
+}
+Args d_silu(DerivCtx& c) { return one(call(c, "aten.silu_backward.default", {c.grads[0], c.args[0]}), 1); }
+std::vector<Arg> decomp_relu6(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
+  return {call(b, "aten.hardtanh.default", {a[0], Arg::of_int(0), Arg::of_int(6)})};
+}
+
+// addcmul: self + value * tensor1 * tensor2; addcdiv: self + value * tensor1 / tensor2 (torch._refs),
+// the three broadcast and promoted; addcdiv refuses integer tensor1 and tensor2, as PyTorch does.
+template <bool Div>
+std::vector<TensorMeta> infer_addc(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  if (Div && !dtype_is_float(meta_of(g, a[1]).dtype) && !dtype_is_float(meta_of(g, a[2]).dtype))
+    bad(op, "integer division with addcdiv is no longer supported; use a floating point tensor1 or tensor2");
+  TensorMeta m = result_type(g, op, a, {0, 1, 2});
+  if (a[3].kind == Arg::Kind::real && !dtype_is_float(m.dtype)) bad(op, "a floating point value needs a floating point result");
+  return {m};
+}
+template <bool Div>
+std::vector<Tensor> ref_addc(const OpDef&, const std::vector<Arg>& a, const RefInputs& in, const std::vector<TensorMeta>& outs) {
+  Tensor y(outs[0].dtype, outs[0].shape);
+  std::vector<Shape> st;
+  for (int k = 0; k < 3; ++k) st.push_back(broadcast_strides(in[k].shape(), y.shape()));
+  const double value = a[3].number();
+  for (int64_t i = 0; i < y.numel(); ++i) {
+    const double s = in[0].get(offset_of(i, y.shape(), st[0])), t1 = in[1].get(offset_of(i, y.shape(), st[1])),
+                 t2 = in[2].get(offset_of(i, y.shape(), st[2]));
+    y.set(i, Div ? s + value * t1 / t2 : s + value * t1 * t2);
+  }
+  return {y};
+}
+template <bool Div>
+std::vector<Arg> decomp_addc(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
+  Arg t = a[1];
+  if (Div) {
+    if (a[3].number() != 1.0) t = call(b, "aten.mul.Tensor", {t, a[3]});
+    t = call(b, "aten.div.Tensor", {t, a[2]});
+  } else {
+    if (a[3].number() != 1.0) t = call(b, "aten.mul.Tensor", {t, a[3]});
+    t = call(b, "aten.mul.Tensor", {t, a[2]});
+  }
+  return {call(b, "aten.add.Tensor", {a[0], t})};
+}
+
 // clamp.Tensor(self, min?, max?): the three broadcast, their types promoted; NaN in self or in a
 // bound gives NaN (torch._refs: where(ge(a, min) | isnan(a), a, min), then the same for max).
 std::vector<TensorMeta> infer_clamp_tensor(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
@@ -889,6 +983,18 @@ void add_pointwise_ops(std::vector<OpDef>& t) {
       comp("aten.hardtanh_backward.default",
            "hardtanh_backward(Tensor grad_output, Tensor self, Scalar min_val, Scalar max_val) -> Tensor", kAten, same_as<1>, nullptr,
            decomp_hardtanh_backward),
+      // ---- model zoo: silu, mish, softplus, relu6, addcmul, addcdiv ----
+      comp("aten.silu.default", "silu(Tensor self) -> Tensor", kAten, infer_float_only, ref_silu_family<0>, decomp_silu, d_silu),
+      comp("aten.silu_backward.default", "silu_backward(Tensor grad_output, Tensor self) -> Tensor", kAten, infer_silu_backward,
+           ref_silu_backward, decomp_silu_backward),
+      comp("aten.mish.default", "mish(Tensor self) -> Tensor", kAten, infer_float_only, ref_silu_family<1>, decomp_mish),
+      comp("aten.softplus.default", "softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor", kAten, infer_float_only,
+           ref_silu_family<2>, decomp_softplus),
+      comp("aten.relu6.default", "relu6(Tensor self) -> Tensor", kAten, infer_hardtanh, nullptr, decomp_relu6),
+      comp("aten.addcmul.default", "addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor", kAten,
+           infer_addc<false>, ref_addc<false>, decomp_addc<false>),
+      comp("aten.addcdiv.default", "addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor", kAten,
+           infer_addc<true>, ref_addc<true>, decomp_addc<true>),
   };
   t.insert(t.end(), ops.begin(), ops.end());
 }

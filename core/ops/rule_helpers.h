@@ -112,5 +112,23 @@ Arg sum_to(DerivCtx& c, Arg g, const Shape& to);
 // sum_to the shape of argument i, or none where its gradient is not wanted.
 Arg grad_for(DerivCtx& c, size_t i, Arg g);
 
+// The shape rule of a composite whose reference is its decomposition: the metadata of the values
+// its decomposition gives, built on a scratch graph of the tensor arguments.
+inline std::vector<TensorMeta> infer_by_decomp(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  Graph tmp;
+  std::vector<Arg> args = a;
+  for (Arg& x : args)
+    if (x.is_node()) {
+      Node n;
+      n.name = "in" + std::to_string(tmp.nodes.size());
+      n.outs = {meta_of(g, x)};
+      x = Arg::of_node(tmp.add(n));
+    }
+  GraphBuilder b(tmp);
+  std::vector<TensorMeta> outs;
+  for (const Arg& v : op.decompose(b, op, args)) outs.push_back(tmp.nodes.at(v.node).meta());
+  return outs;
+}
+
 }  // namespace rules
 }  // namespace ls

@@ -95,6 +95,31 @@ Args d_split(DerivCtx& c) {
   return one(parts.list.size() == 1 ? parts.list[0] : call(c, "aten.cat.default", {parts, Arg::of_int(dim)}), 3);
 }
 
+// unbind: one select per index of the dimension (torch._refs: the dimension's slices, squeezed);
+// chunk: split.Tensor with pieces of ceil(size / chunks) (an empty dimension: `chunks` empty pieces),
+// as PyTorch's chunk does. Both return Tensor[] as split does; their reference is their decomposition.
+std::vector<Arg> decomp_unbind(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a) {
+  const Shape in = b.meta(a[0]).shape;
+  if (in.empty()) bad(op, "dimension specified as 0 but tensor has no dimensions");
+  const int64_t dim = wrap_dim(op, a[1].i, static_cast<int64_t>(in.size()));
+  std::vector<Arg> outs;
+  for (int64_t i = 0; i < in[dim]; ++i) outs.push_back(b.call("aten.select.int", {a[0], Arg::of_int(dim), Arg::of_int(i)}));
+  return outs;
+}
+std::vector<Arg> decomp_chunk(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a) {
+  const Shape in = b.meta(a[0]).shape;
+  if (a[1].i <= 0) bad(op, "chunk expects `chunks` to be greater than 0, got: " + std::to_string(a[1].i));
+  if (in.empty()) bad(op, "chunk expects at least a 1-dimensional tensor");
+  const int64_t dim = wrap_dim(op, a[2].i, static_cast<int64_t>(in.size()));
+  const int64_t chunks = a[1].i, size = in[dim];
+  Arg s = size == 0 ? b.call("aten.split_with_sizes.default", {a[0], Arg::of_ints(std::vector<int64_t>(chunks, 0)), Arg::of_int(dim)})
+                    : b.call("aten.split.Tensor", {a[0], Arg::of_int((size + chunks - 1) / chunks), Arg::of_int(dim)});
+  const int64_t n = static_cast<int64_t>(b.graph().nodes.at(s.node).outs.size());
+  std::vector<Arg> outs;
+  for (int64_t k = 0; k < n; ++k) outs.push_back(b.get(s, static_cast<int>(k)));
+  return outs;
+}
+
 // ---------------------------------------------------------------------------------------------
 // cat, broadcast_tensors
 // ---------------------------------------------------------------------------------------------
@@ -250,6 +275,10 @@ void add_shape_ops(std::vector<OpDef>& t) {
            ref_split, decomp_split, d_split),
       comp("aten.split_with_sizes.default", "split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]",
            kCore, infer_split, ref_split, decomp_split, d_split),
+      comp("aten.unbind.int", "unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]", kAten, infer_by_decomp, nullptr,
+           decomp_unbind),
+      comp("aten.chunk.default", "chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]", kAten, infer_by_decomp, nullptr,
+           decomp_chunk),
       ext("aten.cat.default", "cat(Tensor[] tensors, int dim=0) -> Tensor", kCore, infer_cat, ref_cat, nullptr, d_cat),
       comp("aten.broadcast_tensors.default", "broadcast_tensors(Tensor[] tensors) -> Tensor[]", kAten, infer_broadcast_tensors,
            ref_broadcast_tensors, decomp_broadcast_tensors),

@@ -802,6 +802,18 @@ Args d_repeat(DerivCtx& c) {
   if (!sum_dims.empty()) g = call(c, "aten.sum.dim_IntList", {g, ints(sum_dims), Arg::of_bool(false)});
   return one(call(c, "aten.view.default", {g, ints(x)}), 2);
 }
+// reshape_as, view_as, expand_as: reshape, view, expand to other's shape; type_as: _to_copy to
+// other's dtype (self itself where the dtypes agree), as PyTorch's CompositeImplicit kernels do.
+template <int Which>  // 0 reshape, 1 view, 2 expand
+std::vector<Arg> decomp_as_shape(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
+  static const char* const ops[] = {"aten.reshape.default", "aten.view.default", "aten.expand.default"};
+  return {b.call(ops[Which], {a[0], Arg::of_ints(b.meta(a[1]).shape)})};
+}
+std::vector<Arg> decomp_type_as(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
+  const DType t = b.meta(a[1]).dtype;
+  if (b.meta(a[0]).dtype == t) return {a[0]};
+  return {b.call("aten._to_copy.default", {a[0]}, {{"dtype", Arg::of_string(std::string(dtype_torch(t)))}})};
+}
 }  // namespace
 
 void add_view_ops(std::vector<OpDef>& t) {
@@ -867,6 +879,13 @@ void add_view_ops(std::vector<OpDef>& t) {
            infer_repeat_interleave, ref_repeat_interleave, decomp_repeat_interleave),
       comp("aten.triu.default", "triu(Tensor self, int diagonal=0) -> Tensor", kAten, infer_tri<true>, ref_tri<true>, decomp_tri<true>),
       comp("aten.tril.default", "tril(Tensor self, int diagonal=0) -> Tensor", kAten, infer_tri<false>, ref_tri<false>, decomp_tri<false>),
+      comp("aten.reshape_as.default", "reshape_as(Tensor(a) self, Tensor other) -> Tensor(a)", kAten, infer_by_decomp, nullptr,
+           decomp_as_shape<0>),
+      comp("aten.view_as.default", "view_as(Tensor(a) self, Tensor other) -> Tensor(a)", kAten, infer_by_decomp, nullptr,
+           decomp_as_shape<1>),
+      comp("aten.expand_as.default", "expand_as(Tensor(a) self, Tensor other) -> Tensor(a)", kAten, infer_by_decomp, nullptr,
+           decomp_as_shape<2>),
+      comp("aten.type_as.default", "type_as(Tensor self, Tensor other) -> Tensor", kAten, infer_by_decomp, nullptr, decomp_type_as),
       // Identities
       {.name = "aten.clone.default", .schema = "clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor",
        .kind = OpKind::pointwise, .levels = kCore, .math = Math::identity, .decompose = decomp_identity,

@@ -189,6 +189,7 @@ const std::map<std::string, Sample>& samples() {
           return std::vector<Arg>{b.get(r, 0)};
         }};
     // ---- pointwise, reductions, views (issue 32) ----
+    m["aten.silu.default"] = with_args("aten.silu.default", {{2, 3}}, {});
     m["aten.elu.default"] = with_args("aten.elu.default", {{2, 3}}, {num(1.2), num(0.9), num(1.1)});
     m["aten.hardtanh.default"] = with_args("aten.hardtanh.default", {{2, 3}}, {num(-0.7), num(0.8)});
     m["aten.clamp.Tensor"] = with_args("aten.clamp.Tensor", {{2, 3}, {3}, {2, 1}}, {});
