@@ -4,6 +4,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -352,6 +353,10 @@ class Importer {
   void import_node(const json& node, const json& values) {
     const std::string target = r_.string(r_.at(node, "target", "node"), "node.target");
     const std::string where = "node " + node.value("name", std::string("?")) + " (" + target + ")";
+    // Regions export wraps in a higher-order op (torch.no_grad(), torch.autocast inside forward):
+    // their subgraph inlined, its nodes keeping the scope in their module path's stack.
+    if (target == "torch.ops.higher_order.wrap_with_set_grad_enabled" || target == "torch.ops.higher_order.wrap_with_autocast")
+      return inline_region(node, where, target.substr(target.rfind('.') + 1));
     // Metadata checks export leaves in the graph (aten._assert_tensor_metadata, _assert_scalar,
     // _assert_async): checked here where they name a tensor's dtype, then dropped, as Inductor
     // drops them; they compute nothing.
@@ -429,6 +434,84 @@ class Importer {
     }
   }
 
+  // A higher-order op's region: its subgraph's inputs are the tensors after the graph argument,
+  // its outputs the op's. Names the subgraph shares with the graph around it are renamed first.
+  void inline_region(const json& node, const std::string& where, const std::string& what) {
+    if (++region_depth_ > 16) r_.fail(where, "regions nested more than 16 deep");
+    const json& ins = r_.array(r_.at(node, "inputs", where), where + ".inputs");
+    const json* sub = nullptr;
+    std::vector<std::string> operands;
+    for (const json& in : ins) {
+      const json& a = r_.at(in, "arg", where);
+      if (!a.is_object()) r_.fail(where, "an argument must be an object");
+      if (a.contains("as_graph")) sub = &r_.at(a["as_graph"], "graph", where + ".as_graph");
+      else if (sub && a.contains("as_tensor")) operands.push_back(r_.string(r_.at(a["as_tensor"], "name", where), where));
+    }
+    if (!sub) r_.fail(where, what + " without its subgraph (as_graph)");
+    json g = *sub;  // renamed where its names meet the graph's
+    std::map<std::string, std::string> rename;
+    auto fresh = [&](const std::string& n) {
+      std::string f = n;
+      for (int k = 1; names_.count(f) || rename.count(f); ++k) f = n + "_" + what + std::to_string(k);
+      return f;
+    };
+    for (const json& in : r_.array(r_.at(g, "inputs", where), where + ".graph.inputs"))
+      if (in.contains("as_tensor")) {
+        const std::string n = r_.string(r_.at(in["as_tensor"], "name", where), where);
+        rename[n] = fresh(n);
+      }
+    for (const json& nd : r_.array(r_.at(g, "nodes", where), where + ".graph.nodes"))
+      for (const json& o : r_.array(r_.at(nd, "outputs", where), where)) {
+        if (o.contains("as_tensor")) rename[o["as_tensor"].value("name", "")] = fresh(o["as_tensor"].value("name", ""));
+        if (o.contains("as_tensors"))
+          for (const json& t : o["as_tensors"]) rename[t.value("name", "")] = fresh(t.value("name", ""));
+      }
+    std::function<void(json&)> apply = [&](json& j) {
+      if (j.is_object()) {
+        for (auto it = j.begin(); it != j.end(); ++it) {
+          if ((it.key() == "as_tensor" || it.key() == "as_optional_tensor") && it->is_object() && it->contains("name") && (*it)["name"].is_string()) {
+            auto r = rename.find((*it)["name"].get<std::string>());
+            if (r != rename.end()) (*it)["name"] = r->second;
+          }
+          if (it.key() != "tensor_values") apply(*it);
+        }
+      } else if (j.is_array()) {
+        for (json& x : j) apply(x);
+      }
+    };
+    apply(g["nodes"]);
+    apply(g["inputs"]);
+    apply(g["outputs"]);
+    json values = json::object();  // the subgraph's metadata under the new names
+    if (g.contains("tensor_values") && g["tensor_values"].is_object())
+      for (auto it = g["tensor_values"].begin(); it != g["tensor_values"].end(); ++it) {
+        auto r = rename.find(it.key());
+        values[r == rename.end() ? it.key() : r->second] = it.value();
+      }
+    const json& sub_ins = r_.array(g["inputs"], where + ".graph.inputs");
+    if (sub_ins.size() != operands.size())
+      r_.fail(where, what + "'s subgraph takes " + std::to_string(sub_ins.size()) + " inputs but is given " + std::to_string(operands.size()));
+    for (size_t i = 0; i < operands.size(); ++i)
+      names_[r_.string(r_.at(sub_ins[i]["as_tensor"], "name", where), where)] = lookup(operands[i], where);
+    for (const json& nd : r_.array(g["nodes"], where + ".graph.nodes")) import_node(nd, values);
+    std::vector<std::string> results;
+    for (const json& o : r_.array(r_.at(g, "outputs", where), where + ".graph.outputs"))
+      if (o.contains("as_tensor")) results.push_back(r_.string(r_.at(o["as_tensor"], "name", where), where));
+    std::vector<std::string> outs;
+    for (const json& o : r_.array(r_.at(node, "outputs", where), where + ".outputs")) {
+      if (o.contains("as_tensor")) outs.push_back(r_.string(r_.at(o["as_tensor"], "name", where), where));
+      if (o.contains("as_tensors"))
+        for (const json& t : r_.array(o["as_tensors"], where)) outs.push_back(r_.string(r_.at(t, "name", where), where));
+    }
+    if (outs.size() > results.size())
+      r_.fail(where, what + " has " + std::to_string(outs.size()) + " outputs but its subgraph returns " + std::to_string(results.size()));
+    for (size_t i = 0; i < outs.size(); ++i) {
+      if (names_.count(outs[i])) r_.fail(where, "the name '" + outs[i] + "' is defined twice");
+      names_[outs[i]] = lookup(results[i], where);
+    }
+    --region_depth_;
+  }
+
   void check_assert(const json& node, const std::string& where) {
     const json& ins = r_.array(r_.at(node, "inputs", where), where + ".inputs");
     const Node* tensor = nullptr;
@@ -493,6 +576,7 @@ class Importer {
   Reader r_;
   Graph g_;
   std::map<std::string, int> names_;
+  int region_depth_ = 0;
 };
 
 }  // namespace

@@ -580,6 +580,36 @@ class TestImport : public QObject {
       QCOMPARE(checked.nodes.size(), plain.nodes.size());
       expect_error([&] { import_pt2(with_assert("assert_bad.pt2", 5)); }, {"assert_bad.pt2", "asserts i64"});
     }
+    // A region export wraps in torch.ops.higher_order.wrap_with_set_grad_enabled (torch.no_grad()
+    // inside forward): its subgraph is inlined, the names it shares with the graph around it
+    // renamed; the model computes what it computed unwrapped.
+    {
+      const std::string wrapped = mutate_json(soft, "wrapped.pt2", "models/model.json", [](J& j) {
+        J& graph = j["graph_module"]["graph"];
+        J sub = graph;  // the whole body as the region's subgraph, taking the graph's inputs
+        J hop = {{"target", "torch.ops.higher_order.wrap_with_set_grad_enabled"}, {"metadata", J::object()}};
+        J ins = J::array({{{"name", "arg0"}, {"arg", {{"as_bool", false}}}, {"kind", 1}},
+                          {{"name", "arg1"}, {"arg", {{"as_graph", {{"name", "submod_1"}, {"graph", sub}}}}}, {"kind", 1}}});
+        for (const J& in : graph["inputs"]) ins.push_back({{"name", "arg"}, {"arg", in}, {"kind", 1}});
+        hop["inputs"] = ins;
+        J outs = J::array(), gouts = J::array();
+        for (size_t i = 0; i < graph["outputs"].size(); ++i) {
+          const std::string n = "wrap_out_" + std::to_string(i);
+          outs.push_back({{"as_tensor", {{"name", n}}}});
+          gouts.push_back({{"as_tensor", {{"name", n}}}});
+          graph["tensor_values"][n] = graph["tensor_values"][graph["outputs"][i]["as_tensor"]["name"].get<std::string>()];
+        }
+        hop["outputs"] = outs;
+        graph["nodes"] = J::array({hop});
+        graph["outputs"] = gouts;
+      });
+      const Graph plain = import_pt2(soft), inlined = import_pt2(wrapped);
+      QCOMPARE(inlined.nodes.size(), plain.nodes.size());
+      std::vector<Tensor> in = random_inputs(plain);
+      const Tensor a = run_reference(plain, in).at(0), b = run_reference(inlined, in).at(0);
+      QCOMPARE(a.numel(), b.numel());
+      for (int64_t i = 0; i < a.numel(); ++i) QCOMPARE(a.get(i), b.get(i));
+    }
     expect_error([&] { import_pt2(mutate_json(soft, "unknown_op_no_meta.pt2", "models/model.json", [](J& j) {
                    J& n = j["graph_module"]["graph"]["nodes"][0];
                    n["target"] = "torch.ops.aten.frobnicate.default";
