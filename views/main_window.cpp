@@ -525,11 +525,13 @@ void MainWindow::onCaptured() {
 // Kept until the stage's graph changes.
 const Graph* MainWindow::drawnGraph(const CompileResult& r, const std::string& stage) {
   const Graph* g = stage_graph(r, stage);
-  if (!g || g->nodes.size() <= 250 || worth_collapsing(*g)) return g;
+  // Flat graphs are drawn whole up to 1,000 nodes (long edges as reference boxes), folded above.
+  constexpr size_t kFlatWhole = 1000;
+  if (!g || g->nodes.size() <= kFlatWhole || worth_collapsing(*g)) return g;
   DrawnGraph& d = drawn_[stage];
   if (d.source != g || !d.graph || d.graph->nodes.size() != g->nodes.size() || d.graph->nodes.back().name != g->nodes.back().name) {
     d.source = g;
-    d.graph = std::make_shared<const Graph>(segmented(*g));
+    d.graph = std::make_shared<const Graph>(segmented(*g, kFlatWhole));
   }
   return d.graph.get();
 }

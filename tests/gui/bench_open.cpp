@@ -56,7 +56,7 @@ Row measure(const QString& label, const std::function<void(ls::MainWindow&)>& op
     wait_for(shown, 60000);
     std::set<std::string> open;
     for (const QString& m : w.expandedModules()) open.insert(m.toStdString());
-    const ls::Graph drawn = ls::segmented(r->model.graph);  // a flat graph folds by runs of nodes
+    const ls::Graph drawn = ls::segmented(r->model.graph, 1000);  // a flat graph folds by runs of nodes, as the window does
     for (const ls::Node& n : drawn.nodes) {
       const std::string v = ls::visible_id(n, open);
       if (v.rfind("module:", 0) != 0) continue;
