@@ -486,7 +486,9 @@ Arg Importer::resize_axis(const Arg& x, int64_t axis, int64_t out, double scale,
   if (!taps) fail(where, "attribute 'mode' '" + mode + "' is not supported (nearest, linear, cubic)");
   if (mode == "nearest" && nm != "round_prefer_floor" && nm != "round_prefer_ceil" && nm != "floor" && nm != "ceil")
     fail(where, "attribute 'nearest_mode' '" + nm + "' is not supported");
-  std::vector<Tensor> idx(static_cast<size_t>(taps), Tensor(DType::i64, {out})), w(static_cast<size_t>(taps), Tensor(DType::f32, {out}));
+  // A tensor each (copies of one Tensor would share its storage).
+  std::vector<Tensor> idx, w;
+  for (int j = 0; j < taps; ++j) idx.emplace_back(DType::i64, Shape{out}), w.emplace_back(DType::f32, Shape{out});
   for (int64_t o = 0; o < out; ++o) {
     const double s = source(o);
     if (mode == "nearest") {
