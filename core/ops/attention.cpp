@@ -24,8 +24,28 @@ Shape sdpa_batch(const OpDef& op, const Shape& q, const Shape& k, const Shape& v
                 " do not broadcast");
   }
 }
+// enable_gqa (grouped-query attention): key and value have fewer heads (dim -3) than the query,
+// a divisor of its count; each of their heads serves a group of query heads, as PyTorch repeats
+// them (repeat_interleave along dim -3). The repeat count, 1 without it.
+int64_t gqa_repeats(const OpDef& op, const std::vector<Arg>& a, const Shape& q, const Shape& k, const Shape& v) {
+  if (op.name != "aten.scaled_dot_product_attention.default" || a.size() < 8 || !a[7].b) return 1;
+  if (q.size() < 3 || k.size() < 3 || v.size() < 3) bad(op, "enable_gqa needs query, key and value with a head dimension (-3)");
+  const int64_t hq = q[q.size() - 3], hk = k[k.size() - 3], hv = v[v.size() - 3];
+  if (hk != hv || hk == 0 || hq % hk != 0)
+    bad(op, "enable_gqa: the query's " + std::to_string(hq) + " heads are not a multiple of the key's " + std::to_string(hk) + " and value's " +
+                std::to_string(hv));
+  return hq / hk;
+}
+Shape with_heads(Shape s, int64_t repeats) {
+  if (repeats > 1) s[s.size() - 3] *= repeats;
+  return s;
+}
 std::vector<TensorMeta> infer_sdpa(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
-  const TensorMeta &q = meta_of(g, a[0]), &k = meta_of(g, a[1]), &v = meta_of(g, a[2]);
+  const TensorMeta &q = meta_of(g, a[0]), &k0 = meta_of(g, a[1]), &v0 = meta_of(g, a[2]);
+  const int64_t rep = gqa_repeats(op, a, q.shape, k0.shape, v0.shape);
+  TensorMeta k = k0, v = v0;
+  k.shape = with_heads(k.shape, rep);
+  v.shape = with_heads(v.shape, rep);
   const Shape batch = sdpa_batch(op, q.shape, k.shape, v.shape);
   if (q.shape.back() != k.shape.back() || k.shape[k.shape.size() - 2] != v.shape[v.shape.size() - 2])
     bad(op, "key does not fit query or value");
@@ -52,7 +72,19 @@ SdpaArgs sdpa_args(const OpDef& op) {
 }
 std::vector<Tensor> ref_sdpa(const OpDef& op, const std::vector<Arg>& a, const RefInputs& in, const std::vector<TensorMeta>& outs) {
   const SdpaArgs ix = sdpa_args(op);
-  const Tensor &q = in[0], &k = in[1], &v = in[2];
+  const int64_t rep = gqa_repeats(op, a, in[0].shape(), in[1].shape(), in[2].shape());
+  auto repeated = [rep](const Tensor& t) {  // each head repeated rep times in place (dim -3)
+    if (rep == 1) return t;
+    const Shape& s = t.shape();
+    const int64_t inner = s[s.size() - 2] * s[s.size() - 1], heads = s[s.size() - 3];
+    Tensor r(t.dtype(), with_heads(s, rep));
+    for (int64_t i = 0; i < r.numel(); ++i) {
+      const int64_t e = i % inner, h = (i / inner) % (heads * rep), outer = i / inner / (heads * rep);
+      r.set(i, t.get((outer * heads + h / rep) * inner + e));
+    }
+    return r;
+  };
+  const Tensor q = in[0], k = repeated(in[1]), v = repeated(in[2]);
   const Shape &qs = q.shape(), &ks = k.shape(), &vs = v.shape();
   const int64_t L = qs[qs.size() - 2], E = qs.back(), S = ks[ks.size() - 2], Ev = vs.back();
   const Shape batch = sdpa_batch(op, qs, ks, vs);
@@ -104,6 +136,13 @@ std::vector<Arg> decomp_sdpa(GraphBuilder& b, const OpDef& op, const std::vector
   const SdpaArgs ix = sdpa_args(op);
   if (op.name == "aten.scaled_dot_product_attention.default" && a[4].number() != 0.0)
     bad(op, "attention dropout is not supported");
+  if (const int64_t rep = gqa_repeats(op, a, b.meta(a[0]).shape, b.meta(a[1]).shape, b.meta(a[2]).shape); rep > 1) {
+    // key and value heads repeated, then attention as usual (scale is keyword-only)
+    const int64_t dim = -3;
+    const Arg k = b.call("aten.repeat_interleave.self_int", {a[1], Arg::of_int(rep), Arg::of_int(dim)});
+    const Arg v = b.call("aten.repeat_interleave.self_int", {a[2], Arg::of_int(rep), Arg::of_int(dim)});
+    return {b.call("aten.scaled_dot_product_attention.default", {a[0], k, v, a[3], a[4], a[5]}, {{"scale", a[6]}})};
+  }
   // No mask, same head count and float32: the fused attention kernel (its log-sum-exp kept for the
   // backward), as PyTorch dispatches to efficient attention.
   if (!a[ix.mask].is_node() && b.meta(a[0]).dtype == DType::f32 && b.meta(a[0]).shape.size() >= 3 &&
