@@ -1703,6 +1703,50 @@ class TestCpu : public QObject {
           QVERIFY(std::abs(r.outputs[0].get(p * 36 + i * 6 + j) - m) < 1e-6);
         }
   }
+
+  // Random ops by their distribution and their reproducibility (issue 32): native_dropout(p = 0.3)
+  // in training keeps about 70% of 100,000 elements (binomial: within 0.005, 3.5 standard
+  // deviations), scales what it keeps by 1/(1 - p) and zeroes the rest, its mask saying which;
+  // rand's mean is 1/2 and randn's variance 1. The compiled code matches the reference
+  // interpreter (the pipeline's check), and a second compile draws the same values.
+  void testRandomOpsByDistribution() {
+    const int64_t n = 100000;
+    Tensor x(DType::f32, {n});
+    for (int64_t i = 0; i < n; ++i) x.set(i, 1.0 + 0.001 * static_cast<double>(i % 1000));
+    const std::string graph =
+        "class G(torch.nn.Module):\n"
+        "    def forward(self, x: \"f32[100000]\"):\n"
+        "        native_dropout = torch.ops.aten.native_dropout.default(x, 0.3, True)\n"
+        "        out: \"f32[100000]\" = native_dropout[0]\n"
+        "        mask: \"b8[100000]\" = native_dropout[1];  native_dropout = None\n"
+        "        u: \"f32[100000]\" = torch.ops.aten.rand.default([100000])\n"
+        "        z: \"f32[100000]\" = torch.ops.aten.randn.default([100000])\n"
+        "        return (out, mask, u, z)\n";
+    const CompileResult r = compile_graph_text(graph, {x}, false);
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    QVERIFY2(r.check.ok, r.stage("run")->text.c_str());
+    int64_t kept = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const bool m = r.outputs[1].get(i) != 0;
+      kept += m;
+      const double want = m ? x.get(i) / 0.7 : 0.0;
+      QVERIFY(std::abs(r.outputs[0].get(i) - want) <= 1e-5 * std::abs(want));
+    }
+    QVERIFY2(std::abs(static_cast<double>(kept) / n - 0.7) < 0.005, std::to_string(kept).c_str());
+    double mean_u = 0, mean_z = 0, var_z = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      QVERIFY(r.outputs[2].get(i) >= 0 && r.outputs[2].get(i) < 1);
+      mean_u += r.outputs[2].get(i) / n;
+      mean_z += r.outputs[3].get(i) / n;
+    }
+    for (int64_t i = 0; i < n; ++i) var_z += (r.outputs[3].get(i) - mean_z) * (r.outputs[3].get(i) - mean_z) / n;
+    QVERIFY2(std::abs(mean_u - 0.5) < 0.005 && std::abs(mean_z) < 0.015 && std::abs(var_z - 1) < 0.02,
+             (std::to_string(mean_u) + " " + std::to_string(mean_z) + " " + std::to_string(var_z)).c_str());
+    const CompileResult again = compile_graph_text(graph, {x}, false);
+    QVERIFY2(again.error.empty(), again.error.c_str());
+    for (size_t o = 0; o < 4; ++o)
+      for (int64_t i = 0; i < n; i += 997) QCOMPARE(again.outputs[o].get(i), r.outputs[o].get(i));
+  }
 };
 
 QTEST_GUILESS_MAIN(TestCpu)
