@@ -228,6 +228,7 @@ std::vector<OpDef> build_table() {
   add_indexing_ops(t);
   add_creation_ops(t);
   add_resampling_ops(t);
+  add_recurrent_ops(t);
   // A multi-output node's output i, at every level.
   t.push_back({.name = "getitem", .schema = "getitem(Any self, int index) -> Any", .kind = OpKind::getitem,
                .levels = level::aten | level::core_aten | level::prims, .infer = infer_getitem});

@@ -28,6 +28,7 @@ void add_attention_ops(std::vector<OpDef>& table);      // ops/attention.cpp
 void add_indexing_ops(std::vector<OpDef>& table);       // ops/indexing.cpp
 void add_creation_ops(std::vector<OpDef>& table);       // ops/creation.cpp
 void add_resampling_ops(std::vector<OpDef>& table);     // ops/resampling.cpp
+void add_recurrent_ops(std::vector<OpDef>& table);      // ops/recurrent.cpp
 
 namespace rules {
 

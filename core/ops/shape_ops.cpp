@@ -269,8 +269,32 @@ std::vector<Tensor> ref_gather(const OpDef& op, const std::vector<Arg>& a, const
 
 }  // namespace
 
+// stack(tensors, dim): each unsqueezed at dim, then cat (torch._refs' stack).
+std::vector<TensorMeta> infer_stack(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  if (a[0].list.empty()) bad(op, "stack expects a non-empty TensorList");
+  const TensorMeta& first = meta_of(g, a[0].list[0]);
+  for (const Arg& t : a[0].list)
+    if (meta_of(g, t).shape != first.shape)
+      bad(op, "stack expects each tensor to be equal size, but got " + shape_str(first.shape) + " and " + shape_str(meta_of(g, t).shape));
+  const int64_t r = static_cast<int64_t>(first.shape.size());
+  int64_t d = a[1].i < 0 ? a[1].i + r + 1 : a[1].i;
+  if (d < 0 || d > r) bad(op, "dimension " + std::to_string(a[1].i) + " is out of range for rank " + std::to_string(r + 1));
+  Shape s = first.shape;
+  s.insert(s.begin() + d, static_cast<int64_t>(a[0].list.size()));
+  return {like(first, s)};
+}
+Arg decomp_stack(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
+  const int64_t r = static_cast<int64_t>(b.meta(a[0].list.at(0)).shape.size());
+  const int64_t d = a[1].i < 0 ? a[1].i + r + 1 : a[1].i;
+  Arg parts;
+  parts.kind = Arg::Kind::list;
+  for (const Arg& t : a[0].list) parts.list.push_back(b.call("aten.unsqueeze.default", {t, Arg::of_int(d)}));
+  return b.call("aten.cat.default", {parts, Arg::of_int(d)});
+}
+
 void add_shape_ops(std::vector<OpDef>& t) {
   const std::vector<OpDef> ops = {
+      comp("aten.stack.default", "stack(Tensor[] tensors, int dim=0) -> Tensor", kAten, infer_stack, nullptr, single<decomp_stack>),
       comp("aten.split.Tensor", "split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]", kAten, infer_split,
            ref_split, decomp_split, d_split),
       comp("aten.split_with_sizes.default", "split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]",
