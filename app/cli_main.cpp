@@ -24,6 +24,7 @@
 #include "ops/op_table.h"
 #include "ops/print.h"
 #include "pipeline/pipeline.h"
+#include "exec/isolated_run.h"
 #include "export/package.h"
 #include "report/diff.h"
 #include "report/html_report.h"
@@ -34,7 +35,7 @@
 namespace {
 
 const char* kUsage = R"(usage:
-  lowerscope-cli compile MODEL [--device cpu|cuda] [--mode default|reduce-overhead|max-autotune] [--inputs A.npy,B.npy] [--expect OUT.npy]
+  lowerscope-cli [--in-process] [--time-limit S] compile MODEL [--device cpu|cuda] [--mode default|reduce-overhead|max-autotune] [--inputs A.npy,B.npy] [--expect OUT.npy]
                                [--train [--expect-grads G0.npy,G1.npy] [--partitioner min_cut|default]
                                         [--sgd LR]]
                                [--report FILE.json] [--dump DIR (stages, sources, objects, SVGs, report.html)] [--decompose core_aten|prims]
@@ -84,8 +85,15 @@ recompiles with the guard that failed, failures and the compile time per phase; 
 is also compiled by our pipeline (random inputs of its shapes, checked against the reference
 interpreter) unless --no-compile; --graph ID prints that graph, its guards and Inductor's kernels
 with the nodes they cover. `compile TRACE --graph 0/1` compiles one of its Dynamo graphs as MODEL.
+Compiled CPU kernels run in a worker process (lowerscope-runner, next to this program), so a
+kernel that crashes or hangs is reported ("kernel K faulted: SIGSEGV", "kernel K ran past 60 s")
+and the compile's stages stay; timings are taken inside the worker. Options before or after the
+command: --in-process runs them in this process instead (as before; for measurements that need
+it, also LOWERSCOPE_IN_PROCESS=1); --time-limit S stops a kernel that runs longer than S seconds
+(default 60). Max-autotune times its candidates in this process.
 Exit status: 0 when the model compiled, ran and matched; 1 when the check failed; 2 when the
-model could not be loaded or compiled (the reason goes to stderr).
+model could not be loaded or compiled (the reason goes to stderr); 3 when a compiled kernel
+faulted or ran past the time limit (the message names it).
 )";
 
 std::vector<std::string> split(const std::string& s, char sep) {
@@ -343,7 +351,7 @@ int compile_command(int argc, char** argv) {
   if (!dump.empty()) write_dump_with_html(r, dump);
   if (!r.error.empty()) {
     std::cerr << "lowerscope-cli: stage '" << r.error_stage << "' failed: " << r.error << '\n';
-    return 2;
+    return r.error_stage == "run" && ls::is_kernel_fault(r.error) ? 3 : 2;
   }
   if (!r.not_run.empty()) {
     std::cout << "\nnot run: " << r.not_run << '\n';
@@ -645,7 +653,39 @@ int core_aten_coverage() {
   return missing ? 1 : 0;
 }
 
+// --in-process and --time-limit S, wherever they are: the choice of where CPU kernels run
+// (exec/isolated_run.h), taken out of argv for the commands.
+void take_isolation_options(int& argc, char** argv) {
+  ls::IsolationOptions iso;
+  const char* env = std::getenv("LOWERSCOPE_IN_PROCESS");
+  iso.enabled = !(env && *env && std::string(env) != "0");
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--in-process") {
+      iso.enabled = false;
+    } else if (a == "--time-limit") {
+      char* end = nullptr;
+      iso.time_limit_s = i + 1 < argc ? std::strtod(argv[i + 1], &end) : 0;
+      if (i + 1 >= argc || end == argv[i + 1] || *end || !(iso.time_limit_s > 0))
+        throw std::invalid_argument("--time-limit takes a positive number of seconds");
+      ++i;
+    } else {
+      argv[kept++] = argv[i];
+    }
+  }
+  argc = kept;
+  argv[argc] = nullptr;
+  ls::set_cpu_isolation(iso);
+}
+
 int main(int argc, char** argv) {
+  try {
+    take_isolation_options(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "lowerscope-cli: " << e.what() << '\n';
+    return 2;
+  }
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
     std::cout << kUsage;
     return argc < 2 ? 2 : 0;

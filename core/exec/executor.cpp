@@ -73,6 +73,10 @@ void CpuExecutable::check_index_faults(size_t k) {
 }
 
 void CpuExecutable::step(size_t k) {
+  if (progress_) {
+    progress_[0].store(static_cast<int64_t>(k), std::memory_order_relaxed);
+    progress_[1].store(++started_, std::memory_order_relaxed);
+  }
   if (done_[k]) {  // it ran inside the matrix multiply before it
     done_[k] = false;
     return;

@@ -1,6 +1,7 @@
 // Runs compiled CPU kernels over real buffers, and times them (warm-up, then the median of
 // repeated runs, per kernel and for the whole model).
 #pragma once
+#include <atomic>
 #include <map>
 #include <string>
 #include <vector>
@@ -64,6 +65,10 @@ class CpuExecutable {
   void run_step_alone(size_t k);
   double time_step_alone(size_t k, const TimingOptions& o);
   const Tensor& buffer(const std::string& name) const { return buffers_.at(name); }  // a bound buffer
+  // A worker process (exec/isolated_run.h) follows the run: before each kernel, its index goes
+  // into progress[0] and the count of kernels started into progress[1] (shared memory the parent
+  // reads, to name a kernel that faulted or hung). Null: not followed.
+  void follow(std::atomic<int64_t>* progress) { progress_ = progress; }
 
  private:
   void bind(const std::vector<Tensor>& inputs);
@@ -85,6 +90,8 @@ class CpuExecutable {
   int64_t* index_faults_ = nullptr;              // ls_index_fault_state of the source, where a kernel checks indices
   void check_index_faults(size_t k);
   std::vector<std::string> kernel_names_;
+  std::atomic<int64_t>* progress_ = nullptr;     // follow()
+  int64_t started_ = 0;
   std::map<size_t, GemmCut> cuts_;               // matrix multiplies cut as max-autotune chose
   std::map<size_t, GemmTemplateFn> templates_;   // matrix multiplies run by a generated GEMM template
   std::map<size_t, GemmTemplateFn> compiled_templates_;  // those the source holds (GeneratedKernel::launcher)

@@ -12,6 +12,7 @@
 #include "codegen/gemm_template.h"
 #include "compile/cpu_compiler.h"
 #include "exec/executor.h"
+#include "exec/isolated_run.h"
 #include "record/stage_log.h"
 #include "tune/autotune.h"
 
@@ -122,6 +123,21 @@ class CpuBackend final : public Backend {
     std::vector<std::string>& how = run.how;
     how.resize(r.schedule.kernels.size());
     run.registers.assign(r.schedule.kernels.size(), 0);
+    // The kernels run in a worker process (exec/isolated_run.h) where the app chose it; max-autotune
+    // times its candidates in this process.
+    if (const IsolationOptions iso = cpu_isolation(); iso.enabled && o.mode != Mode::max_autotune) {
+      IsolatedRun ran = run_isolated(r.loops, r.schedule, r.source, r.objects, sizes, inputs, to, iso);
+      r.outputs = std::move(ran.outputs);
+      run.t = ran.t;
+      for (size_t k = 0; k < how.size(); ++k) {
+        const std::string library = ran.runs_template[k] ? "template" : "library";
+        how[k] = r.schedule.kernels[k].is_extern ? library : "generated";
+        if (ran.ran_inside[k]) how[k] = "epilogue";
+        else if (k + 1 < how.size() && ran.ran_inside[k + 1]) how[k] = library + "+epilogue";
+      }
+      keep(job);
+      return run;
+    }
     auto exe = std::make_unique<CpuExecutable>(r.loops, r.schedule, r.source, *code_, sizes);
     r.outputs = exe->run(inputs);
     if (o.mode == Mode::max_autotune) max_autotune(job, exe, inputs, sizes);
@@ -132,11 +148,7 @@ class CpuBackend final : public Backend {
       if (exe->ran_inside()[k]) how[k] = "epilogue";  // its time is in the multiply's
       else if (k + 1 < how.size() && exe->ran_inside()[k + 1]) how[k] = library + "+epilogue";
     }
-    if (o.keep_program && o.dynamic) r.program = dynamic_cpu_program(r, o, job.front_half, *job.lowered, std::move(code_));
-    else if (o.keep_program) r.program = cpu_program(r, *job.lowered, std::move(code_));
-    if (o.mode == Mode::reduce_overhead)
-      r.mode_note = "reduce-overhead: on the CPU the kernels are already called back to back from one loop, with "
-                    "nothing between them to remove; it changes the CUDA run (one CUDA graph)";
+    keep(job);
     return run;
   }
 
@@ -147,6 +159,17 @@ class CpuBackend final : public Backend {
   }
 
  private:
+  // The compiled program kept to run again (PipelineOptions::keep_program), and the mode's note.
+  void keep(BackendJob& job) {
+    const PipelineOptions& o = job.o;
+    CompileResult& r = job.r;
+    if (o.keep_program && o.dynamic) r.program = dynamic_cpu_program(r, o, job.front_half, *job.lowered, std::move(code_));
+    else if (o.keep_program) r.program = cpu_program(r, *job.lowered, std::move(code_));
+    if (o.mode == Mode::reduce_overhead)
+      r.mode_note = "reduce-overhead: on the CPU the kernels are already called back to back from one loop, with "
+                    "nothing between them to remove; it changes the CUDA run (one CUDA graph)";
+  }
+
   // Each matrix multiply's cuts and GEMM templates timed on its operands; the fastest kept
   // (r.gemm_cuts, for the program the app runs again and for exported packages). Templates are
   // size-specialized: a dynamic compile tunes the cuts only. Chosen templates recompile the source.
