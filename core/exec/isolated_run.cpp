@@ -32,6 +32,7 @@ namespace {
 
 std::mutex isolation_mutex;
 IsolationOptions isolation;
+bool isolation_chosen = false;  // set_cpu_isolation was called; else the default below
 
 // ---- The shared file: a header, the plan, then the data (inputs, outputs, results) ----
 
@@ -390,10 +391,20 @@ struct SharedFile {
 void set_cpu_isolation(const IsolationOptions& o) {
   std::lock_guard<std::mutex> lk(isolation_mutex);
   isolation = o;
+  isolation_chosen = true;
 }
 
 IsolationOptions cpu_isolation() {
   std::lock_guard<std::mutex> lk(isolation_mutex);
+  if (!isolation_chosen) {
+    // The programs (lowerscope, lowerscope-cli) have the worker beside them; the test programs do
+    // not, and run in-process unless they choose. LOWERSCOPE_IN_PROCESS=1 keeps any program in-process.
+    const char* in_process = std::getenv("LOWERSCOPE_IN_PROCESS");
+    std::error_code ec;
+    isolation.enabled = !(in_process && *in_process && std::string(in_process) != "0") &&
+                        std::filesystem::exists(default_runner(), ec);
+    isolation_chosen = true;
+  }
   return isolation;
 }
 

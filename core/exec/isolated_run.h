@@ -26,12 +26,14 @@
 namespace ls {
 
 struct IsolationOptions {
-  bool enabled = false;        // off: kernels run in this process (the library's default; the CLI and GUI turn it on)
+  bool enabled = false;        // off: kernels run in this process
   double time_limit_s = 60;    // the longest one kernel may run before the worker is killed
   std::string runner;          // the worker's path; empty: lowerscope-runner next to this executable, or $LOWERSCOPE_RUNNER
 };
 
-// The process-wide choice, read by the CPU backend's run (the CLI and the GUI set it at start).
+// The process-wide choice, read by the CPU backend's run. Until set: on where the worker is found
+// (next to the executable: lowerscope and lowerscope-cli; not the test programs), unless
+// $LOWERSCOPE_IN_PROCESS is set (not "0"). The CLI sets it from --in-process and --time-limit.
 void set_cpu_isolation(const IsolationOptions& o);
 IsolationOptions cpu_isolation();
 
