@@ -1,7 +1,8 @@
 // lowerscope: the desktop application.
-//   lowerscope [MODEL] [--train] [--stage NAME] [--select NODE] [--diff VARIANT] [--heat] [--raise DOCK]
+//   lowerscope [MODEL | TRACE_DIR_OR_LOG [--graph ID]] [--train] [--stage NAME] [--select NODE] [--diff VARIANT] [--heat] [--raise DOCK]
 //              [--device cpu|cuda] [--mode M] [--dynamic] [--screenshot FILE.png]
 // With --screenshot it opens MODEL, shows the stage, writes a picture of the whole window and exits.
+// A TORCH_TRACE folder or .log opens in the trace panel; --graph chooses its compile id (else its first graph).
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QDockWidget>
@@ -21,6 +22,7 @@
 #include "graph_view.h"
 #include "command_palette.h"
 #include "theme.h"
+#include "trace_panel.h"
 
 #include <QSettings>
 
@@ -34,7 +36,9 @@ int main(int argc, char** argv) {
   cli.setApplicationDescription("See what a deep-learning compiler does to a model, stage by stage.");
   cli.addHelpOption();
   cli.addVersionOption();
-  cli.addPositionalArgument("model", "A model file or folder to open.");
+  cli.addPositionalArgument("model", "A model file or folder to open, or a TORCH_TRACE folder or .log.");
+  QCommandLineOption graph("graph", "Of a TORCH_TRACE log: the compile id whose Dynamo graph to compile and show (e.g. 4/0).", "id");
+  cli.addOption(graph);
   QCommandLineOption stage("stage", "Stage to show (a name or a unique prefix).", "name");
   QCommandLineOption shot("screenshot", "Write a picture of the window to FILE and exit.", "file");
   QCommandLineOption select("select", "Select a node (by name) and mark what it became.", "node");
@@ -160,12 +164,18 @@ int main(int argc, char** argv) {
       if (!palette_text.isEmpty()) w.commandPalette()->filter(palette_text);
       take();
     });
+    // A trace that could not be read, or holds no graph to compile: the window as it is.
+    QObject::connect(&w, &ls::MainWindow::traceOpened, &w, [&w, &exit_code, take](bool ok) {
+      if (!ok) exit_code = 2;
+      if (!ok || w.tracePanel()->currentGraph().isEmpty()) take();
+    });
     QTimer::singleShot(120000, &app, [&app] {
       std::fprintf(stderr, "lowerscope: gave up waiting for the stage after 120 s\n");
       app.exit(3);
     });
   }
-  if (!args.isEmpty()) w.openModel(args.first());
+  if (!args.isEmpty() && cli.isSet(graph)) w.openTrace(args.first(), cli.value(graph));
+  else if (!args.isEmpty()) w.openModel(args.first());
   const int rc = app.exec();
   return exit_code ? exit_code : rc;
 }

@@ -22,19 +22,20 @@ CompileSession::~CompileSession() {
 
 void CompileSession::open(const QString& path) {
   const std::string p = path.toStdString();
-  start(path, [p] { return load_model(p); });
+  start(path, [p] { return load_model(p); }, options);
 }
 
-void CompileSession::compileModel(const LoadedModel& model) {
-  start(QString::fromStdString(model.path), [model] { return model; });
+void CompileSession::compileModel(const LoadedModel& model) { compileModel(model, options); }
+
+void CompileSession::compileModel(const LoadedModel& model, const PipelineOptions& o) {
+  start(QString::fromStdString(model.path), [model] { return model; }, o);
 }
 
-void CompileSession::start(const QString& label, std::function<LoadedModel()> load) {
+void CompileSession::start(const QString& label, std::function<LoadedModel()> load, PipelineOptions o) {
   cancel();
   watcher_.waitForFinished();
   cancel_ = std::make_shared<std::atomic<bool>>(false);
   emit started(label);
-  PipelineOptions o = options;
   auto flag = cancel_;
   const std::string name = label.toStdString();
   // The captured graph is shown while the rest compiles (unless this compile was cancelled).

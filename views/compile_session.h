@@ -21,6 +21,7 @@ class CompileSession : public QObject {
   void open(const QString& path);  // loads and compiles; finished() or failed() follows
   // Compiles a model already loaded (a captured graph, or the other side of a diff) with options.
   void compileModel(const LoadedModel& model);
+  void compileModel(const LoadedModel& model, const PipelineOptions& o);  // with options other than `options`
   void cancel();
   // Shows a record compiled elsewhere (a graph captured from a Python script): finished() follows.
   void showRecord(std::shared_ptr<const CompileResult> r);
@@ -36,7 +37,7 @@ class CompileSession : public QObject {
   void failed(const QString& stage, const QString& message); // result() holds the stages before it
 
  private:
-  void start(const QString& label, std::function<LoadedModel()> load);
+  void start(const QString& label, std::function<LoadedModel()> load, PipelineOptions o);
   QFutureWatcher<std::shared_ptr<CompileResult>> watcher_;
   std::shared_ptr<CompileResult> result_;
   std::shared_ptr<CompileResult> previous_;

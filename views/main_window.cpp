@@ -46,11 +46,14 @@
 #include "profile_view.h"
 #include "partition_model.h"
 #include "stage_list_model.h"
+#include "trace_panel.h"
+#include "trace_session.h"
 
 #include "ops/op_table.h"
 #include "report/diff.h"
 #include "export/package.h"
 #include "ir/collapse.h"
+#include "report/trace_report.h"
 
 namespace ls {
 
@@ -191,6 +194,31 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     emit compileDone(false);
   });
 
+  // TORCH_TRACE logs of real PyTorch: frames, graphs, breaks, recompiles; a graph chosen compiles here.
+  trace_session_ = new TraceSession(this);
+  trace_ = new TracePanel(trace_session_, this);
+  trace_dock_ = new QDockWidget(tr("PyTorch trace"), this);
+  trace_dock_->setObjectName("trace");
+  trace_dock_->setWidget(trace_);
+  addDockWidget(Qt::RightDockWidgetArea, trace_dock_);
+  tabifyDockWidget(script_dock_, trace_dock_);
+  trace_dock_->hide();
+  connect(trace_, &TracePanel::graphChosen, this, &MainWindow::compileTraceGraph);
+  connect(trace_, &TracePanel::nodesChosen, this, [this](const QStringList& nodes) {
+    const CompileResult* r = session_->result();
+    if (!r || nodes.isEmpty()) return;
+    selectNode(nodes.first());
+    QStringList known;  // every node the kernel covers that our graph has
+    for (const QString& n : nodes)
+      if (r->model.graph.find(n.toStdString()) >= 0) known << n;
+    if (known.isEmpty()) return;
+    origins_ = known;
+    selection_model_ = QString::fromStdString(r->model.path);
+    buildProvenance();
+    applyHighlight();
+    if (highlighted_ > 0) graph_->focusHighlighted();
+  });
+
   progress_ = new QLabel(this);
   cancel_ = new QPushButton(tr("Cancel"), this);
   busy_ = new QProgressBar(this);
@@ -204,6 +232,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   setBusy(false);
   connect(cancel_, &QPushButton::clicked, this, [this] {
     session_->cancel();
+    trace_session_->cancel();
     layouter_->cancel();
     progress_->setText(tr("Cancelled."));
     setBusy(false);
@@ -268,6 +297,34 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     for (size_t k = 0; k < r->kernels.size(); ++k)
       if (QString::fromStdString(r->kernels[k].name) == id) markKernel(static_cast<int>(k));
   });
+  connect(trace_session_, &TraceSession::progress, this, [this](qint64 done, qint64 total) {
+    progress_->setText(tr("Reading the trace … %1%").arg(total > 0 ? 100 * done / total : 0));
+  });
+  connect(trace_session_, &TraceSession::failed, this, [this](const QString& why) {
+    setBusy(false);
+    showError(tr("Cannot open the trace %1:\n%2").arg(trace_session_->path(), why));
+    graph_->showMessage(tr("The trace could not be read: the message is above, and the window goes on."));
+    progress_->setText(tr("Cannot read the trace."));
+    emit traceOpened(false);
+  });
+  connect(trace_session_, &TraceSession::loaded, this, [this] {
+    setBusy(false);
+    const auto t = trace_session_->trace();
+    progress_->setText(trace_->status());
+    trace_dock_->show();
+    trace_dock_->raise();
+    QString first;
+    for (const TraceCompile& c : t->compiles)
+      if (!c.dynamo_graph.empty() && first.isEmpty()) first = QString::fromStdString(c.id());
+    const QString want = std::exchange(pending_graph_, QString());
+    if (!want.isEmpty() && !t->compile(want.toStdString())) {
+      showError(tr("No compile %1 in this trace; showing %2.").arg(want, first.isEmpty() ? tr("none") : first));
+    }
+    const QString id = !want.isEmpty() && t->compile(want.toStdString()) ? want : first;
+    if (id.isEmpty() || !trace_->chooseGraph(id))
+      graph_->showMessage(tr("The trace holds no Dynamo graph: its failures and warnings are in the PyTorch trace panel."));
+    emit traceOpened(true);
+  });
   buildActions();
   setAcceptDrops(true);
   // The window's size and its docks as the user left them.
@@ -295,9 +352,20 @@ void MainWindow::buildActions() {
     if (!p.isEmpty()) openScript(p);
   });
   open_script->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O));
+  QAction* open_trace = file->addAction(tr("Open &Trace (TORCH_TRACE log)…"), this, [this] {
+    const QString p = QFileDialog::getOpenFileName(this, tr("Open a TORCH_TRACE log"), QString(),
+                                                   tr("TORCH_TRACE logs (*.log);;All files (*)"));
+    if (!p.isEmpty()) openTrace(p);
+  });
+  open_trace->setShortcut(QKeySequence(Qt::CTRL | Qt::ALT | Qt::Key_O));
+  open_trace->setObjectName("open_trace");
+  file->addAction(tr("Open Trace F&older…"), this, [this] {
+    const QString p = QFileDialog::getExistingDirectory(this, tr("Open a TORCH_TRACE folder"));
+    if (!p.isEmpty()) openTrace(p);
+  });
   recent_menu_ = file->addMenu(tr("Open &Recent"));
   rebuildRecentMenu();
-  QAction* reload = file->addAction(tr("&Recompile"), this, [this] { if (!path_.isEmpty()) openModel(path_); });
+  QAction* reload = file->addAction(tr("&Recompile"), this, [this] { recompile(); });
   reload->setShortcut(QKeySequence::Refresh);
   QAction* exp = file->addAction(tr("&Export Compile Folder…"), this, [this] {
     if (!session_->result()) return;
@@ -405,7 +473,7 @@ void MainWindow::buildActions() {
   to_core->setObjectName("decompose_core_aten");
   connect(level, &QActionGroup::triggered, this, [this, to_core](QAction* a) {
     session_->options.decompose_to = a == to_core ? level::core_aten : level::prims;
-    if (!path_.isEmpty()) openModel(path_);
+    recompile();
   });
   compile->addSeparator();
   // Target: C++/OpenMP for this CPU, or CUDA C++ (NVRTC: PTX and SASS; run where there is a GPU).
@@ -423,7 +491,7 @@ void MainWindow::buildActions() {
   if (!can_compile_for(Device::cuda)) to_cuda->setToolTip(tr("This build has no NVRTC (the CUDA toolkit was not found)"));
   connect(targets, &QActionGroup::triggered, this, [this, to_cuda](QAction* a) {
     session_->options.device = a == to_cuda ? Device::cuda : Device::cpu;
-    if (!path_.isEmpty()) openModel(path_);
+    recompile();
   });
   compile->addSeparator();
   // torch.compile's modes: reduce-overhead replays the whole CUDA run as one CUDA graph,
@@ -439,7 +507,7 @@ void MainWindow::buildActions() {
     modes->addAction(a);
     connect(a, &QAction::triggered, this, [this, m] {
       session_->options.mode = m;
-      if (!path_.isEmpty()) openModel(path_);
+      recompile();
     });
   }
   // torch.compile(dynamic=True): the inputs' sizes become symbols, the kernels (C++ or CUDA) take
@@ -450,7 +518,7 @@ void MainWindow::buildActions() {
   dynamic->setToolTip(tr("As torch.compile(dynamic=True): one compiled kernel serves every size its guards admit"));
   connect(dynamic, &QAction::toggled, this, [this](bool on) {
     session_->options.dynamic = on;
-    if (!path_.isEmpty()) openModel(path_);
+    recompile();
   });
   compile->addSeparator();
   // Training: the joint graph, its partition, and the whole step compiled.
@@ -460,7 +528,7 @@ void MainWindow::buildActions() {
   train_action_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_T));
   connect(train_action_, &QAction::toggled, this, [this](bool on) {
     session_->options.train = on;
-    if (!path_.isEmpty()) openModel(path_);
+    recompile();
   });
   auto* parts = new QActionGroup(this);
   min_cut_action_ = compile->addAction(tr("Partitioner: &Min-Cut Rematerialization"));
@@ -474,7 +542,7 @@ void MainWindow::buildActions() {
   default_partition_action_->setObjectName("partitioner_default");
   connect(parts, &QActionGroup::triggered, this, [this](QAction* a) {
     session_->options.partitioner = a == min_cut_action_ ? Partitioner::min_cut : Partitioner::default_partition;
-    if (!path_.isEmpty() && session_->options.train) openModel(path_);
+    if (session_->options.train) recompile();
   });
   compile->addSeparator();
   QAction* fusion = compile->addAction(tr("&Fusion"));
@@ -483,7 +551,7 @@ void MainWindow::buildActions() {
   fusion->setObjectName("fusion");
   connect(fusion, &QAction::toggled, this, [this](bool on) {
     session_->options.fusion = on;
-    if (!path_.isEmpty()) openModel(path_);
+    recompile();
   });
   // CPU: default mode writes the largest float32 products as GEMM templates (gemm_template_default);
   // off, every product calls the BLAS library.
@@ -495,7 +563,7 @@ void MainWindow::buildActions() {
                            "generated C++ with the bias in the register tile's store; off: every product calls OpenBLAS"));
   connect(templates, &QAction::toggled, this, [this](bool on) {
     session_->options.gemm_templates = on;
-    if (!path_.isEmpty()) openModel(path_);
+    recompile();
   });
 }
 
@@ -565,7 +633,7 @@ QStringList MainWindow::expandedModules() const {
 void MainWindow::setTraining(bool on) {
   if (train_action_->isChecked() == on) {
     session_->options.train = on;
-    if (!path_.isEmpty()) openModel(path_);
+    recompile();
   } else {
     train_action_->setChecked(on);  // recompiles through the toggled handler
   }
@@ -584,6 +652,7 @@ void MainWindow::openScript(const QString& path) {
     return;
   }
   rememberRecent(path);
+  trace_graph_.clear();
   setWindowTitle(tr("%1 — Lowerscope").arg(QFileInfo(path).fileName()));
   script_->setScript(QString::fromUtf8(f.readAll()), path);
   script_dock_->show();
@@ -596,6 +665,11 @@ void MainWindow::openModel(const QString& path) {
     openScript(path);
     return;
   }
+  if (is_trace_path(path)) {
+    openTrace(path);
+    return;
+  }
+  trace_graph_.clear();
   if (path != path_) expanded_.clear(), expansion_chosen_ = false;
   drawn_.clear();
   path_ = path;
@@ -609,8 +683,60 @@ void MainWindow::openLoadedModel(const LoadedModel& model) {
   drawn_.clear();
   expansion_chosen_ = false;
   path_.clear();
+  trace_graph_.clear();
   setWindowTitle(tr("%1 — Lowerscope").arg(QString::fromStdString(model.path)));
   session_->compileModel(model);
+}
+
+void MainWindow::recompile() {
+  if (!trace_graph_.isEmpty() && trace_session_->trace()) compileTraceGraph(trace_graph_);
+  else if (!path_.isEmpty()) openModel(path_);
+}
+
+void MainWindow::openTrace(const QString& path, const QString& graph) {
+  expanded_.clear(), expansion_chosen_ = false;
+  drawn_.clear();
+  path_ = path;
+  trace_graph_.clear();
+  pending_graph_ = graph;
+  rememberRecent(path);
+  setWindowTitle(tr("%1 — Lowerscope").arg(QFileInfo(path).fileName()));
+  banner_->hide();
+  trace_dock_->show();
+  trace_dock_->raise();
+  resizeDocks({trace_dock_}, {600}, Qt::Horizontal);
+  graph_->showMessage(tr("Reading the trace …"));
+  progress_->setText(tr("Reading the trace %1 …").arg(QFileInfo(path).fileName()));
+  setBusy(true);
+  trace_session_->open(path);
+}
+
+// A Dynamo graph of the trace, compiled by our pipeline as a model is (a training step where
+// PyTorch compiled one: it logged a joint or backward graph).
+void MainWindow::compileTraceGraph(const QString& id) {
+  const auto t = trace_session_->trace();
+  const TraceCompile* c = t ? t->compile(id.toStdString()) : nullptr;
+  if (!c || c->dynamo_graph.empty()) return;
+  if (id != trace_graph_) expanded_.clear(), expansion_chosen_ = false, drawn_.clear();
+  trace_graph_ = id;
+  setWindowTitle(tr("[%1] %2 — %3 — Lowerscope").arg(id, QString::fromStdString(c->name), QFileInfo(path_).fileName()));
+  LoadedModel model;
+  try {
+    model = trace_graph_model(*c);
+  } catch (const std::exception& e) {  // its text does not import: an op we lack, a symbol we cannot bind
+    CompileResult failed;
+    failed.model.path = "[" + id.toStdString() + "] " + c->name;
+    failed.error = e.what();
+    failed.error_stage = "capture";
+    trace_->setOurs(id, &failed);
+    showError(tr("[%1]: Lowerscope cannot import this Dynamo graph:\n%2").arg(id, QString::fromStdString(e.what())));
+    graph_->showMessage(tr("Not compiled by Lowerscope; PyTorch's own artifacts are in the trace panel."));
+    emit compileDone(false);
+    return;
+  }
+  PipelineOptions o = session_->options;
+  o.train = o.train || c->aot_graphs.count("aot_joint_graph") || c->aot_graphs.count("aot_backward_graph");
+  session_->compileModel(model, o);
 }
 
 void MainWindow::onFinished() {
@@ -655,6 +781,7 @@ void MainWindow::onFinished() {
   } else if (!r->check.ok) {
     showError(tr("The compiled model's output does not match its reference. See the run stage."));
   }
+  if (!trace_graph_.isEmpty() && r->model.path.rfind("[" + trace_graph_.toStdString() + "]", 0) == 0) trace_->setOurs(trace_graph_, r);
   diff_->leftChanged();
   profile_->setResult(session_->shared());
   properties_->clear();
@@ -672,6 +799,7 @@ void MainWindow::onFailed(const QString& stage, const QString& message) {
   partition_summary_->setText(partition_model_->summary());
   setBusy(false);
   summary_->setText(tr("<b style='color:#b00'>Stage '%1' failed.</b>").arg(stage));
+  if (r && !trace_graph_.isEmpty() && r->model.path.rfind("[" + trace_graph_.toStdString() + "]", 0) == 0) trace_->setOurs(trace_graph_, r);
   showError(tr("Stage '%1' failed for %2:\n%3").arg(stage, QString::fromStdString(r ? r->model.path : ""), message));
   progress_->setText(tr("Failed at stage '%1'").arg(stage));
   // The last stage reached: the drawing with the node it failed at marked.

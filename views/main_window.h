@@ -40,6 +40,8 @@ class PartitionModel;
 class ProfileView;
 class ScriptPanel;
 class StageListModel;
+class TracePanel;
+class TraceSession;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -51,6 +53,11 @@ class MainWindow : public QMainWindow {
   // Loads a Python script into the script panel and runs it; its first compiled graph is shown.
   void openScript(const QString& path);
   ScriptPanel* scriptPanel() const { return script_; }
+  // Opens a TORCH_TRACE log or folder (read in the background; traceOpened follows) and compiles
+  // `graph` (a compile id such as "4/0"), or its first Dynamo graph, with our pipeline.
+  void openTrace(const QString& path, const QString& graph = {});
+  TracePanel* tracePanel() const { return trace_; }
+  TraceSession* traceSession() const { return trace_session_; }
   bool selectStage(const QString& name_or_prefix);  // false when no stage matches
   QString currentStage() const;
   CompileSession* session() const { return session_; }
@@ -100,9 +107,12 @@ class MainWindow : public QMainWindow {
  signals:
   void compileDone(bool ok);           // the record is in; ok: no stage failed
   void stageShown(const QString& name); // the stage's graph (if any) is laid out and drawn
+  void traceOpened(bool ok);           // a trace was read (its first graph is chosen) or could not be
 
  private:
   void buildActions();
+  void recompile();  // the open model, or the trace graph chosen, with the options now set
+  void compileTraceGraph(const QString& id);
   void showStage(int row);
   void onFinished();
   void onCaptured();
@@ -167,6 +177,11 @@ class MainWindow : public QMainWindow {
   QLineEdit* find_ = nullptr;
   ScriptPanel* script_ = nullptr;
   QDockWidget* script_dock_ = nullptr;
+  TraceSession* trace_session_ = nullptr;
+  TracePanel* trace_ = nullptr;
+  QDockWidget* trace_dock_ = nullptr;
+  QString trace_graph_;    // the trace's compile id shown in the explorer ("" when a model is)
+  QString pending_graph_;  // the compile id to choose once the trace is read
   QTabWidget* tabs_ = nullptr;
   DiffPanel* diff_ = nullptr;
   CommandPalette* palette_ = nullptr;

@@ -37,6 +37,13 @@
 #include "main_window.h"
 #include "script/script.h"
 #include "script_panel.h"
+#include "trace_kernel_model.h"
+#include "trace_panel.h"
+#include "trace_session.h"
+#include "frontend/torch_trace.h"
+#include <QComboBox>
+#include <QMimeData>
+#include <QTabWidget>
 #include <QPlainTextEdit>
 #include "pipeline/pipeline.h"
 
@@ -856,6 +863,189 @@ class TestGui : public QObject {
     QVERIFY2(p->output()->toPlainText().contains("edited.py\", line 4"), qPrintable(p->output()->toPlainText()));
     QVERIFY(p->output()->toPlainText().contains("AttributeError"));
     QVERIFY(w.isVisible());
+  }
+
+  // A real TORCH_TRACE log of PyTorch 2.11 (tests/data/trace/make_trace.log): the trace panel lists
+  // what the reader finds (frames, compile ids, de-duplicated breaks with source lines, recompiles
+  // with their failing guard, the fullgraph failure, the compile-time breakdown); the first graph
+  // is compiled by our pipeline; choosing the training step shows our stages and Inductor's
+  // kernels beside ours, its output code, AOT graphs and guards.
+  void testTorchTraceOpensInPanel() {
+    const QString path = QString(LS_TEST_DATA) + "/trace/make_trace.log";
+    const TorchTrace t = read_torch_trace(path.toStdString());
+    MainWindow w;
+    w.show();
+    QSignalSpy opened(&w, &MainWindow::traceOpened), done(&w, &MainWindow::compileDone);
+    w.openModel(path);  // a .log opens as a trace
+    QVERIFY(opened.wait(30000));
+    QCOMPARE(opened.takeFirst().at(0).toBool(), true);
+    TracePanel* p = w.tracePanel();
+    QVERIFY(p->isVisible());
+    QVERIFY(w.findChild<QDockWidget*>("trace")->isVisible());
+    QVERIFY2(p->status().contains("6 frame(s), 11 compile(s)"), qPrintable(p->status()));
+    // Frames and their compile ids.
+    QTreeWidgetItem* frames = p->section("frames");
+    QVERIFY(frames);
+    QCOMPARE(frames->childCount(), int(t.frames.size()));
+    QCOMPARE(frames->child(0)->text(0), QString("frame 0: f"));
+    QCOMPARE(frames->child(0)->text(1), QString("make_trace.py:5"));
+    QCOMPARE(frames->child(0)->childCount(), 4);  // 0/0 .. 0/3
+    int graphs = 0;
+    for (QTreeWidgetItemIterator it(p->log()); *it; ++it) graphs += (*it)->data(0, TracePanel::KindRole).toString() == "graph";
+    QCOMPARE(graphs, int(t.compiles.size()));
+    for (const TraceCompile& c : t.compiles) QVERIFY2(p->graphItem(QString::fromStdString(c.id())), c.id().c_str());
+    QCOMPARE(p->graphItem("4/0")->text(0), QString("[4/0] inner"));
+    QCOMPARE(p->graphItem("4/0")->text(2), QString("5 + 5 lib"));  // Inductor's generated kernels and library calls
+    QVERIFY(p->graphItem("0/1")->text(1).contains("tensor 'x' size mismatch at index 0. expected 8, actual 16"));
+    QVERIFY(p->graphItem("0/3")->text(1).startsWith("failed: Unsupported"));
+    // Graph breaks, de-duplicated, with the source line.
+    QTreeWidgetItem* breaks = p->section("breaks");
+    QVERIFY(breaks);
+    QCOMPARE(breaks->childCount(), int(t.graph_breaks.size()));
+    QCOMPARE(breaks->child(0)->text(0), QString("make_trace.py:7"));
+    QCOMPARE(breaks->child(0)->text(1), QString("Failed to trace builtin operator"));
+    QCOMPARE(breaks->child(0)->text(2), QString("3×"));
+    QCOMPARE(breaks->child(0)->child(0)->text(1), QString("> print(\"graph break here\")"));
+    QCOMPARE(breaks->child(1)->text(0), QString("make_trace.py:11"));
+    QCOMPARE(breaks->child(1)->text(1), QString("Data-dependent branching"));
+    // Recompiles with the guard that failed, the failure, the time, no warnings.
+    QTreeWidgetItem* recompiles = p->section("recompiles");
+    QVERIFY(recompiles);
+    QCOMPARE(recompiles->childCount(), int(t.recompiles.size()));
+    QCOMPARE(recompiles->child(0)->text(0), QString("[0/1] f"));
+    QVERIFY(recompiles->child(0)->text(1).contains("size mismatch at index 0. expected 8, actual 16"));
+    QTreeWidgetItem* failures = p->section("failures");
+    QVERIFY(failures);
+    QCOMPARE(failures->childCount(), 1);
+    QCOMPARE(failures->child(0)->text(0), QString("[0/3] f"));
+    QCOMPARE(failures->child(0)->text(1), QString("Unsupported: Failed to trace builtin operator"));
+    QVERIFY(p->section("phases") && p->section("phases")->childCount() == int(t.phases.size()));
+    QVERIFY(!p->section("warnings"));
+    // The first Dynamo graph is compiled by our pipeline and shown in the explorer.
+    QVERIFY(done.count() > 0 || done.wait(60000));
+    QCOMPARE(done.takeFirst().at(0).toBool(), true);
+    QCOMPARE(p->currentGraph(), QString("0/0"));
+    QVERIFY(w.session()->result()->model.path.starts_with("[0/0] f"));
+    QCOMPARE(p->graphItem("0/0")->text(4), QString("ok"));
+    QVERIFY(w.errorText().isEmpty());
+
+    // The training step: our stages (joint graph, partition) and the kernels set side by side.
+    p->chooseGraph("4/0");
+    QVERIFY(done.wait(60000));
+    QCOMPARE(done.takeFirst().at(0).toBool(), true);
+    const CompileResult* r = w.session()->result();
+    QVERIFY(r->model.path.starts_with("[4/0] inner"));
+    QVERIFY(r->train);  // PyTorch compiled a training step, so do we
+    QVERIFY(w.selectStage("joint"));
+    QVERIFY(w.selectStage("fused"));
+    QCOMPARE(p->graphItem("4/0")->text(4), QString("ok"));
+    TraceKernelModel* km = p->kernelModel();
+    new QAbstractItemModelTester(km, QAbstractItemModelTester::FailureReportingMode::QtTest, &w);
+    int inductor_rows = 0, layer_norm = -1;
+    for (int row = 0; row < km->rowCount(); ++row) {
+      const KernelPair& k = km->rows()[size_t(row)];
+      inductor_rows += !k.inductor.empty();
+      if (k.inductor == "triton_per_fused_gelu_native_layer_norm_0") layer_norm = row;
+    }
+    QCOMPARE(inductor_rows, 10);  // 5 generated, 5 library calls, forward and backward
+    QVERIFY(layer_norm >= 0);
+    QCOMPARE(km->index(layer_norm, TraceKernelModel::Nodes).data().toString(), QString("input_2, input_3"));  // gelu and layer_norm
+    QCOMPARE(km->index(layer_norm, TraceKernelModel::Code).data().toString(), QString("forward"));
+    QVERIFY2(km->index(layer_norm, TraceKernelModel::Ours).data().toString().contains("cpp_fused_input_1"),
+             qPrintable(km->index(layer_norm, TraceKernelModel::Ours).data().toString()));
+    QVERIFY2(p->kernelSummary().contains("Inductor: <b>5</b> generated kernel(s) + 5 library call(s)"), qPrintable(p->kernelSummary()));
+    QVERIFY(p->kernelSummary().contains("Lowerscope: <b>"));
+    // Clicking Inductor's kernel marks its nodes in our stages and its lines in the output code.
+    p->kernelTable()->clicked(km->index(layer_norm, 0));
+    QVERIFY(w.selectedOrigins().contains("input_2"));
+    QTRY_VERIFY(w.highlightedCount() > 0);
+    QVERIFY(p->outputCode()->text().contains("def triton_per_fused_gelu_native_layer_norm_0"));
+    // PyTorch's own artifacts for the graph: AOT graphs and guards.
+    QStringList kinds;
+    for (int i = 0; i < p->graphKinds()->count(); ++i) kinds << p->graphKinds()->itemData(i).toString();
+    QVERIFY2(kinds.contains("aot_joint_graph") && kinds.contains("aot_backward_graph") && kinds.contains("dynamo_output_graph"),
+             qPrintable(kinds.join(",")));
+    p->graphKinds()->setCurrentIndex(int(kinds.indexOf("aot_backward_graph")));
+    QVERIFY(p->graphText()->text().contains("class GraphModule"));
+    QVERIFY(p->guards()->text().contains("TREE_GUARD_MANAGER"));
+    // A break row chooses the graph it was hit in; the failed compile shows PyTorch's side only.
+    p->log()->setCurrentItem(p->section("failures")->child(0));
+    QCOMPARE(p->currentGraph(), QString("0/3"));
+    QVERIFY(p->kernelSummary().contains("no Dynamo graph logged"));
+    QVERIFY(p->outputCode()->text().contains("no output code for [0/3]"));
+    p->chooseGraph("4/0");  // and back: its code again
+    QVERIFY(p->outputCode()->text().contains("def triton_per_fused_gelu_native_layer_norm_0"));
+    QVERIFY(done.wait(60000));
+    QVERIFY(w.errorText().isEmpty());
+  }
+
+  // A file with nothing readable leaves its message in the window, which goes on; a log with bad
+  // records opens with them listed as warnings; a TORCH_TRACE folder dropped on the window opens.
+  void testBadTraceLeavesWindowUsable() {
+    QTemporaryDir dir;
+    const QString bad = dir.filePath("garbage.log");
+    {
+      QFile f(bad);
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      f.write("this is not a trace\n\x01\x02\xff\n");
+    }
+    MainWindow w;
+    w.show();
+    QSignalSpy opened(&w, &MainWindow::traceOpened), done(&w, &MainWindow::compileDone);
+    w.openTrace(bad);
+    QVERIFY(opened.wait(30000));
+    QCOMPARE(opened.takeFirst().at(0).toBool(), false);
+    QVERIFY2(w.errorText().contains("Cannot open the trace") && w.errorText().contains("garbage.log"), qPrintable(w.errorText()));
+    QVERIFY(w.tracePanel()->status().startsWith("Cannot read the trace"));
+    w.openTrace(dir.filePath("missing.log"));
+    QVERIFY(opened.wait(30000));
+    QCOMPARE(opened.takeFirst().at(0).toBool(), false);
+    QVERIFY(w.errorText().contains("missing.log"));
+    // The window goes on: a model opens after it.
+    w.openModel(QString(LS_SAMPLES) + "/sincos");
+    QVERIFY(done.wait(60000));
+    QCOMPARE(done.takeFirst().at(0).toBool(), true);
+    QVERIFY(w.errorText().isEmpty());
+
+    // A partial log: the real one cut inside a payload, with a broken record in the middle.
+    QFile real(QString(LS_TEST_DATA) + "/trace/make_trace.log");
+    QVERIFY(real.open(QIODevice::ReadOnly));
+    QByteArray text = real.readAll();
+    const int mid = text.indexOf("\nV", text.size() / 3);
+    text.insert(mid + 1, "V1126 22:24:23.036000 11105 torch/_logging/structured.py:28] {\"str\": [\n");
+    text.truncate(text.size() * 2 / 3);
+    const QString cut = dir.filePath("cut.log");
+    {
+      QFile f(cut);
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      f.write(text);
+    }
+    const TorchTrace t = read_torch_trace(cut.toStdString());
+    QVERIFY(!t.warnings.empty());
+    w.openTrace(cut);
+    QVERIFY(opened.wait(30000));
+    QCOMPARE(opened.takeFirst().at(0).toBool(), true);
+    QTreeWidgetItem* warnings = w.tracePanel()->section("warnings");
+    QVERIFY(warnings);
+    QCOMPARE(warnings->childCount(), int(t.warnings.size()));
+    QCOMPARE(w.tracePanel()->section("frames")->childCount(), int(t.frames.size()));
+
+    // A TORCH_TRACE folder dropped on the window.
+    QTemporaryDir folder;
+    QVERIFY(QFile::copy(QString(LS_TEST_DATA) + "/trace/make_trace.log", folder.filePath("dedicated_log_torch_trace_abc.log")));
+    QVERIFY(is_trace_path(folder.path()));
+    QVERIFY(!is_trace_path(QString(LS_SAMPLES) + "/sincos"));
+    QMimeData mime;
+    mime.setUrls({QUrl::fromLocalFile(folder.path())});
+    QDropEvent drop(QPointF(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+    // Straight to the window's handler: QApplication routes a drop only to the target of a drag in progress.
+    static_cast<QObject*>(&w)->event(&drop);
+    QVERIFY(drop.isAccepted());
+    QVERIFY(opened.wait(30000));
+    QCOMPARE(opened.takeFirst().at(0).toBool(), true);
+    QCOMPARE(w.tracePanel()->section("frames")->childCount(), 6);
+    QVERIFY(done.wait(60000));
+    QCOMPARE(done.takeFirst().at(0).toBool(), true);
   }
 };
 

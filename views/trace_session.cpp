@@ -1,0 +1,108 @@
+#include "trace_session.h"
+
+#include <QDir>
+#include <QFileInfo>
+#include <QtConcurrent/QtConcurrent>
+#include <algorithm>
+#include <set>
+
+#include "pipeline/pipeline.h"
+
+namespace ls {
+
+bool is_trace_path(const QString& path) {
+  const QFileInfo f(path);
+  if (f.isDir()) return !QDir(path).entryList({"*.log"}, QDir::Files).isEmpty();
+  return f.suffix().compare("log", Qt::CaseInsensitive) == 0;
+}
+
+TraceSession::TraceSession(QObject* parent) : QObject(parent) {
+  connect(&watcher_, &QFutureWatcher<Outcome>::finished, this, [this] {
+    if (watcher_.isCanceled() || watcher_.future().resultCount() == 0) return;
+    Outcome o = watcher_.result();
+    if (!o.trace) {
+      trace_.reset();
+      emit failed(QString::fromStdString(o.error));
+      return;
+    }
+    trace_ = std::move(o.trace);
+    emit loaded();
+  });
+}
+
+TraceSession::~TraceSession() {
+  cancel();
+  watcher_.waitForFinished();
+}
+
+void TraceSession::open(const QString& path) {
+  cancel();
+  watcher_.waitForFinished();
+  cancel_ = std::make_shared<std::atomic<bool>>(false);
+  path_ = path;
+  emit started(path);
+  auto flag = cancel_;
+  TraceLimits limits;
+  // Called on the reading thread about every MiB: the window hears of it through its event loop.
+  QPointer<TraceSession> self(this);
+  limits.progress = [self, flag](size_t done, size_t total) {
+    QMetaObject::invokeMethod(qApp, [self, flag, done, total] {
+      if (self && flag == self->cancel_ && !flag->load()) emit self->progress(qint64(done), qint64(total));
+    }, Qt::QueuedConnection);
+    return !flag->load();
+  };
+  const std::string p = path.toStdString();
+  watcher_.setFuture(QtConcurrent::run([p, limits]() -> Outcome {
+    Outcome o;
+    try {
+      o.trace = std::make_shared<TorchTrace>(read_torch_trace(p, limits));
+    } catch (const std::exception& e) {  // nothing readable, no such file, or cancelled
+      o.error = e.what();
+    }
+    return o;
+  }));
+}
+
+void TraceSession::cancel() {
+  if (cancel_) cancel_->store(true);
+}
+
+std::vector<KernelPair> pair_kernels(const TraceCompile& c, const CompileResult* r) {
+  struct Ours {
+    std::string name;
+    std::set<std::string> nodes;
+    std::string phase;  // forward | backward | update
+    bool used = false;
+  };
+  std::vector<Ours> ours;
+  if (r) {
+    for (const KernelReport& k : r->kernels)
+      ours.push_back({k.name + (k.kind == KernelKind::extern_call ? " (library)" : ""), {k.nodes.begin(), k.nodes.end()}, k.phase});
+    if (r->kernels.empty())  // compiled, not run: the schedule's kernels
+      for (const Kernel& k : r->schedule.kernels)
+        ours.push_back({k.name + (k.is_extern ? " (library)" : ""), {k.origins.begin(), k.origins.end()}, phase_name(k.phase)});
+  }
+  std::vector<KernelPair> rows;
+  for (size_t i = 0; i < c.output_code.size(); ++i) {
+    const TraceOutputCode& oc = c.output_code[i];
+    std::string code = oc.aot_id;
+    if (const size_t u = code.find('_'); u != std::string::npos) code = code.substr(u + 1);  // "0_forward" -> "forward"
+    for (const TraceKernel& k : oc.kernels) {
+      KernelPair p{k.name, k.kind, code, k.line, static_cast<int>(i), k.source_nodes, {}};
+      // A forward kernel is set against our forward kernels, a backward one against our backward
+      // ones (an inference graph against all).
+      for (Ours& o : ours)
+        if ((code != "forward" && code != "backward") || o.phase == code)
+          if (std::any_of(k.source_nodes.begin(), k.source_nodes.end(), [&](const std::string& n) { return o.nodes.count(n); })) {
+            p.ours.push_back(o.name);
+            o.used = true;
+          }
+      rows.push_back(std::move(p));
+    }
+  }
+  for (const Ours& o : ours)
+    if (!o.used) rows.push_back({"", "", o.phase, 0, -1, {o.nodes.begin(), o.nodes.end()}, {o.name}});
+  return rows;
+}
+
+}  // namespace ls

@@ -1,0 +1,67 @@
+// Owns an opened TORCH_TRACE log (core's frontend/torch_trace.h): reads it on a worker thread with
+// progress and Cancel, and signals the result. No widgets here: TracePanel and MainWindow observe it.
+// Also what the panel's kernel table shows: Inductor's kernels set against ours, node by node.
+#pragma once
+#include <QFutureWatcher>
+#include <QObject>
+#include <QString>
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "frontend/torch_trace.h"
+
+namespace ls {
+
+struct CompileResult;
+
+// A path the app opens as a trace: a .log file, or a folder holding a TORCH_TRACE log
+// (dedicated_log_torch_trace_*.log, as TORCH_TRACE=dir writes).
+bool is_trace_path(const QString& path);
+
+class TraceSession : public QObject {
+  Q_OBJECT
+ public:
+  explicit TraceSession(QObject* parent = nullptr);
+  ~TraceSession() override;
+  void open(const QString& path);  // progress() while reading, then loaded() or failed()
+  void cancel();
+  bool busy() const { return watcher_.isRunning(); }
+  QString path() const { return path_; }
+  // The trace last read (null before one is, and after a read failed).
+  std::shared_ptr<const TorchTrace> trace() const { return trace_; }
+
+ signals:
+  void started(const QString& path);
+  void progress(qint64 done, qint64 total);  // bytes
+  void loaded();
+  void failed(const QString& message);
+
+ private:
+  struct Outcome {
+    std::shared_ptr<TorchTrace> trace;
+    std::string error;
+  };
+  QFutureWatcher<Outcome> watcher_;
+  std::shared_ptr<const TorchTrace> trace_;
+  std::shared_ptr<std::atomic<bool>> cancel_;
+  QString path_;
+};
+
+// One row of the kernel table: an Inductor kernel and the nodes of the Dynamo graph it covers,
+// beside our kernels that cover any of those nodes. Our kernels that cover none of Inductor's
+// nodes come last, with an empty Inductor side.
+struct KernelPair {
+  std::string inductor;       // kernel name ("" for a row of ours alone)
+  std::string kind;           // triton | cpp | extern ...
+  std::string code;           // the output code it is in: "forward", "backward", "inference"
+  int line = 0;               // in that output code (1-based)
+  int code_index = -1;        // index into TraceCompile::output_code
+  std::vector<std::string> nodes;  // the Dynamo graph's nodes it covers
+  std::vector<std::string> ours;   // our kernels covering any of them ("name (library)" for library calls)
+};
+// `ours` may be null (not compiled yet): the ours column stays empty.
+std::vector<KernelPair> pair_kernels(const TraceCompile& c, const CompileResult* ours);
+
+}  // namespace ls
