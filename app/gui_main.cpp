@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
   cli.addOption(diff);
   QCommandLineOption heat("heat", "Paint the graph by each node's and kernel's share of the run's time.");
   cli.addOption(heat);
-  QCommandLineOption raise("raise", "Bring a dock to the front: kernels, partition, profile, provenance, properties, script.", "dock");
+  QCommandLineOption raise("raise", "Bring a dock to the front: kernels, partition, profile, provenance, properties, script, trace.", "dock");
   cli.addOption(raise);
   cli.addOption(train);
   cli.addOption(stage);

@@ -979,6 +979,38 @@ class TestGui : public QObject {
     QVERIFY(w.errorText().isEmpty());
   }
 
+  // A large log (the real one 200 times over, 50 MB) is read off the GUI thread: progress comes,
+  // the event loop keeps turning while it reads, and the panel lists it.
+  void testLargeTraceReadsInBackground() {
+    QFile real(QString(LS_TEST_DATA) + "/trace/make_trace.log");
+    QVERIFY(real.open(QIODevice::ReadOnly));
+    const QByteArray one = real.readAll();
+    QTemporaryDir dir;
+    const QString big = dir.filePath("big.log");
+    {
+      QFile f(big);
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      for (int i = 0; i < 200; ++i) f.write(one);
+    }
+    MainWindow w;
+    w.show();
+    QSignalSpy opened(&w, &MainWindow::traceOpened);
+    QSignalSpy progress(w.traceSession(), &TraceSession::progress);
+    int ticks = 0;
+    QTimer timer;
+    QObject::connect(&timer, &QTimer::timeout, [&ticks] { ++ticks; });
+    timer.start(5);
+    QElapsedTimer clock;
+    clock.start();
+    w.openTrace(big);
+    QVERIFY(w.traceSession()->busy());  // openTrace returned at once: the reading is on a worker thread
+    QVERIFY(opened.wait(60000));
+    QCOMPARE(opened.takeFirst().at(0).toBool(), true);
+    QVERIFY2(progress.count() >= 10, qPrintable(QString::number(progress.count())));
+    QVERIFY2(ticks >= 3, qPrintable(QString("%1 ticks in %2 ms").arg(ticks).arg(clock.elapsed())));
+    QCOMPARE(w.tracePanel()->section("frames")->childCount(), 6);
+  }
+
   // A file with nothing readable leaves its message in the window, which goes on; a log with bad
   // records opens with them listed as warnings; a TORCH_TRACE folder dropped on the window opens.
   void testBadTraceLeavesWindowUsable() {
