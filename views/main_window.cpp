@@ -204,6 +204,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   tabifyDockWidget(script_dock_, trace_dock_);
   trace_dock_->hide();
   connect(trace_, &TracePanel::graphChosen, this, &MainWindow::compileTraceGraph);
+  connect(trace_, &TracePanel::compileAllRequested, this, [this] { trace_session_->compileAll(session_->options); });
   connect(trace_, &TracePanel::nodesChosen, this, [this](const QStringList& nodes) {
     const CompileResult* r = session_->result();
     if (!r || nodes.isEmpty()) return;
@@ -302,8 +303,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   });
   connect(trace_session_, &TraceSession::failed, this, [this](const QString& why) {
     setBusy(false);
-    showError(tr("Cannot open the trace %1:\n%2").arg(trace_session_->path(), why));
-    graph_->showMessage(tr("The trace could not be read: the message is above, and the window goes on."));
+    // The reader's message names the file where it can.
+    showError(why.contains(trace_session_->path()) ? tr("Cannot open the trace:\n%1").arg(why)
+                                                   : tr("Cannot open the trace %1:\n%2").arg(trace_session_->path(), why));
+    graph_->showMessage(tr("No trace: see the message above."));
     progress_->setText(tr("Cannot read the trace."));
     emit traceOpened(false);
   });

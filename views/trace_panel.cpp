@@ -74,9 +74,13 @@ TracePanel::TracePanel(TraceSession* session, QWidget* parent) : QWidget(parent)
   progress_->hide();
   cancel_ = new QPushButton(tr("Cancel"), this);
   cancel_->hide();
+  compile_all_ = new QPushButton(tr("Compile all"), this);
+  compile_all_->setToolTip(tr("Compile every Dynamo graph of the trace with Lowerscope and check it against the reference interpreter"));
+  compile_all_->setEnabled(false);
   bar->addWidget(status_, 1);
   bar->addWidget(progress_);
   bar->addWidget(cancel_);
+  bar->addWidget(compile_all_);
   v->addLayout(bar);
 
   auto* split = new QSplitter(Qt::Vertical, this);
@@ -144,6 +148,37 @@ TracePanel::TracePanel(TraceSession* session, QWidget* parent) : QWidget(parent)
   v->addWidget(split, 1);
 
   connect(cancel_, &QPushButton::clicked, session_, &TraceSession::cancel);
+  connect(compile_all_, &QPushButton::clicked, this, &TracePanel::compileAllRequested);
+  connect(session_, &TraceSession::compiling, this, [this](int done, int total) {
+    compile_all_->setEnabled(false);
+    progress_->show();
+    cancel_->show();
+    progress_->setValue(total > 0 ? 100 * done / total : 0);
+    status_->setText(tr("Compiling graph %1 of %2 with Lowerscope …").arg(std::min(done + 1, total)).arg(total));
+  });
+  connect(session_, &TraceSession::compiledAll, this, [this] {
+    progress_->hide();
+    cancel_->hide();
+    compile_all_->setEnabled(true);
+    const auto t = session_->trace();
+    int ok = 0, attempted = 0, graphs = 0;
+    for (const TraceCompile& c : t->compiles) {
+      graphs += !c.dynamo_graph.empty();
+      if (!c.ours.attempted) continue;
+      ++attempted;
+      ok += c.ours.ok;
+      Ours o;
+      o.generated = c.ours.kernels;
+      o.library = c.ours.library_calls;
+      o.check = c.ours.ok ? tr("ok") : !c.ours.not_run.empty() ? tr("not run") : tr("FAILED");
+      o.why = q(!c.ours.error.empty() ? c.ours.error : c.ours.not_run);
+      const QString id = q(c.id());
+      ours_[id] = o;
+      showOurs(id, o);
+    }
+    status_->setText(tr("Lowerscope compiled %1 of %2 Dynamo graph(s); %3 passed the check").arg(attempted).arg(graphs).arg(ok));
+    if (!current_.isEmpty()) refreshOurs(current_);
+  });
   connect(session_, &TraceSession::started, this, &TracePanel::onStarted);
   connect(session_, &TraceSession::loaded, this, &TracePanel::onLoaded);
   connect(session_, &TraceSession::failed, this, &TracePanel::onFailed);
@@ -242,12 +277,14 @@ void TracePanel::onStarted(const QString& path) {
   kernel_summary_->setText(tr("Choose a graph above."));
   status_->setStyleSheet({});
   status_->setText(tr("Reading %1 …").arg(QFileInfo(path).fileName()));
+  compile_all_->setEnabled(false);
   progress_->setValue(0);
   progress_->show();
   cancel_->show();
 }
 
 void TracePanel::onFailed(const QString& why) {
+  compile_all_->setEnabled(false);
   progress_->hide();
   cancel_->hide();
   status_->setStyleSheet("color: #b00");
@@ -258,6 +295,7 @@ void TracePanel::onFailed(const QString& why) {
 void TracePanel::onLoaded() {
   progress_->hide();
   cancel_->hide();
+  compile_all_->setEnabled(true);
   const auto t = session_->trace();
   if (!t) return;
   log_->clear();
@@ -513,19 +551,23 @@ void TracePanel::setOurs(const QString& id, const CompileResult* r) {
   else if (!r->not_run.empty()) o.check = tr("not run"), o.why = q(r->not_run);
   else o.check = r->check.ok ? tr("ok") : tr("FAILED");
   ours_[id] = o;
-  if (QTreeWidgetItem* item = graphItem(id)) {
-    item->setText(3, r->error.empty() || o.generated + o.library ? tr("%1 + %2 lib").arg(o.generated).arg(o.library) : "-");
-    item->setForeground(3, palette().color(QPalette::Text));
-    item->setToolTip(3, tr("Lowerscope: %1 generated kernel(s), %2 library call(s)").arg(o.generated).arg(o.library));
-    item->setText(4, o.check);
-    item->setToolTip(4, o.why);
-    item->setForeground(4, o.check == tr("ok") ? kOk : o.check == tr("not run") ? kWarn : kBad);
-  }
+  showOurs(id, o);
   const auto t = session_->trace();
   const TraceCompile* c = t ? t->compile(id.toStdString()) : nullptr;
   if (c && id == current_) {
     kernels_model_->setRows(pair_kernels(*c, r));
     refreshOurs(id);
+  }
+}
+
+void TracePanel::showOurs(const QString& id, const Ours& o) {
+  if (QTreeWidgetItem* item = graphItem(id)) {
+    item->setText(3, o.generated + o.library ? tr("%1 + %2 lib").arg(o.generated).arg(o.library) : "-");
+    item->setForeground(3, palette().color(QPalette::Text));
+    item->setToolTip(3, tr("Lowerscope: %1 generated kernel(s), %2 library call(s)").arg(o.generated).arg(o.library));
+    item->setText(4, o.check);
+    item->setToolTip(4, o.why);
+    item->setForeground(4, o.check == tr("ok") ? kOk : o.check == tr("not run") ? kWarn : kBad);
   }
 }
 

@@ -50,10 +50,12 @@ class TracePanel : public QWidget {
   QComboBox* graphKinds() const { return graph_kind_; }
   QTabWidget* details() const { return details_; }
   QString status() const;
+  QPushButton* compileAllButton() const { return compile_all_; }
 
  signals:
   void graphChosen(const QString& id);
   void nodesChosen(const QStringList& nodes);  // a kernel's nodes, to be marked in the explorer
+  void compileAllRequested();  // the Compile all button: MainWindow starts it with the options set
 
  private:
   void onStarted(const QString& path);
@@ -62,11 +64,14 @@ class TracePanel : public QWidget {
   void showDetails(const TraceCompile* c);
   void showCode(int index, int line);
   void refreshOurs(const QString& id);
+  struct Ours;
+  void showOurs(const QString& id, const Ours& o);  // the graph's row
   QTreeWidgetItem* addSection(const QString& kind, const QString& title);
   TraceSession* session_;
   QLabel* status_;
   QProgressBar* progress_;
   QPushButton* cancel_;
+  QPushButton* compile_all_;
   QTreeWidget* log_;
   QTabWidget* details_;
   QLabel* kernel_summary_;

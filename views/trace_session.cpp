@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <set>
 
-#include "pipeline/pipeline.h"
+#include "report/trace_report.h"
 
 namespace ls {
 
@@ -28,16 +28,42 @@ TraceSession::TraceSession(QObject* parent) : QObject(parent) {
     trace_ = std::move(o.trace);
     emit loaded();
   });
+  connect(&compile_watcher_, &QFutureWatcher<std::shared_ptr<TorchTrace>>::finished, this, [this] {
+    auto t = compile_watcher_.result();
+    if (!t || !trace_ || t->path != trace_->path || watcher_.isRunning()) return;  // another trace came meanwhile
+    trace_ = std::move(t);
+    emit compiledAll();
+  });
 }
 
 TraceSession::~TraceSession() {
   cancel();
   watcher_.waitForFinished();
+  compile_watcher_.waitForFinished();
+}
+
+void TraceSession::compileAll(const PipelineOptions& o) {
+  if (!trace_ || compile_watcher_.isRunning()) return;
+  auto copy = std::make_shared<TorchTrace>(*trace_);
+  cancel_ = std::make_shared<std::atomic<bool>>(false);  // Cancel stops it between two graphs
+  auto flag = cancel_;
+  QPointer<TraceSession> self(this);
+  auto progress = [self, flag](size_t done, size_t total) {
+    QMetaObject::invokeMethod(qApp, [self, done, total] {
+      if (self) emit self->compiling(int(done), int(total));
+    }, Qt::QueuedConnection);
+    return !(flag && flag->load());
+  };
+  compile_watcher_.setFuture(QtConcurrent::run([copy, o, progress]() -> std::shared_ptr<TorchTrace> {
+    compile_trace_graphs(*copy, o, progress);
+    return copy;
+  }));
 }
 
 void TraceSession::open(const QString& path) {
   cancel();
   watcher_.waitForFinished();
+  compile_watcher_.waitForFinished();
   cancel_ = std::make_shared<std::atomic<bool>>(false);
   path_ = path;
   emit started(path);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "frontend/torch_trace.h"
+#include "pipeline/pipeline.h"
 
 namespace ls {
 
@@ -27,7 +28,10 @@ class TraceSession : public QObject {
   ~TraceSession() override;
   void open(const QString& path);  // progress() while reading, then loaded() or failed()
   void cancel();
-  bool busy() const { return watcher_.isRunning(); }
+  bool busy() const { return watcher_.isRunning() || compile_watcher_.isRunning(); }
+  // Compiles every Dynamo graph of the trace with our pipeline (report/trace_report.h) on a
+  // worker thread: compiling() before each, then compiledAll() with each compile's `ours` filled.
+  void compileAll(const PipelineOptions& o);
   QString path() const { return path_; }
   // The trace last read (null before one is, and after a read failed).
   std::shared_ptr<const TorchTrace> trace() const { return trace_; }
@@ -37,6 +41,8 @@ class TraceSession : public QObject {
   void progress(qint64 done, qint64 total);  // bytes
   void loaded();
   void failed(const QString& message);
+  void compiling(int done, int total);
+  void compiledAll();
 
  private:
   struct Outcome {
@@ -44,6 +50,7 @@ class TraceSession : public QObject {
     std::string error;
   };
   QFutureWatcher<Outcome> watcher_;
+  QFutureWatcher<std::shared_ptr<TorchTrace>> compile_watcher_;
   std::shared_ptr<const TorchTrace> trace_;
   std::shared_ptr<std::atomic<bool>> cancel_;
   QString path_;

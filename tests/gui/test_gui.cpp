@@ -42,6 +42,7 @@
 #include "trace_session.h"
 #include "frontend/torch_trace.h"
 #include <QComboBox>
+#include <QPushButton>
 #include <QMimeData>
 #include <QTabWidget>
 #include <QPlainTextEdit>
@@ -977,6 +978,15 @@ class TestGui : public QObject {
     QVERIFY(p->outputCode()->text().contains("def triton_per_fused_gelu_native_layer_norm_0"));
     QVERIFY(done.wait(60000));
     QVERIFY(w.errorText().isEmpty());
+    // Compile all: every Dynamo graph compiled by us in the background, each row with its check.
+    QSignalSpy all(w.traceSession(), &TraceSession::compiledAll);
+    QVERIFY(p->compileAllButton()->isEnabled());
+    p->compileAllButton()->click();
+    QVERIFY(all.wait(120000));
+    for (const TraceCompile& c : t.compiles)
+      if (!c.dynamo_graph.empty()) QCOMPARE(p->graphItem(QString::fromStdString(c.id()))->text(4), QString("ok"));
+    QCOMPARE(p->graphItem("0/3")->text(4), QString());  // no graph: not compiled
+    QVERIFY2(p->status().contains("compiled 10 of 10 Dynamo graph(s); 10 passed"), qPrintable(p->status()));
   }
 
   // A large log (the real one 200 times over, 50 MB) is read off the GUI thread: progress comes,
