@@ -463,10 +463,22 @@ IsolatedRun run_isolated(const LoopProgram& p, const Schedule& s, const Generate
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_adddup2(&fa, from, kChildFd);
+  // No signal blocked or ignored that this thread had blocked or the app ignores: a fault must
+  // end the worker with its signal.
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none, faults;
+  sigemptyset(&none);
+  sigemptyset(&faults);
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM}) sigaddset(&faults, sig);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &faults);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   std::string fd_text = std::to_string(kChildFd);
   std::vector<char*> argv = {const_cast<char*>(runner.c_str()), const_cast<char*>("--shm"), fd_text.data(), nullptr};
   pid_t pid = 0;
-  const int rc = posix_spawn(&pid, runner.c_str(), &fa, nullptr, argv.data(), environ);
+  const int rc = posix_spawn(&pid, runner.c_str(), &fa, &attr, argv.data(), environ);
+  posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&fa);
   if (from != f.fd) close(from);
   if (rc != 0)

@@ -2,7 +2,8 @@
 // kernel table as in this process, on both compile paths, library calls and epilogues included
 // (the worker on all of this process's cores, not the one its spawning thread was bound to);
 // injected faults (LOWERSCOPE_FAULT=segv:K, hang:K) reported by kernel name with every stage
-// kept, the next compile working; the CLI's exit status 3; --in-process unaffected.
+// kept, the next compile working; index errors as in-process; the CLI's exit status 3;
+// --in-process unaffected.
 #include <QProcess>
 #include <QTest>
 
@@ -99,6 +100,23 @@ class TestIsolation : public QObject {
       const CompileResult next = compile(load_model(data("stages/mlp/3_core_aten.txt")), worker());
       QVERIFY2(next.error.empty() && next.check.ok, next.error.c_str());
     }
+  }
+
+  // An index out of range in generated code is the same error through the worker (the kernel,
+  // the node, the value, the size), not a fault.
+  void testIndexErrorsAsInProcess() {
+    LoadedModel m = load_model(data("indexing/gather_embedding.txt"));
+    Tensor& ids = m.inputs[1];
+    Tensor& idx = m.inputs[3];
+    for (int64_t i = 0; i < ids.numel(); ++i) ids.set(i, (i * 5 + 3) % 12);
+    for (int64_t i = 0; i < idx.numel(); ++i) idx.set(i, (i * 7 + 1) % 12);
+    ids.set(7, 12);
+    const CompileResult here = compile(m, {});
+    const CompileResult there = compile(m, worker());
+    QVERIFY2(here.error.find("index 12 is out of bounds for dimension with size 12") != std::string::npos, here.error.c_str());
+    QCOMPARE(there.error, here.error);
+    QCOMPARE(there.error_stage, std::string("run"));
+    QVERIFY(!is_kernel_fault(there.error));
   }
 
   void testCliExitStatus() {
