@@ -742,9 +742,14 @@ int runner_main(int argc, char** argv) {
       inputs.push_back(std::move(t));
     }
     const std::vector<Tensor> outs = exe.run(inputs);
-    for (size_t i = 0; i < outs.size() && i < plan.at.outputs.size(); ++i)
-      if (plan.at.outputs[i] >= 0 && outs[i].defined())
-        std::memcpy(data + plan.at.outputs[i], outs[i].data(), static_cast<size_t>(outs[i].nbytes()));
+    for (size_t i = 0; i < outs.size() && i < plan.at.outputs.size(); ++i) {
+      if (plan.at.outputs[i] < 0 || !outs[i].defined()) continue;
+      const LoopBuffer& b = plan.p.buffer(plan.p.outputs[i]);
+      if (outs[i].nbytes() != b.bytes())  // the parent reads the output as its buffer
+        throw std::logic_error("kernel worker: output " + b.name + " has " + std::to_string(outs[i].nbytes()) +
+                               " bytes, its buffer " + std::to_string(b.bytes()));
+      std::memcpy(data + plan.at.outputs[i], outs[i].data(), static_cast<size_t>(outs[i].nbytes()));
+    }
     h->phase = ran;
     const Timings t = exe.benchmark(inputs, plan.timing);
     const size_t n = plan.s.kernels.size();
