@@ -219,11 +219,22 @@ def _unsupported(what):
 # ---- autograd -----------------------------------------------------------------------------------
 
 
+class _Edge:
+    """A non-leaf input of a backward node as it was when the op ran: an in-place op later gives the
+    tensor object a new grad_fn, and the edge must keep pointing at the old one (PyTorch's next_edges)."""
+
+    __slots__ = ("requires_grad", "grad_fn", "_out")
+
+    def __init__(self, t):
+        self.requires_grad, self.grad_fn, self._out = t.requires_grad, t.grad_fn, t._out
+
+
 class _OpBackward:
     """The backward of one eager op: its one-op graph differentiated by the core."""
 
     def __init__(self, callee, expr, metas, inputs, nout):
-        self.callee, self.expr, self.metas, self.inputs, self.nout = callee, expr, metas, inputs, nout
+        self.callee, self.expr, self.metas, self.nout = callee, expr, metas, nout
+        self.inputs = [t if t.grad_fn is None else _Edge(t) for t in inputs]
         self.bufs = [t._buf for t in inputs]
 
     def name(self):
@@ -293,7 +304,8 @@ def _run_backward(roots, grads):
 # ---- tensors ------------------------------------------------------------------------------------
 
 class Tensor:
-    __slots__ = ("_buf", "_dt", "_shape", "_node", "_graph", "requires_grad", "grad", "grad_fn", "_out", "__weakref__")
+    __slots__ = ("_buf", "_dt", "_shape", "_node", "_graph", "requires_grad", "grad", "grad_fn", "_out", "_view", "_views",
+                 "__weakref__")
 
     def __init__(self, *args, **kwargs):
         _unsupported("torch.Tensor(...) (use torch.tensor or torch.zeros)")
@@ -304,6 +316,7 @@ class Tensor:
         t._buf, t._dt, t._shape = buf, dt, tuple(shape)
         t._node = t._graph = None
         t.requires_grad, t.grad, t.grad_fn, t._out = False, None, None, 0
+        t._view = t._views = None
         return t
 
     def _value(self, reason="Tensor value needed"):
@@ -351,7 +364,7 @@ class Tensor:
 
     @property
     def data(self):
-        return Tensor._make(self._value(), self._dt, self._shape)
+        return _view_op(self, "alias", ())
 
     @data.setter
     def data(self, other):
@@ -360,13 +373,43 @@ class Tensor:
     def is_floating_point(self):
         return self.dtype.is_floating_point
 
-    def _set(self, other):
-        """In-place update: this tensor now holds other's value (under capture: other's node)."""
+    def _assign(self, other):
+        """This tensor object now holds other's value (under capture: other's node)."""
+        if other.grad_fn is not None and self.grad_fn is None and self.requires_grad:
+            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
         self._buf, self._dt, self._shape = other._buf, other._dt, other._shape
         self._node, self._graph = other._node, other._graph
         if other._graph is not None:
             other._graph.produced.append((other._node, _weakref.ref(self)))
+        if other.grad_fn is not None:  # an in-place op recorded for autograd
+            self.requires_grad, self.grad_fn, self._out = True, other.grad_fn, other._out
         return self
+
+    def _set(self, other):
+        """In-place update. Buffers are immutable, so aliasing is kept by hand: a view's new value is
+        scattered into its base (slice_scatter, select_scatter, the inverse permutation, ...), up to
+        the root, and every live view of the root is then derived again from its new value."""
+        self._assign(other)
+        root = self
+        while root._view is not None:
+            base, kind, args = root._view
+            base._assign(_scatter(base, root, kind, args))
+            root = base
+        root._refresh_views()
+        return self
+
+    def _refresh_views(self):
+        if not self._views:
+            return
+        alive = []
+        for w in self._views:
+            v = w()
+            if v is None or v._view is None or v._view[0] is not self:
+                continue
+            v._assign(_derive(self, v._view[1], v._view[2], refresh=True))
+            v._refresh_views()
+            alive.append(w)
+        self._views = alive
 
     # values
     def item(self):
@@ -431,7 +474,7 @@ class Tensor:
         return self
 
     def detach(self):
-        return Tensor._make(self._value(), self._dt, self._shape)
+        return _view_op(self, "alias", ())
 
     def backward(self, gradient=None, retain_graph=None):
         self._value("Tensor.backward()")
@@ -530,6 +573,12 @@ class Tensor:
     def __getitem__(self, idx):
         return _index(self, idx)
 
+    def __setitem__(self, idx, value):
+        v = _index(self, idx)
+        if not isinstance(value, Tensor):
+            value = full(v._shape, value, dtype=v.dtype)
+        v.copy_(value)
+
     def __iter__(self):
         return iter([self[i] for i in range(len(self))])
 
@@ -548,23 +597,23 @@ class Tensor:
         return _op("call", "torch.ops.aten.amax.default", "amax", [self, list(_dims(dim)), keepdim])
 
     def view(self, *shape):
-        return _op("method", "view", "view", [self] + _sizes(shape))
+        return _view_op(self, "view", _sizes(shape))
 
     def reshape(self, *shape):
-        return _op("method", "reshape", "reshape", [self] + _sizes(shape))
+        return _view_op(self, "reshape", _sizes(shape))
 
     def permute(self, *dims):
-        return _op("method", "permute", "permute", [self] + _sizes(dims))
+        return _view_op(self, "permute", _sizes(dims))
 
     def transpose(self, d0, d1):
-        return _op("method", "transpose", "transpose", [self, d0, d1])
+        return _view_op(self, "transpose", [d0, d1])
 
     @property
     def T(self):
         return self.t()
 
     def t(self):
-        return _op("call", "torch.ops.aten.t.default", "t", [self])
+        return _view_op(self, "t", [])
 
     def contiguous(self):
         return _op("method", "contiguous", "contiguous", [self])
@@ -576,13 +625,13 @@ class Tensor:
         return self.split(-(-self._shape[dim] // chunks), dim)
 
     def unsqueeze(self, dim):
-        return _op("method", "unsqueeze", "unsqueeze", [self, dim])
+        return _view_op(self, "unsqueeze", [dim])
 
     def squeeze(self, dim):
-        return _op("call", "torch.ops.aten.squeeze.dim", "squeeze", [self, dim])
+        return _view_op(self, "squeeze", [dim])
 
     def flatten(self, start_dim=0, end_dim=-1):
-        return _op("method", "flatten", "flatten", [self, start_dim, end_dim])
+        return _view_op(self, "flatten", [start_dim, end_dim])
 
     def expand(self, *sizes):
         return _op("call", "torch.ops.aten.expand.default", "expand", [self, _sizes(sizes)])
@@ -639,6 +688,70 @@ for _name in ("sin", "cos", "exp", "log", "neg", "abs", "sqrt", "rsqrt", "tanh",
     setattr(Tensor, _name, _method)
 
 
+# ---- views ---------------------------------------------------------------------------------------
+# A view remembers its base and how it was taken (t._view = (base, kind, args)); the base keeps weak
+# references to its views. Tensor._set writes a view's new value into its base and derives the
+# base's other views again, so `x[1:3].add_(1)`, `x[0] = 5` and `x.view(2, 2).mul_(2)` change x,
+# and a view taken before an in-place op on its base sees the new value, as PyTorch's aliasing.
+
+_VIEW_CALLS = {  # kind -> (op kind, callee, node base name)
+    "slice": ("call", "torch.ops.aten.slice.Tensor", "slice"),
+    "select": ("call", "torch.ops.aten.select.int", "select"),
+    "view": ("method", "view", "view"),
+    "reshape": ("method", "reshape", "reshape"),
+    "permute": ("method", "permute", "permute"),
+    "transpose": ("method", "transpose", "transpose"),
+    "t": ("call", "torch.ops.aten.t.default", "t"),
+    "unsqueeze": ("method", "unsqueeze", "unsqueeze"),
+    "squeeze": ("call", "torch.ops.aten.squeeze.dim", "squeeze"),
+    "flatten": ("method", "flatten", "flatten"),
+}
+
+
+def _derive(base, kind, args, refresh=False):
+    """The view `kind` of base's current value (no link recorded)."""
+    if kind == "alias":
+        if refresh and base._buf is None and base._graph is not None:  # a captured value: the same node
+            t = Tensor._make(None, base._dt, base._shape)
+            t._node, t._graph = base._node, base._graph
+            base._graph.produced.append((base._node, _weakref.ref(t)))
+            return t
+        return Tensor._make(base._value(), base._dt, base._shape)
+    k, callee, name = _VIEW_CALLS[kind]
+    return _op(k, callee, name, [base] + list(args))
+
+
+def _view_op(base, kind, args):
+    out = _derive(base, kind, args)
+    out._view = (base, kind, tuple(args))
+    if base._views is None:
+        base._views = []
+    elif len(base._views) > 64:
+        base._views = [w for w in base._views if w() is not None]
+    base._views.append(_weakref.ref(out))
+    return out
+
+
+def _scatter(base, view, kind, args):
+    """base's new value once its view `kind` holds view's value."""
+    if kind == "alias":
+        return view
+    if kind == "slice":
+        dim, start, stop, step = args
+        return _op("call", "torch.ops.aten.slice_scatter.default", "slice_scatter", [base, view, dim, start, stop, step])
+    if kind == "select":
+        dim, index = args
+        return _op("call", "torch.ops.aten.select_scatter.default", "select_scatter", [base, view, dim, index])
+    if kind == "permute":
+        dims = list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) else list(args)
+        dims = [d % len(dims) for d in dims]
+        return _op("method", "permute", "permute", [view, [dims.index(i) for i in range(len(dims))]])
+    if kind in ("transpose", "t"):
+        d0, d1 = args if kind == "transpose" else (0, 1)
+        return _op("method", "transpose", "transpose", [view, d0, d1]) if view.dim() > 1 else view
+    return _op("method", "view", "view", [view, list(base._shape)])
+
+
 def _index(t, idx):
     """x[i], x[a:b], x[:, i], x[None]: select, slice and unsqueeze ops."""
     if not isinstance(idx, tuple):
@@ -654,10 +767,10 @@ def _index(t, idx):
             if i != slice(None):
                 start = 0 if i.start is None else i.start
                 stop = out._shape[dim] if i.stop is None else i.stop
-                out = _op("call", "torch.ops.aten.slice.Tensor", "slice", [out, dim, start, stop, i.step or 1])
+                out = _view_op(out, "slice", [dim, start, stop, i.step or 1])
             dim += 1
         elif isinstance(i, _bi.int) or _dynamo._is_symint(i):
-            out = _op("call", "torch.ops.aten.select.int", "select", [out, dim, _bi.int(i)])
+            out = _view_op(out, "select", [dim, _bi.int(i)])
         else:
             _unsupported("indexing with %s" % type(i).__name__)
     return out

@@ -74,7 +74,7 @@ def arange(start, end=None, step=1, dtype=None, device=None):
 
 def tensor(data, dtype=None, device=None, requires_grad=False):
     if isinstance(data, Tensor):
-        return data.detach().requires_grad_(requires_grad)
+        return Tensor._make(data._value(), data._dt, data._shape).requires_grad_(requires_grad)  # a copy, not a view
     shape, flat = [], []
 
     def walk(x, depth):

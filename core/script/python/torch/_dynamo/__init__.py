@@ -403,6 +403,8 @@ class _Frame:
 
     # breaks and flushes
     def graph_break_for(self, tensor, reason):
+        """A break: the graph so far is compiled and run (tensor, if any, among its first outputs),
+        and capture resumes in a new graph after this line."""
         f = _user_frame()
         where, code = _where(f)
         if self.fullgraph:
@@ -562,6 +564,24 @@ class _Frame:
         return "the captured graph differs (a Python value it depends on changed)"
 
 
+_real_print = _bi.print
+
+
+def _type_name(v):
+    return "Tensor" if isinstance(v, torch.Tensor) else "int" if _is_symint(v) else type(v).__name__
+
+
+def _traced_print(*args, **kwargs):
+    """print() in a compiled call: a side effect Dynamo does not trace. The graph so far runs, the
+    print runs eagerly, and capture resumes in a new graph (fullgraph=True: Unsupported)."""
+    frame = _active
+    if frame is not None:
+        frame.graph_break_for(None, "Failed to trace builtin operator: Dynamo does not know how to trace builtin "
+                              "operator `print` with argument types %s (has_kwargs %s)"
+                              % ([_type_name(a) for a in args], _bi.bool(kwargs)))
+    return _real_print(*args, **kwargs)
+
+
 def _by_source(guard, inputs):
     """A compiled graph's guard with its placeholders (L['L_x_']) named as the call's arguments (L['x'])."""
     for i in inputs:
@@ -667,6 +687,7 @@ class _Compiled:
             args, kwargs = bound.args, bound.kwargs
         self._last_frame = frame
         _active = frame
+        saved_print, _bi.print = _bi.print, _traced_print
         try:
             result = self._fn(*args, **kwargs)
             frame.flush()
@@ -675,6 +696,7 @@ class _Compiled:
             raise
         finally:
             _active = None
+            _bi.print = saved_print
         return _concrete(result)
 
 

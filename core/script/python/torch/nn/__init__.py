@@ -127,7 +127,10 @@ class Module:
 
     def zero_grad(self, set_to_none=True):
         for p in self.parameters():
-            p.grad = None
+            if set_to_none or p.grad is None:
+                p.grad = None
+            else:
+                p.grad.zero_()
 
     def to(self, *args, **kwargs):
         return self
@@ -347,6 +350,47 @@ class MSELoss(Module):
         return F.mse_loss(input, target, reduction=self.reduction)
 
 
+class _WeightedLoss(Module):
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean"):
+        super().__init__()
+        if size_average is not None or reduce is not None:
+            reduction = ["none", "mean", "sum"][F._reduction(reduction, size_average, reduce)]
+        self.reduction = reduction
+        if weight is not None:
+            self.register_buffer("weight", weight)
+        else:
+            object.__setattr__(self, "weight", None)
+
+
+class CrossEntropyLoss(_WeightedLoss):
+    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
+                 label_smoothing=0.0):
+        super().__init__(weight, size_average, reduce, reduction)
+        self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
+
+    def forward(self, input, target):
+        return F.cross_entropy(input, target, weight=self.weight, ignore_index=self.ignore_index,
+                               reduction=self.reduction, label_smoothing=self.label_smoothing)
+
+
+class NLLLoss(_WeightedLoss):
+    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+        super().__init__(weight, size_average, reduce, reduction)
+        self.ignore_index = ignore_index
+
+    def forward(self, input, target):
+        return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index, reduction=self.reduction)
+
+
+class LogSoftmax(Module):
+    def __init__(self, dim=None):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        return F.log_softmax(x, self.dim)
+
+
 class _Container(Module):
     """Submodules by position."""
 
@@ -396,5 +440,5 @@ def _missing(name):
     return Missing
 
 
-for _n in ("Embedding", "CrossEntropyLoss", "LSTM", "GRU", "Conv1d", "MultiheadAttention", "AvgPool2d", "SiLU"):
+for _n in ("Embedding", "LSTM", "GRU", "Conv1d", "MultiheadAttention", "AvgPool2d", "SiLU"):
     globals()[_n] = _missing(_n)

@@ -81,6 +81,39 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     return _op("call", "torch.nn.functional.mse_loss", "mse_loss", [input, target], kw)
 
 
+_REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}
+
+
+def _reduction(reduction, size_average=None, reduce=None):
+    if size_average is not None or reduce is not None:  # the legacy arguments, as torch.nn._reduction
+        size_average = True if size_average is None else size_average
+        reduce = True if reduce is None else reduce
+        reduction = "none" if not reduce else "mean" if size_average else "sum"
+    if reduction not in _REDUCTIONS:
+        raise ValueError("%s is not a valid value for reduction" % reduction)
+    return _REDUCTIONS[reduction]
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    if dim is None:
+        dim = 0 if input.dim() in (0, 1, 3) else 1  # torch.nn.functional._get_softmax_dim
+    return _op("call", "torch.ops.aten.log_softmax.int", "log_softmax", [input, dim])
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
+                  label_smoothing=0.0):
+    """Class indices (an integer target) or class probabilities (a float target of input's shape), as
+    aten's cross_entropy_loss: log_softmax over dim 1 (dim 0 unbatched), then nll_loss."""
+    return _op("call", "torch.ops.aten.cross_entropy_loss.default", "cross_entropy",
+               [input, target, weight, _reduction(reduction, size_average, reduce), ignore_index,
+                float(label_smoothing)])
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+    return _op("call", "torch.ops.aten.nll_loss.default", "nll_loss",
+               [input, target, weight, _reduction(reduction, size_average, reduce), ignore_index])
+
+
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
     if attn_mask is not None or dropout_p:
         torch._unsupported("scaled_dot_product_attention with attn_mask or dropout_p")
@@ -97,6 +130,6 @@ def _missing(name):
     return fn
 
 
-for _n in ("cross_entropy", "nll_loss", "log_softmax", "embedding", "avg_pool2d", "silu", "pad",
+for _n in ("embedding", "avg_pool2d", "silu", "pad",
            "interpolate", "normalize", "l1_loss", "binary_cross_entropy"):
     globals()[_n] = _missing(_n)
