@@ -32,7 +32,10 @@ std::vector<Arg> Importer::lower(const onnx::NodeProto& n, const std::string& wh
   const std::string& op = n.op_type();
   if (fold(n, where)) return {};
   if (std::optional<std::vector<Arg>> r = lower_more(n, where)) return *r;
-  auto in = [&](int i) { return value(n.input(i), where); };
+  auto in = [&](int i) {
+    if (i >= n.input_size() || n.input(i).empty()) fail(where, "input " + std::to_string(i) + " is missing");
+    return value(n.input(i), where);
+  };
   static const std::map<std::string, std::string> unary = {
       {"Relu", "aten.relu.default"}, {"Sigmoid", "aten.sigmoid.default"}, {"Tanh", "aten.tanh.default"},
       {"Exp", "aten.exp.default"},   {"Log", "aten.log.default"},         {"Sqrt", "aten.sqrt.default"},
@@ -47,7 +50,7 @@ std::vector<Arg> Importer::lower(const onnx::NodeProto& n, const std::string& wh
     Arg x = operand(n, 0, where), y = operand(n, 1, where);
     if (!x.is_node()) {
       if (op == "Add" || op == "Mul") std::swap(x, y);
-      else x = value(n.input(0), where);
+      else x = value(input_name(n, 0, where), where);
     }
     return {b_.call(bi->second, {x, y})};
   }
@@ -106,9 +109,11 @@ std::vector<Arg> Importer::lower(const onnx::NodeProto& n, const std::string& wh
     return {b_.call("aten.clamp.default", {y, Arg::of_real(0.0), Arg::of_real(1.0)})};
   }
   if (op == "LayerNormalization") {
-    const Shape& x = shape(in(0));
+    const Shape x = shape(in(0));
     int64_t axis = attr_i(n, "axis", -1);
     if (axis < 0) axis += static_cast<int64_t>(x.size());
+    if (axis < 0 || axis >= static_cast<int64_t>(x.size()))
+      fail(where, "attribute 'axis' " + std::to_string(attr_i(n, "axis", -1)) + " is out of range for a tensor of rank " + std::to_string(x.size()));
     const Shape ns(x.begin() + axis, x.end());
     const Arg bias = n.input_size() > 2 && !n.input(2).empty() ? in(2) : Arg::none();
     const Arg r = b_.call("aten.native_layer_norm.default", {in(0), Arg::of_ints(ns), in(1), bias, Arg::of_real(attr_f(n, "epsilon", 1e-5))});

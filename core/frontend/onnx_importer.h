@@ -24,6 +24,8 @@ constexpr int64_t kMaxElements = int64_t(1) << 34;
 // Element i of an integer (or bool) tensor, exactly (int64 values past 2^53 included); a float
 // element converted, clamped to int64's range.
 inline int64_t int_at(const Tensor& t, int64_t i) {
+  if (i < 0 || i >= t.numel())  // a constant shorter than the op needs (a broken file)
+    throw std::invalid_argument("reads element " + std::to_string(i) + " of a constant of " + std::to_string(t.numel()) + " elements");
   if (t.dtype() == DType::i64) {
     int64_t v;
     std::memcpy(&v, static_cast<const char*>(t.data()) + i * 8, 8);
@@ -267,7 +269,14 @@ class Importer {
   }
 
   // A tensor operand, or the number a 0-d/1-element constant holds (so `x ** 2` stays a scalar op).
+  // Input i of the node, whose name must be there (a node with fewer inputs than its op takes
+  // is a broken file).
+  const std::string& input_name(const onnx::NodeProto& n, int i, const std::string& where) const {
+    if (i >= n.input_size() || n.input(i).empty()) fail(where, "input " + std::to_string(i) + " is missing");
+    return n.input(i);
+  }
   Arg operand(const onnx::NodeProto& n, int i, const std::string& where) {
+    input_name(n, i, where);
     if (const Tensor* t = constant(n.input(i)); t && t->numel() == 1 && t->dim() <= 1 && !values_.count(n.input(i)))
       return dtype_is_float(t->dtype()) ? Arg::of_real(t->get(0)) : Arg::of_int(static_cast<int64_t>(t->get(0)));
     return value(n.input(i), where);

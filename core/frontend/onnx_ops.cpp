@@ -7,6 +7,7 @@
 #ifdef LOWERSCOPE_HAVE_ONNX
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <numeric>
 #include <set>
@@ -25,9 +26,12 @@ Arg list_of(const std::vector<Arg>& v) {
   return l;
 }
 Arg dtype_arg(DType t) { return Arg::of_string(std::string(dtype_torch(t))); }
+// The product of dims [from, to); saturates at INT64_MAX (a hostile shape), which no real tensor
+// matches, so the checks that compare it fail with their message instead of overflowing.
 int64_t prod(const Shape& s, size_t from = 0, size_t to = SIZE_MAX) {
   int64_t p = 1;
-  for (size_t i = from; i < s.size() && i < to; ++i) p *= s[i];
+  for (size_t i = from; i < s.size() && i < to; ++i)
+    if (__builtin_mul_overflow(p, s[i], &p)) return INT64_MAX;
   return p;
 }
 
@@ -83,8 +87,8 @@ Shape Importer::new_shape(const onnx::NodeProto& n, const Shape& s, const std::s
         infer = static_cast<int64_t>(i);
       } else if (t[i] < 0) {
         fail(where, "input 'shape' holds " + std::to_string(t[i]));
-      } else {
-        known *= t[i];
+      } else if (__builtin_mul_overflow(known, t[i], &known)) {
+        fail(where, "input 'shape' " + shape_str(t) + " holds more elements than an int64 counts");
       }
     }
     if (infer >= 0) {
@@ -122,7 +126,7 @@ Shape Importer::new_shape(const onnx::NodeProto& n, const Shape& s, const std::s
 }
 
 int64_t Importer::axis_of(int64_t a, int64_t rank, const std::string& where, const std::string& what) const {
-  if (a < -rank || a >= std::max<int64_t>(rank, 1))
+  if (a < -rank || a >= rank)  // a 0-d tensor has no axis
     fail(where, what + " " + std::to_string(a) + " is out of range for a tensor of rank " + std::to_string(rank));
   return a < 0 ? a + rank : a;
 }
@@ -151,7 +155,7 @@ bool Importer::fold(const onnx::NodeProto& n, const std::string& where) {
   };
   if (op == "Shape" || op == "Size") {
     if (n.input_size() < 1) fail(where, "needs an input");
-    const Shape s = shape_of(n.input(0));
+    const Shape s = shape_of(input_name(n, 0, where));
     const int64_t r = static_cast<int64_t>(s.size());
     if (op == "Size") {
       Tensor t(DType::i64, {});
@@ -198,7 +202,8 @@ bool Importer::fold(const onnx::NodeProto& n, const std::string& where) {
     std::memcpy(t.data(), x.data(), static_cast<size_t>(x.nbytes()));
     return t;
   };
-  const Tensor& x = *in[0 < in.size() && in[0] ? 0 : 0];
+  static const Tensor kNoInput;  // ConstantOfShape and Range read their inputs themselves
+  const Tensor& x = !in.empty() && in[0] ? *in[0] : kNoInput;
   if (op == "Identity") return out(x);
   if (op == "Cast") {
     const DType to = dtype(static_cast<int>(attr_i(n, "to", 1)), where + ": attribute 'to'");
@@ -292,9 +297,14 @@ bool Importer::fold(const onnx::NodeProto& n, const std::string& where) {
     if (in.size() < 3 || !in[0] || !in[1] || !in[2]) return false;
     const DType t = in[0]->dtype();
     if (is_int_type(t)) {
+      if (in[0]->numel() < 1 || in[1]->numel() < 1 || in[2]->numel() < 1) fail(where, "inputs 'start', 'limit' and 'delta' must each hold a value");
       const int64_t s = int_at(*in[0], 0), l = int_at(*in[1], 0), d = int_at(*in[2], 0);
       if (d == 0) fail(where, "input 'delta' is 0");
-      const int64_t cnt = std::max<int64_t>(0, (l - s + (d > 0 ? d - 1 : d + 1)) / d);
+      int64_t span = 0;
+      if (__builtin_sub_overflow(l, s, &span) || __builtin_add_overflow(span, d > 0 ? d - 1 : d + 1, &span))
+        fail(where, "the range from " + std::to_string(s) + " to " + std::to_string(l) + " is out of range");
+      const int64_t cnt = std::max<int64_t>(0, span / d);
+      if (cnt > kFoldMax) return false;  // aten.arange (lower_more)
       if (cnt > kFoldMax) return false;
       Tensor y(t, {cnt});
       for (int64_t i = 0; i < cnt; ++i) set_int(y, i, s + i * d);
@@ -304,7 +314,7 @@ bool Importer::fold(const onnx::NodeProto& n, const std::string& where) {
     if (d == 0) fail(where, "input 'delta' is 0");
     const double c = std::ceil((l - s) / d);
     if (!(c < static_cast<double>(kFoldMax))) return false;
-    const int64_t cnt = std::max<int64_t>(0, static_cast<int64_t>(c));
+    const int64_t cnt = c > 0 ? static_cast<int64_t>(c) : 0;
     Tensor y(t, {cnt});
     float fv = static_cast<float>(s);  // accumulated in the type, as ONNX Runtime does
     double dv = s;
@@ -461,6 +471,11 @@ bool Importer::fold(const onnx::NodeProto& n, const std::string& where) {
 Arg Importer::resize_axis(const Arg& x, int64_t axis, int64_t out, double scale, const onnx::NodeProto& n, const std::string& where) {
   const Shape xs = shape(x);
   const int64_t in = xs[static_cast<size_t>(axis)];
+  // Its tables (index and weight per output position) are made here: a size no image has is a
+  // broken or hostile file, refused before allocating them.
+  constexpr int64_t kMaxResizedAxis = int64_t(1) << 24;
+  if (out < 0 || out > kMaxResizedAxis)
+    fail(where, "output size " + std::to_string(out) + " along axis " + std::to_string(axis) + " is out of range (at most 2^24)");
   const auto* ctm_a = attr(n, "coordinate_transformation_mode");
   const std::string ctm = ctm_a ? ctm_a->s() : "half_pixel";
   const auto* mode_a = attr(n, "mode");
@@ -584,7 +599,7 @@ Arg Importer::pad_axis(const Arg& x0, int64_t axis, int64_t before, int64_t afte
 
 Arg Importer::reduce(const onnx::NodeProto& n, const std::string& where) {
   const std::string& op = n.op_type();
-  Arg x = value(n.input(0), where);
+  Arg x = value(input_name(n, 0, where), where);
   const Shape xs = shape(x);
   const int64_t r = static_cast<int64_t>(xs.size());
   const bool axes_input = opset_ >= 18 || op == "ReduceSum";
@@ -627,7 +642,7 @@ Arg Importer::reduce(const onnx::NodeProto& n, const std::string& where) {
 }
 
 Arg Importer::conv(const onnx::NodeProto& n, const std::string& where) {
-  Arg x = value(n.input(0), where), w = value(n.input(1), where);
+  Arg x = value(input_name(n, 0, where), where), w = value(input_name(n, 1, where), where);
   const Shape xs = shape(x), ws = shape(w);
   if (xs.size() != ws.size() || xs.size() < 3) fail(where, "input and weight ranks " + std::to_string(xs.size()) + " and " + std::to_string(ws.size()) + " do not fit");
   const size_t nd = xs.size() - 2;
@@ -733,7 +748,7 @@ std::optional<std::vector<Arg>> Importer::lower_more(const onnx::NodeProto& n, c
     const int64_t dim = xs[static_cast<size_t>(axis)];
     Arg idx;
     Shape is;
-    if (const Tensor* t = constant(n.input(1)); t && !values_.count(n.input(1))) {
+    if (const Tensor* t = constant(input_name(n, 1, where)); t && !values_.count(n.input(1))) {
       Tensor w(DType::i64, t->shape());
       for (int64_t i = 0; i < t->numel(); ++i) {
         const int64_t k = int_at(*t, i);
@@ -915,7 +930,7 @@ std::optional<std::vector<Arg>> Importer::lower_more(const onnx::NodeProto& n, c
       if (s.numel() != static_cast<int64_t>(axes.size())) fail(where, "input 'scales' holds " + std::to_string(s.numel()) + " values for " + std::to_string(axes.size()) + " axes");
       for (size_t i = 0; i < axes.size(); ++i) {
         const double v = s.get(static_cast<int64_t>(i));
-        if (!(v > 0)) fail(where, "input 'scales' holds " + std::to_string(v));
+        if (!(v > 0) || !(v < 1e9)) fail(where, "input 'scales' holds " + std::to_string(v));
         scales[static_cast<size_t>(axes[i])] = v;
         out[static_cast<size_t>(axes[i])] = static_cast<int64_t>(std::floor(static_cast<double>(xs[static_cast<size_t>(axes[i])]) * v));
       }

@@ -171,7 +171,8 @@ std::vector<TensorMeta> infer_constant_pad(const Graph& g, const OpDef& op, cons
   Shape out = x.shape;
   for (size_t i = 0; i < pad.size() / 2; ++i) {
     const int64_t d = r - 1 - static_cast<int64_t>(i);
-    out[d] = x.shape[d] + pad[2 * i] + pad[2 * i + 1];
+    if (__builtin_add_overflow(x.shape[d], pad[2 * i], &out[d]) || __builtin_add_overflow(out[d], pad[2 * i + 1], &out[d]))
+      bad(op, "padding " + shape_str(pad) + " makes dimension " + std::to_string(d) + " too large to count");
     if (out[d] < 0)
       bad(op, "The input size " + std::to_string(x.shape[d]) + ", plus negative padding " + std::to_string(pad[2 * i]) + " and " +
                   std::to_string(pad[2 * i + 1]) + " resulted in a negative output size, which is invalid. Check dimension " +

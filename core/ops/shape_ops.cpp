@@ -127,11 +127,14 @@ std::vector<Arg> decomp_chunk(GraphBuilder& b, const OpDef& op, const std::vecto
 std::vector<TensorMeta> infer_cat(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
   if (a[0].list.empty()) bad(op, "needs at least one tensor");
   const TensorMeta& f = meta_of(g, a[0].list[0]);
+  if (f.shape.empty()) bad(op, "zero-dimensional tensor (at position 0) cannot be concatenated");
   const int64_t d = wrap_dim(op, a[1].i, static_cast<int64_t>(f.shape.size()));
   Shape out = f.shape;
   out[d] = 0;
   for (const Arg& t : a[0].list) {
     const Shape& s = meta_of(g, t).shape;
+    if (s.size() != f.shape.size())
+      bad(op, "tensors must have the same number of dimensions: got " + std::to_string(f.shape.size()) + " and " + std::to_string(s.size()));
     for (size_t i = 0; i < s.size(); ++i)
       if (static_cast<int64_t>(i) != d && s[i] != f.shape[i]) bad(op, "sizes differ outside dimension " + std::to_string(d));
     out[d] += s[d];

@@ -614,7 +614,11 @@ std::vector<TensorMeta> infer_repeat(const Graph& g, const OpDef& op, const std:
   const auto reps = a[1].ints();
   const Shape p = padded_shape(op, x.shape, reps);
   Shape out;
-  for (size_t d = 0; d < p.size(); ++d) out.push_back(p[d] * reps[d]);
+  for (size_t d = 0; d < p.size(); ++d) {
+    int64_t n = 0;
+    if (__builtin_mul_overflow(p[d], reps[d], &n)) bad(op, "repeats " + shape_str(reps) + " make a dimension too large to count");
+    out.push_back(n);
+  }
   return {like(x, x.dtype, out)};
 }
 std::vector<Expr> view_repeat(const Graph& g, const std::vector<Arg>& a, const std::vector<Expr>& out) {
