@@ -30,6 +30,7 @@
 #include "theme.h"
 #include <Qsci/qscilexer.h>
 #include "synthetic_graph.h"
+#include "exec/isolated_run.h"
 #include "ir/collapse.h"
 #include "compile_session.h"
 #include "graph_layout.h"
@@ -162,6 +163,35 @@ class TestGui : public QObject {
     QVERIFY(done.wait(60000));
     QCOMPARE(done.takeFirst().at(0).toBool(), true);
     QVERIFY(w.errorText().isEmpty());
+  }
+
+  // A generated kernel that crashes (an injected SIGSEGV, LOWERSCOPE_FAULT) runs in the worker
+  // process: the window stays, the run stage names the kernel, every stage before it is kept and
+  // drawn, and the next compile (no fault) works with a fresh worker.
+  void testFaultingKernelLeavesWindowUsable() {
+    IsolationOptions iso;
+    iso.enabled = true;
+    iso.runner = LS_RUNNER;
+    set_cpu_isolation(iso);
+    qputenv("LOWERSCOPE_FAULT", "segv:cpp_fused_add_cos_pow_sin_0");
+    MainWindow w;
+    w.show();
+    QSignalSpy done(&w, &MainWindow::compileDone);
+    w.openModel(QString(LS_SAMPLES) + "/sincos");
+    QVERIFY(done.wait(60000));
+    QCOMPARE(done.takeFirst().at(0).toBool(), false);
+    QVERIFY2(w.errorText().contains("kernel cpp_fused_add_cos_pow_sin_0 faulted: SIGSEGV"), qPrintable(w.errorText()));
+    const CompileResult* r = w.session()->result();
+    QVERIFY(r && r->stage("source") && r->stage("source")->kind != Stage::Kind::not_reached);
+    QVERIFY(w.selectStage("source"));
+    QVERIFY(w.selectStage("fused"));
+    qunsetenv("LOWERSCOPE_FAULT");
+    w.openModel(QString(LS_SAMPLES) + "/sincos");
+    QVERIFY(done.wait(60000));
+    QCOMPARE(done.takeFirst().at(0).toBool(), true);
+    QVERIFY2(w.errorText().isEmpty(), qPrintable(w.errorText()));
+    QVERIFY(w.session()->result()->check.ok);
+    set_cpu_isolation({});
   }
 
   // A model with an op we lack still opens: the captured graph is drawn with the node marked, the
