@@ -2,8 +2,10 @@
 # intermediate-graph artifacts, symbol records and the chromium events other than dynamo and
 # inductor_compile; keeps only the fields the reader uses of compilation_metrics and
 # describe_tensor (envelope fields, which no md5 covers); and cuts the kept chromium events' args
-# to compile_id, with their payload's md5 made anew. Every other kept record is as PyTorch wrote it.
-#   python3 trim_trace.py IN.log OUT.log
+# to compile_id, with their payload's md5 made anew. The folder the traced script ran in is
+# replaced by /home/user (so no path of the machine that made it stays), payloads' md5 made anew
+# where that changes them. Every other kept record is as PyTorch wrote it.
+#   python3 trim_trace.py IN.log OUT.log [SCRIPT_DIR]
 import hashlib, json, sys
 
 DROP_ARTIFACTS = {"fx_graph_cache_miss", "fx_graph_cache_hit", "aotautograd_cache_miss", "aotautograd_cache_hit",
@@ -15,6 +17,7 @@ DROP_KINDS = {"guard_added_fast", "create_symbol", "bwd_compilation_metrics", "d
 KEEP_EVENTS = {"dynamo", "inductor_compile"}
 
 src, dst = sys.argv[1], sys.argv[2]
+script_dir = sys.argv[3].rstrip("/") if len(sys.argv) > 3 else None
 records, cur = [], None
 for line in open(src, encoding="utf-8"):
     if line.startswith("\t") and cur is not None:
@@ -48,6 +51,15 @@ for head, payload in records:
     if kind == "describe_tensor":
         env[kind] = {k: env[kind][k] for k in ("id", "describer_id", "ndim", "dtype", "device", "size") if k in env[kind]}
         head = head[:at + 2] + json.dumps(env) + "\n"
+    if script_dir:
+        head = head.replace(script_dir + "/", "/home/user/")
+        text = "".join(l[1:] for l in payload).rstrip("\n")
+        moved = text.replace(script_dir + "/", "/home/user/")
+        if moved != text:
+            env = json.loads(head[head.find("] {") + 2:])
+            env["has_payload"] = hashlib.md5(moved.encode()).hexdigest()
+            head = head[:head.find("] {") + 2] + json.dumps(env) + "\n"
+            payload = ["\t" + l + "\n" for l in moved.split("\n")]
     out.append(head)
     out.extend(payload)
 open(dst, "w", encoding="utf-8").write("".join(out))
