@@ -24,6 +24,7 @@
 #include "frontend/load_model.h"
 #include "frontend/onnx.h"
 #include "interp/reference.h"
+#include "../json_tensor.h"
 #include "pipeline/pipeline.h"
 
 #ifdef LOWERSCOPE_HAVE_ONNX
@@ -56,34 +57,7 @@ void fail(const std::string& what) {
   std::cout << "FAIL " << what << "\n";
 }
 
-std::vector<uint8_t> base64_decode(const std::string& s) {
-  static const std::string chars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::vector<uint8_t> out;
-  uint32_t acc = 0;
-  int bits = 0;
-  for (char c : s) {
-    if (c == '=') break;
-    const auto p = chars.find(c);
-    if (p == std::string::npos) throw std::runtime_error("bad base64");
-    acc = (acc << 6) | static_cast<uint32_t>(p);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<uint8_t>((acc >> bits) & 0xff));
-    }
-  }
-  return out;
-}
-
-Tensor decode(const json& j) {
-  const std::optional<DType> t = dtype_from_short(j.at("dtype").get<std::string>());
-  if (!t) throw std::runtime_error("unsupported dtype " + j.at("dtype").get<std::string>());
-  Tensor x(*t, j.at("shape").get<Shape>());
-  const std::vector<uint8_t> bytes = base64_decode(j.at("data").get<std::string>());
-  if (static_cast<int64_t>(bytes.size()) != x.nbytes()) throw std::runtime_error("data size does not fit the shape");
-  if (!bytes.empty()) std::memcpy(x.data(), bytes.data(), bytes.size());
-  return x;
-}
+Tensor decode(const json& j) { return test_data::decode_tensor(j); }
 
 // "" when equal: floats within tolerance, integers and bools exactly, shapes and dtypes too.
 std::string mismatch(const Tensor& got, const Tensor& want, double rtol, double atol) {
