@@ -437,10 +437,7 @@ void CudaExecutable::check_index_faults(size_t k) {
   d_.download(f, index_faults_, sizeof f);
   if (!f[0]) return;
   d_.zero(index_faults_, sizeof f);
-  std::string where = "kernel " + g_.source.kernels[k].name;
-  if (f[3] >= 0 && f[3] < static_cast<int64_t>(p_.nodes.size()))
-    where += " (" + p_.nodes[f[3]].name + ", from node '" + p_.nodes[f[3]].graph_node + "')";
-  throw std::out_of_range(where + ": index " + std::to_string(f[1]) + " is out of bounds for dimension with size " + std::to_string(f[2]));
+  throw std::out_of_range(index_fault_message(p_, g_.source.kernels[k].name, f));
 }
 
 // Kernel k's arguments for another version of it: its buffers, the version's scratch, the sizes.

@@ -59,17 +59,20 @@ CpuExecutable::CpuExecutable(const LoopProgram& p, const Schedule& s, const Gene
   if (index_faults_) index_faults_[0] = 0;
 }
 
+std::string index_fault_message(const LoopProgram& p, const std::string& kernel, const int64_t fault[4]) {
+  std::string where = "kernel " + kernel;
+  if (fault[3] >= 0 && fault[3] < static_cast<int64_t>(p.nodes.size()))
+    where += " (" + p.nodes[fault[3]].name + ", from node '" + p.nodes[fault[3]].graph_node + "')";
+  return where + ": index " + std::to_string(fault[1]) + " is out of bounds for dimension with size " + std::to_string(fault[2]);
+}
+
 // A kernel that read an index tensor found an element out of range (generated code recorded it
-// and read element 0 instead): an error naming the kernel, the node, the value and the size, as
-// PyTorch raises "index 12 is out of bounds for dimension 0 with size 10".
+// and read element 0 instead): the error, and the record cleared for the next run.
 void CpuExecutable::check_index_faults(size_t k) {
   if (!index_faults_ || !index_faults_[0]) return;
-  const int64_t value = index_faults_[1], size = index_faults_[2], node = index_faults_[3];
+  const int64_t fault[4] = {index_faults_[0], index_faults_[1], index_faults_[2], index_faults_[3]};
   index_faults_[0] = 0;
-  std::string where = "kernel " + kernel_names_.at(k);
-  if (node >= 0 && node < static_cast<int64_t>(p_.nodes.size()))
-    where += " (" + p_.nodes[node].name + ", from node '" + p_.nodes[node].graph_node + "')";
-  throw std::out_of_range(where + ": index " + std::to_string(value) + " is out of bounds for dimension with size " + std::to_string(size));
+  throw std::out_of_range(index_fault_message(p_, kernel_names_.at(k), fault));
 }
 
 void CpuExecutable::step(size_t k) {

@@ -25,6 +25,11 @@ struct TimingOptions {
 
 double median_of(std::vector<double> v);  // 0 for none
 
+// A kernel's recorded index fault (ls_index_fault_state: set, value, size, loop node) as the error
+// both executors raise: "kernel K (op3, from node 'gather'): index 12 is out of bounds for
+// dimension with size 10", as PyTorch words it.
+std::string index_fault_message(const LoopProgram& p, const std::string& kernel, const int64_t fault[4]);
+
 struct Timings {
   std::vector<double> kernel_ms;  // median per kernel
   double total_ms = 0;            // median of whole runs
