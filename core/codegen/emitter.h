@@ -153,6 +153,16 @@ class LoopEmitter : public OpsHandler {
         else e = "ls_pow(" + s(0) + ", static_cast<" + std::string(dtype_c(t)) + ">(" + s(1) + "))";
         break;
       }
+      case Math::maximum:
+      case Math::minimum:
+        // Integer operands of the result's type: a literal (an int) beside an int64_t value would
+        // leave the helper's one type parameter undecided.
+        if (!dtype_is_float(t)) {
+          const std::string c = "static_cast<" + std::string(dtype_c(t)) + ">(";
+          e = "ls_" + std::string(math_name(m)) + "(" + c + s(0) + "), " + c + s(1) + "))";
+          break;
+        }
+        [[fallthrough]];
       default: {
         e = "ls_" + std::string(math_name(m)) + "(";
         for (size_t i = 0; i < a.size(); ++i) e += (i ? ", " : "") + s(static_cast<int>(i));

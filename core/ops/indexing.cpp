@@ -276,11 +276,13 @@ Args d_index_select(DerivCtx& c) {
 // scatter, scatter_add, scatter_reduce
 // ---------------------------------------------------------------------------------------------
 
-// PyTorch's scatter_gather_shape_check: int64 indices; index, self and src of one rank (0-d
-// counting as 1-d); index no larger than src anywhere, nor than self outside `dim`.
+// PyTorch's scatter_gather_shape_check: int64 (or int32, as gather takes and hands its backward)
+// indices; index, self and src of one rank (0-d counting as 1-d); index no larger than src
+// anywhere, nor than self outside `dim`.
 void check_scatter(const OpDef& op, const TensorMeta& self, int64_t dim, const TensorMeta& index, const TensorMeta* src) {
   wrap_dim(op, dim, static_cast<int64_t>(self.shape.size()));
-  if (index.dtype != DType::i64) bad(op, "Expected dtype int64 for index, got " + std::string(dtype_short(index.dtype)));
+  if (index.dtype != DType::i64 && index.dtype != DType::i32)
+    bad(op, "Expected dtype int64 for index, got " + std::string(dtype_short(index.dtype)));
   const Shape s = nonempty(self.shape), ix = nonempty(index.shape);
   if (ix.size() != s.size()) bad(op, "Index tensor must have the same number of dimensions as self tensor");
   if (src) {
