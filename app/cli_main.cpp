@@ -28,6 +28,7 @@
 #include "export/package.h"
 #include "report/diff.h"
 #include "report/html_report.h"
+#include "report/capture_report.h"
 #include "report/report.h"
 #include "report/trace_report.h"
 #include "script/script.h"
@@ -46,6 +47,7 @@ const char* kUsage = R"(usage:
   lowerscope-cli run SCRIPT.py [--report FILE.json] [--device cpu|cuda] [--quiet]
   lowerscope-cli trace TRACE_DIR_OR_LOG [--report FILE.json] [--device cpu|cuda] [--no-compile] [--graph ID] [--quiet]
   lowerscope-cli compile TRACE_DIR_OR_LOG --graph ID [compile options]
+  lowerscope-cli capture CAPTURE_DIR [--report FILE.json] [--device cpu|cuda] [--no-compile] [--quiet]
   lowerscope-cli stages        list the stage names, in pipeline order
   lowerscope-cli ops           list the op table
 
@@ -85,6 +87,10 @@ recompiles with the guard that failed, failures and the compile time per phase; 
 is also compiled by our pipeline (random inputs of its shapes, checked against the reference
 interpreter) unless --no-compile; --graph ID prints that graph, its guards and Inductor's kernels
 with the nodes they cover. `compile TRACE --graph 0/1` compiles one of its Dynamo graphs as MODEL.
+`capture` reads the folder that torch.compile(model, backend="lowerscope") writes (the Python
+package in python/): each Dynamo graph is compiled by our pipeline on its example inputs (.npy) and
+checked against PyTorch's eager outputs and the reference interpreter; the guards, recompiles,
+graph breaks and failures PyTorch logged are listed.
 Compiled CPU kernels run in a worker process (lowerscope-runner, next to this program), so a
 kernel that crashes or hangs is reported ("kernel K faulted: SIGSEGV", "kernel K ran past 60 s")
 and the compile's stages stay; timings are taken inside the worker. Options before or after the
@@ -624,6 +630,79 @@ int trace_command(int argc, char** argv) {
   return 0;
 }
 
+// A capture folder (python/lowerscope): each graph compiled on its example inputs, checked against
+// PyTorch's outputs; breaks, recompiles and failures as logged.
+int capture_command(int argc, char** argv) {
+  if (argc < 3) {
+    std::cerr << kUsage;
+    return 2;
+  }
+  const std::vector<std::string> args(argv, argv + argc);
+  std::string report;
+  bool compile = true, quiet = false;
+  ls::PipelineOptions po;
+  for (size_t i = 3; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= args.size()) throw std::invalid_argument(a + " needs a value");
+      return args[++i];
+    };
+    if (a == "--report") report = value();
+    else if (a == "--device") po.device = ls::parse_device(value());
+    else if (a == "--no-compile") compile = false;
+    else if (a == "--quiet") quiet = true;
+    else throw std::invalid_argument("unknown option '" + a + "'");
+  }
+  const ls::Capture cap = ls::read_capture(args[2]);
+  const std::vector<ls::CaptureCompile> ours = compile ? ls::compile_capture_graphs(cap, po) : std::vector<ls::CaptureCompile>{};
+  if (!quiet) {
+    std::cout << "capture: " << cap.path << "  (torch " << (cap.torch_version.empty() ? "?" : cap.torch_version) << ", "
+              << cap.graphs.size() << " graph(s))\n\ngraphs:\n";
+    for (size_t i = 0; i < cap.graphs.size(); ++i) {
+      const ls::CaptureGraph& g = cap.graphs[i];
+      std::cout << "  [" << (g.compile_id.empty() ? "-" : g.compile_id) << "] " << std::left << std::setw(24)
+                << (g.name.empty() ? "?" : g.name) << std::right << ' ' << g.file << (g.train ? "  (training step)" : "")
+                << (g.guards.empty() ? "" : "  guards") << '\n';
+      if (!g.error.empty()) std::cout << "        error: " << g.error << '\n';
+      if (i >= ours.size()) continue;
+      const ls::CaptureCompile& c = ours[i];
+      std::cout << "        inputs: " << (c.inputs_from.empty() ? "-" : c.inputs_from) << '\n';
+      std::cout << "        ours: " << c.ours.kernels << " kernel(s), " << c.ours.library_calls << " library call(s), check "
+                << (c.ours.ok ? "ok" : !c.ours.not_run.empty() ? "not run (" + c.ours.not_run + ")" : "FAILED")
+                << ", against PyTorch's outputs " << (c.against_pytorch ? (c.pytorch_ok ? "ok" : "FAILED") : "not compared")
+                << (c.ours.error.empty() ? "" : " (" + c.ours.error.substr(0, 200) + ")") << '\n';
+    }
+    std::cout << "\ngraph breaks (" << cap.graph_breaks.size() << "):\n";
+    for (const ls::CaptureGraphBreak& b : cap.graph_breaks)
+      std::cout << "  [" << b.compile_id << "] " << std::filesystem::path(b.user_frame).filename().string() << "  " << b.reason << '\n'
+                << (b.explanation.empty() ? "" : "      " + b.explanation + "\n");
+    std::cout << "\nrecompiles:\n";
+    for (const ls::CaptureGraph& g : cap.graphs)
+      for (const auto& why : g.recompile_reasons) std::cout << "  [" << g.compile_id << "] " << g.name << ": " << why << '\n';
+    std::cout << "\nfailures (" << cap.failures.size() << "):\n";
+    for (const ls::CaptureFailure& f : cap.failures) {
+      const std::string first = f.reason.substr(0, f.reason.find('\n'));
+      std::cout << "  [" << f.compile_id << "] " << f.name << ": " << f.fail_type << ": " << first
+                << (f.user_frame.empty() ? "" : "  at " + std::filesystem::path(f.user_frame).filename().string()) << '\n';
+    }
+    if (!cap.warnings.empty()) {
+      std::cout << "\nproblems in the manifest (" << cap.warnings.size() << "):\n";
+      for (const auto& w : cap.warnings) std::cout << "  " << w << '\n';
+    }
+  }
+  if (!report.empty()) {
+    std::ofstream f(report);
+    if (!f) throw std::runtime_error(report + ": cannot write the report");
+    f << ls::capture_report_json(cap, ours);
+  }
+  for (size_t i = 0; i < ours.size(); ++i)
+    if (!ours[i].ours.ok && ours[i].ours.not_run.empty()) {
+      std::cerr << "lowerscope-cli: " << cap.graphs[i].file << " (" << cap.graphs[i].name << "): " << ours[i].ours.error << '\n';
+      return 1;
+    }
+  return 0;
+}
+
 }  // namespace
 
 // `ops --core`: PyTorch's Core ATen overloads, each with what we do with it: an op of the table
@@ -695,6 +774,7 @@ int main(int argc, char** argv) {
     if (cmd == "compile") return compile_command(argc, argv);
     if (cmd == "run") return run_command(argc, argv);
     if (cmd == "trace") return trace_command(argc, argv);
+    if (cmd == "capture") return capture_command(argc, argv);
     if (cmd == "diff") return diff_command(argc, argv);
     if (cmd == "export") return export_command(argc, argv);
     if (cmd == "stages") {

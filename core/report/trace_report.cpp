@@ -20,6 +20,32 @@ LoadedModel trace_graph_model(const TraceCompile& c) {
   return m;
 }
 
+OurCompile summarize_compile(const CompileResult& r) {
+  OurCompile ours;
+  ours.attempted = true;
+  ours.compile_ms = r.compile_ms;
+  auto add = [&](const std::string& name, bool is_extern, const std::vector<std::string>& nodes) {
+    (is_extern ? ours.library_calls : ours.kernels)++;
+    ours.kernel_list.push_back({name, is_extern ? "extern" : "generated", nodes, {}, {}, 0});
+  };
+  for (const KernelReport& k : r.kernels) add(k.name, k.kind == KernelKind::extern_call, k.nodes);
+  if (r.kernels.empty())  // compiled, not run (no GPU here): the schedule's kernels
+    for (const Kernel& k : r.schedule.kernels) add(k.name, k.is_extern, k.origins);
+  if (!r.error.empty()) ours.error = "stage '" + r.error_stage + "': " + r.error;
+  else if (!r.not_run.empty()) ours.not_run = r.not_run;
+  else if (!r.check.ok) {
+    ours.error = "the output does not match the reference interpreter";
+    bool reference = false;
+    for (const OutputCheck& x : r.check.reference)
+      if (!x.cmp.ok) ours.error += ": " + x.cmp.why, reference = true;
+    if (!reference) ours.error = "the output does not match";
+    for (const OutputCheck& x : r.check.outputs)  // PyTorch's outputs, where they were given (a capture)
+      if (!x.cmp.ok && x.against.rfind("reference interpreter", 0) != 0) ours.error += "; against " + x.against + ": " + x.cmp.why;
+  }
+  ours.ok = r.ok() && r.not_run.empty();
+  return ours;
+}
+
 void compile_trace_graphs(TorchTrace& t, const PipelineOptions& o, const std::function<bool(size_t, size_t)>& progress) {
   size_t todo = 0;
   for (const TraceCompile& c : t.compiles) todo += !c.dynamo_graph.empty();
@@ -38,23 +64,10 @@ void compile_trace_graphs(TorchTrace& t, const PipelineOptions& o, const std::fu
     po.train = o.train || c.aot_graphs.count("aot_joint_graph") || c.aot_graphs.count("aot_backward_graph");
     ours.train = po.train;
     try {
-      const CompileResult r = run_pipeline(trace_graph_model(c), po);
-      ours.compile_ms = r.compile_ms;
-      auto add = [&](const std::string& name, bool is_extern, const std::vector<std::string>& nodes) {
-        (is_extern ? ours.library_calls : ours.kernels)++;
-        ours.kernel_list.push_back({name, is_extern ? "extern" : "generated", nodes, {}, {}, 0});
-      };
-      for (const KernelReport& k : r.kernels) add(k.name, k.kind == KernelKind::extern_call, k.nodes);
-      if (r.kernels.empty())  // compiled, not run (no GPU here): the schedule's kernels
-        for (const Kernel& k : r.schedule.kernels) add(k.name, k.is_extern, k.origins);
-      if (!r.error.empty()) ours.error = "stage '" + r.error_stage + "': " + r.error;
-      else if (!r.not_run.empty()) ours.not_run = r.not_run;
-      else if (!r.check.ok) {
-        ours.error = "the output does not match the reference interpreter";
-        for (const OutputCheck& x : r.check.reference)
-          if (!x.cmp.ok) ours.error += ": " + x.cmp.why;
-      }
-      ours.ok = r.ok() && r.not_run.empty();
+      const bool attempted = ours.attempted, train = ours.train;
+      const std::string text = ours.graph_text;
+      ours = summarize_compile(run_pipeline(trace_graph_model(c), po));
+      ours.attempted = attempted, ours.train = train, ours.graph_text = text;
     } catch (const std::exception& e) {  // the graph text does not import (an op we lack with no annotation)
       ours.error = std::string("import: ") + e.what();
     }

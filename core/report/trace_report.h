@@ -15,6 +15,10 @@ namespace ls {
 // inputs), imported, with random inputs (seed 0). Throws std::runtime_error naming the compile.
 LoadedModel trace_graph_model(const TraceCompile& c);
 
+// What a compile of ours gave, as a trace graph's `ours`: check, kernels with the nodes each covers,
+// the error and its stage (attempted is set; train and graph_text are the caller's).
+OurCompile summarize_compile(const CompileResult& r);
+
 // Compiles every Dynamo graph of `t` and fills each compile's `ours`. Never throws for a graph:
 // an op we lack or a failed stage lands in ours.error, and the next graph goes on. `progress`
 // (may be null) is called before each graph with its index and the count; returning false stops.
