@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "frontend/capture.h"
 #include "frontend/fx_text.h"
 #include "frontend/load_model.h"
 #include "frontend/onnx.h"
@@ -22,6 +23,7 @@
 #include "passes/decompose.h"
 #include "passes/normalize_to_aten.h"
 #include "pipeline/pipeline.h"
+#include "report/capture_report.h"
 #include "report/trace_report.h"
 #include "tensor/npy.h"
 
@@ -354,6 +356,117 @@ class TestImport : public QObject {
       } catch (const std::runtime_error&) {
       }
     }
+  }
+
+  // Capture folders written by python/lowerscope's torch.compile backend under PyTorch 2.11
+  // (python/tests/test_backend.py on an H200): every graph compiles on its example inputs, matches
+  // PyTorch's eager outputs and the reference interpreter; guards, recompiles, breaks and failures read.
+  void testCaptureFolders() {
+    const Capture mlp = read_capture(data("capture/mlp_train"));
+    QVERIFY(mlp.warnings.empty());
+    QVERIFY(mlp.torch_version.starts_with("2.11"));
+    QCOMPARE(mlp.graphs.size(), size_t(2));
+    QCOMPARE(mlp.graphs[0].compile_id, std::string("0/0"));
+    QCOMPARE(mlp.graphs[1].compile_id, std::string("1/0"));
+    QCOMPARE(mlp.graphs[0].name, std::string("forward"));
+    QVERIFY(mlp.graphs[0].train && mlp.graphs[1].train);
+    QVERIFY(mlp.graphs[0].guards.find("TREE_GUARD_MANAGER") != std::string::npos);
+    QCOMPARE(mlp.graph_breaks.size(), size_t(1));
+    QCOMPARE(mlp.graph_breaks[0].reason, std::string("Failed to trace builtin operator"));
+    QVERIFY(mlp.graph_breaks[0].explanation.find("`print`") != std::string::npos);
+    QVERIFY(mlp.graph_breaks[0].user_frame.ends_with("test_backend.py:36"));
+
+    const Capture rc = read_capture(data("capture/recompile"));
+    QCOMPARE(rc.graphs.size(), size_t(3));
+    QCOMPARE(rc.graphs[1].inputs[0].kind, std::string("symint"));  // automatic dynamic: s77 = 16
+    QCOMPARE(rc.graphs[1].inputs[0].value, 16.0);
+    QCOMPARE(rc.graphs[1].recompile_reasons, (std::vector<std::string>{"0/0: tensor 'x' size mismatch at index 0. expected 8, actual 16"}));
+    QCOMPARE(rc.graphs[2].inputs[1].dtype, std::string("torch.float64"));
+    QCOMPARE(rc.failures.size(), size_t(1));
+    QCOMPARE(rc.failures[0].fail_type, std::string("Unsupported"));
+    const TorchTrace t = capture_as_trace(rc);  // what the trace panel shows
+    QCOMPARE(t.compiles.size(), size_t(3));
+    QCOMPARE(t.compiles[1].id(), std::string("0/1"));
+    QCOMPARE(t.compiles[1].input_sizes.at("L_x_"), (std::vector<int64_t>{16, 4}));
+    QCOMPARE(t.recompiles.size(), size_t(2));
+    QCOMPARE(t.frames.size(), size_t(1));
+    QCOMPARE(t.failures[0].summary, std::string("Failed to trace builtin operator"));
+
+    for (const char* dir : {"capture/mlp_train", "capture/recompile", "capture/conv"}) {
+      const Capture c = read_capture(data(dir));
+      const std::vector<CaptureCompile> ours = compile_capture_graphs(c);
+      QCOMPARE(ours.size(), c.graphs.size());
+      for (size_t i = 0; i < ours.size(); ++i) {
+        const std::string what = std::string(dir) + "/" + c.graphs[i].file + ": " + ours[i].ours.error;
+        QVERIFY2(ours[i].ours.ok, what.c_str());
+        QVERIFY2(ours[i].against_pytorch && ours[i].pytorch_ok, what.c_str());
+        QVERIFY2(ours[i].inputs_from.find("_input_") != std::string::npos, what.c_str());
+        QVERIFY(ours[i].ours.kernels + ours[i].ours.library_calls > 0);
+      }
+    }
+    const nlohmann::json report = nlohmann::json::parse(capture_report_json(rc, compile_capture_graphs(rc)));
+    QCOMPARE(report["graphs"].size(), size_t(3));
+    QCOMPARE(report["graphs"][1]["ours"]["against_pytorch"].get<std::string>(), std::string("ok"));
+  }
+
+  // Bad and hostile manifests: an error naming capture.json and the field, never a crash; a graph
+  // entry that names a file outside the folder is kept with its error and never read.
+  void testCaptureHostileManifests() {
+    auto refused = [](const std::string& text, const std::string& says) {
+      try {
+        parse_capture(text, "/cap");
+      } catch (const std::runtime_error& e) {
+        const std::string what = e.what();
+        if (what.find("/cap/capture.json") == std::string::npos || what.find(says) == std::string::npos)
+          return "'" + what + "' does not say '" + says + "'";
+        return std::string();
+      }
+      return "'" + text.substr(0, 40) + "' was accepted";
+    };
+    const std::pair<std::string, std::string> cases[] = {
+        {"", "not JSON"},
+        {"{\"format\": \"lowerscope-capture\", \"version\": 1, \"graphs\": [", "not JSON"},
+        {"[1, 2]", "not a JSON object"},
+        {"{\"version\": 1, \"graphs\": []}", "format: missing"},
+        {"{\"format\": \"tlparse\", \"version\": 1, \"graphs\": []}", "'tlparse'"},
+        {"{\"format\": \"lowerscope-capture\", \"version\": 7, \"graphs\": []}", "version: 7"},
+        {"{\"format\": \"lowerscope-capture\", \"version\": \"1\", \"graphs\": []}", "version: missing or not an integer"},
+        {"{\"format\": \"lowerscope-capture\", \"version\": 1, \"graphs\": {}}", "graphs: missing or not a list"},
+        {std::string(100000, '[') + std::string(100000, ']'), "nested deeper"},
+    };
+    for (const auto& [text, says] : cases) {
+      const std::string why = refused(text, says);
+      QVERIFY2(why.empty(), why.c_str());
+    }
+    // Entries with bad fields: kept, each with its error; loading one throws naming it.
+    const std::string text = R"({"format": "lowerscope-capture", "version": 1, "graphs": [
+        {"file": "../../etc/passwd", "inputs": []},
+        {"file": "graph_1.txt", "inputs": [{"kind": "tensor", "name": "x", "shape": [-3], "file": "x.npy"}]},
+        {"file": "graph_2.txt", "inputs": [{"kind": "tensor", "name": "x", "shape": [2], "file": "/abs/x.npy"}]},
+        {"file": "graph_3.txt", "inputs": 5},
+        7,
+        {"file": "graph_5.txt", "inputs": [{"kind": "tensor", "name": "x", "shape": [2], "file": "missing.npy"}],
+         "guards": 12, "recompile_reasons": [1, "r"], "train": "yes"}],
+      "graph_breaks": [5, {"reason": 3}], "failures": "none"})";
+    const Capture c = parse_capture(text, "/nonexistent");
+    QCOMPARE(c.graphs.size(), size_t(6));
+    QVERIFY(c.graphs[0].error.find("not a file name inside the capture folder") != std::string::npos);
+    QVERIFY(c.graphs[1].error.find("shape holds -3") != std::string::npos);
+    QVERIFY(c.graphs[2].error.find("'/abs/x.npy'") != std::string::npos);
+    QVERIFY(c.graphs[3].error.find("inputs is not a list") != std::string::npos);
+    QVERIFY(c.graphs[4].error.find("not an object") != std::string::npos);
+    QVERIFY(c.graphs[5].error.empty());
+    QCOMPARE(c.graphs[5].recompile_reasons, (std::vector<std::string>{"r"}));
+    QVERIFY(!c.graphs[5].train && c.graphs[5].guards.empty());
+    QCOMPARE(c.warnings.size(), size_t(5));
+    for (const CaptureGraph& g : c.graphs) {
+      QVERIFY_THROWS_EXCEPTION(std::runtime_error, capture_graph_model(c, g));
+      const CaptureCompile cc = compile_capture_graph(c, g);  // never throws
+      QVERIFY(!cc.ours.ok && !cc.ours.error.empty());
+    }
+    (void)capture_as_trace(c);
+    (void)capture_report_json(c, {});
+    QVERIFY_THROWS_EXCEPTION(std::runtime_error, read_capture(data("trace")));  // no capture.json
   }
 
   // Inductor's output code for CUDA (Triton) and the library calls in call().
