@@ -1,6 +1,9 @@
 // Matrix multiply: mm, addmm and bmm (library kernels: a BLAS on the CPU, cuBLAS or a GEMM template
 // on CUDA, each dispatched by its handle in ops/known_ops.h), and linear, which decomposes into them.
+#include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <numeric>
 #include <vector>
 
 #include "ops/rule_helpers.h"
@@ -310,6 +313,325 @@ std::vector<Arg> decomp_matmul(GraphBuilder& b, const OpDef& op, const std::vect
 }
 }  // namespace
 
+namespace {
+// ---- einsum (export level; issue 32 item 2) --------------------------------------------------
+// einsum(equation, tensors): PyTorch's parse (aten/src/ATen/native/Linear.cpp): labels a-z, A-Z,
+// spaces ignored, one ellipsis per operand (right-aligned, broadcast across operands), a label
+// repeated within an operand takes its diagonal, size-1 dimensions broadcast; without "->" the
+// output is the ellipsis, then the labels seen once, in ASCII order (upper case first, as numpy).
+// Reference kernel: the direct sum over every label's values. Decomposition: Linear.cpp's
+// algorithm: each operand made one aligned layout (output labels, then contracted ones) through
+// diagonal, unsqueeze and permute; dimensions that no later operand has summed out early; the
+// operands contracted left to right, each pair as permute/reshape/bmm (sumproduct_pair).
+// Differentiated through its decomposition, as PyTorch (CompositeImplicitAutograd) does.
+struct EinsumSpec {
+  std::vector<std::vector<int>> labels;  // per operand, per dimension: its label (ellipsis dims: 52 + k)
+  std::vector<int> order;                // the aligned layout: the output's labels, then the contracted ones
+  size_t out_size = 0;                   // how many of `order` the output has
+  std::vector<int64_t> size;             // per label: its (broadcast) size, -1 where unused
+};
+
+int label_index(char c) { return std::isupper(static_cast<unsigned char>(c)) ? c - 'A' : 26 + (c - 'a'); }
+
+EinsumSpec einsum_spec(const OpDef& op, const std::string& eq, const std::vector<Shape>& shapes) {
+  if (shapes.empty()) bad(op, "einsum(): must provide at least one operand");
+  constexpr int kEll = -1, kLetters = 52;
+  const size_t arrow = eq.find("->");
+  const std::string lhs = eq.substr(0, arrow);
+  std::vector<std::vector<int>> raw(1);
+  for (size_t i = 0; i < lhs.size(); ++i) {
+    const char c = lhs[i];
+    if (c == ' ') continue;
+    if (c == ',') {
+      if (raw.size() == shapes.size()) bad(op, "einsum(): fewer operands were provided than specified in the equation");
+      raw.emplace_back();
+    } else if (c == '.') {
+      const size_t k = raw.size() - 1;
+      if (std::count(raw.back().begin(), raw.back().end(), kEll))
+        bad(op, "einsum(): found '.' for operand " + std::to_string(k) + " for which an ellipsis was already found");
+      if (!(i + 2 < lhs.size() && lhs[i + 1] == '.' && lhs[i + 2] == '.'))
+        bad(op, "einsum(): found '.' for operand " + std::to_string(k) + " that is not part of any ellipsis");
+      i += 2;
+      raw.back().push_back(kEll);
+    } else if (std::isalpha(static_cast<unsigned char>(c))) {
+      raw.back().push_back(label_index(c));
+    } else {
+      bad(op, "einsum(): invalid subscript given at index " + std::to_string(i) + " in the equation string, subscripts must be in [a-zA-Z]");
+    }
+  }
+  if (raw.size() != shapes.size()) bad(op, "einsum(): more operands were provided than specified in the equation");
+  std::vector<int> count(kLetters, 0);
+  int64_t ell = 0;
+  for (size_t k = 0; k < raw.size(); ++k) {
+    const int64_t nd = static_cast<int64_t>(shapes[k].size());
+    int64_t nl = 0;
+    bool has_ell = false;
+    for (int l : raw[k]) {
+      if (l == kEll) has_ell = true;
+      else ++nl, ++count[l];
+    }
+    if (has_ell ? nl > nd : nl != nd)
+      bad(op, "einsum(): the number of subscripts in the equation (" + std::to_string(nl) +
+                  (has_ell ? ") is more than the number of dimensions (" : ") does not match the number of dimensions (") +
+                  std::to_string(nd) + ") for operand " + std::to_string(k) + (has_ell ? "" : " and no ellipsis was given"));
+    if (has_ell) ell = std::max(ell, nd - nl);
+  }
+  EinsumSpec s;
+  s.size.assign(kLetters + ell, -1);
+  for (size_t k = 0; k < raw.size(); ++k) {  // the ellipsis expanded, right-aligned
+    std::vector<int>& ls = s.labels.emplace_back();
+    const int64_t e = static_cast<int64_t>(shapes[k].size()) - static_cast<int64_t>(raw[k].size()) + 1;
+    for (int l : raw[k])
+      if (l != kEll) ls.push_back(l);
+      else
+        for (int64_t j = 0; j < e; ++j) ls.push_back(static_cast<int>(kLetters + ell - e + j));
+  }
+  std::vector<bool> in_out(s.size.size(), false);
+  auto add_ell = [&] {
+    for (int64_t j = 0; j < ell; ++j) s.order.push_back(static_cast<int>(kLetters + j)), in_out[kLetters + j] = true;
+  };
+  if (arrow == std::string::npos) {
+    add_ell();
+    for (int l = 0; l < kLetters; ++l)
+      if (count[l] == 1) s.order.push_back(l), in_out[l] = true;
+  } else {
+    const std::string rhs = eq.substr(arrow + 2);
+    bool found_ell = false;
+    for (size_t i = 0; i < rhs.size(); ++i) {
+      const char c = rhs[i];
+      if (c == ' ') continue;
+      if (c == '.') {
+        if (found_ell) bad(op, "einsum(): found '.' for output but an ellipsis (...) was already found");
+        if (!(i + 2 < rhs.size() && rhs[i + 1] == '.' && rhs[i + 2] == '.'))
+          bad(op, "einsum(): found '.' for output that is not part of any ellipsis (...)");
+        i += 2;
+        found_ell = true;
+        add_ell();
+        continue;
+      }
+      if (!std::isalpha(static_cast<unsigned char>(c)))
+        bad(op, "einsum(): invalid subscript given at index " + std::to_string(lhs.size() + 2 + i) +
+                    " in the equation string, subscripts must be in [a-zA-Z]");
+      const int l = label_index(c);
+      if (count[l] == 0 || in_out[l])
+        bad(op, std::string("einsum(): output subscript ") + c +
+                    (in_out[l] ? " appears more than once in the output" : " does not appear in the equation for any input operand"));
+      s.order.push_back(l), in_out[l] = true;
+    }
+  }
+  s.out_size = s.order.size();
+  for (int64_t j = 0; j < ell; ++j)
+    if (!in_out[kLetters + j]) s.order.push_back(static_cast<int>(kLetters + j));
+  for (int l = 0; l < kLetters; ++l)
+    if (count[l] && !in_out[l]) s.order.push_back(l);
+  // Sizes: a label repeated within an operand must match there; across operands, size 1 broadcasts.
+  for (size_t k = 0; k < shapes.size(); ++k) {
+    std::vector<int64_t> here(s.size.size(), -1);
+    for (size_t d = 0; d < shapes[k].size(); ++d) {
+      const int l = s.labels[k][d];
+      const int64_t n = shapes[k][d];
+      if (here[l] >= 0 && here[l] != n) {
+        const char c = l < 26 ? static_cast<char>('A' + l) : static_cast<char>('a' + l - 26);
+        bad(op, std::string("einsum(): subscript ") + c + " is repeated for operand " + std::to_string(k) +
+                    " but the sizes don't match, " + std::to_string(n) + " != " + std::to_string(here[l]));
+      }
+      here[l] = n;
+    }
+    for (size_t l = 0; l < here.size(); ++l) {
+      if (here[l] < 0) continue;
+      if (s.size[l] < 0 || s.size[l] == 1) s.size[l] = here[l];
+      else if (here[l] != 1 && here[l] != s.size[l]) {
+        std::string shapes_text;
+        for (const Shape& sh : shapes) shapes_text += " " + shape_str(sh);
+        bad(op, "einsum(): operands do not broadcast with remapped shapes [original->remapped]:" + shapes_text);
+      }
+    }
+  }
+  return s;
+}
+
+std::vector<Shape> operand_shapes(const Graph& g, const Arg& list) {
+  std::vector<Shape> s;
+  for (const Arg& x : list.list) s.push_back(meta_of(g, x).shape);
+  return s;
+}
+
+std::vector<TensorMeta> infer_einsum(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  if (a[1].list.empty()) bad(op, "einsum(): must provide at least one operand");
+  const EinsumSpec s = einsum_spec(op, a[0].s, operand_shapes(g, a[1]));
+  const TensorMeta& x = meta_of(g, a[1].list[0]);
+  for (const Arg& t : a[1].list)
+    if (meta_of(g, t).dtype != x.dtype)
+      bad(op, "expected scalar type " + std::string(dtype_torch(x.dtype)) + " but found " + std::string(dtype_torch(meta_of(g, t).dtype)));
+  Shape out;
+  for (size_t i = 0; i < s.out_size; ++i) out.push_back(s.size[s.order[i]]);
+  return {like(x, x.dtype, out)};
+}
+
+// The direct sum: every assignment of the labels, the product of the operands' elements there.
+std::vector<Tensor> ref_einsum(const OpDef& op, const std::vector<Arg>& a, const RefInputs& in, const std::vector<TensorMeta>& outs) {
+  const std::vector<Tensor>& xs = in.lists[1];
+  std::vector<Shape> shapes;
+  for (const Tensor& t : xs) shapes.push_back(t.shape());
+  const EinsumSpec s = einsum_spec(op, a[0].s, shapes);
+  Tensor y(outs[0].dtype, outs[0].shape);
+  std::vector<double> acc(static_cast<size_t>(y.numel()), 0.0);
+  std::vector<int64_t> sizes, idx(s.size.size(), 0);
+  for (int l : s.order) sizes.push_back(s.size[l]);
+  int64_t total = 1;
+  for (int64_t n : sizes) total *= n;
+  for (int64_t it = 0; it < total; ++it) {
+    int64_t r = it;
+    for (size_t p = s.order.size(); p-- > 0;) idx[s.order[p]] = r % sizes[p], r /= sizes[p];
+    double prod = 1.0;
+    for (size_t k = 0; k < xs.size(); ++k) {
+      int64_t off = 0;
+      for (size_t d = 0; d < shapes[k].size(); ++d) off = off * shapes[k][d] + (shapes[k][d] == 1 ? 0 : idx[s.labels[k][d]]);
+      prod *= xs[k].get(off);
+    }
+    int64_t o = 0;
+    for (size_t p = 0; p < s.out_size; ++p) o = o * sizes[p] + idx[s.order[p]];
+    acc[static_cast<size_t>(o)] += prod;
+  }
+  for (int64_t i = 0; i < y.numel(); ++i) y.set(i, acc[static_cast<size_t>(i)]);
+  return {y};
+}
+
+Arg permuted(GraphBuilder& b, const Arg& x, const std::vector<int64_t>& perm) {
+  std::vector<int64_t> id(perm.size());
+  std::iota(id.begin(), id.end(), 0);
+  return perm == id ? x : b.call("aten.permute.default", {x, Arg::of_ints(perm)});
+}
+
+// Linear.cpp's sumproduct_pair: left and right of one rank, the dimensions sum_dims contracted;
+// the others kept (size 1 where neither has them), as permute/reshape/bmm/reshape/permute.
+Arg sumproduct_pair(GraphBuilder& b, Arg left, Arg right, const std::vector<bool>& sum_dims) {
+  const Shape ls = b.meta(left).shape, rs = b.meta(right).shape;
+  const int64_t dim = static_cast<int64_t>(ls.size());
+  std::vector<int64_t> lro, lo, ro, sums;
+  int64_t lro_size = 1, lo_size = 1, ro_size = 1, sum_size = 1;
+  for (int64_t i = 0; i < dim; ++i) {
+    const bool sl = ls[i] != 1, sr = rs[i] != 1;
+    if (sum_dims[i]) {
+      sums.push_back(i);
+      if (sl && sr) sum_size *= ls[i];
+      else if (sl) left = b.call("aten.sum.dim_IntList", {left, Arg::of_ints({i}), Arg::of_bool(true)});
+      else if (sr) right = b.call("aten.sum.dim_IntList", {right, Arg::of_ints({i}), Arg::of_bool(true)});
+    } else if (sl && sr) {
+      lro.push_back(i), lro_size *= ls[i];
+    } else if (sl) {
+      lo.push_back(i), lo_size *= ls[i];
+    } else {
+      ro.push_back(i), ro_size *= rs[i];
+    }
+  }
+  Shape out;
+  std::vector<int64_t> lperm, rperm;
+  for (int64_t d : lro) out.push_back(ls[d]), lperm.push_back(d), rperm.push_back(d);
+  for (int64_t d : lo) out.push_back(ls[d]), lperm.push_back(d);
+  for (int64_t d : sums) out.push_back(1), lperm.push_back(d), rperm.push_back(d);
+  for (int64_t d : ro) out.push_back(rs[d]), lperm.push_back(d), rperm.push_back(d);
+  rperm.insert(rperm.end(), lo.begin(), lo.end());
+  std::vector<int64_t> operm(static_cast<size_t>(dim));
+  for (int64_t k = 0; k < dim; ++k) operm[lperm[k]] = k;
+  auto reshape = [&](const Arg& t, const Shape& sh) { return b.call("aten.reshape.default", {t, Arg::of_ints(sh)}); };
+  left = reshape(permuted(b, left, lperm), {lro_size, lo_size, sum_size});
+  right = reshape(permuted(b, right, rperm), {lro_size, sum_size, ro_size});
+  Arg r = permuted(b, reshape(b.call("aten.bmm.default", {left, right}), out), operm);
+  return sums.empty() ? r : b.call("aten.squeeze.dims", {r, Arg::of_ints(sums)});
+}
+
+std::vector<Arg> decomp_einsum(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a) {
+  const std::vector<Arg>& xs = a[1].list;
+  std::vector<Shape> shapes;
+  for (const Arg& x : xs) shapes.push_back(b.meta(x).shape);
+  const EinsumSpec s = einsum_spec(op, a[0].s, shapes);
+  const int64_t P = static_cast<int64_t>(s.order.size()), out_size = static_cast<int64_t>(s.out_size);
+  // Each operand in the aligned layout: diagonals of repeated labels, missing labels unsqueezed.
+  std::vector<Arg> ops;
+  for (size_t k = 0; k < xs.size(); ++k) {
+    Arg x = xs[k];
+    std::vector<int> cur;
+    for (int l : s.labels[k]) {
+      const auto it = std::find(cur.begin(), cur.end(), l);
+      if (it == cur.end()) {
+        cur.push_back(l);
+        continue;
+      }
+      const int64_t d = it - cur.begin(), j = static_cast<int64_t>(cur.size());
+      x = b.call("aten.diagonal.default", {x, Arg::of_int(0), Arg::of_int(d), Arg::of_int(j)});
+      const int64_t r = static_cast<int64_t>(b.meta(x).shape.size());
+      std::vector<int64_t> perm;  // movedim(-1, d)
+      for (int64_t q = 0; q < r - 1; ++q) {
+        if (q == d) perm.push_back(r - 1);
+        perm.push_back(q);
+      }
+      if (d == r - 1) perm.push_back(r - 1);
+      x = permuted(b, x, perm);
+    }
+    for (int l : s.order)
+      if (std::find(cur.begin(), cur.end(), l) == cur.end()) {
+        x = b.call("aten.unsqueeze.default", {x, Arg::of_int(static_cast<int64_t>(cur.size()))});
+        cur.push_back(l);
+      }
+    std::vector<int64_t> perm;
+    for (int l : s.order) perm.push_back(std::find(cur.begin(), cur.end(), l) - cur.begin());
+    ops.push_back(permuted(b, x, perm));
+  }
+  // The last operand holding each dimension at a size other than 1.
+  std::vector<size_t> last(static_cast<size_t>(P), 0);
+  bool zero = false;
+  for (int64_t d = 0; d < P; ++d) {
+    for (size_t k = 1; k < ops.size(); ++k)
+      if (b.meta(ops[k]).shape[d] != 1) last[d] = k;
+    zero |= s.size[s.order[d]] == 0;
+  }
+  if (zero) {
+    const Shape out = infer_einsum(b.graph(), op, a)[0].shape;
+    return {b.call("aten.full.default", {Arg::of_ints(out), Arg::of_int(0)},
+                   {{"dtype", Arg::of_string(std::string(dtype_torch(b.meta(xs[0]).dtype)))}})};
+  }
+  auto size_at = [&](const Arg& t, int64_t d) { return b.meta(t).shape[static_cast<size_t>(d)]; };
+  Arg result = ops[0];
+  {  // contracted dimensions no later operand has: summed (or squeezed, where of size 1) now
+    std::vector<int64_t> drop;
+    bool any_sum = false;
+    for (int64_t i = out_size; i < P; ++i)
+      if (last[i] == 0) drop.push_back(i), any_sum |= size_at(result, i) != 1;
+    if (!drop.empty())
+      result = any_sum ? b.call("aten.sum.dim_IntList", {result, Arg::of_ints(drop), Arg::of_bool(false)})
+                       : b.call("aten.squeeze.dims", {result, Arg::of_ints(drop)});
+  }
+  for (size_t k = 1; k < ops.size(); ++k) {
+    Arg operand = ops[k];
+    std::vector<int64_t> sum_dims;
+    int64_t dim = out_size;
+    for (int64_t j = out_size; j < P; ++j, ++dim) {
+      if (last[j] < k) {
+        operand = b.call("aten.squeeze.dim", {operand, Arg::of_int(dim)});
+        --dim;
+      } else if (last[j] == k) {
+        if (size_at(result, dim) == 1) {
+          operand = b.call("aten.sum.dim_IntList", {operand, Arg::of_ints({dim}), Arg::of_bool(false)});
+          result = b.call("aten.squeeze.dim", {result, Arg::of_int(dim)});
+          --dim;
+        } else {
+          sum_dims.push_back(dim);
+        }
+      }
+    }
+    if (sum_dims.empty()) {
+      result = b.call("aten.mul.Tensor", {result, operand});
+    } else {
+      std::vector<bool> mask(b.meta(result).shape.size(), false);
+      for (int64_t d : sum_dims) mask[static_cast<size_t>(d)] = true;
+      result = sumproduct_pair(b, result, operand, mask);
+    }
+  }
+  return {result};
+}
+}  // namespace
+
 void add_linalg_ops(std::vector<OpDef>& t) {
   const std::vector<OpDef> ops = {
       ext("aten.mm.default", "mm(Tensor self, Tensor mat2) -> Tensor", kCore, infer_mm, ref_mm, nullptr, d_mm),
@@ -324,6 +646,8 @@ void add_linalg_ops(std::vector<OpDef>& t) {
       comp("aten.matmul.default", "matmul(Tensor self, Tensor other) -> Tensor", kAten, infer_matmul, ref_matmul, decomp_matmul),
       comp("aten.linear.default", "linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor", kAten, infer_linear, nullptr,
            decomp_linear),
+      comp("aten.einsum.default", "einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor", kAten, infer_einsum,
+           ref_einsum, decomp_einsum),
   };
   t.insert(t.end(), ops.begin(), ops.end());
 }
