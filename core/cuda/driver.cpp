@@ -44,6 +44,7 @@ struct CudaDriver::Api {
   int (*cuEventDestroy)(void*);
   int (*cuGetErrorString)(int, const char**);
   int (*cuGetErrorName)(int, const char**);
+  int (*cuMemGetInfo)(size_t*, size_t*) = nullptr;
   // Streams and graphs (reduce-overhead mode); optional: a driver without them runs without graphs.
   int (*cuStreamCreate)(void**, unsigned) = nullptr;
   int (*cuStreamDestroy)(void*) = nullptr;
@@ -70,6 +71,19 @@ bool resolve(void* lib, F& f, const char* name, std::string& missing) {
 // Errors after which the context is unusable (an illegal address, a misaligned access, an
 // illegal instruction, a failed launch): only a reset brings the device back.
 bool sticky(int r) { return r == 700 || (r >= 714 && r <= 719); }
+// Those errors in words (cuda.h's CUDA_ERROR_* of that range).
+const char* fault_words(int r) {
+  switch (r) {
+    case 700: return "illegal address";
+    case 714: return "hardware stack error";
+    case 715: return "illegal instruction";
+    case 716: return "misaligned address";
+    case 717: return "invalid address space";
+    case 718: return "invalid program counter";
+    case 719: return "launch failure";
+    default: return "fault";
+  }
+}
 }  // namespace
 
 namespace {
@@ -178,6 +192,7 @@ void CudaDriver::init() {
   resolve(a.lib, a.cuGraphExecDestroy, "cuGraphExecDestroy", optional);
   resolve(a.lib, a.cuGraphDestroy, "cuGraphDestroy", optional);
   resolve(a.lib, a.cuGraphGetNodes, "cuGraphGetNodes", optional);
+  resolve(a.lib, a.cuMemGetInfo, "cuMemGetInfo_v2", optional);
   graphs_missing_ = optional;
   check(a.cuInit(0), "cuInit");
   int count = 0;
@@ -208,6 +223,7 @@ void CudaDriver::check(int r, const char* what) const {
   if (sticky(r) && ctx_) {
     const_cast<CudaDriver*>(this)->reset_after_fault();
     text += "; the device was reset";
+    throw CudaFault(text, r, std::string("CUDA ") + fault_words(r) + " (" + msg + ")");
   }
   throw std::runtime_error(text);
 }
@@ -247,6 +263,14 @@ DevicePtr CudaDriver::alloc(size_t bytes) {
 }
 
 void CudaDriver::free(DevicePtr p, size_t bytes) { free_.emplace((bytes + 511) / 512 * 512, p); }
+
+size_t CudaDriver::free_memory() {
+  size_t free = 0, total = 0;
+  if (!api_->cuMemGetInfo) throw std::runtime_error("the CUDA driver lacks cuMemGetInfo_v2");
+  check(api_->cuMemGetInfo(&free, &total), "cuMemGetInfo");
+  for (const auto& [n, p] : free_) free += n;  // the cache's blocks are ours to reuse
+  return free;
+}
 void CudaDriver::upload(DevicePtr dst, const void* src, size_t n) { check(api_->cuMemcpyHtoD(dst, src, n), "cuMemcpyHtoD"); }
 void CudaDriver::download(void* dst, DevicePtr src, size_t n) { check(api_->cuMemcpyDtoH(dst, src, n), "cuMemcpyDtoH"); }
 void CudaDriver::copy(DevicePtr dst, DevicePtr src, size_t n) { check(api_->cuMemcpyDtoD(dst, src, n), "cuMemcpyDtoD"); }

@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,15 @@ struct CudaDeviceInfo {
 
 class CudaModule;
 
+// An error after which the context was unusable (an illegal address, a misaligned address, an
+// illegal instruction, a launch failure): the device was reset before it was thrown. `fault`
+// says what happened in words ("CUDA illegal address (an illegal memory access was encountered)").
+struct CudaFault : std::runtime_error {
+  CudaFault(const std::string& what, int code, std::string fault) : std::runtime_error(what), code(code), fault(std::move(fault)) {}
+  int code;
+  std::string fault;
+};
+
 class CudaDriver {
  public:
   // The driver with its device and context ready, or nullptr with the reason in `why` (no
@@ -34,7 +44,7 @@ class CudaDriver {
 
   // Errors throw std::runtime_error naming the call and the driver's message. An error that
   // spoils the context (an illegal address in a kernel) also resets the device, so the next
-  // compile starts clean; everything allocated before is gone.
+  // compile starts clean; everything allocated before is gone; that one throws CudaFault.
   void check(int result, const char* what) const;
 
   DevicePtr alloc(size_t bytes);  // from the caching allocator
@@ -66,6 +76,9 @@ class CudaDriver {
   void* function(void* module, const std::string& name);
   DevicePtr global(void* module, const std::string& name, size_t* bytes = nullptr);  // 0 when absent
   int registers(void* function);
+  // Free and total memory of the device now (cuMemGetInfo), besides what the caching allocator
+  // keeps for reuse, which counts as free.
+  size_t free_memory();
   int generation() const { return generation_; }  // bumps at each reset
 
   struct Api;

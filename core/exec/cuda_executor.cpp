@@ -8,6 +8,7 @@
 #include "cuda/cublas.h"
 #include "exec/attention.h"
 #include "exec/extern_kernels.h"
+#include "exec/isolated_run.h"
 #include "ops/known_ops.h"
 
 namespace ls {
@@ -419,11 +420,15 @@ std::vector<Tensor> CudaExecutable::run(const std::vector<Tensor>& inputs) {
 void CudaExecutable::run_bound(const std::vector<Tensor>& inputs) {
   bind(inputs);
   for (size_t k = 0; k < functions_.size(); ++k) {
-    step(k);
+    const std::string& name = g_.source.kernels[k].name;
     try {
+      step(k);
       d_.synchronize();
+    } catch (const CudaFault& e) {  // the context died with it; the driver has reset the device
+      throw KernelFault("kernel " + name + " faulted: " + e.fault + "; the GPU was reset, the app goes on", name);
     } catch (const std::exception& e) {
-      throw std::runtime_error("kernel " + g_.source.kernels[k].name + " failed on the GPU: " + e.what());
+      if (std::string(e.what()).find("cuCtxSynchronize") == std::string::npos) throw;  // the step's own error
+      throw std::runtime_error("kernel " + name + " failed on the GPU: " + e.what());
     }
     check_index_faults(k);
   }

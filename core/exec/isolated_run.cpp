@@ -409,7 +409,8 @@ IsolationOptions cpu_isolation() {
 }
 
 bool is_kernel_fault(const std::string& e) {
-  return e.rfind("kernel ", 0) == 0 && (e.find(" faulted: SIG") != std::string::npos || e.find(" ran past ") != std::string::npos);
+  return e.rfind("kernel ", 0) == 0 && (e.find(" faulted: SIG") != std::string::npos || e.find(" faulted: CUDA ") != std::string::npos ||
+                                      e.find(" ran past ") != std::string::npos);
 }
 
 IsolatedRun run_isolated(const LoopProgram& p, const Schedule& s, const GeneratedSource& src,

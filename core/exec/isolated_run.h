@@ -11,6 +11,7 @@
 //
 // Test-only: LOWERSCOPE_FAULT=segv:KERNEL or hang:KERNEL (a kernel's name, e.g. cpp_fused_add_0)
 // makes that generated kernel fault, in the worker only. Tests: tests/cpu/test_isolation.cpp.
+// (cuda-illegal:KERNEL is the CUDA backend's: backend/cuda/cuda_backend.cpp.)
 #pragma once
 #include <stdexcept>
 #include <string>
@@ -37,7 +38,8 @@ struct IsolationOptions {
 void set_cpu_isolation(const IsolationOptions& o);
 IsolationOptions cpu_isolation();
 
-// A kernel that faulted or ran past the time limit in the worker (the message names it).
+// A kernel that faulted or ran past the time limit in the worker, or faulted on the GPU
+// ("kernel K faulted: CUDA illegal address (...)", exec/cuda_executor.cpp); the message names it.
 struct KernelFault : std::runtime_error {
   KernelFault(const std::string& what, std::string kernel) : std::runtime_error(what), kernel(std::move(kernel)) {}
   std::string kernel;  // empty where the worker died outside any kernel

@@ -3,7 +3,7 @@
 // (the worker on all of this process's cores, not the one its spawning thread was bound to);
 // injected faults (LOWERSCOPE_FAULT=segv:K, hang:K) reported by kernel name with every stage
 // kept, the next compile working; index errors as in-process; the CLI's exit status 3;
-// --in-process unaffected.
+// --in-process unaffected; a model too large for the host's free memory refused before its run.
 #include <QProcess>
 #include <QTest>
 
@@ -117,6 +117,39 @@ class TestIsolation : public QObject {
     QCOMPARE(there.error, here.error);
     QCOMPARE(there.error_stage, std::string("run"));
     QVERIFY(!is_kernel_fault(there.error));
+  }
+
+  // A model whose buffers exceed the free memory is refused before the run allocates them, with
+  // both numbers (exec/memory_fit.h): a broadcast sum of 4 TiB against the host's MemAvailable,
+  // and sincos against LOWERSCOPE_MEMORY_AVAILABLE, in this process and through the worker, the
+  // stages before the run kept; the CLI exits 2 with the message; the next compile runs.
+  void testTooLargeModelIsRefused() {
+    const LoadedModel big = load_model(data("memory/outer_sum_4tb.txt"));
+    for (const IsolationOptions& iso : {IsolationOptions{}, worker()}) {
+      const CompileResult r = compile(big, iso);
+      QCOMPARE(r.error_stage, std::string("run"));
+      QVERIFY2(r.error.rfind("the model needs ", 0) == 0 && r.error.find(" TiB for its buffers (memory plan peak 4.0 TiB") != std::string::npos &&
+                   r.error.find("available on the host (MemAvailable): refused before allocating them") != std::string::npos,
+               r.error.c_str());
+      QVERIFY(r.stage("source") && r.stage("source")->kind != Stage::Kind::not_reached);
+      QVERIFY(r.outputs.empty());
+    }
+    const LoadedModel sincos = load_model(sample("sincos"));
+    qputenv("LOWERSCOPE_MEMORY_AVAILABLE", "1000");
+    const CompileResult r = compile(sincos, worker());
+    QVERIFY2(r.error.find("1000 bytes available on the host (LOWERSCOPE_MEMORY_AVAILABLE)") != std::string::npos, r.error.c_str());
+    QProcess cli;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    cli.setProcessEnvironment(env);
+    cli.start(LS_CLI, {"compile", QString(LS_SAMPLES) + "/sincos", "--quiet"});
+    QVERIFY(cli.waitForFinished(120000));
+    qunsetenv("LOWERSCOPE_MEMORY_AVAILABLE");
+    QCOMPARE(cli.exitStatus(), QProcess::NormalExit);
+    QCOMPARE(cli.exitCode(), 2);
+    const QByteArray why = cli.readAllStandardError();
+    QVERIFY2(why.contains("stage 'run' failed: the model needs ") && why.contains("1000 bytes available on the host"), why.constData());
+    const CompileResult next = compile(sincos, worker());
+    QVERIFY2(next.error.empty() && next.check.ok, next.error.c_str());
   }
 
   void testCliExitStatus() {

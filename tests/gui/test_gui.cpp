@@ -194,6 +194,24 @@ class TestGui : public QObject {
     set_cpu_isolation({});
   }
 
+  // A model whose buffers exceed the host's free memory (a 4 TiB broadcast sum) is refused before
+  // its run (exec/memory_fit.h), with both numbers in the banner; the window and its stages stay,
+  // and the next model compiles and runs.
+  void testTooLargeModelLeavesWindowUsable() {
+    MainWindow w;
+    w.show();
+    QSignalSpy done(&w, &MainWindow::compileDone);
+    w.openModel(QString(LS_TEST_DATA) + "/memory/outer_sum_4tb.txt");
+    QVERIFY(done.wait(60000));
+    QCOMPARE(done.takeFirst().at(0).toBool(), false);
+    QVERIFY2(w.errorText().contains("TiB for its buffers") && w.errorText().contains("available on the host"), qPrintable(w.errorText()));
+    QVERIFY(w.selectStage("source"));
+    w.openModel(QString(LS_SAMPLES) + "/sincos");
+    QVERIFY(done.wait(60000));
+    QCOMPARE(done.takeFirst().at(0).toBool(), true);
+    QVERIFY(w.session()->result()->check.ok);
+  }
+
   // A model with an op we lack still opens: the captured graph is drawn with the node marked, the
   // stages after it say they were not reached, and the banner names the node and the op.
   void testModelWithMissingOpStillOpens() {

@@ -13,6 +13,7 @@
 #include "compile/cpu_compiler.h"
 #include "exec/executor.h"
 #include "exec/isolated_run.h"
+#include "exec/memory_fit.h"
 #include "record/stage_log.h"
 #include "tune/autotune.h"
 
@@ -125,7 +126,17 @@ class CpuBackend final : public Backend {
     run.registers.assign(r.schedule.kernels.size(), 0);
     // The kernels run in a worker process (exec/isolated_run.h) where the app chose it; max-autotune
     // times its candidates in this process.
-    if (const IsolationOptions iso = cpu_isolation(); iso.enabled && o.mode != Mode::max_autotune) {
+    const IsolationOptions iso = cpu_isolation();
+    const bool isolated = iso.enabled && o.mode != Mode::max_autotune;
+    // Refused before any buffer is allocated where they do not fit in the host's free memory.
+    MemoryNeed need = memory_need(r.loops, r.schedule);
+    if (isolated) {  // the shared memory holds the inputs and outputs, the worker copies the inputs again
+      need.extra = static_cast<int64_t>(std::min(9e18, 2.0 * static_cast<double>(need.inputs) + static_cast<double>(need.outputs)));
+      need.extra_what = "the copies of the inputs and outputs handed to the kernel worker";
+    }
+    refuse_if_too_large(need, host_memory_available(),
+                        memory_available_override() >= 0 ? "on the host (LOWERSCOPE_MEMORY_AVAILABLE)" : "on the host (MemAvailable)");
+    if (isolated) {
       IsolatedRun ran = run_isolated(r.loops, r.schedule, r.source, r.objects, sizes, inputs, to, iso);
       r.outputs = std::move(ran.outputs);
       run.t = ran.t;

@@ -4,6 +4,7 @@
 // max-autotune times each kernel's launch configurations before the source is written;
 // reduce-overhead replays the whole model as one CUDA graph.
 #include <chrono>
+#include <cstdlib>
 #include <future>
 #include <iomanip>
 #include <sstream>
@@ -12,6 +13,7 @@
 #include "cuda/driver.h"
 #include "cuda/nvrtc_compiler.h"
 #include "exec/cuda_executor.h"
+#include "exec/memory_fit.h"
 #include "interp/reference.h"
 #include "record/stage_log.h"
 #include "tune/autotune.h"
@@ -91,6 +93,29 @@ class CudaProgram final : public CompiledProgram {
   std::unique_ptr<CudaModule> module_, helpers_, attention_;
   std::map<std::vector<int64_t>, std::unique_ptr<AtSizes>> at_;
 };
+
+// Test-only: LOWERSCOPE_FAULT=cuda-illegal:KERNEL makes that generated kernel store through an
+// address no allocation has as it starts, so it faults with an illegal address on the GPU
+// (tests/cuda 'an illegal address is survived'). Written into the text NVRTC compiles, on the
+// kernel's opening line, so every line keeps its number; the source stage shows the code as made.
+std::string with_injected_fault(const std::string& code, const GeneratedSource& src) {
+  const char* spec = std::getenv("LOWERSCOPE_FAULT");
+  const std::string kind = "cuda-illegal:";
+  if (!spec || std::string(spec).rfind(kind, 0) != 0) return code;
+  const std::string name = std::string(spec).substr(kind.size());
+  for (const GeneratedKernel& k : src.kernels) {
+    if (k.launcher != name) continue;
+    for (size_t at = code.find(" " + name + "("); at != std::string::npos; at = code.find(" " + name + "(", at + 1)) {
+      const size_t line = code.rfind('\n', at) + 1, end = code.find('\n', at);
+      if (end == std::string::npos) break;
+      const std::string head = code.substr(line, end - line);
+      if (head.find("__global__") == std::string::npos || head.size() < 2 || head.substr(head.size() - 2) != " {") continue;
+      return code.substr(0, end) + " { volatile unsigned long long ls_fault_at = 16; *(volatile int*)ls_fault_at = 1; }  // LOWERSCOPE_FAULT" +
+             code.substr(end);
+    }
+  }
+  return code;
+}
 
 class CudaBackend final : public Backend {
  public:
@@ -205,7 +230,7 @@ class CudaBackend final : public Backend {
     }
     for (const GeneratedKernel& k : r.source.kernels)
       if (!k.launcher.empty()) co.kernel_lines.push_back(k.first_line);
-    CudaCompileResult compiled = compile_cuda(r.source.code, co);
+    CudaCompileResult compiled = compile_cuda(with_injected_fault(r.source.code, r.source), co);
     if (helpers_.valid()) helpers_cubin_ = helpers_.get().cubin;
     if (attention.valid()) attention_cubin_ = attention.get().cubin;
     r.compiler = compiled.compiler + (device_ ? " for " + device_->name : " (no GPU here: PTX for the H100's sm_90)");
@@ -237,6 +262,13 @@ class CudaBackend final : public Backend {
     TimingOptions to;
     to.budget_ms = o.timing_budget_ms;
     BackendRun run;
+    // Refused before any buffer is allocated where they do not fit in the GPU's free memory.
+    MemoryNeed need = memory_need(r.loops, r.schedule);
+    need.extra = need.inputs;
+    need.extra_what = "the inputs' copies on the GPU";
+    const int64_t faked = memory_available_override();
+    refuse_if_too_large(need, faked >= 0 ? faked : static_cast<int64_t>(driver_->free_memory()),
+                        faked >= 0 ? "on the GPU (LOWERSCOPE_MEMORY_AVAILABLE)" : "on the GPU (" + driver_->device().name + ", cuMemGetInfo)");
     CudaModule module(*driver_, cubin_), helper_module(*driver_, helpers_cubin_);
     std::unique_ptr<CudaModule> attention_module;
     if (!attention_cubin_.empty()) attention_module = std::make_unique<CudaModule>(*driver_, attention_cubin_);
