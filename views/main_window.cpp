@@ -310,6 +310,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     progress_->setText(tr("Cannot read the trace."));
     emit traceOpened(false);
   });
+  // A capture folder the program is still writing: read again, the chosen graph kept.
+  connect(trace_session_, &TraceSession::captureChanged, this, [this] {
+    if (!trace_session_->busy() && trace_session_->path() == path_) openTrace(path_, trace_graph_);
+  });
   connect(trace_session_, &TraceSession::loaded, this, [this] {
     setBusy(false);
     const auto t = trace_session_->trace();
@@ -366,6 +370,11 @@ void MainWindow::buildActions() {
     const QString p = QFileDialog::getExistingDirectory(this, tr("Open a TORCH_TRACE folder"));
     if (!p.isEmpty()) openTrace(p);
   });
+  QAction* open_capture = file->addAction(tr("Open &Capture Folder (torch.compile backend)…"), this, [this] {
+    const QString p = QFileDialog::getExistingDirectory(this, tr("Open a folder written by backend=\"lowerscope\""));
+    if (!p.isEmpty()) openTrace(p);
+  });
+  open_capture->setObjectName("open_capture");
   recent_menu_ = file->addMenu(tr("Open &Recent"));
   rebuildRecentMenu();
   QAction* reload = file->addAction(tr("&Recompile"), this, [this] { recompile(); });
@@ -724,8 +733,13 @@ void MainWindow::compileTraceGraph(const QString& id) {
   trace_graph_ = id;
   setWindowTitle(tr("[%1] %2 — %3 — Lowerscope").arg(id, QString::fromStdString(c->name), QFileInfo(path_).fileName()));
   LoadedModel model;
+  const CaptureGraph* captured = trace_session_->captureGraph(id);
   try {
-    model = trace_graph_model(*c);
+    if (captured) {  // a capture folder: the graph's example inputs and PyTorch's outputs
+      model = capture_graph_model(*trace_session_->capture(), *captured);
+      model.path = "[" + id.toStdString() + "] " + c->name + " (" + captured->file + ")";
+    } else
+      model = trace_graph_model(*c);
   } catch (const std::exception& e) {  // its text does not import: an op we lack, a symbol we cannot bind
     CompileResult failed;
     failed.model.path = "[" + id.toStdString() + "] " + c->name;
@@ -738,7 +752,8 @@ void MainWindow::compileTraceGraph(const QString& id) {
     return;
   }
   PipelineOptions o = session_->options;
-  o.train = o.train || c->aot_graphs.count("aot_joint_graph") || c->aot_graphs.count("aot_backward_graph");
+  o.train = o.train || c->aot_graphs.count("aot_joint_graph") || c->aot_graphs.count("aot_backward_graph") ||
+            (captured && captured->train);
   session_->compileModel(model, o);
 }
 

@@ -2,14 +2,18 @@
 // progress and Cancel, and signals the result. No widgets here: TracePanel and MainWindow observe it.
 // Also what the panel's kernel table shows: Inductor's kernels set against ours, node by node.
 #pragma once
+#include <QDateTime>
+#include <QFileSystemWatcher>
 #include <QFutureWatcher>
 #include <QObject>
+#include <QTimer>
 #include <QString>
 #include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "frontend/capture.h"
 #include "frontend/torch_trace.h"
 #include "pipeline/pipeline.h"
 
@@ -18,7 +22,8 @@ namespace ls {
 struct CompileResult;
 
 // A path the app opens as a trace: a .log file, or a folder holding a TORCH_TRACE log
-// (dedicated_log_torch_trace_*.log, as TORCH_TRACE=dir writes).
+// (dedicated_log_torch_trace_*.log, as TORCH_TRACE=dir writes), or a capture folder (capture.json,
+// written by the lowerscope torch.compile backend: frontend/capture.h), shown as a trace is.
 bool is_trace_path(const QString& path);
 
 class TraceSession : public QObject {
@@ -35,6 +40,9 @@ class TraceSession : public QObject {
   QString path() const { return path_; }
   // The trace last read (null before one is, and after a read failed).
   std::shared_ptr<const TorchTrace> trace() const { return trace_; }
+  // Where a capture folder was opened: the capture (its graphs in the trace's compile order), else null.
+  std::shared_ptr<const Capture> capture() const { return capture_; }
+  const CaptureGraph* captureGraph(const QString& id) const;  // the graph of compile `id`
 
  signals:
   void started(const QString& path);
@@ -43,15 +51,23 @@ class TraceSession : public QObject {
   void failed(const QString& message);
   void compiling(int done, int total);
   void compiledAll();
+  // The open capture folder's manifest changed (the backend wrote a new graph or its guards).
+  void captureChanged();
 
  private:
   struct Outcome {
     std::shared_ptr<TorchTrace> trace;
+    std::shared_ptr<Capture> capture;
     std::string error;
   };
+  void watchCapture();
   QFutureWatcher<Outcome> watcher_;
   QFutureWatcher<std::shared_ptr<TorchTrace>> compile_watcher_;
   std::shared_ptr<const TorchTrace> trace_;
+  std::shared_ptr<const Capture> capture_;
+  QFileSystemWatcher folder_watcher_;  // the capture folder: new graphs come while the program runs
+  QTimer settle_;                      // waits for the writes to settle before captureChanged
+  QDateTime manifest_stamp_;
   std::shared_ptr<std::atomic<bool>> cancel_;
   QString path_;
 };

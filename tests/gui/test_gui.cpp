@@ -13,6 +13,9 @@
 #include "codegen/gemm_template.h"
 #include "cuda/nvrtc_compiler.h"
 #include <QDir>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QFileInfo>
 #include <QTemporaryDir>
 #include <QStandardPaths>
@@ -919,6 +922,66 @@ class TestGui : public QObject {
   // with their failing guard, the fullgraph failure, the compile-time breakdown); the first graph
   // is compiled by our pipeline; choosing the training step shows our stages and Inductor's
   // kernels beside ours, its output code, AOT graphs and guards.
+  // A capture folder (python/lowerscope's torch.compile backend) opens in the trace panel: its graphs
+  // listed with the graph break, the first compiled on its example inputs and checked against
+  // PyTorch's outputs; the folder is watched, and a graph the program writes later appears.
+  void testCaptureFolderOpensInPanel() {
+    QTemporaryDir tmp;
+    QVERIFY(tmp.isValid());
+    const QDir src(QString(LS_TEST_DATA) + "/capture/mlp_train");
+    for (const QString& f : src.entryList(QDir::Files)) QVERIFY(QFile::copy(src.filePath(f), tmp.filePath(f)));
+    QFile full(src.filePath("capture.json"));
+    QVERIFY(full.open(QIODevice::ReadOnly));
+    const QByteArray manifest = full.readAll();
+    auto write_manifest = [&](const QByteArray& text) {  // as the backend does: a new file renamed over it
+      QFile f(tmp.filePath(".capture.json.tmp"));
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      f.write(text);
+      f.close();
+      QFile::remove(tmp.filePath("capture.json"));
+      QVERIFY(QFile::rename(tmp.filePath(".capture.json.tmp"), tmp.filePath("capture.json")));
+    };
+    // At first the program has compiled only graph 0.
+    QJsonDocument doc = QJsonDocument::fromJson(manifest);
+    QJsonObject o = doc.object();
+    QJsonArray graphs = o["graphs"].toArray();
+    graphs.removeLast();
+    o["graphs"] = graphs;
+    write_manifest(QJsonDocument(o).toJson());
+
+    MainWindow w;
+    w.show();
+    QSignalSpy opened(&w, &MainWindow::traceOpened), done(&w, &MainWindow::compileDone);
+    w.openModel(tmp.path());  // a folder with capture.json opens as a capture
+    QVERIFY(opened.wait(30000));
+    QCOMPARE(opened.takeFirst().at(0).toBool(), true);
+    TracePanel* p = w.tracePanel();
+    QVERIFY(p->graphItem("0/0"));
+    QVERIFY(!p->graphItem("1/0"));
+    QCOMPARE(p->graphItem("0/0")->text(0), QString("[0/0] forward"));
+    QTreeWidgetItem* breaks = p->section("breaks");
+    QVERIFY(breaks && breaks->childCount() == 1);
+    QCOMPARE(breaks->child(0)->text(1), QString("Failed to trace builtin operator"));
+    QVERIFY(done.count() > 0 || done.wait(60000));
+    QCOMPARE(done.takeFirst().at(0).toBool(), true);
+    const CompileResult* r = w.session()->result();
+    QVERIFY(r->model.path.starts_with("[0/0] forward (graph_0.txt)"));
+    QVERIFY(r->train);  // its parameters need gradients, as PyTorch compiled a training graph
+    QCOMPARE(QString::fromStdString(r->model.inputs_from), QString("graph_0_input_0.npy, graph_0_input_1.npy, graph_0_input_2.npy"));
+    QCOMPARE(QString::fromStdString(r->model.expected_from), QString("graph_0_output_0.npy"));
+    QVERIFY(r->ok());
+    QCOMPARE(p->graphItem("0/0")->text(4), QString("ok"));
+
+    // The program compiles its second graph: the manifest is rewritten, the panel reads it again.
+    QTest::qWait(50);
+    write_manifest(manifest);
+    QVERIFY(opened.wait(20000));
+    QCOMPARE(opened.takeFirst().at(0).toBool(), true);
+    QVERIFY(p->graphItem("1/0"));
+    QCOMPARE(p->currentGraph(), QString("0/0"));  // the graph chosen stays chosen
+    QVERIFY(w.errorText().isEmpty());
+  }
+
   void testTorchTraceOpensInPanel() {
     const QString path = QString(LS_TEST_DATA) + "/trace/make_trace.log";
     const TorchTrace t = read_torch_trace(path.toStdString());
