@@ -10,7 +10,9 @@
 #include <cstdint>
 #include <functional>
 #include <numeric>
+#include <optional>
 #include <set>
+#include <stdexcept>
 
 #include "frontend/onnx_importer.h"
 
@@ -61,6 +63,123 @@ double nearest(double x, const std::string& mode) {
   return std::round(x);
 }
 
+
+// ---- LSTM and GRU (ONNX's equations, unrolled over time) -----------------------------------
+// Gate order as ONNX gives it (LSTM: i, o, f, c; GRU: z, r, h), not PyTorch's; per direction
+// the input projection of every step as one matrix product, then per step the hidden one and
+// the cell's pointwise update. Errors are std::invalid_argument: the caller names the node.
+struct RnnSpec {
+  bool lstm = true, lbr = false;
+  int64_t T = 0, B = 0, I = 0, H = 0, dirs = 1;
+  bool reverse = false;  // one direction, backwards
+  double clip = 0;       // 0: none
+  std::vector<std::string> acts;  // per direction: f, g (and h for LSTM)
+};
+
+Arg rnn_act(GraphBuilder& b, const std::string& f, const Arg& x) {
+  if (f == "Sigmoid") return b.call("aten.sigmoid.default", {x});
+  if (f == "Tanh") return b.call("aten.tanh.default", {x});
+  if (f == "Relu") return b.call("aten.relu.default", {x});
+  throw std::invalid_argument("activation '" + f + "' is not supported (Sigmoid, Tanh and Relu are)");
+}
+
+// x [T, B, I], w [dirs, G*H, I], r [dirs, G*H, H], bias [dirs, 2*G*H] or none, h0/c0 [dirs, B, H]
+// or none, p [dirs, 3H] or none. Returns Y [T, dirs, B, H], Y_h [dirs, B, H] (and Y_c).
+std::vector<Arg> rnn_unroll(GraphBuilder& b, const RnnSpec& s, const Arg& x, const Arg& w, const Arg& r, const Arg& bias,
+                            const Arg& h0, const Arg& c0, const Arg& peep) {
+  const int64_t H = s.H, G = s.lstm ? 4 : 3;
+  const DType dt = b.meta(x).dtype;
+  auto slice = [&](const Arg& t, int64_t dim, int64_t from, int64_t to) {
+    return b.call("aten.slice.Tensor", {t, Arg::of_int(dim), Arg::of_int(from), Arg::of_int(to), Arg::of_int(1)});
+  };
+  auto sel = [&](const Arg& t, int64_t d) { return b.call("aten.select.int", {t, Arg::of_int(0), Arg::of_int(d)}); };
+  auto tr = [&](const Arg& m) { return b.call("aten.permute.default", {m, Arg::of_ints({1, 0})}); };
+  auto add = [&](const Arg& u, const Arg& v) { return b.call("aten.add.Tensor", {u, v}); };
+  auto mul = [&](const Arg& u, const Arg& v) { return b.call("aten.mul.Tensor", {u, v}); };
+  auto clipped = [&](const Arg& v) {
+    return s.clip > 0 ? b.call("aten.clamp.default", {v, Arg::of_real(-s.clip), Arg::of_real(s.clip)}) : v;
+  };
+  auto mm_bias = [&](const Arg& bvec, const Arg& m, const Arg& wt) {  // m @ wt (+ bvec)
+    return bvec.is_none() ? b.call("aten.mm.default", {m, wt}) : b.call("aten.addmm.default", {bvec, m, wt});
+  };
+  auto cat = [&](const std::vector<Arg>& parts, int64_t dim) {
+    Arg l;
+    l.kind = Arg::Kind::list;
+    for (const Arg& p : parts) l.list.push_back(b.call("aten.unsqueeze.default", {p, Arg::of_int(dim)}));
+    return b.call("aten.cat.default", {l, Arg::of_int(dim)});
+  };
+  const Arg zeros = b.call("aten.full.default", {Arg::of_ints({s.B, H}), Arg::of_real(0.0)},
+                           {{"dtype", Arg::of_string(std::string(dtype_torch(dt)))}});
+  std::vector<Arg> ys, hs, cs;
+  for (int64_t d = 0; d < s.dirs; ++d) {
+    const bool back = s.reverse || d == 1;
+    const std::string* act = &s.acts[static_cast<size_t>(d) * (s.lstm ? 3 : 2)];
+    const Arg wd = sel(w, d), rd = sel(r, d);
+    Arg wb = Arg::none(), rb = Arg::none();
+    if (!bias.is_none()) {
+      const Arg bd = sel(bias, d);
+      wb = slice(bd, 0, 0, G * H), rb = slice(bd, 0, G * H, 2 * G * H);
+    }
+    // Every step's input projection (with its bias): [T, B, G*H].
+    const Arg x2 = b.call("aten.reshape.default", {x, Arg::of_ints({s.T * s.B, s.I})});
+    const Arg xp = b.call("aten.view.default", {mm_bias(wb, x2, tr(wd)), Arg::of_ints({s.T, s.B, G * H})});
+    Arg h = h0.is_none() ? zeros : sel(h0, d);
+    Arg c = c0.is_none() ? zeros : sel(c0, d);
+    Arg pi = Arg::none(), po = Arg::none(), pf = Arg::none();
+    if (!peep.is_none()) {
+      const Arg pd = sel(peep, d);
+      pi = slice(pd, 0, 0, H), po = slice(pd, 0, H, 2 * H), pf = slice(pd, 0, 2 * H, 3 * H);
+    }
+    // GRU without linear_before_reset: the hidden gate's matrix product takes r * h.
+    const Arg rt = tr(rd);
+    const Arg rt_zr = s.lstm || s.lbr ? Arg::none() : tr(slice(rd, 0, 0, 2 * H));
+    const Arg rt_h = s.lstm || s.lbr ? Arg::none() : tr(slice(rd, 0, 2 * H, 3 * H));
+    const Arg rb_zr = rb.is_none() || s.lstm || s.lbr ? Arg::none() : slice(rb, 0, 0, 2 * H);
+    const Arg rb_h = rb.is_none() || s.lstm || s.lbr ? Arg::none() : slice(rb, 0, 2 * H, 3 * H);
+    std::vector<Arg> y(static_cast<size_t>(s.T));
+    for (int64_t step = 0; step < s.T; ++step) {
+      const int64_t t = back ? s.T - 1 - step : step;
+      const Arg xt = b.call("aten.select.int", {xp, Arg::of_int(0), Arg::of_int(t)});
+      if (s.lstm) {
+        const Arg g = add(xt, mm_bias(rb, h, rt));
+        Arg i = slice(g, 1, 0, H), o = slice(g, 1, H, 2 * H), f = slice(g, 1, 2 * H, 3 * H), cc = slice(g, 1, 3 * H, 4 * H);
+        if (!pi.is_none()) i = add(i, mul(pi, c)), f = add(f, mul(pf, c));
+        i = rnn_act(b, act[0], clipped(i));
+        f = rnn_act(b, act[0], clipped(f));
+        cc = rnn_act(b, act[1], clipped(cc));
+        c = add(mul(f, c), mul(i, cc));
+        if (!po.is_none()) o = add(o, mul(po, c));
+        o = rnn_act(b, act[0], clipped(o));
+        h = mul(o, rnn_act(b, act[2], c));
+      } else {
+        Arg z, rg, hh;
+        if (s.lbr) {
+          const Arg hr = mm_bias(rb, h, rt);
+          z = add(slice(xt, 1, 0, H), slice(hr, 1, 0, H));
+          rg = add(slice(xt, 1, H, 2 * H), slice(hr, 1, H, 2 * H));
+          rg = rnn_act(b, act[0], clipped(rg));
+          hh = add(slice(xt, 1, 2 * H, 3 * H), mul(rg, slice(hr, 1, 2 * H, 3 * H)));
+        } else {
+          const Arg hr = mm_bias(rb_zr, h, rt_zr);
+          z = add(slice(xt, 1, 0, H), slice(hr, 1, 0, H));
+          rg = add(slice(xt, 1, H, 2 * H), slice(hr, 1, H, 2 * H));
+          rg = rnn_act(b, act[0], clipped(rg));
+          hh = add(slice(xt, 1, 2 * H, 3 * H), mm_bias(rb_h, mul(rg, h), rt_h));
+        }
+        z = rnn_act(b, act[0], clipped(z));
+        hh = rnn_act(b, act[1], clipped(hh));
+        h = add(hh, mul(z, b.call("aten.sub.Tensor", {h, hh})));  // (1 - z) * hh + z * h
+      }
+      y[static_cast<size_t>(t)] = h;
+    }
+    ys.push_back(cat(y, 0));
+    hs.push_back(h);
+    cs.push_back(c);
+  }
+  std::vector<Arg> out = {cat(ys, 1), cat(hs, 0)};
+  if (s.lstm) out.push_back(cat(cs, 0));
+  return out;
+}
 }  // namespace
 
 // The output shape of Unsqueeze, Squeeze, Reshape and Flatten (for graph values and constants alike).
@@ -1160,6 +1279,283 @@ std::optional<std::vector<Arg>> Importer::lower_more(const onnx::NodeProto& n, c
     return std::vector<Arg>{call("aten.addmm.default", {c, a, bm}, {{"beta", Arg::of_real(beta)}, {"alpha", Arg::of_real(alpha)}})};
   }
   if (op == "Conv") return std::vector<Arg>{conv(n, where)};
+  if (op == "Einsum") {  // numpy's semantics, which aten.einsum shares (implicit output in ASCII order)
+    const auto* eq = attr(n, "equation");
+    if (!eq) fail(where, "attribute 'equation' is missing");
+    std::vector<Arg> ops;
+    for (int i = 0; i < n.input_size(); ++i) ops.push_back(in(i));
+    return std::vector<Arg>{call("aten.einsum.default", {Arg::of_string(eq->s()), list_of(ops)})};
+  }
+  if (op == "ConvTranspose") {
+    // ONNX Runtime's geometry (ConvTransposeAttributes): output_shape or SAME_* padding set the
+    // total padding, split with the extra on the head for SAME_UPPER, on the tail otherwise;
+    // mapped to aten.convolution(transposed=True) with the smaller pad of each side, the rest
+    // sliced off its output.
+    const Arg x = in(0), w = in(1);
+    const Shape xs = shape(x), ws = shape(w);
+    if (xs.size() != ws.size() || xs.size() < 3 || xs.size() > 5)
+      fail(where, "input and weight ranks " + std::to_string(xs.size()) + " and " + std::to_string(ws.size()) + " do not fit (1-D to 3-D)");
+    const size_t nd = xs.size() - 2;
+    const int64_t group = attr_i(n, "group", 1);
+    if (group <= 0 || xs[1] != ws[0] || ws[0] % group)
+      fail(where, "attribute 'group' " + std::to_string(group) + " does not fit input channels " + std::to_string(xs[1]) + " and weight " + shape_str(ws));
+    const std::vector<int64_t> ones(nd, 1), zeros(nd, 0);
+    const std::vector<int64_t> st = attr_ints(n, "strides", ones), dil = attr_ints(n, "dilations", ones), opad = attr_ints(n, "output_padding", zeros);
+    std::vector<int64_t> pads = attr_ints(n, "pads", std::vector<int64_t>(2 * nd, 0)), oshape = attr_ints(n, "output_shape");
+    const std::vector<int64_t> ks = attr_ints(n, "kernel_shape", Shape(ws.begin() + 2, ws.end()));
+    if (st.size() != nd || dil.size() != nd || opad.size() != nd || pads.size() != 2 * nd || ks.size() != nd)
+      fail(where, "attributes 'strides', 'dilations', 'output_padding', 'pads' or 'kernel_shape' do not fit the kernel's rank");
+    if (!oshape.empty() && oshape.size() != nd && oshape.size() != nd + 2)
+      fail(where, "attribute 'output_shape' has " + std::to_string(oshape.size()) + " values, expected " + std::to_string(nd) + " or " + std::to_string(nd + 2));
+    if (oshape.size() == nd + 2) oshape.erase(oshape.begin(), oshape.begin() + 2);
+    const auto* ap = attr(n, "auto_pad");
+    const std::string auto_pad = ap ? ap->s() : "NOTSET";
+    if (auto_pad != "NOTSET" && auto_pad != "VALID" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER")
+      fail(where, "attribute 'auto_pad' '" + auto_pad + "' is not supported");
+    for (size_t i = 0; i < nd; ++i) {
+      if (st[i] <= 0 || dil[i] <= 0) fail(where, "attributes 'strides' and 'dilations' must be positive");
+      if (ks[i] != ws[2 + i]) fail(where, "attribute 'kernel_shape' " + shape_str(ks) + " does not fit weight " + shape_str(ws));
+      const int64_t full = (xs[2 + i] - 1) * st[i] + opad[i] + (ws[2 + i] - 1) * dil[i] + 1;
+      int64_t want = -1;
+      if (!oshape.empty()) want = oshape[i];
+      else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") want = xs[2 + i] * st[i];
+      else if (auto_pad == "VALID") pads[i] = pads[i + nd] = 0;
+      if (want >= 0) {
+        if (want > full)
+          fail(where, "attribute 'output_shape' asks for " + std::to_string(want) + " along spatial axis " + std::to_string(i) +
+                          ", more than the " + std::to_string(full) + " the transposed convolution gives");
+        const int64_t total = full - want;
+        pads[i] = auto_pad == "SAME_UPPER" ? total - total / 2 : total / 2;
+        pads[i + nd] = total - pads[i];
+      }
+      if (pads[i] < 0 || pads[i + nd] < 0) fail(where, "attribute 'pads' holds a negative value");
+      if (full - pads[i] - pads[i + nd] <= 0) fail(where, "the output is empty along spatial axis " + std::to_string(i));
+    }
+    std::vector<int64_t> sym(nd);
+    for (size_t i = 0; i < nd; ++i) sym[i] = std::min(pads[i], pads[i + nd]);
+    const Arg bias = has(2) ? in(2) : Arg::none();
+    Arg y = call("aten.convolution.default", {x, w, bias, Arg::of_ints(st), Arg::of_ints(sym), Arg::of_ints(dil), Arg::of_bool(true),
+                                              Arg::of_ints(opad), Arg::of_int(group)});
+    for (size_t i = 0; i < nd; ++i)  // the unequal part of the padding
+      if (pads[i] != pads[i + nd]) {
+        const int64_t len = shape(y)[2 + i];
+        y = call("aten.slice.Tensor", {y, Arg::of_int(static_cast<int64_t>(2 + i)), Arg::of_int(pads[i] - sym[i]),
+                                       Arg::of_int(len - (pads[i + nd] - sym[i])), Arg::of_int(1)});
+      }
+    return std::vector<Arg>{y};
+  }
+  if (op == "LSTM" || op == "GRU") {
+    RnnSpec s;
+    s.lstm = op == "LSTM";
+    const int64_t G = s.lstm ? 4 : 3;
+    const int64_t layout = attr_i(n, "layout", 0);
+    if (layout != 0 && layout != 1) fail(where, "attribute 'layout' must be 0 or 1, got " + std::to_string(layout));
+    Arg x = in(0);
+    const Arg w = in(1), r = in(2);
+    if (shape(x).size() != 3) fail(where, "input 'X' must be 3-D, got " + shape_str(shape(x)));
+    if (layout) x = call("aten.permute.default", {x, Arg::of_ints({1, 0, 2})});
+    const Shape xs = shape(x), ws = shape(w), rs = shape(r);
+    s.T = xs[0], s.B = xs[1], s.I = xs[2];
+    const auto* dir = attr(n, "direction");
+    const std::string direction = dir ? dir->s() : "forward";
+    if (direction != "forward" && direction != "reverse" && direction != "bidirectional")
+      fail(where, "attribute 'direction' '" + direction + "' is not forward, reverse or bidirectional");
+    s.dirs = direction == "bidirectional" ? 2 : 1;
+    s.reverse = direction == "reverse";
+    if (ws.size() != 3 || ws[0] != s.dirs || ws[1] % G || ws[2] != s.I)
+      fail(where, "input 'W' " + shape_str(ws) + " does not fit " + std::to_string(s.dirs) + " direction(s), " + std::to_string(G) +
+                      " gates and input size " + std::to_string(s.I));
+    s.H = ws[1] / G;
+    if (const auto* hs = attr(n, "hidden_size"); hs && hs->i() != s.H)
+      fail(where, "attribute 'hidden_size' " + std::to_string(hs->i()) + " does not fit input 'W' " + shape_str(ws));
+    if (rs != Shape{s.dirs, G * s.H, s.H}) fail(where, "input 'R' is " + shape_str(rs) + ", expected " + shape_str(Shape{s.dirs, G * s.H, s.H}));
+    const Arg bias = has(3) ? in(3) : Arg::none();
+    if (!bias.is_none() && shape(bias) != Shape{s.dirs, 2 * G * s.H})
+      fail(where, "input 'B' is " + shape_str(shape(bias)) + ", expected " + shape_str(Shape{s.dirs, 2 * G * s.H}));
+    if (has(4)) {  // sequence_lens: only every sequence of full length
+      const Tensor& lens = one_const(4, "sequence_lens");
+      for (int64_t i = 0; i < lens.numel(); ++i)
+        if (int_at(lens, i) != s.T)
+          fail(where, "input 'sequence_lens' holds " + std::to_string(int_at(lens, i)) + ": only sequences of the full length " + std::to_string(s.T) +
+                          " are supported");
+    }
+    auto state = [&](int i, const char* what) {
+      if (!has(i)) return Arg::none();
+      Arg v = in(i);
+      if (layout) v = call("aten.permute.default", {v, Arg::of_ints({1, 0, 2})});
+      if (shape(v) != Shape{s.dirs, s.B, s.H})
+        fail(where, std::string("input '") + what + "' is " + shape_str(shape(in(i))) + ", which does not fit " + std::to_string(s.dirs) +
+                        " direction(s), batch " + std::to_string(s.B) + " and hidden size " + std::to_string(s.H));
+      return v;
+    };
+    const Arg h0 = state(5, "initial_h"), c0 = s.lstm ? state(6, "initial_c") : Arg::none();
+    const Arg peep = s.lstm && has(7) ? in(7) : Arg::none();
+    if (!peep.is_none() && shape(peep) != Shape{s.dirs, 3 * s.H})
+      fail(where, "input 'P' is " + shape_str(shape(peep)) + ", expected " + shape_str(Shape{s.dirs, 3 * s.H}));
+    if (s.lstm && attr_i(n, "input_forget", 0)) fail(where, "attribute 'input_forget' = 1 (coupled input and forget gates) is not supported");
+    if (attr(n, "activation_alpha") || attr(n, "activation_beta"))
+      fail(where, "attributes 'activation_alpha' and 'activation_beta' are not supported");
+    s.clip = attr_f(n, "clip", 0.0);
+    if (attr(n, "clip") && !(s.clip > 0)) fail(where, "attribute 'clip' must be positive");
+    s.lbr = !s.lstm && attr_i(n, "linear_before_reset", 0) != 0;
+    const size_t per = s.lstm ? 3 : 2;
+    if (const auto* a = attr(n, "activations")) {
+      for (const auto& f : a->strings()) s.acts.push_back(f);
+      if (s.acts.size() != per * static_cast<size_t>(s.dirs))
+        fail(where, "attribute 'activations' holds " + std::to_string(s.acts.size()) + " functions, expected " + std::to_string(per * s.dirs));
+      for (const std::string& f : s.acts)
+        if (f != "Sigmoid" && f != "Tanh" && f != "Relu") fail(where, "activation '" + f + "' is not supported (Sigmoid, Tanh and Relu are)");
+    } else {
+      for (int64_t d = 0; d < s.dirs; ++d)
+        for (const char* f : s.lstm ? std::vector<const char*>{"Sigmoid", "Tanh", "Tanh"} : std::vector<const char*>{"Sigmoid", "Tanh"})
+          s.acts.push_back(f);
+    }
+    std::vector<Arg> outs = rnn_unroll(b_, s, x, w, r, bias, h0, c0, peep);
+    if (layout) {
+      outs[0] = call("aten.permute.default", {outs[0], Arg::of_ints({2, 0, 1, 3})});
+      for (size_t i = 1; i < outs.size(); ++i) outs[i] = call("aten.permute.default", {outs[i], Arg::of_ints({1, 0, 2})});
+    }
+    return outs;
+  }
+  if (op == "If" || op == "Loop") {
+    // Control flow with a static outcome: If whose condition is known at import (an initializer,
+    // a Constant or a folded value) takes its branch; Loop with a constant trip count (or a
+    // condition that folds each iteration) is unrolled. A subgraph sees the outer scope's names;
+    // its own names (inputs, initializers, node outputs) are dropped after it.
+    struct Bound {
+      std::string name;
+      std::optional<Arg> arg;  // a graph value, or
+      Tensor t;                // a constant
+    };
+    auto bound_of = [&](const std::string& name, const std::string& what) -> Bound {
+      if (const Tensor* c = constant(name); c && !values_.count(name)) return {name, std::nullopt, *c};
+      if (auto v = values_.find(name); v != values_.end()) return {name, v->second, Tensor()};
+      if (const Tensor* c = constant(name)) return {name, std::nullopt, *c};
+      fail(where, what + " '" + name + "' is not defined");
+    };
+    auto subgraph = [&](const onnx::GraphProto& g, const std::vector<Bound>& bind, const std::string& what) {
+      const auto saved_values = values_;
+      const auto saved_constants = constants_;
+      const auto saved_origins = b_.origins;
+      std::set<std::string> inner;
+      for (const auto& init : g.initializer()) {
+        constants_[init.name()] = tensor(init, "initializer '" + init.name() + "' of " + what);
+        values_.erase(init.name());
+        inner.insert(init.name());
+      }
+      for (const Bound& v : bind) {
+        inner.insert(v.name);
+        if (v.arg) values_[v.name] = *v.arg, constants_.erase(v.name);
+        else constants_[v.name] = v.t, values_.erase(v.name);
+      }
+      for (const auto* infos : {&g.value_info(), &g.output()})
+        for (const auto& vi : *infos)
+          if (std::optional<TensorMeta> m = recorded_meta(vi)) recorded_.emplace(vi.name(), *m);
+      try {
+        for (const auto& node : g.node()) {
+          for (const auto& o : node.output()) inner.insert(o);
+          import_node(node);
+        }
+      } catch (const std::runtime_error& e) {
+        std::string m = e.what();
+        if (m.rfind(path_ + ": ", 0) == 0) m = m.substr(path_.size() + 2);
+        fail(where, "in its " + what + ": " + m);
+      }
+      std::vector<Bound> outs;
+      for (const auto& o : g.output()) outs.push_back(bound_of(o.name(), what + " output"));
+      // Outer initializers made graph values inside stay made (one parameter each, not one per iteration).
+      const auto now = values_;
+      values_ = saved_values;
+      constants_ = saved_constants;
+      b_.origins = saved_origins;
+      for (const auto& [k, v] : now)
+        if (!values_.count(k) && !inner.count(k) && constants_.count(k)) values_[k] = v;
+      return outs;
+    };
+    auto graph_attr = [&](const char* name) -> const onnx::GraphProto& {
+      const auto* a = attr(n, name);
+      if (!a || !a->has_g()) fail(where, std::string("attribute '") + name + "' (a graph) is missing");
+      return a->g();
+    };
+    auto as_value = [&](const Bound& v) { return v.arg ? *v.arg : index_const(v.t, identifier(v.name)); };
+    auto set_output = [&](int i, const Bound& v) {
+      if (i >= n.output_size() || n.output(i).empty()) return;
+      if (v.arg) values_[n.output(i)] = *v.arg;
+      else constants_[n.output(i)] = v.t;
+    };
+    if (op == "If") {
+      const std::string& cname = input_name(n, 0, where);
+      const Tensor* c = constant(cname);
+      if (!c)
+        fail(where, "input 'cond' ('" + cname + "') is computed from the model's inputs: only an If whose condition is a constant "
+                    "(an initializer, a Constant, or a value folded at import) is supported, since graphs are static here");
+      if (c->numel() != 1) fail(where, "input 'cond' must hold one value, it holds " + std::to_string(c->numel()));
+      const bool taken = c->get(0) != 0;
+      const char* branch = taken ? "then_branch" : "else_branch";
+      const std::vector<Bound> outs = subgraph(graph_attr(branch), {}, branch);
+      if (static_cast<int>(outs.size()) != n.output_size())
+        fail(where, std::string(branch) + " has " + std::to_string(outs.size()) + " outputs, the node " + std::to_string(n.output_size()));
+      for (int i = 0; i < n.output_size(); ++i) set_output(i, outs[static_cast<size_t>(i)]);
+      return std::vector<Arg>{};
+    }
+    // Loop(M, cond, v_initial...) with body(iteration_num, cond, v...) -> (cond, v..., scan...)
+    const onnx::GraphProto& body = graph_attr("body");
+    const int carried = n.input_size() - 2;
+    if (carried < 0) fail(where, "needs inputs 'M' and 'cond' (either may be empty)");
+    if (body.input_size() != carried + 2 || body.output_size() < carried + 1)
+      fail(where, "the body's " + std::to_string(body.input_size()) + " inputs and " + std::to_string(body.output_size()) +
+                      " outputs do not fit " + std::to_string(carried) + " loop-carried values");
+    const int scans = body.output_size() - 1 - carried;
+    constexpr int64_t kMaxIterations = 4096;
+    int64_t trip = -1;
+    if (has(0)) {
+      const Tensor* m = constant(n.input(0));
+      if (!m || m->numel() != 1)
+        fail(where, "input 'M' ('" + n.input(0) + "') is not a constant: only a Loop with a trip count known at import is unrolled");
+      trip = int_at(*m, 0);
+    }
+    bool cond = true;
+    const bool use_cond = has(1);
+    if (use_cond) {
+      const Tensor* c = constant(n.input(1));
+      if (!c || c->numel() != 1)
+        fail(where, "input 'cond' ('" + n.input(1) + "') is not a constant: only a Loop whose iterations are known at import is unrolled");
+      cond = c->get(0) != 0;
+    }
+    if (trip < 0 && !use_cond) fail(where, "has neither a trip count nor a condition: it never ends");
+    if (trip > kMaxIterations) fail(where, "trip count " + std::to_string(trip) + " is more than the " + std::to_string(kMaxIterations) + " iterations unrolled");
+    std::vector<Bound> v;
+    for (int i = 0; i < carried; ++i) v.push_back(bound_of(input_name(n, i + 2, where), "input"));
+    std::vector<std::vector<Bound>> scanned(static_cast<size_t>(scans));
+    int64_t it = 0;
+    for (; (trip < 0 || it < trip) && cond; ++it) {
+      if (it == kMaxIterations) fail(where, "runs past " + std::to_string(kMaxIterations) + " iterations, the most unrolled");
+      std::vector<Bound> bind;
+      Tensor iv(DType::i64, {}), cv(DType::b8, {});
+      set_int(iv, 0, it);
+      cv.set(0, 1.0);
+      bind.push_back({body.input(0).name(), std::nullopt, iv});
+      bind.push_back({body.input(1).name(), std::nullopt, cv});
+      for (int i = 0; i < carried; ++i) bind.push_back({body.input(i + 2).name(), v[static_cast<size_t>(i)].arg, v[static_cast<size_t>(i)].t});
+      std::vector<Bound> outs = subgraph(body, bind, "body (iteration " + std::to_string(it) + ")");
+      if (use_cond) {
+        if (outs[0].arg)
+          fail(where, "the body's condition output '" + outs[0].name + "' is computed from data: a Loop whose iterations depend on values is not supported");
+        if (outs[0].t.numel() != 1) fail(where, "the body's condition output must hold one value");
+        cond = outs[0].t.get(0) != 0;
+      }
+      for (int i = 0; i < carried; ++i) v[static_cast<size_t>(i)] = outs[static_cast<size_t>(i + 1)];
+      for (int k = 0; k < scans; ++k) scanned[static_cast<size_t>(k)].push_back(outs[static_cast<size_t>(1 + carried + k)]);
+    }
+    for (int i = 0; i < carried; ++i) set_output(i, v[static_cast<size_t>(i)]);
+    for (int k = 0; k < scans; ++k) {
+      if (it == 0) fail(where, "runs no iteration but has scan outputs, whose shape is then unknown");
+      std::vector<Arg> parts;
+      for (const Bound& e : scanned[static_cast<size_t>(k)]) parts.push_back(call("aten.unsqueeze.default", {as_value(e), Arg::of_int(0)}));
+      set_output(carried + k, Bound{"", call("aten.cat.default", {list_of(parts), Arg::of_int(0)}), Tensor()});
+    }
+    return std::vector<Arg>{};
+  }
 
   // ---- elementwise
   if (op == "Softplus" || op == "Mish") {  // relu(x) + log1p(exp(-|x|)), stable at both ends

@@ -280,6 +280,437 @@ void refused(const std::string& name, const Model& model, const std::vector<std:
   }
 }
 
+// ---- Einsum, ConvTranspose, LSTM, GRU, If, Loop: expected values from plain loops here --------
+
+// Deterministic values in [-1, 1).
+Tensor rnd(Shape s, uint32_t seed) {
+  Tensor t(DType::f32, s);
+  uint32_t x = seed * 2654435761u + 12345u;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    x = x * 1664525u + 1013904223u;
+    t.set(i, static_cast<double>(x >> 8) / static_cast<double>(1u << 24) * 2.0 - 1.0);
+  }
+  return t;
+}
+
+// Every output against `want` (reference interpreter and compiled CPU code).
+void check_all(const std::string& name, const Model& model, const std::vector<Tensor>& want) {
+  if (!only.empty() && name.find(only) == std::string::npos) return;
+  try {
+    const Graph g = import_onnx(model.write(name));
+    const std::vector<Tensor> ref = run_reference(g, model.inputs);
+    if (ref.size() != want.size()) return fail(name + ": " + std::to_string(ref.size()) + " outputs, expected " + std::to_string(want.size()));
+    for (size_t i = 0; i < want.size(); ++i)
+      if (std::string m = mismatch(ref[i], want[i], 1e-4, 1e-5); !m.empty()) return fail(name + ": reference: output " + std::to_string(i) + ": " + m);
+    if (compile_too) {
+      const CompileResult r = compile(g, model.inputs, name);
+      if (!r.error.empty()) return fail(name + ": cpu: " + r.error_stage + ": " + r.error.substr(0, 300));
+      for (size_t i = 0; i < want.size(); ++i)
+        if (std::string m = mismatch(r.outputs.at(i), want[i], 1e-4, 1e-5); !m.empty()) return fail(name + ": cpu: output " + std::to_string(i) + ": " + m);
+    }
+    ++passed;
+  } catch (const std::exception& e) {
+    fail(name + ": " + std::string(e.what()).substr(0, 400));
+  }
+}
+
+// ConvTranspose as ONNX defines it: each input element scatters x * w into the full output
+// (in - 1) * stride + (k - 1) * dilation + 1 (+ output_padding zeros), of which [pad_head, +out) is kept.
+Tensor conv_transpose_ref(const Tensor& x, const Tensor& w, const Tensor* bias, int64_t G, const std::vector<int64_t>& st,
+                          const std::vector<int64_t>& dil, const std::vector<int64_t>& head, const Shape& out_sp) {
+  const Shape& xs = x.shape();
+  const Shape& ws = w.shape();
+  const size_t nd = xs.size() - 2;
+  const int64_t N = xs[0], Cin = xs[1], CinG = Cin / G, CoutG = ws[1], Cout = CoutG * G;
+  Shape os = {N, Cout};
+  os.insert(os.end(), out_sp.begin(), out_sp.end());
+  Tensor y(DType::f32, os);
+  std::vector<double> acc(static_cast<size_t>(y.numel()), 0.0);
+  const Shape in_sp(xs.begin() + 2, xs.end()), k_sp(ws.begin() + 2, ws.end());
+  int64_t nin = 1, nk = 1, nout = 1;
+  for (size_t d = 0; d < nd; ++d) nin *= in_sp[d], nk *= k_sp[d], nout *= out_sp[d];
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t ci = 0; ci < Cin; ++ci)
+      for (int64_t oc = 0; oc < CoutG; ++oc)
+        for (int64_t p = 0; p < nin; ++p)
+          for (int64_t q = 0; q < nk; ++q) {
+            int64_t o = 0, rp = p, rq = q;
+            bool inside = true;
+            std::vector<int64_t> ip(nd), kq(nd);
+            for (size_t d = nd; d-- > 0;) ip[d] = rp % in_sp[d], rp /= in_sp[d], kq[d] = rq % k_sp[d], rq /= k_sp[d];
+            for (size_t d = 0; d < nd; ++d) {
+              const int64_t pos = ip[d] * st[d] + kq[d] * dil[d] - head[d];
+              if (pos < 0 || pos >= out_sp[d]) inside = false;
+              o = o * out_sp[d] + pos;
+            }
+            if (!inside) continue;
+            const int64_t co = (ci / CinG) * CoutG + oc;
+            acc[static_cast<size_t>((n * Cout + co) * nout + o)] += x.get((n * Cin + ci) * nin + p) * w.get((ci * CoutG + oc) * nk + q);
+          }
+  for (int64_t i = 0; i < y.numel(); ++i) y.set(i, acc[static_cast<size_t>(i)] + (bias ? bias->get((i / nout) % Cout) : 0.0));
+  return y;
+}
+
+// ONNX LSTM / GRU (layout 0, default activations), in doubles: Y [T, D, B, H], Y_h (, Y_c).
+std::vector<Tensor> rnn_ref(bool lstm, const Tensor& X, const Tensor& W, const Tensor& R, const Tensor* Bv, const Tensor* h0,
+                            const Tensor* c0, const Tensor* P, int64_t D, bool reverse, bool lbr) {
+  const int64_t T = X.shape()[0], B = X.shape()[1], I = X.shape()[2], G = lstm ? 4 : 3, H = W.shape()[1] / G;
+  Tensor Y(DType::f32, {T, D, B, H}), Yh(DType::f32, {D, B, H}), Yc(DType::f32, {D, B, H});
+  auto sg = [](double v) { return 1.0 / (1.0 + std::exp(-v)); };
+  for (int64_t d = 0; d < D; ++d) {
+    std::vector<double> h(B * H, 0.0), c(B * H, 0.0);
+    for (int64_t i = 0; i < B * H; ++i) h[i] = h0 ? h0->get(d * B * H + i) : 0.0, c[i] = c0 ? c0->get(d * B * H + i) : 0.0;
+    auto wx = [&](int64_t t, int64_t bb, int64_t row) {  // W[row] . x + Wb[row]
+      double v = Bv ? Bv->get(d * 2 * G * H + row) : 0.0;
+      for (int64_t k = 0; k < I; ++k) v += W.get((d * G * H + row) * I + k) * X.get((t * B + bb) * I + k);
+      return v;
+    };
+    auto rh = [&](const std::vector<double>& hv, int64_t bb, int64_t row, bool with_bias) {  // R[row] . h + Rb[row]
+      double v = Bv && with_bias ? Bv->get(d * 2 * G * H + G * H + row) : 0.0;
+      for (int64_t k = 0; k < H; ++k) v += R.get((d * G * H + row) * H + k) * hv[bb * H + k];
+      return v;
+    };
+    for (int64_t step = 0; step < T; ++step) {
+      const int64_t t = reverse || d == 1 ? T - 1 - step : step;
+      std::vector<double> hn(B * H), cn(B * H);
+      for (int64_t bb = 0; bb < B; ++bb)
+        for (int64_t j = 0; j < H; ++j) {
+          const int64_t k = bb * H + j;
+          if (lstm) {
+            const double pi = P ? P->get(d * 3 * H + j) : 0, po = P ? P->get(d * 3 * H + H + j) : 0, pf = P ? P->get(d * 3 * H + 2 * H + j) : 0;
+            const double ig = sg(wx(t, bb, j) + rh(h, bb, j, true) + pi * c[k]);
+            const double fg = sg(wx(t, bb, 2 * H + j) + rh(h, bb, 2 * H + j, true) + pf * c[k]);
+            const double cg = std::tanh(wx(t, bb, 3 * H + j) + rh(h, bb, 3 * H + j, true));
+            cn[k] = fg * c[k] + ig * cg;
+            const double og = sg(wx(t, bb, H + j) + rh(h, bb, H + j, true) + po * cn[k]);
+            hn[k] = og * std::tanh(cn[k]);
+          } else {
+            const double z = sg(wx(t, bb, j) + rh(h, bb, j, true));
+            const double r = sg(wx(t, bb, H + j) + rh(h, bb, H + j, true));
+            double hh;
+            if (lbr) {
+              hh = std::tanh(wx(t, bb, 2 * H + j) + r * rh(h, bb, 2 * H + j, true));
+            } else {
+              std::vector<double> rhv(B * H);
+              for (int64_t q = 0; q < H; ++q) {
+                const double rq = sg(wx(t, bb, H + q) + rh(h, bb, H + q, true));
+                rhv[bb * H + q] = rq * h[bb * H + q];
+              }
+              hh = std::tanh(wx(t, bb, 2 * H + j) + rh(rhv, bb, 2 * H + j, true));
+            }
+            hn[k] = (1 - z) * hh + z * h[k];
+          }
+        }
+      h = hn;
+      if (lstm) c = cn;
+      for (int64_t i = 0; i < B * H; ++i) Y.set(((t * D + d) * B) * H + i, h[i]);
+    }
+    for (int64_t i = 0; i < B * H; ++i) Yh.set(d * B * H + i, h[i]), Yc.set(d * B * H + i, c[i]);
+  }
+  if (lstm) return {Y, Yh, Yc};
+  return {Y, Yh};
+}
+Tensor permuted(const Tensor& t, const std::vector<int64_t>& perm) {  // t.permute(perm), contiguous
+  const Shape& s = t.shape();
+  Shape o;
+  for (int64_t p : perm) o.push_back(s[p]);
+  Tensor y(t.dtype(), o);
+  for (int64_t i = 0; i < y.numel(); ++i) {
+    int64_t r = i, src = 0;
+    std::vector<int64_t> idx(o.size());
+    for (size_t d = o.size(); d-- > 0;) idx[d] = r % o[d], r /= o[d];
+    std::vector<int64_t> in(s.size());
+    for (size_t d = 0; d < o.size(); ++d) in[perm[d]] = idx[d];
+    for (size_t d = 0; d < s.size(); ++d) src = src * s[d] + in[d];
+    y.set(i, t.get(src));
+  }
+  return y;
+}
+
+onnx::GraphProto& attr_graph(onnx::NodeProto& n, const std::string& name) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::GRAPH);
+  a->mutable_g()->set_name(name);
+  return *a->mutable_g();
+}
+onnx::NodeProto& sub_node(onnx::GraphProto& g, const std::string& op, const std::vector<std::string>& ins, const std::vector<std::string>& outs) {
+  auto* n = g.add_node();
+  n->set_op_type(op);
+  n->set_name(op + "_" + outs.at(0));
+  for (const auto& i : ins) n->add_input(i);
+  for (const auto& o : outs) n->add_output(o);
+  return *n;
+}
+
+void control_and_sequence_ops() {
+  // ---- Einsum
+  {
+    const Tensor a = rnd({2, 3, 4}, 1), b = rnd({2, 4, 5}, 2);
+    Tensor want(DType::f32, {2, 3, 5});
+    for (int64_t bb = 0; bb < 2; ++bb)
+      for (int64_t i = 0; i < 3; ++i)
+        for (int64_t k = 0; k < 5; ++k) {
+          double v = 0;
+          for (int64_t j = 0; j < 4; ++j) v += a.get((bb * 3 + i) * 4 + j) * b.get((bb * 4 + j) * 5 + k);
+          want.set((bb * 3 + i) * 5 + k, v);
+        }
+    Model m;
+    m.input("a", a).input("b", b);
+    attr_s(m.node("Einsum", {"a", "b"}, {"y"}), "equation", "bij,bjk->bik");
+    m.output("y");
+    check_all("einsum_bmm", m, {want});
+  }
+  {  // trace, implicit: "ii" -> a scalar
+    const Tensor s = rnd({4, 4}, 3);
+    Model m;
+    m.input("s", s);
+    attr_s(m.node("Einsum", {"s"}, {"y"}), "equation", "ii");
+    m.output("y");
+    check_all("einsum_trace", m, {floats({s.get(0) + s.get(5) + s.get(10) + s.get(15)}, {})});
+  }
+  {  // implicit output in ASCII order: "Ab,bc" -> "Ac"; "ba" -> "ab" (a transpose)
+    const Tensor a = rnd({2, 3}, 4), c = rnd({3, 4}, 5);
+    Model m;
+    m.input("a", a).input("c", c);
+    attr_s(m.node("Einsum", {"a", "c"}, {"y"}), "equation", "Ab,bc");
+    attr_s(m.node("Einsum", {"a"}, {"t"}), "equation", "ba");
+    m.output("y").output("t");
+    Tensor want(DType::f32, {2, 4});
+    for (int64_t i = 0; i < 2; ++i)
+      for (int64_t k = 0; k < 4; ++k) {
+        double v = 0;
+        for (int64_t j = 0; j < 3; ++j) v += a.get(i * 3 + j) * c.get(j * 4 + k);
+        want.set(i * 4 + k, v);
+      }
+    check_all("einsum_implicit_order", m, {want, permuted(a, {1, 0})});
+  }
+  {  // broadcast ellipsis, diagonal and a three-operand contraction: reference against compiled code
+    Model m;
+    m.input("u", rnd({2, 1, 3, 3}, 6)).input("v", rnd({5, 3, 2}, 7)).input("w", rnd({3}, 8));
+    attr_s(m.node("Einsum", {"u", "v", "w"}, {"y"}), "equation", "...ii,...ik,i->...k");
+    m.output("y");
+    check("einsum_ellipsis_diagonal", m);
+  }
+  // ---- ConvTranspose
+  struct CT {
+    const char* name;
+    Shape x, w;
+    bool bias;
+    int64_t group;
+    std::vector<int64_t> strides, dil, pads, opad, oshape;
+    const char* auto_pad;
+  };
+  const std::vector<CT> cts = {
+      {"convT_groups_asym_pads", {1, 4, 3, 4}, {4, 3, 3, 2}, true, 2, {2, 1}, {1, 2}, {1, 0, 0, 1}, {1, 0}, {}, nullptr},
+      {"convT_1d_same_upper", {2, 3, 5}, {3, 2, 4}, false, 1, {2}, {1}, {}, {}, {}, "SAME_UPPER"},
+      {"convT_same_lower", {1, 2, 3, 3}, {2, 2, 2, 3}, true, 1, {2, 2}, {1, 1}, {}, {}, {}, "SAME_LOWER"},
+      {"convT_output_shape", {1, 2, 3, 3}, {2, 1, 3, 3}, false, 1, {2, 3}, {1, 1}, {}, {}, {6, 8}, nullptr},
+      {"convT_valid_3d", {1, 2, 2, 3, 2}, {2, 2, 2, 2, 2}, true, 1, {1, 2, 1}, {1, 1, 2}, {}, {}, {}, "VALID"},
+      {"convT_depthwise", {1, 3, 4, 4}, {3, 1, 3, 3}, true, 3, {1, 1}, {1, 1}, {1, 1, 1, 1}, {}, {}, nullptr},
+  };
+  uint32_t seed = 20;
+  for (const CT& c : cts) {
+    const size_t nd = c.x.size() - 2;
+    const Tensor x = rnd(c.x, seed++), w = rnd(c.w, seed++), bias = rnd({c.w[1] * c.group}, seed++);
+    Model m;
+    m.input("x", x).init("w", w);
+    if (c.bias) m.init("b", bias);
+    auto& node = m.node("ConvTranspose", c.bias ? std::vector<std::string>{"x", "w", "b"} : std::vector<std::string>{"x", "w"}, {"y"});
+    attr_i(node, "group", c.group);
+    attr_ints(node, "strides", c.strides);
+    attr_ints(node, "dilations", c.dil);
+    if (!c.pads.empty()) attr_ints(node, "pads", c.pads);
+    if (!c.opad.empty()) attr_ints(node, "output_padding", c.opad);
+    if (!c.oshape.empty()) attr_ints(node, "output_shape", c.oshape);
+    if (c.auto_pad) attr_s(node, "auto_pad", c.auto_pad);
+    m.output("y");
+    // The geometry as ONNX Runtime computes it (ConvTransposeAttributes).
+    std::vector<int64_t> head(nd), out(nd);
+    for (size_t d = 0; d < nd; ++d) {
+      const int64_t op = c.opad.empty() ? 0 : c.opad[d];
+      const int64_t full = (c.x[2 + d] - 1) * c.strides[d] + op + (c.w[2 + d] - 1) * c.dil[d] + 1;
+      const std::string ap = c.auto_pad ? c.auto_pad : "NOTSET";
+      int64_t want = -1;
+      if (!c.oshape.empty()) want = c.oshape[d];
+      else if (ap == "SAME_UPPER" || ap == "SAME_LOWER") want = c.x[2 + d] * c.strides[d];
+      if (want >= 0) {
+        const int64_t total = full - want;
+        head[d] = ap == "SAME_UPPER" ? total - total / 2 : total / 2;
+        out[d] = want;
+      } else {
+        const int64_t pb = c.pads.empty() || ap == "VALID" ? 0 : c.pads[d], pe = c.pads.empty() || ap == "VALID" ? 0 : c.pads[d + nd];
+        head[d] = pb;
+        out[d] = full - pb - pe;
+      }
+    }
+    check_all(c.name, m, {conv_transpose_ref(x, w, c.bias ? &bias : nullptr, c.group, c.strides, c.dil, head, out)});
+  }
+  // ---- LSTM and GRU
+  struct RnnCase {
+    const char* name;
+    bool lstm;
+    const char* direction;
+    int layout;
+    bool bias, init, peep, lbr;
+  };
+  const std::vector<RnnCase> rnns = {
+      {"lstm_forward", true, "forward", 0, true, true, false, false},
+      {"lstm_reverse_nobias", true, "reverse", 0, false, false, false, false},
+      {"lstm_bidirectional_layout1_peepholes", true, "bidirectional", 1, true, true, true, false},
+      {"gru_forward", false, "forward", 0, true, true, false, false},
+      {"gru_reverse_lbr", false, "reverse", 0, true, false, false, true},
+      {"gru_bidirectional_layout1_lbr", false, "bidirectional", 1, true, true, false, true},
+      {"gru_bidirectional_nobias", false, "bidirectional", 0, false, true, false, false},
+  };
+  for (const RnnCase& c : rnns) {
+    const int64_t T = 4, B = 2, I = 3, H = 3, D = std::string(c.direction) == "bidirectional" ? 2 : 1, G = c.lstm ? 4 : 3;
+    const Tensor X = rnd({T, B, I}, seed++), W = rnd({D, G * H, I}, seed++), R = rnd({D, G * H, H}, seed++), Bv = rnd({D, 2 * G * H}, seed++);
+    const Tensor h0 = rnd({D, B, H}, seed++), c0 = rnd({D, B, H}, seed++), P = rnd({D, 3 * H}, seed++);
+    Model m;
+    m.input("X", c.layout ? permuted(X, {1, 0, 2}) : X).init("W", W).init("R", R);
+    std::vector<std::string> ins = {"X", "W", "R", c.bias ? "B" : "", "", c.init ? "h0" : ""};
+    if (c.bias) m.init("B", Bv);
+    if (c.init) m.input("h0", c.layout ? permuted(h0, {1, 0, 2}) : h0);
+    if (c.lstm) {
+      ins.push_back(c.init ? "c0" : "");
+      if (c.init) m.input("c0", c.layout ? permuted(c0, {1, 0, 2}) : c0);
+      if (c.peep) ins.push_back("P"), m.init("P", P);
+    }
+    while (!ins.empty() && ins.back().empty()) ins.pop_back();
+    std::vector<std::string> outs = {"Y", "Yh"};
+    if (c.lstm) outs.push_back("Yc");
+    auto& node = m.node(c.lstm ? "LSTM" : "GRU", ins, outs);
+    attr_s(node, "direction", c.direction);
+    attr_i(node, "hidden_size", H);
+    if (c.layout) attr_i(node, "layout", 1);
+    if (c.lbr) attr_i(node, "linear_before_reset", 1);
+    for (const auto& o : outs) m.output(o);
+    std::vector<Tensor> want = rnn_ref(c.lstm, X, W, R, c.bias ? &Bv : nullptr, c.init ? &h0 : nullptr, c.init ? &c0 : nullptr,
+                                       c.peep ? &P : nullptr, D, std::string(c.direction) == "reverse", c.lbr);
+    if (c.layout) {
+      want[0] = permuted(want[0], {2, 0, 1, 3});
+      for (size_t i = 1; i < want.size(); ++i) want[i] = permuted(want[i], {1, 0, 2});
+    }
+    check_all(c.name, m, want);
+  }
+  // ---- If with a constant condition; the branches read outer names
+  for (bool cond : {true, false}) {
+    Model m;
+    Tensor cv(DType::b8, {});
+    cv.set(0, cond ? 1 : 0);
+    const Tensor x = rnd({2, 3}, seed++), w = rnd({3}, seed++);
+    m.input("x", x).init("c", cv).init("w", w);
+    auto& node = m.node("If", {"c"}, {"y"});
+    auto& then_g = attr_graph(node, "then_branch");
+    sub_node(then_g, "Add", {"x", "w"}, {"t"});
+    sub_node(then_g, "Mul", {"t", "x"}, {"t2"});
+    then_g.add_output()->set_name("t2");
+    auto& else_g = attr_graph(node, "else_branch");
+    sub_node(else_g, "Sub", {"x", "w"}, {"t"});  // the same inner name in both branches
+    else_g.add_output()->set_name("t");
+    m.output("y");
+    Tensor want(DType::f32, {2, 3});
+    for (int64_t i = 0; i < 6; ++i) want.set(i, cond ? (x.get(i) + w.get(i % 3)) * x.get(i) : x.get(i) - w.get(i % 3));
+    check_all(cond ? "if_then" : "if_else", m, {want});
+  }
+  {  // a condition folded at import: Shape(x)[0] == 2
+    Model m;
+    const Tensor x = rnd({2, 3}, seed++);
+    m.input("x", x).init("z", ints({0}, {})).init("two", ints({2}, {}));
+    m.node("Shape", {"x"}, {"s"});
+    m.node("Gather", {"s", "z"}, {"d"});
+    m.node("Equal", {"d", "two"}, {"c"});
+    auto& node = m.node("If", {"c"}, {"y"});
+    auto& then_g = attr_graph(node, "then_branch");
+    sub_node(then_g, "Neg", {"x"}, {"n"});
+    then_g.add_output()->set_name("n");
+    auto& else_g = attr_graph(node, "else_branch");
+    else_g.add_output()->set_name("x");
+    m.output("y");
+    Tensor want(DType::f32, {2, 3});
+    for (int64_t i = 0; i < 6; ++i) want.set(i, -x.get(i));
+    check_all("if_folded_condition", m, {want});
+  }
+  // ---- Loop: 3 iterations, a carried value, a scan output, the iteration number used
+  {
+    Model m;
+    const Tensor x = rnd({2}, seed++), w = rnd({2}, seed++);
+    Tensor tv(DType::b8, {});
+    tv.set(0, 1);
+    m.input("x", x).init("M", ints({3}, {})).init("cond", tv).init("w", w);
+    auto& node = m.node("Loop", {"M", "cond", "x"}, {"final", "scan"});
+    auto& body = attr_graph(node, "body");
+    for (const char* nm : {"i", "c_in", "v_in"}) body.add_input()->set_name(nm);
+    sub_node(body, "Identity", {"c_in"}, {"c_out"});
+    sub_node(body, "Cast", {"i"}, {"fi"});
+    attr_i(*body.mutable_node(1), "to", onnx::TensorProto::FLOAT);
+    sub_node(body, "Mul", {"w", "fi"}, {"wi"});
+    sub_node(body, "Add", {"v_in", "wi"}, {"v_out"});
+    sub_node(body, "Mul", {"v_out", "v_out"}, {"sq"});
+    for (const char* nm : {"c_out", "v_out", "sq"}) body.add_output()->set_name(nm);
+    m.output("final").output("scan");
+    Tensor fin(DType::f32, {2}), scan(DType::f32, {3, 2});
+    for (int64_t j = 0; j < 2; ++j) {
+      double v = x.get(j);
+      for (int64_t i = 0; i < 3; ++i) {
+        v += w.get(j) * static_cast<double>(i);
+        scan.set(i * 2 + j, v * v);
+      }
+      fin.set(j, v);
+    }
+    check_all("loop_unrolled", m, {fin, scan});
+  }
+  {  // a while loop whose condition folds: runs while i < 2 (Less of the iteration number)
+    Model m;
+    const Tensor x = rnd({3}, seed++);
+    Tensor tv(DType::b8, {});
+    tv.set(0, 1);
+    m.input("x", x).init("cond", tv).init("two", ints({1}, {}));
+    auto& node = m.node("Loop", {"", "cond", "x"}, {"final"});
+    auto& body = attr_graph(node, "body");
+    for (const char* nm : {"i", "c_in", "v_in"}) body.add_input()->set_name(nm);
+    sub_node(body, "Less", {"i", "two"}, {"c_out"});
+    sub_node(body, "Add", {"v_in", "v_in"}, {"v_out"});
+    for (const char* nm : {"c_out", "v_out"}) body.add_output()->set_name(nm);
+    m.output("final");
+    Tensor want(DType::f32, {3});  // iterations 0 and 1 run: x * 4
+    for (int64_t j = 0; j < 3; ++j) want.set(j, x.get(j) * 4);
+    check_all("loop_while_folded", m, {want});
+  }
+  // ---- refused: the node and why
+  {
+    Model m;
+    Tensor cv(DType::b8, {});
+    cv.set(0, 1);
+    m.input("x", iota({2})).input("c", cv);
+    auto& node = m.node("If", {"c"}, {"y"});
+    attr_graph(node, "then_branch").add_output()->set_name("x");
+    attr_graph(node, "else_branch").add_output()->set_name("x");
+    m.output("y");
+    refused("if_dynamic_condition", m, {"If_node", "input 'cond'", "constant"});
+  }
+  {
+    Model m;
+    Tensor tv(DType::b8, {});
+    tv.set(0, 1);
+    m.input("x", iota({2})).input("M", ints({3}, {})).init("cond", tv);
+    auto& node = m.node("Loop", {"M", "cond", "x"}, {"y"});
+    auto& body = attr_graph(node, "body");
+    for (const char* nm : {"i", "c_in", "v_in"}) body.add_input()->set_name(nm);
+    for (const char* nm : {"c_in", "v_in"}) body.add_output()->set_name(nm);
+    m.output("y");
+    refused("loop_dynamic_trip_count", m, {"Loop_node", "input 'M'", "not a constant"});
+  }
+  {
+    Model m;
+    m.input("x", rnd({1, 2, 3}, 1)).init("W", rnd({1, 12, 3}, 2)).init("R", rnd({1, 12, 3}, 3));
+    attr_i(m.node("LSTM", {"x", "W", "R"}, {"Y"}), "input_forget", 1);
+    m.output("Y");
+    refused("lstm_input_forget", m, {"LSTM_node", "input_forget"});
+  }
+}
+
 void built_here() {
   {  // Gather with negative constant indices: rows 2, 0 of [3, 2]
     Model m;
@@ -461,6 +892,8 @@ void built_here() {
     if (c.inputs.empty()) continue;  // a graph of constants alone: folded at import
     check(c.name, m);
   }
+
+  control_and_sequence_ops();
 
   // Refusals: the node, and the attribute or input at fault.
   {
