@@ -328,6 +328,78 @@ case("resize_linear_upsample_exact", "Resize", [N("Resize", ["x", "", "", "sz"],
      [("y", F)], {"sz": i64([1, 2, 6, 8])})
 
 
+# ---- Einsum, ConvTranspose, LSTM, GRU, If, Loop ------------------------------------------
+for nm, eq, shapes in [("bmm", "bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]), ("trace", "ii", [(4, 4)]),
+                       ("implicit_order", "Ab,bc", [(2, 3), (3, 4)]), ("transpose_implicit", "ba", [(2, 3)]),
+                       ("ellipsis_broadcast", "...ij,...jk->...ik", [(2, 1, 3, 4), (5, 4, 2)]),
+                       ("diagonal_three", "...ii,...ik,i->...k", [(2, 1, 3, 3), (5, 3, 2), (3,)]),
+                       ("outer", "i,j->ij", [(3,), (4,)]), ("reduce_all", "ijk->", [(2, 3, 4)])]:
+    names = [chr(ord("a") + k) for k in range(len(shapes))]
+    case("einsum_" + nm, "Einsum", [N("Einsum", names, ["y"], equation=eq)], [(n_, r(*sh)) for n_, sh in zip(names, shapes)],
+         [("y", F)])
+case("convT_groups_asym_pads", "ConvTranspose",
+     [N("ConvTranspose", ["x", "w", "b"], ["y"], group=2, strides=[2, 1], dilations=[1, 2], pads=[1, 0, 0, 1], output_padding=[1, 0])],
+     [("x", r(1, 4, 3, 4))], [("y", F)], {"w": r(4, 3, 3, 2), "b": r(6)})
+case("convT_1d_same_upper", "ConvTranspose", [N("ConvTranspose", ["x", "w"], ["y"], strides=[2], auto_pad="SAME_UPPER")],
+     [("x", r(2, 3, 5))], [("y", F)], {"w": r(3, 2, 4)})
+case("convT_same_lower", "ConvTranspose", [N("ConvTranspose", ["x", "w", "b"], ["y"], strides=[2, 2], auto_pad="SAME_LOWER")],
+     [("x", r(1, 2, 3, 3))], [("y", F)], {"w": r(2, 2, 2, 3), "b": r(2)})
+case("convT_output_shape", "ConvTranspose", [N("ConvTranspose", ["x", "w"], ["y"], strides=[2, 3], output_shape=[6, 8])],
+     [("x", r(1, 2, 3, 3))], [("y", F)], {"w": r(2, 1, 3, 3)})
+case("convT_valid_3d", "ConvTranspose",
+     [N("ConvTranspose", ["x", "w", "b"], ["y"], strides=[1, 2, 1], dilations=[1, 1, 2], auto_pad="VALID")],
+     [("x", r(1, 2, 2, 3, 2))], [("y", F)], {"w": r(2, 2, 2, 2, 2), "b": r(2)})
+case("convT_depthwise", "ConvTranspose", [N("ConvTranspose", ["x", "w", "b"], ["y"], group=3, pads=[1, 1, 1, 1])],
+     [("x", r(1, 3, 4, 4))], [("y", F)], {"w": r(3, 1, 3, 3), "b": r(3)})
+T_, B_, I_, H_ = 4, 2, 3, 3
+for nm, lstm, direction, layout, bias, init, peep, lbr in [
+        ("lstm_forward", 1, "forward", 0, 1, 1, 0, 0), ("lstm_reverse_nobias", 1, "reverse", 0, 0, 0, 0, 0),
+        ("lstm_bidirectional_layout1_peepholes", 1, "bidirectional", 1, 1, 1, 1, 0), ("gru_forward", 0, "forward", 0, 1, 1, 0, 0),
+        ("gru_reverse_lbr", 0, "reverse", 0, 1, 0, 0, 1), ("gru_bidirectional_layout1_lbr", 0, "bidirectional", 1, 1, 1, 0, 1),
+        ("gru_bidirectional_nobias", 0, "bidirectional", 0, 0, 1, 0, 0)]:
+    D_, G_ = (2 if direction == "bidirectional" else 1), (4 if lstm else 3)
+    ins, inits, feeds = ["X", "W", "R", "B" if bias else "", "", "h0" if init else ""], {"W": r(D_, G_ * H_, I_), "R": r(D_, G_ * H_, H_)}, []
+    feeds.append(("X", r(B_, T_, I_) if layout else r(T_, B_, I_)))
+    if bias:
+        inits["B"] = r(D_, 2 * G_ * H_)
+    if init:
+        feeds.append(("h0", r(B_, D_, H_) if layout else r(D_, B_, H_)))
+    outs = [("Y", F), ("Yh", F)]
+    if lstm:
+        ins.append("c0" if init else "")
+        if init:
+            feeds.append(("c0", r(B_, D_, H_) if layout else r(D_, B_, H_)))
+        if peep:
+            ins.append("P")
+            inits["P"] = r(D_, 3 * H_)
+        outs.append(("Yc", F))
+    while ins[-1] == "":
+        ins.pop()
+    attrs = dict(direction=direction, hidden_size=H_, layout=layout)
+    if lbr:
+        attrs["linear_before_reset"] = 1
+    case(nm, "LSTM" if lstm else "GRU", [N("LSTM" if lstm else "GRU", ins, [o for o, _ in outs], **attrs)], feeds, outs, inits)
+for cond in (True, False):
+    then_g = helper.make_graph([N("Add", ["x", "w"], ["t"]), N("Mul", ["t", "x"], ["t2"])], "then", [],
+                               [helper.make_tensor_value_info("t2", F, [2, 3])])
+    else_g = helper.make_graph([N("Sub", ["x", "w"], ["t"])], "else", [], [helper.make_tensor_value_info("t", F, [2, 3])])
+    case("if_" + ("then" if cond else "else"), "If", [N("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g)],
+         [("x", r(2, 3))], [("y", F)], {"c": np.array(cond), "w": r(3)})
+loop_body = helper.make_graph(
+    [N("Identity", ["c_in"], ["c_out"]), N("Cast", ["i"], ["fi"], to=F), N("Mul", ["w", "fi"], ["wi"]), N("Add", ["v_in", "wi"], ["v_out"]),
+     N("Mul", ["v_out", "v_out"], ["sq"])], "body",
+    [helper.make_tensor_value_info("i", I, []), helper.make_tensor_value_info("c_in", B, []), helper.make_tensor_value_info("v_in", F, [2])],
+    [helper.make_tensor_value_info("c_out", B, []), helper.make_tensor_value_info("v_out", F, [2]), helper.make_tensor_value_info("sq", F, [2])])
+case("loop_unrolled", "Loop", [N("Loop", ["M", "cond", "x"], ["final", "scan"], body=loop_body)], [("x", r(2))],
+     [("final", F), ("scan", F)], {"M": i64(3), "cond": np.array(True), "w": r(2)})
+while_body = helper.make_graph(
+    [N("Less", ["i", "one"], ["c_out"]), N("Add", ["v_in", "v_in"], ["v_out"])], "body",
+    [helper.make_tensor_value_info("i", I, []), helper.make_tensor_value_info("c_in", B, []), helper.make_tensor_value_info("v_in", F, [3])],
+    [helper.make_tensor_value_info("c_out", B, []), helper.make_tensor_value_info("v_out", F, [3])])
+case("loop_while_folded", "Loop", [N("Loop", ["", "cond", "x"], ["final"], body=while_body)], [("x", r(3))], [("final", F)],
+     {"cond": np.array(True), "one": i64(1)})
+
+
 def enc(name, a):
     a = np.ascontiguousarray(a)
     dt = DT[a.dtype.type][0]
