@@ -354,9 +354,14 @@ bool matmul(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs,
 }
 
 // A 2-D convolution's geometry as runtime_cpu.h takes it: x [N, C, H, W], w [O, C/G, KH, KW], y
-// [N, O, OH, OW].
+// [N, O, OH, OW]. A 1-D convolution (x [N, C, L]) is the 2-D one of height 1, the same memory.
 lsrt::cpu::Conv<AppHost> conv_of(const Shape& x, const Shape& w, const Shape& y, const Arg& stride, const Arg& padding, const Arg& dilation,
                                  int64_t groups) {
+  if (x.size() == 3) {
+    auto one_more = [](const Arg& a, int64_t v) { return Arg::of_ints({v, spatial_pair(a)[0]}); };
+    return conv_of({x[0], x[1], 1, x[2]}, {w[0], w[1], 1, w[2]}, {y[0], y[1], 1, y[2]}, one_more(stride, 1), one_more(padding, 0),
+                   one_more(dilation, 1), groups);
+  }
   const std::vector<int64_t> st = spatial_pair(stride), pad = spatial_pair(padding), dil = spatial_pair(dilation);
   return {x[0], x[1], x[2], x[3], w[0], w[1], w[2], w[3], y[2], y[3], groups, st[0], st[1], pad[0], pad[1], dil[0], dil[1]};
 }
@@ -476,8 +481,9 @@ RefInputs extern_inputs(const ExternCall& c, const std::function<Tensor(const st
 bool run_extern(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs, const RowEpilogue* epilogue, const GemmCut* cut) {
   if (all_f32(in, outs)) {
     if (op::is_matmul(c.op)) return matmul(c, in, outs, epilogue, cut);
-    if (c.op == &op::convolution() && !c.args[6].b) return convolution(c, in, outs), false;
-    if (c.op == &op::convolution_backward() && !c.args[7].b) return convolution_backward(c, in, outs), false;
+    // 1-D and 2-D, not transposed (the rest: the reference kernel)
+    if (c.op == &op::convolution() && !c.args[6].b && in[0].dim() <= 4) return convolution(c, in, outs), false;
+    if (c.op == &op::convolution_backward() && !c.args[7].b && in[1].dim() <= 4) return convolution_backward(c, in, outs), false;
     if (c.op == &op::cat()) return cat(c, in, outs), false;
   }
   const bool f32_operands = !in.t.empty() && in.t[0].dtype() == DType::f32 && in.t[1].dtype() == DType::f32;

@@ -1,9 +1,10 @@
-// Convolution and pooling: convolution (a library kernel), conv2d, which decomposes into it,
-// max pooling with indices (generated code, a special case of the lowering), max_pool2d and
-// adaptive_avg_pool2d, and the backward ops AOTAutograd's graphs call for convolution and max
-// pooling (library kernels). Average pooling (2-D, 3-D), adaptive average pooling (2-D, 3-D) and
-// 3-D max pooling with indices decompose into views, cat, slices and pointwise math, their
-// backward ops likewise (3-D max pooling's backward: a scatter_add).
+// Convolution and pooling: convolution of 1, 2 or 3 spatial dims, plain or transposed (a library
+// kernel), conv1d/2d/3d and conv_transpose1d/2d/3d, which decompose into it, max pooling with
+// indices (generated code, a special case of the lowering), max_pool2d and adaptive_avg_pool2d,
+// and the backward ops AOTAutograd's graphs call for convolution and max pooling (library
+// kernels). Average pooling (2-D, 3-D), adaptive average pooling (2-D, 3-D) and 3-D max pooling
+// with indices decompose into views, cat, slices and pointwise math, their backward ops likewise
+// (3-D max pooling's backward: a scatter_add).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -25,58 +26,193 @@ void check_window(const OpDef& op, const std::vector<int64_t>& st, const std::ve
 }
 
 // ---------------------------------------------------------------------------------------------
-// Convolution
+// Convolution: 1, 2 or 3 spatial dims, plain or transposed, any groups, stride, padding,
+// dilation and output padding, as aten.convolution takes them. Input [N, Cin, in...]; weight
+// [Cout, Cin/G, k...] (transposed: [Cin, Cout/G, k...]); output [N, Cout, out...].
 // ---------------------------------------------------------------------------------------------
 
-std::vector<TensorMeta> infer_convolution(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
-  const TensorMeta& x = meta_of(g, a[0]);
-  const TensorMeta& w = meta_of(g, a[1]);
-  if (x.shape.size() != 4 || w.shape.size() != 4) bad(op, "only 2-D convolution (4-D input and weight) is supported");
-  if (a[6].b) bad(op, "transposed convolution is not supported yet");
-  const auto st = spatial_pair(a[3]), pad = spatial_pair(a[4]), dil = spatial_pair(a[5]);
-  check_window(op, st, pad, dil);
-  const int64_t groups = a[8].i;
-  if (groups <= 0 || x.shape[1] != w.shape[1] * groups || w.shape[0] % groups)
-    bad(op, "input channels " + std::to_string(x.shape[1]) + " do not fit weight " + shape_str(w.shape) + " with groups=" + std::to_string(groups));
-  Shape out = {x.shape[0], w.shape[0]};
-  for (int d = 0; d < 2; ++d) {
-    const int64_t o = (x.shape[2 + d] + 2 * pad[d] - dil[d] * (w.shape[2 + d] - 1) - 1) / st[d] + 1;
-    if (o <= 0) bad(op, "output size would be " + std::to_string(o));
-    out.push_back(o);
+// One value per spatial dim (one value: every dim), as PyTorch's expand_param_if_needed.
+std::vector<int64_t> conv_param(const OpDef& op, const Arg& a, size_t nd, const char* what) {
+  std::vector<int64_t> v = a.kind == Arg::Kind::list || a.kind == Arg::Kind::integer ? a.ints() : std::vector<int64_t>{};
+  if (v.size() == 1) v.assign(nd, v[0]);
+  if (v.size() != nd) bad(op, std::string(what) + " must have " + std::to_string(nd) + " values, got " + shape_str(v));
+  return v;
+}
+
+struct ConvGeom {
+  bool transposed = false;
+  int64_t N = 0, G = 1, Cin = 0, Cout = 0;
+  Shape in, out, k;  // spatial sizes of the input, the output, the kernel
+  std::vector<int64_t> st, pad, dil, opad;
+};
+
+// The geometry of convolution(x, w, ..., stride, padding, dilation, transposed, output_padding,
+// groups) from its operands' shapes; `at`: the place of stride in the arguments. Checks what
+// PyTorch's convolution checks; the output's spatial sizes follow from them.
+ConvGeom conv_geom(const OpDef& op, const Shape& x, const Shape& w, const std::vector<Arg>& a, size_t at) {
+  if (x.size() < 3 || x.size() > 5 || w.size() != x.size())
+    bad(op, "expected a 3-D, 4-D or 5-D input (batched 1-D, 2-D or 3-D convolution) and a weight of the same rank, got input " +
+                shape_str(x) + " and weight " + shape_str(w));
+  const size_t nd = x.size() - 2;
+  ConvGeom g;
+  g.transposed = a[at + 3].b;
+  g.st = conv_param(op, a[at], nd, "stride");
+  g.pad = conv_param(op, a[at + 1], nd, "padding");
+  g.dil = conv_param(op, a[at + 2], nd, "dilation");
+  g.opad = g.transposed ? conv_param(op, a[at + 4], nd, "output_padding") : std::vector<int64_t>(nd, 0);
+  g.G = a[at + 5].i;
+  g.N = x[0];
+  g.Cin = x[1];
+  if (g.G <= 0) bad(op, "groups must be positive, got " + std::to_string(g.G));
+  for (size_t d = 0; d < nd; ++d) {
+    if (g.st[d] <= 0 || g.dil[d] <= 0 || g.pad[d] < 0)
+      bad(op, "stride and dilation must be positive and padding not negative (stride " + std::to_string(g.st[d]) + ", dilation " +
+                  std::to_string(g.dil[d]) + ", padding " + std::to_string(g.pad[d]) + ")");
+    if (g.opad[d] < 0 || (g.opad[d] >= g.st[d] && g.opad[d] >= g.dil[d]))
+      bad(op, "output padding must be smaller than either stride or dilation, got output_padding " + std::to_string(g.opad[d]) +
+                  ", stride " + std::to_string(g.st[d]) + ", dilation " + std::to_string(g.dil[d]));
   }
+  const int64_t wc = g.transposed ? w[0] : w[1] * g.G;  // the input channels the weight takes
+  if (x[1] != wc || (g.transposed ? w[0] % g.G : w[0] % g.G))
+    bad(op, "input channels " + std::to_string(x[1]) + " do not fit weight " + shape_str(w) + " with groups=" + std::to_string(g.G) +
+                (g.transposed ? " (transposed)" : ""));
+  g.Cout = g.transposed ? w[1] * g.G : w[0];
+  for (size_t d = 0; d < nd; ++d) {
+    const int64_t i = x[2 + d], k = w[2 + d];
+    const int64_t o = g.transposed ? (i - 1) * g.st[d] - 2 * g.pad[d] + g.dil[d] * (k - 1) + g.opad[d] + 1
+                                   : (i + 2 * g.pad[d] - g.dil[d] * (k - 1) - 1) / g.st[d] + 1;
+    if (o <= 0 || (!g.transposed && i + 2 * g.pad[d] < g.dil[d] * (k - 1) + 1))
+      bad(op, "the output's spatial size would be " + std::to_string(o) + " (input " + shape_str(x) + ", kernel " + shape_str(w) + ")");
+    g.in.push_back(i);
+    g.k.push_back(k);
+    g.out.push_back(o);
+  }
+  return g;
+}
+
+// Every product of the convolution: f(xi, wi, yi) for y[yi] += x[xi] * w[wi], flat indices.
+// Plain: out position o, tap k read input o*s - p + k*d. Transposed: input position i, tap k
+// write output i*s - p + k*d. The table of (position, tap) -> other position is computed once.
+template <class F>
+void for_each_product(const ConvGeom& g, F&& f) {
+  const size_t nd = g.k.size();
+  const Shape& from = g.transposed ? g.in : g.out;  // the positions iterated
+  const Shape& to = g.transposed ? g.out : g.in;    // the positions they meet
+  const int64_t P = numel_of(from), K = numel_of(g.k), Q = numel_of(to);
+  std::vector<int64_t> meet(static_cast<size_t>(P * K), -1);
+  std::vector<int64_t> pi(nd, 0);
+  for (int64_t p = 0; p < P; ++p) {
+    int64_t r = p;
+    for (size_t d = nd; d-- > 0;) pi[d] = r % from[d], r /= from[d];
+    for (int64_t kk = 0; kk < K; ++kk) {
+      int64_t rk = kk, q = 0, mul = 1;
+      bool inside = true;
+      for (size_t d = nd; d-- > 0;) {
+        const int64_t kd = rk % g.k[d];
+        rk /= g.k[d];
+        const int64_t v = pi[d] * g.st[d] - g.pad[d] + kd * g.dil[d];
+        if (v < 0 || v >= to[d]) inside = false;
+        q += v * mul;
+        mul *= to[d];
+      }
+      if (inside) meet[static_cast<size_t>(p * K + kk)] = q;
+    }
+  }
+  const int64_t CinG = g.Cin / g.G, CoutG = g.Cout / g.G;
+  const int64_t Pin = numel_of(g.in), Pout = numel_of(g.out);
+  for (int64_t n = 0; n < g.N; ++n)
+    for (int64_t gr = 0; gr < g.G; ++gr)
+      for (int64_t oc = 0; oc < CoutG; ++oc)
+        for (int64_t c = 0; c < CinG; ++c) {
+          const int64_t xc = (n * g.Cin + gr * CinG + c) * Pin, yc = (n * g.Cout + gr * CoutG + oc) * Pout;
+          const int64_t wc = (g.transposed ? (gr * CinG + c) * CoutG + oc : (gr * CoutG + oc) * CinG + c) * K;
+          for (int64_t p = 0; p < P; ++p)
+            for (int64_t kk = 0; kk < K; ++kk) {
+              const int64_t q = meet[static_cast<size_t>(p * K + kk)];
+              if (q < 0) continue;
+              if (g.transposed) f(xc + p, wc + kk, yc + q);
+              else f(xc + q, wc + kk, yc + p);
+            }
+        }
+  (void)Q;
+}
+
+std::vector<double> as_doubles(const Tensor& t) {
+  std::vector<double> v(static_cast<size_t>(t.numel()));
+  for (int64_t i = 0; i < t.numel(); ++i) v[static_cast<size_t>(i)] = t.get(i);
+  return v;
+}
+
+std::vector<TensorMeta> infer_convolution(const Graph& gr, const OpDef& op, const std::vector<Arg>& a) {
+  const TensorMeta& x = meta_of(gr, a[0]);
+  const TensorMeta& w = meta_of(gr, a[1]);
+  const ConvGeom g = conv_geom(op, x.shape, w.shape, a, 3);
+  if (a[2].is_node() && numel_of(meta_of(gr, a[2]).shape) != g.Cout)
+    bad(op, "bias must have " + std::to_string(g.Cout) + " elements, got " + shape_str(meta_of(gr, a[2]).shape));
+  Shape out = {g.N, g.Cout};
+  out.insert(out.end(), g.out.begin(), g.out.end());
   return {like(x, x.dtype, out)};
 }
-std::vector<Tensor> ref_convolution(const OpDef&, const std::vector<Arg>& a, const RefInputs& in, const std::vector<TensorMeta>& outs) {
-  const Tensor &x = in[0], &w = in[1];
-  const auto st = spatial_pair(a[3]), pad = spatial_pair(a[4]), dil = spatial_pair(a[5]);
-  const int64_t G = a[8].i;
-  const int64_t N = x.shape()[0], C = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
-  const int64_t O = w.shape()[0], CG = w.shape()[1], KH = w.shape()[2], KW = w.shape()[3];
+// In double, whatever the element type (float64 graphs check derivatives against finite differences).
+std::vector<Tensor> ref_convolution(const OpDef& op, const std::vector<Arg>& a, const RefInputs& in, const std::vector<TensorMeta>& outs) {
+  const ConvGeom g = conv_geom(op, in[0].shape(), in[1].shape(), a, 3);
+  const std::vector<double> xp = as_doubles(in[0]), wp = as_doubles(in[1]);
+  std::vector<double> acc(static_cast<size_t>(numel_of(outs[0].shape)), 0.0);
+  for_each_product(g, [&](int64_t xi, int64_t wi, int64_t yi) { acc[yi] += xp[xi] * wp[wi]; });
   Tensor y(outs[0].dtype, outs[0].shape);
-  const int64_t OH = y.shape()[2], OW = y.shape()[3], OG = O / G;
-  // In double, whatever the element type (float64 graphs check derivatives against finite differences).
-  std::vector<double> xp(static_cast<size_t>(x.numel())), wp(static_cast<size_t>(w.numel()));
-  for (int64_t i = 0; i < x.numel(); ++i) xp[i] = x.get(i);
-  for (int64_t i = 0; i < w.numel(); ++i) wp[i] = w.get(i);
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t o = 0; o < O; ++o) {
-      const int64_t g = o / OG;
-      for (int64_t oh = 0; oh < OH; ++oh)
-        for (int64_t ow = 0; ow < OW; ++ow) {
-          double acc = a[2].is_node() ? in[2].get(o) : 0.0;
-          for (int64_t c = 0; c < CG; ++c)
-            for (int64_t kh = 0; kh < KH; ++kh) {
-              const int64_t ih = oh * st[0] - pad[0] + kh * dil[0];
-              if (ih < 0 || ih >= H) continue;
-              for (int64_t kw = 0; kw < KW; ++kw) {
-                const int64_t iw = ow * st[1] - pad[1] + kw * dil[1];
-                if (iw < 0 || iw >= W) continue;
-                acc += xp[((n * C + g * CG + c) * H + ih) * W + iw] * wp[((o * CG + c) * KH + kh) * KW + kw];
-              }
-            }
-          y.set(((n * O + o) * OH + oh) * OW + ow, acc);
-        }
+  const int64_t P = numel_of(g.out);
+  for (int64_t i = 0; i < y.numel(); ++i) y.set(i, acc[i] + (a[2].is_node() ? in[2].get((i / P) % g.Cout) : 0.0));
+  return {y};
+}
+// conv1d, conv2d, conv3d (their int and string padding forms) and the transposed ones: composites
+// of convolution, as PyTorch's (an unbatched input gets a batch dim of one, then loses it).
+Arg batched(GraphBuilder& b, const Arg& x, size_t rank, bool unbatched) {
+  (void)rank;
+  return unbatched ? b.call("aten.unsqueeze.default", {x, Arg::of_int(0)}) : x;
+}
+template <int ND, bool Transposed>
+std::vector<Arg> decomp_conv_nd(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a) {
+  const size_t rank = b.meta(a[0]).shape.size();
+  if (rank != ND + 1 && rank != ND + 2)
+    bad(op, "expected a " + std::to_string(ND + 1) + "-D (unbatched) or " + std::to_string(ND + 2) + "-D input, got " +
+                shape_str(b.meta(a[0]).shape));
+  const bool unbatched = rank == ND + 1;
+  const Arg x = batched(b, a[0], rank, unbatched);
+  const Arg bias = a.size() > 2 ? a[2] : Arg();
+  auto param = [&](size_t i, int64_t dflt) {
+    return Arg::of_ints(i < a.size() && a[i].kind != Arg::Kind::none ? conv_param(op, a[i], ND, op.params[i].name.c_str())
+                                                                    : std::vector<int64_t>(ND, dflt));
+  };
+  Arg y;
+  if (Transposed) {  // conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation)
+    y = b.call("aten.convolution.default", {x, a[1], bias, param(3, 1), param(4, 0), param(7, 1), Arg::of_bool(true), param(5, 0),
+                                            a.size() > 6 ? a[6] : Arg::of_int(1)});
+  } else if (a.size() > 4 && a[4].kind == Arg::Kind::string) {  // padding='valid' or 'same'
+    const std::vector<int64_t> st = conv_param(op, a[3], ND, "stride"), dil = conv_param(op, a[5], ND, "dilation");
+    const Shape& w = b.meta(a[1]).shape;
+    std::vector<int64_t> pad(ND, 0);
+    Arg xin = x;
+    if (a[4].s == "same") {
+      for (int64_t s : st)
+        if (s != 1) bad(op, "padding='same' is not supported for strided convolutions");
+      std::vector<int64_t> pads(2 * ND, 0);  // F.pad's order: last dim first
+      bool asymmetric = false;
+      for (int d = 0; d < ND; ++d) {
+        const int64_t total = dil[d] * (w[2 + d] - 1);
+        pad[d] = total / 2;
+        if (total % 2) pads[2 * (ND - 1 - d) + 1] = 1, asymmetric = true;  // one more on the right, as _convolution_same
+      }
+      if (asymmetric) xin = b.call("aten.constant_pad_nd.default", {xin, Arg::of_ints(pads), Arg::of_real(0.0)});
+    } else if (a[4].s != "valid") {
+      bad(op, "padding must be 'valid' or 'same', got '" + a[4].s + "'");
     }
+    y = b.call("aten.convolution.default", {xin, a[1], bias, Arg::of_ints(st), Arg::of_ints(pad), Arg::of_ints(dil), Arg::of_bool(false),
+                                            Arg::of_ints(std::vector<int64_t>(ND, 0)), a.size() > 6 ? a[6] : Arg::of_int(1)});
+  } else {
+    y = b.call("aten.convolution.default", {x, a[1], bias, param(3, 1), param(4, 0), param(5, 1), Arg::of_bool(false),
+                                            Arg::of_ints(std::vector<int64_t>(ND, 0)), a.size() > 6 ? a[6] : Arg::of_int(1)});
+  }
+  if (unbatched) y = b.call("aten.squeeze.dim", {y, Arg::of_int(0)});
   return {y};
 }
 std::vector<TensorMeta> infer_conv2d(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
@@ -90,43 +226,30 @@ std::vector<Arg> decomp_conv2d(GraphBuilder& b, const OpDef&, const std::vector<
                                               Arg::of_ints(spatial_pair(a[5])), Arg::of_bool(false), Arg::of_ints({0, 0}), a[6]})};
 }
 
+// convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation,
+// transposed, output_padding, groups, output_mask): the gradients of input, weight and bias.
 std::vector<TensorMeta> conv_backward_meta(const Graph& g, const OpDef&, const std::vector<Arg>& a) {
-  const TensorMeta &x = meta_of(g, a[1]), &w = meta_of(g, a[2]);
-  return {like(x, x.shape), like(w, w.shape), like(w, {w.shape[0]})};
+  const TensorMeta &gy = meta_of(g, a[0]), &x = meta_of(g, a[1]), &w = meta_of(g, a[2]);
+  const Shape bias = a[3].kind == Arg::Kind::list ? Shape(a[3].ints()) : Shape{gy.shape.at(1)};
+  return {like(x, x.shape), like(w, w.shape), like(w, bias)};
 }
-std::vector<Tensor> conv_backward_ref(const OpDef&, const std::vector<Arg>& a, const RefInputs& in, const std::vector<TensorMeta>& outs) {
+std::vector<Tensor> conv_backward_ref(const OpDef& op, const std::vector<Arg>& a, const RefInputs& in, const std::vector<TensorMeta>& outs) {
   const Tensor &gy = in[0], &x = in[1], &w = in[2];
-  const auto st = spatial_pair(a[4]), pad = spatial_pair(a[5]), dil = spatial_pair(a[6]);
-  const int64_t G = a[9].i;
-  const int64_t N = x.shape()[0], C = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
-  const int64_t O = w.shape()[0], CG = w.shape()[1], KH = w.shape()[2], KW = w.shape()[3];
-  const int64_t OH = gy.shape()[2], OW = gy.shape()[3], OG = O / G;
-  std::vector<double> gx(x.numel(), 0), gw(w.numel(), 0), gb(O, 0);
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t o = 0; o < O; ++o) {
-      const int64_t g = o / OG;
-      for (int64_t oh = 0; oh < OH; ++oh)
-        for (int64_t ow = 0; ow < OW; ++ow) {
-          const double go = gy.get(((n * O + o) * OH + oh) * OW + ow);
-          gb[o] += go;
-          for (int64_t c = 0; c < CG; ++c)
-            for (int64_t kh = 0; kh < KH; ++kh) {
-              const int64_t ih = oh * st[0] - pad[0] + kh * dil[0];
-              if (ih < 0 || ih >= H) continue;
-              for (int64_t kw = 0; kw < KW; ++kw) {
-                const int64_t iw = ow * st[1] - pad[1] + kw * dil[1];
-                if (iw < 0 || iw >= W) continue;
-                const int64_t xi = ((n * C + g * CG + c) * H + ih) * W + iw, wi = ((o * CG + c) * KH + kh) * KW + kw;
-                gx[xi] += go * w.get(wi);
-                gw[wi] += go * x.get(xi);
-              }
-            }
-        }
-    }
+  const ConvGeom g = conv_geom(op, x.shape(), w.shape(), a, 4);
+  if (gy.dim() < 2 || gy.shape()[0] != g.N || gy.shape()[1] != g.Cout || Shape(gy.shape().begin() + 2, gy.shape().end()) != g.out)
+    bad(op, "grad_output " + shape_str(gy.shape()) + " does not have the convolution's output shape");
+  const std::vector<double> gyp = as_doubles(gy), xp = as_doubles(x), wp = as_doubles(w);
+  std::vector<double> gx(static_cast<size_t>(x.numel()), 0), gw(static_cast<size_t>(w.numel()), 0), gb(static_cast<size_t>(g.Cout), 0);
+  for_each_product(g, [&](int64_t xi, int64_t wi, int64_t yi) {
+    gx[xi] += gyp[yi] * wp[wi];
+    gw[wi] += gyp[yi] * xp[xi];
+  });
+  const int64_t P = numel_of(g.out);
+  for (int64_t i = 0; i < gy.numel(); ++i) gb[static_cast<size_t>((i / P) % g.Cout)] += gyp[i];
   Tensor tx(outs[0].dtype, outs[0].shape), tw(outs[1].dtype, outs[1].shape), tb(outs[2].dtype, outs[2].shape);
   for (int64_t i = 0; i < tx.numel(); ++i) tx.set(i, gx[i]);
   for (int64_t i = 0; i < tw.numel(); ++i) tw.set(i, gw[i]);
-  for (int64_t i = 0; i < tb.numel(); ++i) tb.set(i, gb[i]);
+  for (int64_t i = 0; i < tb.numel() && i < g.Cout; ++i) tb.set(i, gb[i]);
   return {tx, tw, tb};
 }
 
@@ -692,7 +815,7 @@ std::vector<Arg> decomp_adaptive_avg_pool2d(GraphBuilder& b, const OpDef&, const
 template <int ND>
 std::vector<TensorMeta> infer_adaptive_pool_backward(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
   const TensorMeta &gy = meta_of(g, a[0]), &x = meta_of(g, a[1]);
-  if (gy.shape.size() != x.shape.size() || !std::equal(gy.shape.begin(), gy.shape.end() - ND, x.shape.begin()))
+  if (gy.shape.size() != x.shape.size() || gy.shape.size() < ND || !std::equal(gy.shape.begin(), gy.shape.end() - ND, x.shape.begin()))
     bad(op, "grad_output " + shape_str(gy.shape) + " does not fit input " + shape_str(x.shape));
   adaptive_sizes(op, x.shape, Arg::of_ints(spatial_shape(gy.shape, ND)), ND);
   return {like(x, gy.dtype, x.shape)};
@@ -975,6 +1098,38 @@ void add_conv_pool_ops(std::vector<OpDef>& t) {
            "conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, "
            "SymInt groups=1) -> Tensor",
            kAten, infer_conv2d, nullptr, decomp_conv2d),
+      comp("aten.conv1d.default",
+           "conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] dilation=1, "
+           "SymInt groups=1) -> Tensor",
+           kAten, infer_by_decomp, nullptr, decomp_conv_nd<1, false>),
+      comp("aten.conv3d.default",
+           "conv3d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] dilation=1, "
+           "SymInt groups=1) -> Tensor",
+           kAten, infer_by_decomp, nullptr, decomp_conv_nd<3, false>),
+      comp("aten.conv1d.padding",
+           "conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, str padding=\"valid\", SymInt[1] "
+           "dilation=1, SymInt groups=1) -> Tensor",
+           kAten, infer_by_decomp, nullptr, decomp_conv_nd<1, false>),
+      comp("aten.conv2d.padding",
+           "conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, str padding=\"valid\", SymInt[2] "
+           "dilation=1, SymInt groups=1) -> Tensor",
+           kAten, infer_by_decomp, nullptr, decomp_conv_nd<2, false>),
+      comp("aten.conv3d.padding",
+           "conv3d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, str padding=\"valid\", SymInt[3] "
+           "dilation=1, SymInt groups=1) -> Tensor",
+           kAten, infer_by_decomp, nullptr, decomp_conv_nd<3, false>),
+      comp("aten.conv_transpose1d.default",
+           "conv_transpose1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] "
+           "output_padding=0, SymInt groups=1, SymInt[1] dilation=1) -> Tensor",
+           kAten, infer_by_decomp, nullptr, decomp_conv_nd<1, true>),
+      comp("aten.conv_transpose2d.input",
+           "conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] "
+           "output_padding=0, SymInt groups=1, SymInt[2] dilation=1) -> Tensor",
+           kAten, infer_by_decomp, nullptr, decomp_conv_nd<2, true>),
+      comp("aten.conv_transpose3d.input",
+           "conv_transpose3d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] "
+           "output_padding=0, SymInt groups=1, SymInt[3] dilation=1) -> Tensor",
+           kAten, infer_by_decomp, nullptr, decomp_conv_nd<3, true>),
       ext("aten.convolution_backward.default",
           "convolution_backward(Tensor grad_output, Tensor input, Tensor weight, SymInt[]? bias_sizes, SymInt[] stride, SymInt[] "
           "padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool[3] output_mask) -> (Tensor, "

@@ -330,6 +330,15 @@ const std::map<std::string, Sample>& samples() {
     m["aten.col2im.default"] = with_args("aten.col2im.default", {{2, 8, 6}}, {ints({3, 4}), ints({2, 2}), ints({1, 1}), ints({0, 0}), ints({1, 1})});
     m["aten.im2col.default"] = with_args("aten.im2col.default", {{1, 2, 4, 5}}, {ints({2, 2}), ints({1, 1}), ints({1, 1}), ints({2, 2})});
     // ---- pooling and normalization (issue 32) ----
+    // N-d and transposed convolution through convolution_backward: groups, stride, padding,
+    // dilation, output padding; conv1d unbatched.
+    m["aten.conv1d.default"] = with_args("aten.conv1d.default", {{4, 7}, {2, 2, 3}, {2}}, {ints({2}), ints({1}), ints({2}), Arg::of_int(2)});
+    m["aten.conv3d.default"] = with_args("aten.conv3d.default", {{1, 2, 3, 4, 3}, {2, 1, 2, 3, 2}, {2}},
+                                         {ints({1, 2, 1}), ints({1, 0, 1}), ints({1, 1, 2}), Arg::of_int(2)});
+    m["aten.conv_transpose2d.input"] = with_args("aten.conv_transpose2d.input", {{1, 4, 3, 2}, {4, 1, 2, 3}, {2}},
+                                                 {ints({2, 3}), ints({1, 0}), ints({1, 2}), Arg::of_int(2), ints({1, 1})});
+    m["aten.conv_transpose3d.input"] = with_args("aten.conv_transpose3d.input", {{1, 2, 2, 3, 2}, {2, 3, 2, 2, 1}, {3}},
+                                                 {ints({1, 2, 2}), ints({0, 1, 0}), ints({0, 1, 1})});
     m["aten.avg_pool2d.default"] = with_args("aten.avg_pool2d.default", {{1, 2, 5, 5}},
                                              {ints({3, 3}), ints({2, 2}), ints({1, 1}), Arg::of_bool(true), Arg::of_bool(false)});
     m["aten.avg_pool3d.default"] = with_args("aten.avg_pool3d.default", {{1, 1, 3, 4, 5}},
