@@ -211,7 +211,10 @@ std::vector<Tensor> CpuExecutable::run(const std::vector<Tensor>& inputs) {
   bind(inputs);
   for (size_t k = 0; k < launchers_.size(); ++k) step(k);
   std::vector<Tensor> outs;
-  for (const auto& o : p_.outputs) outs.push_back(o.empty() ? Tensor() : buffers_.at(o));
+  for (const auto& o : p_.outputs) {
+    if (!o.empty() && !buffers_.count(o)) buffers_.emplace(o, Tensor(p_.buffer(o).dtype, p_.buffer(o).shape));  // empty: no kernel wrote it
+    outs.push_back(o.empty() ? Tensor() : buffers_.at(o));
+  }
   return outs;
 }
 

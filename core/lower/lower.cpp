@@ -1,6 +1,7 @@
 #include "lower/lower.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <memory>
 #include <optional>
@@ -415,6 +416,17 @@ class Lowering {
 
   void lower_extern(int id) {
     const Node& n = g_.nodes[id];
+    if (std::all_of(n.outs.begin(), n.outs.end(), [](const TensorMeta& m) { return numel_of(m.shape) == 0; })) {
+      for (const TensorMeta& m : n.outs) {  // empty results: their buffers, no call (nothing to compute)
+        const std::string buf = "buf" + std::to_string(p_.nodes.size()) + "_empty" + std::to_string(p_.buffers.size());
+        p_.buffers.push_back({buf, m.dtype, m.shape, false, false});
+        outs_[id].push_back(buffer_reader(buf, m.shape, m.dtype));
+        out_bufs_[id].push_back(buf);
+      }
+      readers_[id] = outs_[id].at(0);
+      realized_[id] = out_bufs_[id][0];
+      return;
+    }
     LoopNode ln;
     ln.kind = LoopNode::Kind::extern_kernel;
     ln.ext.op = n.op;
@@ -486,8 +498,13 @@ class Lowering {
 
   std::string add_node(const Node& gn, LoopNode::Kind kind, const Shape& ranges, const Shape& rranges, Reduce r,
                        DType dtype, LoopBody body) {
-    LoopNode n;
     const int k = static_cast<int>(p_.nodes.size());
+    if (numel_of(ranges) == 0) {  // an empty value: its buffer, with no loop writing it (nothing to compute)
+      const std::string buf = "buf" + std::to_string(k) + "_empty" + std::to_string(p_.buffers.size());
+      p_.buffers.push_back({buf, dtype, ranges, false, false});
+      return buf;
+    }
+    LoopNode n;
     n.name = "op" + std::to_string(k);
     n.buffer = "buf" + std::to_string(k);
     n.kind = kind;
@@ -549,8 +566,9 @@ class Lowering {
           if (alpha != 1.0) vals[1] = h.math(Math::mul, {vals[1], h.constant(alpha, compute)}, compute);
           return h.math(math, vals, out);
         };
-        readers_[id] = buffer_reader(add_node(n, LoopNode::Kind::pointwise, m.shape, {}, Reduce::none, out, body), m.shape, out);
-        realized_[id] = p_.nodes.back().buffer;
+        const std::string buf = add_node(n, LoopNode::Kind::pointwise, m.shape, {}, Reduce::none, out, body);
+        readers_[id] = buffer_reader(buf, m.shape, out);
+        realized_[id] = buf;
         return;
       }
       case OpKind::reduction: {
@@ -579,6 +597,15 @@ class Lowering {
           return in.load(h, full);
         };
         const Reduce r = op.reduce == Reduce::mean ? Reduce::sum : op.reduce;
+        if (numel_of(rranges) == 0) {  // over no element: the reduction's start value (a mean's 0/0: NaN)
+          const DType dt = m.dtype;
+          const double v = op.reduce == Reduce::mean ? std::nan("") : reduce_init(r);
+          const std::string buf = add_node(n, LoopNode::Kind::pointwise, ranges, {}, Reduce::none, dt,
+                                           [v, dt](OpsHandler& h, const std::vector<Expr>&, const std::vector<Expr>&) { return h.constant(v, dt); });
+          readers_[id] = buffer_reader(buf, m.shape, m.dtype);
+          realized_[id] = buf;
+          return;
+        }
         if (numel_of(rranges) == 1) {  // over one element (an adaptive pool to its own size): the value itself
           const DType dt = m.dtype, in_dt = in.dtype;
           const std::vector<Expr> zero(rranges.size(), Expr(0));
