@@ -378,19 +378,18 @@ std::vector<Tensor> ref_scatter_reduce(const OpDef& op, const std::vector<Arg>& 
   Tensor y = copy_of(x, dt, x.shape());
   std::vector<int64_t> count(static_cast<size_t>(y.numel()), include_self ? 1 : 0);
   std::vector<bool> touched(static_cast<size_t>(y.numel()), false);
-  const double inf = std::numeric_limits<double>::infinity();
   for_each_scatter(op, x.shape(), a[1].i, in[2], src.shape(), [&](int64_t to, int64_t from) {
-    if (!include_self && !touched[to]) {  // the identity of the reduction replaces self where anything lands
-      const double init = r == Red::prod ? 1.0
-                          : r == Red::amax ? (fl ? -inf : static_cast<double>(std::numeric_limits<int64_t>::lowest()))
-                          : r == Red::amin ? (fl ? inf : static_cast<double>(std::numeric_limits<int64_t>::max()))
-                                           : 0.0;
-      y.set(to, init);
-    }
+    // Without self, the first value to land starts the reduction (the reduction's identity
+    // combined with it: no int64 or bool stand-in for an infinity).
+    const bool first = !include_self && !touched[to];
     touched[to] = true;
     ++count[to];
     const double cur = y.get(to), v = src.get(from);
     double res = cur;
+    if (first) {
+      y.set(to, v);
+      return;
+    }
     switch (r) {
       case Red::sum:
       case Red::mean: res = cur + v; break;
