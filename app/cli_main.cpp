@@ -40,7 +40,7 @@ const char* kUsage = R"(usage:
                                [--train [--expect-grads G0.npy,G1.npy] [--partitioner min_cut|default]
                                         [--sgd LR]]
                                [--report FILE.json] [--dump DIR (stages, sources, objects, SVGs, report.html)] [--decompose core_aten|prims]
-                               [--no-fusion] [--no-gemm-templates] [--external-compiler] [--no-run] [--no-reference] [--quiet]
+                               [--dtype float32|bfloat16|float16] [--no-fusion] [--no-gemm-templates] [--external-compiler] [--no-run] [--no-reference] [--quiet]
                                [--dynamic [--at s0=N[,s1=M] ...]] [--cuda-started]
   lowerscope-cli diff MODEL [--stage S | --stages A,B] [compile options] [--right "OPTIONS"]
   lowerscope-cli export MODEL --out DIR [compile options]
@@ -196,6 +196,13 @@ bool pipeline_option(const std::vector<std::string>& args, size_t& i, ls::LoadOp
     if (v != "default" && v != "reduce-overhead" && v != "max-autotune")
       throw std::invalid_argument("--mode takes default, reduce-overhead or max-autotune");
     po.mode = ls::parse_mode(v);
+  }
+  else if (a == "--dtype") {
+    const std::string v = value();
+    const auto t = ls::dtype_from_name(v);
+    if (!t || (*t != ls::DType::f32 && *t != ls::DType::bf16 && *t != ls::DType::f16))
+      throw std::invalid_argument("--dtype takes float32, bfloat16 or float16");
+    if (*t != ls::DType::f32) po.dtype = *t;
   }
   else if (a == "--train") po.train = true;
   else if (a == "--expect-grads") lo.expect_grads = split(value(), ',');

@@ -72,7 +72,7 @@ class KernelWriter {
     ix_ = small ? "int32_t" : "int64_t";
 
     std::set<std::string> in_memory(k_.writes.begin(), k_.writes.end());
-    LoopEmitter e(ptrs, in_memory);
+    LoopEmitter e(ptrs, in_memory, p_);
     std::string origins;
     for (const auto& o : k_.origins) origins += (origins.empty() ? "" : ", ") + o;
     std::string iter;
@@ -285,7 +285,7 @@ class KernelWriter {
           accs_[n] = acc + "[xi]";
           continue;
         }
-        e.line(std::string(dtype_c(ln.dtype)) + " " + acc + " = " + part + "[x0];");
+        e.line(std::string(dtype_c(compute_dtype(ln.dtype))) + " " + acc + " = " + part + "[x0];");
         const std::string next = part + "[c * " + Xs + " + x0]";
         // (a max or min keeps a NaN, as the rows' walk does)
         e.line("for (int64_t c = 1; c < " + Cs + "; ++c) " + acc + " = " + reduce_step(ln.reduce, acc, next, true) + ";");
@@ -311,7 +311,7 @@ class KernelWriter {
       e.line("// columns contiguous, rows strided: " + Cs + " chunks of rows, each walking whole rows into its sums of every column");
       for (int n : reductions) {
         e.node = n;
-        e.line(std::string(dtype_c(p_.nodes[n].dtype)) + " part" + std::to_string(n) + "[" + std::to_string(C * X) + "];");
+        e.line(std::string(dtype_c(compute_dtype(p_.nodes[n].dtype))) + " part" + std::to_string(n) + "[" + std::to_string(C * X) + "];");
         accs_[n] = "part" + std::to_string(n) + "[c * " + Xs + " + x0]";
       }
       e.node = -1;
@@ -344,7 +344,7 @@ class KernelWriter {
     e.line("const int64_t xn = " + Xs + " - xb < " + Bs + " ? " + Xs + " - xb : " + Bs + ";");
     for (int n : reductions) {
       e.node = n;
-      e.line(std::string(dtype_c(p_.nodes[n].dtype)) + " acc" + std::to_string(n) + "[" + Bs + "];");
+      e.line(std::string(dtype_c(compute_dtype(p_.nodes[n].dtype))) + " acc" + std::to_string(n) + "[" + Bs + "];");
       e.line("for (int64_t xi = 0; xi < " + Bs + "; ++xi) acc" + std::to_string(n) + "[xi] = " +
              reduce_identity(p_.nodes[n].reduce, p_.nodes[n].dtype) + ";");
       accs_[n] = "acc" + std::to_string(n) + "[xi]";
@@ -413,7 +413,7 @@ class KernelWriter {
       // combined in order: the same value whatever the threads.
       auto fp_minmax = [&](const LoopNode& ln) {
         return ln.kind == LoopNode::Kind::reduction && (ln.reduce == Reduce::max || ln.reduce == Reduce::min) &&
-               (ln.dtype == DType::f32 || ln.dtype == DType::f64);
+               (compute_dtype(ln.dtype) == DType::f32 || ln.dtype == DType::f64);
       };
       int64_t L = 0;
       for (int n : s.nodes)
@@ -434,7 +434,7 @@ class KernelWriter {
         const std::string Ls = std::to_string(L);
         for (int n : reductions) {
           const LoopNode& ln = p_.nodes[n];
-          const std::string acc = "acc" + std::to_string(n), type(dtype_c(ln.dtype));
+          const std::string acc = "acc" + std::to_string(n), type(dtype_c(compute_dtype(ln.dtype)));
           e.node = n;
           e.line(type + " " + acc + "_l[" + Ls + "];");
           e.line("for (int64_t ls_l = 0; ls_l < " + Ls + "; ++ls_l) " + acc + "_l[ls_l] = " + reduce_identity(ln.reduce, ln.dtype) + ";");
@@ -467,7 +467,7 @@ class KernelWriter {
           const LoopNode& ln = p_.nodes[n];
           const std::string acc = "acc" + std::to_string(n), lane = acc + "_l[ls_l]";
           e.node = n;
-          e.line(std::string(dtype_c(ln.dtype)) + " " + acc + " = " + acc + "_l[0];");
+          e.line(std::string(dtype_c(compute_dtype(ln.dtype))) + " " + acc + " = " + acc + "_l[0];");
           e.line("for (int64_t ls_l = 1; ls_l < " + Ls + "; ++ls_l) " + acc + " = " + reduce_step(ln.reduce, acc, lane, true) + ";");
           // The pending stores name the lanes as the loop did: the combined value instead.
           for (auto& [key, accumulator] : e.pending_reduction)
@@ -480,7 +480,7 @@ class KernelWriter {
         const std::string Cs = std::to_string(C), Rs = std::to_string(R);
         for (int n : reductions) {
           e.node = n;
-          e.line(std::string(dtype_c(p_.nodes[n].dtype)) + " acc" + std::to_string(n) + "_c[" + Cs + "];");
+          e.line(std::string(dtype_c(compute_dtype(p_.nodes[n].dtype))) + " acc" + std::to_string(n) + "_c[" + Cs + "];");
         }
         e.node = -1;
         e.line("#pragma omp parallel for schedule(static)");
@@ -494,7 +494,7 @@ class KernelWriter {
           const LoopNode& ln = p_.nodes[n];
           const std::string acc = "acc" + std::to_string(n);
           e.node = n;
-          e.line(std::string(dtype_c(ln.dtype)) + " " + acc + " = " + acc + "_c[0];");
+          e.line(std::string(dtype_c(compute_dtype(ln.dtype))) + " " + acc + " = " + acc + "_c[0];");
           e.line("for (int64_t c = 1; c < " + Cs + "; ++c) " + acc + " = " + reduce_step(ln.reduce, acc, acc + "_c[c]", true) + ";");
         }
         e.node = -1;
@@ -513,7 +513,7 @@ class KernelWriter {
         const std::string acc = "acc" + std::to_string(n);
         accs_[n] = acc;
         e.node = n;
-        e.line(std::string(dtype_c(ln.dtype)) + " " + acc + " = " + reduce_identity(ln.reduce, ln.dtype) + ";");
+        e.line(std::string(dtype_c(compute_dtype(ln.dtype))) + " " + acc + " = " + reduce_identity(ln.reduce, ln.dtype) + ";");
         clauses += std::string(" reduction(") + omp_reduction_op(ln.reduce) + ":" + acc + ")";
       }
       e.node = -1;

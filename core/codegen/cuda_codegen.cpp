@@ -60,7 +60,7 @@ class CudaKernelWriter {
     const int64_t X = k_.numel;
     const std::vector<KernelLoop> segs = kernel_loops(p_, k_.nodes, X, 1);
     const std::string params = parameters(false, args);
-    LoopEmitter e(ptrs_, std::set<std::string>(k_.writes.begin(), k_.writes.end()), Dialect::cuda);
+    LoopEmitter e(ptrs_, std::set<std::string>(k_.writes.begin(), k_.writes.end()), p_, Dialect::cuda);
     e.lines.push_back({"// " + k_.name + " for one element of the product (its epilogue)"});
     e.lines.push_back({"__device__ __forceinline__ void " + fname + "(const int64_t x0, " + params + ") {"});
     e.push_scope();
@@ -156,7 +156,7 @@ class CudaKernelWriter {
     if (column_ && launch.split >= 2 && launch.split <= 16 && o_.sm >= 90 && !o_.size_generic) {
       cluster_ = true;
       for (int n : segs.front().nodes)
-        if (p_.nodes[n].kind == LoopNode::Kind::reduction && p_.nodes[n].dtype != DType::f32 && p_.nodes[n].dtype != DType::f64)
+        if (p_.nodes[n].kind == LoopNode::Kind::reduction && compute_dtype(p_.nodes[n].dtype) != DType::f32 && p_.nodes[n].dtype != DType::f64)
           cluster_ = false;
     }
     if (launch.form == "split" || (column_ && launch.split > 1 && !cluster_)) {
@@ -176,7 +176,7 @@ class CudaKernelWriter {
     launch.cluster = cluster_;
     const std::string cluster_dims = cluster_ ? "__cluster_dims__(" + std::to_string(launch.split) + ", 1, 1) " : "";
 
-    LoopEmitter e(ptrs_, std::set<std::string>(k_.writes.begin(), k_.writes.end()), Dialect::cuda);
+    LoopEmitter e(ptrs_, std::set<std::string>(k_.writes.begin(), k_.writes.end()), p_, Dialect::cuda);
     std::string origins;
     for (const auto& o : k_.origins) origins += (origins.empty() ? "" : ", ") + o;
     e.lines.push_back({"// " + k_.name + ": iteration (" + std::to_string(X) + ", " + std::to_string(R) + "), " + launch.form +
@@ -416,7 +416,7 @@ class CudaKernelWriter {
         accs_[n] = "acc" + std::to_string(n);
         reductions.push_back(n);
         e.node = n;
-        e.line(std::string(dtype_c(ln.dtype)) + " " + accs_[n] + " = " + reduce_identity(ln.reduce, ln.dtype, Dialect::cuda) + ";");
+        e.line(std::string(dtype_c(compute_dtype(ln.dtype))) + " " + accs_[n] + " = " + reduce_identity(ln.reduce, ln.dtype, Dialect::cuda) + ";");
       }
       e.node = -1;
       const std::string start = split_ ? "(" + idx_ + ")ls_slice * " + std::to_string(T_) + " + ls_rt" : T_ > 1 ? "ls_rt" : "0";
@@ -474,7 +474,7 @@ class CudaKernelWriter {
   void finish_cluster(LoopEmitter& e, const std::vector<int>& reductions) {
     const std::string S = std::to_string(split_);
     for (int n : reductions) {
-      const std::string t(dtype_c(p_.nodes[n].dtype)), part = "ls_cpart" + std::to_string(n);
+      const std::string t(dtype_c(compute_dtype(p_.nodes[n].dtype))), part = "ls_cpart" + std::to_string(n);
       e.line("__shared__ " + t + " " + part + "[32];");
       e.line("if (ls_rt == 0) " + part + "[threadIdx.x] = " + accs_.at(n) + ";");
     }
@@ -507,7 +507,7 @@ class CudaKernelWriter {
     const std::string S = std::to_string(split_);
     for (int n : reductions) {
       const LoopNode& ln = p_.nodes[n];
-      const std::string t(dtype_c(ln.dtype));
+      const std::string t(dtype_c(compute_dtype(ln.dtype)));
       e.line(t + "* ls_part" + std::to_string(n) + " = reinterpret_cast<" + t + "*>(ls_ws + " + std::to_string(scratch_off_.at(n)) + ");");
       e.line("if (ls_rt == 0) ls_part" + std::to_string(n) + "[x0 * " + S + " + ls_slice] = " + accs_.at(n) + ";");
     }

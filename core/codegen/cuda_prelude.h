@@ -860,3 +860,27 @@ LS_DEV int64_t ls_index_fault(int64_t i, int64_t size, int64_t node) {
   }
   return 0;
 }
+
+// ls_bf16: bfloat16, the upper 16 bits of a float32. A load widens it exactly (ls_float); a store
+// rounds to nearest even with the sm_80 conversion instruction (ls_to_bf16), as __float2bfloat16_rn.
+struct __align__(2) ls_bf16 { unsigned short x; };
+LS_DEV float ls_float(ls_bf16 h) { return __uint_as_float(static_cast<unsigned>(h.x) << 16); }
+LS_DEV ls_bf16 ls_to_bf16(float f) {
+  unsigned short r;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(f));
+  return ls_bf16{r};
+}
+
+// ls_f16: IEEE half. A load widens it exactly (ls_float); a store rounds to nearest even
+// (ls_to_f16), as __float2half_rn.
+struct __align__(2) ls_f16 { unsigned short x; };
+LS_DEV float ls_float(ls_f16 h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h.x));
+  return f;
+}
+LS_DEV ls_f16 ls_to_f16(float f) {
+  unsigned short r;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r) : "f"(f));
+  return ls_f16{r};
+}

@@ -28,6 +28,7 @@ inline std::string reduce_step(Reduce r, const std::string& acc, const std::stri
 }
 
 inline std::string literal(double v, DType t, Dialect d = Dialect::cpp) {
+  t = compute_dtype(t);  // a half value is computed in float32
   std::ostringstream os;
   if (d == Dialect::cuda && (std::isinf(v) || std::isnan(v))) {  // NVRTC has no __builtin_inf
     const char* bits = std::isnan(v) ? (t == DType::f32 ? "0x7fc00000" : "0x7ff8000000000000LL")
@@ -56,8 +57,13 @@ struct Emitted {
 
 class LoopEmitter : public OpsHandler {
  public:
-  LoopEmitter(std::map<std::string, std::string> ptrs, std::set<std::string> in_memory, Dialect d = Dialect::cpp)
-      : ptrs_(std::move(ptrs)), in_memory_(std::move(in_memory)), dialect_(d) {}
+  // `p`: the program whose buffers ptrs names (their element types: half buffers are widened to
+  // float32 where loaded and rounded where stored, as Inductor's upcast does).
+  LoopEmitter(std::map<std::string, std::string> ptrs, std::set<std::string> in_memory, const LoopProgram& p, Dialect d = Dialect::cpp)
+      : ptrs_(std::move(ptrs)), in_memory_(std::move(in_memory)), dialect_(d) {
+    for (const auto& [buf, ptr] : ptrs_)
+      if (const DType t = p.buffer(buf).dtype; dtype_is_half(t)) halves_[buf] = t;
+  }
 
   std::vector<Emitted> lines;
   std::string indent = "    ";
@@ -81,7 +87,7 @@ class LoopEmitter : public OpsHandler {
       const std::string buf = k.substr(0, k.find('['));
       bind(k, accumulator);
       if (std::count(writes.begin(), writes.end(), buf))
-        line((guard.empty() ? "" : "if (" + guard + ") ") + ptrs_.at(buf) + "[" + idx_cpp + "] = " + accumulator + ";");
+        line((guard.empty() ? "" : "if (" + guard + ") ") + ptrs_.at(buf) + "[" + idx_cpp + "] = " + stored(buf, accumulator) + ";");
     }
     pending_reduction.clear();
   }
@@ -111,6 +117,7 @@ class LoopEmitter : public OpsHandler {
       if (auto f = it->find(key); f != it->end()) return value(f->second);
     const std::string v = fresh();
     if (auto f = vector_loads.find(key); f != vector_loads.end()) line("auto " + v + " = " + f->second + ";");
+    else if (halves_.count(buf)) line("auto " + v + " = ls_float(" + ptrs_.at(buf) + "[" + index.cpp() + "]);");
     else line("auto " + v + " = " + ptrs_.at(buf) + "[" + index.cpp() + "];");
     scopes_.back()[key] = v;
     return value(v);
@@ -122,11 +129,17 @@ class LoopEmitter : public OpsHandler {
   }
   V index_expr(const Expr& e, DType t) override {
     const std::string v = fresh();
-    line("auto " + v + " = static_cast<" + std::string(dtype_c(t)) + ">(" + e.cpp() + ");");
+    line("auto " + v + " = static_cast<" + std::string(dtype_c(compute_dtype(t))) + ">(" + e.cpp() + ");");
     return value(v);
   }
   V math(Math m, const std::vector<V>& a, DType t) override {
     auto s = [&](int i) { return names_.at(a.at(i).id); };
+    if (dtype_is_half(t) && m == Math::identity) {  // a conversion to a half type rounds
+      const std::string v = fresh();
+      line("auto " + v + " = ls_float(" + std::string(t == DType::bf16 ? "ls_to_bf16" : "ls_to_f16") + "(static_cast<float>(" + s(0) + ")));");
+      return value(v);
+    }
+    t = compute_dtype(t);
     std::string e;
     switch (m) {
       case Math::neg: e = "-" + s(0); break;
@@ -201,7 +214,7 @@ class LoopEmitter : public OpsHandler {
     const std::string key = buf + "[" + index.str() + "]";
     if (memory_stores && in_memory_.count(buf)) {
       if (auto f = vector_stores.find(key); f != vector_stores.end()) line("ls_set_lane(" + f->second + ", ls_j, " + names_.at(v.id) + ");");
-      else line((store_guard.empty() ? "" : "if (" + store_guard + ") ") + ptrs_.at(buf) + "[" + index.cpp() + "] = " + names_.at(v.id) + ";");
+      else line((store_guard.empty() ? "" : "if (" + store_guard + ") ") + ptrs_.at(buf) + "[" + index.cpp() + "] = " + stored(buf, names_.at(v.id)) + ";");
     }
     scopes_.back()[key] = names_.at(v.id);
   }
@@ -214,6 +227,13 @@ class LoopEmitter : public OpsHandler {
     names_.push_back(s);
     return V{static_cast<int>(names_.size()) - 1};
   }
+  // The text that stores value `v` into buffer `buf`: rounded to the buffer's half type.
+  std::string stored(const std::string& buf, const std::string& v) const {
+    auto h = halves_.find(buf);
+    if (h == halves_.end()) return v;
+    return std::string(h->second == DType::bf16 ? "ls_to_bf16" : "ls_to_f16") + "(static_cast<float>(" + v + "))";
+  }
+  std::map<std::string, DType> halves_;
   std::map<std::string, std::string> ptrs_;
   std::set<std::string> in_memory_;
   Dialect dialect_;
@@ -230,7 +250,8 @@ inline std::string reduce_identity(Reduce r, DType t, Dialect d = Dialect::cpp) 
 }
 
 // The prelude a source starts with: the text before the on-demand marker whole, then each
-// paragraph after it (one helper: the first ls_ name in it) that `code` calls. Helpers added there
+// paragraph after it (one helper: the first ls_ name in it) that `code` calls (a type: whose
+// pointers it declares). Helpers added there
 // (the newer ops' scalar functions) reach only the sources that use them; other sources stay as
 // they were, byte for byte (the process replay).
 inline std::string prelude_for(const char* prelude, const std::string& code) {
@@ -247,7 +268,8 @@ inline std::string prelude_for(const char* prelude, const std::string& code) {
     const size_t name_at = para.find("ls_");
     size_t name_end = name_at;
     while (name_end < para.size() && (std::isalnum(static_cast<unsigned char>(para[name_end])) || para[name_end] == '_')) ++name_end;
-    if (name_at != std::string::npos && code.find(para.substr(name_at, name_end - name_at) + "(") != std::string::npos)
+    const std::string name = name_at == std::string::npos ? "" : para.substr(name_at, name_end - name_at);
+    if (!name.empty() && (code.find(name + "(") != std::string::npos || code.find(name + "*") != std::string::npos))
       out += para + (para.empty() || para.back() == '\n' ? "" : "\n");
     from = to < p.size() ? to : std::string::npos;
   }

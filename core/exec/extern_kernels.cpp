@@ -479,6 +479,31 @@ RefInputs extern_inputs(const ExternCall& c, const std::function<Tensor(const st
 }
 
 bool run_extern(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs, const RowEpilogue* epilogue, const GemmCut* cut) {
+  // Half operands: the float32 kernel (BLAS, the convolution, attention) on widened copies, its
+  // results rounded into the half outputs, as PyTorch's CPU kernels for bf16 compute in float32.
+  bool half = false;
+  for (const Tensor& t : in.t) half = half || (t.defined() && dtype_is_half(t.dtype()));
+  for (const auto& l : in.lists)
+    for (const Tensor& t : l) half = half || dtype_is_half(t.dtype());
+  for (const Tensor& t : outs) half = half || dtype_is_half(t.dtype());
+  if (half) {
+    auto widen = [](const Tensor& t) { return t.defined() && dtype_is_half(t.dtype()) ? cast(t, DType::f32) : t; };
+    RefInputs wide = in;
+    for (Tensor& t : wide.t) t = widen(t);
+    for (auto& l : wide.lists)
+      for (Tensor& t : l) t = widen(t);
+    std::vector<Tensor> wide_outs;
+    for (const Tensor& t : outs) wide_outs.push_back(dtype_is_half(t.dtype()) ? Tensor(DType::f32, t.shape()) : t);
+    ExternCall wc = c;
+    for (TensorMeta& m : wc.output_metas) m.dtype = compute_dtype(m.dtype);
+    run_extern(wc, wide, wide_outs, nullptr, cut);
+    for (size_t i = 0; i < outs.size(); ++i) {
+      if (!dtype_is_half(outs[i].dtype())) continue;
+      const Tensor r = cast(wide_outs[i], outs[i].dtype());
+      std::memcpy(outs[i].data(), r.data(), static_cast<size_t>(r.nbytes()));
+    }
+    return false;
+  }
   if (all_f32(in, outs)) {
     if (op::is_matmul(c.op)) return matmul(c, in, outs, epilogue, cut);
     // 1-D and 2-D, not transposed (the rest: the reference kernel)

@@ -29,7 +29,9 @@ class EvalHandler : public OpsHandler {
     for (size_t k = 0; k < a.size() && k < 3; ++k) x[k] = vals_.at(a[k].id);
     double r = eval_math(m, x[0], x[1], x[2]);
     if (m == Math::bitwise_not && t == DType::b8) r = x[0] == 0 ? 1 : 0;  // ~ of a bool is `not`, as ls_bitwise_not(bool)
-    if (t == DType::f32) r = static_cast<float>(r);
+    // Half values are computed in float32 (as generated code does); a conversion rounds.
+    if (dtype_is_half(t) && m == Math::identity) r = round_to(t, r);
+    else if (compute_dtype(t) == DType::f32) r = static_cast<float>(r);
     return value(r);
   }
   Expr indirect(V index, int64_t size, bool wrap) override {
@@ -48,7 +50,16 @@ class EvalHandler : public OpsHandler {
   void store(const std::string& b, const Expr& i, V v) override { bufs_.at(b).set(i.constant(), vals_.at(v.id)); }
   void store_reduction(const std::string& b, const Expr& i, V v) override {
     Tensor& t = bufs_.at(b);
-    t.set(i.constant(), reduce_combine(reduce_, t.get(i.constant()), vals_.at(v.id)));
+    if (!dtype_is_half(t.dtype())) {
+      t.set(i.constant(), reduce_combine(reduce_, t.get(i.constant()), vals_.at(v.id)));
+      return;
+    }
+    // A half buffer's reduction accumulates in float32; the buffer holds the rounded value so far.
+    auto [it, fresh] = wide_.try_emplace(b);
+    if (fresh) it->second = cast(t, DType::f32);
+    Tensor& w = it->second;
+    w.set(i.constant(), reduce_combine(reduce_, w.get(i.constant()), vals_.at(v.id)));
+    t.set(i.constant(), w.get(i.constant()));
   }
   void reset() { vals_.clear(); }
 
@@ -58,6 +69,7 @@ class EvalHandler : public OpsHandler {
     return V{static_cast<int>(vals_.size()) - 1};
   }
   std::map<std::string, Tensor>& bufs_;
+  std::map<std::string, Tensor> wide_;  // float32 accumulators of half reductions
   std::vector<double> vals_;
   Reduce reduce_ = Reduce::sum;
 };

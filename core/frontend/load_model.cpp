@@ -104,6 +104,13 @@ LoadedModel load_model(const std::string& path_in, const LoadOptions& o) {
       m.inputs_from = "random normal (seed 0)";
     }
   }
+  // .npy has no bfloat16: a float input for a half-precision placeholder is converted, as
+  // torch.from_numpy(a).to(dtype) would.
+  const std::vector<int> users = m.graph.user_inputs();
+  for (size_t i = 0; i < users.size() && i < m.inputs.size(); ++i) {
+    const DType want = m.graph.nodes[users[i]].meta().dtype;
+    if (dtype_is_half(want) && dtype_is_float(m.inputs[i].dtype()) && m.inputs[i].dtype() != want) m.inputs[i] = cast(m.inputs[i], want);
+  }
   std::string expect = o.expect;
   if (expect.empty() && o.inputs.empty() && m.graph.outputs.size() == 1 && fs::exists(dir / "out.npy") &&
       m.inputs_from != "random normal (seed 0)")

@@ -99,6 +99,8 @@ class Importer {
       case onnx::TensorProto::INT32: return DType::i32;
       case onnx::TensorProto::BOOL: return DType::b8;
       case onnx::TensorProto::UINT8: return DType::u8;
+      case onnx::TensorProto::FLOAT16: return DType::f16;
+      case onnx::TensorProto::BFLOAT16: return DType::bf16;
       default: fail(where, "element type " + std::to_string(t) + " is not supported");
     }
   }
@@ -160,6 +162,14 @@ class Importer {
       case onnx::TensorProto::FLOAT: fill(p.float_data()); break;
       case onnx::TensorProto::DOUBLE: fill(p.double_data()); break;
       case onnx::TensorProto::INT64: fill(p.int64_data()); break;
+      case onnx::TensorProto::FLOAT16:
+      case onnx::TensorProto::BFLOAT16: {  // int32_data holds each value's 16 bits
+        if (static_cast<int64_t>(p.int32_data().size()) != t.numel())
+          fail(where, "holds " + std::to_string(p.int32_data().size()) + " values but its shape needs " + std::to_string(t.numel()));
+        auto* bits = static_cast<uint16_t*>(t.data());
+        for (int64_t i = 0; i < t.numel(); ++i) bits[i] = static_cast<uint16_t>(p.int32_data(static_cast<int>(i)));
+        break;
+      }
       default: fill(p.int32_data()); break;  // int32, bool, uint8 are stored as int32_data
     }
     return t;

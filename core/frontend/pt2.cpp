@@ -167,9 +167,11 @@ DType scalar_type(const Reader& r, const json& j, const std::string& where) {
     case 1: return DType::u8;
     case 4: return DType::i32;
     case 5: return DType::i64;
+    case 6: return DType::f16;
     case 7: return DType::f32;
     case 8: return DType::f64;
     case 12: return DType::b8;
+    case 13: return DType::bf16;
     default: r.fail(where, "element type code " + std::to_string(j.get<int64_t>()) + " is not supported");
   }
 }

@@ -108,8 +108,36 @@ std::vector<Tensor> run_decomposition(const OpDef& op, const std::vector<Arg>& a
   return out;
 }
 
+namespace {
+bool any_half(const RefInputs& values, const std::vector<TensorMeta>& outs) {
+  for (const Tensor& t : values.t)
+    if (t.defined() && dtype_is_half(t.dtype())) return true;
+  for (const auto& l : values.lists)
+    for (const Tensor& t : l)
+      if (t.defined() && dtype_is_half(t.dtype())) return true;
+  for (const TensorMeta& m : outs)
+    if (dtype_is_half(m.dtype)) return true;
+  return false;
+}
+Tensor widened(const Tensor& t) { return t.defined() && dtype_is_half(t.dtype()) ? cast(t, DType::f32) : t; }
+}  // namespace
+
 std::vector<Tensor> run_reference_kernel(const OpDef& op, const std::vector<Arg>& args, const RefInputs& values,
                                          const std::vector<TensorMeta>& outs) {
+  // Half precision as eager PyTorch computes it: the op in float32 on the widened operands, its
+  // results rounded to their half type (each kernel then needs only its float32 form).
+  if (any_half(values, outs)) {
+    RefInputs wide = values;
+    for (Tensor& t : wide.t) t = widened(t);
+    for (auto& l : wide.lists)
+      for (Tensor& t : l) t = widened(t);
+    std::vector<TensorMeta> wide_outs = outs;
+    for (TensorMeta& m : wide_outs) m.dtype = compute_dtype(m.dtype);
+    std::vector<Tensor> r = run_reference_kernel(op, args, wide, wide_outs);
+    for (size_t i = 0; i < r.size() && i < outs.size(); ++i)
+      if (r[i].defined() && r[i].dtype() != outs[i].dtype) r[i] = cast(r[i], outs[i].dtype);
+    return r;
+  }
   if (op.reference) return op.reference(op, args, values, outs);  // its own, or its kind's (the op table sets it)
   if (op.kind == OpKind::composite && op.decompose) return run_decomposition(op, args, values);
   throw std::logic_error(op.name + " has no reference kernel");

@@ -35,23 +35,19 @@ const Arg& arg(const OpDef& op, const std::vector<Arg>& a, std::string_view name
 std::optional<DType> dtype_arg(const OpDef& op, const Arg& a) {
   if (a.is_none()) return std::nullopt;
   if (a.kind == Arg::Kind::string) {
-    static const std::map<std::string, DType, std::less<>> names = {
-        {"float32", DType::f32}, {"float", DType::f32}, {"float64", DType::f64}, {"double", DType::f64},
-        {"int64", DType::i64},   {"long", DType::i64},  {"int32", DType::i32},   {"int", DType::i32},
-        {"bool", DType::b8},     {"uint8", DType::u8}};
-    std::string_view s = a.s;
-    if (s.substr(0, 6) == "torch.") s.remove_prefix(6);
-    if (auto it = names.find(s); it != names.end()) return it->second;
-    bad(op, "dtype " + a.s + " is not supported (float32, float64, int64, int32, bool, uint8)");
+    if (auto t = dtype_from_name(a.s)) return t;
+    bad(op, "dtype " + a.s + " is not supported (float32, float64, bfloat16, float16, int64, int32, bool, uint8)");
   }
   if (a.kind == Arg::Kind::integer) {  // c10::ScalarType codes
     switch (a.i) {
       case 0: return DType::u8;
       case 3: return DType::i32;
       case 4: return DType::i64;
+      case 5: return DType::f16;
       case 6: return DType::f32;
       case 7: return DType::f64;
       case 11: return DType::b8;
+      case 15: return DType::bf16;
       default: bad(op, "dtype code " + std::to_string(a.i) + " is not supported");
     }
   }
@@ -523,7 +519,7 @@ void add_creation_ops(std::vector<OpDef>& t) {
       constant_op("prims.scalar_tensor.default", "scalar_tensor(Scalar s, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
                   kPrims, infer_scalar_tensor, nullptr),
       {.name = "prims.convert_element_type.default", .schema = "convert_element_type(Tensor a, ScalarType dtype) -> Tensor",
-       .kind = OpKind::pointwise, .levels = kPrims, .math = Math::identity, .infer = infer_to_copy},
+       .kind = OpKind::pointwise, .levels = kPrims, .math = Math::identity, .infer = infer_to_copy, .derivative = d_to_copy},
       // Export level (torch.export's ATen before run_decompositions)
       export_op("aten.arange.default", "arange(Scalar end, *, " LS_TENSOR_OPTIONS ") -> Tensor", single<decomp_arange>),
       export_op("aten.arange.start", "arange.start(Scalar start, Scalar end, *, " LS_TENSOR_OPTIONS ") -> Tensor", single<decomp_arange>),

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <stdexcept>
 
 #include "ops/rule_helpers.h"
@@ -81,13 +82,21 @@ std::vector<TensorMeta> infer_pointwise(const Graph& g, const OpDef& op, const s
   Shape shape;
   bool any_tensor = false, any_real_scalar = false;
   DType dt = DType::b8;
+  // PyTorch's result_type: tensors with dims decide; a 0-d tensor counts only where it is of a
+  // higher category (float over int over bool): bf16[8] * f32[] stays bf16.
+  std::optional<DType> dim_dt, zero_dt;
+  auto category = [](DType t) { return dtype_is_float(t) ? 2 : t == DType::b8 ? 0 : 1; };
   const auto ops = operand_indices(op);
   for (size_t k = 0; k < ops.size(); ++k) {
     const Arg& a = args[ops[k]];
     if (a.is_node()) {
       const TensorMeta& m = meta_of(g, a);
       shape = any_tensor ? broadcast_shapes(shape, m.shape) : m.shape;
-      if (!(op.math == Math::where && k == 0)) dt = any_tensor || dt != DType::b8 ? promote(dt, m.dtype) : m.dtype;
+      if (!(op.math == Math::where && k == 0)) {
+        dt = any_tensor || dt != DType::b8 ? promote(dt, m.dtype) : m.dtype;
+        auto& slot = m.shape.empty() ? zero_dt : dim_dt;
+        slot = slot ? promote(*slot, m.dtype) : m.dtype;
+      }
       any_tensor = true;
     } else if (a.is_number()) {
       if (a.kind == Arg::Kind::real) any_real_scalar = true;
@@ -100,6 +109,7 @@ std::vector<TensorMeta> infer_pointwise(const Graph& g, const OpDef& op, const s
     }
   }
   if (!any_tensor) throw std::invalid_argument(op.name + ": needs at least one tensor argument");
+  if (dim_dt && zero_dt && category(*dim_dt) >= category(*zero_dt)) dt = *dim_dt;
   if (any_real_scalar && !dtype_is_float(dt)) dt = DType::f32;
   if (op.math == Math::div && !dtype_is_float(dt)) dt = DType::f32;
   if (math_is_comparison(op.math)) dt = DType::b8;

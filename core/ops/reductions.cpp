@@ -186,8 +186,8 @@ std::vector<ReducedPos> reduced_positions(const Shape& in, const std::vector<int
 }
 std::optional<DType> dtype_arg(const OpDef& op, const Arg& a) {
   if (a.is_none()) return std::nullopt;
-  for (DType t : {DType::f32, DType::f64, DType::i64, DType::i32, DType::b8, DType::u8})
-    if (a.kind == Arg::Kind::string && (a.s == dtype_torch(t) || a.s == dtype_short(t))) return t;
+  if (a.kind == Arg::Kind::string)
+    if (auto t = dtype_from_name(a.s)) return t;
   bad(op, "unknown dtype '" + a.s + "'");
 }
 // sum-like result types: the dtype argument, else integers and bools accumulate in int64.

@@ -12,6 +12,7 @@
 #include "exec/bandwidth.h"
 #include "interp/reference.h"
 #include "lower/lower.h"
+#include "passes/convert_dtype.h"
 #include "loop/inline_pointwise.h"
 #include "loop/reorder_loops.h"
 #include "ops/op_table.h"
@@ -261,6 +262,7 @@ void run(Compile& c) {
   const BackendRun ran = c.backend.run(c.job, bind_inputs(*c.job.lowered, user_inputs));
   // No reference run for a model too large for the interpreter: the expected files check alone.
   if (c.o.reference) r.reference_outputs = reference_outputs(r, user_inputs, c.o.sgd_lr);
+  if (c.o.reference && computes_in_half(r)) r.reference64_outputs = reference64_outputs(r, user_inputs);
   r.run_ms = ran.t.total_ms;
   r.host_ms = ran.t.host_ms;
   r.bandwidth_gbps = memory_bandwidth_gbps(device_name(r.device));
@@ -353,13 +355,36 @@ const std::vector<std::string>& stage_names(bool train) {
   return train ? t : n;
 }
 
+namespace {
+// PipelineOptions::dtype: the graph converted (passes/convert_dtype.h), its float inputs with it;
+// float32 expected files no longer apply.
+void convert_model_dtype(LoadedModel& m, DType to) {
+  bool any_float = false;
+  for (const Node& n : m.graph.nodes) any_float = any_float || (n.is_placeholder() && dtype_is_float(n.meta().dtype));
+  if (!any_float) throw std::invalid_argument("--dtype " + std::string(dtype_torch(to).substr(6)) + ": the model has no floating-point inputs or weights");
+  m.graph = convert_float_dtype(m.graph, to);
+  for (Tensor& t : m.inputs)
+    if (dtype_is_float(t.dtype())) t = cast(t, to);
+  if (!m.expected.empty() || !m.expected_grads.empty()) {
+    m.expected.clear();
+    m.expected_grads.clear();
+    m.expected_from = m.expected_grads_from = "";
+  }
+}
+}  // namespace
+
 CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const std::function<bool()>& cancelled) {
   CompileResult r;
   r.model = std::move(model);
   r.device = o.device;
   r.mode = o.mode;
   const std::unique_ptr<Backend> backend = make_backend(o.device);
-  run_stages(r, o, *backend, cancelled);
+  try {
+    if (o.dtype) convert_model_dtype(r.model, *o.dtype);
+  } catch (const std::exception& e) {
+    r.error = e.what();
+  }
+  if (r.error.empty()) run_stages(r, o, *backend, cancelled);
   backend->finish(r);
   if (!r.error.empty() && o.record) record_failure(r, o.train);
   return r;

@@ -22,6 +22,12 @@ DotMarks saved_marks(const Partition& p);
 // the SGD update of each parameter where sgd_lr > 0).
 std::vector<Tensor> reference_outputs(const CompileResult& r, const std::vector<Tensor>& user_inputs, double sgd_lr);
 
+// Whether the graph the reference runs (the ATen graph, or the joint graph) computes in bfloat16
+// or float16 anywhere; then reference64_outputs: that graph's outputs in float64, inputs
+// converted (empty where an op has no float64 form).
+bool computes_in_half(const CompileResult& r);
+std::vector<Tensor> reference64_outputs(const CompileResult& r, const std::vector<Tensor>& user_inputs);
+
 // The kernel table: each kernel's provenance, bytes, time and how it ran; `launch(k)` is the
 // backend's launch column.
 std::vector<KernelReport> kernel_reports(const CompileResult& r, const BackendRun& run,

@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -78,6 +79,7 @@ struct Check {
   std::vector<OutputCheck> reference;  // per output: against the reference interpreter
   bool ok = false;
   double max_abs_err = 0, rel_err = 0;
+  DType precision = DType::f32;  // the lowest precision the graph computes in; its tolerance was used
 };
 
 struct CompileResult;
@@ -96,6 +98,10 @@ struct PipelineOptions {
   // "autotune" stage holds the table).
   Mode mode = Mode::default_mode;
   unsigned decompose_to = 0;  // 0: prims (default); or level::core_aten
+  // As model.to(dtype) with inputs of that dtype (passes/convert_dtype.h): a float32 model run in
+  // bfloat16 or float16. Its expected files (float32) are then not compared; the reference
+  // interpreter, which rounds at every op as eager PyTorch does, is. nullopt: as loaded.
+  std::optional<DType> dtype;
   bool fusion = true;
   bool external_compiler = false;  // build kernels with an external c++ instead of the in-process JIT
   // CUDA: list the cubin's SASS in the asm stage (cuobjdump, where installed). It runs beside the
@@ -189,6 +195,9 @@ struct CompileResult {
   std::string compile_log;  // the C++ compiler's warnings and remarks
   std::vector<KernelReport> kernels;
   std::vector<Tensor> outputs, reference_outputs;
+  // Models that compute in bfloat16 or float16: the reference interpreter's outputs for the graph
+  // in float64 (inputs converted), the yardstick of torch._dynamo's accuracy check (check_outputs).
+  std::vector<Tensor> reference64_outputs;
   Check check;
   double compile_ms = 0, run_ms = 0;
   // Below the stages, where the compile's time went (NVRTC, Clang, the CUDA driver, tuning), summed

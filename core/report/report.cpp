@@ -47,7 +47,10 @@ std::string report_json(const CompileResult& r) {
   j["memory"] = {{"peak_bytes_unfused", r.schedule.memory.peak_bytes_unfused},
                  {"peak_bytes", r.schedule.memory.peak_bytes},
                  {"removed", r.schedule.memory.removed}};
+  const Tolerance tol = tolerance_for(r.check.precision);
   json check = {{"ok", r.check.ok}, {"max_abs_err", r.check.max_abs_err}, {"rel_err", r.check.rel_err},
+                {"tolerance", {{"dtype", dtype_torch(r.check.precision)}, {"rtol", tol.rtol}, {"atol", tol.atol},
+                               {"text", tolerance_text(r.check.precision)}}},
                 {"outputs", json::array()}, {"reference", json::array()}};
   for (const auto& c : r.check.outputs) check["outputs"].push_back(cmp_json(c));
   for (const auto& c : r.check.reference) check["reference"].push_back(cmp_json(c));

@@ -19,7 +19,8 @@ DType parse_descr(const std::string& path, const std::string& d) {
   if (d == "<i4") return DType::i32;
   if (d == "|b1") return DType::b8;
   if (d == "|u1") return DType::u8;
-  fail(path, "element type '" + d + "' is not supported (f4, f8, i8, i4, b1 are)");
+  if (d == "<f2") return DType::f16;
+  fail(path, "element type '" + d + "' is not supported (f2, f4, f8, i8, i4, b1, u1 are; bfloat16 is given as f4)");
 }
 
 }  // namespace
@@ -32,6 +33,8 @@ std::string descr_of(DType t) {
     case DType::i32: return "<i4";
     case DType::b8: return "|b1";
     case DType::u8: return "|u1";
+    case DType::f16: return "<f2";
+    case DType::bf16: return "<f4";  // .npy has no bfloat16: written as float32 (exactly)
   }
   return "";
 }
@@ -82,7 +85,8 @@ Tensor load_npy(const std::string& path) {
   return t;
 }
 
-void save_npy(const std::string& path, const Tensor& t) {
+void save_npy(const std::string& path, const Tensor& given) {
+  const Tensor t = given.dtype() == DType::bf16 ? cast(given, DType::f32) : given;
   std::string shape = "(";
   for (size_t i = 0; i < t.shape().size(); ++i) shape += std::to_string(t.shape()[i]) + (t.shape().size() == 1 ? "," : i + 1 < t.shape().size() ? ", " : "");
   shape += ")";

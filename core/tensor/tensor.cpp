@@ -65,6 +65,8 @@ double Tensor::get(int64_t i) const {
     case DType::i32: return reinterpret_cast<const int32_t*>(p)[i];
     case DType::b8: return reinterpret_cast<const bool*>(p)[i] ? 1.0 : 0.0;
     case DType::u8: return reinterpret_cast<const uint8_t*>(p)[i];
+    case DType::bf16: return bf16_bits_to_float(reinterpret_cast<const uint16_t*>(p)[i]);
+    case DType::f16: return f16_bits_to_float(reinterpret_cast<const uint16_t*>(p)[i]);
   }
   return 0;
 }
@@ -78,7 +80,30 @@ void Tensor::set(int64_t i, double v) {
     case DType::i32: reinterpret_cast<int32_t*>(p)[i] = static_cast<int32_t>(v); break;
     case DType::b8: reinterpret_cast<bool*>(p)[i] = v != 0; break;
     case DType::u8: reinterpret_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(v); break;
+    case DType::bf16: reinterpret_cast<uint16_t*>(p)[i] = float_to_bf16_bits(static_cast<float>(v)); break;
+    case DType::f16: reinterpret_cast<uint16_t*>(p)[i] = float_to_f16_bits(static_cast<float>(v)); break;
   }
+}
+
+Tolerance tolerance_for(DType t) {
+  if (t == DType::bf16) return {1.6e-2, 1e-5};
+  if (t == DType::f16) return {1e-3, 1e-5};
+  return {};
+}
+
+std::string tolerance_text(DType t) {
+  const Tolerance tol = tolerance_for(t);
+  std::ostringstream os;
+  os << dtype_torch(t).substr(6) << ": rtol " << tol.rtol << ", atol " << tol.atol
+     << (dtype_is_half(t) ? " (torch.testing.assert_close's default)" : "");
+  return os.str();
+}
+
+Tensor cast(const Tensor& t, DType to) {
+  if (t.dtype() == to) return t;
+  Tensor r(to, t.shape());
+  for (int64_t i = 0, n = t.numel(); i < n; ++i) r.set(i, t.get(i));
+  return r;
 }
 
 Comparison compare(const Tensor& a, const Tensor& b, Tolerance tol) {
@@ -111,6 +136,38 @@ Comparison compare(const Tensor& a, const Tensor& b, Tolerance tol) {
     os << c.mismatches << " of " << a.numel() << " elements differ by more than atol " << tol.atol << " + rtol "
        << tol.rtol << " * max(|expected|, rms " << rms << ") (max abs err " << c.max_abs_err << ")";
     c.why = os.str();
+  }
+  return c;
+}
+
+Comparison fp64_rmse_check(const Comparison& elementwise, const Tensor& actual, const Tensor& eager, const Tensor& ref64) {
+  Comparison c = elementwise;
+  if (actual.shape() != ref64.shape() || eager.shape() != ref64.shape()) return c;
+  auto rmse = [&](const Tensor& t) {
+    double sq = 0;
+    int64_t n = 0;
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      const double a = t.get(i), r = ref64.get(i);
+      if (!std::isfinite(r)) {
+        if (!(a == r || (std::isnan(a) && std::isnan(r)))) return static_cast<double>(INFINITY);
+        continue;
+      }
+      sq += (a - r) * (a - r);
+      ++n;
+    }
+    return n ? std::sqrt(sq / static_cast<double>(n)) : 0.0;
+  };
+  const double ours = rmse(actual), theirs = rmse(eager);
+  const double bound = 3.0 * theirs + 1e-4;
+  std::ostringstream os;
+  os.precision(3);
+  os << "RMSE against the float64 computation " << ours << (ours <= bound ? " <= " : " > ") << "3 x eager rounding's " << theirs
+     << " + 1e-4 (torch._dynamo's accuracy check)";
+  if (ours <= bound) {
+    c.ok = true;
+    c.why = c.mismatches ? std::to_string(c.mismatches) + " elements beyond assert_close's tolerance; " + os.str() : os.str();
+  } else {
+    c.why += "; " + os.str();
   }
   return c;
 }

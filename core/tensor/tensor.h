@@ -45,6 +45,10 @@ class Tensor {
   std::shared_ptr<std::byte> storage_;
 };
 
+// A copy of t with elements of type `to`, converted as PyTorch's .to(dtype) does (floats round to
+// nearest even; t itself when it already has that type).
+Tensor cast(const Tensor& t, DType to);
+
 struct Comparison {
   double max_abs_err = 0;
   double rel_err = 0;  // max_abs_err / max |expected|
@@ -60,6 +64,21 @@ struct Tolerance {
   double atol = 1e-5;
 };
 
+// The tolerance for results computed in `t` (the lowest precision a graph computes in): float32's
+// above; for bfloat16 and float16, torch.testing.assert_close's defaults for the type (rtol
+// 1.6e-2 and 1e-3, atol 1e-5).
+Tolerance tolerance_for(DType t);
+std::string tolerance_text(DType t);  // "bfloat16: rtol 0.016, atol 1e-05 (assert_close's default)"
+
+
 Comparison compare(const Tensor& actual, const Tensor& expected, Tolerance tol = {});
+
+// torch._dynamo's accuracy check for low-precision results (torch._dynamo.utils.same with an
+// fp64 reference), for results that assert_close's elementwise tolerance refuses: both `actual`
+// (compiled) and `eager` (the same computation rounded at every op) are measured against
+// `ref64`, the computation in float64; actual passes when its RMSE is at most 3 x eager's + 1e-4.
+// Returns `elementwise` made ok, with the reason, where it passes; else `elementwise` with the
+// numbers added to its reason.
+Comparison fp64_rmse_check(const Comparison& elementwise, const Tensor& actual, const Tensor& eager, const Tensor& ref64);
 
 }  // namespace ls

@@ -302,6 +302,10 @@ const std::map<std::string, Sample>& samples() {
                                 }};
     }
     // ---- creation and resampling (issue 32) ----
+    m["prims.convert_element_type.default"] = {{{2, 3}}, {}, [](GraphBuilder& b, const std::vector<Arg>& x) {
+                                                 return std::vector<Arg>{b.call("prims.convert_element_type.default",
+                                                                                {x[0], Arg::of_string("torch.float64")})};
+                                               }};
     m["aten._to_copy.default"] = {{{2, 3}}, {}, [](GraphBuilder& b, const std::vector<Arg>& x) {
                                     return std::vector<Arg>{b.call("aten._to_copy.default", {x[0]}, {{"dtype", Arg::of_string("torch.float64")}})};
                                   }};
