@@ -395,6 +395,26 @@ std::vector<Tensor> max_pool_backward_ref(const OpDef&, const std::vector<Arg>&,
   return {gx};
 }
 
+// max_pool2d_with_indices_backward (derivatives.yaml): grad_output: max_pool_double_backward(grad,
+// indices, 2), the gradient read at each window's saved maximum (a gather over the flattened
+// plane); self: zeros_like(self).
+Args d_max_pool_backward(DerivCtx& c) {
+  Args r(8, kNone);
+  if (wants(c, 0)) {
+    const Shape g = shape_of(c, c.grads[0]), ix = shape_of(c, c.args[7]);
+    auto flat = [](Shape s) {
+      const int64_t plane = s[s.size() - 2] * s.back();
+      s.pop_back();
+      s.back() = plane;
+      return s;
+    };
+    const Arg gathered = call(c, "aten.gather.default", {call(c, "aten.reshape.default", {c.grads[0], ints(flat(g))}), Arg::of_int(-1),
+                                                         call(c, "aten.reshape.default", {c.args[7], ints(flat(ix))})});
+    r[0] = call(c, "aten.view.default", {gathered, ints(ix)});
+  }
+  if (wants(c, 1)) r[1] = zeros(c, shape_of(c, c.args[1]), c.b.meta(c.grads[0]).dtype);
+  return r;
+}
 Args d_max_pool(DerivCtx& c) {
   const Args& a = c.args;  // self, kernel_size, stride, padding, dilation, ceil_mode
   return one(call(c, "aten.max_pool2d_with_indices_backward.default", {c.grads[0], a[0], a[1], a[2], a[3], a[4], a[5], c.out(1)}), 6);
@@ -1146,7 +1166,7 @@ void add_conv_pool_ops(std::vector<OpDef>& t) {
       ext("aten.max_pool2d_with_indices_backward.default",
           "max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, "
           "int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor",
-          kCore, same_as<1>, max_pool_backward_ref),
+          kCore, same_as<1>, max_pool_backward_ref, nullptr, d_max_pool_backward),
       comp("aten.adaptive_avg_pool2d.default", "adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor", kAten,
            infer_adaptive_avg_pool, ref_adaptive_avg_pool, decomp_adaptive_avg_pool2d),
       comp("aten.adaptive_avg_pool1d.default", "adaptive_avg_pool1d(Tensor self, int[1] output_size) -> Tensor", kAten,

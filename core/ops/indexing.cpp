@@ -834,13 +834,36 @@ std::vector<TensorMeta> infer_topk(const Graph& g, const OpDef& op, const std::v
   if (!out.empty()) out[d] = a[1].i;
   return {like(x, x.dtype, out), like(x, DType::i64, out)};
 }
-// The k largest (or smallest) of each line, in order (sorted=False may give any order: this one).
+// The k largest (or smallest) of each line, chosen as PyTorch's CPU kernel (topk_impl_loop)
+// chooses them, so that ties give its indices: (value, position) pairs, std::partial_sort where
+// k * 64 <= n, else std::nth_element to k - 1 and, if sorted, std::sort of the first k - 1.
 std::vector<Tensor> ref_topk(const OpDef& op, const std::vector<Arg>& a, const RefInputs& in, const std::vector<TensorMeta>& outs) {
   const Tensor& x = in[0];
   const int64_t d = wrap_dim(op, a[2].i, x.dim());
-  Tensor v(outs[0].dtype, outs[0].shape), i(outs[1].dtype, outs[1].shape);
-  sort_lines(x, d, a[3].b, a[1].i, v, i);
-  return {v, i};
+  const int64_t k = a[1].i;
+  const bool largest = a[3].b, sorted = a[4].b;
+  Tensor v(outs[0].dtype, outs[0].shape), ix(outs[1].dtype, outs[1].shape);
+  if (k == 0) return {v, ix};
+  const Lines l = lines_of(x.shape(), d);
+  using Elem = std::pair<double, int64_t>;
+  auto comp = [largest](const Elem& p, const Elem& q) { return before_in(largest, p.first, q.first); };
+  std::vector<Elem> queue(static_cast<size_t>(l.n));
+  for (int64_t o = 0; o < l.outer; ++o)
+    for (int64_t i = 0; i < l.inner; ++i) {
+      for (int64_t j = 0; j < l.n; ++j) queue[static_cast<size_t>(j)] = {x.get((o * l.n + j) * l.inner + i), j};
+      if (k * 64 <= l.n) {
+        std::partial_sort(queue.begin(), queue.begin() + k, queue.end(), comp);
+      } else {
+        std::nth_element(queue.begin(), queue.begin() + k - 1, queue.end(), comp);
+        if (sorted) std::sort(queue.begin(), queue.begin() + k - 1, comp);
+      }
+      for (int64_t j = 0; j < k; ++j) {
+        const int64_t to = (o * k + j) * l.inner + i;
+        v.set(to, queue[static_cast<size_t>(j)].first);
+        ix.set(to, static_cast<double>(queue[static_cast<size_t>(j)].second));
+      }
+    }
+  return {v, ix};
 }
 // sort, topk (value_selecting_reduction_backward): zeros(self).scatter(dim, indices, grad).
 Args d_value_selecting(DerivCtx& c) {

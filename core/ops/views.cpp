@@ -563,6 +563,31 @@ std::vector<Expr> view_as_strided(const Graph& g, const std::vector<Arg>& a, con
 std::vector<Arg> decomp_as_strided(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
   return {b.call("prims.as_strided.default", {a[0], a[1], a[2], Arg::of_int(a[3].is_none() ? 0 : a[3].i)})};
 }
+// as_strided (derivatives.yaml: as_strided_backward). Over a contiguous input (the only one
+// taken), output position i reads input element offset + sum(i * stride): its gradient adds there
+// (positions read twice add up), a scatter_add of the flattened gradient into zeros.
+Args d_as_strided(DerivCtx& c) {
+  const Shape x = shape_of(c, c.args[0]);
+  const Shape size = c.args[1].ints(), stride = c.args[2].ints();
+  const int64_t offset = c.args[3].is_none() ? 0 : c.args[3].i;
+  const DType dt = c.b.meta(c.grads[0]).dtype;
+  const int64_t n = numel_of(size);
+  if (n == 0 || numel_of(x) == 0) return one(zeros(c, x, dt), 4);
+  const std::vector<std::pair<std::string, Arg>> i64 = {{"dtype", Arg::of_string("torch.int64")}};
+  // The position each output element reads: offset + sum over dims of arange(size[d]) * stride[d].
+  Arg pos = call(c, "aten.full.default", {ints(size), Arg::of_int(offset)}, i64);
+  for (size_t d = 0; d < size.size(); ++d) {
+    if (size[d] == 1 || stride[d] == 0) continue;
+    Shape along(size.size(), 1);
+    along[d] = size[d];
+    const Arg steps = call(c, "aten.arange.start_step", {Arg::of_int(0), Arg::of_int(size[d] * stride[d]), Arg::of_int(stride[d])}, i64);
+    pos = call(c, "aten.add.Tensor", {pos, call(c, "aten.view.default", {steps, ints(along)})});
+  }
+  const Arg flat_pos = call(c, "aten.reshape.default", {pos, ints({n})});
+  const Arg flat_grad = call(c, "aten.reshape.default", {c.grads[0], ints({n})});
+  const Arg g = call(c, "aten.scatter_add.default", {zeros(c, {numel_of(x)}, dt), Arg::of_int(0), flat_pos, flat_grad});
+  return one(call(c, "aten.view.default", {g, ints(x)}), 4);
+}
 
 // flip(dims): out[i] = in[size - 1 - i] along each listed dimension; prims.rev as torch._refs.
 std::vector<bool> flipped(const OpDef& op, int64_t rank, const std::vector<int64_t>& dims) {
@@ -868,10 +893,10 @@ void add_view_ops(std::vector<OpDef>& t) {
            infer_diagonal_backward, ref_diagonal_backward, decomp_diagonal_backward),
       view_op("aten.as_strided.default",
               "as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)", kCore,
-              infer_as_strided, view_as_strided, decomp_as_strided),
+              infer_as_strided, view_as_strided, decomp_as_strided, d_as_strided),
       view_op("prims.as_strided.default",
               "as_strided(Tensor(a!) a, SymInt[] size, SymInt[] stride, SymInt storage_offset) -> Tensor(a!)", kPrims,
-              infer_as_strided, view_as_strided, nullptr),
+              infer_as_strided, view_as_strided, nullptr, d_as_strided),
       view_op("aten.flip.default", "flip(Tensor self, int[] dims) -> Tensor", kCore, infer_flip, view_flip, decomp_flip, d_flip),
       view_op("prims.rev.default", "rev(Tensor a, int[] dims) -> Tensor", kPrims, infer_flip, view_flip, nullptr),
       view_op("aten.repeat.default", "repeat(Tensor self, SymInt[] repeats) -> Tensor", kCore, infer_repeat, view_repeat, decomp_repeat,

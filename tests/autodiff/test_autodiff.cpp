@@ -189,6 +189,9 @@ const std::map<std::string, Sample>& samples() {
           return std::vector<Arg>{b.get(r, 0)};
         }};
     // ---- pointwise, reductions, views (issue 32) ----
+    // as_strided: positions read twice (stride 1 over a 2x2 window) take the sum of their gradients.
+    m["aten.as_strided.default"] = with_args("aten.as_strided.default", {{3, 3}}, {ints({2, 2}), ints({1, 1}), Arg::of_int(2)});
+    m["prims.as_strided.default"] = with_args("prims.as_strided.default", {{10}}, {ints({2, 3}), ints({3, 2}), Arg::of_int(1)});
     m["aten.silu.default"] = with_args("aten.silu.default", {{2, 3}}, {});
     m["aten.elu.default"] = with_args("aten.elu.default", {{2, 3}}, {num(1.2), num(0.9), num(1.1)});
     m["aten.hardtanh.default"] = with_args("aten.hardtanh.default", {{2, 3}}, {num(-0.7), num(0.8)});
@@ -334,6 +337,14 @@ const std::map<std::string, Sample>& samples() {
     m["aten.col2im.default"] = with_args("aten.col2im.default", {{2, 8, 6}}, {ints({3, 4}), ints({2, 2}), ints({1, 1}), ints({0, 0}), ints({1, 1})});
     m["aten.im2col.default"] = with_args("aten.im2col.default", {{1, 2, 4, 5}}, {ints({2, 2}), ints({1, 1}), ints({1, 1}), ints({2, 2})});
     // ---- pooling and normalization (issue 32) ----
+    // max-pool backward: its grad_output's gradient, read at the saved maxima (indices a buffer).
+    m["aten.max_pool2d_with_indices_backward.default"] = {
+        {{1, 2, 2, 3}, {1, 2, 4, 6}}, {false, false}, [](GraphBuilder& b, const std::vector<Arg>& x) {
+          const Arg pooled = b.call("aten.max_pool2d_with_indices.default", {x[1], ints({2, 2}), ints({2, 2})});
+          return std::vector<Arg>{b.call("aten.max_pool2d_with_indices_backward.default",
+                                         {x[0], x[1], ints({2, 2}), ints({2, 2}), ints({0, 0}), ints({1, 1}), Arg::of_bool(false),
+                                          b.get(pooled, 1)})};
+        }};
     // N-d and transposed convolution through convolution_backward: groups, stride, padding,
     // dilation, output padding; conv1d unbatched.
     m["aten.conv1d.default"] = with_args("aten.conv1d.default", {{4, 7}, {2, 2, 3}, {2}}, {ints({2}), ints({1}), ints({2}), Arg::of_int(2)});
