@@ -556,7 +556,7 @@ std::vector<double> avg_divisors(const AvgPool& p) {
 template <int ND>
 std::vector<TensorMeta> infer_avg_pool(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
   const TensorMeta& x = meta_of(g, a[0]);
-  if (!dtype_is_float(x.dtype)) bad(op, "needs a floating-point input");
+  if (x.dtype == DType::b8) bad(op, "not implemented for 'Bool'");  // integers: PyTorch's CPU kernel, a truncating division
   const AvgPool p = avg_pool_of(op, x.shape, a, ND, 0);
   Shape out = x.shape;
   for (int d = 0; d < ND; ++d) out[out.size() - ND + d] = p.out[d];
@@ -590,7 +590,8 @@ std::vector<Tensor> ref_avg_pool(const OpDef& op, const std::vector<Arg>& a, con
         s += x.get(pl * plane_in + off);
       }
       const double div = p.divisor ? static_cast<double>(p.divisor) : p.include_pad ? pool : real;
-      y.set(pl * plane_out + o, real == 0 ? 0.0 : s / div);
+      const double v = real == 0 ? 0.0 : s / div;
+      y.set(pl * plane_out + o, dtype_is_float(y.dtype()) ? v : std::trunc(v));
     }
   return {y};
 }
@@ -598,6 +599,16 @@ std::vector<Tensor> ref_avg_pool(const OpDef& op, const std::vector<Arg>& a, con
 // zeros, then the sum of the k strided slices, or, where the windows tile the dim (stride ==
 // kernel), a view that splits it and a sum over the window; then one division by the divisors
 // (a number where they are all the same, else a constant of the output's spatial shape).
+Arg divisor_arg(double d, DType dt) { return dtype_is_float(dt) ? Arg::of_real(d) : Arg::of_int(static_cast<int64_t>(d)); }
+// The window sums divided by the divisors: of integers, a division that truncates (C++'s, as
+// PyTorch's CPU kernel divides its int64 sum), back in the input's type.
+Arg divide_windows(GraphBuilder& b, const Arg& sums, const Arg& divisor, DType dt) {
+  if (dtype_is_float(dt)) return b.call("aten.div.Tensor", {sums, divisor});
+  Arg q = divisor.is_node() ? b.call("aten.div.Tensor_mode", {sums, divisor}, {{"rounding_mode", Arg::of_string("trunc")}})
+                            : b.call("aten.div.Scalar_mode", {sums, divisor}, {{"rounding_mode", Arg::of_string("trunc")}});
+  if (b.meta(q).dtype != dt) q = b.call("prims.convert_element_type.default", {q, Arg::of_string(std::string(dtype_torch(dt)))});
+  return q;
+}
 template <int ND>
 std::vector<Arg> decomp_avg_pool(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a) {
   const Shape xs = b.meta(a[0]).shape;
@@ -621,8 +632,9 @@ std::vector<Arg> decomp_avg_pool(GraphBuilder& b, const OpDef& op, const std::ve
       win.push_back(static_cast<int64_t>(v.size()) - 1);
     }
     const Arg split = b.call("aten.view.default", {x, Arg::of_ints(v)});
-    if (div[0] == static_cast<double>(numel_of(p.k))) return {b.call("aten.mean.dim", {split, Arg::of_ints(win), Arg::of_bool(false)})};
-    return {b.call("aten.div.Tensor", {b.call("aten.sum.dim_IntList", {split, Arg::of_ints(win), Arg::of_bool(false)}), Arg::of_real(div[0])})};
+    if (div[0] == static_cast<double>(numel_of(p.k)) && dtype_is_float(dt))
+      return {b.call("aten.mean.dim", {split, Arg::of_ints(win), Arg::of_bool(false)})};
+    return {divide_windows(b, b.call("aten.sum.dim_IntList", {split, Arg::of_ints(win), Arg::of_bool(false)}), divisor_arg(div[0], dt), dt)};
   }
   Arg x = a[0];
   for (int d = 0; d < ND; ++d) {
@@ -636,10 +648,10 @@ std::vector<Arg> decomp_avg_pool(GraphBuilder& b, const OpDef& op, const std::ve
     }
     x = s;
   }
-  if (uniform) return {b.call("aten.div.Tensor", {x, Arg::of_real(div[0])})};
+  if (uniform) return {divide_windows(b, x, divisor_arg(div[0], dt), dt)};
   Tensor dv(dt, p.out);
   for (int64_t i = 0; i < dv.numel(); ++i) dv.set(i, div[i]);
-  return {b.call("aten.div.Tensor", {x, constant(b, "pool_divisor", dv)})};
+  return {divide_windows(b, x, constant(b, "pool_divisor", dv), dt)};
 }
 
 // avg_pool backward: grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad,

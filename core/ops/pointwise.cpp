@@ -55,9 +55,11 @@ Arg decomp_pow_scalar(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& 
   return decomp_pointwise(b, op, args);
 }
 
+// where(x <= 0, 0, x), as torch._refs; an integer input's zero an integer (the result stays int).
 Arg decomp_relu(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
-  const Arg le = b.call("prims.le.default", {a[0], Arg::of_real(0.0)});
-  return b.call("prims.where.default", {le, Arg::of_real(0.0), a[0]});
+  const Arg zero = dtype_is_float(b.meta(a[0]).dtype) ? Arg::of_real(0.0) : Arg::of_int(0);
+  const Arg le = b.call("prims.le.default", {a[0], zero});
+  return b.call("prims.where.default", {le, zero, a[0]});
 }
 
 Arg decomp_sigmoid(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
@@ -132,10 +134,22 @@ std::vector<Arg> decomp_sgn(GraphBuilder& b, const OpDef&, const std::vector<Arg
   const Arg neg = call(b, "aten.where.self", {call(b, "aten.lt.Scalar", {a[0], num(0.0)}), num(-1.0), num(0.0)});
   return {call(b, "aten.where.self", {call(b, "aten.gt.Scalar", {a[0], num(0.0)}), num(1.0), neg})};
 }
-// d/dx [x * Phi(x)] = Phi(x) + x * phi(x)
-std::vector<Arg> decomp_gelu_backward(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a) {
-  if (a[2].s == "tanh") throw std::invalid_argument(op.name + ": the tanh approximation's gradient is not supported yet");
+// d/dx [x * Phi(x)] = Phi(x) + x * phi(x). The tanh approximation 0.5 x (1 + tanh(u)), u = beta (x
+// + kappa x^3), as torch._decomp writes its gradient: 0.5 (1 + t) + 0.5 x (1 - t^2) beta (1 + 3 kappa x^2).
+std::vector<Arg> decomp_gelu_backward(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
   const Arg x = a[1];
+  if (a[2].kind == Arg::Kind::string && a[2].s == "tanh") {
+    const double beta = M_SQRT2 * M_2_SQRTPI * 0.5, kappa = 0.044715;
+    auto mul = [&](const Arg& p, const Arg& q) { return call(b, "aten.mul.Tensor", {p, q}); };
+    auto add = [&](const Arg& p, const Arg& q) { return call(b, "aten.add.Tensor", {p, q}); };
+    const Arg x_sq = mul(x, x), x_cube = mul(x_sq, x);
+    const Arg t = call(b, "aten.tanh.default", {mul(add(x, mul(x_cube, num(kappa))), num(beta))});
+    const Arg left = mul(x, num(0.5)), right = add(t, num(1.0));
+    const Arg left_derivative = mul(right, num(0.5));
+    const Arg inner_derivative = mul(add(mul(x_sq, num(3.0 * kappa)), num(1.0)), num(beta));
+    const Arg right_derivative = mul(left, mul(add(mul(mul(t, t), num(-1.0)), num(1.0)), inner_derivative));
+    return {mul(a[0], add(left_derivative, right_derivative))};
+  }
   const Arg cdf = call(b, "aten.mul.Tensor", {call(b, "aten.add.Tensor", {call(b, "aten.erf.default", {call(b, "aten.mul.Tensor", {x, num(M_SQRT1_2)})}), num(1.0)}), num(0.5)});
   const Arg pdf = call(b, "aten.mul.Tensor", {call(b, "aten.exp.default", {call(b, "aten.mul.Tensor", {call(b, "aten.mul.Tensor", {x, x}), num(-0.5)})}),
                                               num(0.3989422804014327)});
