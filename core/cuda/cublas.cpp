@@ -113,6 +113,7 @@ struct Cublas::LtPlan {
 // are pointers, the constants are the header's values.
 struct Cublas::Lt {
   static constexpr int kCompute32F = 68, kR32F = 0;                              // CUBLAS_COMPUTE_32F, CUDA_R_32F
+  static constexpr int kR16F = 2, kR16BF = 14;                                    // CUDA_R_16F, CUDA_R_16BF
   static constexpr int kTransA = 3, kTransB = 4, kEpilogue = 7, kBiasPointer = 8;  // CUBLASLT_MATMUL_DESC_*
   static constexpr uint32_t kEpilogueDefault = 1, kEpilogueBias = 4;            // CUBLASLT_EPILOGUE_*
   static constexpr int kBatchCount = 5, kBatchStride = 6;                        // CUBLASLT_MATRIX_LAYOUT_*
@@ -144,7 +145,7 @@ struct Cublas::Lt {
   DeviceBuffer workspace;
   // One plan per problem (descriptors and the heuristic's first algorithm), found once: the
   // heuristic costs tens of microseconds, more than a small product.
-  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, bool, bool, bool, int64_t, int64_t, int64_t>, LtPlan> plans;
+  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, bool, bool, bool, int64_t, int64_t, int64_t, DType>, LtPlan> plans;
 
   // "tile 128x64, stages 32x4, split-K 2": the algorithm's configuration, as cuBLASLt reports it.
   std::string describe(const uint64_t* algo) const {
@@ -172,7 +173,8 @@ std::string MatmulProblem::text() const {
   std::string t = batch > 1 ? std::to_string(batch) + " x " : "";
   t += std::to_string(M) + "x" + std::to_string(K) + (ta ? " (stored transposed)" : "") + " @ " + std::to_string(K) + "x" +
        std::to_string(N) + (tb ? " (stored transposed)" : "");
-  return bias ? t + " + bias" : t;
+  if (bias) t += " + bias";
+  return dtype == DType::f32 ? t : t + " in " + std::string(dtype_torch(dtype).substr(6));
 }
 
 std::string MatmulAlgorithm::serialize() const {
@@ -220,7 +222,7 @@ Cublas::Lt* Cublas::lt() {
 Cublas::LtPlan* Cublas::plan(const MatmulProblem& p) {
   Lt* lt = this->lt();
   if (!lt) return nullptr;
-  LtPlan& pl = lt->plans[{p.batch, p.M, p.N, p.K, p.ta, p.tb, p.bias, p.stride_a, p.stride_b, p.stride_c}];
+  LtPlan& pl = lt->plans[{p.batch, p.M, p.N, p.K, p.ta, p.tb, p.bias, p.stride_a, p.stride_b, p.stride_c, p.dtype}];
   if (pl.desc) return pl.ok ? &pl : nullptr;
   // Column-major, as sgemm: C^T (N x M) = op(B buffer) (N x K) @ op(A buffer) (K x M); the bias
   // runs along C^T's rows, one value per column of our row-major C.
@@ -233,12 +235,14 @@ Cublas::LtPlan* Cublas::plan(const MatmulProblem& p) {
   };
   Lt::Heuristic h{};
   int found = 0;
+  // CUDA_R_32F, CUDA_R_16BF, CUDA_R_16F; the scale type stays float32
+  const int t = p.dtype == DType::bf16 ? Lt::kR16BF : p.dtype == DType::f16 ? Lt::kR16F : Lt::kR32F;
   pl.ok = lt->desc_create(&pl.desc, Lt::kCompute32F, Lt::kR32F) == 0 && lt->desc_set(pl.desc, Lt::kTransA, &opb, sizeof opb) == 0 &&
           lt->desc_set(pl.desc, Lt::kTransB, &opa, sizeof opa) == 0 &&
           lt->desc_set(pl.desc, Lt::kEpilogue, &epilogue, sizeof epilogue) == 0 &&
-          lt->layout_create(&pl.a, Lt::kR32F, p.tb ? p.K : p.N, p.tb ? p.N : p.K, p.tb ? p.K : p.N) == 0 && batched(pl.a, p.stride_b) &&
-          lt->layout_create(&pl.b, Lt::kR32F, p.ta ? p.M : p.K, p.ta ? p.K : p.M, p.ta ? p.M : p.K) == 0 && batched(pl.b, p.stride_a) &&
-          lt->layout_create(&pl.c, Lt::kR32F, p.N, p.M, p.N) == 0 && batched(pl.c, p.stride_c) &&
+          lt->layout_create(&pl.a, t, p.tb ? p.K : p.N, p.tb ? p.N : p.K, p.tb ? p.K : p.N) == 0 && batched(pl.a, p.stride_b) &&
+          lt->layout_create(&pl.b, t, p.ta ? p.M : p.K, p.ta ? p.K : p.M, p.ta ? p.M : p.K) == 0 && batched(pl.b, p.stride_a) &&
+          lt->layout_create(&pl.c, t, p.N, p.M, p.N) == 0 && batched(pl.c, p.stride_c) &&
           lt->heuristic(lt->handle, pl.desc, pl.a, pl.b, pl.c, pl.c, lt->pref, 1, &h, &found) == 0 && found > 0 && h.state == 0;
   if (pl.ok) std::memcpy(pl.algo, h.algo, sizeof pl.algo);
   return pl.ok ? &pl : nullptr;

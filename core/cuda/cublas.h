@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cuda/driver.h"
+#include "tensor/dtype.h"
 
 namespace ls {
 
@@ -17,6 +18,9 @@ struct MatmulProblem {
   bool ta = false, tb = false;  // A stored K x M, B stored N x K
   bool bias = false;            // cuBLASLt's bias epilogue
   int64_t stride_a = 0, stride_b = 0, stride_c = 0;
+  // The element type of A, B, C and the bias: f32 (FP32 math), or bf16/f16 on the tensor cores
+  // with float32 accumulation (CUBLAS_COMPUTE_32F), as PyTorch's half matmuls.
+  DType dtype = DType::f32;
   std::string text() const;     // "128x512 @ 512x2048 + bias"
 };
 

@@ -59,9 +59,27 @@ lsrt::cuda::MaxPool cuda_max_pool(const LoopProgram& p, const ExternCall& c) {
 
 lsrt::cuda::View cuda_attn_view(const AttnOperand& a) { return {a.offset, a.sb, a.sh, a.sl, a.se}; }
 
+// A matrix multiply whose operands and result are all of one half type, run by cuBLASLt on the
+// tensor cores: addmm only with a per-column bias added unscaled (its epilogue).
+bool half_matmul(const LoopProgram& p, const ExternCall& c) {
+  if (!op::is_matmul(c.op)) return false;
+  const DType t = p.buffer(c.outputs.at(0)).dtype;
+  if (!dtype_is_half(t)) return false;
+  for (const auto& b : c.inputs)
+    if (p.buffer(b).dtype != t) return false;
+  if (c.op == &op::addmm()) {
+    const Shape bias = seen_shape(p, c, 0);
+    const int64_t N = c.output_metas.at(0).shape.at(1);
+    const bool row = bias.size() == 1 ? bias[0] == N : bias.size() == 2 && bias[0] == 1 && bias[1] == N;
+    if (!row || !c.args[3].is_number() || c.args[3].number() != 1.0) return false;
+  }
+  return true;
+}
+
 std::string cuda_extern_how(const LoopProgram& p, const ExternCall& c, bool blas) {
   const bool f32 = all_f32(p, c);
   if (op::is_matmul(c.op) && f32 && blas) return "cuBLAS";
+  if (blas && half_matmul(p, c)) return "cuBLASLt (" + std::string(dtype_torch(p.buffer(c.outputs.at(0)).dtype).substr(6)) + ", tensor cores)";
   const std::string attention = attention_cuda_path(p, c);
   if (attention == "fused") return "attention kernel";
   if (attention == "tiled") return "flash attention kernel";
@@ -224,6 +242,7 @@ CudaExecutable::Product CudaExecutable::product(size_t k) const {
   Product m;
   m.y = buffers_.at(c.outputs.at(0)).ptr();
   MatmulProblem& p = m.problem;
+  p.dtype = p_.buffer(c.outputs.at(0)).dtype;
   if (c.op == &op::bmm()) {
     const auto [a, as] = operand(0);
     const auto [b, bs] = operand(1);
@@ -256,9 +275,13 @@ void CudaExecutable::cublas_extern(size_t k) {
   const Product m = product(k);
   const MatmulProblem& p = m.problem;
   Cublas& blas = *blas_;
-  if (const auto chosen = algorithms_.find(k); chosen != algorithms_.end() && m.lt &&
-                                               blas.gemm_lt(p, &chosen->second, m.alpha, m.a, m.b, m.bias, m.y))
+  const auto chosen = algorithms_.find(k);
+  if (p.dtype != DType::f32) {  // half: cuBLASLt only (cuda_extern_how chose it for what it can run)
+    if (!m.lt || !blas.gemm_lt(p, chosen != algorithms_.end() ? &chosen->second : nullptr, m.alpha, m.a, m.b, m.bias, m.y))
+      throw std::runtime_error("cuBLASLt has no algorithm for " + p.text());
     return;
+  }
+  if (chosen != algorithms_.end() && m.lt && blas.gemm_lt(p, &chosen->second, m.alpha, m.a, m.b, m.bias, m.y)) return;
   if (p.batch > 1 || externs_[k]->ext.op == &op::bmm())
     return blas.sgemm(p.batch, p.M, p.N, p.K, 1.f, m.a, p.ta, p.stride_a, m.b, p.tb, p.stride_b, 0.f, m.y, p.stride_c);
   if (p.bias && blas.gemm_bias(p.M, p.N, p.K, m.alpha, m.a, p.ta, m.b, p.tb, m.bias, m.y)) return;
@@ -292,7 +315,8 @@ void CudaExecutable::choose_matmul(size_t k, const MatmulAlgorithm* algo) {
     how[k] = "cuBLASLt: " + algo->text;
   } else {
     algorithms_.erase(k);
-    how[k] = "cuBLAS";
+    const DType t = p_.buffer(externs_.at(k)->ext.outputs.at(0)).dtype;
+    how[k] = t == DType::f32 ? "cuBLAS" : "cuBLASLt (" + std::string(dtype_torch(t).substr(6)) + ", tensor cores)";
   }
 }
 

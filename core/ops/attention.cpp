@@ -170,15 +170,18 @@ std::vector<Arg> decomp_sdpa(GraphBuilder& b, const OpDef& op, const std::vector
   const Arg v = folded(a[2], S, Ev);
   Arg s = b.call("aten.mul.Tensor", {b.call("aten.bmm.default", {q, kt}), Arg::of_real(scale)});
   if (a[ix.causal].b) {
-    Tensor mask(DType::f32, {L, S});
+    Tensor mask(b.meta(s).dtype, {L, S});  // in the scores' type (PyTorch's math attention), so bf16 stays bf16
     for (int64_t i = 0; i < L; ++i)
       for (int64_t j = 0; j < S; ++j) mask.set(i * S + j, j > i ? -std::numeric_limits<double>::infinity() : 0.0);
     s = b.call("aten.add.Tensor", {s, b.constant("causal_mask", mask)});
   }
   if (a[ix.mask].is_node()) {
     Arg bias = a[ix.mask];  // a bool mask keeps where true: -inf elsewhere (PyTorch's math attention)
-    if (b.meta(bias).dtype == DType::b8)
+    if (b.meta(bias).dtype == DType::b8) {
       bias = b.call("aten.where.self", {bias, Arg::of_real(0.0), Arg::of_real(-std::numeric_limits<double>::infinity())});
+      if (b.meta(bias).dtype != b.meta(s).dtype)
+        bias = b.call("prims.convert_element_type.default", {bias, Arg::of_string(std::string(dtype_torch(b.meta(s).dtype)))});
+    }
     s = b.call("aten.add.Tensor", {s, folded(bias, L, S)});
   }
   const Arg m = b.call("aten.amax.default", {s, Arg::of_ints({-1}), Arg::of_bool(true)});

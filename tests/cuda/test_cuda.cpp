@@ -986,6 +986,37 @@ void new_elementwise_ops_compile() {
 // Gathers through indirect indices (embedding, gather) as generated CUDA kernels: NVRTC compiles
 // them with their index checks; on a GPU they match the reference interpreter, and an index out
 // of range is reported naming the node, the value and the size, and the next run works.
+// A float32 model run in bfloat16 or float16 (--dtype): the generated kernels load and store the
+// half type around float32 math (the PTX holds the conversions), the products run on cuBLASLt's
+// tensor cores, and on a GPU the results pass against the reference interpreter (each op in
+// float32, rounded at its output, as eager PyTorch) with assert_close's tolerance for the type
+// or torch._dynamo's float64 RMSE check; the report names the tolerance.
+void half_precision_runs(const std::string& model, DType t, bool train) {
+  PipelineOptions o;
+  o.device = Device::cuda;
+  o.train = train;
+  o.dtype = t;
+  o.timing_budget_ms = 20;
+  const CompileResult r = run_pipeline(load_model(data(model)), o);
+  VERIFY2(r.error.empty(), r.error_stage + ": " + r.error);
+  const std::string& ptx = r.stage("asm")->text;
+  VERIFY2(ptx.find(t == DType::bf16 ? "cvt.rn.bf16.f32" : "cvt.rn.f16.f32") != std::string::npos, "no conversion to the half type in the PTX");
+  VERIFY(r.source.code.find(t == DType::bf16 ? "ls_bf16" : "ls_f16") != std::string::npos);
+  std::string why;
+  if (!CudaDriver::get(&why)) return;
+  VERIFY2(r.not_run.empty(), r.not_run);
+  VERIFY2(r.check.ok, r.stage("run")->text);
+  VERIFY(r.check.precision == t && !r.check.reference.empty());
+  bool tensor_cores = false;
+  for (const KernelReport& k : r.kernels) {
+    VERIFY2(k.how.find("host") == std::string::npos || k.how.find("reference") == std::string::npos ||
+                model.find("mlp") == std::string::npos,
+            k.name + " ran on the host");
+    tensor_cores = tensor_cores || k.how.find("tensor cores") != std::string::npos;
+  }
+  VERIFY2(tensor_cores, "no product ran on cuBLASLt's tensor cores");
+}
+
 void gathers_run_as_generated_kernels() {
   LoadedModel m = load_model(data("indexing/gather_embedding.txt"));
   for (int64_t i = 0; i < m.inputs[1].numel(); ++i) m.inputs[1].set(i, (i * 5 + 3) % 12);
@@ -1036,6 +1067,11 @@ int main(int argc, char** argv) {
   cases.push_back({"column clusters", column_clusters});
   cases.push_back({"new elementwise ops compile", new_elementwise_ops_compile});
   cases.push_back({"gathers run as generated kernels", gathers_run_as_generated_kernels});
+  for (const char* m : {"models/mlp", "stages/attn_block/3_core_aten.txt"})
+    for (DType t : {DType::bf16, DType::f16})
+      for (bool tr : {false, true})
+        cases.push_back({std::string("half precision ") + std::string(dtype_short(t)) + " " + m + (tr ? " train" : ""),
+                         [=] { half_precision_runs(m, t, tr); }});
   for (const char* m : {"models/softmax", "models/res_block", "models/cifar_net", "mse_loss/1_dynamo_fx_0.txt", "sincos/1_dynamo_fx_0.txt"})
     for (bool t : {false, true})
       cases.push_back({std::string("run ") + m + (t ? " train" : ""), [=] { run_or_say_why_not(m, t); }});

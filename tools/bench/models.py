@@ -84,6 +84,57 @@ class Attn(nn.Module):
         return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
 
 
+class RMSNorm(nn.Module):
+    """As transformers' LlamaRMSNorm: computed in float32, the result in the input's dtype."""
+    def __init__(self, d, eps=1e-6):
+        super().__init__()
+        self.weight, self.eps = nn.Parameter(torch.ones(d)), eps
+
+    def forward(self, x):
+        h = x.float()
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * h.to(x.dtype)
+
+
+class DecoderLayer(nn.Module):
+    """A decoder-only LM layer as Llama writes it: RMSNorm, rotary position embeddings,
+    grouped-query causal attention (kv_heads < heads) and a gated SiLU MLP."""
+    def __init__(self, d=2048, heads=16, kv_heads=4, ffn=5632, max_len=2048):
+        super().__init__()
+        self.h, self.kv, self.hd = heads, kv_heads, d // heads
+        self.ln1, self.ln2 = RMSNorm(d), RMSNorm(d)
+        self.q = nn.Linear(d, d, bias=False)
+        self.k = nn.Linear(d, kv_heads * self.hd, bias=False)
+        self.v = nn.Linear(d, kv_heads * self.hd, bias=False)
+        self.o = nn.Linear(d, d, bias=False)
+        self.gate, self.up = nn.Linear(d, ffn, bias=False), nn.Linear(d, ffn, bias=False)
+        self.down = nn.Linear(ffn, d, bias=False)
+        inv = 1.0 / (10000 ** (torch.arange(0, self.hd, 2).float() / self.hd))
+        ang = torch.outer(torch.arange(max_len).float(), inv)
+        emb = torch.cat([ang, ang], dim=-1)
+        self.register_buffer("cos", emb.cos(), persistent=False)
+        self.register_buffer("sin", emb.sin(), persistent=False)
+
+    @staticmethod
+    def rotate_half(x):
+        a, b = x.chunk(2, dim=-1)
+        return torch.cat([-b, a], dim=-1)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        h = self.ln1(x)
+        q = self.q(h).view(b, t, self.h, self.hd).transpose(1, 2)
+        k = self.k(h).view(b, t, self.kv, self.hd).transpose(1, 2)
+        v = self.v(h).view(b, t, self.kv, self.hd).transpose(1, 2)
+        cos, sin = self.cos[:t].to(x.dtype), self.sin[:t].to(x.dtype)
+        q = q * cos + self.rotate_half(q) * sin
+        k = k * cos + self.rotate_half(k) * sin
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        x = x + self.o(y.transpose(1, 2).reshape(b, t, d))
+        h = self.ln2(x)
+        return x + self.down(F.silu(self.gate(h)) * self.up(h))
+
+
 class Res(nn.Module):
     def __init__(self, c=32):
         super().__init__()

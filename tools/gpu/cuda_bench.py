@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
-from models import Attn, LnGeluOnly, Mse, SinCos, Softmax, fixture_models  # noqa: E402
+from models import Attn, DecoderLayer, LnGeluOnly, Mse, SinCos, Softmax, fixture_models  # noqa: E402
 
 
 def cuda_ms(fn, min_runs=20, budget_s=1.0):
@@ -56,6 +56,21 @@ def cases(quick):
         yield name, model, [shape], True  # training: gradients of out.sum() from PyTorch on the CPU, made here
 
 
+def half_cases(quick):
+    """Issue 34's bf16/f16 cases: the memory-bound pair, the transformer block, a decoder-LM layer
+    at a realistic size (hidden 2048, sequence 2048, batch 4, grouped-query attention) and
+    ResNet-50 at batch 32."""
+    yield "softmax 16384x4096", Softmax(), [(16384 if not quick else 1024, 4096)], False
+    yield "layernorm+gelu 8x1024x1024", LnGeluOnly(1024), [(8, 1024, 1024)], True
+    yield "transformer block 16x512x512", Attn(512, 8), [(16, 512, 512)], True
+    yield "decoder layer 4x2048x2048 (GQA 16/4)", DecoderLayer(), [(4 if not quick else 1, 2048, 2048)], True
+    try:
+        import torchvision
+        yield "resnet50 batch 32", torchvision.models.resnet50(), [(32, 3, 224, 224)], True
+    except ImportError:
+        pass
+
+
 def export_case(model, inputs, folder):
     """torch.export on the CPU (as the fixtures), unpacked into folder/model.pt2/, inputs beside."""
     os.makedirs(folder, exist_ok=True)
@@ -64,8 +79,8 @@ def export_case(model, inputs, folder):
     torch.export.save(ep, path)
     zipfile.ZipFile(path).extractall(os.path.join(folder, "model.pt2"))
     os.remove(path)
-    for i, x in enumerate(inputs):
-        np.save(os.path.join(folder, f"in{i}.npy"), x.numpy())
+    for i, x in enumerate(inputs):  # .npy has no bfloat16: a half input is given in float32 (exactly)
+        np.save(os.path.join(folder, f"in{i}.npy"), (x.float() if x.dtype in (torch.bfloat16, torch.float16) else x).numpy())
 
 
 def ours(cli, folder, extra):
@@ -125,7 +140,14 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--only", help="run only the cases whose name contains this text (or one of these, comma-separated)")
     ap.add_argument("--kernels", help="write each case's per-kernel table (ours) to this file")
+    ap.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"],
+                    help="bfloat16/float16: issue 34's cases, models and inputs in that dtype (model.to(dtype)); "
+                         "PyTorch's outputs and gradients are its CUDA ones in that dtype")
+    ap.add_argument("--skip-ours", default="resnet50",
+                    help="cases (name contains) where ours is not run: half convolutions have no device kernel yet")
     args = ap.parse_args()
+    dt = getattr(torch, args.dtype)
+    half = dt != torch.float32
     torch.manual_seed(0)
     dev = torch.device("cuda")
     big = torch.empty(1 << 28, device=dev)
@@ -134,23 +156,36 @@ def main():
     del big
     rows, kernel_tables = [], []
     with tempfile.TemporaryDirectory() as tmp:
-        for name, model, shapes, trainable in cases(args.quick):
+        for name, model, shapes, trainable in (half_cases(args.quick) if half else cases(args.quick)):
             if args.only and not any(o and o in name for o in args.only.split(",")):
                 continue
-            model = model.eval()
-            xs_cpu = [torch.randn(*s) for s in shapes]
+            model = model.eval().to(dt)
+            xs_cpu = [torch.randn(*s).to(dt) for s in shapes]
             folder = os.path.join(tmp, name.split()[0].replace("+", "_") + str(len(rows)))
             try:
                 with torch.no_grad():
                     export_case(model, xs_cpu, folder)
-                    expected = model(*xs_cpu)
-                np.save(os.path.join(folder, "out.npy"), expected.numpy())
-                if trainable:  # PyTorch's gradients of out.sum() for each input, on the CPU
-                    xg = [x.clone().requires_grad_(True) for x in xs_cpu]
-                    model(*xg).sum().backward()
-                    model.zero_grad(set_to_none=True)
-                    for i, x in enumerate(xg):
-                        np.save(os.path.join(folder, f"grad_in{i}.npy"), x.grad.numpy())
+                if half:  # PyTorch's outputs in that dtype: its CUDA ones (the CPU is slow in bf16)
+                    m = model.to(dev)
+                    xs = [x.to(dev) for x in xs_cpu]
+                    with torch.no_grad():
+                        np.save(os.path.join(folder, "out.npy"), m(*xs).float().cpu().numpy())
+                    if trainable:
+                        xg = [x.clone().requires_grad_(True) for x in xs]
+                        m(*xg).sum().backward()
+                        m.zero_grad(set_to_none=True)
+                        for i, x in enumerate(xg):
+                            np.save(os.path.join(folder, f"grad_in{i}.npy"), x.grad.float().cpu().numpy())
+                else:
+                    with torch.no_grad():
+                        expected = model(*xs_cpu)
+                    np.save(os.path.join(folder, "out.npy"), expected.numpy())
+                    if trainable:  # PyTorch's gradients of out.sum() for each input, on the CPU
+                        xg = [x.clone().requires_grad_(True) for x in xs_cpu]
+                        model(*xg).sum().backward()
+                        model.zero_grad(set_to_none=True)
+                        for i, x in enumerate(xg):
+                            np.save(os.path.join(folder, f"grad_in{i}.npy"), x.grad.numpy())
             except Exception as e:  # noqa: BLE001
                 rows.append((name, None, None, None, None, None, None, None, None, f"export failed: {e}"[:160]))
                 continue
@@ -171,8 +206,12 @@ def main():
                         cs, _ = torch_side(m, xs, False, dynamic=False)
                 grads = ",".join(os.path.join(folder, f"grad_in{i}.npy") for i in range(len(xs)))
                 extra = ["--no-reference"] + (["--train", "--expect-grads", grads] if train else [])
-                o, oms, status, rep = ours(args.cli, folder, extra)
-                started_ms = ours_compile_started(args.cli, folder, extra)
+                if half and any(k and k in name for k in args.skip_ours.split(",")):
+                    o = oms = rep = started_ms = None
+                    status = "not run: half-precision convolutions have no device kernel yet (the host would run them)"
+                else:
+                    o, oms, status, rep = ours(args.cli, folder, extra)
+                    started_ms = ours_compile_started(args.cli, folder, extra)
                 rows.append((label, e, c, cs, o, cms, oms, started_ms, rep, status))
                 print(rows[-1][:8], status, flush=True)
                 write_table(rows, copy_gbps, args.out)  # after every case: a time limit keeps the rows so far
