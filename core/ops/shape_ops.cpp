@@ -124,15 +124,20 @@ std::vector<Arg> decomp_chunk(GraphBuilder& b, const OpDef& op, const std::vecto
 // cat, broadcast_tensors
 // ---------------------------------------------------------------------------------------------
 
+// A 1-D empty tensor takes no part in a cat, whatever the others' shapes (PyTorch's legacy rule).
+bool skipped_in_cat(const Shape& s) { return s.size() == 1 && s[0] == 0; }
 std::vector<TensorMeta> infer_cat(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
   if (a[0].list.empty()) bad(op, "needs at least one tensor");
-  const TensorMeta& f = meta_of(g, a[0].list[0]);
+  size_t first = 0;
+  while (first + 1 < a[0].list.size() && skipped_in_cat(meta_of(g, a[0].list[first]).shape)) ++first;
+  const TensorMeta& f = meta_of(g, a[0].list[first]);
   if (f.shape.empty()) bad(op, "zero-dimensional tensor (at position 0) cannot be concatenated");
   const int64_t d = wrap_dim(op, a[1].i, static_cast<int64_t>(f.shape.size()));
   Shape out = f.shape;
   out[d] = 0;
   for (const Arg& t : a[0].list) {
     const Shape& s = meta_of(g, t).shape;
+    if (skipped_in_cat(s) && !skipped_in_cat(f.shape)) continue;
     if (s.size() != f.shape.size())
       bad(op, "tensors must have the same number of dimensions: got " + std::to_string(f.shape.size()) + " and " + std::to_string(s.size()));
     for (size_t i = 0; i < s.size(); ++i)
@@ -147,6 +152,7 @@ std::vector<Tensor> ref_cat(const OpDef& op, const std::vector<Arg>& a, const Re
   const Shape ys = contiguous_strides(y.shape());
   int64_t off = 0;
   for (const Tensor& x : in.lists[0]) {
+    if (x.numel() == 0) continue;
     for (int64_t i = 0; i < x.numel(); ++i) {
       Shape p = unravel(i, x.shape());
       p[d] += off;
@@ -167,6 +173,10 @@ Args d_cat(DerivCtx& c) {
   grads.kind = Arg::Kind::list;
   int64_t at = 0;
   for (const Arg& x : list.list) {
+    if (skipped_in_cat(shape_of(c, x)) && rank != 1) {  // took no part: no gradient to give
+      grads.list.push_back(zeros(c, {0}, c.b.meta(x).dtype));
+      continue;
+    }
     const int64_t n = shape_of(c, x)[dim];
     grads.list.push_back(call(c, "aten.slice.Tensor", {c.grads[0], Arg::of_int(dim), Arg::of_int(at), Arg::of_int(at + n), Arg::of_int(1)}));
     at += n;
@@ -230,7 +240,9 @@ std::vector<Tensor> ref_embedding(const OpDef& op, const std::vector<Arg>&, cons
 std::vector<TensorMeta> infer_gather(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
   const TensorMeta &x = meta_of(g, a[0]), &idx = meta_of(g, a[2]);
   wrap_dim(op, a[1].i, static_cast<int64_t>(x.shape.size()));
-  if (idx.shape.size() != x.shape.size()) bad(op, "index must have the input's rank");
+  // An empty index gives an empty result, unchecked (PyTorch's gather meta); a 0-d tensor counts as 1-d.
+  if (numel_of(idx.shape) != 0 && std::max<size_t>(idx.shape.size(), 1) != std::max<size_t>(x.shape.size(), 1))
+    bad(op, "index must have the input's rank");
   return {like(x, x.dtype, idx.shape)};
 }
 // embedding: the weight's gradient, rows summed where indices repeat (derivatives.yaml's
@@ -245,6 +257,7 @@ Args d_embedding(DerivCtx& c) {
 // gather: the gradient added back at the gathered positions (scatter_add into zeros).
 Args d_gather(DerivCtx& c) {
   const TensorMeta x = c.b.meta(c.args[0]);
+  if (numel_of(c.b.meta(c.args[2]).shape) == 0) return one(zeros(c, x.shape, x.dtype), c.op.params.size());  // nothing gathered
   return one(call(c, "aten.scatter_add.default", {zeros(c, x.shape, x.dtype), c.args[1], c.args[2], c.grads[0]}), c.op.params.size());
 }
 std::vector<Tensor> ref_gather(const OpDef& op, const std::vector<Arg>& a, const RefInputs& in, const std::vector<TensorMeta>& outs) {
