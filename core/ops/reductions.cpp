@@ -28,6 +28,7 @@ Arg keepdim(GraphBuilder& b, const Arg& reduced, const Shape& in_shape, const st
 }
 
 Arg decomp_sum_default(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
+  if (a.size() > 1 && !a[1].is_none()) return b.call("aten.sum.dim_IntList", {a[0], Arg::none(), Arg::of_bool(false)}, {{"dtype", a[1]}});
   return b.call("aten.sum.dim_IntList", {a[0], Arg::none()});
 }
 
@@ -197,8 +198,25 @@ DType accumulate_type(const OpDef& op, DType in, const Arg& dtype) {
 }
 Arg param(const OpDef& op, const std::vector<Arg>& a, const char* name) {
   for (size_t i = 0; i < op.params.size(); ++i)
-    if (op.params[i].name == name) return a[i];
+    if (op.params[i].name == name && i < a.size()) return a[i];
   return Arg::none();
+}
+// sum: integers and bools accumulate in int64 unless `dtype` says otherwise (PyTorch's sum). The
+// decomposition converts the input first, as torch._refs.sum does, then the prim (which keeps it).
+std::vector<TensorMeta> infer_sum(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  const TensorMeta& x = meta_of(g, a[0]);
+  const auto dims = reduction_dims(op, a, static_cast<int64_t>(x.shape.size()));
+  return {like(x, accumulate_type(op, x.dtype, param(op, a, "dtype")), reduced_shape(x.shape, dims, reduction_keepdim(op, a)))};
+}
+Arg decomp_sum(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a) {
+  const DType in = b.meta(a[0]).dtype, dt = accumulate_type(op, in, param(op, a, "dtype"));
+  std::vector<Arg> args = a;
+  if (dt != in) args[0] = b.call("prims.convert_element_type.default", {a[0], Arg::of_string(std::string(dtype_torch(dt)))});
+  return decomp_reduction(b, op, args);
+}
+OpDef summing(OpDef o) {
+  o.infer = infer_sum;
+  return o;
 }
 // The reduced dimensions of an op of this family: all of them for the overloads without `dim`.
 std::vector<int64_t> family_dims(const OpDef& op, const std::vector<Arg>& a, int64_t rank) {
@@ -460,11 +478,11 @@ OpDef reduction_op(const char* name, const char* schema, Reduce r, unsigned lv, 
 void add_reduction_ops(std::vector<OpDef>& t) {
   const std::vector<OpDef> ops = {
       // ATen
-      reduction_op("aten.sum.default", "sum(Tensor self, *, ScalarType? dtype=None) -> Tensor", Reduce::sum, kAten, d_sum,
-                   single<decomp_sum_default>),
-      reduction_op("aten.sum.dim_IntList",
-                   "sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
-                   Reduce::sum, kCore, d_sum),
+      summing(reduction_op("aten.sum.default", "sum(Tensor self, *, ScalarType? dtype=None) -> Tensor", Reduce::sum, kAten, d_sum,
+                           single<decomp_sum_default>)),
+      summing(reduction_op("aten.sum.dim_IntList",
+                           "sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+                           Reduce::sum, kCore, d_sum, single<decomp_sum>)),
       reduction_op("aten.mean.default", "mean(Tensor self, *, ScalarType? dtype=None) -> Tensor", Reduce::mean, kCore, d_mean),
       reduction_op("aten.mean.dim",
                    "mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
