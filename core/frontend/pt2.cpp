@@ -96,12 +96,16 @@ class Archive {
     check_size(name, st.size, expect_size);
     std::unique_ptr<zip_file_t, int (*)(zip_file_t*)> f(zip_fopen(z_, name.c_str(), 0), zip_fclose);
     if (!f) throw std::runtime_error(path_ + ": cannot open entry '" + name + "'");
-    std::string data(st.size, '\0');
-    zip_int64_t got = 0;
-    while (got < static_cast<zip_int64_t>(st.size)) {
-      const zip_int64_t r = zip_fread(f.get(), data.data() + got, st.size - got);
+    // Grown as the data comes, a chunk at a time: the size in the entry's header is the file's word
+    // (a 137 KB archive said 1.6 GB), not memory to take before a byte of it has been read.
+    std::string data;
+    constexpr uint64_t kChunk = uint64_t(1) << 24;
+    while (data.size() < st.size) {
+      const size_t at = data.size();
+      data.resize(at + static_cast<size_t>(std::min<uint64_t>(kChunk, st.size - at)));
+      const zip_int64_t r = zip_fread(f.get(), data.data() + at, data.size() - at);
       if (r <= 0) throw std::runtime_error(path_ + ": entry '" + name + "' is truncated or corrupt");
-      got += r;
+      data.resize(at + static_cast<size_t>(r));
     }
     return data;
 #else

@@ -79,6 +79,12 @@ Tensor load_npy(const std::string& path) {
     if (d > 0 && n > (int64_t(1) << 40) / d) fail(path, "shape " + shape_str(shape) + " is too large");
     n *= d;
   }
+  // The data must be in the file before its memory is taken (a 90-byte file said 6.8 GB).
+  const std::streampos data_at = f.tellg();
+  f.seekg(0, std::ios::end);
+  const int64_t left = static_cast<int64_t>(f.tellg() - data_at), need = n * static_cast<int64_t>(dtype_size(dtype));
+  f.seekg(data_at);
+  if (left < need) fail(path, "data ends before the " + std::to_string(need) + " bytes that shape " + shape_str(shape) + " needs");
   Tensor t(dtype, shape);
   if (!f.read(static_cast<char*>(t.data()), t.nbytes()))
     fail(path, "data ends before the " + std::to_string(t.nbytes()) + " bytes that shape " + shape_str(shape) + " needs");
