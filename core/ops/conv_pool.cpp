@@ -448,6 +448,12 @@ Arg constant(GraphBuilder& b, const std::string& base, const Tensor& t) {
 // A 0-d constant of this value, expanded to `shape` (a view: nothing is stored).
 Arg filled(GraphBuilder& b, double v, DType dt, const Shape& shape) {
   Tensor t(dt, {});
+  if (!dtype_is_float(dt) && std::isinf(v)) {  // max pooling's -inf pad of an integer tensor: its lowest value
+    const bool low = v < 0;
+    v = dt == DType::i64 ? (low ? -9223372036854775808.0 : 9223372036854774784.0)
+        : dt == DType::i32 ? (low ? -2147483648.0 : 2147483647.0)
+        : dt == DType::u8 ? (low ? 0.0 : 255.0) : (low ? 0.0 : 1.0);
+  }
   t.set(0, v);
   const Arg c = constant(b, v == 0 ? "pool_zeros" : "pool_fill", t);
   return shape.empty() ? c : b.call("aten.expand.default", {c, Arg::of_ints(shape)});
