@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Builds everything and runs all tests (ctest: core, import, cpu, gui on the offscreen platform,
 # autodiff, cuda: NVRTC compiles every fixture to PTX here, and runs it where there is a GPU),
-# then replays the fuzz corpus of every parser under AddressSanitizer and UBSan.
+# then builds everything again with clang, AddressSanitizer and UBSan (build-fuzz/) and runs the
+# whole suite there too, with the parsers' fuzz corpus replayed (tests/sanitizer_options.cpp: the
+# sanitizers' options and suppressions).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/install-deps.sh
 tools/build.sh
 ctest --test-dir build --output-on-failure
-# The parsers' fuzz corpus, replayed under AddressSanitizer and UBSan (a separate clang build).
+# The whole suite and the parsers' fuzz corpus under AddressSanitizer and UBSan (a separate clang build).
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++-14 -DLOWERSCOPE_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build-fuzz
-ctest --test-dir build-fuzz --output-on-failure
+# Qt Test stops a test function after 5 minutes; the sanitizers slow some past that.
+QTEST_FUNCTION_TIMEOUT=1800000 ctest --test-dir build-fuzz --output-on-failure

@@ -1,5 +1,6 @@
 // CPU backend correctness: fixture graphs compiled to C++, built in-process and externally,
 // run, and checked against PyTorch's outputs (float32 tolerance: |a-b| <= 1e-5 + 1e-4*|b|).
+#include <cpuid.h>
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -689,7 +690,8 @@ class TestCpu : public QObject {
         std::memcpy(&f, &u, 4);
         xs.push_back(f);
       }
-    const bool f16c = __builtin_cpu_supports("f16c");
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;  // cpuid, not __builtin_cpu_supports("f16c"): clang 14 lacks that name
+    const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C);
     for (float f : xs) {
       // bfloat16
       const uint16_t b = float_to_bf16_bits(f);

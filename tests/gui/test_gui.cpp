@@ -697,7 +697,13 @@ class TestGui : public QObject {
     // and the output is made into some kernel.
     w.setHeatOverlay(true);
     QCOMPARE(w.heatPainted(), w.graphView()->nodeCount() - 2);
-    QVERIFY2(longest_gap < 1000, qPrintable(QString("the event loop stalled %1 ms").arg(longest_gap)));
+    int stall_ms = 1000;
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+    stall_ms = 4000;  // the sanitizer build (tools/test.sh's build-fuzz/) runs the layout several times slower
+#endif
+#endif
+    QVERIFY2(longest_gap < stall_ms, qPrintable(QString("the event loop stalled %1 ms").arg(longest_gap)));
   }
 
   // A big graph without module paths (a long chain, a graph pasted from a log) folds by runs of
