@@ -100,9 +100,18 @@ std::string cuda_extern_how(const LoopProgram& p, const ExternCall& c, bool blas
       seen_shape(p, c, 0).size() == 4 && !c.args[5].b)
     return "pool kernel";
   if (c.op == &op::cat()) {
-    bool words = true;
-    for (const auto& b : c.inputs) words = words && dtype_size(p.buffer(b).dtype) == 4;
-    if (words && dtype_size(p.buffer(c.outputs.at(0)).dtype) == 4) return "device copies";
+    // Copies of 4-byte words: elements of 4 bytes, or pairs of 2-byte ones (halves) where every
+    // input's rows hold an even number of them.
+    const int64_t size = dtype_size(p.buffer(c.outputs.at(0)).dtype);
+    const Shape& ys = p.buffer(c.outputs.at(0)).shape;
+    int64_t dim = c.args[1].i, outer = 1;
+    if (dim < 0) dim += static_cast<int64_t>(ys.size());
+    for (int64_t d = 0; d < dim; ++d) outer *= ys[d];
+    bool words = size == 4 || size == 2;
+    for (const auto& b : c.inputs)
+      words = words && dtype_size(p.buffer(b).dtype) == size &&
+              (size == 4 || (numel_of(p.buffer(b).shape) / std::max<int64_t>(outer, 1)) % 2 == 0);
+    if (words) return "device copies";
   }
   return "host (reference kernel)";
 }
@@ -373,12 +382,13 @@ void CudaExecutable::device_extern(size_t k) {
     int64_t outer = 1, inner = 1;
     for (int64_t d = 0; d < dim; ++d) outer *= ys[d];
     for (int64_t d = dim + 1; d < static_cast<int64_t>(ys.size()); ++d) inner *= ys[d];
+    const int64_t per_word = 4 / dtype_size(p_.buffer(c.outputs[0]).dtype);  // halves go in pairs (cuda_extern_how)
     long long at = 0;
     for (const Arg& a : c.args[0].list) {
       const LoopBuffer& b = p_.buffer(c.inputs.at(static_cast<size_t>(a.node)));
-      const long long src_row = numel_of(b.shape) / std::max<int64_t>(outer, 1);
+      const long long src_row = numel_of(b.shape) / std::max<int64_t>(outer, 1) / per_word;
       if (src_row == 0) continue;
-      lsrt::cuda::copy_rows(g, out(0), buffers_.at(b.name).ptr(), outer, src_row, ys[dim] * inner, at);
+      lsrt::cuda::copy_rows(g, out(0), buffers_.at(b.name).ptr(), outer, src_row, ys[dim] * inner / per_word, at);
       at += src_row;
     }
     return;

@@ -26,7 +26,8 @@ std::vector<TensorMeta> infer_layer_norm(const Graph& g, const OpDef& op, const 
   Shape stat(x.shape.begin(), x.shape.end() - static_cast<long>(ns.size()));
   stat.resize(x.shape.size(), 1);
   if (op.name == "aten.layer_norm.default") return {like(x, x.dtype, x.shape)};
-  return {like(x, x.dtype, x.shape), like(x, x.dtype, stat), like(x, x.dtype, stat)};
+  // Half inputs keep their statistics in float32 (PyTorch's CUDA kernels and torch._decomp).
+  return {like(x, x.dtype, x.shape), like(x, compute_dtype(x.dtype), stat), like(x, compute_dtype(x.dtype), stat)};
 }
 std::vector<Tensor> ref_native_layer_norm(const OpDef&, const std::vector<Arg>& a, const RefInputs& in, const std::vector<TensorMeta>& outs) {
   const Tensor& x = in[0];
@@ -348,7 +349,7 @@ std::vector<TensorMeta> infer_native_group_norm(const Graph& g, const OpDef& op,
   for (int i : {1, 2})
     if (a[i].is_node() && meta_of(g, a[i]).shape != Shape{d.C})
       bad(op, std::string(i == 1 ? "weight" : "bias") + " must be of shape [" + std::to_string(d.C) + "], got " + shape_str(meta_of(g, a[i]).shape));
-  return {like(x, x.shape), like(x, {d.N, d.G}), like(x, {d.N, d.G})};
+  return {like(x, x.shape), like(x, compute_dtype(x.dtype), {d.N, d.G}), like(x, compute_dtype(x.dtype), {d.N, d.G})};
 }
 std::vector<Tensor> ref_native_group_norm(const OpDef& op, const std::vector<Arg>& a, const RefInputs& in, const std::vector<TensorMeta>& outs) {
   const Tensor& x = in[0];
@@ -505,7 +506,7 @@ std::vector<TensorMeta> infer_bn_legit(const Graph& g, const OpDef& op, const st
   if (!p.training && !p.rm.is_node()) bad(op, "running_mean must be defined in evaluation mode");
   if (p.training && numel_of(x.shape) / x.shape[1] <= 1)
     bad(op, "expected more than 1 value per channel when training, got input size " + shape_str(x.shape));
-  std::vector<TensorMeta> m = {like(x, x.shape), like(x, {x.shape[1]}), like(x, {x.shape[1]})};
+  std::vector<TensorMeta> m = {like(x, x.shape), like(x, compute_dtype(x.dtype), {x.shape[1]}), like(x, compute_dtype(x.dtype), {x.shape[1]})};
   if (functional_bn(op)) {
     m.push_back(like(meta_of(g, a[3]), meta_of(g, a[3]).shape));
     m.push_back(like(meta_of(g, a[4]), meta_of(g, a[4]).shape));

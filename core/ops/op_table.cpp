@@ -79,38 +79,38 @@ Arg parse_default(const std::string& t) {
 // ---------------------------------------------------------------------------------------------
 
 std::vector<TensorMeta> infer_pointwise(const Graph& g, const OpDef& op, const std::vector<Arg>& args) {
-  Shape shape;
-  bool any_tensor = false, any_real_scalar = false;
-  DType dt = DType::b8;
   // PyTorch's result_type: tensors with dims decide; a 0-d tensor counts only where it is of a
-  // higher category (float over int over bool): bf16[8] * f32[] stays bf16.
-  std::optional<DType> dim_dt, zero_dt;
+  // higher category (float over int over bool): bf16[8] * f32[] stays bf16; a Python number
+  // likewise, as the default type of its category (f32, i64): bf16 * 2.5 stays bf16, 1.0 / bf16
+  // too, i32 + 2 stays i32, i64 * 0.5 is f32. A select's condition takes no part.
+  Shape shape;
+  bool any_tensor = false;
+  std::optional<DType> dim_dt, zero_dt, scalar_dt;
   auto category = [](DType t) { return dtype_is_float(t) ? 2 : t == DType::b8 ? 0 : 1; };
   const auto ops = operand_indices(op);
   for (size_t k = 0; k < ops.size(); ++k) {
     const Arg& a = args[ops[k]];
+    const bool typed = !(op.math == Math::where && k == 0);
     if (a.is_node()) {
       const TensorMeta& m = meta_of(g, a);
       shape = any_tensor ? broadcast_shapes(shape, m.shape) : m.shape;
-      if (!(op.math == Math::where && k == 0)) {
-        dt = any_tensor || dt != DType::b8 ? promote(dt, m.dtype) : m.dtype;
-        auto& slot = m.shape.empty() ? zero_dt : dim_dt;
-        slot = slot ? promote(*slot, m.dtype) : m.dtype;
-      }
       any_tensor = true;
+      if (!typed) continue;
+      auto& slot = m.shape.empty() ? zero_dt : dim_dt;
+      slot = slot ? promote(*slot, m.dtype) : m.dtype;
     } else if (a.is_number()) {
-      if (a.kind == Arg::Kind::real) any_real_scalar = true;
-      if (!(op.math == Math::where && k == 0)) {
-        const DType sd = a.kind == Arg::Kind::real ? DType::f32 : a.kind == Arg::Kind::integer ? DType::i64 : DType::b8;
-        if (!any_tensor && dt == DType::b8) dt = sd;
-      }
+      if (!typed) continue;
+      const DType sd = a.kind == Arg::Kind::real ? DType::f32 : a.kind == Arg::Kind::integer ? DType::i64 : DType::b8;
+      scalar_dt = scalar_dt ? promote(*scalar_dt, sd) : sd;
     } else {
       throw std::invalid_argument(op.name + ": argument '" + op.params[ops[k]].name + "' must be a tensor or a number");
     }
   }
   if (!any_tensor) throw std::invalid_argument(op.name + ": needs at least one tensor argument");
-  if (dim_dt && zero_dt && category(*dim_dt) >= category(*zero_dt)) dt = *dim_dt;
-  if (any_real_scalar && !dtype_is_float(dt)) dt = DType::f32;
+  std::optional<DType> r = dim_dt;
+  for (const auto& lower : {zero_dt, scalar_dt})
+    if (lower && (!r || category(*lower) > category(*r))) r = r && !dtype_is_float(*lower) ? promote(*r, *lower) : *lower;
+  DType dt = r.value_or(DType::b8);
   if (op.math == Math::div && !dtype_is_float(dt)) dt = DType::f32;
   if (math_is_comparison(op.math)) dt = DType::b8;
   TensorMeta m = TensorMeta::contiguous(dt, shape);

@@ -1,5 +1,6 @@
 #include "passes/decompose.h"
 
+#include <set>
 #include <stdexcept>
 
 #include "ops/builder.h"
@@ -8,6 +9,41 @@
 
 namespace ls {
 namespace {
+
+// Ops whose decompositions PyTorch runs in float32 for half inputs (torch._decomp's and _refs'
+// computation dtype): normalizations, softmax, variances and the like, whose statistics and
+// intermediate buffers would lose precision as bf16. Their half operands are converted first and
+// their results back to the node's types; products and views keep the half type.
+bool in_float32(const OpDef& op, const GraphBuilder& b, const std::vector<Arg>& args) {
+  static const std::set<std::string, std::less<>> kOps = {
+      "_softmax", "_log_softmax", "_softmax_backward_data", "_log_softmax_backward_data", "softmax", "log_softmax",
+      "native_layer_norm", "native_layer_norm_backward", "layer_norm", "native_group_norm", "native_group_norm_backward",
+      "group_norm", "native_batch_norm", "_native_batch_norm_legit", "_native_batch_norm_legit_no_training",
+      "_native_batch_norm_legit_functional", "native_batch_norm_backward", "batch_norm", "instance_norm", "rms_norm",
+      "var", "std", "var_mean", "std_mean", "logsumexp", "gelu", "gelu_backward", "mse_loss", "mse_loss_backward"};
+  if (!kOps.count(op.base_name())) return false;
+  for (const Arg& a : args) {
+    if (a.is_node() && dtype_is_half(b.meta(a).dtype)) return true;
+    for (const Arg& x : a.list)
+      if (x.is_node() && dtype_is_half(b.meta(x).dtype)) return true;
+  }
+  return false;
+}
+
+std::vector<Arg> decompose_in_float32(GraphBuilder& b, const Node& n, std::vector<Arg> args) {
+  auto convert = [&](const Arg& a, DType t) {
+    return b.call("prims.convert_element_type.default", {a, Arg::of_string(std::string(dtype_torch(t)))});
+  };
+  for (Arg& a : args) {
+    if (a.is_node() && dtype_is_half(b.meta(a).dtype)) a = convert(a, DType::f32);
+    for (Arg& x : a.list)
+      if (x.is_node() && dtype_is_half(b.meta(x).dtype)) x = convert(x, DType::f32);
+  }
+  std::vector<Arg> r = n.op->decompose(b, *n.op, args);
+  for (size_t j = 0; j < r.size() && j < n.outs.size(); ++j)
+    if (r[j].is_node() && b.meta(r[j]).dtype != n.outs[j].dtype) r[j] = convert(r[j], n.outs[j].dtype);
+  return r;
+}
 
 const char* level_name(unsigned lvl) { return lvl == level::prims ? "prims" : "Core ATen"; }
 
@@ -60,7 +96,7 @@ Graph sweep(const Graph& g, const std::function<bool(int)>& keep, const std::str
     b.module_path = n.module_path;
     b.phase = n.phase;
     try {
-      map[i] = n.op->decompose(b, *n.op, args);
+      map[i] = in_float32(*n.op, b, args) ? decompose_in_float32(b, n, args) : n.op->decompose(b, *n.op, args);
     } catch (const std::invalid_argument& e) {
       throw std::runtime_error("node '" + n.name + "': " + e.what());
     }
