@@ -24,6 +24,8 @@ from onnx import TensorProto, helper, numpy_helper
 DT = {np.float32: ("f32", TensorProto.FLOAT), np.float64: ("f64", TensorProto.DOUBLE),
       np.int64: ("i64", TensorProto.INT64), np.int32: ("i32", TensorProto.INT32),
       np.bool_: ("b8", TensorProto.BOOL), np.uint8: ("u8", TensorProto.UINT8)}
+# by the dtype's name: numpy's scalar types differ between builds (longlong is int64 on some)
+DT_BY_NAME = {np.dtype(k).name: v for k, v in DT.items()}
 F, I, B = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
 
 CASES = []
@@ -402,14 +404,14 @@ case("loop_while_folded", "Loop", [N("Loop", ["", "cond", "x"], ["final"], body=
 
 def enc(name, a):
     a = np.ascontiguousarray(a)
-    dt = DT[a.dtype.type][0]
+    dt = DT_BY_NAME[a.dtype.name][0]
     return {"name": name, "dtype": dt, "shape": list(a.shape), "data": base64.b64encode(a.tobytes()).decode()}
 
 
 def build(c, outs=None):
     """The model; with ONNX Runtime's outputs `outs`, its graph outputs typed with their shapes (the
     checker wants a shape on every output, and our importer reads the recorded types)."""
-    inputs = [helper.make_tensor_value_info(n, DT[a.dtype.type][1], list(a.shape)) for n, a in c["inputs"]]
+    inputs = [helper.make_tensor_value_info(n, DT_BY_NAME[a.dtype.name][1], list(a.shape)) for n, a in c["inputs"]]
     if outs is None:
         outputs = [helper.make_tensor_value_info(n, t, None) for n, t in c["outputs"]]
     else:
