@@ -8,6 +8,7 @@
 #include <optional>
 #include <sstream>
 
+#include "frontend/autocast_policy.h"
 #include "ops/known_ops.h"
 #include "ops/op_table.h"
 #include "ops/print.h"
@@ -206,6 +207,13 @@ class Lexer {
   int col0_;
 };
 
+// An open autocast region: the name its _enter_autocast assigns, its state, its casts.
+struct AutocastFrame {
+  std::string name;
+  AutocastState state;
+  std::map<std::pair<int, DType>, int> casts;
+};
+
 class Parser {
  public:
   Parser(const std::string& source) : source_(source) {}
@@ -264,6 +272,7 @@ class Parser {
     }
     if (!in_forward) fail(1, "no 'def forward(self, ...)' found: this is not a graph printed by print_readable()");
     if (!returned) fail(lineno_, "the graph ends without a 'return' statement (truncated?)");
+    if (!autocast_.empty()) fail(lineno_, "autocast region '" + autocast_.back().name + "' is never exited (_exit_autocast)");
     verify(g_);
     return std::move(g_);
   }
@@ -537,11 +546,92 @@ class Parser {
     n.origins = {name};
     try {
       n.args = bind_args(*op, c.pos, c.kw);
+      // Inside `_enter_autocast ... _exit_autocast`, the casts ATen's Autocast key would make
+      // (frontend/autocast_policy.h).
+      if (AutocastFrame* f = active_autocast()) {
+        AutocastCall ac = apply_autocast(g_, f->state, *op, std::move(n.args), [&](int x, DType to) {
+          if (auto k = f->casts.find({x, to}); k != f->casts.end()) return k->second;
+          static const OpDef* convert = find_op("prims.convert_element_type.default");
+          Node cast;
+          cast.name = fresh(g_.nodes[static_cast<size_t>(x)].name + "_autocast_" + std::string(dtype_short(to)));
+          cast.target = "torch.ops." + convert->name;
+          cast.op = convert;
+          cast.args = {Arg::of_node(x), Arg::of_string(std::string(dtype_torch(to)))};
+          cast.outs = infer_meta(g_, *convert, cast.args);
+          cast.stack = stack_;
+          cast.origins = {name};
+          const std::string key = cast.name;
+          return f->casts[{x, to}] = names_[key] = g_.add(std::move(cast));
+        });
+        n.op = op = ac.op;
+        n.args = std::move(ac.args);
+      }
       n.outs = infer_meta(g_, *op, n.args);
     } catch (const std::invalid_argument& e) {
       fail(c.col, e.what());
     }
     return n;
+  }
+
+  // `_enter_autocast = torch.amp.autocast_mode._enter_autocast('cuda', torch.bfloat16, True, None)`
+  // and `_exit_autocast = torch.amp.autocast_mode._exit_autocast(_enter_autocast)`, as Dynamo
+  // records `with torch.autocast(...)`: a region whose ops get autocast's casts.
+  static bool is_autocast_call(const std::vector<Token>& rhs) {
+    return rhs[0].kind == Token::name && rhs[1].text == "(" &&
+           (rhs[0].text == "torch.amp.autocast_mode._enter_autocast" || rhs[0].text == "torch.amp.autocast_mode._exit_autocast");
+  }
+  void autocast_statement(const Token& target, const std::vector<Token>& rhs) {
+    if (rhs[0].text == "torch.amp.autocast_mode._exit_autocast") {
+      if (rhs[2].kind != Token::name || rhs[3].text != ")" || rhs[4].kind != Token::end)
+        fail(rhs[1].col, "_exit_autocast takes the name of its _enter_autocast");
+      if (autocast_.empty() || autocast_.back().name != rhs[2].text)
+        fail(rhs[2].col, "'" + rhs[2].text + "' is not the innermost open autocast region");
+      autocast_.pop_back();
+      return;
+    }
+    // (device_type, dtype=None, enabled=True, cache_enabled=None), positional or by keyword.
+    static const char* names[] = {"device_type", "dtype", "enabled", "cache_enabled"};
+    std::map<std::string, Arg> by;
+    size_t i = 2, k = 0;
+    while (rhs[i].text != ")") {
+      if (rhs[i].kind == Token::end) fail(rhs[i].col, "unterminated argument list of _enter_autocast");
+      std::string key;
+      if (rhs[i].kind == Token::name && rhs[i + 1].text == "=") {
+        key = rhs[i].text;
+        i += 2;
+      } else {
+        if (k >= 4) fail(rhs[i].col, "_enter_autocast takes at most 4 arguments");
+        key = names[k++];
+      }
+      by[key] = parse_value(rhs, i);
+      if (rhs[i].text == ",") ++i;
+      else if (rhs[i].text != ")") fail(rhs[i].col, "expected ',' or ')' in the arguments of _enter_autocast");
+    }
+    const Arg dev = by["device_type"], dt = by.count("dtype") ? by["dtype"] : Arg::none();
+    const Arg en = by.count("enabled") ? by["enabled"] : Arg::of_bool(true);
+    if (dev.kind != Arg::Kind::string) fail(rhs[2].col, "_enter_autocast: device_type must be a string ('cuda' or 'cpu')");
+    std::optional<DType> dtype;
+    if (!dt.is_none()) {
+      dtype = dt.kind == Arg::Kind::string ? dtype_from_name(dt.s) : std::nullopt;
+      if (!dtype) fail(rhs[2].col, "_enter_autocast: cannot read the dtype '" + dt.s + "'");
+    }
+    if (en.kind != Arg::Kind::boolean) fail(rhs[2].col, "_enter_autocast: enabled must be True or False");
+    AutocastFrame f;
+    f.name = target.text;
+    try {
+      f.state = autocast_state(dev.s, dtype, en.b);
+    } catch (const std::invalid_argument& e) {
+      fail(rhs[2].col, e.what());
+    }
+    if (model_device_.empty()) model_device_ = f.state.device;  // the text records no device: the first region's
+    autocast_.push_back(std::move(f));
+  }
+
+  // The innermost region of the model's device, when it is enabled (autocast is per device).
+  AutocastFrame* active_autocast() {
+    for (auto it = autocast_.rbegin(); it != autocast_.rend(); ++it)
+      if (it->state.device == model_device_) return it->state.enabled ? &*it : nullptr;
+    return nullptr;
   }
 
   Node missing_node(const std::string& name, const Call& c, const TensorMeta& meta) {
@@ -608,6 +698,7 @@ class Parser {
       names_[target.text] = names_[rhs[0].text];
       return;
     }
+    if (is_autocast_call(rhs)) return autocast_statement(target, rhs);
     const bool call = rhs[0].kind == Token::name && rhs[1].text == "(" && !names_.count(rhs[0].text);
     const bool method = rhs[0].kind == Token::name && rhs[1].text == "(" && rhs[0].text.find('.') != std::string::npos;
     Call c;
@@ -663,6 +754,8 @@ class Parser {
   }
 
   std::string source_;
+  std::vector<AutocastFrame> autocast_;  // innermost last
+  std::string model_device_;
   Graph g_;
   std::map<std::string, int64_t> sizes_;  // size queries' values, by name
   std::map<std::string, int> names_;

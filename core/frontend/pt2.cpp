@@ -7,10 +7,12 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
+#include "frontend/autocast_policy.h"
 #include "ops/known_ops.h"
 #include "ops/op_table.h"
 
@@ -200,6 +202,19 @@ TensorMeta tensor_meta(const Reader& r, const json& m, const std::string& where)
   return t;
 }
 
+// An autocast region being inlined: its state, and the casts made in it (node, dtype) -> cast.
+struct AutocastFrame {
+  AutocastState state;
+  std::map<std::pair<int, DType>, int> casts;
+};
+
+// The device a tensor's recorded metadata names ("" where it names none).
+std::string recorded_device(const json& m) {
+  if (m.is_object() && m.contains("device") && m["device"].is_object() && m["device"].contains("type") && m["device"]["type"].is_string())
+    return m["device"]["type"].get<std::string>() == "cuda" ? "cuda" : "cpu";
+  return "";
+}
+
 class Importer {
  public:
   Importer(const std::string& path) : path_(path), zip_(path), r_{path} {}
@@ -244,6 +259,7 @@ class Importer {
       Node n;
       n.name = name;
       n.outs = {tensor_meta(r_, r_.at(values, name.c_str(), "graph.tensor_values"), "tensor_values." + name)};
+      if (model_device_.empty()) model_device_ = recorded_device(values[name]);
       n.origins = {name};
       if (auto k = kinds.find(name); k != kinds.end()) {
         n.input_kind = k->second.first;
@@ -382,13 +398,6 @@ class Importer {
     }
     Node n;
     n.op = op;
-    n.target = "torch.ops." + op->name;
-    try {
-      n.args = bind_args(*op, pos, kw);
-      n.outs = infer_meta(g_, *op, n.args);
-    } catch (const std::invalid_argument& e) {
-      r_.fail(where, e.what());
-    }
     if (node.contains("metadata") && node["metadata"].is_object()) {
       const json& md = node["metadata"];
       if (md.contains("stack_trace") && md["stack_trace"].is_string()) {
@@ -403,6 +412,21 @@ class Importer {
         if (c1 != std::string::npos && c2 != std::string::npos) n.module_path = entry.substr(c1 + 1, c2 - c1 - 1);
       }
     }
+    try {
+      n.args = bind_args(*op, pos, kw);
+      // Inside an autocast region, the casts ATen's Autocast key would make (frontend/autocast_policy.h).
+      if (const AutocastState* s = active_autocast()) {
+        const std::string consumer = node.value("name", std::string(op->base_name()));
+        AutocastCall c = apply_autocast(g_, *s, *op, std::move(n.args),
+                                        [&](int x, DType to) { return autocast_cast(x, to, consumer, n.stack, n.module_path); });
+        n.op = op = c.op;
+        n.args = std::move(c.args);
+      }
+      n.outs = infer_meta(g_, *op, n.args);
+    } catch (const std::invalid_argument& e) {
+      r_.fail(where, e.what());
+    }
+    n.target = "torch.ops." + op->name;
     const json& outs = r_.array(r_.at(node, "outputs", where), where + ".outputs");
     if (outs.size() == 1 && outs[0].contains("as_tensor")) {
       n.name = r_.string(r_.at(outs[0]["as_tensor"], "name", where), where);
@@ -454,6 +478,10 @@ class Importer {
       else if (sub && a.contains("as_tensor")) operands.push_back(r_.string(r_.at(a["as_tensor"], "name", where), where));
     }
     if (!sub) r_.fail(where, what + " without its subgraph (as_graph)");
+    // wrap_with_autocast(device_type, dtype, enabled, cache_enabled, subgraph, *operands): the
+    // arguments of torch.autocast; its ops get autocast's casts while the region is inlined.
+    const bool autocast = what == "wrap_with_autocast";
+    if (autocast) autocast_.push_back(autocast_frame(ins, where));
     json g = *sub;  // renamed where its names meet the graph's
     std::map<std::string, std::string> rename;
     auto fresh = [&](const std::string& n) {
@@ -515,7 +543,67 @@ class Importer {
       if (names_.count(outs[i])) r_.fail(where, "the name '" + outs[i] + "' is defined twice");
       names_[outs[i]] = lookup(results[i], where);
     }
+    if (autocast) autocast_.pop_back();
     --region_depth_;
+  }
+
+  // The autocast state a wrap_with_autocast node's leading arguments give.
+  AutocastFrame autocast_frame(const json& ins, const std::string& where) {
+    std::vector<const json*> lead;  // the arguments before the subgraph
+    for (const json& in : ins) {
+      const json& a = r_.at(in, "arg", where);
+      if (a.contains("as_graph")) break;
+      lead.push_back(&a);
+    }
+    if (lead.size() < 3) r_.fail(where, "wrap_with_autocast takes (device_type, dtype, enabled, cache_enabled) before its subgraph");
+    const json& dev = *lead[0];
+    if (!dev.contains("as_string")) r_.fail(where + ".device_type", "expected a string ('cuda' or 'cpu')");
+    std::optional<DType> dtype;
+    if (lead[1]->contains("as_scalar_type")) dtype = scalar_type(r_, (*lead[1])["as_scalar_type"], where + ".dtype");
+    else if (!lead[1]->contains("as_none")) r_.fail(where + ".dtype", "expected a dtype or None");
+    if (!lead[2]->contains("as_bool") || !(*lead[2])["as_bool"].is_boolean()) r_.fail(where + ".enabled", "expected true or false");
+    AutocastFrame f;
+    try {
+      f.state = autocast_state(r_.string(dev["as_string"], where + ".device_type"), dtype, (*lead[2])["as_bool"].get<bool>());
+    } catch (const std::invalid_argument& e) {
+      r_.fail(where, e.what());
+    }
+    return f;
+  }
+
+  // The autocast that applies to the ops read now: the innermost region of the model's device
+  // (autocast is per device: torch.autocast("cpu") inside a CUDA region leaves CUDA's as it is;
+  // a region of another device casts nothing, its tensors not being eligible). A model whose
+  // archive records no device takes the innermost region's.
+  const AutocastState* active_autocast() {
+    for (auto it = autocast_.rbegin(); it != autocast_.rend(); ++it)
+      if (model_device_.empty() || it->state.device == model_device_) {
+        current_frame_ = &*it;
+        return it->state.enabled ? &it->state : nullptr;
+      }
+    return nullptr;
+  }
+
+  // A cast autocast inserts: prims.convert_element_type of node x, with the scope of the op it
+  // feeds; one per value and dtype in a region, as autocast's cache keeps a weight's cast.
+  int autocast_cast(int x, DType to, const std::string& consumer, const std::string& stack, const std::string& module_path) {
+    auto& cache = current_frame_->casts;
+    if (auto c = cache.find({x, to}); c != cache.end()) return c->second;
+    static const OpDef* convert = find_op("prims.convert_element_type.default");
+    Node n;
+    n.op = convert;
+    n.target = "torch.ops." + convert->name;
+    n.args = {Arg::of_node(x), Arg::of_string(std::string(dtype_torch(to)))};
+    n.outs = infer_meta(g_, *convert, n.args);
+    const std::string base = g_.nodes[static_cast<size_t>(x)].name + "_autocast_" + std::string(dtype_short(to));
+    n.name = base;
+    for (int k = 1; names_.count(n.name) || g_.find(n.name) >= 0; ++k) n.name = base + "_" + std::to_string(k);
+    n.stack = stack;
+    n.module_path = module_path;
+    n.origins = {consumer};
+    const std::string name = n.name;
+    add(std::move(n));
+    return cache[{x, to}] = names_.at(name);
   }
 
   void check_assert(const json& node, const std::string& where) {
@@ -583,6 +671,9 @@ class Importer {
   Graph g_;
   std::map<std::string, int> names_;
   int region_depth_ = 0;
+  std::vector<AutocastFrame> autocast_;     // the autocast regions being inlined, innermost last
+  AutocastFrame* current_frame_ = nullptr;  // the one active_autocast() found
+  std::string model_device_;                // "cuda" or "cpu", as the archive records its inputs ("": not recorded)
 };
 
 }  // namespace
