@@ -93,6 +93,46 @@ std::string mutate_json(const std::string& src, const std::string& out_name, con
     return j.dump();
   });
 }
+
+// A model exported under torch.autocast: the mlp's body (linear, relu, linear) and a layer_norm
+// and a softmax of its output inside torch.export's wrap_with_autocast region, as 2.11's
+// serializer writes it (device_type, dtype, enabled, cache_enabled, the subgraph, its operands),
+// an add of the region's two results outside it. `half` is the type the archive records for
+// the linear/relu results (what PyTorch computed: bfloat16 where autocast applies).
+std::string autocast_mlp(const char* file, const char* device, const nlohmann::json& dtype, int half) {
+  using J = nlohmann::json;
+  return mutate_json(data("models/mlp/model.pt2"), file, "models/model.json", [&](J& j) {
+    J& graph = j["graph_module"]["graph"];
+    J& tv = graph["tensor_values"];
+    auto meta = [&](const std::string& like, int dt) {
+      J m = tv[like];
+      m["dtype"] = dt;
+      return m;
+    };
+    auto tensor = [](const std::string& n) { return J{{"as_tensor", {{"name", n}}}}; };
+    auto in = [](const std::string& name, J arg) { return J{{"name", name}, {"arg", std::move(arg)}, {"kind", 1}}; };
+    auto node = [&](const std::string& target, J ins, const std::string& out) {
+      return J{{"target", target}, {"inputs", std::move(ins)}, {"outputs", J::array({tensor(out)})},
+               {"metadata", J::object()}, {"name", out}};
+    };
+    J sub = {{"inputs", graph["inputs"]}, {"nodes", graph["nodes"]}, {"tensor_values", tv}};
+    sub["nodes"].push_back(node("torch.ops.aten.layer_norm.default",
+                                J::array({in("input", tensor("linear_1")), in("normalized_shape", {{"as_ints", {10}}})}), "layer_norm"));
+    sub["nodes"].push_back(node("torch.ops.aten.softmax.int", J::array({in("self", tensor("linear_1")), in("dim", {{"as_int", -1}})}), "softmax"));
+    for (const char* n : {"linear", "relu", "linear_1"}) sub["tensor_values"][n] = meta(n, half);
+    sub["tensor_values"]["layer_norm"] = sub["tensor_values"]["softmax"] = meta("linear_1", 7);
+    sub["outputs"] = J::array({tensor("layer_norm"), tensor("softmax")});
+    J ins = J::array({in("device_type", {{"as_string", device}}), in("dtype", dtype), in("enabled", {{"as_bool", true}}),
+                      in("cache_enabled", {{"as_none", true}}), in("body", {{"as_graph", {{"name", "wrap_with_autocast_body_0"}, {"graph", sub}}}})});
+    for (const J& x : graph["inputs"]) ins.push_back(in("arg", x));
+    J hop = {{"target", "torch.ops.higher_order.wrap_with_autocast"}, {"inputs", ins},
+             {"outputs", J::array({tensor("ln_out"), tensor("sm_out")})}, {"metadata", J::object()}, {"name", "wrap_with_autocast"}};
+    for (const char* n : {"ln_out", "sm_out", "add"}) tv[n] = meta("linear_1", 7);
+    for (const char* n : {"linear", "relu", "linear_1"}) tv.erase(n);
+    graph["nodes"] = J::array({hop, node("torch.ops.aten.add.Tensor", J::array({in("self", tensor("ln_out")), in("other", tensor("sm_out"))}), "add")});
+    graph["outputs"] = J::array({tensor("add")});
+  });
+}
 #endif
 }  // namespace
 
@@ -754,6 +794,104 @@ class TestImport : public QObject {
                  {"short.pt2", "holds 10 bytes"});
   }
 #endif
+
+  // ---- autocast (frontend/autocast_policy.h) ----
+
+#ifdef LOWERSCOPE_HAVE_LIBZIP
+  void testAutocastPt2() {
+    const OpDef* convert = find_op("prims.convert_element_type.default");
+    auto is_cast_to = [&](const Graph& g, const Arg& a, DType t) {
+      return a.is_node() && g.nodes[a.node].op == convert && g.nodes[a.node].meta().dtype == t;
+    };
+    // torch.autocast("cuda", dtype=torch.bfloat16) on a CUDA model.
+    const std::string path = autocast_mlp("autocast_cuda.pt2", "cuda", {{"as_scalar_type", 13}}, 13);
+    const Graph g = import_pt2(path);
+    const Node& linear = g.nodes[g.find("linear")];
+    QCOMPARE(linear.meta().dtype, DType::bf16);  // lower_precision_fp: every floating input cast
+    for (int i = 0; i < 3; ++i) QVERIFY(is_cast_to(g, linear.args[i], DType::bf16));
+    QCOMPARE(g.nodes[linear.args[1].node].module_path, std::string("fc1"));  // the cast keeps its op's scope
+    const Node& linear_1 = g.nodes[g.find("linear_1")];
+    QCOMPARE(linear_1.meta().dtype, DType::bf16);
+    QCOMPARE(g.nodes[linear_1.args[0].node].name, std::string("relu"));  // already bf16: no cast
+    QCOMPARE(g.nodes[g.find("relu")].meta().dtype, DType::bf16);        // outside the lists: its input's type
+    const Node& ln = g.nodes[g.find("layer_norm")];
+    const Node& sm = g.nodes[g.find("softmax")];
+    QCOMPARE(ln.meta().dtype, DType::f32);  // fp32: the bf16 input cast up
+    QVERIFY(is_cast_to(g, ln.args[0], DType::f32));
+    QCOMPARE(sm.meta().dtype, DType::f32);  // fp32_set_opt_dtype: dtype=float32
+    QCOMPARE(sm.args[2].s, std::string("torch.float32"));
+    QCOMPARE(sm.args[0].node, ln.args[0].node);  // one cast per value and dtype in a region
+    const Node& add = g.nodes[g.find("add")];  // outside the region: as called
+    QCOMPARE(add.meta().dtype, DType::f32);
+    QCOMPARE(add.args[0].node, g.find("layer_norm"));
+    QCOMPARE(add.args[1].node, g.find("softmax"));
+    int casts = 0;
+    for (const Node& n : g.nodes) casts += n.op == convert;
+    QCOMPARE(casts, 6);  // x, both weights, both biases to bf16; linear_1 to f32
+    // It compiles, and the compiled kernels match the reference interpreter.
+    PipelineOptions o;
+    o.timing_budget_ms = 10;
+    const CompileResult r = run_pipeline(load_model(path), o);
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    QVERIFY(r.check.ok);
+
+    // The device's default dtype (None: CUDA float16), and a region of another device: CPU autocast
+    // leaves a CUDA model's tensors as they are (they are not eligible).
+    const Graph f16 = import_pt2(autocast_mlp("autocast_cuda_f16.pt2", "cuda", {{"as_none", true}}, 6));
+    QCOMPARE(f16.nodes[f16.find("linear")].meta().dtype, DType::f16);
+    const Graph cpu = import_pt2(autocast_mlp("autocast_cpu.pt2", "cpu", {{"as_scalar_type", 13}}, 7));
+    for (const Node& n : cpu.nodes) QVERIFY2(n.op != convert, n.name.c_str());
+    QCOMPARE(cpu.nodes[cpu.find("linear")].meta().dtype, DType::f32);
+    // What PyTorch recorded must agree with the casts: an archive saying float32 where autocast
+    // makes bfloat16 is refused, naming the tensor.
+    expect_error([&] { import_pt2(autocast_mlp("autocast_wrong.pt2", "cuda", {{"as_scalar_type", 13}}, 7)); },
+                 {"autocast_wrong.pt2", "'linear' is recorded as f32[64, 256]", "bf16[64, 256]"});
+  }
+#endif
+
+  // Dynamo's form: `with torch.autocast(...)` as _enter_autocast/_exit_autocast calls around the
+  // region's ops, annotated with the types PyTorch computed. CUDA: mm and linear in bfloat16,
+  // layer_norm and softmax in float32; CPU's lists have neither layer_norm nor softmax, which run
+  // in their input's bfloat16 there.
+  void testAutocastFxText() {
+    auto text = [](const char* device, const char* ln, const char* sm) {
+      const std::string d = device, l = ln, m = sm;
+      return "class GraphModule(torch.nn.Module):\n"
+             "    def forward(self, x: \"f32[4, 8]\", w: \"f32[16, 8]\", b: \"f32[16]\", g: \"f32[16]\"):\n"
+             "        y: \"f32[4, 8]\" = torch.relu(x)\n"
+             "        _enter_autocast = torch.amp.autocast_mode._enter_autocast('" + d + "', torch.bfloat16, True, None)\n"
+             "        linear: \"bf16[4, 16]\" = torch._C._nn.linear(y, w, b)\n"
+             "        layer_norm: \"" + l + "[4, 16]\" = torch.nn.functional.layer_norm(linear, (16,), g, None, 1e-05)\n"
+             "        t: \"" + l + "[16, 4]\" = torch.ops.aten.t.default(layer_norm)\n"
+             "        mm: \"bf16[4, 4]\" = torch.ops.aten.mm.default(layer_norm, t)\n"
+             "        softmax: \"" + m + "[4, 4]\" = torch.softmax(mm, -1)\n"
+             "        _exit_autocast = torch.amp.autocast_mode._exit_autocast(_enter_autocast);  _enter_autocast = _exit_autocast = None\n"
+             "        out: \"" + m + "[4, 4]\" = softmax * 2\n"
+             "        return (out,)\n";
+    };
+    const OpDef* convert = find_op("prims.convert_element_type.default");
+    const Graph cuda = import_fx_text(text("cuda", "f32", "f32"), "autocast_cuda.txt");
+    QCOMPARE(cuda.nodes[cuda.find("y")].meta().dtype, DType::f32);  // before the region: as called
+    const Node& ln = cuda.nodes[cuda.find("layer_norm")];
+    QVERIFY(cuda.nodes[ln.args[0].node].op == convert);
+    QCOMPARE(cuda.nodes[cuda.find("softmax")].args[2].s, std::string("torch.float32"));
+    const Graph cpu = import_fx_text(text("cpu", "bf16", "bf16"), "autocast_cpu.txt");
+    QCOMPARE(cpu.nodes[cpu.find("softmax")].meta().dtype, DType::bf16);
+    QVERIFY(cpu.nodes[cpu.find("softmax")].args[2].is_none());
+    for (const Graph* g : {&cuda, &cpu}) {
+      const std::vector<Tensor> in = random_inputs(*g);
+      QVERIFY(run_reference(*g, in).at(0).dtype() == g->nodes[g->outputs[0]].meta().dtype);
+    }
+    // A region never closed, and an exit that is not the innermost region's, are errors.
+    std::string open = text("cuda", "f32", "f32");
+    open.erase(open.find("        _exit_autocast"), open.find("        out:") - open.find("        _exit_autocast"));
+    try {
+      import_fx_text(open, "open.txt");
+      QFAIL("no error");
+    } catch (const ParseError& e) {
+      QVERIFY2(std::string(e.what()).find("never exited") != std::string::npos, e.what());
+    }
+  }
 
 #ifdef LOWERSCOPE_HAVE_ONNX
   void testHostileOnnx() {
