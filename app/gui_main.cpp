@@ -1,6 +1,6 @@
 // lowerscope: the desktop application.
 //   lowerscope [MODEL | TRACE_DIR_OR_LOG [--graph ID]] [--train] [--stage NAME] [--select NODE] [--diff VARIANT] [--heat] [--raise DOCK]
-//              [--device cpu|cuda] [--mode M] [--dynamic] [--screenshot FILE.png]
+//              [--device cpu|cuda] [--mode M] [--dynamic] [--dtype float32|bfloat16|float16] [--screenshot FILE.png]
 // With --screenshot it opens MODEL, shows the stage, writes a picture of the whole window and exits.
 // A TORCH_TRACE folder or .log opens in the trace panel; --graph chooses its compile id (else its first graph).
 #include <QApplication>
@@ -14,6 +14,10 @@
 
 #include "compile_session.h"
 #include <cstdio>
+#include <optional>
+#include <string_view>
+
+#include "tensor/dtype.h"
 
 #include <QTabWidget>
 
@@ -44,7 +48,7 @@ int main(int argc, char** argv) {
   QCommandLineOption select("select", "Select a node (by name) and mark what it became.", "node");
   QCommandLineOption train("train", "Compile a training step (joint graph, forward/backward partition).");
   QCommandLineOption diff("diff", "Show the Diff tab: the stage against the same stage compiled as VARIANT "
-                                  "(\"Fusion off\", \"Training step\", \"Target CUDA\", \"Core ATen only\"; "
+                                  "(\"Fusion off\", \"Training step\", \"Target CUDA\", \"Dtype bfloat16\", \"Core ATen only\"; "
                                   "\"This compile (another stage)\" diffs --stage against the next stage); "
                                   "VARIANT:STAGE names the right side's stage.", "variant");
   cli.addOption(diff);
@@ -66,6 +70,8 @@ int main(int argc, char** argv) {
   cli.addOption(dynamic);
   QCommandLineOption mode("mode", "Compile mode, as torch.compile's: default, reduce-overhead or max-autotune (Compile > Mode).", "name");
   cli.addOption(mode);
+  QCommandLineOption dtype("dtype", "Run the model as model.to(DTYPE): float32 (as loaded), bfloat16 or float16 (Compile > Dtype).", "name");
+  cli.addOption(dtype);
   cli.process(app);
   ls::apply_theme(cli.isSet(theme) ? cli.value(theme) == "dark" : QSettings().value("theme").toString() == "dark");
 
@@ -87,6 +93,17 @@ int main(int argc, char** argv) {
       return 2;
     }
     m->trigger();
+  }
+  if (cli.isSet(dtype)) {
+    // Any spelling PyTorch uses (bf16, torch.bfloat16, half, float) names one of the three.
+    const std::optional<ls::DType> t = ls::dtype_from_name(cli.value(dtype).toStdString());
+    const std::string_view torch = t ? ls::dtype_torch(*t).substr(6) : std::string_view();
+    auto* a = w.findChild<QAction*>("dtype_" + QString::fromLatin1(torch.data(), static_cast<int>(torch.size())));
+    if (!a) {
+      std::fprintf(stderr, "lowerscope: --dtype takes float32, bfloat16 or float16, not '%s'\n", qPrintable(cli.value(dtype)));
+      return 2;
+    }
+    a->trigger();
   }
   if (cli.isSet(dynamic)) w.findChild<QAction*>("dynamic")->setChecked(true);
   if (cli.isSet(train)) w.setTraining(true);

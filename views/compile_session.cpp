@@ -5,11 +5,13 @@
 namespace ls {
 
 CompileSession::CompileSession(QObject* parent) : QObject(parent) {
-  connect(&watcher_, &QFutureWatcher<std::shared_ptr<CompileResult>>::finished, this, [this] {
-    auto r = watcher_.result();
+  connect(&watcher_, &QFutureWatcher<Outcome>::finished, this, [this] {
+    Outcome out = watcher_.result();
+    auto r = out.result;
     if (!r) return;
     previous_ = std::move(result_);  // the views still show it until they take the new one
     result_ = r;
+    as_loaded_ = std::move(out.as_loaded);
     if (!r->error.empty()) emit failed(QString::fromStdString(r->error_stage), QString::fromStdString(r->error));
     else emit finished();
   });
@@ -45,20 +47,30 @@ void CompileSession::start(const QString& label, std::function<LoadedModel()> lo
       if (flag->load() || flag != cancel_) return;
       previous_ = std::move(result_);
       result_ = partial;
+      as_loaded_ = nullptr;
       emit captured();
     }, Qt::QueuedConnection);
   };
-  watcher_.setFuture(QtConcurrent::run([load = std::move(load), name, o, flag]() -> std::shared_ptr<CompileResult> {
-    auto r = std::make_shared<CompileResult>();
+  watcher_.setFuture(QtConcurrent::run([load = std::move(load), name, o, flag]() -> Outcome {
+    Outcome out{std::make_shared<CompileResult>(), nullptr};
+    CompileResult& r = *out.result;
     try {
-      *r = run_pipeline(load(), o, [flag] { return flag->load(); });
+      LoadedModel m = load();
+      // A dtype converts the record's model; the diff's other side may want it as it came.
+      if (o.dtype) out.as_loaded = std::make_shared<const LoadedModel>(m);
+      r = run_pipeline(std::move(m), o, [flag] { return flag->load(); });
     } catch (const std::exception& e) {  // the model could not be loaded
-      r->model.path = name;
-      r->error = e.what();
-      r->error_stage = "capture";
+      r.model.path = name;
+      r.error = e.what();
+      r.error_stage = "capture";
     }
-    return r;
+    return out;
   }));
+}
+
+std::shared_ptr<const LoadedModel> CompileSession::loadedModel() const {
+  if (as_loaded_) return as_loaded_;
+  return result_ ? std::shared_ptr<const LoadedModel>(result_, &result_->model) : nullptr;
 }
 
 void CompileSession::showRecord(std::shared_ptr<const CompileResult> r) {
@@ -67,6 +79,7 @@ void CompileSession::showRecord(std::shared_ptr<const CompileResult> r) {
   watcher_.waitForFinished();
   previous_ = std::move(result_);
   result_ = std::const_pointer_cast<CompileResult>(r);  // the views only read it
+  as_loaded_ = nullptr;
   emit started(QString::fromStdString(r->model.path));
   if (!r->error.empty()) emit failed(QString::fromStdString(r->error_stage), QString::fromStdString(r->error));
   else emit finished();

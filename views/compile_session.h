@@ -28,6 +28,9 @@ class CompileSession : public QObject {
   bool busy() const { return watcher_.isRunning(); }
   const CompileResult* result() const { return result_.get(); }
   std::shared_ptr<const CompileResult> shared() const { return result_; }
+  // The model of result() as it was loaded: the record's own model is converted where the options
+  // gave a dtype (a float32 model run as bfloat16), this one is not. Null before a compile.
+  std::shared_ptr<const LoadedModel> loadedModel() const;
   PipelineOptions options;
 
  signals:
@@ -38,8 +41,13 @@ class CompileSession : public QObject {
 
  private:
   void start(const QString& label, std::function<LoadedModel()> load, PipelineOptions o);
-  QFutureWatcher<std::shared_ptr<CompileResult>> watcher_;
+  struct Outcome {
+    std::shared_ptr<CompileResult> result;
+    std::shared_ptr<const LoadedModel> as_loaded;  // kept only where options.dtype converts it
+  };
+  QFutureWatcher<Outcome> watcher_;
   std::shared_ptr<CompileResult> result_;
+  std::shared_ptr<const LoadedModel> as_loaded_;
   std::shared_ptr<CompileResult> previous_;
   std::shared_ptr<std::atomic<bool>> cancel_;
 };

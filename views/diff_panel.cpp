@@ -9,6 +9,9 @@
 #include <QSplitter>
 #include <QTreeWidget>
 #include <QVBoxLayout>
+#include <algorithm>
+#include <climits>
+#include <map>
 
 #include "code_view.h"
 #include "compile_session.h"
@@ -51,9 +54,45 @@ std::vector<Variant> variants_of(const PipelineOptions& o) {
          [](PipelineOptions& x) {
            x.partitioner = x.partitioner == Partitioner::min_cut ? Partitioner::default_partition : Partitioner::min_cut;
          });
+  // model.to(dtype): float32 against bfloat16 or float16 (as the CLI's diff --right "--dtype bfloat16").
+  for (DType t : {DType::f32, DType::bf16, DType::f16})
+    if (o.dtype.value_or(DType::f32) != t) {
+      const std::optional<DType> to = t == DType::f32 ? std::nullopt : std::optional<DType>(t);
+      const QString name = QString::fromLatin1(dtype_torch(t).substr(6).data(), static_cast<int>(dtype_torch(t).size() - 6));
+      with(QObject::tr("Dtype %1").arg(t == DType::f32 ? QObject::tr("float32 (as loaded)") : name), [to](PipelineOptions& x) { x.dtype = to; });
+    }
   with(o.decompose_to == level::core_aten ? QObject::tr("Decompose to prims") : QObject::tr("Core ATen only"),
        [](PipelineOptions& x) { x.decompose_to = x.decompose_to == level::core_aten ? level::prims : level::core_aten; });
   return v;
+}
+
+// The buffers a side's kernels read and write, with their types: "buf0 bf16[64, 256]".
+std::vector<std::string> typed_buffers(const CompileResult& r, const std::vector<std::string>& kernels) {
+  std::map<std::string, const LoopBuffer*> by_name;
+  for (const LoopBuffer& b : r.loops.buffers) by_name[b.name] = &b;
+  std::vector<std::string> out;
+  for (const Kernel& k : r.schedule.kernels)
+    if (std::find(kernels.begin(), kernels.end(), k.name) != kernels.end())
+      for (const auto* names : {&k.reads, &k.writes})
+        for (const std::string& n : *names)
+          if (const auto b = by_name.find(n); b != by_name.end())
+            out.push_back(n + " " + std::string(dtype_short(b->second->dtype)) + shape_str(b->second->shape));
+  return out;
+}
+
+// Kernels the structural diff calls the same, but whose buffers changed type (float32 against
+// bfloat16: the same loops, half the bytes): changed, with the first types that differ.
+void mark_retyped(std::vector<KernelMatch>& km, const CompileResult& a, const CompileResult& b) {
+  for (KernelMatch& m : km) {
+    if (m.change != Change::same) continue;
+    const auto ta = typed_buffers(a, m.a), tb = typed_buffers(b, m.b);
+    if (ta == tb) continue;
+    m.change = Change::changed;
+    std::string why;
+    for (size_t i = 0, shown = 0; i < std::min(ta.size(), tb.size()) && shown < 2; ++i)
+      if (ta[i] != tb[i]) why += (shown++ ? ", " : "") + ta[i] + " → " + tb[i].substr(tb[i].find(' ') + 1);
+    m.why = why.empty() ? "its buffers' types" : why;
+  }
 }
 
 void fill_stages(QComboBox* box, const std::vector<std::string>& names, const QString& keep) {
@@ -102,6 +141,8 @@ DiffPanel::DiffPanel(CompileSession* left, QWidget* parent) : QWidget(parent), l
   auto* texts = new QSplitter(Qt::Horizontal, vsplit);
   text_a_ = new CodeView(texts);
   text_b_ = new CodeView(texts);
+  text_a_->setObjectName("diff_left");
+  text_b_->setObjectName("diff_right");
   red_ = text_a_->defineMark(QColor("#fbd9d3"));
   grey_a_ = text_a_->defineMark(QColor("#eeeeee"));
   green_ = text_b_->defineMark(QColor("#d4f0db"));
@@ -216,7 +257,9 @@ void DiffPanel::compareNow() {
   }
   summary_->setText(tr("Compiling the right side (%1) …").arg(variant_->currentText()));
   right_->options = variantOptions(variant_->currentIndex());
-  right_->compileModel(a_->model);
+  // The model as loaded: where the left side ran it in another dtype, its record holds it converted.
+  const std::shared_ptr<const LoadedModel> model = left_->loadedModel();
+  right_->compileModel(model && model->path == a_->model.path ? *model : a_->model);
 }
 
 void DiffPanel::showDiff() {
@@ -235,6 +278,7 @@ void DiffPanel::showDiff() {
     if (c == Change::same) return;
     auto* it = new QTreeWidgetItem(changes_, {QString::fromLatin1(change_name(c)), name, what});
     it->setData(1, Qt::UserRole, id);
+    it->setToolTip(2, what);  // the column is narrow; a retyped kernel's types are at its end
     const QColor bg = c == Change::added ? QColor("#e6f4ea") : c == Change::removed ? QColor("#fdecea") : QColor("#fff3cd");
     for (int col = 0; col < 3; ++col) it->setBackground(col, bg);
   };
@@ -254,7 +298,8 @@ void DiffPanel::showDiff() {
     summary = tr("<b>Graph:</b> %1").arg(QString::fromStdString(d.summary()));
     dot = graph_diff_to_dot(*ga, *gb, d);
   } else {
-    const auto km = diff_kernels(a_->schedule.kernels, b_->schedule.kernels);
+    auto km = diff_kernels(a_->schedule.kernels, b_->schedule.kernels);
+    mark_retyped(km, *a_, *b_);
     int counts[4] = {0, 0, 0, 0};
     for (const KernelMatch& m : km) {
       ++counts[static_cast<int>(m.change)];
@@ -311,8 +356,11 @@ void DiffPanel::showDiff() {
   text_a_->addMarks(pad_a, grey_a_);
   text_b_->addMarks(added, green_);
   text_b_->addMarks(pad_b, grey_b_);
-  const int first = !removed.isEmpty() ? removed.front() : !added.isEmpty() ? added.front() : 1;
-  text_a_->setFirstVisibleLine(std::max(0, first - 4));
+  // The first change on either side, both texts there (their scroll bars follow each other only
+  // once both have their lines laid out).
+  const int first = std::min(!removed.isEmpty() ? removed.front() : INT_MAX, !added.isEmpty() ? added.front() : INT_MAX);
+  text_a_->setFirstVisibleLine(first == INT_MAX ? 0 : std::max(0, first - 4));
+  text_b_->setFirstVisibleLine(first == INT_MAX ? 0 : std::max(0, first - 4));
 
   summary_->setText(summary + tr(" &nbsp;|&nbsp; <b>Text:</b> <span style='color:#b03a2e'>−%1</span> "
                                  "<span style='color:#1e7e34'>+%2</span> lines &nbsp;|&nbsp; left: %3, right: %4 (%5)")

@@ -13,6 +13,7 @@
 #include <QDragEnterEvent>
 #include <QDropEvent>
 #include <QCloseEvent>
+#include <QComboBox>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMimeData>
@@ -30,6 +31,7 @@
 #include <QTableView>
 #include <QTreeWidget>
 #include <QVBoxLayout>
+#include <optional>
 #include <utility>
 
 #include "code_view.h"
@@ -408,6 +410,7 @@ void MainWindow::buildActions() {
   find_->setPlaceholderText(tr("Find node (name, op, module)…  Ctrl+F"));
   find_->setClearButtonEnabled(true);
   find_->setMaximumWidth(320);
+  find_->setMinimumWidth(240);  // the compile options' toolbar shares its row
   bar->addWidget(find_);
   connect(find_, &QLineEdit::returnPressed, this, [this] { findNodes(find_->text()); });
   QMenu* edit = menuBar()->addMenu(tr("&Edit"));
@@ -505,6 +508,44 @@ void MainWindow::buildActions() {
     session_->options.device = a == to_cuda ? Device::cuda : Device::cpu;
     recompile();
   });
+  compile->addSeparator();
+  // The precision a float model runs in, as model.to(dtype) with its inputs in that dtype
+  // (PipelineOptions::dtype): halves load and store 2 bytes, compute in float32 inside a kernel,
+  // and are checked with assert_close's tolerance for the dtype. Also on the toolbar.
+  auto* dtypes = new QActionGroup(this);
+  auto* dtype_box = new QComboBox(this);
+  dtype_box->setObjectName("dtype_box");
+  dtype_box->setToolTip(tr("Compile > Dtype: the precision the model runs in, as model.to(dtype)"));
+  for (const auto& [name, label] : {std::pair{"float32", tr("Dtype: float32 (as loaded)")},
+                                    std::pair{"bfloat16", tr("Dtype: bfloat16 (model.to(torch.bfloat16))")},
+                                    std::pair{"float16", tr("Dtype: float16 (model.to(torch.float16))")}}) {
+    QAction* a = compile->addAction(label);
+    a->setCheckable(true);
+    a->setChecked(dtypes->actions().isEmpty());
+    a->setObjectName(QString("dtype_") + name);
+    a->setToolTip(tr("Run a float model as model.to(torch.%1) would, its float inputs converted too; the check uses "
+                     "torch.testing.assert_close's tolerance for %1")
+                      .arg(name));
+    dtypes->addAction(a);
+    dtype_box->addItem(dtype_box->count() == 0 ? tr("float32 (as loaded)") : QString(name), QString(name));
+    const int index = dtype_box->count() - 1;
+    connect(a, &QAction::toggled, dtype_box, [dtype_box, index](bool on) {
+      if (on) dtype_box->setCurrentIndex(index);  // the toolbar follows the menu, the palette and --dtype
+    });
+    connect(a, &QAction::triggered, this, [this, name = std::string(name)] {
+      const std::optional<DType> t = dtype_from_name(name);
+      session_->options.dtype = t && *t != DType::f32 ? t : std::nullopt;  // float32: as loaded, as the CLI's --dtype float32
+      recompile();
+    });
+  }
+  connect(dtype_box, &QComboBox::activated, this, [dtypes](int i) {
+    QAction* a = dtypes->actions().value(i);
+    if (a && !a->isChecked()) a->trigger();
+  });
+  QToolBar* options_bar = addToolBar(tr("Compile options"));
+  options_bar->setObjectName("compile_options");
+  options_bar->addWidget(new QLabel(tr(" Dtype "), options_bar));
+  options_bar->addWidget(dtype_box);
   compile->addSeparator();
   // torch.compile's modes: reduce-overhead replays the whole CUDA run as one CUDA graph,
   // max-autotune times each CUDA kernel's launch configurations and each matrix multiply's
@@ -787,7 +828,11 @@ void MainWindow::onFinished() {
                     (r->train ? tr(" &nbsp;|&nbsp; training step: %1 gradient check(s), %2 against PyTorch's files")
                                     .arg(r->check.gradients.size() + r->training.num_gradients)
                                     .arg(r->check.gradients.size())
-                              : QString()));
+                              : QString()) +
+                    // A half model's check: assert_close's tolerance for its dtype, as the run stage says.
+                    (dtype_is_half(r->check.precision)
+                         ? tr(" &nbsp;|&nbsp; tolerance %1").arg(QString::fromStdString(tolerance_text(r->check.precision)).toHtmlEscaped())
+                         : QString()));
   summary_->setToolTip(QString::fromStdString(phase_table(r->compile_phases)));  // where the compile's time went
   progress_->setText(tr("Compiled %1").arg(QString::fromStdString(r->model.path)));
   if (!r->not_run.empty()) {  // compiled for a GPU this machine does not have: every stage but the run is there

@@ -22,6 +22,16 @@ QString join(const std::vector<std::string>& v) {
   return s.join(", ");
 }
 
+// Buffers with their type, as FX annotates values: "buf0: bf16[64, 256]".
+QString typed_buffers(const LoopProgram& loops, const std::vector<std::string>& names) {
+  QStringList s;
+  for (const auto& name : names) {
+    const auto b = std::find_if(loops.buffers.begin(), loops.buffers.end(), [&](const LoopBuffer& x) { return x.name == name; });
+    s << (b == loops.buffers.end() ? q(name) : q(name + ": " + std::string(dtype_short(b->dtype)) + shape_str(b->shape)));
+  }
+  return s.join(", ");
+}
+
 bool covers(const std::vector<std::string>& kernel_origins, const std::vector<std::string>& node_origins) {
   for (const auto& o : node_origins)
     if (std::find(kernel_origins.begin(), kernel_origins.end(), o) != kernel_origins.end()) return true;
@@ -99,9 +109,9 @@ Properties node_properties(const CompileResult& r, const QString& stage, const Q
     p.append({QObject::tr("Kernel"), q(k.name)});
     p.append({QObject::tr("Kind"), k.is_extern ? QObject::tr("library call") : QObject::tr("generated")});
     p.append({QObject::tr("Iteration"), QObject::tr("%1 × %2 (outer × reduction)").arg(k.numel).arg(k.rnumel)});
-    p.append({QObject::tr("Reads"), join(k.reads)});
-    p.append({QObject::tr("Writes"), join(k.writes)});
-    if (!k.removed.empty()) p.append({QObject::tr("In registers only"), join(k.removed)});
+    p.append({QObject::tr("Reads"), typed_buffers(r.loops, k.reads)});
+    p.append({QObject::tr("Writes"), typed_buffers(r.loops, k.writes)});
+    if (!k.removed.empty()) p.append({QObject::tr("In registers only"), typed_buffers(r.loops, k.removed)});
     p.append({QObject::tr("Made from"), join(k.origins)});
     for (const KernelReport& rep : r.kernels)
       if (rep.name == k.name) {
@@ -127,7 +137,7 @@ Properties node_properties(const CompileResult& r, const QString& stage, const Q
     static const char* kinds[] = {"pointwise", "reduction", "library call"};
     p.append({QObject::tr("Loop node"), q(n.name)});
     p.append({QObject::tr("Kind"), kinds[static_cast<int>(n.kind)]});
-    p.append({QObject::tr("Writes"), q(n.buffer) + "  " + QString::fromLatin1(dtype_short(n.dtype).data(), static_cast<int>(dtype_short(n.dtype).size())) + dims(r.loops.buffer(n.buffer).shape)});
+    p.append({QObject::tr("Writes"), typed_buffers(r.loops, {n.buffer})});
     p.append({QObject::tr("Ranges"), dims(n.ranges)});
     if (!n.reduction_ranges.empty()) p.append({QObject::tr("Reduction ranges"), dims(n.reduction_ranges)});
     p.append({QObject::tr("Lowered from"), q(n.graph_node)});

@@ -35,7 +35,11 @@ QVariant PartitionModel::data(const QModelIndex& index, int role) const {
   switch (index.column()) {
     case Name: return QString::fromStdString(s.name);
     case Op: return QString::fromStdString(s.op);
-    case Bytes: return bytes(s.bytes);
+    case Bytes: {  // with its type, so a bfloat16 model's halved activations read as such
+      const int i = p->forward.find(s.name);
+      const Node* n = i >= 0 ? &p->forward.nodes[static_cast<size_t>(i)] : nullptr;
+      return n && !n->outs.empty() ? bytes(s.bytes) + "  " + QString::fromStdString(n->meta().annotation()) : bytes(s.bytes);
+    }
     case Kind: return s.is_input ? tr("input (no extra memory)") : tr("activation");
     case Why: return QString::fromStdString(s.why);
     default: return {};

@@ -597,6 +597,93 @@ class TestGui : public QObject {
     QVERIFY(d->variants().contains("GEMM templates on"));
   }
 
+  // Compile > Dtype runs a float32 model as model.to(torch.bfloat16): the toolbar follows, values
+  // are annotated bf16 in the graphs and the properties, the check uses assert_close's bfloat16
+  // tolerance and says so; the Diff tab sets float32 against bfloat16 both ways (its float32 side
+  // compiles the model as loaded, not the converted one).
+  void testDtypeChoiceAndDiff() {
+    MainWindow w;
+    w.show();
+    QSignalSpy done(&w, &MainWindow::compileDone);
+    w.openModel(QString(LS_TEST_DATA) + "/models/mlp");
+    QVERIFY(done.wait(60000));
+    QCOMPARE(done.takeFirst().at(0).toBool(), true);
+    auto* box = w.findChild<QComboBox*>("dtype_box");
+    auto* summary = w.findChild<QLabel*>("run_summary");
+    QVERIFY(box && summary);
+    QCOMPARE(box->currentData().toString(), QString("float32"));
+    QVERIFY(!summary->text().contains("tolerance"));
+
+    // float32 against bfloat16, in the Diff tab: the source gains the bf16 helpers and conversions,
+    // and every kernel is the same loop over other types.
+    DiffPanel* d = w.diffPanel();
+    QVERIFY2(d->variants().contains("Dtype bfloat16") && d->variants().contains("Dtype float16"), qPrintable(d->variants().join(", ")));
+    QSignalSpy compared(d, &DiffPanel::compared);
+    QVERIFY(d->compare("source", "Dtype bfloat16", "source"));
+    QVERIFY(compared.wait(60000));
+    QCOMPARE(compared.takeFirst().at(0).toBool(), true);
+    const CodeView* left = d->findChild<CodeView*>("diff_left");
+    const CodeView* right = d->findChild<CodeView*>("diff_right");
+    QVERIFY(left && right);
+    QVERIFY(!left->text().contains("ls_bf16") && right->text().contains("struct ls_bf16"));
+    QVERIFY(d->addedLines() > 0 && d->removedLines() > 0);
+    const int kernels = static_cast<int>(w.session()->result()->schedule.kernels.size());
+    QCOMPARE(d->names(Change::changed).size(), kernels);  // retyped: f32 buffers -> bf16
+    QVERIFY2(d->summary().contains(QString("0 same, %1 changed").arg(kernels)), qPrintable(d->summary()));
+
+    // The choice itself: bfloat16 recompiles.
+    w.findChild<QAction*>("dtype_bfloat16")->trigger();
+    QVERIFY(done.wait(60000));
+    QCOMPARE(done.takeFirst().at(0).toBool(), true);
+    QCOMPARE(box->currentData().toString(), QString("bfloat16"));
+    QCOMPARE(w.session()->options.dtype, std::optional<DType>(DType::bf16));
+    const CompileResult* r = w.session()->result();
+    QVERIFY(r->check.ok);
+    QCOMPARE(r->check.precision, DType::bf16);
+    const QString tolerance = QString::fromStdString(tolerance_text(DType::bf16));
+    QVERIFY2(summary->text().contains("tolerance " + tolerance), qPrintable(summary->text()));
+    QSignalSpy shown(&w, &MainWindow::stageShown);
+    QVERIFY(w.selectStage("run"));
+    QVERIFY(shown.count() > 0 || shown.wait(30000));
+    QVERIFY2(w.codeView()->text().contains("tolerance: " + tolerance), qPrintable(w.codeView()->text()));
+    shown.clear();
+    QVERIFY(w.selectStage("aten"));
+    QVERIFY(shown.count() > 0 || shown.wait(30000));
+    QVERIFY(w.codeView()->text().contains("\"bf16[64, 256]\""));
+    auto props = [&] {
+      QMap<QString, QString> p;
+      for (int i = 0; i < w.propertiesTree()->topLevelItemCount(); ++i)
+        p[w.propertiesTree()->topLevelItem(i)->text(0)] = w.propertiesTree()->topLevelItem(i)->text(1);
+      return p;
+    };
+    w.selectNode("relu");
+    QCOMPARE(props().value("Output"), QString("bf16[64, 256]"));
+    shown.clear();
+    QVERIFY(w.selectStage("fused"));
+    QVERIFY(shown.count() > 0 || shown.wait(30000));
+    QString relu_kernel;
+    for (const Kernel& k : r->schedule.kernels)
+      if (!k.is_extern) relu_kernel = QString::fromStdString(k.name);
+    w.selectNode(relu_kernel);
+    QVERIFY2(props().value("Writes").contains(": bf16[64, 256]"), qPrintable(props().value("Writes")));  // buffers with their types
+
+    // bfloat16 against the model as loaded: the right side is float32 again.
+    QVERIFY2(d->variants().contains("Dtype float32 (as loaded)") && !d->variants().contains("Dtype bfloat16"),
+             qPrintable(d->variants().join(", ")));
+    QVERIFY(d->compare("aten", "Dtype float32 (as loaded)", "aten"));
+    QVERIFY(compared.wait(60000));
+    QCOMPARE(compared.takeFirst().at(0).toBool(), true);
+    QVERIFY(left->text().contains("\"bf16[64, 256]\"") && right->text().contains("\"f32[64, 256]\""));
+    QVERIFY(d->names(Change::changed).contains("relu"));
+
+    // Back to float32 as loaded: no conversion, no half tolerance.
+    w.findChild<QAction*>("dtype_float32")->trigger();
+    QVERIFY(done.wait(60000));
+    QCOMPARE(w.session()->options.dtype, std::nullopt);
+    QCOMPARE(w.session()->result()->check.precision, DType::f32);
+    QVERIFY(!summary->text().contains("tolerance"));
+  }
+
   // The property panel reads the selected node from the record; the heat overlay paints every
   // op node by the time of the kernels made from it; the profile charts every kernel and sets the
   // run op by op beside the compiled one.
