@@ -68,8 +68,13 @@ JointGraph build_joint(const Graph& forward) {
   // grads[node][output]: the gradient accumulated so far.
   std::vector<std::vector<Arg>> grads(n_fw);
   for (size_t i = 0; i < n_fw; ++i) grads[i].assign(g.nodes[i].outs.size(), Arg::none());
-  auto accumulate = [&](int node, size_t k, const Arg& v) {
+  auto accumulate = [&](int node, size_t k, Arg v) {
     if (v.is_none()) return;
+    // A gradient in another float type than its value's (a rule's where(mask, 1.0, 0.0) is
+    // float32 beside a bf16 value) is converted, as autograd's validate_outputs does.
+    const DType want = g.nodes.at(node).outs.at(k).dtype;
+    if (v.is_node() && dtype_is_float(want) && b.meta(v).dtype != want && dtype_is_float(b.meta(v).dtype))
+      v = b.call("prims.convert_element_type.default", {v, Arg::of_string(std::string(dtype_torch(want)))});
     Arg& slot = grads.at(node).at(k);
     slot = slot.is_none() ? v : b.call(op::add_tensor(), {slot, v});
   };

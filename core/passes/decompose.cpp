@@ -97,6 +97,13 @@ Graph sweep(const Graph& g, const std::function<bool(int)>& keep, const std::str
     b.phase = n.phase;
     try {
       map[i] = in_float32(*n.op, b, args) ? decompose_in_float32(b, n, args) : n.op->decompose(b, *n.op, args);
+      // A decomposition whose float result comes out in another float type (a where of two
+      // Python numbers is float32) is converted to the node's, as torch._decomp's out wrappers do.
+      for (size_t j = 0; j < map[i].size() && j < n.outs.size(); ++j) {
+        const Arg& r = map[i][j];
+        if (r.is_node() && dtype_is_half(n.outs[j].dtype) && b.meta(r).dtype != n.outs[j].dtype && dtype_is_float(b.meta(r).dtype))
+          map[i][j] = b.call("prims.convert_element_type.default", {r, Arg::of_string(std::string(dtype_torch(n.outs[j].dtype)))});
+      }
     } catch (const std::invalid_argument& e) {
       throw std::runtime_error("node '" + n.name + "': " + e.what());
     }
