@@ -66,32 +66,47 @@ std::vector<Variant> variants_of(const PipelineOptions& o) {
   return v;
 }
 
-// The buffers a side's kernels read and write, with their types: "buf0 bf16[64, 256]".
-std::vector<std::string> typed_buffers(const CompileResult& r, const std::vector<std::string>& kernels) {
+// The buffers a side's kernels read and write, with their types.
+struct TypedBuffer {
+  std::string name;
+  DType dtype;
+  Shape shape;
+  bool operator==(const TypedBuffer&) const = default;
+};
+std::vector<TypedBuffer> typed_buffers(const CompileResult& r, const std::vector<std::string>& kernels) {
   std::map<std::string, const LoopBuffer*> by_name;
   for (const LoopBuffer& b : r.loops.buffers) by_name[b.name] = &b;
-  std::vector<std::string> out;
+  std::vector<TypedBuffer> out;
   for (const Kernel& k : r.schedule.kernels)
     if (std::find(kernels.begin(), kernels.end(), k.name) != kernels.end())
       for (const auto* names : {&k.reads, &k.writes})
         for (const std::string& n : *names)
-          if (const auto b = by_name.find(n); b != by_name.end())
-            out.push_back(n + " " + std::string(dtype_short(b->second->dtype)) + shape_str(b->second->shape));
+          if (const auto b = by_name.find(n); b != by_name.end()) out.push_back({n, b->second->dtype, b->second->shape});
   return out;
 }
 
 // Kernels the structural diff calls the same, but whose buffers changed type (float32 against
-// bfloat16: the same loops, half the bytes): changed, with the first types that differ.
+// bfloat16: the same loops, half the bytes): changed, with the types first, then the buffers
+// ("f32 → bf16: x, buf0").
 void mark_retyped(std::vector<KernelMatch>& km, const CompileResult& a, const CompileResult& b) {
   for (KernelMatch& m : km) {
     if (m.change != Change::same) continue;
     const auto ta = typed_buffers(a, m.a), tb = typed_buffers(b, m.b);
     if (ta == tb) continue;
     m.change = Change::changed;
-    std::string why;
-    for (size_t i = 0, shown = 0; i < std::min(ta.size(), tb.size()) && shown < 2; ++i)
-      if (ta[i] != tb[i]) why += (shown++ ? ", " : "") + ta[i] + " → " + tb[i].substr(tb[i].find(' ') + 1);
-    m.why = why.empty() ? "its buffers' types" : why;
+    std::map<std::string, std::vector<std::string>> by_types;  // "f32 → bf16" -> buffers
+    bool only_types = ta.size() == tb.size();
+    for (size_t i = 0; only_types && i < ta.size(); ++i) {
+      only_types = ta[i].name == tb[i].name && ta[i].shape == tb[i].shape;
+      if (only_types && ta[i].dtype != tb[i].dtype)
+        by_types[std::string(dtype_short(ta[i].dtype)) + " → " + std::string(dtype_short(tb[i].dtype))].push_back(ta[i].name);
+    }
+    m.why.clear();
+    for (const auto& [types, names] : by_types) {
+      m.why += (m.why.empty() ? "" : "; ") + types + ":";
+      for (size_t i = 0; i < names.size(); ++i) m.why += (i ? ", " : " ") + names[i];
+    }
+    if (!only_types || m.why.empty()) m.why = "its buffers' types or shapes";
   }
 }
 
@@ -308,8 +323,10 @@ void DiffPanel::showDiff() {
         for (const auto& x : v) s << QString::fromStdString(x);
         return s.join(" + ");
       };
-      const QString what = m.change == Change::changed ? join(m.a) + " → " + join(m.b) + (m.why.empty() ? "" : "  (" + QString::fromStdString(m.why) + ")")
-                                                       : join(m.change == Change::removed ? m.a : m.b);
+      // The same kernels retyped: what changed is all there is to say.
+      const QString what = m.change == Change::changed && m.a == m.b && !m.why.empty() ? QString::fromStdString(m.why)
+                           : m.change == Change::changed ? join(m.a) + " → " + join(m.b) + (m.why.empty() ? "" : "  (" + QString::fromStdString(m.why) + ")")
+                                                         : join(m.change == Change::removed ? m.a : m.b);
       const auto& side = m.change == Change::removed ? m.a : m.b;
       for (const auto& k : side) add_change(m.change, QString::fromStdString(k), what, QString::fromStdString(k));
     }

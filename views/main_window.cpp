@@ -105,6 +105,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   summary_ = new QLabel(runw);
   summary_->setObjectName("run_summary");  // its tooltip: compile time by phase
   summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  summary_->setWordWrap(true);  // a training step of a half model says much: it wraps, not widens the window
   rv->addWidget(summary_);
   kernels_ = new QTableView(runw);
   kernels_->setModel(kernels_model_);

@@ -630,6 +630,9 @@ class TestGui : public QObject {
     const int kernels = static_cast<int>(w.session()->result()->schedule.kernels.size());
     QCOMPARE(d->names(Change::changed).size(), kernels);  // retyped: f32 buffers -> bf16
     QVERIFY2(d->summary().contains(QString("0 same, %1 changed").arg(kernels)), qPrintable(d->summary()));
+    const QTreeWidget* changes = d->findChild<QTreeWidget*>();
+    QVERIFY(changes && changes->topLevelItemCount() == kernels);
+    QVERIFY2(changes->topLevelItem(0)->text(2).startsWith("f32 → bf16: "), qPrintable(changes->topLevelItem(0)->text(2)));
 
     // The choice itself: bfloat16 recompiles.
     w.findChild<QAction*>("dtype_bfloat16")->trigger();
