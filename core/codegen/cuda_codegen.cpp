@@ -313,7 +313,8 @@ class CudaKernelWriter {
           if (!m.index.depends_on(var)) continue;                      // one element for the group
           const std::string key = m.buffer + "[" + m.index.str() + "]";
           if (!seen.insert((write ? "w:" : "r:") + key).second) continue;
-          if (p_.buffer(m.buffer).dtype != DType::f32) return std::nullopt;
+          // float32 as float4; halves as 4 lanes of 8 bytes (uint2)
+          if (p_.buffer(m.buffer).dtype != DType::f32 && !dtype_is_half(p_.buffer(m.buffer).dtype)) return std::nullopt;
           const Expr e = m.index.substitute(lanes), e0 = e.substitute(lane0);
           if (e - e0 != j || e0.constant() % 4 != 0) return std::nullopt;
           for (const Expr::Term& t : e0.terms())
@@ -340,14 +341,21 @@ class CudaKernelWriter {
         continue;
       }
       const std::string v = "ls_v" + std::to_string(count++);
+      const DType t = p_.buffer(a.buffer).dtype;
+      if (dtype_is_half(t)) {  // 4 halves in 8 bytes, each widened to float
+        e.line("const uint2 " + v + " = *reinterpret_cast<const uint2*>(" + a.at + ");");
+        loads[a.key] = "ls_float(ls_lane_" + std::string(dtype_short(t)) + "(" + v + ", ls_j))";
+        continue;
+      }
       e.line("const float4 " + v + " = *reinterpret_cast<const float4*>(" + a.at + ");");
       loads[a.key] = "ls_lane(" + v + ", ls_j)";
     }
     for (const VectorAccess& a : plan.stores) {
       const std::string v = "ls_w" + std::to_string(count++);
-      e.line("float4 " + v + ";");
+      const std::string type = dtype_is_half(p_.buffer(a.buffer).dtype) ? "uint2" : "float4";
+      e.line(type + " " + v + ";");
       stores[a.key] = v;
-      after.push_back("*reinterpret_cast<float4*>(" + a.at + ") = " + v + ";");
+      after.push_back("*reinterpret_cast<" + type + "*>(" + a.at + ") = " + v + ";");
     }
     e.vector_loads = loads;
     e.vector_stores = stores;
@@ -387,7 +395,7 @@ class CudaKernelWriter {
     const int64_t groups = R / (4 * int64_t(T_));
     for (const auto& [key, n] : uses) {
       const std::string& buf = buffer_of[key];
-      if (n < 2 || std::count(k_.writes.begin(), k_.writes.end(), buf)) continue;
+      if (n < 2 || std::count(k_.writes.begin(), k_.writes.end(), buf) || p_.buffer(buf).dtype != DType::f32) continue;
       const std::string name = "ls_row" + std::to_string(row_regs_.size());
       row_regs_[key] = name;
       e.line("float4 " + name + "[" + std::to_string(groups) + "];  // " + key + ": this thread's part of the row, read once");

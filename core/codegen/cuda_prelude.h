@@ -870,6 +870,15 @@ LS_DEV ls_bf16 ls_to_bf16(float f) {
   asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(f));
   return ls_bf16{r};
 }
+// Lanes of an 8-byte access (4 halves: a group of 4 elements, as float4's lanes for float32).
+LS_DEV ls_bf16 ls_lane_bf16(const uint2& v, int j) {
+  const unsigned w = j < 2 ? v.x : v.y;
+  return ls_bf16{static_cast<unsigned short>(j & 1 ? w >> 16 : w & 0xffffu)};
+}
+LS_DEV void ls_set_lane(uint2& v, int j, ls_bf16 h) {
+  unsigned& w = j < 2 ? v.x : v.y;
+  w = j & 1 ? (w & 0xffffu) | (static_cast<unsigned>(h.x) << 16) : (w & 0xffff0000u) | h.x;
+}
 
 // ls_f16: IEEE half. A load widens it exactly (ls_float); a store rounds to nearest even
 // (ls_to_f16), as __float2half_rn.
@@ -883,4 +892,12 @@ LS_DEV ls_f16 ls_to_f16(float f) {
   unsigned short r;
   asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r) : "f"(f));
   return ls_f16{r};
+}
+LS_DEV ls_f16 ls_lane_f16(const uint2& v, int j) {
+  const unsigned w = j < 2 ? v.x : v.y;
+  return ls_f16{static_cast<unsigned short>(j & 1 ? w >> 16 : w & 0xffffu)};
+}
+LS_DEV void ls_set_lane(uint2& v, int j, ls_f16 h) {
+  unsigned& w = j < 2 ? v.x : v.y;
+  w = j & 1 ? (w & 0xffffu) | (static_cast<unsigned>(h.x) << 16) : (w & 0xffff0000u) | h.x;
 }

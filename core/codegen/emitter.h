@@ -213,7 +213,7 @@ class LoopEmitter : public OpsHandler {
   void store(const std::string& buf, const Expr& index, V v) override {
     const std::string key = buf + "[" + index.str() + "]";
     if (memory_stores && in_memory_.count(buf)) {
-      if (auto f = vector_stores.find(key); f != vector_stores.end()) line("ls_set_lane(" + f->second + ", ls_j, " + names_.at(v.id) + ");");
+      if (auto f = vector_stores.find(key); f != vector_stores.end()) line("ls_set_lane(" + f->second + ", ls_j, " + stored(buf, names_.at(v.id)) + ");");
       else line((store_guard.empty() ? "" : "if (" + store_guard + ") ") + ptrs_.at(buf) + "[" + index.cpp() + "] = " + stored(buf, names_.at(v.id)) + ";");
     }
     scopes_.back()[key] = names_.at(v.id);
