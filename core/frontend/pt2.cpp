@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
@@ -273,6 +274,17 @@ class Importer {
       }
       add(std::move(n));
     }
+    // Every name the graph itself defines: a region's subgraph renames its own away from them, also
+    // from those defined after the region (a getitem inside and another after it).
+    for (const json& node : r_.array(r_.at(graph, "nodes", "graph"), "graph.nodes"))
+      if (node.is_object() && node.contains("outputs") && node["outputs"].is_array())
+        for (const json& o : node["outputs"]) {
+          if (!o.is_object()) continue;
+          if (o.contains("as_tensor") && o["as_tensor"].is_object()) graph_names_.insert(o["as_tensor"].value("name", ""));
+          if (o.contains("as_tensors") && o["as_tensors"].is_array())
+            for (const json& t : o["as_tensors"])
+              if (t.is_object()) graph_names_.insert(t.value("name", ""));
+        }
     for (const json& node : r_.array(r_.at(graph, "nodes", "graph"), "graph.nodes")) import_node(node, values);
     for (const json& out : r_.array(r_.at(graph, "outputs", "graph"), "graph.outputs")) {
       if (out.contains("as_none")) {
@@ -486,7 +498,7 @@ class Importer {
     std::map<std::string, std::string> rename;
     auto fresh = [&](const std::string& n) {
       std::string f = n;
-      for (int k = 1; names_.count(f) || rename.count(f); ++k) f = n + "_" + what + std::to_string(k);
+      for (int k = 1; names_.count(f) || rename.count(f) || graph_names_.count(f); ++k) f = n + "_" + what + std::to_string(k);
       return f;
     };
     for (const json& in : r_.array(r_.at(g, "inputs", where), where + ".graph.inputs"))
@@ -507,6 +519,10 @@ class Importer {
             auto r = rename.find((*it)["name"].get<std::string>());
             if (r != rename.end()) (*it)["name"] = r->second;
           }
+          if (it.key() == "as_tensors" && it->is_array())  // a multi-output node's outputs, or a tensor list argument
+            for (json& t : *it)
+              if (t.is_object() && t.contains("name") && t["name"].is_string())
+                if (auto r = rename.find(t["name"].get<std::string>()); r != rename.end()) t["name"] = r->second;
           if (it.key() != "tensor_values") apply(*it);
         }
       } else if (j.is_array()) {
@@ -670,6 +686,7 @@ class Importer {
   Reader r_;
   Graph g_;
   std::map<std::string, int> names_;
+  std::set<std::string> graph_names_;  // the top graph's own output names (inline_region avoids them)
   int region_depth_ = 0;
   std::vector<AutocastFrame> autocast_;     // the autocast regions being inlined, innermost last
   AutocastFrame* current_frame_ = nullptr;  // the one active_autocast() found

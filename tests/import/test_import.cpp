@@ -798,6 +798,35 @@ class TestImport : public QObject {
   // ---- autocast (frontend/autocast_policy.h) ----
 
 #ifdef LOWERSCOPE_HAVE_LIBZIP
+  // Models exported by PyTorch 2.11 under torch.autocast (cuda and cpu, bfloat16; made on the GPU
+  // machine by tools/gpu/autocast_cases.py): the regions' casts as autocast makes them, so the
+  // compiled model matches PyTorch's own output (out.npy) with bfloat16's tolerance, and the
+  // products inside ran in bfloat16.
+  void testAutocastExportsMatchPyTorch() {
+    int cases = 0;
+    for (const auto& e : std::filesystem::directory_iterator(data("autocast"))) {
+      if (!e.is_directory()) continue;
+      ++cases;
+      const std::string name = e.path().filename().string();
+      const LoadedModel m = load_model(e.path().string());
+      bool half_product = false;
+      for (const Node& n : m.graph.nodes)
+        if (!n.is_placeholder() && (n.op->name == "aten.linear.default" || n.op->name == "aten.mm.default" ||
+                                    n.op->name == "aten.addmm.default" || n.op->name == "aten.convolution.default" ||
+                                    n.op->name == "aten.conv2d.default"))
+          half_product = half_product || n.meta().dtype == DType::bf16;
+      QVERIFY2(half_product, (name + ": no product inside the region runs in bfloat16").c_str());
+      PipelineOptions o;
+      o.timing_budget_ms = 2;
+      const CompileResult r = run_pipeline(m, o);
+      QVERIFY2(r.error.empty(), (name + ": " + r.error).c_str());
+      QVERIFY2(!r.check.outputs.empty(), (name + ": no out.npy compared").c_str());
+      QVERIFY2(r.check.ok, (name + ": " + r.stage("run")->text).c_str());
+      QCOMPARE(r.check.precision, DType::bf16);
+    }
+    QCOMPARE(cases, 6);
+  }
+
   void testAutocastPt2() {
     const OpDef* convert = find_op("prims.convert_element_type.default");
     auto is_cast_to = [&](const Graph& g, const Arg& a, DType t) {
