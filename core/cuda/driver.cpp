@@ -237,11 +237,15 @@ void CudaDriver::reset_after_fault() {
   api_->cuDevicePrimaryCtxRelease(dev_);
   const int reset = api_->cuDevicePrimaryCtxReset(dev_);
   ctx_ = nullptr;
+  stream_ = nullptr;  // a stream of the old context died with it: the new one's default stream
   const int retain = api_->cuDevicePrimaryCtxRetain(&ctx_, dev_);
   const int current = retain == 0 ? api_->cuCtxSetCurrent(ctx_) : retain;
+  const int sync = current == 0 ? api_->cuCtxSynchronize() : current;
   // A context other libraries still hold (cuBLAS) may not come back: say so from now on.
-  if (reset != 0 || current != 0 || api_->cuCtxSynchronize() != 0)
-    lost_ = "the GPU context was lost after a kernel fault and could not be reset; restart Lowerscope to run CUDA kernels again";
+  if (reset != 0 || current != 0 || sync != 0)
+    lost_ = "the GPU context was lost after a kernel fault and could not be reset (reset " + std::to_string(reset) + ", retain " +
+            std::to_string(retain) + ", current " + std::to_string(current) + ", synchronize " + std::to_string(sync) +
+            "); restart Lowerscope to run CUDA kernels again";
 }
 
 DevicePtr CudaDriver::alloc(size_t bytes) {
