@@ -310,6 +310,9 @@ class CudaKernelWriter {
         for (const MemDep& m : write ? d.writes : d.reads) {
           if (!(write ? writes : reads).count(m.buffer)) continue;  // handed over in registers
           if (write && recomputed.count(n)) continue;                 // not stored from this loop
+          // An index read from data (an embedding's row) is known only inside the body, after the
+          // group's loads would have been issued: no vector loop.
+          if (m.index.has_indirect()) return std::nullopt;
           if (!m.index.depends_on(var)) continue;                      // one element for the group
           const std::string key = m.buffer + "[" + m.index.str() + "]";
           if (!seen.insert((write ? "w:" : "r:") + key).second) continue;

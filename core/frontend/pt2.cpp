@@ -377,6 +377,18 @@ class Importer {
       }
       return l;
     }
+    // Optional tensors (index.Tensor's indices: [None, idx]): each {"as_tensor": ...} or {"as_none": ...}.
+    if (kind == "as_optional_tensor") return argument(v, where);
+    if (kind == "as_optional_tensors") {
+      Arg l;
+      l.kind = Arg::Kind::list;
+      for (const json& x : r_.array(v, where)) {
+        const Arg e = argument(x, where);
+        if (!e.is_none() && !e.is_node()) r_.fail(where, "an optional tensor must be a tensor or None");
+        l.list.push_back(e);
+      }
+      return l;
+    }
     // A dtype argument (_to_copy's, full's): the name the FX text gives it (torch.float32).
     if (kind == "as_scalar_type") return Arg::of_string(std::string(dtype_torch(scalar_type(r_, v, where))));
     // Device, layout and memory format: ours follow the inputs (one device, strided, contiguous).

@@ -531,6 +531,37 @@ std::vector<Tensor> ref_silu_family(const OpDef&, const std::vector<Arg>& a, con
   }
   return {y};
 }
+// Python's operators and other spellings torch.export keeps (x & y, torch.min(x, y),
+// masked_fill): the ops they name. A masked_fill keeps self's type, as PyTorch's does.
+template <const char* Target>
+std::vector<Arg> decomp_alias(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
+  return {call(b, Target, {a[0], a[1]})};
+}
+constexpr char kBitwiseAndT[] = "aten.bitwise_and.Tensor", kBitwiseOrT[] = "aten.bitwise_or.Tensor",
+               kBitwiseXorT[] = "aten.bitwise_xor.Tensor", kBitwiseAndS[] = "aten.bitwise_and.Scalar",
+               kBitwiseOrS[] = "aten.bitwise_or.Scalar", kBitwiseXorS[] = "aten.bitwise_xor.Scalar",
+               kMinimum[] = "aten.minimum.default", kMaximum[] = "aten.maximum.default";
+// where with Python numbers (where.ScalarOther / ScalarSelf / Scalar): where.self, which takes them.
+std::vector<Arg> decomp_where_scalar(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
+  return {call(b, "aten.where.self", {a[0], a[1], a[2]})};
+}
+// x.T on a tensor of any rank (numpy_T): its dims reversed.
+std::vector<Arg> decomp_numpy_t(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
+  const int64_t n = static_cast<int64_t>(b.meta(a[0]).shape.size());
+  std::vector<int64_t> perm;
+  for (int64_t d = n - 1; d >= 0; --d) perm.push_back(d);
+  return {call(b, "aten.permute.default", {a[0], Arg::of_ints(perm)})};
+}
+std::vector<Arg> decomp_masked_fill(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a) {
+  if (b.meta(a[1]).dtype != DType::b8) bad(op, "expected a boolean mask, got " + std::string(dtype_short(b.meta(a[1]).dtype)));
+  if (a[2].is_node() && !b.meta(a[2]).shape.empty())
+    bad(op, "only supports a 0-dimension value tensor, but got tensor with " + std::to_string(b.meta(a[2]).shape.size()) + " dimension(s)");
+  Arg r = call(b, "aten.where.self", {a[1], a[2], a[0]});
+  const DType want = b.meta(a[0]).dtype;
+  if (b.meta(r).dtype != want) r = call(b, "prims.convert_element_type.default", {r, Arg::of_string(std::string(dtype_torch(want)))});
+  if (b.meta(r).shape != b.meta(a[0]).shape) bad(op, "the mask's shape does not broadcast to self's " + shape_str(b.meta(a[0]).shape));
+  return {r};
+}
 std::vector<Arg> decomp_silu(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
   return {call(b, "aten.mul.Tensor", {a[0], call(b, "aten.sigmoid.default", {a[0]})})};
 }
@@ -1009,6 +1040,24 @@ void add_pointwise_ops(std::vector<OpDef>& t) {
            infer_addc<false>, ref_addc<false>, decomp_addc<false>),
       comp("aten.addcdiv.default", "addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor", kAten,
            infer_addc<true>, ref_addc<true>, decomp_addc<true>),
+      // ---- model zoo: Python operators and aliases torch.export keeps ----
+      comp("aten.__and__.Tensor", "__and__.Tensor(Tensor self, Tensor other) -> Tensor", kAten, infer_by_decomp, nullptr, decomp_alias<kBitwiseAndT>),
+      comp("aten.__or__.Tensor", "__or__.Tensor(Tensor self, Tensor other) -> Tensor", kAten, infer_by_decomp, nullptr, decomp_alias<kBitwiseOrT>),
+      comp("aten.__xor__.Tensor", "__xor__.Tensor(Tensor self, Tensor other) -> Tensor", kAten, infer_by_decomp, nullptr, decomp_alias<kBitwiseXorT>),
+      comp("aten.__and__.Scalar", "__and__.Scalar(Tensor self, Scalar other) -> Tensor", kAten, infer_by_decomp, nullptr, decomp_alias<kBitwiseAndS>),
+      comp("aten.__or__.Scalar", "__or__.Scalar(Tensor self, Scalar other) -> Tensor", kAten, infer_by_decomp, nullptr, decomp_alias<kBitwiseOrS>),
+      comp("aten.__xor__.Scalar", "__xor__.Scalar(Tensor self, Scalar other) -> Tensor", kAten, infer_by_decomp, nullptr, decomp_alias<kBitwiseXorS>),
+      comp("aten.min.other", "min.other(Tensor self, Tensor other) -> Tensor", kAten, infer_by_decomp, nullptr, decomp_alias<kMinimum>),
+      comp("aten.max.other", "max.other(Tensor self, Tensor other) -> Tensor", kAten, infer_by_decomp, nullptr, decomp_alias<kMaximum>),
+      comp("aten.where.ScalarOther", "where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor", kAten, infer_by_decomp,
+           nullptr, decomp_where_scalar),
+      comp("aten.where.ScalarSelf", "where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor", kAten, infer_by_decomp,
+           nullptr, decomp_where_scalar),
+      comp("aten.numpy_T.default", "numpy_T(Tensor(a) self) -> Tensor(a)", kAten, infer_by_decomp, nullptr, decomp_numpy_t),
+      comp("aten.masked_fill.Scalar", "masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor", kAten, infer_by_decomp,
+           nullptr, decomp_masked_fill),
+      comp("aten.masked_fill.Tensor", "masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor", kAten, infer_by_decomp,
+           nullptr, decomp_masked_fill),
   };
   t.insert(t.end(), ops.begin(), ops.end());
 }
