@@ -630,6 +630,36 @@ std::vector<Arg> decomp_einsum(GraphBuilder& b, const OpDef& op, const std::vect
   }
   return {result};
 }
+// Its reference: the sums written out, in double (the independent truth for the decomposition).
+std::vector<Tensor> ref_baddbmm(const OpDef&, const std::vector<Arg>& a, const RefInputs& in, const std::vector<TensorMeta>& outs) {
+  const Tensor &self = in[0], &x = in[1], &y = in[2];
+  Tensor out(outs[0].dtype, outs[0].shape);
+  const int64_t B = x.shape()[0], M = x.shape()[1], K = x.shape()[2], N = y.shape()[2];
+  const double beta = a[3].number(), alpha = a[4].number();
+  const Shape st = broadcast_strides(self.shape(), out.shape());
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        double acc = 0;
+        for (int64_t k = 0; k < K; ++k) acc += x.get((b * M + i) * K + k) * y.get((b * K + k) * N + j);
+        const int64_t o = (b * M + i) * N + j;
+        out.set(o, alpha * acc + (beta == 0.0 ? 0.0 : beta * self.get(offset_of(o, out.shape(), st))));
+      }
+  return {out};
+}
+// baddbmm(self, batch1, batch2, beta, alpha) = beta * self + alpha * (batch1 @ batch2), as
+// torch._decomp writes it (beta 0: self is not read, so its NaNs do not reach the result).
+std::vector<Arg> decomp_baddbmm(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a) {
+  const Shape s1 = b.meta(a[1]).shape, s2 = b.meta(a[2]).shape;
+  if (s1.size() != 3 || s2.size() != 3) bad(op, "batch1 and batch2 must be 3-D tensors");
+  if (s1[0] != s2[0] || s1[2] != s2[1])
+    bad(op, "cannot multiply " + shape_str(s1) + " by " + shape_str(s2));
+  Arg r = b.call("aten.bmm.default", {a[1], a[2]});
+  if (a[4].number() != 1.0) r = b.call("aten.mul.Tensor", {r, a[4]});
+  if (a[3].number() == 0.0) return {r};
+  const Arg self = a[3].number() == 1.0 ? a[0] : b.call("aten.mul.Tensor", {a[0], a[3]});
+  return {b.call("aten.add.Tensor", {self, r})};
+}
 }  // namespace
 
 void add_linalg_ops(std::vector<OpDef>& t) {
@@ -646,6 +676,8 @@ void add_linalg_ops(std::vector<OpDef>& t) {
       comp("aten.matmul.default", "matmul(Tensor self, Tensor other) -> Tensor", kAten, infer_matmul, ref_matmul, decomp_matmul),
       comp("aten.linear.default", "linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor", kAten, infer_linear, nullptr,
            decomp_linear),
+      comp("aten.baddbmm.default", "baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor", kAten,
+           infer_by_decomp, ref_baddbmm, decomp_baddbmm),
       comp("aten.einsum.default", "einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor", kAten, infer_einsum,
            ref_einsum, decomp_einsum),
   };
