@@ -94,7 +94,7 @@ class KernelWriter {
       // The epilogue's form for one block of the product's rows, on the calling thread (a thread of
       // the matrix multiply, right after its library call computed those rows).
       gk.rows_launcher = k_.name + "_rows";
-      e.lines.push_back({"// " + k_.name + " on elements [begin, end): whole rows of the matrix product it finishes"});
+      e.lines.push_back({"// " + k_.name + " on elements [begin, end): rows of the matrix product it finishes, or parts of rows (a block of its columns)"});
       e.lines.push_back({"extern \"C\" void " + gk.rows_launcher + "(void** a, int64_t begin, int64_t end) {"});
       e.push_scope();
       e.indent = "    ";
@@ -377,11 +377,20 @@ class KernelWriter {
       const Expr xo = Expr::var("x0o", X / I), xi = Expr::var("x0i", I);
       subst_ = {{"x0", xo * I + xi}};
       if (const std::string p = outer("#pragma omp parallel for schedule(static)", ""); !p.empty()) e.line(p);
-      if (rows_) e.line("for (int64_t x0o = begin / " + std::to_string(I) + "; x0o < end / " + std::to_string(I) + "; ++x0o) {");
-      else e.line("for (" + ix_ + " x0o = 0; x0o < " + std::to_string(X / I) + "; ++x0o) {");
+      const std::string is = std::to_string(I);
+      if (rows_) {
+        // A product cut into blocks of columns calls it on a part of a row: [begin, end) need not
+        // be whole inner blocks, so each block's part is its own bounds.
+        e.line("for (int64_t x0o = begin / " + is + "; x0o * " + is + " < end; ++x0o) {");
+        e.line("    const " + ix_ + " lo = begin > x0o * " + is + " ? static_cast<" + ix_ + ">(begin - x0o * " + is + ") : 0;");
+        e.line("    const " + ix_ + " hi = end < (x0o + 1) * " + is + " ? static_cast<" + ix_ + ">(end - x0o * " + is + ") : " + is + ";");
+      } else {
+        e.line("for (" + ix_ + " x0o = 0; x0o < " + std::to_string(X / I) + "; ++x0o) {");
+      }
       e.line("    #pragma omp simd");
       if (I >= 16) e.line("    LS_INNER_LOOP");  // cpu_prelude.h: Clang would unroll it and vectorize the outer loop
-      e.line("    for (" + ix_ + " x0i = 0; x0i < " + std::to_string(I) + "; ++x0i) {");
+      if (rows_) e.line("    for (" + ix_ + " x0i = lo; x0i < hi; ++x0i) {");
+      else e.line("    for (" + ix_ + " x0i = 0; x0i < " + is + "; ++x0i) {");
       e.indent += "        ";
       for (const KernelLoop& s : segs)
         for (int n : s.nodes) run_node(e, n, X, R);

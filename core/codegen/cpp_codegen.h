@@ -19,8 +19,8 @@ struct GeneratedKernel {
   // Source line -> loop node it came from (for linking source and graph).
   std::vector<std::pair<int, int>> line_nodes;
   // An epilogue kernel (Kernel::epilogue): extern "C" void rows_launcher(void** args, int64_t begin,
-  // int64_t end) runs its elements [begin, end) on the calling thread, for a whole number of the
-  // product's rows. Empty for other kernels.
+  // int64_t end) runs its elements [begin, end) on the calling thread: whole rows of the product,
+  // or a block of columns of one row. Empty for other kernels.
   std::string rows_launcher;
   // CUDA: an epilogue that runs inside the GEMM template of the kernel before it (max-autotune's
   // choice); its own kernel stays in the source but is not launched.

@@ -78,7 +78,7 @@ inline std::pair<int64_t, int64_t> heuristic_cut(int64_t M, int64_t N, int64_t K
 }
 
 using BlockHook = std::function<void(int64_t m0, int64_t m1, int64_t n0, int64_t n1)>;  // rows m0..m1, columns n0..n1 of C
-using RowHook = std::function<void(int64_t begin, int64_t end)>;                         // elements [begin, end) of C, whole rows
+using RowHook = std::function<void(int64_t begin, int64_t end)>;                         // elements [begin, end) of C: rows, or a block of columns of one row
 
 // C[M,N] = alpha * op(A)[M,K] @ op(B)[K,N] + beta * C, row major, dense operands, cut into
 // rows x cols blocks (0 x 0: heuristic_cut's), one single-threaded call a block on the host's

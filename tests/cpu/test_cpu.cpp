@@ -1011,6 +1011,74 @@ class TestCpu : public QObject {
     }
   }
 
+  // An epilogue's rows form is called on whole rows of the product, and, where the product is cut
+  // into blocks of columns, on one block's part of a row: each call writes exactly its elements
+  // [begin, end), with the numbers of the kernel's own form (to a few ulp). (It once rounded a part of a row out
+  // to the whole row: the last column block then ran the epilogue on columns another thread was
+  // still computing, a race seen as 356 wrong elements of 131072 on a larger CI machine.)
+  void testEpilogueRowsOnPartsOfRows() {
+    PipelineOptions o;
+    o.timing_budget_ms = 5;
+    o.gemm_templates = false;
+    o.run = false;
+    const CompileResult r = run_pipeline(load_model(data("stages/extra/matmul_epilogues.txt")), o);
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    CpuCompileOptions co;
+    co.external = !have_clang_jit();
+    CpuCompileResult code = compile_cpp(r.source.code, co);
+    QVERIFY2(code.code, code.log.c_str());
+    using Launch = void (*)(void**);
+    using Rows = void (*)(void**, int64_t, int64_t);
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> uni(-2.f, 2.f);
+    int checked = 0;
+    for (size_t k = 0; k < r.schedule.kernels.size(); ++k) {
+      const GeneratedKernel& g = r.source.kernels[k];
+      if (g.rows_launcher.empty()) continue;
+      const auto launch = reinterpret_cast<Launch>(code.code->symbol(g.launcher));
+      const auto rows = reinterpret_cast<Rows>(code.code->symbol(g.rows_launcher));
+      QVERIFY(launch && rows);
+      const Kernel& kr = r.schedule.kernels[k];
+      const int64_t N = r.loops.buffer(r.schedule.kernels[k - 1].writes.at(0)).shape.back();  // the product's row
+      std::vector<Tensor> bufs;
+      std::vector<void*> args;
+      for (const std::string& b : g.args) {
+        const LoopBuffer& lb = r.loops.buffer(b);
+        bufs.emplace_back(lb.dtype, lb.shape);
+      }
+      for (size_t i = 0; i < bufs.size(); ++i) {
+        for (int64_t e = 0; e < bufs[i].numel(); ++e) bufs[i].set(e, uni(rng));
+        args.push_back(bufs[i].data());
+      }
+      const size_t out = g.args.size() - kr.writes.size();  // the first output
+      Tensor& y = bufs[out];
+      launch(args.data());
+      const Tensor whole = cast(y, DType::f64);  // a copy
+      const int64_t M = y.numel() / N;
+      // Parts of rows at column cuts of 16 (as the product's blocks are) and at odd places.
+      const std::vector<int64_t> cuts = {0, std::min<int64_t>(16, N), std::min<int64_t>(N / 2 + 3, N), N};
+      for (int64_t m : {int64_t(0), M / 2, M - 1})
+        for (size_t c = cuts.size() - 1; c-- > 0;) {
+          const int64_t b = m * N + cuts[c], e = m * N + cuts[c + 1];
+          if (b >= e) continue;
+          const double untouched = -12345.5;  // exact in float32
+          for (int64_t i = 0; i < y.numel(); ++i) y.set(i, untouched);
+          rows(args.data(), b, e);
+          for (int64_t i = 0; i < y.numel(); ++i) {
+            const bool inside = i >= b && i < e;
+            const double want = inside ? whole.get(i) : untouched;
+            // Inside, a few ulp: an element in a vector loop's scalar remainder takes the scalar exp.
+            if (inside ? !(std::abs(y.get(i) - want) <= 1e-6 * std::max(1.0, std::abs(want))) : y.get(i) != want)
+              QFAIL((g.rows_launcher + " on [" + std::to_string(b) + ", " + std::to_string(e) + "): element " + std::to_string(i) +
+                     (inside ? " differs from the kernel's" : " outside the range was written"))
+                        .c_str());
+          }
+          ++checked;
+        }
+    }
+    QVERIFY(checked >= 12);  // five epilogues, three rows each, one part or more a row
+  }
+
   // CPU max-autotune: each matrix multiply cut every way gemm_candidate_cuts offers (blocks of
   // rows and columns for the pool's threads, one call), timed with its epilogue; the table lists
   // every candidate, the run uses the chosen cuts (the kernel table names them) and matches the
