@@ -719,6 +719,9 @@ class Parser {
       return;
     }
     if (symbolic) fail(meta_col, "'" + target.text + "' is a symbolic integer computed by " + c.target + ": only size queries are read");
+    // Metadata checks export leaves (aten._assert_tensor_metadata, _assert_scalar, _assert_async):
+    // checked here where they name a tensor's dtype, then dropped, as the .pt2 reader does.
+    if (c.op.rfind("aten._assert_", 0) == 0) return check_assert(c);
     const OpDef* op = find_op_functional(c.op);
     if (!op) {
       // An op we lack: kept, with the shape its annotation gives, so the model still opens; the
@@ -733,6 +736,20 @@ class Parser {
                          n.meta().annotation());
     const std::string key = n.name;
     names_[key] = g_.add(std::move(n));
+  }
+
+  // _assert_tensor_metadata(a, size=None, stride=None, dtype=None, *, device, layout): a's dtype
+  // against the one asserted (positional or keyword); the other checks concern nothing we compute.
+  void check_assert(const Call& c) {
+    if (c.op != "aten._assert_tensor_metadata.default" || c.pos.empty() || !c.pos[0].is_node()) return;
+    const Arg* dtype = c.pos.size() > 3 ? &c.pos[3] : nullptr;
+    for (const auto& [k, v] : c.kw)
+      if (k == "dtype") dtype = &v;
+    if (!dtype || dtype->kind != Arg::Kind::string) return;
+    const Node& t = g_.nodes[c.pos[0].node];
+    const auto want = dtype_from_name(dtype->s);
+    if (want && t.meta().dtype != *want)
+      fail(c.col, "'" + t.name + "' is " + std::string(dtype_short(t.meta().dtype)) + " but the graph asserts " + std::string(dtype_short(*want)));
   }
 
   // The value of a size query of a tensor whose shape the graph knows.

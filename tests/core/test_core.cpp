@@ -236,6 +236,12 @@ class TestCore : public QObject {
                                  << "aten.sin.default takes at most 1 positional argument but 2 were given";
     QTest::newRow("missing arg") << head + "        y: \"f32[4]\" = torch.ops.aten.add.Tensor(x)\n        return (y,)\n"
                                  << "missing its argument 'other'";
+    QTest::newRow("metadata assert") << head + "        _a = torch.ops.aten._assert_tensor_metadata.default(x, None, None, torch.int64);  _a = None\n"
+                                                 "        return (x,)\n"
+                                     << "'x' is f32 but the graph asserts i64";
+    QTest::newRow("metadata assert, keyword") << head + "        _a = torch.ops.aten._assert_tensor_metadata.default(x, dtype = torch.bool)\n"
+                                                          "        return (x,)\n"
+                                              << "'x' is f32 but the graph asserts b8";
     QTest::newRow("undefined") << head + "        y: \"f32[4]\" = torch.ops.aten.sin.default(z)\n        return (y,)\n"
                                << "<t>:3:50: 'z' is used before it is defined";
     QTest::newRow("bad annotation") << "class G(torch.nn.Module):\n    def forward(self, x: \"f32[4,\"):\n        return (x,)\n"
