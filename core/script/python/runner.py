@@ -43,6 +43,20 @@ def _load(sources):
         exec(compile(sources[name], mods[name].__file__, "exec"), mods[name].__dict__)
 
 
+class _MissingModule(NotImplementedError, ModuleNotFoundError):
+    """A torch submodule this torch lacks (torch.utils.data, torch.optim.lr_scheduler): the import
+    raises NotImplementedError naming it (a ModuleNotFoundError too, for `except ImportError:`)."""
+
+
+class _MissingTorchModules:
+    """The last finder on sys.meta_path: `import torch.X` for a module we do not provide."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name.startswith("torch."):
+            raise _MissingModule("%s is not supported by Lowerscope's torch" % name, name=name)
+        return None
+
+
 def _traceback(exc):
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith("<lowerscope")]
     out = ["Traceback (most recent call last):\n"] if frames else []
@@ -58,6 +72,8 @@ def main(source, filename, sources):
     folder = os.path.dirname(os.path.abspath(filename))
     try:
         _load(sources)
+        if not any(isinstance(f, _MissingTorchModules) for f in sys.meta_path):
+            sys.meta_path.append(_MissingTorchModules())
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
         if folder not in sys.path:
             sys.path.insert(0, folder)

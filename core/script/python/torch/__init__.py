@@ -216,6 +216,17 @@ def _unsupported(what):
     raise NotImplementedError("%s is not supported by Lowerscope's torch" % what)
 
 
+class _NotSupported(NotImplementedError, AttributeError):
+    """An attribute this torch lacks (torch.linspace, Tensor.narrow): NotImplementedError naming it,
+    and an AttributeError too, so hasattr() and getattr(obj, name, default) keep their meaning."""
+
+
+def _missing_attribute(owner, name):
+    if name.startswith("__"):
+        raise AttributeError("%s has no attribute %r" % (owner, name))
+    raise _NotSupported("%s.%s is not supported by Lowerscope's torch" % (owner, name))
+
+
 # ---- autograd -----------------------------------------------------------------------------------
 
 
@@ -234,7 +245,9 @@ class _OpBackward:
 
     def __init__(self, callee, expr, metas, inputs, nout):
         self.callee, self.expr, self.metas, self.nout = callee, expr, metas, nout
-        self.inputs = [t if t.grad_fn is None else _Edge(t) for t in inputs]
+        # A leaf that requires grad by itself (its .grad is filled); every other input as it is now,
+        # since a later in-place op may give the tensor object a new grad_fn (or one at all).
+        self.inputs = [t if t.grad_fn is None and t.requires_grad else _Edge(t) for t in inputs]
         self.bufs = [t._buf for t in inputs]
 
     def name(self):
@@ -304,7 +317,7 @@ def _run_backward(roots, grads):
 # ---- tensors ------------------------------------------------------------------------------------
 
 class Tensor:
-    __slots__ = ("_buf", "_dt", "_shape", "_node", "_graph", "requires_grad", "grad", "grad_fn", "_out", "_view", "_views",
+    __slots__ = ("_buf", "_dt", "_shape", "_node", "_graph", "requires_grad", "grad", "grad_fn", "_out", "_view", "_views", "_st",
                  "__weakref__")
 
     def __init__(self, *args, **kwargs):
@@ -316,7 +329,7 @@ class Tensor:
         t._buf, t._dt, t._shape = buf, dt, tuple(shape)
         t._node = t._graph = None
         t.requires_grad, t.grad, t.grad_fn, t._out = False, None, None, 0
-        t._view = t._views = None
+        t._view = t._views = t._st = None
         return t
 
     def _value(self, reason="Tensor value needed"):
@@ -368,14 +381,15 @@ class Tensor:
 
     @data.setter
     def data(self, other):
-        self._set(other)
+        with no_grad():
+            self._set(other)
 
     def is_floating_point(self):
         return self.dtype.is_floating_point
 
     def _assign(self, other):
         """This tensor object now holds other's value (under capture: other's node)."""
-        if other.grad_fn is not None and self.grad_fn is None and self.requires_grad:
+        if _grad_enabled and self.grad_fn is None and self.requires_grad and self._view is None:
             raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
         self._buf, self._dt, self._shape = other._buf, other._dt, other._shape
         self._node, self._graph = other._node, other._graph
@@ -383,6 +397,10 @@ class Tensor:
             other._graph.produced.append((other._node, _weakref.ref(self)))
         if other.grad_fn is not None:  # an in-place op recorded for autograd
             self.requires_grad, self.grad_fn, self._out = True, other.grad_fn, other._out
+        elif _grad_enabled and self.grad_fn is not None and not other.requires_grad:
+            # A value that depends on nothing (y[1] = 0 on a y that required grad): no gradient flows
+            # through it, and the base it is scattered into takes the gradient of its other elements.
+            self.requires_grad, self.grad_fn, self._out = False, None, 0
         return self
 
     def _set(self, other):
@@ -492,8 +510,10 @@ class Tensor:
     # conversions
     def to(self, *args, **kwargs):
         for a in list(args) + list(kwargs.values()):
+            if isinstance(a, Tensor):
+                a = a.dtype
             if isinstance(a, dtype) and a.short != self._dt:
-                _unsupported("Tensor.to(%r) (dtype conversion)" % a)
+                return _op("call", "torch.ops.prims.convert_element_type.default", "convert_element_type", [self, a])
         return self
 
     def cpu(self):
@@ -505,6 +525,18 @@ class Tensor:
     def float(self):
         return self.to(float32)
 
+    def double(self):
+        return self.to(float64)
+
+    def long(self):
+        return self.to(int64)
+
+    def int(self):
+        return self.to(int32)
+
+    def bool(self):
+        return self.to(_bool_dtype)
+
     def type_as(self, other):
         return self.to(other.dtype)
 
@@ -513,15 +545,40 @@ class Tensor:
 
     # in-place (functional underneath: the tensor object takes the new value)
     def zero_(self):
-        with no_grad():
-            return self._set(zeros(self._shape, dtype=self.dtype))
+        return self._set(zeros(self._shape, dtype=self.dtype))
 
     def fill_(self, v):
-        with no_grad():
-            return self._set(full(self._shape, v, dtype=self.dtype))
+        if isinstance(v, Tensor):
+            return self.copy_(v)
+        return self._set(full(self._shape, v, dtype=self.dtype))
 
-    def copy_(self, src):
-        return self._set(src.expand(*self._shape) if tuple(src._shape) != self._shape else src)
+    def copy_(self, src, non_blocking=False):
+        if not isinstance(src, Tensor):
+            raise TypeError("copy_(): argument 'src' must be Tensor, not %s" % type(src).__name__)
+        if src._dt != self._dt:
+            src = src.to(self.dtype)
+        # An op, not src itself, where the copy must carry a gradient back to a leaf src.
+        if tuple(src._shape) != self._shape or (_grad_enabled and src.requires_grad and src.grad_fn is None):
+            src = src.expand(*self._shape)
+        return self._set(src)
+
+    def clamp_(self, min=None, max=None):
+        return self._set(self.clamp(min, max))
+
+    def pow_(self, e):
+        return self._set(self ** e)
+
+    def addcmul_(self, tensor1, tensor2, value=1):
+        return self._set(self.addcmul(tensor1, tensor2, value=value))
+
+    def addcdiv_(self, tensor1, tensor2, value=1):
+        return self._set(self.addcdiv(tensor1, tensor2, value=value))
+
+    def lerp_(self, end, weight):
+        return self._set(self.lerp(end, weight))
+
+    def masked_fill_(self, mask, value):
+        return self._set(self.masked_fill(mask, value))
 
     def add_(self, other, alpha=1):
         return self._set(self + (other * alpha if alpha != 1 else other))
@@ -615,11 +672,25 @@ class Tensor:
     def t(self):
         return _view_op(self, "t", [])
 
-    def contiguous(self):
+    def contiguous(self, memory_format=None):
+        if self.is_contiguous():
+            return self  # PyTorch returns the tensor itself
         return _op("method", "contiguous", "contiguous", [self])
 
+    def is_contiguous(self, memory_format=None):
+        return _is_contiguous(self._shape, _strides(self))
+
+    def stride(self, dim=None):
+        st = _strides(self)
+        return st if dim is None else st[dim]
+
     def split(self, size, dim=0):
-        return _op("method", "split", "split", [self, size], {"dim": dim}, multi=True)
+        outs = _op("method", "split", "split", [self, size], {"dim": dim}, multi=True)
+        d, start = dim % self.dim(), 0
+        for o in outs:  # views of self, as PyTorch's
+            _link(self, o, "slice", (d, start, start + o._shape[d], 1))
+            start += o._shape[d]
+        return outs
 
     def chunk(self, chunks, dim=0):
         return self.split(-(-self._shape[dim] // chunks), dim)
@@ -657,6 +728,26 @@ class Tensor:
     def clamp(self, min=None, max=None):
         return clamp(self, min, max)
 
+    def addcmul(self, tensor1, tensor2, value=1):
+        return _op("call", "torch.ops.aten.addcmul.default", "addcmul", [self, tensor1, tensor2], {"value": value})
+
+    def addcdiv(self, tensor1, tensor2, value=1):
+        return _op("call", "torch.ops.aten.addcdiv.default", "addcdiv", [self, tensor1, tensor2], {"value": value})
+
+    def lerp(self, end, weight):
+        # aten's lerp: start + weight * (end - start) for weight < 0.5, else end - (end - start) * (1 - weight).
+        if isinstance(weight, Tensor):
+            _unsupported("Tensor.lerp with a tensor weight")
+        return self + (end - self) * weight if _bi.abs(weight) < 0.5 else end - (end - self) * (1 - weight)
+
+    def masked_fill(self, mask, value):
+        if isinstance(value, Tensor):
+            return _op("call", "torch.ops.aten.masked_fill.Tensor", "masked_fill", [self, mask, value])
+        return _op("call", "torch.ops.aten.masked_fill.Scalar", "masked_fill", [self, mask, value])
+
+    def __getattr__(self, name):
+        _missing_attribute("torch.Tensor", name)
+
     def max(self, dim=None, keepdim=False):
         if dim is None:
             return self.amax()
@@ -686,6 +777,11 @@ for _name in ("sin", "cos", "exp", "log", "neg", "abs", "sqrt", "rsqrt", "tanh",
         return _op("method", _n, _n, [self])
 
     setattr(Tensor, _name, _method)
+
+    def _inplace(self, _n=_name):
+        return self._set(getattr(self, _n)())
+
+    setattr(Tensor, _name + "_", _inplace)
 
 
 # ---- views ---------------------------------------------------------------------------------------
@@ -722,14 +818,115 @@ def _derive(base, kind, args, refresh=False):
 
 
 def _view_op(base, kind, args):
+    """base's view `kind` as PyTorch takes it: view() where the strides allow it (else an error),
+    reshape() and flatten() a view where they allow it and a copy where they do not."""
     out = _derive(base, kind, args)
-    out._view = (base, kind, tuple(args))
+    if not _link(base, out, kind, args) and kind == "view":
+        raise RuntimeError("view size is not compatible with input tensor's size and stride (at least one dimension "
+                           "spans across two contiguous subspaces). Use .reshape(...) instead.")
+    return out
+
+
+def _link(base, out, kind, args):
+    """Makes out a view of base (False where its strides cannot express it: out stays a copy)."""
+    st = _view_strides(base, kind, tuple(args), out._shape)
+    if st is None:
+        return False
+    out._view, out._st = (base, kind, tuple(args)), st
     if base._views is None:
         base._views = []
     elif len(base._views) > 64:
         base._views = [w for w in base._views if w() is not None]
     base._views.append(_weakref.ref(out))
-    return out
+    return True
+
+
+# Strides, as PyTorch's: a view shares its base's storage, and whether view()/reshape() can alias and
+# contiguous() is a no-op follows from them. A tensor that is no view is contiguous (_st None).
+
+
+def _contiguous_strides(shape):
+    st, acc = [], 1
+    for d in reversed(shape):
+        st.append(acc)
+        acc *= _bi.max(d, 1)
+    return tuple(reversed(st))
+
+
+def _strides(t):
+    return t._st if t._st is not None else _contiguous_strides(t._shape)
+
+
+def _is_contiguous(shape, st):
+    expected = 1
+    for d, s in zip(reversed(shape), reversed(st)):
+        if d != 1:
+            if s != expected:
+                return False
+            expected *= d
+    return True
+
+
+def _compute_stride(oldshape, oldstride, newshape):
+    """ATen's computeStride (TensorUtils.cpp): the strides of a view of newshape, or None."""
+    if not oldshape:
+        return tuple(1 for _ in newshape)
+    numel = 1
+    for d in oldshape:
+        numel *= d
+    if numel == 0:
+        return tuple(oldstride) if tuple(oldshape) == tuple(newshape) else _contiguous_strides(newshape)
+    newstride = [0] * len(newshape)
+    view_d = len(newshape) - 1
+    chunk_base_stride = oldstride[-1]
+    tensor_numel = view_numel = 1
+    for tensor_d in range(len(oldshape) - 1, -1, -1):
+        tensor_numel *= oldshape[tensor_d]
+        if tensor_d == 0 or (oldshape[tensor_d - 1] != 1 and oldstride[tensor_d - 1] != tensor_numel * chunk_base_stride):
+            while view_d >= 0 and (view_numel < tensor_numel or newshape[view_d] == 1):
+                newstride[view_d] = view_numel * chunk_base_stride
+                view_numel *= newshape[view_d]
+                view_d -= 1
+            if view_numel != tensor_numel:
+                return None
+            if tensor_d > 0:
+                chunk_base_stride = oldstride[tensor_d - 1]
+                tensor_numel = view_numel = 1
+    return tuple(newstride) if view_d == -1 else None
+
+
+def _view_strides(base, kind, args, out_shape):
+    st, n = list(_strides(base)), len(base._shape)
+    if kind == "alias":
+        return tuple(st)
+    if kind in ("view", "reshape", "flatten"):
+        return _compute_stride(base._shape, st, out_shape)
+    if kind == "slice":
+        dim, step = args[0] % n, args[3]
+        st[dim] *= step
+        return tuple(st)
+    if kind == "select":
+        del st[args[0] % n]
+        return tuple(st)
+    if kind == "permute":
+        dims = list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) else list(args)
+        return tuple(st[d % n] for d in dims)
+    if kind in ("transpose", "t"):
+        if n < 2:
+            return tuple(st)
+        d0, d1 = (args[0] % n, args[1] % n) if kind == "transpose" else (0, 1)
+        st[d0], st[d1] = st[d1], st[d0]
+        return tuple(st)
+    if kind == "unsqueeze":
+        dim = args[0] % (n + 1)
+        st.insert(dim, 1 if dim >= n else base._shape[dim] * st[dim])
+        return tuple(st)
+    if kind == "squeeze":
+        dim = args[0] % n if n else 0
+        if n and base._shape[dim] == 1:
+            del st[dim]
+        return tuple(st)
+    raise AssertionError("no strides for a view of kind " + kind)
 
 
 def _scatter(base, view, kind, args):

@@ -163,7 +163,9 @@ def cat(tensors, dim=0):
 
 
 def flatten(x, start_dim=0, end_dim=-1):
-    return _op("call", "torch.flatten", "flatten", [x, start_dim] + ([end_dim] if end_dim != -1 else []))
+    out = _op("call", "torch.flatten", "flatten", [x, start_dim] + ([end_dim] if end_dim != -1 else []))
+    _link(x, out, "flatten", (start_dim, end_dim))  # a view where the strides allow it, as PyTorch's
+    return out
 
 
 def softmax(x, dim, dtype=None):
@@ -271,3 +273,8 @@ bool = _bool_dtype
 from torch import _dynamo  # noqa: E402  (filled in after this module)
 from torch import nn  # noqa: E402
 from torch import optim  # noqa: E402
+
+
+def __getattr__(name):
+    """torch.linspace and the rest this torch lacks: NotImplementedError naming it (PEP 562)."""
+    _missing_attribute("torch", name)

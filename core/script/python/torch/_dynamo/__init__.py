@@ -26,7 +26,8 @@ import weakref as _weakref
 import _lowerscope as _ls
 import torch
 
-config = _types.SimpleNamespace(cache_size_limit=8, capture_scalar_outputs=False, suppress_errors=False, verbose=False)
+config = _types.SimpleNamespace(cache_size_limit=8, recompile_limit=8, capture_scalar_outputs=False,
+                                suppress_errors=False, verbose=False, error_on_recompile=False)
 
 
 class Unsupported(RuntimeError):
@@ -37,7 +38,12 @@ class BackendCompilerFailed(RuntimeError):
     """The pipeline could not compile a captured graph."""
 
 
-exc = _types.SimpleNamespace(Unsupported=Unsupported, BackendCompilerFailed=BackendCompilerFailed)
+class RecompileError(RuntimeError):
+    """config.error_on_recompile and a call needs another compile of the same code."""
+
+
+exc = _types.SimpleNamespace(Unsupported=Unsupported, BackendCompilerFailed=BackendCompilerFailed,
+                             RecompileError=RecompileError)
 
 _active = None       # the _Frame being captured
 _graphs = []         # the compile log: one dict per compiled graph
@@ -492,6 +498,9 @@ class _Frame:
                 e["log"]["sizes"].append(shape)
             return e
         reason = "first call" if not entries else broken or self.why_recompile(entries[-1], g, guards, train)
+        if entries and config.error_on_recompile:
+            raise RecompileError("Recompiling function %s in %s\n    triggered by the following guard failure(s):\n"
+                                 "    - %s" % (g.function, g.location, reason))
         # torch.compile(dynamic=True) compiles with symbolic sizes from the first call; by default
         # (dynamic=None) a recompile because an input's size changed does (automatic dynamic shapes).
         dynamic = not train and (self.dynamic is True or (self.dynamic is None and " size mismatch " in reason))
@@ -506,8 +515,9 @@ class _Frame:
         log = {"id": len(_graphs), "function": g.function, "location": g.location, "text": text, "guards": guard_text,
                "reason": reason, "recompile": _bi.bool(entries), "train": train, "calls": 0, "result": -1,
                "dynamic": dynamic, "sizes": [_call_shape(g.inputs)]}
-        if len(entries) >= config.cache_size_limit:
-            log["reason"] += " (cache_size_limit %d reached at this place: compiled anyway)" % config.cache_size_limit
+        limit = _bi.min(config.cache_size_limit, config.recompile_limit)
+        if len(entries) >= limit:
+            log["reason"] += " (recompile_limit %d reached at this place: compiled anyway)" % limit
         _graphs.append(log)
         try:
             try:
@@ -615,7 +625,10 @@ class _CompiledBackward:
 
     def __init__(self, entry, g, values, outputs):
         self.entry, self.values, self.nout = entry, values, len(outputs)
-        self.inputs = [i["tensor"] if i["tensor"] is not None else torch.zeros(()) for i in g.inputs]
+        tensors = [i["tensor"] if i["tensor"] is not None else torch.zeros(()) for i in g.inputs]
+        self.metas = [(t._dt, t._shape) for t in tensors]
+        # Leaves that require grad by themselves; other inputs as they are now (see torch._OpBackward).
+        self.inputs = [t if t.grad_fn is None and t.requires_grad else torch._Edge(t) for t in tensors]
 
     def __repr__(self):
         return "<CompiledFunctionBackward>"
@@ -631,8 +644,7 @@ class _CompiledBackward:
         for k, idx in enumerate(e["grad_of"]):
             b = res[e["num_forward"] + k]
             if idx >= 0 and b is not None:
-                t = self.inputs[idx]
-                per_input[idx] = torch.Tensor._make(b, t._dt, t._shape)
+                per_input[idx] = torch.Tensor._make(b, *self.metas[idx])
         return per_input
 
 
@@ -767,3 +779,7 @@ def explain(fn, *extra_args, **extra_kwargs):
     if extra_args or extra_kwargs:
         return run(*extra_args, **extra_kwargs)
     return run
+
+
+def __getattr__(name):
+    torch._missing_attribute("torch._dynamo", name)

@@ -219,30 +219,58 @@ class Conv2d(Module):
         return "%d, %d, kernel_size=%s, stride=%s" % (self.in_channels, self.out_channels, self.kernel_size, self.stride)
 
 
-class BatchNorm2d(Module):
-    def __init__(self, num_features, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True, device=None, dtype=None):
+class _BatchNorm(Module):
+    """torch/nn/modules/batchnorm.py: in training the batch's statistics normalize and the running
+    ones move towards them (F.batch_norm does it in place), num_batches_tracked counts the batches,
+    and momentum=None makes the running statistics a cumulative average (factor 1 / batches)."""
+
+    def __init__(self, num_features, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True, device=None,
+                 dtype=None):
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
         self.weight = Parameter(torch.ones(num_features)) if affine else None
         self.bias = Parameter(torch.zeros(num_features)) if affine else None
-        self.register_buffer("running_mean", torch.zeros(num_features))
-        self.register_buffer("running_var", torch.ones(num_features))
+        if track_running_stats:
+            self.register_buffer("running_mean", torch.zeros(num_features))
+            self.register_buffer("running_var", torch.ones(num_features))
+            self.register_buffer("num_batches_tracked", torch.tensor(0, dtype=torch.long))
+        else:
+            for name in ("running_mean", "running_var", "num_batches_tracked"):
+                self.register_buffer(name, None)
 
-    def forward(self, x):
-        if self.training:
-            # Batch statistics normalize; the running statistics move towards them.
-            mean = x.mean([0, 2, 3])
-            n = x.numel() // x.shape[1]
-            var = ((x - mean.view(1, -1, 1, 1)) ** 2).mean([0, 2, 3])
-            with torch.no_grad():
-                m = self.momentum
-                self.running_mean.copy_(self.running_mean * (1 - m) + mean.detach() * m)
-                self.running_var.copy_(self.running_var * (1 - m) + var.detach() * (m * n / max(n - 1, 1)))
-        return F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias, self.training,
-                            self.momentum, self.eps)
+    def reset_running_stats(self):
+        if self.track_running_stats:
+            self.running_mean.zero_()
+            self.running_var.fill_(1)
+            self.num_batches_tracked.zero_()
+
+    def forward(self, input):
+        self._check_input_dim(input)
+        factor = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
+            self.num_batches_tracked.add_(1)
+            factor = 1.0 / float(self.num_batches_tracked) if self.momentum is None else self.momentum
+        bn_training = self.training or (self.running_mean is None and self.running_var is None)
+        keep = not self.training or self.track_running_stats
+        return F.batch_norm(input, self.running_mean if keep else None, self.running_var if keep else None,
+                            self.weight, self.bias, bn_training, factor, self.eps)
 
     def extra_repr(self):
-        return "%d, eps=%g, momentum=%g" % (self.num_features, self.eps, self.momentum)
+        return "%d, eps=%g, momentum=%s, affine=%s, track_running_stats=%s" % (
+            self.num_features, self.eps, self.momentum, self.affine, self.track_running_stats)
+
+
+class BatchNorm1d(_BatchNorm):
+    def _check_input_dim(self, input):
+        if input.dim() not in (2, 3):
+            raise ValueError("expected 2D or 3D input (got %dD input)" % input.dim())
+
+
+class BatchNorm2d(_BatchNorm):
+    def _check_input_dim(self, input):
+        if input.dim() != 4:
+            raise ValueError("expected 4D input (got %dD input)" % input.dim())
 
 
 class LayerNorm(Module):
@@ -317,6 +345,8 @@ class LeakyReLU(Module):
 class Dropout(Module):
     def __init__(self, p=0.5, inplace=False):
         super().__init__()
+        if p < 0 or p > 1:
+            raise ValueError("dropout probability has to be between 0 and 1, but got %s" % p)
         self.p = p
 
     def forward(self, x):
@@ -350,6 +380,33 @@ class MSELoss(Module):
         return F.mse_loss(input, target, reduction=self.reduction)
 
 
+class L1Loss(Module):
+    def __init__(self, size_average=None, reduce=None, reduction="mean"):
+        super().__init__()
+        self.reduction = ["none", "mean", "sum"][F._reduction(reduction, size_average, reduce)]
+
+    def forward(self, input, target):
+        return F.l1_loss(input, target, reduction=self.reduction)
+
+
+class SmoothL1Loss(L1Loss):
+    def __init__(self, size_average=None, reduce=None, reduction="mean", beta=1.0):
+        super().__init__(size_average, reduce, reduction)
+        self.beta = beta
+
+    def forward(self, input, target):
+        return F.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
+
+
+class HuberLoss(Module):
+    def __init__(self, reduction="mean", delta=1.0):
+        super().__init__()
+        self.reduction, self.delta = reduction, delta
+
+    def forward(self, input, target):
+        return F.huber_loss(input, target, reduction=self.reduction, delta=self.delta)
+
+
 class _WeightedLoss(Module):
     def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean"):
         super().__init__()
@@ -380,6 +437,24 @@ class NLLLoss(_WeightedLoss):
 
     def forward(self, input, target):
         return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index, reduction=self.reduction)
+
+
+class BCELoss(_WeightedLoss):
+    def forward(self, input, target):
+        return F.binary_cross_entropy(input, target, weight=self.weight, reduction=self.reduction)
+
+
+class BCEWithLogitsLoss(_WeightedLoss):
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean", pos_weight=None):
+        super().__init__(weight, size_average, reduce, reduction)
+        if pos_weight is not None:
+            self.register_buffer("pos_weight", pos_weight)
+        else:
+            object.__setattr__(self, "pos_weight", None)
+
+    def forward(self, input, target):
+        return F.binary_cross_entropy_with_logits(input, target, self.weight, pos_weight=self.pos_weight,
+                                                  reduction=self.reduction)
 
 
 class LogSoftmax(Module):
@@ -442,3 +517,7 @@ def _missing(name):
 
 for _n in ("Embedding", "LSTM", "GRU", "Conv1d", "MultiheadAttention", "AvgPool2d", "SiLU"):
     globals()[_n] = _missing(_n)
+
+
+def __getattr__(name):
+    torch._missing_attribute("torch.nn", name)

@@ -56,7 +56,33 @@ def adaptive_avg_pool2d(input, output_size):
     return _op("call", "torch.nn.functional.adaptive_avg_pool2d", "adaptive_avg_pool2d", [input, output_size])
 
 
+def _verify_batch_size(size):
+    n = size[0]
+    for d in size[2:]:
+        n *= d
+    if n == 1:
+        raise ValueError("Expected more than 1 value per channel when training, got input size %s" % (size,))
+
+
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-05):
+    """Training normalizes by the batch's statistics and, as aten's batch_norm, moves the running
+    statistics in place towards them: running = (1 - momentum) * running + momentum * batch, the
+    variance unbiased (n / (n - 1)). Evaluation normalizes by the running statistics."""
+    if training:
+        _verify_batch_size(input.shape)
+    elif running_mean is None or running_var is None:
+        raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
+    if training and (running_mean is not None or running_var is not None):
+        dims = [0] + list(range(2, input.dim()))
+        n = input.numel() // input.shape[1]
+        shape = [1, input.shape[1]] + [1] * (input.dim() - 2)
+        with torch.no_grad():
+            mean = input.mean(dims)
+            if running_mean is not None:
+                running_mean.copy_(mean * momentum + running_mean * (1 - momentum))
+            if running_var is not None:
+                var = ((input - mean.view(shape)) ** 2).sum(dims) / (n - 1)
+                running_var.copy_(var * momentum + running_var * (1 - momentum))
     return _op("call", "torch.nn.functional.batch_norm", "batch_norm",
                [input, running_mean, running_var, weight, bias, training, momentum, eps])
 
@@ -67,6 +93,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
 
 
 def dropout(input, p=0.5, training=True, inplace=False):
+    if p < 0.0 or p > 1.0:
+        raise ValueError("dropout probability has to be between 0 and 1, but got %s" % p)
     if not training or p == 0:
         return input
     return _op("call", "torch.nn.functional.dropout", "dropout", [input, p, training])
@@ -82,6 +110,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):
 
 
 _REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}
+_NAMES = ["none", "mean", "sum"]
 
 
 def _reduction(reduction, size_average=None, reduce=None):
@@ -114,6 +143,43 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
                [input, target, weight, _reduction(reduction, size_average, reduce), ignore_index])
 
 
+def _reduce(loss, reduction):
+    r = _reduction(reduction)
+    return loss if r == 0 else loss.mean() if r == 1 else loss.sum()
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    return _reduce((input - target).abs(), _NAMES[_reduction(reduction, size_average, reduce)])
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    """-(t log x + (1 - t) log(1 - x)), each log clamped at -100 as aten's kernel."""
+    loss = -(target * input.log().clamp(min=-100) + (1 - target) * (1 - input).log().clamp(min=-100))
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, _NAMES[_reduction(reduction, size_average, reduce)])
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
+                                     pos_weight=None):
+    return _op("call", "torch.ops.aten.binary_cross_entropy_with_logits.default", "binary_cross_entropy_with_logits",
+               [input, target, weight, pos_weight, _reduction(reduction, size_average, reduce)])
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    return _op("call", "torch.ops.aten.smooth_l1_loss.default", "smooth_l1_loss",
+               [input, target, _reduction(reduction, size_average, reduce), float(beta)])
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    """delta * smooth_l1(beta=delta): 0.5 d^2 below delta, delta (|d| - 0.5 delta) above."""
+    if weight is not None:
+        torch._unsupported("huber_loss(weight=...)")
+    d = (input - target).abs()
+    loss = torch.where(d < delta, d * d * 0.5, (d - 0.5 * delta) * delta)
+    return _reduce(loss, reduction)
+
+
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
     if attn_mask is not None or dropout_p:
         torch._unsupported("scaled_dot_product_attention with attn_mask or dropout_p")
@@ -130,6 +196,9 @@ def _missing(name):
     return fn
 
 
-for _n in ("embedding", "avg_pool2d", "silu", "pad",
-           "interpolate", "normalize", "l1_loss", "binary_cross_entropy"):
+for _n in ("embedding", "avg_pool2d", "silu", "pad", "interpolate", "normalize"):
     globals()[_n] = _missing(_n)
+
+
+def __getattr__(name):
+    torch._missing_attribute("torch.nn.functional", name)

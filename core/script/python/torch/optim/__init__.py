@@ -5,45 +5,100 @@ import torch
 
 class Optimizer:
     def __init__(self, params, defaults):
+        if isinstance(params, torch.Tensor):
+            raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, but "
+                            "got torch.Tensor")
+        self.defaults = defaults
+        self.state = {}        # param -> its state (PyTorch keys it by the parameter, too)
+        self.param_groups = []
         params = list(params)
-        if params and isinstance(params[0], dict):
-            self.param_groups = [dict(defaults, **g) for g in params]
-            for g in self.param_groups:
-                g["params"] = list(g["params"])
-        else:
-            self.param_groups = [dict(defaults, params=params)]
-        self.state = {}
+        if not params:
+            raise ValueError("optimizer got an empty parameter list")
+        for g in params if isinstance(params[0], dict) else [{"params": params}]:
+            self.add_param_group(g)
+
+    def add_param_group(self, param_group):
+        g = dict(param_group)
+        g["params"] = [g["params"]] if isinstance(g["params"], torch.Tensor) else list(g["params"])
+        for k, v in self.defaults.items():
+            g.setdefault(k, v)
+        self.param_groups.append(g)
 
     def zero_grad(self, set_to_none=True):
         for g in self.param_groups:
             for p in g["params"]:
-                if set_to_none or p.grad is None:
+                if p.grad is None:
+                    continue
+                if set_to_none:
                     p.grad = None
                 else:
-                    p.grad.zero_()
+                    with torch.no_grad():
+                        p.grad.zero_()
+
+    def state_dict(self):
+        """As PyTorch's: parameters by their index over the groups, in order."""
+        index, groups, k = {}, [], 0
+        for g in self.param_groups:
+            packed = {key: v for key, v in g.items() if key != "params"}
+            packed["params"] = []
+            for p in g["params"]:
+                if id(p) not in index:
+                    index[id(p)] = k
+                    k += 1
+                packed["params"].append(index[id(p)])
+            groups.append(packed)
+        state = {index[id(p)]: dict(v) for p, v in self.state.items() if id(p) in index}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict):
+        groups = state_dict["param_groups"]
+        if len(groups) != len(self.param_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        by_index = {}
+        for g, saved in zip(self.param_groups, groups):
+            if len(g["params"]) != len(saved["params"]):
+                raise ValueError("loaded state dict contains a parameter group that doesn't match the size of "
+                                 "optimizer's group")
+            by_index.update(zip(saved["params"], g["params"]))
+            g.update({k: v for k, v in saved.items() if k != "params"})
+        self.state = {by_index[i]: {k: (v.clone() if isinstance(v, torch.Tensor) else v) for k, v in st.items()}
+                      for i, st in state_dict["state"].items()}
 
 
 class SGD(Optimizer):
-    def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False):
+    """torch/optim/sgd.py, _single_tensor_sgd: weight decay adds wd * p to the gradient; the momentum
+    buffer starts as the gradient and then takes momentum * buf + (1 - dampening) * g; Nesterov steps
+    along g + momentum * buf."""
+
+    def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *, maximize=False,
+                 foreach=None, differentiable=False, fused=None):
+        if lr < 0 or momentum < 0 or weight_decay < 0:
+            raise ValueError("Invalid SGD hyperparameters: lr=%r momentum=%r weight_decay=%r" % (lr, momentum, weight_decay))
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
-                                      nesterov=nesterov))
+                                      nesterov=nesterov, maximize=maximize))
 
     @torch.no_grad()
     def step(self, closure=None):
-        loss = closure() if closure is not None else None
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
         for g in self.param_groups:
             for p in g["params"]:
                 if p.grad is None:
                     continue
-                d = p.grad
+                d = -p.grad if g["maximize"] else p.grad
                 if g["weight_decay"]:
                     d = d + p * g["weight_decay"]
                 if g["momentum"]:
-                    buf = self.state.get(id(p))
-                    buf = d if buf is None else buf * g["momentum"] + d * (1 - g["dampening"])
-                    self.state[id(p)] = buf
+                    st = self.state.setdefault(p, {})
+                    buf = st.get("momentum_buffer")
+                    buf = d.clone() if buf is None else buf * g["momentum"] + d * (1 - g["dampening"])
+                    st["momentum_buffer"] = buf
                     d = d + buf * g["momentum"] if g["nesterov"] else buf
-                p._set(p - d * g["lr"])
+                p.sub_(d * g["lr"])
         return loss
 
 
@@ -119,3 +174,7 @@ def _missing(name):
 
 for _n in ("RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam", "LBFGS"):
     globals()[_n] = _missing(_n)
+
+
+def __getattr__(name):
+    torch._missing_attribute("torch.optim", name)
