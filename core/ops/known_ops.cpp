@@ -39,6 +39,7 @@ const OpDef& max_pool2d_with_indices_backward() {
 const OpDef& cat() { static const OpDef& d = must_find("aten.cat.default"); return d; }
 const OpDef& gather() { static const OpDef& d = must_find("aten.gather.default"); return d; }
 const OpDef& embedding() { static const OpDef& d = must_find("aten.embedding.default"); return d; }
+const OpDef& index_put() { static const OpDef& d = must_find("aten.index_put.default"); return d; }
 const OpDef& index_tensor() { static const OpDef& d = must_find("aten.index.Tensor"); return d; }
 const OpDef& efficient_attention() {
   static const OpDef& d = must_find("aten._scaled_dot_product_efficient_attention.default");

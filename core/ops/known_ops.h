@@ -24,6 +24,7 @@ const OpDef& max_pool2d_with_indices_backward();
 const OpDef& cat();
 const OpDef& gather();     // generated code through indirect indices where it can (lower/lower.cpp)
 const OpDef& embedding();
+const OpDef& index_put();  // a library call; rows of float32 on a fast path (exec/extern_kernels.cpp)
 const OpDef& index_tensor();  // aten.index.Tensor
 const OpDef& efficient_attention();           // aten._scaled_dot_product_efficient_attention
 const OpDef& efficient_attention_backward();  // aten._scaled_dot_product_efficient_attention_backward

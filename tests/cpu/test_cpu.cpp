@@ -1853,6 +1853,43 @@ class TestCpu : public QObject {
     QVERIFY2(r.error.find("node 'c'") != std::string::npos, r.error.c_str());
   }
 
+  // index_put of whole rows (embedding_dense_backward's form: one index tensor on dimension 0,
+  // float32) runs as a library call on rows split over the threads by columns: accumulated in
+  // index order with repeated and negative indices, or written (the last write of a repeated
+  // index stays); checked against loops written here. An index out of range is named.
+  void testIndexPutRows() {
+    const int64_t V = 37, R = 6604, n = 10;  // rows long enough to be split between threads
+    Tensor x(DType::f32, {V, R}), v(DType::f32, {2, 5, R}), idx(DType::i64, {2, 5});
+    const int64_t iv[n] = {3, -1, 3, 0, 36, 3, 7, -37, 12, 3};
+    for (int64_t k = 0; k < n; ++k) idx.set(k, iv[k]);
+    for (int64_t e = 0; e < x.numel(); ++e) x.set(e, 0.25 * static_cast<double>(e % 11) - 1);
+    for (int64_t e = 0; e < v.numel(); ++e) v.set(e, 0.125 * static_cast<double>((e * 7) % 13) - 0.5);
+    const std::string text =
+        "class G(torch.nn.Module):\n"
+        "    def forward(self, x: \"f32[37, 6604]\", v: \"f32[2, 5, 6604]\", idx: \"i64[2, 5]\"):\n"
+        "        acc: \"f32[37, 6604]\" = torch.ops.aten.index_put.default(x, [idx], v, True)\n"
+        "        put: \"f32[37, 6604]\" = torch.ops.aten.index_put.default(x, [idx], v)\n"
+        "        return (acc, put)\n";
+    CompileResult r = compile_graph_text(text, {x, v, idx}, false);
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    std::vector<float> acc(static_cast<size_t>(V * R)), put(acc.size());
+    for (int64_t e = 0; e < V * R; ++e) acc[e] = put[e] = static_cast<float>(x.get(e));
+    for (int64_t k = 0; k < n; ++k) {
+      const int64_t row = iv[k] < 0 ? iv[k] + V : iv[k];
+      for (int64_t j = 0; j < R; ++j) {
+        acc[row * R + j] += static_cast<float>(v.get(k * R + j));
+        put[row * R + j] = static_cast<float>(v.get(k * R + j));
+      }
+    }
+    for (int64_t e = 0; e < V * R; ++e) {
+      QCOMPARE(static_cast<float>(r.outputs[0].get(e)), acc[e]);
+      QCOMPARE(static_cast<float>(r.outputs[1].get(e)), put[e]);
+    }
+    idx.set(4, 37);
+    r = compile_graph_text(text, {x, v, idx}, false);
+    QVERIFY2(r.error.find("index 37 is out of bounds for dimension 0 with size 37") != std::string::npos, r.error.c_str());
+  }
+
   // An integer tensor compared with a number compares integers: x == 3 is not x == true.
   void testIntegerComparisonWithNumber() {
     Tensor x(DType::i64, {12});
