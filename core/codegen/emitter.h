@@ -187,6 +187,10 @@ class LoopEmitter : public OpsHandler {
     // variables beside interleaved loads (cifar_net's max-pool over ReLU, 2x2 windows, and its
     // argmax: "no vectype", scalar and branchy, 8x slower than Clang's code); inline, it
     // vectorizes. Long ones stay variables (an expression read twice is written twice).
+    // A conversion to bool keeps its cast there: inline, `(x)` of a float x stayed a float in
+    // C++ (OPT's float attention mask `.to(torch.bool)`, and-ed with the causal mask: `bool &
+    // float` did not compile), and a bool used as a number must be 0 or 1.
+    if (dialect_ == Dialect::cpp && t == DType::b8 && m == Math::identity) e = "static_cast<bool>(" + e + ")";
     if (dialect_ == Dialect::cpp && t == DType::b8 && e.size() < 160) return value("(" + e + ")");
     const std::string v = fresh();
     line("auto " + v + " = static_cast<" + std::string(dtype_c(t)) + ">(" + e + ");");
