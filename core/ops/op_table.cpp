@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 #include <stdexcept>
 
 #include "ops/rule_helpers.h"
@@ -316,8 +317,17 @@ std::vector<Arg> bind_args(const OpDef& op, std::vector<Arg> pos,
     else if (ps[i].type.back() == '?') out[i] = Arg::none();
     else throw std::invalid_argument(op.name + " is missing its argument '" + ps[i].name + "' (" + ps[i].type + ")");
   }
+  // A Python number where a Tensor is declared: pointwise ops take it as a scalar operand; so do
+  // the ops PyTorch's argument parser lets a number bind to a Tensor (should_allow_numbers_as_tensors:
+  // add, sub, mul, div, true_divide, floor_divide), which torch.export keeps as a number
+  // (EdgeNeXt's `torch.div(t, 2, rounding_mode='floor')`: div.Tensor_mode(t, 2)). Their rules
+  // read it as PyTorch's wrapped number: a scalar operand of type promotion (here the operand
+  // after self; `self` a number is what the pointwise ops take).
+  static const std::set<std::string_view> numbers_as_tensors = {"add", "sub", "mul", "div", "true_divide", "floor_divide"};
+  const bool takes_numbers = op.name.rfind("aten.", 0) == 0 && numbers_as_tensors.count(op.base_name());
   for (size_t i = 0; i < ps.size(); ++i) {
-    if (ps[i].type == "Tensor" && !out[i].is_node() && !(op.kind == OpKind::pointwise && out[i].is_number()))
+    const bool number_ok = op.kind == OpKind::pointwise || (takes_numbers && i > 0);
+    if (ps[i].type == "Tensor" && !out[i].is_node() && !(number_ok && out[i].is_number()))
       throw std::invalid_argument(op.name + ": argument '" + ps[i].name + "' must be a tensor");
     if (ps[i].type == "Tensor?" && !out[i].is_node() && !out[i].is_none())
       throw std::invalid_argument(op.name + ": argument '" + ps[i].name + "' must be a tensor or None");

@@ -811,6 +811,11 @@ std::vector<Arg> decomp_div_mode(GraphBuilder& b, const OpDef& op, const std::ve
   if (!y.is_node()) return {y.number() != 0 ? fl : basic};
   return {call(b, "aten.where.self", {call(b, "aten.ne.Scalar", {y, Arg::of_int(0)}), fl, basic})};
 }
+// floor_divide (`t // 2`, kept by torch.export): div with rounding_mode 'floor', as torch._refs
+// writes it; its gradient is zero, through div's.
+std::vector<Arg> decomp_floor_divide(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
+  return {b.call(a[1].is_node() ? "aten.div.Tensor_mode" : "aten.div.Scalar_mode", {a[0], a[1]}, {{"rounding_mode", Arg::of_string("floor")}})};
+}
 // derivatives.yaml: None as div.Tensor; 'trunc' and 'floor' have zero gradients.
 Args d_div_mode(DerivCtx& c) {
   Args r(3, kNone);
@@ -1047,6 +1052,10 @@ void add_pointwise_ops(std::vector<OpDef>& t) {
       comp("aten.__and__.Scalar", "__and__.Scalar(Tensor self, Scalar other) -> Tensor", kAten, infer_by_decomp, nullptr, decomp_alias<kBitwiseAndS>),
       comp("aten.__or__.Scalar", "__or__.Scalar(Tensor self, Scalar other) -> Tensor", kAten, infer_by_decomp, nullptr, decomp_alias<kBitwiseOrS>),
       comp("aten.__xor__.Scalar", "__xor__.Scalar(Tensor self, Scalar other) -> Tensor", kAten, infer_by_decomp, nullptr, decomp_alias<kBitwiseXorS>),
+      comp("aten.floor_divide.default", "floor_divide(Tensor self, Tensor other) -> Tensor", kAten, infer_by_decomp, nullptr,
+           decomp_floor_divide),
+      comp("aten.floor_divide.Scalar", "floor_divide.Scalar(Tensor self, Scalar other) -> Tensor", kAten, infer_by_decomp, nullptr,
+           decomp_floor_divide),
       comp("aten.min.other", "min.other(Tensor self, Tensor other) -> Tensor", kAten, infer_by_decomp, nullptr, decomp_alias<kMinimum>),
       comp("aten.max.other", "max.other(Tensor self, Tensor other) -> Tensor", kAten, infer_by_decomp, nullptr, decomp_alias<kMaximum>),
       comp("aten.where.ScalarOther", "where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor", kAten, infer_by_decomp,
