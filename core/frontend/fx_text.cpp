@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "frontend/autocast_policy.h"
+#include "frontend/export_records.h"
 #include "ops/known_ops.h"
 #include "ops/op_table.h"
 #include "ops/print.h"
@@ -731,6 +732,23 @@ class Parser {
       return;
     }
     Node n = make_node(target.text, c, op);
+    // An output whose annotation is the shape export's decomposition gives (frontend/export_records.h):
+    // our node, then a view to the annotated shape under the annotated name.
+    if (meta && c.op == "getitem" && meta->shape != n.meta().shape) {
+      const Node& src = g_.nodes[c.pos[0].node];
+      if (src.op && record_follows_decomposition(*src.op, static_cast<size_t>(c.pos[1].i), n.meta(), *meta)) {
+        n.name = fresh(target.text + "_kernel");
+        const int kernel = g_.add(std::move(n));
+        static const OpDef* view = find_op("aten.view.default");
+        Call vc;
+        vc.target = "torch.ops." + view->name;
+        vc.op = view->name;
+        vc.col = c.col;
+        vc.pos = {Arg::of_node(kernel), Arg::of_ints(meta->shape)};
+        names_[target.text] = g_.add(make_node(target.text, vc, view));
+        return;
+      }
+    }
     if (meta && (meta->shape != n.meta().shape || meta->dtype != n.meta().dtype))
       fail(meta_col, "'" + n.name + "' is annotated " + meta->annotation() + " but " + op->name + " gives " +
                          n.meta().annotation());

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "frontend/autocast_policy.h"
+#include "frontend/export_records.h"
 #include "ops/known_ops.h"
 #include "ops/op_table.h"
 
@@ -483,6 +484,26 @@ class Importer {
       gi.args = {Arg::of_node(id), Arg::of_int(static_cast<int64_t>(i))};
       gi.outs = {metas[i]};
       gi.origins = {base};
+      if (values.contains(gi.name)) {
+        const TensorMeta want = tensor_meta(r_, values[gi.name], "tensor_values." + gi.name);
+        if (record_follows_decomposition(*op, i, metas[i], want)) {  // frontend/export_records.h
+          const std::string recorded = gi.name;
+          gi.name = recorded + "_kernel";
+          for (int k = 1; names_.count(gi.name) || graph_names_.count(gi.name); ++k) gi.name = recorded + "_kernel" + std::to_string(k);
+          const std::string kernel = gi.name;
+          add(std::move(gi));
+          static const OpDef* view = find_op("aten.view.default");
+          Node v;
+          v.name = recorded;
+          v.op = view;
+          v.target = "torch.ops." + view->name;
+          v.args = {Arg::of_node(names_.at(kernel)), Arg::of_ints(want.shape)};
+          v.outs = infer_meta(g_, *view, v.args);
+          v.origins = {base};
+          add(std::move(v));
+          continue;
+        }
+      }
       check_meta(metas[i], values, gi.name, where);
       add(std::move(gi));
     }
