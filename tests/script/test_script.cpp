@@ -527,6 +527,66 @@ print("dropout ok")
     QCOMPARE(r.output, std::string("dropout ok\n"));
   }
 
+  // The conformance script (tests/data/script/conformance.py) prints what real PyTorch prints for
+  // it: views, in-place ops and setitem, BatchNorm running statistics, dropout, losses, optimizers,
+  // graph breaks and guards. Its expected text is our run's, checked against PyTorch 2.11 on the GPU
+  // machine by tools/gpu/conformance.sh. On a difference the whole output is written beside the
+  // temporary folder to diff against the expected file.
+  void testConformanceWithPyTorch() {
+    const std::string dir = std::string(LS_TEST_DATA) + "/script/";
+    const ls::ScriptRun r = ls::run_script(read(dir + "conformance.py"), dir + "conformance.py");
+    QVERIFY2(r.ok, (r.error + r.output).c_str());
+    const std::string expected = read(dir + "conformance.expected.txt");
+    if (r.output != expected) {
+      const std::string actual = QDir::tempPath().toStdString() + "/conformance.actual.txt";
+      std::ofstream(actual, std::ios::binary) << r.output;
+      std::istringstream a(r.output), e(expected);
+      std::string la, le;
+      int line = 0;
+      while (true) {
+        ++line;
+        const bool ga = static_cast<bool>(std::getline(a, la)), ge = static_cast<bool>(std::getline(e, le));
+        if (!ga && !ge) break;
+        if (!ga || !ge || la != le) break;
+      }
+      const std::string msg = "line " + std::to_string(line) + ": expected '" + le + "', got '" + la +
+                              "' (whole output: " + actual + ")";
+      QFAIL(msg.c_str());
+    }
+  }
+
+  // What this torch lacks raises NotImplementedError naming it, where PyTorch would have it: a
+  // function, a Tensor method, a module of torch.nn, a submodule; hasattr() still answers False.
+  void testMissingApisAreNamed() {
+    const std::string script = R"(
+import torch
+def named(fn, name):
+    try:
+        fn()
+    except NotImplementedError as e:
+        assert name in str(e), str(e)
+        return
+    raise AssertionError("no NotImplementedError for " + name)
+named(lambda: torch.linspace(0, 1, 5), "torch.linspace")
+named(lambda: torch.ones(3).narrow(0, 0, 1), "torch.Tensor.narrow")
+named(lambda: torch.nn.GRUCell(2, 2), "torch.nn.GRUCell")
+named(lambda: torch.nn.functional.unfold, "torch.nn.functional.unfold")
+named(lambda: torch.optim.lr_scheduler, "torch.optim.lr_scheduler")
+named(lambda: torch.optim.RMSprop([torch.zeros(1)]), "torch.optim.RMSprop")
+named(lambda: __import__("torch.utils.data"), "torch.utils")
+try:
+    import torch.utils.data
+except ImportError:
+    pass
+assert not hasattr(torch, "linspace") and not hasattr(torch.ones(1), "narrow")
+assert getattr(torch.nn, "GRUCell", None) is None
+print("named")
+)";
+    const ls::ScriptRun r = ls::run_script(script, "missing.py");
+    QVERIFY2(r.ok, (r.error + r.output).c_str());
+    QCOMPARE(r.output, std::string("named\n"));
+  }
+
   // A script's error is a traceback naming the line; a missing function is named; the next
   // script runs as if nothing happened.
   void testErrorsAreReportedAndTheHostGoesOn() {

@@ -53,7 +53,9 @@ class _MissingTorchModules:
 
     def find_spec(self, name, path=None, target=None):
         if name.startswith("torch."):
-            raise _MissingModule("%s is not supported by Lowerscope's torch" % name, name=name)
+            e = _MissingModule("%s is not supported by Lowerscope's torch" % name)
+            e.name = name
+            raise e
         return None
 
 
