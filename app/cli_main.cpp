@@ -30,6 +30,7 @@
 #include "report/html_report.h"
 #include "report/capture_report.h"
 #include "report/report.h"
+#include "frontend/trace_kernel_map.h"
 #include "report/trace_report.h"
 #include "script/script.h"
 
@@ -45,7 +46,7 @@ const char* kUsage = R"(usage:
   lowerscope-cli diff MODEL [--stage S | --stages A,B] [compile options] [--right "OPTIONS"]
   lowerscope-cli export MODEL --out DIR [compile options]
   lowerscope-cli run SCRIPT.py [--report FILE.json] [--device cpu|cuda] [--quiet]
-  lowerscope-cli trace TRACE_DIR_OR_LOG [--report FILE.json] [--device cpu|cuda] [--no-compile] [--graph ID] [--quiet]
+  lowerscope-cli trace TRACE_DIR_OR_LOG [--report FILE.json] [--device cpu|cuda] [--no-compile] [--graph ID] [--diff-inductor] [--quiet]
   lowerscope-cli compile TRACE_DIR_OR_LOG --graph ID [compile options]
   lowerscope-cli capture CAPTURE_DIR [--report FILE.json] [--device cpu|cuda] [--no-compile] [--quiet]
   lowerscope-cli stages        list the stage names, in pipeline order
@@ -86,7 +87,9 @@ tlparse reads): frames and compile ids with their stacks, each Dynamo graph with
 recompiles with the guard that failed, failures and the compile time per phase; each Dynamo graph
 is also compiled by our pipeline (random inputs of its shapes, checked against the reference
 interpreter) unless --no-compile; --graph ID prints that graph, its guards and Inductor's kernels
-with the nodes they cover. `compile TRACE --graph 0/1` compiles one of its Dynamo graphs as MODEL.
+with the nodes they cover, set against ours by Dynamo node; --diff-inductor prints only that table
+(rows "input_2, input_3 -> Inductor: triton_... | ours: cpp_fused_..." with where they differ), of
+--graph or of every graph. `compile TRACE --graph 0/1` compiles one of its Dynamo graphs as MODEL.
 `capture` reads the folder that torch.compile(model, backend="lowerscope") writes (the Python
 package in python/): each Dynamo graph is compiled by our pipeline on its example inputs (.npy) and
 checked against PyTorch's eager outputs and the reference interpreter; the guards, recompiles,
@@ -336,9 +339,14 @@ int compile_command(int argc, char** argv) {
     const ls::TraceCompile* c = t.compile(trace_graph);
     if (!c) throw std::invalid_argument(model_path + ": no compile " + trace_graph + " in this trace (`lowerscope-cli trace` lists them)");
     model = ls::trace_graph_model(*c);
-  } else
+  } else {
+    auto t0 = std::chrono::steady_clock::now();
     model = ls::load_model(model_path, lo);
+    fprintf(stderr, "dbg load %.0f ms\n", std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  auto t1 = std::chrono::steady_clock::now();
   ls::CompileResult r = ls::run_pipeline(model, po);
+  fprintf(stderr, "dbg pipeline %.0f ms\n", std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count());
   if (!quiet) print_result(r);
   bool at_ok = true;
   if (!at.empty() && r.error.empty() && !r.program && !r.not_run.empty())
@@ -360,6 +368,7 @@ int compile_command(int argc, char** argv) {
     const std::string j = ls::report_json(r);
     std::fwrite(j.data(), 1, j.size(), f);
     std::fclose(f);
+    fprintf(stderr, "dbg after report %.0f ms\n", std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count());
   }
   if (!dump.empty()) write_dump_with_html(r, dump);
   if (!r.error.empty()) {
@@ -591,6 +600,9 @@ void print_trace(const ls::TorchTrace& t, const std::string& graph) {
         std::cout << "  " << std::left << std::setw(48) << k.name << std::right << ' ' << k.kind << "  covers [" << nodes << "]\n";
       }
     }
+    if (!c->output_code.empty())
+      std::cout << "\nInductor's kernels against ours, by Dynamo node (--diff-inductor):\n"
+                << ls::kernel_map_text(ls::map_trace_kernels(*c, c->ours.kernel_list, c->ours.attempted && !c->ours.kernel_list.empty()));
   }
   if (!t.warnings.empty()) {
     std::cout << "\nproblems in the log (" << t.warnings.size() << "):\n";
@@ -606,7 +618,7 @@ int trace_command(int argc, char** argv) {
   }
   const std::vector<std::string> args(argv, argv + argc);
   std::string report, graph;
-  bool compile = true, quiet = false;
+  bool compile = true, quiet = false, diff_inductor = false;
   ls::PipelineOptions po;
   for (size_t i = 3; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -619,11 +631,22 @@ int trace_command(int argc, char** argv) {
     else if (a == "--graph") graph = value();
     else if (a == "--no-compile") compile = false;
     else if (a == "--quiet") quiet = true;
+    else if (a == "--diff-inductor") diff_inductor = true;
     else throw std::invalid_argument("unknown option '" + a + "'");
   }
   ls::TorchTrace t = ls::read_torch_trace(args[2]);
+  if (!graph.empty() && !t.compile(graph)) throw std::invalid_argument("no compile " + graph + " in this trace");
   if (compile) ls::compile_trace_graphs(t, po);
-  if (!quiet) print_trace(t, graph);
+  if (diff_inductor) {  // only the kernel maps: of --graph, else of every graph with Inductor's code
+    for (const ls::TraceCompile& c : t.compiles) {
+      if ((!graph.empty() && t.compile(graph) != &c) || (graph.empty() && c.output_code.empty())) continue;
+      std::cout << "[" << c.id() << "] " << (c.name.empty() ? "?" : c.name) << ": ";
+      if (c.output_code.empty()) std::cout << "no Inductor output code in the trace\n";
+      else std::cout << ls::kernel_map_text(ls::map_trace_kernels(c, c.ours.kernel_list, c.ours.attempted && !c.ours.kernel_list.empty()));
+    }
+  } else if (!quiet) {
+    print_trace(t, graph);
+  }
   if (!report.empty()) {
     std::ofstream f(report);
     if (!f) throw std::runtime_error(report + ": cannot write the report");

@@ -7,6 +7,7 @@
 #include <QPushButton>
 #include <QScrollBar>
 #include <QSplitter>
+#include <QStackedWidget>
 #include <QTreeWidget>
 #include <QVBoxLayout>
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include "backend/backend.h"
 #include "graph_layout.h"
 #include "graph_view.h"
+#include "inductor_diff_view.h"
 #include "ops/op_table.h"
 #include "report/diff.h"
 #include "sched/schedule.h"
@@ -165,7 +167,12 @@ DiffPanel::DiffPanel(CompileSession* left, QWidget* parent) : QWidget(parent), l
   vsplit->addWidget(top);
   vsplit->addWidget(texts);
   vsplit->setSizes({500, 350});
-  v->addWidget(vsplit, 1);
+  pages_ = new QStackedWidget(this);
+  pages_->addWidget(vsplit);
+  inductor_ = new InductorDiffView(pages_);
+  pages_->addWidget(inductor_);
+  v->addWidget(pages_, 1);
+  connect(inductor_, &InductorDiffView::nodesChosen, this, &DiffPanel::nodesChosen);
 
   // The two texts scroll together (their lines are aligned).
   connect(text_a_->verticalScrollBar(), &QScrollBar::valueChanged, text_b_->verticalScrollBar(), &QScrollBar::setValue);
@@ -174,7 +181,10 @@ DiffPanel::DiffPanel(CompileSession* left, QWidget* parent) : QWidget(parent), l
   connect(variant_, &QComboBox::currentIndexChanged, this, [this](int i) {
     if (i < 0) return;
     const PipelineOptions o = variantOptions(i);
-    if (i == 0 && left_->result()) {
+    // Inductor's kernels against ours: of the fused stage, whatever the stages say.
+    stage_a_->setEnabled(!inductorChosen());
+    stage_b_->setEnabled(!inductorChosen());
+    if ((i == 0 || inductorChosen()) && left_->result()) {
       std::vector<std::string> names;
       for (const Stage& s : left_->result()->stages) names.push_back(s.name);
       fill_stages(stage_b_, names, stage_b_->currentText());
@@ -221,7 +231,18 @@ PipelineOptions DiffPanel::variantOptions(int index) const {
 QStringList DiffPanel::variants() const {
   QStringList out;
   for (const Variant& v : variants_of(left_->options)) out << v.name;
+  const TraceCompile* c = trace_ ? trace_->compile(trace_id_.toStdString()) : nullptr;
+  if (c && !c->output_code.empty()) out << inductorVariant();
   return out;
+}
+
+QString DiffPanel::inductorVariant() { return tr("Inductor (from the trace)"); }
+
+bool DiffPanel::inductorChosen() const { return variant_->currentText() == inductorVariant(); }
+
+void DiffPanel::setTraceGraph(std::shared_ptr<const TorchTrace> trace, const QString& id) {
+  trace_ = std::move(trace);
+  trace_id_ = trace_ ? id : QString();
 }
 
 QStringList DiffPanel::stages() const {
@@ -264,6 +285,16 @@ void DiffPanel::compareNow() {
   if (!a_) return;
   want_a_ = stage_a_->currentText();
   want_b_ = stage_b_->currentText();
+  if (inductorChosen()) {  // PyTorch's kernels from the trace: nothing to compile on the right
+    pages_->setCurrentWidget(inductor_);
+    inductor_->setGraph(trace_, trace_ ? trace_->compile(trace_id_.toStdString()) : nullptr, a_);
+    summary_->setText(tr("PyTorch's kernels for [%1], from the trace, against ours, by Dynamo graph node. A row's click shows both kernels "
+                         "and marks its nodes in the explorer.")
+                          .arg(trace_id_));
+    emit compared(true);
+    return;
+  }
+  pages_->setCurrentIndex(0);
   waiting_ = true;
   if (variant_->currentIndex() <= 0) {
     b_ = a_;

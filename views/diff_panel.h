@@ -3,6 +3,8 @@
 // The graph diff is drawn in one layout (changed orange, added green, removed red and dashed),
 // the changes are listed beside it, and the two texts are shown side by side, aligned, with the
 // removed and added lines marked. The diff itself is core's (report/diff.h).
+// Where the left side is a Dynamo graph of an opened TORCH_TRACE log, the variant "Inductor (from
+// the trace)" sets PyTorch's own kernels for that graph against ours instead (InductorDiffView).
 #pragma once
 #include <QStringList>
 #include <QWidget>
@@ -14,6 +16,7 @@
 class QComboBox;
 class QLabel;
 class QPushButton;
+class QStackedWidget;
 class QTreeWidget;
 
 namespace ls {
@@ -22,6 +25,8 @@ class CodeView;
 class CompileSession;
 class GraphLayouter;
 class GraphView;
+class InductorDiffView;
+struct TorchTrace;
 
 class DiffPanel : public QWidget {
   Q_OBJECT
@@ -34,6 +39,10 @@ class DiffPanel : public QWidget {
   // The right side's variants, as shown: "This compile", "Fusion off", "Target CUDA", ...
   QStringList variants() const;
   QStringList stages() const;  // the left side's stages
+  // The trace whose compile `id` the left side compiles (null: none): offers the Inductor variant.
+  void setTraceGraph(std::shared_ptr<const TorchTrace> trace, const QString& id);
+  static QString inductorVariant();  // "Inductor (from the trace)"
+  InductorDiffView* inductorView() const { return inductor_; }
   // Starts a diff; compared() follows once both sides are in and the graph is drawn. False when
   // a stage or variant named is not offered.
   bool compare(const QString& stage_a, const QString& variant, const QString& stage_b);
@@ -47,11 +56,13 @@ class DiffPanel : public QWidget {
 
  signals:
   void compared(bool ok);
+  void nodesChosen(const QStringList& nodes);  // a row of the Inductor comparison: mark them in the explorer
 
  private:
   void compareNow();
   void showDiff();
   PipelineOptions variantOptions(int index) const;
+  bool inductorChosen() const;
 
   CompileSession* left_;
   CompileSession* right_;  // the other compile, when the variant is not "This compile"
@@ -65,6 +76,10 @@ class DiffPanel : public QWidget {
   QTreeWidget* changes_;
   CodeView* text_a_;
   CodeView* text_b_;
+  QStackedWidget* pages_;  // the diff of two compiles, or the Inductor comparison
+  InductorDiffView* inductor_;
+  std::shared_ptr<const TorchTrace> trace_;
+  QString trace_id_;
   std::shared_ptr<const CompileResult> a_, b_;
   QString want_a_, want_b_;
   QStringList names_[4];

@@ -208,6 +208,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   trace_dock_->hide();
   connect(trace_, &TracePanel::graphChosen, this, &MainWindow::compileTraceGraph);
   connect(trace_, &TracePanel::compileAllRequested, this, [this] { trace_session_->compileAll(session_->options); });
+  connect(diff_, &DiffPanel::nodesChosen, trace_, &TracePanel::nodesChosen);  // a row of the Inductor comparison
   connect(trace_, &TracePanel::nodesChosen, this, [this](const QStringList& nodes) {
     const CompileResult* r = session_->result();
     if (!r || nodes.isEmpty()) return;
@@ -846,6 +847,9 @@ void MainWindow::onFinished() {
     showError(tr("The compiled model's output does not match its reference. See the run stage."));
   }
   if (!trace_graph_.isEmpty() && r->model.path.rfind("[" + trace_graph_.toStdString() + "]", 0) == 0) trace_->setOurs(trace_graph_, r);
+  // A graph of a trace: the Diff tab offers Inductor's kernels for it against ours.
+  const bool of_trace = !trace_graph_.isEmpty() && r->model.path.rfind("[" + trace_graph_.toStdString() + "]", 0) == 0;
+  diff_->setTraceGraph(of_trace ? trace_session_->trace() : nullptr, trace_graph_);
   diff_->leftChanged();
   profile_->setResult(session_->shared());
   properties_->clear();

@@ -31,6 +31,7 @@ struct TraceKernel {
   std::vector<std::string> aten_ops;      // "Original ATen: [aten.sin, aten.add]"
   std::map<std::string, std::vector<std::string>> node_to_aten;  // "a => sin, add" (post-grad nodes)
   int line = 0;                           // 1-based, in the output code
+  std::string phase;                      // ours (OurCompile::kernel_list): forward | backward | update
 };
 
 struct TraceOutputCode {

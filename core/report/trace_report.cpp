@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "frontend/fx_text.h"
+#include "frontend/trace_kernel_map.h"
 
 namespace ls {
 
@@ -24,13 +25,13 @@ OurCompile summarize_compile(const CompileResult& r) {
   OurCompile ours;
   ours.attempted = true;
   ours.compile_ms = r.compile_ms;
-  auto add = [&](const std::string& name, bool is_extern, const std::vector<std::string>& nodes) {
+  auto add = [&](const std::string& name, bool is_extern, const std::vector<std::string>& nodes, const std::string& phase) {
     (is_extern ? ours.library_calls : ours.kernels)++;
-    ours.kernel_list.push_back({name, is_extern ? "extern" : "generated", nodes, {}, {}, 0});
+    ours.kernel_list.push_back({name, is_extern ? "extern" : "generated", nodes, {}, {}, 0, phase});
   };
-  for (const KernelReport& k : r.kernels) add(k.name, k.kind == KernelKind::extern_call, k.nodes);
+  for (const KernelReport& k : r.kernels) add(k.name, k.kind == KernelKind::extern_call, k.nodes, k.phase);
   if (r.kernels.empty())  // compiled, not run (no GPU here): the schedule's kernels
-    for (const Kernel& k : r.schedule.kernels) add(k.name, k.is_extern, k.origins);
+    for (const Kernel& k : r.schedule.kernels) add(k.name, k.is_extern, k.origins, phase_name(k.phase));
   if (!r.error.empty()) ours.error = "stage '" + r.error_stage + "': " + r.error;
   else if (!r.not_run.empty()) ours.not_run = r.not_run;
   else if (!r.check.ok) {
@@ -105,7 +106,8 @@ std::string trace_report_json(const TorchTrace& t) {
       ours["compile_ms"] = c.ours.compile_ms;
       if (!c.ours.error.empty()) ours["error"] = c.ours.error;
       json list = json::array();
-      for (const TraceKernel& k : c.ours.kernel_list) list.push_back({{"name", k.name}, {"kind", k.kind}, {"source_nodes", k.source_nodes}});
+      for (const TraceKernel& k : c.ours.kernel_list)
+        list.push_back({{"name", k.name}, {"kind", k.kind}, {"phase", k.phase}, {"source_nodes", k.source_nodes}});
       ours["kernel_list"] = list;
     }
     g["ours"] = ours;
@@ -115,6 +117,7 @@ std::string trace_report_json(const TorchTrace& t) {
       for (const TraceKernel& k : oc.kernels)
         kernels.push_back({{"name", k.name}, {"kind", k.kind}, {"code", oc.aot_id}, {"source_nodes", k.source_nodes}, {"aten", k.aten_ops}});
     g["inductor"] = kernels;
+    if (!c.output_code.empty()) g["kernel_map"] = json::parse(kernel_map_json(map_trace_kernels(c, c.ours.kernel_list, c.ours.attempted && !c.ours.kernel_list.empty())));
     if (!c.recompile_reasons.empty()) g["recompile_reasons"] = c.recompile_reasons;
     if (!c.fail_type.empty()) g["fail"] = {{"type", c.fail_type}, {"reason", c.fail_reason}};
     g["compile_time_s"] = c.compile_time_s;

@@ -42,6 +42,8 @@
 #include "script/script.h"
 #include "script_panel.h"
 #include "trace_kernel_model.h"
+#include "inductor_diff_view.h"
+#include "kernel_map_model.h"
 #include "trace_panel.h"
 #include "trace_session.h"
 #include "frontend/torch_trace.h"
@@ -1295,6 +1297,99 @@ class TestGui : public QObject {
     QCOMPARE(w.tracePanel()->section("frames")->childCount(), 6);
     QVERIFY(done.wait(60000));
     QCOMPARE(done.takeFirst().at(0).toBool(), true);
+  }
+
+  // The Diff tab's Inductor comparison (issue 35 item 1): a trace graph's kernels from PyTorch's
+  // output code against ours, one row per group of Dynamo nodes. Inductor's kernels are counted
+  // here from the code's text, ours from the compile.
+  void testInductorDiff() {
+    const QString path = QString(LS_TEST_DATA) + "/trace/make_trace.log";
+    const TorchTrace t = read_torch_trace(path.toStdString());
+    const TraceCompile* c = t.compile("4/0");
+    QVERIFY(c);
+    int defined = 0, library = 0;
+    QSet<QString> origins;
+    const QRegularExpression nodes_re("#.*Topologically Sorted Source Nodes: \\[([^\\]]*)\\]");
+    for (const TraceOutputCode& oc : c->output_code)
+      for (const QString& line : QString::fromStdString(oc.code).split('\n')) {
+        defined += line.contains(" = async_compile.triton('") || line.contains(" = async_compile.cpp_pybinding(");
+        library += line.contains(QRegularExpression("extern_kernels\\.\\w+\\(")) && !line.contains("import");
+        if (const auto mt = nodes_re.match(line); mt.hasMatch())
+          for (const QString& n : mt.captured(1).split(", ", Qt::SkipEmptyParts)) origins.insert(n);
+      }
+    QCOMPARE(defined, 5);
+    QCOMPARE(library, 5);
+
+    MainWindow w;
+    w.show();
+    QSignalSpy done(&w, &MainWindow::compileDone);
+    w.openTrace(path, "4/0");
+    QVERIFY(done.wait(60000));
+    QCOMPARE(done.takeFirst().at(0).toBool(), true);
+    const CompileResult* r = w.session()->result();
+    QVERIFY(r->model.path.starts_with("[4/0] inner"));
+    int ours_generated = 0, ours_library = 0;
+    for (const KernelReport& k : r->kernels) (k.kind == KernelKind::extern_call ? ours_library : ours_generated)++;
+
+    DiffPanel* d = w.diffPanel();
+    QVERIFY2(d->variants().contains(DiffPanel::inductorVariant()), qPrintable(d->variants().join(", ")));
+    QSignalSpy compared(d, &DiffPanel::compared);
+    w.tabs()->setCurrentIndex(1);
+    QVERIFY(d->compare("fused", DiffPanel::inductorVariant(), "fused"));
+    QVERIFY(compared.count() == 1 || compared.wait(10000));
+    QCOMPARE(compared.takeFirst().at(0).toBool(), true);
+    InductorDiffView* v = d->inductorView();
+    QVERIFY(v->isVisible());
+    KernelMapModel* model = v->model();
+    new QAbstractItemModelTester(model, QAbstractItemModelTester::FailureReportingMode::QtTest, &w);
+    const KernelMap& m = v->map();
+    QCOMPARE(m.inductor_generated, defined);
+    QCOMPARE(m.inductor_library, library);
+    QCOMPARE(m.ours_generated, ours_generated);
+    QCOMPARE(m.ours_library, ours_library);
+    QVERIFY2(v->summary().contains(QString("Inductor: <b>%1</b> generated kernel(s) + %2 library call(s)").arg(defined).arg(library)),
+             qPrintable(v->summary()));
+    QVERIFY2(v->summary().contains(QString("Lowerscope: <b>%1</b> generated kernel(s) + %2 library call(s)").arg(ours_generated).arg(ours_library)),
+             qPrintable(v->summary()));
+    QCOMPARE(model->headerData(KernelMapModel::Inductor, Qt::Horizontal, Qt::DisplayRole).toString(), QString("Inductor (5 + 5 lib)"));
+    // Every origin node of every Inductor kernel is in the rows: as a Dynamo node, or listed as not one.
+    QSet<QString> shown;
+    int inductor_kernels = 0, layer_norm = -1, differing = -1;
+    for (int row = 0; row < model->rowCount(); ++row) {
+      const KernelMapRow& kr = m.rows[size_t(row)];
+      for (const std::string& n : kr.nodes) shown.insert(QString::fromStdString(n));
+      for (const QString& n : model->index(row, KernelMapModel::Unmapped).data().toString().split(", ", Qt::SkipEmptyParts)) shown.insert(n);
+      inductor_kernels += int(kr.inductor.size());
+      if (model->index(row, KernelMapModel::Inductor).data().toString() == "triton_per_fused_gelu_native_layer_norm_0") layer_norm = row;
+      if (kr.differs() && differing < 0) differing = row;
+    }
+    QCOMPARE(inductor_kernels, defined + library);
+    for (const QString& n : origins) QVERIFY2(shown.contains(n), qPrintable(n));
+    QVERIFY(layer_norm >= 0);
+    QCOMPARE(model->index(layer_norm, KernelMapModel::Phase).data().toString(), QString("forward"));
+    QCOMPARE(model->index(layer_norm, KernelMapModel::Nodes).data().toString(), QString("input_2, input_3"));  // gelu and layer_norm, one kernel each side
+    QCOMPARE(model->index(layer_norm, KernelMapModel::Ours).data().toString(), QString("cpp_fused_input_1"));
+    QCOMPARE(model->index(layer_norm, KernelMapModel::Verdict).data().toString(), QString("same"));
+    QVERIFY(!model->index(layer_norm, KernelMapModel::Nodes).data(Qt::BackgroundRole).isValid());
+    // A row where the sides differ is tinted, and says how.
+    QVERIFY(differing >= 0);
+    QVERIFY(model->index(differing, KernelMapModel::Nodes).data(Qt::BackgroundRole).isValid());
+    QVERIFY(!model->index(differing, KernelMapModel::Verdict).data().toString().startsWith("same"));
+    // Clicking a row: both kernels in their code, the nodes marked in the explorer.
+    v->table()->clicked(model->index(layer_norm, KernelMapModel::Nodes));
+    QCOMPARE(v->shownInductorKernel(), QString("triton_per_fused_gelu_native_layer_norm_0"));
+    QVERIFY(v->inductorCode()->text().contains("def triton_per_fused_gelu_native_layer_norm_0"));
+    QCOMPARE(v->shownOurKernel(), QString("cpp_fused_input_1"));
+    QVERIFY(v->ourCode()->text().contains("cpp_fused_input_1"));
+    QVERIFY(w.selectedOrigins().contains("input_2") && w.selectedOrigins().contains("input_3"));
+    // Back to a diff of two compiles: the graph diff again.
+    QVERIFY(d->compare("fused", "Fusion off", "fused"));
+    QVERIFY(compared.wait(60000));
+    QVERIFY(!v->isVisible());
+    // A model that is not a trace's graph offers no Inductor side.
+    w.openModel(QString(LS_SAMPLES) + "/sincos");
+    QVERIFY(done.wait(60000));
+    QVERIFY(!d->variants().contains(DiffPanel::inductorVariant()));
   }
 };
 

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <list>
 #include <random>
+#include <set>
 #include <sstream>
 #include <fstream>
 
@@ -17,6 +18,7 @@
 #include "frontend/onnx.h"
 #include "frontend/pt2.h"
 #include "frontend/torch_trace.h"
+#include "frontend/trace_kernel_map.h"
 #include "interp/reference.h"
 #include "ops/known_ops.h"
 #include "ops/op_table.h"
@@ -920,6 +922,106 @@ class TestImport : public QObject {
     } catch (const ParseError& e) {
       QVERIFY2(std::string(e.what()).find("never exited") != std::string::npos, e.what());
     }
+  }
+
+  // Inductor's kernels against ours by Dynamo node (issue 35 item 1; frontend/trace_kernel_map.h,
+  // lowerscope-cli trace --diff-inductor, the report's kernel_map): on the real PyTorch 2.11 log,
+  // every graph with output code. Inductor's kernels are counted here from the code's text.
+  void testTorchTraceKernelMap() {
+    TorchTrace t = read_torch_trace(std::string(LS_TEST_DATA) + "/trace/make_trace.log");
+    compile_trace_graphs(t);
+    int graphs = 0;
+    for (const TraceCompile& c : t.compiles) {
+      if (c.output_code.empty()) continue;
+      ++graphs;
+      int defined = 0, library = 0;
+      std::set<std::string> origins;  // every node an origin comment names
+      for (const TraceOutputCode& oc : c.output_code) {
+        std::istringstream in(oc.code);
+        std::string line;
+        while (std::getline(in, line)) {
+          if (line.find(" = async_compile.triton('") != std::string::npos || line.find(" = async_compile.cpp_pybinding(") != std::string::npos)
+            ++defined;
+          const size_t e = line.find("extern_kernels.");
+          if (e != std::string::npos && line.find("import") == std::string::npos && line.find('(', e) != std::string::npos) ++library;
+          const std::string tag = "Topologically Sorted Source Nodes: [";
+          if (const size_t s = line.find(tag); s != std::string::npos && line.rfind("#", s) != std::string::npos) {
+            std::string list = line.substr(s + tag.size(), line.find(']', s) - s - tag.size());
+            for (size_t a = 0, b; a < list.size(); a = b + 2) {
+              b = list.find(", ", a);
+              if (b == std::string::npos) b = list.size();
+              origins.insert(list.substr(a, b - a));
+            }
+          }
+        }
+      }
+      const KernelMap m = map_trace_kernels(c, c.ours.kernel_list, true);
+      QVERIFY2(m.inductor_generated == defined, c.id().c_str());
+      QVERIFY2(m.inductor_library == library, c.id().c_str());
+      QCOMPARE(m.ours_generated, c.ours.kernels);
+      QCOMPARE(m.ours_library, c.ours.library_calls);
+      // Every kernel of both sides lands in exactly one row; every origin node is in a row, as a
+      // Dynamo node or named as not one.
+      int inductor = 0, ours = 0;
+      std::set<std::string> seen;
+      for (const KernelMapRow& r : m.rows) {
+        inductor += int(r.inductor.size()), ours += int(r.ours.size());
+        seen.insert(r.nodes.begin(), r.nodes.end());
+        for (const MappedKernel& k : r.inductor) seen.insert(k.unmapped.begin(), k.unmapped.end());
+        QVERIFY(!r.verdict.empty());
+      }
+      QCOMPARE(inductor, defined + library);
+      QCOMPARE(ours, c.ours.kernels + c.ours.library_calls);
+      for (const std::string& n : origins) QVERIFY2(seen.count(n), (c.id() + ": " + n).c_str());
+      QCOMPARE(m.unmapped_inductor_kernels, 0);  // this log's kernels all map (by comment, gradient or name)
+    }
+    QCOMPARE(graphs, 10);
+
+    // The training step: forward rows as Inductor groups them, the backward's weight gradients
+    // found through the backward graph's GradAOTOutput comments.
+    const TraceCompile* c = t.compile("4/0");
+    const KernelMap m = map_trace_kernels(*c, c->ours.kernel_list, true);
+    const std::string text = kernel_map_text(m);
+    QVERIFY2(text.find("forward   input_2, input_3 -> Inductor: triton_per_fused_gelu_native_layer_norm_0 | ours: cpp_fused_input_1   [same]") !=
+                 std::string::npos,
+             text.c_str());
+    bool bias_grad = false;
+    for (const KernelMapRow& r : m.rows)
+      for (const MappedKernel& k : r.inductor)
+        if (k.name == "triton_poi_fused_sum_0") {  // sum_1 of the tangent: the last linear's bias gradient
+          bias_grad = r.phase == "backward" && k.via_gradient == std::vector<std::string>{"input_4"} && k.unmapped == std::vector<std::string>{"sum_1"};
+        }
+    QVERIFY2(bias_grad, text.c_str());
+    // The CPU graph: Inductor's C++ kernel has no source-node comment; matched by its name.
+    const TraceCompile* cpu = t.compile("5/0");
+    const KernelMap mc = map_trace_kernels(*cpu, cpu->ours.kernel_list, true);
+    QCOMPARE(mc.rows.size(), size_t(2));
+    QCOMPARE(mc.rows[1].nodes, std::vector<std::string>{"softmax"});
+    QCOMPARE(mc.rows[1].inductor.at(0).via_name, std::vector<std::string>{"softmax"});
+    QCOMPARE(mc.rows[1].verdict, std::string("same"));
+    // Not compiled by us: Inductor's side alone, said so.
+    const KernelMap alone = map_trace_kernels(*c, {}, false);
+    QVERIFY(!alone.ours_compiled);
+    QCOMPARE(alone.rows.front().verdict, std::string("only Inductor"));
+    QCOMPARE(alone.rows.front().why, std::string("not compiled by Lowerscope"));
+    // The report carries each graph's map.
+    const nlohmann::json j = nlohmann::json::parse(trace_report_json(t));
+    bool found = false;
+    for (const auto& g : j["graphs"])
+      if (g["compile_id"] == "4/0") {
+        found = true;
+        QCOMPARE(g["kernel_map"]["inductor"]["generated"].get<int>(), 5);
+        QCOMPARE(g["kernel_map"]["inductor"]["library"].get<int>(), 5);
+        QVERIFY(!g["kernel_map"]["rows"].empty());
+      }
+    QVERIFY(found);
+    // fx_text_nodes: parameters, Dynamo's aliases, call nodes with what they read and their callee.
+    const auto nodes = fx_text_nodes(c->dynamo_graph);
+    QVERIFY(!nodes.empty() && nodes.front().placeholder);
+    const auto in3 = std::find_if(nodes.begin(), nodes.end(), [](const FxTextNode& n) { return n.name == "input_3"; });
+    QVERIFY(in3 != nodes.end());
+    QCOMPARE(in3->target, std::string("torch.nn.functional.layer_norm"));
+    QCOMPARE(in3->reads, (std::vector<std::string>{"input_2", "l_fn_modules_2_parameters_weight_", "l_fn_modules_2_parameters_bias_"}));
   }
 
 #ifdef LOWERSCOPE_HAVE_ONNX
