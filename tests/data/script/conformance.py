@@ -135,6 +135,18 @@ x = torch.arange(4)
 x[0] = 7
 x.add_(1)
 show("int64 setitem add_", x)
+x = torch.arange(4.0)
+e = x.expand(3, 4)
+x.add_(1)
+show("expand sees base add_", e)
+x.expand(1, 4).mul_(2)
+show("expand without broadcast writes base", x)
+raises("in-place on a broadcast expand", lambda: x.expand(3, 4).add_(1))
+e = torch.arange(4.0).view(4, 1).expand(4, 2)
+show("expand strides", list(e.stride()) + [e.is_contiguous()])
+y = torch.zeros(2, 3)
+y[:] = torch.arange(3.0)
+show("setitem broadcasts a row", y)
 
 # ---- in-place ops ----------------------------------------------------------------------------
 section("in-place ops")

@@ -407,6 +407,14 @@ class Tensor:
         """In-place update. Buffers are immutable, so aliasing is kept by hand: a view's new value is
         scattered into its base (slice_scatter, select_scatter, the inverse permutation, ...), up to
         the root, and every live view of the root is then derived again from its new value."""
+        if _overlaps(self):
+            raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
+                               "single memory location. Please clone() the tensor before performing the operation.")
+        v = self._view[0] if self._view is not None else None
+        while v is not None:
+            if _overlaps(v):  # x.expand(3, 4)[0].add_(1) writes x's row, seen by all rows: not modelled
+                _unsupported("an in-place write into part of an expanded tensor")
+            v = v._view[0] if v._view is not None else None
         self._assign(other)
         root = self
         while root._view is not None:
@@ -705,7 +713,11 @@ class Tensor:
         return _view_op(self, "flatten", [start_dim, end_dim])
 
     def expand(self, *sizes):
-        return _op("call", "torch.ops.aten.expand.default", "expand", [self, _sizes(sizes)])
+        sizes = _sizes(sizes)
+        return _view_op(self, "expand", [list(sizes[0]) if len(sizes) == 1 and isinstance(sizes[0], list) else sizes])
+
+    def expand_as(self, other):
+        return self.expand(*other._shape)
 
     def softmax(self, dim):
         return _op("method", "softmax", "softmax", [self, dim])
@@ -801,6 +813,7 @@ _VIEW_CALLS = {  # kind -> (op kind, callee, node base name)
     "unsqueeze": ("method", "unsqueeze", "unsqueeze"),
     "squeeze": ("call", "torch.ops.aten.squeeze.dim", "squeeze"),
     "flatten": ("method", "flatten", "flatten"),
+    "expand": ("call", "torch.ops.aten.expand.default", "expand"),
 }
 
 
@@ -855,6 +868,11 @@ def _contiguous_strides(shape):
 
 def _strides(t):
     return t._st if t._st is not None else _contiguous_strides(t._shape)
+
+
+def _overlaps(t):
+    """Whether elements of t share memory (a dimension expanded from one element)."""
+    return t._st is not None and _bi.any(s == 0 and d > 1 for s, d in zip(t._st, t._shape))
 
 
 def _is_contiguous(shape, st):
@@ -921,6 +939,9 @@ def _view_strides(base, kind, args, out_shape):
         dim = args[0] % (n + 1)
         st.insert(dim, 1 if dim >= n else base._shape[dim] * st[dim])
         return tuple(st)
+    if kind == "expand":  # broadcast dimensions (new, or of size 1 made larger) read one element: stride 0
+        lead = len(out_shape) - n
+        return tuple([0] * lead + [st[i] if base._shape[i] == out_shape[lead + i] else 0 for i in range(n)])
     if kind == "squeeze":
         dim = args[0] % n if n else 0
         if n and base._shape[dim] == 1:
