@@ -795,6 +795,82 @@ class TestImport : public QObject {
     expect_error([&] { import_pt2(mutate_pt2(res, "short.pt2", "weights/weight_0", [](const std::string& s) { return s.substr(0, 10); })); },
                  {"short.pt2", "holds 10 bytes"});
   }
+
+  // What torch.export writes for the zoo's models (issue 33), built from the mlp's archive: an
+  // LSTM whose h_n and c_n are recorded as torch._decomp's lstm_impl shapes them, [1, 1, B, H]
+  // where the kernel gives [1, B, H] (followed by a view to the record), and div.Tensor_mode with
+  // a Python number as `other` (EdgeNeXt). The graph computes what the reference kernels give.
+  void testZooExportForms() {
+    using J = nlohmann::json;
+    const std::string path = mutate_json(data("models/mlp/model.pt2"), "zoo_forms.pt2", "models/model.json", [](J& j) {
+      J& graph = j["graph_module"]["graph"];
+      J& tv = graph["tensor_values"];
+      auto meta = [&](std::vector<int64_t> shape) {
+        J m = tv["x"];
+        m["sizes"] = J::array();
+        m["strides"] = J::array();
+        int64_t s = 1;
+        for (size_t i = shape.size(); i-- > 0;) {
+          m["strides"].insert(m["strides"].begin(), J{{"as_int", s}});
+          s *= shape[i];
+        }
+        for (int64_t d : shape) m["sizes"].push_back({{"as_int", d}});
+        return m;
+      };
+      auto t = [](const std::string& n) { return J{{"as_tensor", {{"name", n}}}}; };
+      auto names = [](std::vector<std::string> ns) {
+        J a = J::array();
+        for (const auto& n : ns) a.push_back({{"name", n}});
+        return J{{"as_tensors", a}};
+      };
+      auto in = [](const std::string& name, J arg, int kind = 1) { return J{{"name", name}, {"arg", std::move(arg)}, {"kind", kind}}; };
+      auto node = [](const std::string& target, J ins, J outs, const std::string& name) {
+        return J{{"target", target}, {"inputs", std::move(ins)}, {"outputs", std::move(outs)}, {"metadata", J::object()}, {"name", name}};
+      };
+      J nodes = J::array();
+      nodes.push_back(node("torch.ops.aten.unsqueeze.default", J::array({in("self", t("x")), in("dim", {{"as_int", 1}})}), J::array({t("xs")}), "xs"));
+      nodes.push_back(node("torch.ops.aten.slice.Tensor",
+                           J::array({in("self", t("p_fc1_weight")), in("dim", {{"as_int", 1}}), in("start", {{"as_int", 0}}), in("end", {{"as_int", 64}})}),
+                           J::array({t("w_hh")}), "w_hh"));
+      nodes.push_back(node("torch.ops.aten.zeros.default", J::array({in("size", {{"as_ints", {1, 64, 64}}})}), J::array({t("h0")}), "h0"));
+      nodes.push_back(node("torch.ops.aten.lstm.input",
+                           J::array({in("input", t("xs")), in("hx", names({"h0", "h0"})),
+                                     in("params", names({"p_fc1_weight", "w_hh", "p_fc1_bias", "p_fc1_bias"})), in("has_biases", {{"as_bool", true}}),
+                                     in("num_layers", {{"as_int", 1}}), in("dropout", {{"as_float", 0.0}}), in("train", {{"as_bool", false}}),
+                                     in("bidirectional", {{"as_bool", false}}), in("batch_first", {{"as_bool", true}})}),
+                           J::array({names({"getitem", "getitem_1", "getitem_2"})}), "lstm"));
+      nodes.push_back(node("torch.ops.aten.mul.Tensor", J::array({in("self", t("getitem_1")), in("other", t("getitem_2"))}), J::array({t("mul")}), "mul"));
+      nodes.push_back(node("torch.ops.aten.div.Tensor_mode",
+                           J::array({in("self", t("mul")), in("other", {{"as_int", 2}}), in("rounding_mode", {{"as_string", "floor"}}, 2)}),
+                           J::array({t("div_2")}), "div_2"));
+      graph["nodes"] = nodes;
+      for (const auto& [n, s] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
+               {"xs", {64, 1, 784}}, {"w_hh", {256, 64}}, {"h0", {1, 64, 64}}, {"getitem", {64, 1, 64}}, {"getitem_1", {1, 1, 64, 64}},
+               {"getitem_2", {1, 1, 64, 64}}, {"mul", {1, 1, 64, 64}}, {"div_2", {1, 1, 64, 64}}})
+        tv[n] = meta(s);
+      graph["outputs"] = J::array({t("div_2")});
+      j["graph_module"]["signature"]["output_specs"] = J::array({{{"user_output", {{"arg", t("div_2")}}}}});
+    });
+    const Graph g = import_pt2(path);
+    const int kernel = g.find("getitem_1_kernel"), rec = g.find("getitem_1");
+    QVERIFY(kernel >= 0 && rec >= 0);
+    QCOMPARE(g.nodes[kernel].meta().shape, (Shape{1, 64, 64}));
+    QCOMPARE(g.nodes[rec].meta().shape, (Shape{1, 1, 64, 64}));
+    QCOMPARE(QString::fromStdString(g.nodes[rec].op->name), QString("aten.view.default"));
+    const Node& div = g.nodes[g.find("div_2")];
+    QVERIFY(div.args[1].is_number() && div.args[1].number() == 2);
+    // h_n * c_n, floor-divided by 2, against the same computed from the LSTM's own outputs.
+    std::mt19937 rng(3);
+    std::normal_distribution<float> nd;
+    Tensor x(DType::f32, {64, 784});
+    for (int64_t i = 0; i < x.numel(); ++i) x.set(i, nd(rng));
+    const auto vals = evaluate_nodes(g, bind_inputs(g, {x}));
+    const Tensor& h = vals.at(static_cast<size_t>(g.find("getitem_1_kernel"))).at(0);
+    const Tensor& c = vals.at(static_cast<size_t>(g.find("getitem_2_kernel"))).at(0);
+    const Tensor& out = vals.at(static_cast<size_t>(g.find("div_2"))).at(0);
+    QCOMPARE(out.numel(), h.numel());
+    for (int64_t i = 0; i < out.numel(); ++i) QCOMPARE(out.get(i), std::floor(static_cast<double>(static_cast<float>(h.get(i) * c.get(i))) / 2));
+  }
 #endif
 
   // ---- autocast (frontend/autocast_policy.h) ----
