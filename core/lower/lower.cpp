@@ -121,10 +121,12 @@ class Lowering {
   }
 
  private:
-  // Max pooling as generated code (a maximum over the window's loads), as Inductor lowers it, when
-  // every window lies inside the input (no padding to mask). When the indices are used (training
-  // saves them for the backward) a second node computes them: the position of the first maximum
-  // in the window (a later NaN wins, as in PyTorch), h * W + w within the plane.
+  // Max pooling as generated code (a maximum over the window's loads), as Inductor lowers it. A
+  // window tap that can fall outside the input (padding, ceil_mode's last window) is masked: it
+  // loads at an index kept inside the plane and counts as -inf where it lies outside, as PyTorch's
+  // kernel skips it. When the indices are used (training saves them for the backward) a second
+  // node computes them: the position of the first maximum among the window's inside taps (a later
+  // NaN wins, as in PyTorch), h * W + w within the plane.
   bool lower_max_pool(int id) {
     const Node& n = g_.nodes[id];
     bool indices = false;
@@ -139,22 +141,50 @@ class Lowering {
     const Shape& out = n.outs[0].shape;
     const size_t r = in.size();
     if (k[0] * k[1] > 25) return false;
-    for (int d = 0; d < 2; ++d)
-      if (pad[d] != 0 || (out[r - 2 + d] - 1) * st[d] + (k[d] - 1) * dil[d] >= in[r - 2 + d]) return false;
     const Reader x = readers_[n.args[0].node];
     const DType dt = n.outs[0].dtype;
-    const int64_t W = in[r - 1];
-    auto window = [k, st, dil, r](const std::vector<Expr>& idx, int64_t i, int64_t j) {
-      std::vector<Expr> at = idx;
-      at[r - 2] = idx[r - 2] * st[0] + i * dil[0];
-      at[r - 1] = idx[r - 1] * st[1] + j * dil[1];
-      return at;
+    const int64_t H = in[r - 2], W = in[r - 1];
+    // Taps that may lie outside need a lowest value to stand for them: floating point only.
+    bool masked = false;
+    for (int d = 0; d < 2; ++d)
+      masked = masked || pad[d] != 0 || (out[r - 2 + d] - 1) * st[d] + (k[d] - 1) * dil[d] >= in[r - 2 + d];
+    if (masked && !dtype_is_float(dt)) return false;
+    // Tap (i, j) of the window at idx: its row and column in the input, unclamped.
+    auto tap = [st, pad, dil, r](const std::vector<Expr>& idx, int64_t i, int64_t j) {
+      return std::pair<Expr, Expr>{idx[r - 2] * st[0] + (i * dil[0] - pad[0]), idx[r - 1] * st[1] + (j * dil[1] - pad[1])};
     };
-    auto body = [x, k, window](OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>&) {
+    struct Tap {
+      V value, inside;
+      bool masked = false;  // false: the tap is always inside (no `inside`)
+      Expr pos;
+    };
+    // The tap's load (kept inside the plane) and whether it lies inside.
+    auto load_tap = [x, tap, H, W, r](OpsHandler& h, const std::vector<Expr>& idx, int64_t i, int64_t j) {
+      const auto [hi, wi] = tap(idx, i, j);
+      std::vector<Expr> at = idx;
+      Tap t{};
+      t.pos = hi * W + wi;
+      const bool rows_in = hi.min() >= 0 && hi.max() < H, cols_in = wi.min() >= 0 && wi.max() < W;
+      at[r - 2] = rows_in ? hi : (hi + H).mod(H);
+      at[r - 1] = cols_in ? wi : (wi + W).mod(W);
+      t.value = x.load(h, at);
+      auto within = [&h](const Expr& e, int64_t size) {
+        const V v = h.index_expr(e, DType::i64);
+        return h.math(Math::logical_and, {h.math(Math::ge, {v, h.constant(0, DType::i64)}, DType::b8),
+                                          h.math(Math::lt, {v, h.constant(static_cast<double>(size), DType::i64)}, DType::b8)},
+                      DType::b8);
+      };
+      if (!rows_in) t.inside = within(hi, H);
+      if (!cols_in) t.inside = rows_in ? within(wi, W) : h.math(Math::logical_and, {t.inside, within(wi, W)}, DType::b8);
+      t.masked = !rows_in || !cols_in;
+      if (t.masked) t.value = h.math(Math::where, {t.inside, t.value, h.constant(-INFINITY, x.dtype)}, x.dtype);
+      return t;
+    };
+    auto body = [x, k, load_tap](OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>&) {
       V best{};
       for (int64_t i = 0; i < k[0]; ++i)
         for (int64_t j = 0; j < k[1]; ++j) {
-          const V v = x.load(h, window(idx, i, j));
+          const V v = load_tap(h, idx, i, j).value;
           best = i == 0 && j == 0 ? v : h.math(Math::maximum, {best, v}, x.dtype);
         }
       return best;
@@ -163,21 +193,29 @@ class Lowering {
     outs_[id] = {buffer_reader(buf, out, dt), Reader{}};
     out_bufs_[id] = {buf};
     if (indices) {
-      auto arg = [x, k, window, W, r](OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>&) {
-        V best{}, at{};
+      auto arg = [x, k, load_tap](OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>&) {
+        V best{}, at{}, seen{};  // seen: an inside tap came before (unless `sure`: certainly)
+        bool sure = true;
         for (int64_t i = 0; i < k[0]; ++i)
           for (int64_t j = 0; j < k[1]; ++j) {
-            const std::vector<Expr> p = window(idx, i, j);
-            const V v = x.load(h, p);
-            const V pos = h.index_expr(p[r - 2] * W + p[r - 1], DType::i64);
+            const Tap t = load_tap(h, idx, i, j);
+            const V pos = h.index_expr(t.pos, DType::i64);
             if (i == 0 && j == 0) {
-              best = v;
+              best = t.value;
               at = pos;
+              seen = t.inside;
+              sure = !t.masked;
               continue;
             }
-            const V take = h.math(Math::where, {h.math(Math::gt, {v, best}, DType::b8), h.constant(1, DType::b8),
-                                                h.math(Math::ne, {v, v}, DType::b8)}, DType::b8);
-            best = h.math(Math::where, {take, v, best}, x.dtype);
+            V take = h.math(Math::where, {h.math(Math::gt, {t.value, best}, DType::b8), h.constant(1, DType::b8),
+                                          h.math(Math::ne, {t.value, t.value}, DType::b8)}, DType::b8);
+            if (!sure) {  // the first inside tap is taken whatever its value (PyTorch starts from it)
+              take = h.math(Math::logical_or, {take, h.math(Math::logical_not, {seen}, DType::b8)}, DType::b8);
+              if (t.masked) seen = h.math(Math::logical_or, {seen, t.inside}, DType::b8);
+              else sure = true;
+            }
+            if (t.masked) take = h.math(Math::logical_and, {take, t.inside}, DType::b8);
+            best = h.math(Math::where, {take, t.value, best}, x.dtype);
             at = h.math(Math::where, {take, pos, at}, DType::i64);
           }
         return at;
@@ -203,8 +241,10 @@ class Lowering {
     const Shape& in = g_.nodes[n.args[1].node].meta().shape;
     const Shape& gout = g_.nodes[n.args[0].node].meta().shape;
     const size_t r = in.size();
+    bool tiles = true;
     for (int d = 0; d < 2; ++d)
-      if (st[d] != k[d] || pad[d] != 0 || dil[d] != 1 || gout[r - 2 + d] * k[d] != in[r - 2 + d]) return false;
+      tiles = tiles && st[d] == k[d] && pad[d] == 0 && dil[d] == 1 && gout[r - 2 + d] * k[d] == in[r - 2 + d];
+    if (!tiles) return lower_max_pool_backward_overlapping(id);
     const Reader g = readers_[n.args[0].node], ind = readers_[n.args[7].node];
     const DType dt = n.outs[0].dtype;
     const int64_t W = in[r - 1];
@@ -214,6 +254,56 @@ class Lowering {
       o[r - 1] = idx[r - 1].floordiv(k[1]);
       const V hit = h.math(Math::eq, {ind.load(h, o), h.index_expr(idx[r - 2] * W + idx[r - 1], DType::i64)}, DType::b8);
       return h.math(Math::where, {hit, g.load(h, o), h.constant(0, dt)}, dt);
+    };
+    const std::string buf = add_node(n, LoopNode::Kind::pointwise, in, {}, Reduce::none, dt, body);
+    readers_[id] = buffer_reader(buf, in, dt);
+    realized_[id] = buf;
+    return true;
+  }
+
+  // Max-pool backward where windows overlap or are padded (ResNet's 3x3 stride-2 stem), as
+  // generated code over the input, as Inductor lowers it: each input position gathers, from every
+  // window that can hold it (one a tap of the kernel: output row (h + pad - i * dil) / stride where
+  // that divides), the window's gradient if its saved index is this position. The windows are
+  // visited in the output's order, as PyTorch's kernel adds into the input gradient.
+  bool lower_max_pool_backward_overlapping(int id) {
+    const Node& n = g_.nodes[id];
+    const auto k = spatial_pair(n.args[2]);
+    auto st = n.args[3].kind == Arg::Kind::list && n.args[3].list.empty() ? k : spatial_pair(n.args[3]);
+    const auto pad = spatial_pair(n.args[4]), dil = spatial_pair(n.args[5]);
+    const Shape& in = g_.nodes[n.args[1].node].meta().shape;
+    const Shape& gout = g_.nodes[n.args[0].node].meta().shape;
+    const size_t r = in.size();
+    if (k[0] * k[1] > 25 || !dtype_is_float(n.outs[0].dtype)) return false;
+    const Reader g = readers_[n.args[0].node], ind = readers_[n.args[7].node];
+    const DType dt = n.outs[0].dtype;
+    const int64_t W = in[r - 1];
+    const int64_t O[2] = {gout[r - 2], gout[r - 1]};
+    auto body = [g, ind, k, st, pad, dil, O, W, r, dt](OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>&) {
+      auto i64 = [&h](int64_t c) { return h.constant(static_cast<double>(c), DType::i64); };
+      auto both = [&h](V a, V b) { return h.math(Math::logical_and, {a, b}, DType::b8); };
+      V sum = h.constant(0, dt);
+      const V here = h.index_expr(idx[r - 2] * W + idx[r - 1], DType::i64);
+      for (int64_t i = k[0]; i-- > 0;)
+        for (int64_t j = k[1]; j-- > 0;) {
+          // The window of tap (i, j): o = (x + pad - t * dil) / st in each dimension, lifted by a
+          // multiple of st so that the division and the remainder see a number >= 0.
+          std::vector<Expr> o = idx;
+          V hit{};
+          for (int d = 0; d < 2; ++d) {
+            const int64_t t = d == 0 ? i : j, lift = (t * dil[d] / st[d] + 1) * st[d];
+            const Expr num = idx[r - 2 + d] + (pad[d] - t * dil[d] + lift);  // >= 0
+            const Expr q = num.floordiv(st[d]) - lift / st[d];
+            const V qv = h.index_expr(q, DType::i64);
+            V ok = both(h.math(Math::ge, {qv, i64(0)}, DType::b8), h.math(Math::lt, {qv, i64(O[d])}, DType::b8));
+            if (st[d] > 1) ok = both(ok, h.math(Math::eq, {h.index_expr(num.mod(st[d]), DType::i64), i64(0)}, DType::b8));
+            hit = d == 0 ? ok : both(hit, ok);
+            o[r - 2 + d] = (q + O[d] * (lift / st[d] / O[d] + 1)).mod(O[d]);  // any row inside, where it misses
+          }
+          hit = both(hit, h.math(Math::eq, {ind.load(h, o), here}, DType::b8));
+          sum = h.math(Math::add, {sum, h.math(Math::where, {hit, g.load(h, o), h.constant(0, dt)}, dt)}, dt);
+        }
+      return sum;
     };
     const std::string buf = add_node(n, LoopNode::Kind::pointwise, in, {}, Reduce::none, dt, body);
     readers_[id] = buffer_reader(buf, in, dt);
