@@ -504,6 +504,114 @@ bool index_put_rows(const ExternCall& c, const RefInputs& in, std::vector<Tensor
   return true;
 }
 
+// A tensor seen as [outer, n, inner] around dimension d (d < 0: the flat tensor, one line).
+struct Lines {
+  int64_t outer = 1, n = 1, inner = 1;
+  static Lines around(const Shape& s, int64_t d) {
+    Lines l;
+    if (d < 0) {
+      l.n = numel_of(s);
+      return l;
+    }
+    for (int64_t k = 0; k < d; ++k) l.outer *= s[k];
+    l.n = s[d];
+    for (size_t k = static_cast<size_t>(d) + 1; k < s.size(); ++k) l.inner *= s[k];
+    return l;
+  }
+};
+
+// The pool's threads over [0, n) in contiguous parts, for work of `elements` in all.
+void parallel_parts(int64_t n, int64_t elements, const std::function<void(int64_t, int64_t)>& f) {
+  Pool& pool = Pool::get();
+  const int parts = static_cast<int>(std::clamp<int64_t>(std::min(n, elements >> 15), 1, pool.size()));
+  if (parts <= 1) return f(0, n);
+  pool.run(parts, [&](int t) { f(n * t / parts, n * (t + 1) / parts); });
+}
+
+// argmax/argmin and max.dim/min.dim of float32: the reference kernel's rule (the first extremum;
+// a NaN is the extremum of both, its first occurrence wins) on typed lines, the reduced
+// dimension outer and the others inner, so that the comparisons run along contiguous memory;
+// lines split over the pool's threads. (The reference kernel, through doubles: 4.4 ms for
+// [256, 1000], which a classifier's head or a sampler calls on every step.)
+bool arg_extremum(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs) {
+  const bool arg = c.op == &op::argmax() || c.op == &op::argmin(), values = c.op == &op::max_dim() || c.op == &op::min_dim();
+  if ((!arg && !values) || !c.args[0].is_node() || in[0].dtype() != DType::f32 || in[0].numel() == 0) return false;
+  const size_t k0 = static_cast<size_t>(c.args[0].node);
+  if ((k0 < c.strides.size() && !c.strides[k0].empty()) || transposed_operand(c, 0)) return false;
+  const bool max = c.op == &op::argmax() || c.op == &op::max_dim();
+  const Tensor& x = in[0];
+  int64_t d = -1;
+  if (!c.args[1].is_none()) {
+    if (x.dim() == 0) return false;
+    d = c.args[1].i < 0 ? c.args[1].i + x.dim() : c.args[1].i;
+    if (d < 0 || d >= x.dim()) return false;
+  }
+  const Lines l = Lines::around(x.shape(), d);
+  Tensor& idx = outs.back();
+  if (idx.dtype() != DType::i64 || idx.numel() != l.outer * l.inner || (values && outs[0].dtype() != DType::f32)) return false;
+  const float* px = f32(x);
+  int64_t* pi = static_cast<int64_t*>(idx.data());
+  float* pv = values ? f32(outs[0]) : nullptr;
+  parallel_parts(l.outer, x.numel(), [&](int64_t o0, int64_t o1) {
+    std::vector<float> best(static_cast<size_t>(l.inner));
+    for (int64_t o = o0; o < o1; ++o) {
+      const float* line = px + o * l.n * l.inner;
+      int64_t* at = pi + o * l.inner;
+      std::copy(line, line + l.inner, best.begin());
+      std::fill(at, at + l.inner, 0);
+      for (int64_t k = 1; k < l.n; ++k) {
+        const float* row = line + k * l.inner;
+        for (int64_t j = 0; j < l.inner; ++j) {
+          const float v = row[j], b = best[static_cast<size_t>(j)];
+          // better(): a NaN best stays; a NaN v wins; else strictly larger (smaller)
+          const bool take = b == b && (v != v || (max ? v > b : v < b));
+          best[static_cast<size_t>(j)] = take ? v : b;
+          at[j] = take ? k : at[j];
+        }
+      }
+      if (pv) std::copy(best.begin(), best.end(), pv + o * l.inner);
+    }
+  });
+  return true;
+}
+
+// cumsum of float32 (accumulated in double, as PyTorch's CPU kernel accumulates in its acc_type)
+// and of int64 (wrapping): lines along the dimension, the others inner (contiguous), split over
+// the pool's threads.
+bool cumsum(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs) {
+  if (c.op != &op::cumsum() || !c.args[0].is_node() || in[0].dim() == 0) return false;
+  const size_t k0 = static_cast<size_t>(c.args[0].node);
+  if ((k0 < c.strides.size() && !c.strides[k0].empty()) || transposed_operand(c, 0)) return false;
+  const Tensor& x = in[0];
+  Tensor& y = outs[0];
+  const bool f = x.dtype() == DType::f32 && y.dtype() == DType::f32, i = x.dtype() == DType::i64 && y.dtype() == DType::i64;
+  if ((!f && !i) || y.numel() != x.numel()) return false;
+  int64_t d = c.args[1].i < 0 ? c.args[1].i + x.dim() : c.args[1].i;
+  if (d < 0 || d >= x.dim()) return false;
+  const Lines l = Lines::around(x.shape(), d);
+  parallel_parts(l.outer, x.numel(), [&](int64_t o0, int64_t o1) {
+    std::vector<double> acc(f ? static_cast<size_t>(l.inner) : 0);
+    std::vector<uint64_t> iacc(i ? static_cast<size_t>(l.inner) : 0);
+    for (int64_t o = o0; o < o1; ++o) {
+      std::fill(acc.begin(), acc.end(), 0.0);
+      std::fill(iacc.begin(), iacc.end(), 0);
+      for (int64_t k = 0; k < l.n; ++k) {
+        const int64_t at = (o * l.n + k) * l.inner;
+        if (f) {
+          const float* src = f32(x) + at;
+          float* dst = f32(y) + at;
+          for (int64_t j = 0; j < l.inner; ++j) dst[j] = static_cast<float>(acc[static_cast<size_t>(j)] += src[j]);
+        } else {
+          const int64_t* src = static_cast<const int64_t*>(x.data()) + at;
+          int64_t* dst = static_cast<int64_t*>(y.data()) + at;
+          for (int64_t j = 0; j < l.inner; ++j) dst[j] = static_cast<int64_t>(iacc[static_cast<size_t>(j)] += static_cast<uint64_t>(src[j]));
+        }
+      }
+    }
+  });
+  return true;
+}
+
 }  // namespace
 
 Tensor extern_operand(const ExternCall& c, size_t input, const Tensor& buffer) {
@@ -575,6 +683,7 @@ bool run_extern(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& o
   if (is_attention(c.op) && f32_operands && !c.args[3].is_node()) return attention_forward(c, in, outs), false;
   if (is_attention_backward(c.op) && f32_operands && !c.args[4].is_node()) return attention_backward(c, in, outs), false;
   if (index_put_rows(c, in, outs)) return false;
+  if (arg_extremum(c, in, outs) || cumsum(c, in, outs)) return false;
   RefInputs logical = in;  // the reference kernels take every operand as it is meant
   for (size_t i = 0; i < c.args.size(); ++i) {
     if (transposed_operand(c, i)) logical.t[i] = untranspose(in.t[i]);

@@ -40,6 +40,11 @@ const OpDef& cat() { static const OpDef& d = must_find("aten.cat.default"); retu
 const OpDef& gather() { static const OpDef& d = must_find("aten.gather.default"); return d; }
 const OpDef& embedding() { static const OpDef& d = must_find("aten.embedding.default"); return d; }
 const OpDef& index_put() { static const OpDef& d = must_find("aten.index_put.default"); return d; }
+const OpDef& argmax() { static const OpDef& d = must_find("aten.argmax.default"); return d; }
+const OpDef& argmin() { static const OpDef& d = must_find("aten.argmin.default"); return d; }
+const OpDef& max_dim() { static const OpDef& d = must_find("aten.max.dim"); return d; }
+const OpDef& min_dim() { static const OpDef& d = must_find("aten.min.dim"); return d; }
+const OpDef& cumsum() { static const OpDef& d = must_find("aten.cumsum.default"); return d; }
 const OpDef& index_tensor() { static const OpDef& d = must_find("aten.index.Tensor"); return d; }
 const OpDef& efficient_attention() {
   static const OpDef& d = must_find("aten._scaled_dot_product_efficient_attention.default");

@@ -25,6 +25,12 @@ const OpDef& cat();
 const OpDef& gather();     // generated code through indirect indices where it can (lower/lower.cpp)
 const OpDef& embedding();
 const OpDef& index_put();  // a library call; rows of float32 on a fast path (exec/extern_kernels.cpp)
+// Library calls with typed fast paths in exec/extern_kernels.cpp.
+const OpDef& argmax();
+const OpDef& argmin();
+const OpDef& max_dim();
+const OpDef& min_dim();
+const OpDef& cumsum();
 const OpDef& index_tensor();  // aten.index.Tensor
 const OpDef& efficient_attention();           // aten._scaled_dot_product_efficient_attention
 const OpDef& efficient_attention_backward();  // aten._scaled_dot_product_efficient_attention_backward

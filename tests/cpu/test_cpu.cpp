@@ -1931,6 +1931,48 @@ class TestCpu : public QObject {
     }
   }
 
+  // argmax/argmin, max.dim/min.dim and cumsum run typed library kernels (float32; cumsum also
+  // int64): checked against the reference interpreter's kernels on inputs with ties (the first
+  // wins), NaNs (the first NaN wins, for max and min alike), every dimension and keepdim, a
+  // flat argmin, and an int64 cumsum that wraps.
+  void testArgExtremaAndCumsumLibraryKernels() {
+    const std::string text =
+        "class G(torch.nn.Module):\n"
+        "    def forward(self, x: \"f32[5, 6, 7]\", n: \"i64[3, 4]\"):\n"
+        "        a0: \"i64[6, 7]\" = torch.ops.aten.argmax.default(x, 0)\n"
+        "        a1: \"i64[5, 1, 7]\" = torch.ops.aten.argmin.default(x, 1, True)\n"
+        "        a2: \"i64[]\" = torch.ops.aten.argmin.default(x)\n"
+        "        m = torch.ops.aten.max.dim(x, -1)\n"
+        "        m0: \"f32[5, 6]\" = m[0]\n"
+        "        m1: \"i64[5, 6]\" = m[1]\n"
+        "        k = torch.ops.aten.min.dim(x, 1, True)\n"
+        "        k0: \"f32[5, 1, 7]\" = k[0]\n"
+        "        k1: \"i64[5, 1, 7]\" = k[1]\n"
+        "        c0: \"f32[5, 6, 7]\" = torch.ops.aten.cumsum.default(x, 1)\n"
+        "        c1: \"f32[5, 6, 7]\" = torch.ops.aten.cumsum.default(x, -1)\n"
+        "        c2: \"i64[3, 4]\" = torch.ops.aten.cumsum.default(n, 0)\n"
+        "        return (a0, a1, a2, m0, m1, k0, k1, c0, c1, c2)\n";
+    QTemporaryDir dir;
+    const std::string path = dir.filePath("graph.txt").toStdString();
+    std::ofstream(path) << text;
+    LoadedModel m = load_model(path);
+    Tensor &x = m.inputs[0], &n = m.inputs[1];
+    for (int64_t e = 0; e < x.numel(); ++e) x.set(e, static_cast<double>((e * 37) % 11) - 5);  // many ties
+    x.set(3 * 42 + 7 + 2, NAN);
+    x.set(4 * 42 + 7 * 5 + 6, NAN);
+    x.set(4 * 42 + 7 * 5 + 1, NAN);
+    for (int64_t e = 0; e < n.numel(); ++e) n.set(e, e % 2 ? 9e18 : -3);  // 9e18 + 9e18 wraps
+    PipelineOptions o;
+    o.timing_budget_ms = 1;
+    const CompileResult r = run_pipeline(m, o);
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    QCOMPARE(r.check.reference.size(), size_t(10));
+    for (const auto& c : r.check.reference) QVERIFY2(c.cmp.ok, (c.against + ": " + c.cmp.why).c_str());
+    // The NaN of line (4, 5) along the last dimension: at 1, before the one at 6.
+    QCOMPARE(r.outputs[4].get(4 * 6 + 5), 1.0);
+    QVERIFY(std::isnan(r.outputs[3].get(4 * 6 + 5)));
+  }
+
   // An integer tensor compared with a number compares integers: x == 3 is not x == true.
   void testIntegerComparisonWithNumber() {
     Tensor x(DType::i64, {12});
