@@ -423,7 +423,9 @@ def f_two_prints(x):
 x = torch.arange(4.0)
 for fn in (f_clean, f_print, f_branch, f_item, f_two_prints):
     e = torch._dynamo.explain(fn)(x)
-    print("%s: explain graph_count %d graph_break_count %d" % (fn.__name__, e.graph_count, e.graph_break_count))
+    # PyTorch's graph_break_count is graph_count - 1; break_reasons, the breaks that ended a graph.
+    print("%s: explain graph_count %d graph_break_count %d break_reasons %d"
+          % (fn.__name__, e.graph_count, e.graph_break_count, len(e.break_reasons)))
 torch._dynamo.reset()
 for fn in (f_clean, f_print, f_branch, f_item, f_two_prints):
     eager = fn(x)

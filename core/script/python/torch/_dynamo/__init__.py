@@ -417,8 +417,11 @@ class _Frame:
             raise Unsupported("%s\n  (fullgraph=True) at %s: %s" % (reason, where, code))
         function = self.graph.function if self.graph else self.fn_name
         key = (self.code, self.site, where, reason)
+        flushed = len(self.flushed)
         self.flush(first=tensor)
-        record = {"function": function, "reason": reason, "location": where, "code": code}
+        # explain() lists a break where it ended a graph (a break before any op compiles nothing).
+        record = {"function": function, "reason": reason, "location": where, "code": code,
+                  "ended_graph": len(self.flushed) > flushed}
         self.breaks.append(record)
         if key not in _seen_breaks:
             _seen_breaks.add(key)
@@ -749,9 +752,13 @@ def optimize(model, fullgraph=False, dynamic=None, mode=None, backend="inductor"
 
 
 class ExplainOutput:
+    """As torch._dynamo.explain's: graph_break_count is graph_count - 1, and break_reasons are the
+    breaks that ended a graph."""
+
     def __init__(self, graphs, breaks, ops):
-        self.graphs, self.break_reasons, self.op_count = graphs, breaks, ops
-        self.graph_count, self.graph_break_count = len(graphs), len(breaks)
+        self.graphs, self.op_count = graphs, ops
+        self.break_reasons = [b for b in breaks if b.get("ended_graph", True)]
+        self.graph_count, self.graph_break_count = len(graphs), len(graphs) - 1
 
     def __str__(self):
         out = ["Graph Count: %d" % self.graph_count, "Graph Break Count: %d" % self.graph_break_count,
@@ -764,15 +771,15 @@ class ExplainOutput:
 
 def explain(fn, *extra_args, **extra_kwargs):
     def run(*args, **kwargs):
-        saved, logged = dict(_cache), len(_graphs)
-        _cache.clear()
+        logged, broke = len(_graphs), len(_breaks)
+        reset()  # as PyTorch's explain, before and after
         c = optimize(fn)
         try:
             c(*args, **kwargs)
         finally:
-            _cache.clear()
-            _cache.update(saved)
-            del _graphs[logged:]  # explain's own compiles stay out of the compile log
+            reset()
+            del _graphs[logged:]  # explain's own compiles and breaks stay out of the compile log
+            del _breaks[broke:]
         frame = c._compiled._last_frame if isinstance(c, OptimizedModule) else c._last_frame
         return ExplainOutput([t for t, _ in frame.flushed], frame.breaks, _bi.sum(n for _, n in frame.flushed))
 
