@@ -56,6 +56,8 @@ int main(int argc, char** argv) {
   cli.addOption(heat);
   QCommandLineOption raise("raise", "Bring a dock to the front: kernels, partition, profile, provenance, properties, script, trace.", "dock");
   cli.addOption(raise);
+  QCommandLineOption hide("hide", "Close a dock (as raise names them; may be repeated), e.g. for a wider picture of a tab.", "dock");
+  cli.addOption(hide);
   cli.addOption(train);
   cli.addOption(stage);
   cli.addOption(select);
@@ -117,6 +119,16 @@ int main(int argc, char** argv) {
     dock->show();
     dock->raise();
   }
+  QList<QDockWidget*> hidden;  // closed again just before the picture: opening a trace shows its dock
+  for (const QString& name : cli.values(hide)) {
+    auto* dock = w.findChild<QDockWidget*>(name);
+    if (!dock) {
+      std::fprintf(stderr, "lowerscope: no dock '%s'\n", qPrintable(name));
+      return 2;
+    }
+    dock->hide();
+    hidden << dock;
+  }
   const QStringList args = cli.positionalArguments();
   const QString stage_name = cli.value(stage), shot_file = cli.value(shot), select_node = cli.value(select),
                 diff_variant = cli.value(diff), palette_text = cli.value(palette);
@@ -126,7 +138,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "lowerscope: --screenshot needs a MODEL\n");
       return 2;
     }
-    auto take = [&w, shot_file, &app] {
+    auto take = [&w, shot_file, &app, hidden] {
+      for (QDockWidget* d : hidden) d->hide();
       QTimer::singleShot(100, &w, [&w, shot_file, &app] {
         QPixmap shot = w.grab();
         for (QWidget* popup : w.findChildren<QDialog*>())  // the command palette is a window of its own

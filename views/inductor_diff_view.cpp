@@ -31,7 +31,15 @@ InductorDiffView::InductorDiffView(QWidget* parent) : QWidget(parent) {
   table_->setTextElideMode(Qt::ElideMiddle);  // Inductor's names run long; the tooltip and the code title give them whole
   table_->verticalHeader()->hide();
   table_->horizontalHeader()->setStretchLastSection(true);
-  auto* codes = new QSplitter(Qt::Horizontal, split);
+  auto* below = new QWidget(split);
+  auto* bv = new QVBoxLayout(below);
+  bv->setContentsMargins(0, 0, 0, 0);
+  detail_ = new QLabel(below);
+  detail_->setWordWrap(true);
+  detail_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  bv->addWidget(detail_);
+  auto* codes = new QSplitter(Qt::Horizontal, below);
+  bv->addWidget(codes, 1);
   auto side = [&](QLabel*& title, CodeView*& code, const QString& name) {
     auto* w = new QWidget(codes);
     auto* l = new QVBoxLayout(w);
@@ -44,7 +52,7 @@ InductorDiffView::InductorDiffView(QWidget* parent) : QWidget(parent) {
   };
   side(inductor_title_, inductor_code_, "inductor_output_code");
   side(our_title_, our_code_, "our_source");
-  split->setSizes({460, 260});
+  split->setSizes({360, 360});
   v->addWidget(split, 1);
   connect(table_, &QTableView::clicked, this, [this](const QModelIndex& i) { chooseRow(i.row()); });
 }
@@ -83,7 +91,7 @@ void InductorDiffView::setGraph(std::shared_ptr<const TorchTrace> t, const Trace
   summary_->setText(s);
   table_->resizeColumnsToContents();
   // Long kernel names and node lists: cut in the middle, not widening the table past the window.
-  const int widest[KernelMapModel::ColumnCount] = {80, 220, 300, 220, 420, 300};
+  const int widest[KernelMapModel::ColumnCount] = {72, 170, 110, 240, 190, 300};
   for (int col = 0; col < KernelMapModel::ColumnCount; ++col)
     if (table_->columnWidth(col) > widest[col]) table_->setColumnWidth(col, widest[col]);
   table_->resizeRowsToContents();
@@ -91,7 +99,11 @@ void InductorDiffView::setGraph(std::shared_ptr<const TorchTrace> t, const Trace
   our_title_->setText(tr("Lowerscope's source"));
   inductor_code_->showText(QString(), CodeView::Language::Python);
   our_code_->showText(ours_ ? QString::fromStdString(ours_->source.code) : QString(), CodeView::Language::Cpp);
-  if (!m.rows.empty()) showRow(0);  // its kernels in both texts; the explorer's selection stays
+  // The first row where the two sides differ (else the first), its kernels in both texts; the
+  // explorer's selection stays.
+  int first = 0;
+  while (first < static_cast<int>(m.rows.size()) && !m.rows[static_cast<size_t>(first)].differs()) ++first;
+  if (!m.rows.empty()) showRow(first < static_cast<int>(m.rows.size()) ? first : 0);
 }
 
 bool InductorDiffView::chooseRow(int row) {
@@ -107,6 +119,8 @@ bool InductorDiffView::showRow(int row) {
   if (!compile_ || row < 0 || row >= static_cast<int>(m.rows.size())) return false;
   const KernelMapRow& r = m.rows[static_cast<size_t>(row)];
   if (table_->currentIndex().row() != row) table_->selectRow(row);
+  detail_->setText(model_->index(row, KernelMapModel::Verdict).data(Qt::ToolTipRole).toString().replace('\n', "  ·  ").prepend(
+      QString::fromStdString(r.verdict) + ": "));
   shown_inductor_.clear(), shown_ours_.clear();
   if (!r.inductor.empty()) {
     const MappedKernel& k = r.inductor.front();
@@ -135,5 +149,7 @@ bool InductorDiffView::showRow(int row) {
 }
 
 QString InductorDiffView::summary() const { return summary_->text(); }
+
+QString InductorDiffView::rowDetail() const { return detail_->text(); }
 
 }  // namespace ls

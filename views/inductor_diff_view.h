@@ -33,6 +33,7 @@ class InductorDiffView : public QWidget {
   CodeView* ourCode() const { return our_code_; }
   // As clicking row `row`: both sides' first kernels shown, nodesChosen emitted. False if no such row.
   bool chooseRow(int row);
+  QString rowDetail() const;  // what the chosen row's verdict line says
   QString shownInductorKernel() const { return shown_inductor_; }
   QString shownOurKernel() const { return shown_ours_; }
 
@@ -47,6 +48,7 @@ class InductorDiffView : public QWidget {
   KernelMapModel* model_;
   QLabel* summary_;
   QTableView* table_;
+  QLabel* detail_;  // the chosen row's verdict, and how its nodes were found
   QLabel* inductor_title_;
   QLabel* our_title_;
   CodeView* inductor_code_;

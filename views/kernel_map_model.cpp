@@ -21,8 +21,8 @@ QString kernels(const std::vector<MappedKernel>& ks, bool inductor) {
   for (const MappedKernel& k : ks) {
     QString s = QString::fromStdString(k.name);
     if (k.library && !inductor) s += QObject::tr(" (library)");
-    if (!k.via_gradient.empty()) s += QObject::tr("  ↳ by the gradient it computes");
-    if (!k.via_name.empty()) s += QObject::tr("  ↳ by its name");
+    if (!k.via_gradient.empty()) s += QObject::tr(" ↳ by gradient");  // the tooltip says how
+    if (!k.via_name.empty()) s += QObject::tr(" ↳ by name");
     l << s;
   }
   return l.join('\n');
@@ -59,7 +59,7 @@ QVariant KernelMapModel::data(const QModelIndex& index, int role) const {
       }
       case Inductor: return kernels(r.inductor, true);
       case Ours: return kernels(r.ours, false);
-      case Verdict: return r.verdict == "same" ? QString::fromStdString(r.verdict) : QString::fromStdString(r.verdict + ": " + r.why);
+      case Verdict: return QString::fromStdString(r.verdict);
       case Unmapped: {
         std::vector<std::string> u;
         for (const auto* side : {&r.inductor, &r.ours})
@@ -70,6 +70,7 @@ QVariant KernelMapModel::data(const QModelIndex& index, int role) const {
   }
   if (role == Qt::ToolTipRole) {
     QString tip = QString::fromStdString(r.why);
+    if (col == Inductor || col == Ours) tip = data(index, Qt::DisplayRole).toString() + "\n\n" + tip;  // the names whole
     for (const MappedKernel& k : r.inductor) {
       if (!k.via_gradient.empty())
         tip += tr("\n%1: names no Dynamo node; it computes the gradient of an input that %2 use(s)")
@@ -77,7 +78,7 @@ QVariant KernelMapModel::data(const QModelIndex& index, int role) const {
       if (!k.via_name.empty())
         tip += tr("\n%1: the output code names none of its nodes; matched by its name to %2")
                    .arg(QString::fromStdString(k.name), joined(k.via_name));
-      if (!k.unmapped.empty())
+      if (!k.unmapped.empty() && (col == Inductor || col == Unmapped))  // the verdict's tooltip (the line under the table) stays short
         tip += tr("\n%1 also covers nodes of PyTorch's backward graph: %2").arg(QString::fromStdString(k.name), joined(k.unmapped));
     }
     if (!r.fused_by_inductor_only.empty()) tip += tr("\n◆ Inductor fuses %1; ours does not").arg(joined(r.fused_by_inductor_only, "+"));

@@ -11,7 +11,8 @@ namespace ls {
 class KernelMapModel : public QAbstractTableModel {
   Q_OBJECT
  public:
-  enum Column { Phase, Nodes, Inductor, Ours, Verdict, Unmapped, ColumnCount };
+  // Verdict: "same", "fusion differs", ... (its sentence in the tooltip and under the table).
+  enum Column { Phase, Nodes, Verdict, Inductor, Ours, Unmapped, ColumnCount };
   using QAbstractTableModel::QAbstractTableModel;
   void setMap(KernelMap m);
   const KernelMap& map() const { return map_; }

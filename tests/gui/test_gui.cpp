@@ -1382,6 +1382,9 @@ class TestGui : public QObject {
     QCOMPARE(v->shownOurKernel(), QString("cpp_fused_input_1"));
     QVERIFY(v->ourCode()->text().contains("cpp_fused_input_1"));
     QVERIFY(w.selectedOrigins().contains("input_2") && w.selectedOrigins().contains("input_3"));
+    QVERIFY2(v->rowDetail().startsWith("same"), qPrintable(v->rowDetail()));
+    v->table()->clicked(model->index(differing, KernelMapModel::Nodes));
+    QVERIFY2(v->rowDetail().contains("fuses"), qPrintable(v->rowDetail()));  // which nodes one side fuses
     // Back to a diff of two compiles: the graph diff again.
     QVERIFY(d->compare("fused", "Fusion off", "fused"));
     QVERIFY(compared.wait(60000));
