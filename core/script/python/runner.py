@@ -43,7 +43,7 @@ def _load(sources):
         exec(compile(sources[name], mods[name].__file__, "exec"), mods[name].__dict__)
 
 
-class _MissingModule(NotImplementedError, ModuleNotFoundError):
+class NotImplementedModuleError(NotImplementedError, ModuleNotFoundError):
     """A torch submodule this torch lacks (torch.utils.data, torch.optim.lr_scheduler): the import
     raises NotImplementedError naming it (a ModuleNotFoundError too, for `except ImportError:`)."""
 
@@ -53,7 +53,7 @@ class _MissingTorchModules:
 
     def find_spec(self, name, path=None, target=None):
         if name.startswith("torch."):
-            e = _MissingModule("%s is not supported by Lowerscope's torch" % name)
+            e = NotImplementedModuleError("%s is not supported by Lowerscope's torch" % name)
             e.name = name
             raise e
         return None

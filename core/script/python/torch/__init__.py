@@ -216,7 +216,7 @@ def _unsupported(what):
     raise NotImplementedError("%s is not supported by Lowerscope's torch" % what)
 
 
-class _NotSupported(NotImplementedError, AttributeError):
+class NotImplementedAttributeError(NotImplementedError, AttributeError):
     """An attribute this torch lacks (torch.linspace, Tensor.narrow): NotImplementedError naming it,
     and an AttributeError too, so hasattr() and getattr(obj, name, default) keep their meaning."""
 
@@ -224,7 +224,7 @@ class _NotSupported(NotImplementedError, AttributeError):
 def _missing_attribute(owner, name):
     if name.startswith("__"):
         raise AttributeError("%s has no attribute %r" % (owner, name))
-    raise _NotSupported("%s.%s is not supported by Lowerscope's torch" % (owner, name))
+    raise NotImplementedAttributeError("%s.%s is not supported by Lowerscope's torch" % (owner, name))
 
 
 # ---- autograd -----------------------------------------------------------------------------------
