@@ -612,6 +612,109 @@ bool cumsum(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs)
   return true;
 }
 
+// An operand read as the dense tensor it is (no strides, not transposed).
+bool dense_operand(const ExternCall& c, size_t arg) {
+  if (arg >= c.args.size() || !c.args[arg].is_node()) return false;
+  const size_t k = static_cast<size_t>(c.args[arg].node);
+  return !(k < c.strides.size() && !c.strides[k].empty()) && !transposed_operand(c, arg);
+}
+
+// sort and topk of float32, typed: each line gathered as (value, position) pairs and ordered by
+// the reference kernels' rule (NaN above every number; sort stable; topk chosen as PyTorch's CPU
+// kernel chooses: partial_sort where k * 64 <= n, else nth_element and a sort of the first k - 1),
+// so the same comparisons give the same indices; lines over the pool's threads. (The reference
+// kernel compares through doubles read element by element: a sort of [512, 1024] took 140 ms.)
+bool sort_or_topk(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs) {
+  const bool is_sort = c.op == &op::sort(), is_topk = c.op == &op::topk();
+  if ((!is_sort && !is_topk) || !dense_operand(c, 0) || in[0].dtype() != DType::f32 || in[0].dim() == 0) return false;
+  if (outs.size() != 2 || outs[0].dtype() != DType::f32 || outs[1].dtype() != DType::i64) return false;
+  const Tensor& x = in[0];
+  const int64_t dim_arg = is_sort ? c.args[1].i : c.args[2].i;
+  const int64_t d = dim_arg < 0 ? dim_arg + x.dim() : dim_arg;
+  if (d < 0 || d >= x.dim()) return false;
+  const Lines l = Lines::around(x.shape(), d);
+  const int64_t k = is_sort ? l.n : c.args[1].i;
+  const bool descending = is_sort ? c.args[2].b : c.args[3].b, sorted = is_sort || c.args[4].b;
+  if (k < 0 || k > l.n || outs[0].numel() != l.outer * k * l.inner) return false;
+  if (k == 0) return true;
+  using Elem = std::pair<float, int64_t>;
+  const auto before = [descending](const Elem& p, const Elem& q) {
+    const float a = p.first, b = q.first;
+    if (descending) return (a != a && b == b) || a > b;
+    return (a == a && b != b) || a < b;
+  };
+  const float* px = f32(x);
+  float* pv = f32(outs[0]);
+  int64_t* pi = static_cast<int64_t*>(outs[1].data());
+  parallel_parts(l.outer * l.inner, x.numel() * 8, [&](int64_t b, int64_t e) {
+    std::vector<Elem> line(static_cast<size_t>(l.n));
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t o = t / l.inner, i = t % l.inner;
+      for (int64_t j = 0; j < l.n; ++j) line[static_cast<size_t>(j)] = {px[(o * l.n + j) * l.inner + i], j};
+      if (is_sort)  // stable: equal values (NaNs among them) by position, as a stable sort leaves them
+        std::sort(line.begin(), line.end(), [&](const Elem& p, const Elem& q) { return before(p, q) || (!before(q, p) && p.second < q.second); });
+      else if (k * 64 <= l.n) std::partial_sort(line.begin(), line.begin() + k, line.end(), before);
+      else {
+        std::nth_element(line.begin(), line.begin() + k - 1, line.end(), before);
+        if (sorted) std::sort(line.begin(), line.begin() + k - 1, before);
+      }
+      for (int64_t j = 0; j < k; ++j) {
+        const int64_t to = (o * k + j) * l.inner + i;
+        pv[to] = line[static_cast<size_t>(j)].first;
+        pi[to] = line[static_cast<size_t>(j)].second;
+      }
+    }
+  });
+  return true;
+}
+
+// scatter.src, scatter.value and scatter_add of float32 with an int64 index of the same rank:
+// self copied, then each index element in order writes (adds) its value at its position with the
+// dimension's coordinate replaced by the index, as the reference kernel, typed. False where an
+// index is out of range (the reference kernel names it) or the call is not of that form.
+bool scatter(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs) {
+  const bool add = c.op == &op::scatter_add(), value = c.op == &op::scatter_value();
+  if ((!add && !value && c.op != &op::scatter_src()) || !dense_operand(c, 0) || !dense_operand(c, 2)) return false;
+  if (!value && !dense_operand(c, 3)) return false;
+  const Tensor &x = in[0], &index = in[2];
+  if (x.dtype() != DType::f32 || outs[0].dtype() != DType::f32 || index.dtype() != DType::i64 || x.dim() == 0 ||
+      index.dim() != x.dim() || (!value && (in[3].dtype() != DType::f32 || in[3].dim() != x.dim())))
+    return false;
+  const int64_t r = x.dim(), d = c.args[1].i < 0 ? c.args[1].i + r : c.args[1].i;
+  if (d < 0 || d >= r) return false;
+  const Shape &s = x.shape(), &ix = index.shape();
+  const Shape src = value ? ix : in[3].shape();
+  for (int64_t k = 0; k < r; ++k)
+    if (ix[k] > src[k] || (k != d && ix[k] > s[k])) return false;
+  const int64_t* pidx = static_cast<const int64_t*>(index.data());
+  for (int64_t e = 0; e < index.numel(); ++e)
+    if (pidx[e] < 0 || pidx[e] >= s[d]) return false;
+  float* y = f32(outs[0]);
+  if (y != f32(x)) std::memcpy(y, f32(x), static_cast<size_t>(x.nbytes()));
+  const Shape ss = contiguous_strides(s), srs = contiguous_strides(src);
+  const float* psrc = value ? nullptr : f32(in[3]);
+  const float v = value ? static_cast<float>(c.args[3].number()) : 0.f;
+  // Rows of the index's last dimension at a time: the position's other coordinates fixed.
+  const int64_t last = ix[r - 1], rows = last ? index.numel() / last : 0;
+  Shape p(static_cast<size_t>(r), 0);
+  for (int64_t row = 0; row < rows; ++row) {
+    int64_t rem = row, to0 = 0, from0 = 0;
+    for (int64_t k = r - 2; k >= 0; --k) {
+      p[k] = rem % ix[k];
+      rem /= ix[k];
+      from0 += p[k] * srs[k];
+      if (k != d) to0 += p[k] * ss[k];
+    }
+    const int64_t* irow = pidx + row * last;
+    for (int64_t j = 0; j < last; ++j) {  // the last coordinate is j, or the index where d is last
+      float& dst = y[to0 + irow[j] * ss[d] + (d == r - 1 ? 0 : j)];
+      const float val = value ? v : psrc[from0 + j];
+      dst = add ? dst + val : val;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 Tensor extern_operand(const ExternCall& c, size_t input, const Tensor& buffer) {
@@ -683,7 +786,7 @@ bool run_extern(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& o
   if (is_attention(c.op) && f32_operands && !c.args[3].is_node()) return attention_forward(c, in, outs), false;
   if (is_attention_backward(c.op) && f32_operands && !c.args[4].is_node()) return attention_backward(c, in, outs), false;
   if (index_put_rows(c, in, outs)) return false;
-  if (arg_extremum(c, in, outs) || cumsum(c, in, outs)) return false;
+  if (arg_extremum(c, in, outs) || cumsum(c, in, outs) || sort_or_topk(c, in, outs) || scatter(c, in, outs)) return false;
   RefInputs logical = in;  // the reference kernels take every operand as it is meant
   for (size_t i = 0; i < c.args.size(); ++i) {
     if (transposed_operand(c, i)) logical.t[i] = untranspose(in.t[i]);

@@ -45,6 +45,11 @@ const OpDef& argmin() { static const OpDef& d = must_find("aten.argmin.default")
 const OpDef& max_dim() { static const OpDef& d = must_find("aten.max.dim"); return d; }
 const OpDef& min_dim() { static const OpDef& d = must_find("aten.min.dim"); return d; }
 const OpDef& cumsum() { static const OpDef& d = must_find("aten.cumsum.default"); return d; }
+const OpDef& sort() { static const OpDef& d = must_find("aten.sort.default"); return d; }
+const OpDef& topk() { static const OpDef& d = must_find("aten.topk.default"); return d; }
+const OpDef& scatter_src() { static const OpDef& d = must_find("aten.scatter.src"); return d; }
+const OpDef& scatter_value() { static const OpDef& d = must_find("aten.scatter.value"); return d; }
+const OpDef& scatter_add() { static const OpDef& d = must_find("aten.scatter_add.default"); return d; }
 const OpDef& index_tensor() { static const OpDef& d = must_find("aten.index.Tensor"); return d; }
 const OpDef& efficient_attention() {
   static const OpDef& d = must_find("aten._scaled_dot_product_efficient_attention.default");

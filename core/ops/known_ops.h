@@ -31,6 +31,11 @@ const OpDef& argmin();
 const OpDef& max_dim();
 const OpDef& min_dim();
 const OpDef& cumsum();
+const OpDef& sort();
+const OpDef& topk();
+const OpDef& scatter_src();
+const OpDef& scatter_value();
+const OpDef& scatter_add();
 const OpDef& index_tensor();  // aten.index.Tensor
 const OpDef& efficient_attention();           // aten._scaled_dot_product_efficient_attention
 const OpDef& efficient_attention_backward();  // aten._scaled_dot_product_efficient_attention_backward

@@ -1973,6 +1973,57 @@ class TestCpu : public QObject {
     QVERIFY(std::isnan(r.outputs[3].get(4 * 6 + 5)));
   }
 
+  // sort, topk and the scatters of float32 run typed library kernels: checked against the
+  // reference interpreter's kernels on lines with ties and NaNs (sort stable both ways, topk's
+  // indices as PyTorch's CPU kernel picks them, in both of its algorithms), scatters along inner
+  // and outer dimensions with repeated indices (the last write stays, adds in order), an index
+  // smaller than self, and an index out of range named.
+  void testSortTopkScatterLibraryKernels() {
+    const std::string text =
+        "class G(torch.nn.Module):\n"
+        "    def forward(self, x: \"f32[4, 130]\", i: \"i64[3, 5]\", s: \"f32[3, 6]\"):\n"
+        "        a = torch.ops.aten.sort.default(x, -1, True)\n"
+        "        a0: \"f32[4, 130]\" = a[0]\n"
+        "        a1: \"i64[4, 130]\" = a[1]\n"
+        "        b = torch.ops.aten.sort.default(x, 0)\n"
+        "        b0: \"f32[4, 130]\" = b[0]\n"
+        "        b1: \"i64[4, 130]\" = b[1]\n"
+        "        t = torch.ops.aten.topk.default(x, 2)\n"
+        "        t0: \"f32[4, 2]\" = t[0]\n"
+        "        t1: \"i64[4, 2]\" = t[1]\n"
+        "        u = torch.ops.aten.topk.default(x, 100, 1, False)\n"
+        "        u0: \"f32[4, 100]\" = u[0]\n"
+        "        u1: \"i64[4, 100]\" = u[1]\n"
+        "        z: \"f32[4, 7]\" = torch.ops.aten.full.default([4, 7], 0.5, pin_memory = False)\n"
+        "        c0: \"f32[4, 7]\" = torch.ops.aten.scatter.src(z, 1, i, s)\n"
+        "        c1: \"f32[4, 7]\" = torch.ops.aten.scatter_add.default(z, 1, i, s)\n"
+        "        c2: \"f32[4, 7]\" = torch.ops.aten.scatter.value(z, 0, i, -2.0)\n"
+        "        c3: \"f32[4, 7]\" = torch.ops.aten.scatter_add.default(z, 0, i, s)\n"
+        "        return (a0, a1, b0, b1, t0, t1, u0, u1, c0, c1, c2, c3)\n";
+    QTemporaryDir dir;
+    const std::string path = dir.filePath("graph.txt").toStdString();
+    std::ofstream(path) << text;
+    LoadedModel m = load_model(path);
+    Tensor &x = m.inputs[0], &i = m.inputs[1], &s = m.inputs[2];
+    for (int64_t e = 0; e < x.numel(); ++e) x.set(e, static_cast<double>((e * 29) % 13) - 6);  // ties
+    for (int64_t e : {3, 77, 200, 201, 450}) x.set(e, NAN);
+    const int64_t iv[15] = {0, 3, 3, 1, 2, 2, 2, 0, 1, 3, 1, 0, 1, 1, 0};  // < 4 (dim 0) and < 7 (dim 1)
+    for (int64_t e = 0; e < 15; ++e) i.set(e, iv[e]);
+    for (int64_t e = 0; e < s.numel(); ++e) s.set(e, 0.25 * static_cast<double>(e) - 1);
+    PipelineOptions o;
+    o.timing_budget_ms = 1;
+    CompileResult r = run_pipeline(m, o);
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    QCOMPARE(r.check.reference.size(), size_t(12));
+    for (const auto& c : r.check.reference) QVERIFY2(c.cmp.ok, (c.against + ": " + c.cmp.why).c_str());
+    // Descending: the NaNs of row 0 first, in their order (3 before 77).
+    QCOMPARE(r.outputs[1].get(0), 3.0);
+    QCOMPARE(r.outputs[1].get(1), 77.0);
+    i.set(7, 4);  // in range along dimension 1 (size 7), not along 0 (size 4)
+    r = run_pipeline(m, o);
+    QVERIFY2(r.error.find("index 4 is out of bounds for dimension 0 with size 4") != std::string::npos, r.error.c_str());
+  }
+
   // An integer tensor compared with a number compares integers: x == 3 is not x == true.
   void testIntegerComparisonWithNumber() {
     Tensor x(DType::i64, {12});
