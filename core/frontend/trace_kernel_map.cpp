@@ -449,8 +449,8 @@ KernelMap map_trace_kernels(const TraceCompile& c, const std::vector<TraceKernel
         for (const MappedKernel& k : *side) names.insert(names.end(), k.unmapped.begin(), k.unmapped.end());
       r.why = "its nodes (" + join(names) + ") are not nodes of the Dynamo graph and compute no input's gradient the trace names";
     } else if (r.ours.empty()) {
-      r.verdict = "only Inductor";
-      r.why = ours_compiled ? "none of our kernels covers " + join(r.nodes) : "not compiled by Lowerscope";
+      r.verdict = ours_compiled ? "only Inductor" : "ours not compiled";
+      r.why = ours_compiled ? "none of our kernels covers " + join(r.nodes) : "this graph was not compiled by Lowerscope";
     } else if (r.inductor.empty()) {
       r.verdict = "only ours";
       r.why = "no Inductor kernel covers " + join(r.nodes) + " (a view, or work folded into another kernel's indexing)";

@@ -43,10 +43,10 @@ struct KernelMapRow {
   std::vector<MappedKernel> inductor, ours;
   // Nodes one side fuses with another node of the row and the other side does not.
   std::vector<std::string> fused_by_inductor_only, fused_by_ours_only;
-  // same | fusion differs | count differs | only Inductor | only ours | not mapped
+  // same | fusion differs | count differs | only Inductor | only ours | not mapped | ours not compiled
   std::string verdict;
   std::string why;  // a sentence for the verdict ("Inductor fuses input_2+input_3; ours runs them apart")
-  bool differs() const { return verdict != "same"; }
+  bool differs() const { return verdict != "same" && verdict != "ours not compiled"; }
 };
 
 struct KernelMap {
