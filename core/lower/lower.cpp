@@ -279,6 +279,41 @@ class Lowering {
     const DType dt = n.outs[0].dtype;
     const int64_t W = in[r - 1];
     const int64_t O[2] = {gout[r - 2], gout[r - 1]};
+    if (dil[0] == 1 && dil[1] == 1) {
+      // Without dilation every window from the first that reaches x, (x + pad - k) // st + 1, to
+      // the last that starts at or before it, (x + pad) // st, holds x: ceil(k / st) candidates a
+      // dimension (4 for a 3x3 window at stride 2), as Inductor's lowering walks them.
+      auto windows = [g, ind, k, st, pad, O, W, r, dt](OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>&) {
+        auto i64 = [&h](int64_t c) { return h.constant(static_cast<double>(c), DType::i64); };
+        auto both = [&h](V a, V b) { return h.math(Math::logical_and, {a, b}, DType::b8); };
+        V sum = h.constant(0, dt);
+        const V here = h.index_expr(idx[r - 2] * W + idx[r - 1], DType::i64);
+        const int64_t n[2] = {(k[0] + st[0] - 1) / st[0], (k[1] + st[1] - 1) / st[1]};
+        for (int64_t a = 0; a < n[0]; ++a)
+          for (int64_t b = 0; b < n[1]; ++b) {
+            std::vector<Expr> o = idx;
+            V hit{};
+            for (int d = 0; d < 2; ++d) {
+              const int64_t t = d == 0 ? a : b, lift = (k[d] / st[d] + 1) * st[d];
+              // first window: (x + pad - k) // st + 1, lifted so the division sees a number >= 0
+              const Expr q = (idx[r - 2 + d] + (pad[d] - k[d] + lift)).floordiv(st[d]) - (lift / st[d] - 1 - t);
+              const Expr last = (idx[r - 2 + d] + pad[d]).floordiv(st[d]);
+              const V qv = h.index_expr(q, DType::i64);
+              const V ok = both(both(h.math(Math::ge, {qv, i64(0)}, DType::b8), h.math(Math::lt, {qv, i64(O[d])}, DType::b8)),
+                                h.math(Math::le, {qv, h.index_expr(last, DType::i64)}, DType::b8));
+              hit = d == 0 ? ok : both(hit, ok);
+              o[r - 2 + d] = (q + O[d] * (lift / st[d] / O[d] + 2)).mod(O[d]);  // any row inside, where it misses
+            }
+            hit = both(hit, h.math(Math::eq, {ind.load(h, o), here}, DType::b8));
+            sum = h.math(Math::add, {sum, h.math(Math::where, {hit, g.load(h, o), h.constant(0, dt)}, dt)}, dt);
+          }
+        return sum;
+      };
+      const std::string buf = add_node(n, LoopNode::Kind::pointwise, in, {}, Reduce::none, dt, windows);
+      readers_[id] = buffer_reader(buf, in, dt);
+      realized_[id] = buf;
+      return true;
+    }
     auto body = [g, ind, k, st, pad, dil, O, W, r, dt](OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>&) {
       auto i64 = [&h](int64_t c) { return h.constant(static_cast<double>(c), DType::i64); };
       auto both = [&h](V a, V b) { return h.math(Math::logical_and, {a, b}, DType::b8); };
