@@ -1,6 +1,7 @@
 # The walkthrough's recompile example: Python ints are guarded by the conditions they decide.
-# fn(x, 2), fn(x, 3) and fn(x, 6) take the same branch and share one compiled graph (n is an input
-# of the graph); fn(x, -3) fails the guard `L['n'] >= 0` and compiles the other branch.
+# As in PyTorch, fn(x, 2) compiles with n a constant (guard `L['n'] == 2`); fn(x, 3) recompiles with
+# n symbolic (automatic dynamic shapes: n is an input of the graph), which fn(x, 6) shares; fn(x, -3)
+# fails the guard `L['n'] >= 0` and compiles the other branch.
 import torch
 
 

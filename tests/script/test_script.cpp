@@ -96,15 +96,19 @@ class TestScript : public QObject {
     }
   }
 
-  // fn(x, 2), fn(x, 3), fn(x, 6) share a graph; fn(x, -3) recompiles, naming the failed guard.
+  // As PyTorch: fn(x, 2) compiles with n constant, fn(x, 3) recompiles with n symbolic (automatic
+  // dynamic shapes) and fn(x, 6) shares it; fn(x, -3) recompiles, naming the failed guard.
   void testRecompileOnIntGuard() {
     const ls::ScriptRun r = run_sample("recompile.py");
     QVERIFY2(r.ok, r.error.c_str());
-    QCOMPARE(r.graphs.size(), size_t(2));
-    QCOMPARE(r.recompiles, 1);
-    QCOMPARE(r.graphs[0].calls, 3);
-    QCOMPARE(r.graphs[1].calls, 1);
-    QVERIFY2(r.graphs[1].reason.find("L['n'] >= 0") != std::string::npos, r.graphs[1].reason.c_str());
+    QCOMPARE(r.graphs.size(), size_t(3));
+    QCOMPARE(r.recompiles, 2);
+    QCOMPARE(r.graphs[0].calls, 1);  // n = 2, a constant of the graph
+    QCOMPARE(r.graphs[1].calls, 2);  // n = 3 and 6: symbolic since a second value came
+    QCOMPARE(r.graphs[2].calls, 1);  // n = -3: the other branch
+    QVERIFY(std::find(r.graphs[0].guards.begin(), r.graphs[0].guards.end(), "L['n'] == 2") != r.graphs[0].guards.end());
+    QVERIFY2(r.graphs[1].reason.find("guard failed: L['n'] == 2") != std::string::npos, r.graphs[1].reason.c_str());
+    QVERIFY2(r.graphs[2].reason.find("L['n'] >= 0") != std::string::npos, r.graphs[2].reason.c_str());
     QVERIFY(r.output.find("False") == std::string::npos);
     QCOMPARE(std::count(r.output.begin(), r.output.end(), '\n'), 4L);
   }
@@ -634,7 +638,7 @@ print("named")
     QTest::newRow("sincos") << "sincos.py" << 1 << 0 << 0;
     QTest::newRow("mse_loss") << "mse_loss.py" << 1 << 0 << 0;
     QTest::newRow("toy_example") << "toy_example.py" << 2 << 1 << 0;
-    QTest::newRow("recompile") << "recompile.py" << 2 << 0 << 1;
+    QTest::newRow("recompile") << "recompile.py" << 3 << 0 << 2;
     QTest::newRow("mlp_training") << "mlp_training.py" << 1 << 0 << 0;
     QTest::newRow("cifar_cnn") << "cifar_cnn.py" << 2 << 0 << 1;
     QTest::newRow("dynamic_shapes") << "dynamic_shapes.py" << 3 << 0 << 1;

@@ -494,6 +494,25 @@ recompiles("new dtype", f_clean, (x,), (torch.arange(4),))
 recompiles("requires_grad", f_clean, (x,), (torch.arange(4.0).requires_grad_(True),))
 recompiles("same bool", f_flag, (x, True), (x, True))
 recompiles("other bool", f_flag, (x, True), (x, False))
+
+
+def f_scale(x, n):
+    return x * (n + 1) if n >= 0 else x / n
+
+
+# An int argument: a constant at its first value, symbolic once another comes (automatic dynamic).
+recompiles("same int", f_scale, (x, 2), (x, 2))
+recompiles("other int", f_scale, (x, 2), (x, 3))
+torch._dynamo.reset()
+c = torch.compile(f_scale, backend=BACKEND)
+show("int 2 then 3", c(x, 2).tolist() + c(x, 3).tolist())
+torch._dynamo.config.error_on_recompile = True
+try:
+    raises("int 6 after it turned symbolic", lambda: c(x, 6))
+    show("int 6 value", c(x, 6))
+    raises("int -3 fails the guard n >= 0", lambda: c(x, -3))
+finally:
+    torch._dynamo.config.error_on_recompile = False
 torch._dynamo.reset()
 
 section("compiled training step")

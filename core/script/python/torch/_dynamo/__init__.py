@@ -7,10 +7,13 @@ run, its live tensors receive their values, the break is logged, and recording r
 graph. When the call returns, the last graph is compiled and run the same way. A graph's outputs
 are the tensors Python still refers to (CPython frees the others at once).
 
-Python ints passed to a compiled function are symbolic (SymInt): a comparison decides with the
-real value and records a guard (`L['n'] >= 0`); arithmetic that meets a tensor becomes graph ops
-on an i64 input. So `fn(x, 2)`, `fn(x, 3)` share one compiled graph, and `fn(x, -3)` takes the
-other branch: a new graph at the same place, logged as a recompile with the guard that failed.
+Python ints passed to a compiled function are constants of the graph at their first value
+(guard `L['n'] == 2`), and symbolic (SymInt) once a call brings another value, as Dynamo's
+automatic dynamic shapes make them (dynamic=True: from the start; dynamic=False: never): a
+comparison decides with the real value and records a guard (`L['n'] >= 0`); arithmetic that meets
+a tensor becomes graph ops on an i64 input. So `fn(x, 2)` compiles, `fn(x, 3)` recompiles with n
+symbolic, `fn(x, 6)` shares that graph, and `fn(x, -3)` takes the other branch: a new graph at
+the same place, logged as a recompile with the guard that failed.
 
 Each graph is compiled once per distinct text and input signature (the cache); `_graphs` and
 `_breaks` are the compile log the app shows.
@@ -19,6 +22,7 @@ import builtins as _bi
 import inspect as _inspect
 import keyword as _keyword
 import linecache as _linecache
+import re as _re
 import sys as _sys
 import types as _types
 import weakref as _weakref
@@ -50,12 +54,15 @@ _graphs = []         # the compile log: one dict per compiled graph
 _breaks = []         # one dict per graph break
 _cache = {}          # (code, site) -> [entries]
 _seen_breaks = set() # (code, site, location): a break is logged when its graph is first compiled
+_int_args = {}       # (code, argument) -> its first int value, or _DYNAMIC once another came
+_DYNAMIC = object()
 _BUILTINS = set(dir(_bi)) | set(_keyword.kwlist)
 
 
 def reset():
     _cache.clear()
     _seen_breaks.clear()
+    _int_args.clear()
 
 
 def _log():
@@ -275,7 +282,8 @@ class _Frame:
         self.names = names          # id(tensor) -> (input name, guard source)
         self.fullgraph = fullgraph
         self.dynamic = None         # torch.compile's dynamic: True, False or None (automatic)
-        self.symbols = symbols      # symbol -> value (the call's ints)
+        self.symbols = symbols      # symbol -> value (the call's symbolic ints)
+        self.constants = {}         # argument -> value (the call's ints, floats, bools taken as constants)
         self.graph = None
         self.segment = 0
         self.site = "0"
@@ -568,11 +576,12 @@ class _Frame:
                 return "tensor %s requires_grad mismatch. expected %s" % (i["source"], i["requires_grad"])
         for expr, result in old["guards"]:
             try:
-                now_value = _bi.bool(eval(expr, {"__builtins__": {}}, dict(self.symbols)))
+                now_value = _bi.bool(eval(expr, {"__builtins__": {}}, dict(self.constants, **self.symbols)))
             except Exception:
                 continue
             if now_value != result:
-                shown = ", ".join("L['%s'] = %d" % (s, v) for s, v in self.symbols.items() if s in expr)
+                values = dict(self.constants, **self.symbols)
+                shown = ", ".join("L['%s'] = %r" % (s, v) for s, v in values.items() if s in expr)
                 return "guard failed: %s  (%s)" % (_display(expr) if result else "not (%s)" % _display(expr), shown)
         return "the captured graph differs (a Python value it depends on changed)"
 
@@ -616,10 +625,11 @@ def _same_kinds(a, b):
 
 
 def _display(expr):
-    out = expr
-    for s in sorted(_active.symbols if _active else [], key=len, reverse=True):
-        out = out.replace(s, "L['%s']" % s)
-    return out
+    """A guard over the call's arguments as Dynamo prints it: n >= 0 -> L['n'] >= 0 (whole names only)."""
+    names = sorted(set(_active.symbols) | set(_active.constants), key=len, reverse=True) if _active else []
+    if not names:
+        return expr
+    return _re.sub(r"\b(%s)\b" % "|".join(_re.escape(n) for n in names), lambda m: "L['%s']" % m.group(1), expr)
 
 
 class _CompiledBackward:
@@ -677,6 +687,17 @@ class _Compiled:
         self.__name__ = getattr(fn, "__name__", "compiled")
         self.__doc__ = getattr(fn, "__doc__", None)
 
+    def _int_is_dynamic(self, var, val):
+        """Automatic dynamic shapes for an int argument: static at its first value, symbolic from
+        the first call with another (dynamic=True: always symbolic)."""
+        if self._dynamic is True:
+            return True
+        key = (getattr(self._fn, "__code__", self._fn), var)
+        first = _int_args.setdefault(key, val)
+        if first is not _DYNAMIC and first != val:
+            _int_args[key] = first = _DYNAMIC
+        return first is _DYNAMIC
+
     def __call__(self, *args, **kwargs):
         global _active
         if _active is not None:  # a compiled call inside a compiled call: inlined
@@ -694,10 +715,11 @@ class _Compiled:
             for var, val in bound.arguments.items():
                 if isinstance(val, torch.Tensor):
                     names[id(val)] = ("L_%s_" % var, "L['%s']" % var)
-                elif type(val) is _bi.int and self._dynamic is not False:
+                elif type(val) is _bi.int and self._dynamic is not False and self._int_is_dynamic(var, val):
                     symbols[var] = val
                     bound.arguments[var] = SymInt(var, val, frame)
                 elif type(val) in (_bi.int, _bi.float, _bi.bool):
+                    frame.constants[var] = val
                     frame.guard("%s == %r" % (var, val), True)
             args, kwargs = bound.args, bound.kwargs
         self._last_frame = frame
