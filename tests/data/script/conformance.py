@@ -210,6 +210,12 @@ y = w * 2
 y[1] = 0
 y.sum().backward()
 show("grad through setitem of a constant", w.grad)
+show("setitem keeps requires_grad", y.requires_grad)
+w = torch.ones(3, requires_grad=True)
+y = w * 2
+y.zero_()
+y.sum().backward()
+show("grad through zero_ of a non-leaf", w.grad)
 w = torch.ones(4, requires_grad=True)
 y = w * 1
 y[1:3].mul_(3)

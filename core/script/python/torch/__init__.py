@@ -415,6 +415,10 @@ class Tensor:
             if _overlaps(v):  # x.expand(3, 4)[0].add_(1) writes x's row, seen by all rows: not modelled
                 _unsupported("an in-place write into part of an expanded tensor")
             v = v._view[0] if v._view is not None else None
+        if _grad_enabled and self.requires_grad and self.grad_fn is not None and not other.requires_grad:
+            # y.zero_(), y[1] = 0 on a y that requires grad: y still does, with a zero gradient
+            # through what was overwritten (aten.copy's derivative), as PyTorch's in-place ops.
+            other = _op("call", "torch.ops.aten.copy.default", "copy", [self, other])
         self._assign(other)
         root = self
         while root._view is not None:
