@@ -193,6 +193,15 @@ show("exp_", x)
 x = torch.arange(6.0)
 x.masked_fill_(x > 2, -1)
 show("masked_fill_", x)
+x = torch.arange(6.0) - 3
+y = nn.ReLU(inplace=True)(x)
+show("ReLU(inplace=True)", x.tolist() + [y is x])
+x = torch.arange(6.0) - 3
+F.leaky_relu(x[2:], 0.5, inplace=True)
+show("leaky_relu inplace on a view", x)
+x = torch.arange(6.0) - 3
+nn.ReLU()(x)
+show("ReLU() leaves its input", x)
 x = torch.arange(6.0)
 x += torch.ones(6)
 x -= 1

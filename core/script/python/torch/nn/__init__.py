@@ -324,22 +324,43 @@ def _activation(name, fn):
     return Act
 
 
-ReLU = _activation("ReLU", F.relu)
+class _InplaceActivation(Module):
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, x):
+        return self._fn(x, inplace=self.inplace)
+
+    def extra_repr(self):
+        return "inplace=True" if self.inplace else ""
+
+
+class ReLU(_InplaceActivation):
+    _fn = staticmethod(F.relu)
+
+
+class Hardswish(_InplaceActivation):
+    _fn = staticmethod(F.hardswish)
+
+
+class Hardsigmoid(_InplaceActivation):
+    _fn = staticmethod(F.hardsigmoid)
+
+
 GELU = _activation("GELU", F.gelu)
 Sigmoid = _activation("Sigmoid", torch.sigmoid)
 Tanh = _activation("Tanh", torch.tanh)
-Hardswish = _activation("Hardswish", F.hardswish)
-Hardsigmoid = _activation("Hardsigmoid", F.hardsigmoid)
 Identity = _activation("Identity", lambda x: x)
 
 
 class LeakyReLU(Module):
     def __init__(self, negative_slope=0.01, inplace=False):
         super().__init__()
-        self.negative_slope = negative_slope
+        self.negative_slope, self.inplace = negative_slope, inplace
 
     def forward(self, x):
-        return F.leaky_relu(x, self.negative_slope)
+        return F.leaky_relu(x, self.negative_slope, self.inplace)
 
 
 class Dropout(Module):
@@ -347,10 +368,10 @@ class Dropout(Module):
         super().__init__()
         if p < 0 or p > 1:
             raise ValueError("dropout probability has to be between 0 and 1, but got %s" % p)
-        self.p = p
+        self.p, self.inplace = p, inplace
 
     def forward(self, x):
-        return F.dropout(x, self.p, self.training)
+        return F.dropout(x, self.p, self.training, self.inplace)
 
 
 class Flatten(Module):

@@ -7,8 +7,13 @@ def _pair(v):
     return tuple(v) if isinstance(v, (list, tuple)) else (v, v)
 
 
+def _inplace(input, out, inplace):
+    """inplace=True: input takes the result (and its views see it), as PyTorch's."""
+    return input._set(out) if inplace else out
+
+
 def relu(input, inplace=False):
-    return _op("call", "torch.nn.functional.relu", "relu", [input])
+    return _inplace(input, _op("call", "torch.nn.functional.relu", "relu", [input]), inplace)
 
 
 def gelu(input, approximate="none"):
@@ -25,15 +30,15 @@ def tanh(input):
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
-    return _op("call", "torch.nn.functional.leaky_relu", "leaky_relu", [input, negative_slope])
+    return _inplace(input, _op("call", "torch.nn.functional.leaky_relu", "leaky_relu", [input, negative_slope]), inplace)
 
 
 def hardswish(input, inplace=False):
-    return _op("call", "torch.nn.functional.hardswish", "hardswish", [input])
+    return _inplace(input, _op("call", "torch.nn.functional.hardswish", "hardswish", [input]), inplace)
 
 
 def hardsigmoid(input, inplace=False):
-    return _op("call", "torch.nn.functional.hardsigmoid", "hardsigmoid", [input])
+    return _inplace(input, _op("call", "torch.nn.functional.hardsigmoid", "hardsigmoid", [input]), inplace)
 
 
 def linear(input, weight, bias=None):
@@ -97,7 +102,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
         raise ValueError("dropout probability has to be between 0 and 1, but got %s" % p)
     if not training or p == 0:
         return input
-    return _op("call", "torch.nn.functional.dropout", "dropout", [input, p, training])
+    return _inplace(input, _op("call", "torch.nn.functional.dropout", "dropout", [input, p, training]), inplace)
 
 
 def softmax(input, dim=None, dtype=None):
