@@ -1,11 +1,16 @@
 #include "sched/schedule.h"
 
 #include <algorithm>
+#include <deque>
+#include <queue>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <set>
 #include <sstream>
 #include <tuple>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "loop/dependencies.h"
 #include "ops/known_ops.h"
@@ -39,7 +44,16 @@ class Scheduler {
       group_of_.push_back(static_cast<int>(i));
     }
     group_buffers_.resize(groups_.size());
-    std::map<std::string, int> producer;  // buffer -> the first node writing it (LoopProgram::producer, indexed)
+    for (size_t i = 0; i < p.nodes.size(); ++i) {
+      node_write_id_.push_back(buffer_id(p.nodes[i].buffer));
+      std::vector<int> reads;
+      for (const MemDep& d : deps_[i].reads) reads.push_back(buffer_id(d.buffer));
+      std::sort(reads.begin(), reads.end());
+      reads.erase(std::unique(reads.begin(), reads.end()), reads.end());
+      node_read_ids_.push_back(std::move(reads));
+    }
+    buffer_bytes_.assign(buffer_ids_.size(), -1);
+    std::unordered_map<std::string, int> producer;  // buffer -> the first node writing it (LoopProgram::producer, indexed)
     for (size_t i = 0; i < p.nodes.size(); ++i) {
       producer.emplace(p.nodes[i].buffer, static_cast<int>(i));
       for (const auto& o : p.nodes[i].ext.outputs) producer.emplace(o, static_cast<int>(i));
@@ -56,10 +70,8 @@ class Scheduler {
   Schedule run() {
     if (opts_.fusion) fuse();
     Schedule s;
-    std::map<int, int> kernel_index;
     for (size_t g = 0; g < groups_.size(); ++g) {
       if (!groups_[g].alive) continue;
-      kernel_index[static_cast<int>(g)] = static_cast<int>(s.kernels.size());
       s.kernels.push_back(make_kernel(groups_[g], s.kernels.size()));
     }
     order_topologically(s.kernels);
@@ -189,7 +201,13 @@ class Scheduler {
     if (pl.where.ok) pl.deps = extract_dependencies(p_.nodes[n], pl.where.idx, pl.where.ridx);
     return placed_.emplace(key, std::move(pl)).first->second;
   }
-  mutable std::map<std::tuple<int, int64_t, int64_t>, Placed> placed_;
+  struct PlacedKeyHash {
+    size_t operator()(const std::tuple<int, int64_t, int64_t>& k) const {
+      const auto [n, x, r] = k;
+      return std::hash<int64_t>()((static_cast<int64_t>(n) * 1000003 + x) * 1000003 + r);
+    }
+  };
+  mutable std::unordered_map<std::tuple<int, int64_t, int64_t>, Placed, PlacedKeyHash> placed_;
 
   FusionVerdict can_fuse(int ga, int gb) const {
     if (ga > gb) std::swap(ga, gb);
@@ -268,30 +286,37 @@ class Scheduler {
   }
 
   // Kernels in an order that respects every dependency (fusion never creates a cycle), the
-  // earliest first node first among those ready.
+  // earliest first node first among those ready (a heap of the ready ones: picking by a scan of
+  // all kernels each time was quadratic in the kernels).
   void order_topologically(std::vector<Kernel>& ks) const {
-    std::map<int, int> kernel_of;
+    std::vector<int> kernel_of(p_.nodes.size(), -1);
     for (size_t k = 0; k < ks.size(); ++k)
-      for (int n : ks[k].nodes) kernel_of[n] = static_cast<int>(k);
-    std::vector<std::set<int>> preds(ks.size());
+      for (int n : ks[k].nodes) kernel_of[static_cast<size_t>(n)] = static_cast<int>(k);
+    std::vector<std::vector<int>> succs(ks.size());
     for (const auto& e : edges_) {
-      const int a = kernel_of.at(e.producer), b = kernel_of.at(e.consumer);
-      if (a != b) preds[b].insert(a);
+      const int a = kernel_of[static_cast<size_t>(e.producer)], b = kernel_of[static_cast<size_t>(e.consumer)];
+      if (a != b) succs[static_cast<size_t>(a)].push_back(b);
     }
+    std::vector<int> waiting(ks.size(), 0);  // unfinished predecessors, each counted once
+    for (auto& s : succs) {
+      std::sort(s.begin(), s.end());
+      s.erase(std::unique(s.begin(), s.end()), s.end());
+      for (int b : s) ++waiting[static_cast<size_t>(b)];
+    }
+    using Ready = std::pair<int, int>;  // (first node, kernel): the smallest first node on top
+    std::priority_queue<Ready, std::vector<Ready>, std::greater<Ready>> ready;
+    for (size_t k = 0; k < ks.size(); ++k)
+      if (!waiting[k]) ready.push({ks[k].nodes[0], static_cast<int>(k)});
     std::vector<Kernel> out;
-    std::vector<bool> done(ks.size(), false);
-    while (out.size() < ks.size()) {
-      int pick = -1;
-      for (size_t k = 0; k < ks.size(); ++k) {
-        if (done[k]) continue;
-        bool ready = true;
-        for (int p : preds[k]) ready = ready && done[p];
-        if (ready && (pick < 0 || ks[k].nodes[0] < ks[pick].nodes[0])) pick = static_cast<int>(k);
-      }
-      if (pick < 0) throw std::logic_error("scheduler: the kernels depend on each other in a cycle");
-      done[pick] = true;
-      out.push_back(ks[pick]);
+    out.reserve(ks.size());
+    while (!ready.empty()) {
+      const int k = ready.top().second;
+      ready.pop();
+      out.push_back(std::move(ks[static_cast<size_t>(k)]));
+      for (int b : succs[static_cast<size_t>(k)])
+        if (--waiting[static_cast<size_t>(b)] == 0) ready.push({ks[static_cast<size_t>(b)].nodes[0], b});
     }
+    if (out.size() < ks.size()) throw std::logic_error("scheduler: the kernels depend on each other in a cycle");
     ks = std::move(out);
   }
 
@@ -378,8 +403,8 @@ class Scheduler {
     GroupBuffers& a = group_buffers_[static_cast<size_t>(ga)];
     GroupBuffers& b = group_buffers_[static_cast<size_t>(gb)];
     if (a.known && b.known) {
-      a.writes.insert(b.writes.begin(), b.writes.end());
-      a.reads.insert(b.reads.begin(), b.reads.end());
+      a.writes = sorted_union(a.writes, b.writes);
+      a.reads = sorted_union(a.reads, b.reads);
     } else {
       a = GroupBuffers{};
     }
@@ -391,29 +416,32 @@ class Scheduler {
     for (int round = 0; round < 64; ++round) {
       struct Cand { int a, b; int64_t bytes; int distance; };
       std::vector<Cand> cands;
-      std::set<std::pair<int, int>> seen;
+      std::unordered_set<uint64_t> seen;  // group pairs (a < b) already candidates through an edge
+      auto pair_key = [](int a, int b) { return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b); };
       for (const auto& e : edges_) {
         int a = group_of_[e.producer], b = group_of_[e.consumer];
         if (a == b) continue;
         if (a > b) std::swap(a, b);
-        if (!seen.insert({a, b}).second) continue;
+        if (!seen.insert(pair_key(a, b)).second) continue;
         cands.push_back({a, b, shared_bytes(a, b), std::abs(e.consumer - e.producer)});
       }
       // Horizontal candidates: groups that read the same buffer (found through the buffers'
       // readers, in pair order).
-      std::map<std::string, std::vector<int>> readers;
+      std::vector<std::vector<int>> readers(buffer_ids_.size());
       for (size_t g = 0; g < groups_.size(); ++g) {
         if (!groups_[g].alive) continue;
-        for (const auto& b : buffers_of(static_cast<int>(g)).reads) readers[b].push_back(static_cast<int>(g));
+        for (int b : buffers_of(static_cast<int>(g)).reads) readers[static_cast<size_t>(b)].push_back(static_cast<int>(g));
       }
       // Each reader is paired with the next kMaxHorizontalPartners readers only, in node order, as
       // Inductor bounds its pairwise attempts (max_fusion_buffer_group_pairwise_attempts = 64):
       // a buffer read by thousands of branches would otherwise make every pair a candidate.
-      std::set<std::pair<int, int>> horizontal;
-      for (const auto& [buf, gs] : readers)
+      std::vector<std::pair<int, int>> horizontal;
+      for (const auto& gs : readers)
         for (size_t i = 0; i < gs.size(); ++i)
           for (size_t j = i + 1; j < gs.size() && j <= i + kMaxHorizontalPartners; ++j)
-            if (!seen.count({gs[i], gs[j]})) horizontal.insert({gs[i], gs[j]});
+            if (!seen.count(pair_key(gs[i], gs[j]))) horizontal.push_back({gs[i], gs[j]});
+      std::sort(horizontal.begin(), horizontal.end());
+      horizontal.erase(std::unique(horizontal.begin(), horizontal.end()), horizontal.end());
       for (const auto& [a, b] : horizontal) {
         const int64_t bytes = shared_bytes(a, b);
         if (bytes > 0) cands.push_back({a, b, bytes, b - a});
@@ -424,6 +452,9 @@ class Scheduler {
       bool merged = false;
       for (const Cand& c : cands) {
         if (!groups_[c.a].alive || !groups_[c.b].alive) continue;
+        // can_fuse's first refusal, without writing its reason: most candidates of the later
+        // rounds meet it, and only the final edges' verdicts are shown.
+        if (groups_[c.a].nodes.size() + groups_[c.b].nodes.size() > static_cast<size_t>(opts_.max_fusion_size)) continue;
         if (can_fuse(c.a, c.b).ok) {
           merge(c.a, c.b);
           merged = true;
@@ -433,18 +464,46 @@ class Scheduler {
     }
   }
 
-  // The buffers a group writes and reads, worked out once a group (fusion's candidates ask for
-  // them pair by pair) and merged with the groups.
+  // Buffers as numbers (ids into buffer_ids_), so fusion's candidate search compares integers.
+  int buffer_id(const std::string& name) {
+    const auto [it, added] = buffer_id_of_.emplace(name, static_cast<int>(buffer_ids_.size()));
+    if (added) buffer_ids_.push_back(&it->first);
+    return it->second;
+  }
+  std::unordered_map<std::string, int> buffer_id_of_;
+  std::vector<const std::string*> buffer_ids_;
+  std::vector<int> node_write_id_;               // node -> its buffer's id
+  std::vector<std::vector<int>> node_read_ids_;  // node -> the ids it reads, sorted, once each
+  mutable std::vector<int64_t> buffer_bytes_;    // id -> bytes, -1 until asked
+
+  int64_t bytes_of(int id) const {
+    int64_t& b = buffer_bytes_[static_cast<size_t>(id)];
+    if (b < 0) b = p_.buffer(*buffer_ids_[static_cast<size_t>(id)]).bytes();
+    return b;
+  }
+
+  // The buffers a group writes and reads (ids, sorted), worked out once a group (fusion's
+  // candidates ask for them pair by pair) and merged with the groups.
   struct GroupBuffers {
-    std::set<std::string> writes, reads;
+    std::vector<int> writes, reads;
     bool known = false;
   };
+  static std::vector<int> sorted_union(const std::vector<int>& a, const std::vector<int>& b) {
+    std::vector<int> u;
+    u.reserve(a.size() + b.size());
+    std::set_union(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(u));
+    return u;
+  }
   const GroupBuffers& buffers_of(int g) const {
     GroupBuffers& b = group_buffers_.at(static_cast<size_t>(g));
     if (!b.known) {
       for (int n : groups_[g].nodes) {
-        b.writes.insert(p_.nodes[n].buffer);
-        for (const auto& d : deps_[n].reads) b.reads.insert(d.buffer);
+        b.writes.push_back(node_write_id_[static_cast<size_t>(n)]);
+        b.reads.insert(b.reads.end(), node_read_ids_[static_cast<size_t>(n)].begin(), node_read_ids_[static_cast<size_t>(n)].end());
+      }
+      for (auto* v : {&b.writes, &b.reads}) {
+        std::sort(v->begin(), v->end());
+        v->erase(std::unique(v->begin(), v->end()), v->end());
       }
       b.known = true;
     }
@@ -455,8 +514,9 @@ class Scheduler {
   int64_t shared_bytes(int a, int b) const {
     const GroupBuffers& ga = buffers_of(a);
     int64_t bytes = 0;
-    for (const auto& buf : buffers_of(b).reads)
-      if (ga.writes.count(buf) || ga.reads.count(buf)) bytes += p_.buffer(buf).bytes();
+    for (int buf : buffers_of(b).reads)
+      if (std::binary_search(ga.writes.begin(), ga.writes.end(), buf) || std::binary_search(ga.reads.begin(), ga.reads.end(), buf))
+        bytes += bytes_of(buf);
     return bytes;
   }
 
@@ -573,21 +633,24 @@ class Scheduler {
     for (size_t k = 0; k < s.kernels.size(); ++k)
       for (int n : s.kernels[k].nodes)
         for (const auto& d : deps_[n].reads) last[d.buffer] = static_cast<int>(k);
-    std::vector<std::pair<std::string, int64_t>> free_list;
+    // The buffers that die in each kernel (in name order, as the map holds them), and the free
+    // memory as a queue per size: a write takes the first freed buffer of its size. (Scanning every
+    // buffer's last use at every kernel, and the free list at every write, was quadratic.)
+    std::vector<std::vector<const std::string*>> dies_in(s.kernels.size());
+    for (const auto& [buf, l] : last) dies_in[static_cast<size_t>(l)].push_back(&buf);
+    std::map<int64_t, std::deque<const std::string*>> free_by_size;
     for (size_t k = 0; k < s.kernels.size(); ++k) {
       for (const auto& w : s.kernels[k].writes) {
         const LoopBuffer& b = p_.buffer(w);
         if (b.is_output) continue;
-        for (auto it = free_list.begin(); it != free_list.end(); ++it)
-          if (it->second == b.bytes()) {
-            s.memory.reuses.emplace_back(w, it->first);
-            free_list.erase(it);
-            break;
-          }
+        auto it = free_by_size.find(b.bytes());
+        if (it == free_by_size.end() || it->second.empty()) continue;
+        s.memory.reuses.emplace_back(w, *it->second.front());
+        it->second.pop_front();
       }
-      for (const auto& [buf, l] : last)
-        if (l == static_cast<int>(k) && p_.producer(buf) >= 0 && !p_.buffer(buf).is_output && !removed.count(buf))
-          free_list.emplace_back(buf, p_.buffer(buf).bytes());
+      for (const std::string* buf : dies_in[k])
+        if (p_.producer(*buf) >= 0 && !p_.buffer(*buf).is_output && !removed.count(*buf))
+          free_by_size[p_.buffer(*buf).bytes()].push_back(buf);
     }
   }
 
