@@ -1,6 +1,205 @@
-# Lowerscope's torch, second part: the functions of the torch namespace. It runs in the namespace
-# of torch/__init__.py, right after it (script/python_host.cpp joins the two), so it sees that
-# file's names (Tensor, _op, _new, ...) as its own.
+# Lowerscope's torch, second part: views (how a view aliases its base) and the functions of the
+# torch namespace. It runs in the namespace of torch/__init__.py, right after it
+# (script/python_host.cpp joins the two), so it sees that file's names (Tensor, _op, _new, ...) as
+# its own.
+
+
+# ---- views ---------------------------------------------------------------------------------------
+# A view remembers its base and how it was taken (t._view = (base, kind, args)); the base keeps weak
+# references to its views. Tensor._set writes a view's new value into its base and derives the
+# base's other views again, so `x[1:3].add_(1)`, `x[0] = 5` and `x.view(2, 2).mul_(2)` change x,
+# and a view taken before an in-place op on its base sees the new value, as PyTorch's aliasing.
+
+_VIEW_CALLS = {  # kind -> (op kind, callee, node base name)
+    "slice": ("call", "torch.ops.aten.slice.Tensor", "slice"),
+    "select": ("call", "torch.ops.aten.select.int", "select"),
+    "view": ("method", "view", "view"),
+    "reshape": ("method", "reshape", "reshape"),
+    "permute": ("method", "permute", "permute"),
+    "transpose": ("method", "transpose", "transpose"),
+    "t": ("call", "torch.ops.aten.t.default", "t"),
+    "unsqueeze": ("method", "unsqueeze", "unsqueeze"),
+    "squeeze": ("call", "torch.ops.aten.squeeze.dim", "squeeze"),
+    "flatten": ("method", "flatten", "flatten"),
+    "expand": ("call", "torch.ops.aten.expand.default", "expand"),
+}
+
+
+def _derive(base, kind, args, refresh=False):
+    """The view `kind` of base's current value (no link recorded)."""
+    if kind == "alias":
+        if refresh and base._buf is None and base._graph is not None:  # a captured value: the same node
+            t = Tensor._make(None, base._dt, base._shape)
+            t._node, t._graph = base._node, base._graph
+            base._graph.produced.append((base._node, _weakref.ref(t)))
+            return t
+        return Tensor._make(base._value(), base._dt, base._shape)
+    k, callee, name = _VIEW_CALLS[kind]
+    return _op(k, callee, name, [base] + list(args))
+
+
+def _view_op(base, kind, args):
+    """base's view `kind` as PyTorch takes it: view() where the strides allow it (else an error),
+    reshape() and flatten() a view where they allow it and a copy where they do not."""
+    out = _derive(base, kind, args)
+    if not _link(base, out, kind, args) and kind == "view":
+        raise RuntimeError("view size is not compatible with input tensor's size and stride (at least one dimension "
+                           "spans across two contiguous subspaces). Use .reshape(...) instead.")
+    return out
+
+
+def _link(base, out, kind, args):
+    """Makes out a view of base (False where its strides cannot express it: out stays a copy)."""
+    st = _view_strides(base, kind, tuple(args), out._shape)
+    if st is None:
+        return False
+    out._view, out._st = (base, kind, tuple(args)), st
+    if base._views is None:
+        base._views = []
+    elif len(base._views) > 64:
+        base._views = [w for w in base._views if w() is not None]
+    base._views.append(_weakref.ref(out))
+    return True
+
+
+# Strides, as PyTorch's: a view shares its base's storage, and whether view()/reshape() can alias and
+# contiguous() is a no-op follows from them. A tensor that is no view is contiguous (_st None).
+
+
+def _contiguous_strides(shape):
+    st, acc = [], 1
+    for d in reversed(shape):
+        st.append(acc)
+        acc *= _bi.max(d, 1)
+    return tuple(reversed(st))
+
+
+def _strides(t):
+    return t._st if t._st is not None else _contiguous_strides(t._shape)
+
+
+def _overlaps(t):
+    """Whether elements of t share memory (a dimension expanded from one element)."""
+    return t._st is not None and _bi.any(s == 0 and d > 1 for s, d in zip(t._st, t._shape))
+
+
+def _is_contiguous(shape, st):
+    expected = 1
+    for d, s in zip(reversed(shape), reversed(st)):
+        if d != 1:
+            if s != expected:
+                return False
+            expected *= d
+    return True
+
+
+def _compute_stride(oldshape, oldstride, newshape):
+    """ATen's computeStride (TensorUtils.cpp): the strides of a view of newshape, or None."""
+    if not oldshape:
+        return tuple(1 for _ in newshape)
+    numel = 1
+    for d in oldshape:
+        numel *= d
+    if numel == 0:
+        return tuple(oldstride) if tuple(oldshape) == tuple(newshape) else _contiguous_strides(newshape)
+    newstride = [0] * len(newshape)
+    view_d = len(newshape) - 1
+    chunk_base_stride = oldstride[-1]
+    tensor_numel = view_numel = 1
+    for tensor_d in range(len(oldshape) - 1, -1, -1):
+        tensor_numel *= oldshape[tensor_d]
+        if tensor_d == 0 or (oldshape[tensor_d - 1] != 1 and oldstride[tensor_d - 1] != tensor_numel * chunk_base_stride):
+            while view_d >= 0 and (view_numel < tensor_numel or newshape[view_d] == 1):
+                newstride[view_d] = view_numel * chunk_base_stride
+                view_numel *= newshape[view_d]
+                view_d -= 1
+            if view_numel != tensor_numel:
+                return None
+            if tensor_d > 0:
+                chunk_base_stride = oldstride[tensor_d - 1]
+                tensor_numel = view_numel = 1
+    return tuple(newstride) if view_d == -1 else None
+
+
+def _view_strides(base, kind, args, out_shape):
+    st, n = list(_strides(base)), len(base._shape)
+    if kind == "alias":
+        return tuple(st)
+    if kind in ("view", "reshape", "flatten"):
+        return _compute_stride(base._shape, st, out_shape)
+    if kind == "slice":
+        dim, step = args[0] % n, args[3]
+        st[dim] *= step
+        return tuple(st)
+    if kind == "select":
+        del st[args[0] % n]
+        return tuple(st)
+    if kind == "permute":
+        dims = list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) else list(args)
+        return tuple(st[d % n] for d in dims)
+    if kind in ("transpose", "t"):
+        if n < 2:
+            return tuple(st)
+        d0, d1 = (args[0] % n, args[1] % n) if kind == "transpose" else (0, 1)
+        st[d0], st[d1] = st[d1], st[d0]
+        return tuple(st)
+    if kind == "unsqueeze":
+        dim = args[0] % (n + 1)
+        st.insert(dim, 1 if dim >= n else base._shape[dim] * st[dim])
+        return tuple(st)
+    if kind == "expand":  # broadcast dimensions (new, or of size 1 made larger) read one element: stride 0
+        lead = len(out_shape) - n
+        return tuple([0] * lead + [st[i] if base._shape[i] == out_shape[lead + i] else 0 for i in range(n)])
+    if kind == "squeeze":
+        dim = args[0] % n if n else 0
+        if n and base._shape[dim] == 1:
+            del st[dim]
+        return tuple(st)
+    raise AssertionError("no strides for a view of kind " + kind)
+
+
+def _scatter(base, view, kind, args):
+    """base's new value once its view `kind` holds view's value."""
+    if kind == "alias":
+        return view
+    if kind == "slice":
+        dim, start, stop, step = args
+        return _op("call", "torch.ops.aten.slice_scatter.default", "slice_scatter", [base, view, dim, start, stop, step])
+    if kind == "select":
+        dim, index = args
+        return _op("call", "torch.ops.aten.select_scatter.default", "select_scatter", [base, view, dim, index])
+    if kind == "permute":
+        dims = list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) else list(args)
+        dims = [d % len(dims) for d in dims]
+        return _op("method", "permute", "permute", [view, [dims.index(i) for i in range(len(dims))]])
+    if kind in ("transpose", "t"):
+        d0, d1 = args if kind == "transpose" else (0, 1)
+        return _op("method", "transpose", "transpose", [view, d0, d1]) if view.dim() > 1 else view
+    return _op("method", "view", "view", [view, list(base._shape)])
+
+
+def _index(t, idx):
+    """x[i], x[a:b], x[:, i], x[None]: select, slice and unsqueeze ops."""
+    if not isinstance(idx, tuple):
+        idx = (idx,)
+    out, dim = t, 0
+    for i in idx:
+        if i is None:
+            out = out.unsqueeze(dim)
+            dim += 1
+        elif i is Ellipsis:
+            dim = out.dim() - (len(idx) - 1 - idx.index(Ellipsis))
+        elif isinstance(i, slice):
+            if i != slice(None):
+                start = 0 if i.start is None else i.start
+                stop = out._shape[dim] if i.stop is None else i.stop
+                out = _view_op(out, "slice", [dim, start, stop, i.step or 1])
+            dim += 1
+        elif isinstance(i, _bi.int) or _dynamo._is_symint(i):
+            out = _view_op(out, "select", [dim, _bi.int(i)])
+        else:
+            _unsupported("indexing with %s" % type(i).__name__)
+    return out
 
 
 def manual_seed(seed):
