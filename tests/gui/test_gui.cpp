@@ -627,7 +627,7 @@ class TestGui : public QObject {
     const CodeView* left = d->findChild<CodeView*>("diff_left");
     const CodeView* right = d->findChild<CodeView*>("diff_right");
     QVERIFY(left && right);
-    QVERIFY(!left->text().contains("ls_bf16") && right->text().contains("struct ls_bf16"));
+    QVERIFY(!left->text().contains("ls_bf16") && right->text().contains("enum class ls_bf16"));
     QVERIFY(d->addedLines() > 0 && d->removedLines() > 0);
     const int kernels = static_cast<int>(w.session()->result()->schedule.kernels.size());
     QCOMPARE(d->names(Change::changed).size(), kernels);  // retyped: f32 buffers -> bf16
