@@ -1287,9 +1287,12 @@ std::optional<std::vector<Arg>> Importer::lower_more(const onnx::NodeProto& n, c
     return std::vector<Arg>{call("aten.einsum.default", {Arg::of_string(eq->s()), list_of(ops)})};
   }
   if (op == "ConvTranspose") {
-    // ONNX Runtime's geometry (ConvTransposeAttributes): output_shape or SAME_* padding set the
-    // total padding, split with the extra on the head for SAME_UPPER, on the tail otherwise;
-    // mapped to aten.convolution(transposed=True) with the smaller pad of each side, the rest
+    // ONNX Runtime's geometry (ConvTransposeAttributes, DistributePadding in providers/common.h,
+    // as the ONNX spec writes it): output_shape or SAME_* padding set the total padding, split
+    // with the odd one on the tail for SAME_UPPER and on the head otherwise (NOTSET, SAME_LOWER;
+    // ONNX Runtime 1.30's outputs on convT_same_lower and convT_output_shape confirm it; older
+    // ONNX Runtime releases had the two the other way round). output_padding stays on the tail.
+    // Mapped to aten.convolution(transposed=True) with the smaller pad of each side, the rest
     // sliced off its output.
     const Arg x = in(0), w = in(1);
     const Shape xs = shape(x), ws = shape(w);
@@ -1325,7 +1328,7 @@ std::optional<std::vector<Arg>> Importer::lower_more(const onnx::NodeProto& n, c
           fail(where, "attribute 'output_shape' asks for " + std::to_string(want) + " along spatial axis " + std::to_string(i) +
                           ", more than the " + std::to_string(full) + " the transposed convolution gives");
         const int64_t total = full - want;
-        pads[i] = auto_pad == "SAME_UPPER" ? total - total / 2 : total / 2;
+        pads[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
         pads[i + nd] = total - pads[i];
       }
       if (pads[i] < 0 || pads[i + nd] < 0) fail(where, "attribute 'pads' holds a negative value");

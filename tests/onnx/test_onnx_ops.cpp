@@ -525,7 +525,8 @@ void control_and_sequence_ops() {
     if (!c.oshape.empty()) attr_ints(node, "output_shape", c.oshape);
     if (c.auto_pad) attr_s(node, "auto_pad", c.auto_pad);
     m.output("y");
-    // The geometry as ONNX Runtime computes it (ConvTransposeAttributes).
+    // The geometry as ONNX Runtime computes it (ConvTransposeAttributes, DistributePadding: an odd
+    // total padding puts the extra on the tail for SAME_UPPER, on the head otherwise).
     std::vector<int64_t> head(nd), out(nd);
     for (size_t d = 0; d < nd; ++d) {
       const int64_t op = c.opad.empty() ? 0 : c.opad[d];
@@ -536,7 +537,7 @@ void control_and_sequence_ops() {
       else if (ap == "SAME_UPPER" || ap == "SAME_LOWER") want = c.x[2 + d] * c.strides[d];
       if (want >= 0) {
         const int64_t total = full - want;
-        head[d] = ap == "SAME_UPPER" ? total - total / 2 : total / 2;
+        head[d] = ap == "SAME_UPPER" ? total / 2 : total - total / 2;
         out[d] = want;
       } else {
         const int64_t pb = c.pads.empty() || ap == "VALID" ? 0 : c.pads[d], pe = c.pads.empty() || ap == "VALID" ? 0 : c.pads[d + nd];
