@@ -1626,7 +1626,15 @@ std::optional<std::vector<Arg>> Importer::lower_more(const onnx::NodeProto& n, c
         if (t->numel() != 1) fail(where, std::string("input '") + (i == 1 ? "min" : "max") + "' must hold one value");
         return ints ? Arg::of_int(int_at(*t, 0)) : Arg::of_real(t->get(0));
       }
-      return in(i);
+      // The spec asks for a 0-d bound; ONNX Runtime's CPU Clip takes any shape its
+      // TensorShape::IsScalar accepts, [] or [1], and exporters write [1]: taken as its one value,
+      // so that a 0-d x keeps its shape.
+      const Arg v = in(i);
+      const Shape s = shape(v);
+      if (s.empty()) return v;
+      if (s != Shape{1})
+        fail(where, std::string("input '") + (i == 1 ? "min" : "max") + "' must be a scalar (shape [] or [1]), got " + shape_str(s));
+      return call("aten.reshape.default", {v, Arg::of_ints({})});
     };
     const Arg lo = bound(1), hi = bound(2);
     if (lo.is_node() || hi.is_node()) {

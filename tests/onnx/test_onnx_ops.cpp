@@ -88,6 +88,43 @@ CompileResult compile(const Graph& g, const std::vector<Tensor>& inputs, const s
 
 // ---- 1. ONNX Runtime's outputs -----------------------------------------------------------
 
+// tools/gpu/onnx_op_cases.py wrote, before its "format": 2, every 0-d tensor's shape as [1]: its
+// enc() went through np.ascontiguousarray, which returns at least 1-d. ONNX Runtime's outputs were
+// 0-d all along (ReduceX over all axes with keepdims=0, MatMul of two vectors, Einsum "ii" and
+// "ijk->": 0-d in the spec and in NumPy too), and so were the fed inputs (Clip's 'max' in
+// clip_max_input): the .onnx beside each file declares its graph inputs and outputs with the shapes
+// of those same arrays. So, in a file of the older format only, a tensor recorded [1] whose graph
+// input or output the model declares 0-d is read as 0-d; any other shape is taken as written.
+std::map<std::string, Shape> declared_shapes(const fs::path& model_path) {
+  std::map<std::string, Shape> out;
+#ifdef LOWERSCOPE_HAVE_ONNX
+  onnx::ModelProto m;
+  std::ifstream f(model_path, std::ios::binary);
+  if (!f || !m.ParseFromIstream(&f)) return out;
+  auto add = [&](const onnx::ValueInfoProto& v) {
+    if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) return;
+    Shape s;
+    for (const auto& d : v.type().tensor_type().shape().dim()) s.push_back(d.has_dim_value() ? d.dim_value() : -1);
+    out[v.name()] = s;
+  };
+  for (const auto& v : m.graph().input()) add(v);
+  for (const auto& v : m.graph().output()) add(v);
+#else
+  (void)model_path;
+#endif
+  return out;
+}
+
+Tensor decode_case_tensor(const json& t, bool scalars_as_1, const std::map<std::string, Shape>& declared) {
+  Tensor x = decode(t);
+  if (!scalars_as_1 || x.shape() != Shape{1}) return x;
+  const auto d = declared.find(t.value("name", std::string()));
+  if (d == declared.end() || !d->second.empty()) return x;
+  Tensor s(x.dtype(), Shape{});
+  std::memcpy(s.data(), x.data(), static_cast<size_t>(x.nbytes()));
+  return s;
+}
+
 void run_ort_cases(const fs::path& dir) {
   if (!fs::exists(dir)) {
     std::cout << "note: " << dir << " is missing: no ONNX Runtime cases (tools/gpu/onnx_op_cases.py writes them)\n";
@@ -106,8 +143,11 @@ void run_ort_cases(const fs::path& dir) {
       std::ifstream in(jf);
       const json j = json::parse(in);
       std::vector<Tensor> inputs, want;
-      for (const json& t : j.at("inputs")) inputs.push_back(decode(t));
-      for (const json& t : j.at("outputs")) want.push_back(decode(t));
+      const bool scalars_as_1 = j.value("format", 1) < 2;
+      const std::map<std::string, Shape> declared =
+          scalars_as_1 ? declared_shapes(dir / (name + ".onnx")) : std::map<std::string, Shape>{};
+      for (const json& t : j.at("inputs")) inputs.push_back(decode_case_tensor(t, scalars_as_1, declared));
+      for (const json& t : j.at("outputs")) want.push_back(decode_case_tensor(t, scalars_as_1, declared));
       const double rtol = j.value("rtol", 1e-4), atol = j.value("atol", 1e-5);
       const Graph g = import_onnx((dir / (name + ".onnx")).string());
       const std::vector<Tensor> ref = run_reference(g, inputs);
@@ -875,6 +915,7 @@ void built_here() {
       {"cast_int", "Cast", {{"x", iota({2, 3})}}, {}, [](onnx::NodeProto& n) { attr_i(n, "to", onnx::TensorProto::INT64); }},
       {"clip", "Clip", {{"x", iota({2, 3})}}, {{"lo", floats({-0.5}, {})}, {"hi", floats({1.0}, {})}}, nullptr},
       {"clip_tensor_max", "Clip", {{"x", iota({2, 3})}, {"lo", floats({-0.3}, {})}}, {}, nullptr},
+      {"clip_bounds_shape1", "Clip", {{"x", iota({2, 3})}, {"lo", floats({-0.3}, {1})}, {"hi", floats({0.4}, {1})}}, {}, nullptr},
       {"dropout", "Dropout", {{"x", iota({2, 3})}}, {}, nullptr},
       {"flatten", "Flatten", {{"x", iota({2, 3, 4})}}, {}, [](onnx::NodeProto& n) { attr_i(n, "axis", 0); }},
       {"argmin", "ArgMin", {{"x", iota({3, 4})}}, {}, [](onnx::NodeProto& n) { attr_i(n, "axis", -1), attr_i(n, "keepdims", 0); }},
@@ -994,6 +1035,20 @@ void built_here() {
     m.node("Conv", {"x", "w"}, {"y"});
     m.output("y");
     refused("conv_3d", m, {"Conv_node", "3-D convolution"});
+  }
+  {  // a [1]-shaped bound (as ONNX Runtime's CPU Clip takes it) keeps a 0-d x 0-d
+    Model m;
+    m.input("x", floats({0.7}, {})).input("lo", floats({-0.3}, {1})).input("hi", floats({0.4}, {1}));
+    m.node("Clip", {"x", "lo", "hi"}, {"y"});
+    m.output("y");
+    check("clip_0d_x_bounds_shape1", m, floats({0.4}, {}));
+  }
+  {
+    Model m;
+    m.input("x", iota({2, 3})).input("hi", floats({0.4, 0.5}, {2}));
+    m.node("Clip", {"x", "", "hi"}, {"y"});
+    m.output("y");
+    refused("clip_bound_not_scalar", m, {"Clip_node", "input 'max'", "[2]"});
   }
 }
 #endif

@@ -3,9 +3,12 @@
 Each case is a small model built with onnx.helper (opsets 13 to 21), run by onnxruntime on the
 CPU on fixed, seeded inputs. Written per case:
     DIR/<case>.onnx   the model (ONNX-built: an independent check of our importer)
-    DIR/<case>.json   {"case": name, "opset": n, "op": "Gather", "rtol": r, "atol": a,
+    DIR/<case>.json   {"case": name, "format": 2, "opset": n, "op": "Gather", "rtol": r, "atol": a,
                        "inputs":  [{"name": .., "dtype": "f32", "shape": [..], "data": base64 little-endian}],
                        "outputs": [same, ONNX Runtime's]}
+    format 2: a 0-d tensor is written with shape []. Files without "format" wrote it [1] (enc() went
+    through np.ascontiguousarray, which returns at least 1-d); tests/onnx/test_onnx_ops.cpp reads
+    such a [1] as 0-d where the .onnx declares that graph input or output 0-d.
 Runs where onnx and onnxruntime are installed (the GPU machine; nothing needs the GPU):
     python3 tools/gpu/onnx_op_cases.py --out DIR [--only SUBSTRING]
 Every case runs in its own try/except: a failure is printed and the others still run.
@@ -403,9 +406,9 @@ case("loop_while_folded", "Loop", [N("Loop", ["", "cond", "x"], ["final"], body=
 
 
 def enc(name, a):
-    a = np.ascontiguousarray(a)
+    a = np.asarray(a)  # not np.ascontiguousarray: it makes a 0-d array 1-d; tobytes() writes C order anyway
     dt = DT_BY_NAME[a.dtype.name][0]
-    return {"name": name, "dtype": dt, "shape": list(a.shape), "data": base64.b64encode(a.tobytes()).decode()}
+    return {"name": name, "dtype": dt, "shape": list(a.shape), "data": base64.b64encode(a.tobytes(order="C")).decode()}
 
 
 def build(c, outs=None):
@@ -447,7 +450,7 @@ def main():
             data = build(c, outs).SerializeToString()
             with open(os.path.join(args.out, c["name"] + ".onnx"), "wb") as f:
                 f.write(data)
-            rec = {"case": c["name"], "op": c["op"], "opset": c["opset"], "rtol": c["rtol"], "atol": c["atol"],
+            rec = {"case": c["name"], "format": 2, "op": c["op"], "opset": c["opset"], "rtol": c["rtol"], "atol": c["atol"],
                    "onnx": onnx.__version__, "onnxruntime": ort.__version__,
                    "inputs": [enc(n, a) for n, a in c["inputs"]],
                    "outputs": [enc(n, np.asarray(o)) for (n, _), o in zip(c["outputs"], outs)]}
