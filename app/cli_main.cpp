@@ -339,14 +339,9 @@ int compile_command(int argc, char** argv) {
     const ls::TraceCompile* c = t.compile(trace_graph);
     if (!c) throw std::invalid_argument(model_path + ": no compile " + trace_graph + " in this trace (`lowerscope-cli trace` lists them)");
     model = ls::trace_graph_model(*c);
-  } else {
-    auto t0 = std::chrono::steady_clock::now();
+  } else
     model = ls::load_model(model_path, lo);
-    fprintf(stderr, "dbg load %.0f ms\n", std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  auto t1 = std::chrono::steady_clock::now();
   ls::CompileResult r = ls::run_pipeline(model, po);
-  fprintf(stderr, "dbg pipeline %.0f ms\n", std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count());
   if (!quiet) print_result(r);
   bool at_ok = true;
   if (!at.empty() && r.error.empty() && !r.program && !r.not_run.empty())
@@ -368,7 +363,6 @@ int compile_command(int argc, char** argv) {
     const std::string j = ls::report_json(r);
     std::fwrite(j.data(), 1, j.size(), f);
     std::fclose(f);
-    fprintf(stderr, "dbg after report %.0f ms\n", std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count());
   }
   if (!dump.empty()) write_dump_with_html(r, dump);
   if (!r.error.empty()) {
