@@ -509,7 +509,11 @@ void TracePanel::showDetails(const TraceCompile* c) {
   showCode(0, 0);
   emit graph_kind_->currentIndexChanged(graph_kind_->currentIndex());
   if (graph_kind_->count() == 0) graph_text_->showText(tr("# no graph logged for [%1]").arg(q(c->id())), CodeView::Language::Plain);
-  kernels_model_->setRows(pair_kernels(*c, nullptr));  // ours fill in when our compile of it is in (setOurs)
+  {  // ours fill in when our compile of it is in (setOurs)
+    std::vector<std::string> how;
+    std::vector<KernelPair> rows = map_kernel_rows(*c, nullptr, &how);
+    kernels_model_->setRows(std::move(rows), std::move(how));
+  }
   guards_->showText(c->guards.empty() ? tr("# no guards logged for [%1]").arg(q(c->id())) : q(c->guards), CodeView::Language::Plain);
   refreshOurs(current_);
 }
@@ -555,7 +559,9 @@ void TracePanel::setOurs(const QString& id, const CompileResult* r) {
   const auto t = session_->trace();
   const TraceCompile* c = t ? t->compile(id.toStdString()) : nullptr;
   if (c && id == current_) {
-    kernels_model_->setRows(pair_kernels(*c, r));
+    std::vector<std::string> how;
+    std::vector<KernelPair> rows = map_kernel_rows(*c, r, &how);
+    kernels_model_->setRows(std::move(rows), std::move(how));
     refreshOurs(id);
   }
 }

@@ -1165,6 +1165,19 @@ class TestGui : public QObject {
              qPrintable(km->index(layer_norm, TraceKernelModel::Ours).data().toString()));
     QVERIFY2(p->kernelSummary().contains("Inductor: <b>5</b> generated kernel(s) + 5 library call(s)"), qPrintable(p->kernelSummary()));
     QVERIFY(p->kernelSummary().contains("Lowerscope: <b>"));
+    // The rows come from the kernel map (frontend/trace_kernel_map.h): a backward kernel whose
+    // origin comments name only the backward graph's nodes (sum_1) is placed, through the gradient
+    // it computes, on the Dynamo node input_4, and set against our backward kernels there (paired
+    // by node names, its ours column showed "—").
+    int sum0 = -1;
+    for (int row = 0; row < km->rowCount(); ++row)
+      if (km->rows()[size_t(row)].inductor == "triton_poi_fused_sum_0") sum0 = row;
+    QVERIFY(sum0 >= 0);
+    QCOMPARE(km->index(sum0, TraceKernelModel::Code).data().toString(), QString("backward"));
+    QCOMPARE(km->index(sum0, TraceKernelModel::Nodes).data().toString(), QString("input_4"));
+    QVERIFY(km->index(sum0, TraceKernelModel::Nodes).data(Qt::ToolTipRole).toString().contains("gradient it computes"));
+    const QString sum0_ours = km->index(sum0, TraceKernelModel::Ours).data().toString();
+    QVERIFY2(!sum0_ours.isEmpty() && sum0_ours != QString("—") && sum0_ours.contains("cpp_fused_"), qPrintable(sum0_ours));
     // Clicking Inductor's kernel marks its nodes in our stages and its lines in the output code.
     p->kernelTable()->clicked(km->index(layer_norm, 0));
     QVERIFY(w.selectedOrigins().contains("input_2"));
