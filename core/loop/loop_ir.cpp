@@ -194,11 +194,52 @@ std::string print_loop_program(const LoopProgram& p) {
 
 }  // namespace ls
 
+#include <algorithm>
+#include <set>
+#include <unordered_map>
+
+#include "ir/graph.h"
 #include "loop/dependencies.h"
 
 namespace ls {
 
+namespace {
+
+std::string loop_blocks_to_dot(const LoopProgram& p) {
+  const size_t blocks = (p.nodes.size() + kLoopDotBlock - 1) / kLoopDotBlock;
+  std::unordered_map<std::string, size_t> block_of;  // buffer -> the run that writes it
+  for (size_t i = 0; i < p.nodes.size(); ++i) {
+    block_of.emplace(p.nodes[i].buffer, i / kLoopDotBlock);
+    for (const auto& o : p.nodes[i].ext.outputs) block_of.emplace(o, i / kLoopDotBlock);
+  }
+  std::set<std::pair<size_t, size_t>> edges;
+  for (size_t i = 0; i < p.nodes.size(); ++i)
+    for (const MemDep& d : extract_dependencies(p.nodes[i]).reads)
+      if (auto it = block_of.find(d.buffer); it != block_of.end() && it->second != i / kLoopDotBlock)
+        edges.insert({it->second, i / kLoopDotBlock});
+  std::ostringstream os;
+  os << "digraph L {\n  rankdir=TB; node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\", fontsize=10];\n";
+  for (size_t b = 0; b < blocks; ++b) {
+    const size_t from = b * kLoopDotBlock, to = std::min(p.nodes.size(), from + kLoopDotBlock);
+    size_t pointwise = 0, reductions = 0, externs = 0;
+    for (size_t i = from; i < to; ++i) {
+      const LoopNode::Kind k = p.nodes[i].kind;
+      (k == LoopNode::Kind::pointwise ? pointwise : k == LoopNode::Kind::reduction ? reductions : externs) += 1;
+    }
+    os << "  \"b" << b << "\" [id=\"" << p.nodes[from].name << "\", fillcolor=\"" << (reductions ? "#fde8d8" : "#eef3fb")
+       << "\", label=\"" << p.nodes[from].name << " .. " << p.nodes[to - 1].name << "\\n" << to - from << " loop nodes: "
+       << pointwise << " pointwise, " << reductions << " reductions, " << externs << " extern\\nfrom "
+       << dot_escape(p.nodes[from].graph_node) << " .. " << dot_escape(p.nodes[to - 1].graph_node) << "\"];\n";
+  }
+  for (const auto& [a, b] : edges) os << "  \"b" << a << "\" -> \"b" << b << "\";\n";
+  os << "}\n";
+  return os.str();
+}
+
+}  // namespace
+
 std::string loop_program_to_dot(const LoopProgram& p) {
+  if (p.nodes.size() > kLoopDotBlocksAbove) return loop_blocks_to_dot(p);
   std::ostringstream os;
   os << "digraph L {\n  rankdir=TB; node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\", fontsize=10];\n";
   // Boxes: the inputs, then a box per loop node (named by the buffer it writes).

@@ -124,6 +124,11 @@ struct LoopProgram {
 // Inductor's ir_pre_fusion.txt style: each node with its ranges and its body as ops calls.
 std::string print_loop_program(const LoopProgram& p);
 std::string print_loop_node(const LoopProgram& p, const LoopNode& n);
+// Past kLoopDotBlocksAbove loop nodes (Graphviz gave up after 30 s on a 20,000-op chain's 46,665),
+// a box per run of kLoopDotBlock nodes in node order, an edge where a run reads what an earlier
+// one wrote; inputs are left out (the stage's text lists them).
+constexpr size_t kLoopDotBlocksAbove = 3000;
+constexpr size_t kLoopDotBlock = 500;
 std::string loop_program_to_dot(const LoopProgram& p);
 
 }  // namespace ls

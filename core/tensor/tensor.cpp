@@ -29,11 +29,14 @@ Shape contiguous_strides(const Shape& shape) {
 }
 
 std::string shape_str(const Shape& shape) {
-  std::ostringstream os;
-  os << '[';
-  for (size_t i = 0; i < shape.size(); ++i) os << (i ? ", " : "") << shape[i];
-  os << ']';
-  return os.str();
+  // Appended, not streamed: the printers call this for every node of graphs of tens of thousands.
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  s += ']';
+  return s;
 }
 
 Tensor Tensor::reshaped(Shape shape) const {
