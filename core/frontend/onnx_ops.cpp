@@ -6,6 +6,7 @@
 
 #ifdef LOWERSCOPE_HAVE_ONNX
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -620,25 +621,32 @@ Arg Importer::resize_axis(const Arg& x, int64_t axis, int64_t out, double scale,
   if (!taps) fail(where, "attribute 'mode' '" + mode + "' is not supported (nearest, linear, cubic)");
   if (mode == "nearest" && nm != "round_prefer_floor" && nm != "round_prefer_ceil" && nm != "floor" && nm != "ceil")
     fail(where, "attribute 'nearest_mode' '" + nm + "' is not supported");
-  // A tensor each (copies of one Tensor would share its storage).
+  // A tensor each (copies of one Tensor would share its storage), filled through typed pointers
+  // with no allocation per position: an axis may have 2^24 of them (the fuzzer's 25 s input).
   std::vector<Tensor> idx, w;
   for (int j = 0; j < taps; ++j) idx.emplace_back(DType::i64, Shape{out}), w.emplace_back(DType::f32, Shape{out});
+  std::array<int64_t*, 4> ip{};
+  std::array<float*, 4> wp{};
+  for (int j = 0; j < taps; ++j) {
+    ip[static_cast<size_t>(j)] = static_cast<int64_t*>(idx[static_cast<size_t>(j)].data());
+    wp[static_cast<size_t>(j)] = static_cast<float*>(w[static_cast<size_t>(j)].data());
+  }
   for (int64_t o = 0; o < out; ++o) {
     const double s = source(o);
     if (mode == "nearest") {
-      set_int(idx[0], o, std::clamp<int64_t>(static_cast<int64_t>(nearest(s, nm)), 0, in - 1));
-      w[0].set(o, 1.0);
+      ip[0][o] = std::clamp<int64_t>(static_cast<int64_t>(nearest(s, nm)), 0, in - 1);
+      wp[0][o] = 1.f;
       continue;
     }
     const double f = std::floor(s), t = s - f;
     const int64_t base = static_cast<int64_t>(f);
-    std::vector<double> c;
-    std::vector<int64_t> at;
+    std::array<double, 4> c{};
+    std::array<int64_t, 4> at{};
     if (mode == "linear") {
       const double sc = std::clamp(s, 0.0, static_cast<double>(in - 1));
       const double fl = std::floor(sc);
-      c = {1 - (sc - fl), sc - fl};
-      at = {static_cast<int64_t>(fl), static_cast<int64_t>(fl) + 1};
+      c = {1 - (sc - fl), sc - fl, 0, 0};
+      at = {static_cast<int64_t>(fl), static_cast<int64_t>(fl) + 1, 0, 0};
     } else {
       auto k = [&](double d) {  // the cubic convolution kernel at distance d
         d = std::fabs(d);
@@ -650,7 +658,7 @@ Arg Importer::resize_axis(const Arg& x, int64_t axis, int64_t out, double scale,
       at = {base - 1, base, base + 1, base + 2};
       if (exclude) {
         double sum = 0;
-        for (int j = 0; j < 4; ++j) {
+        for (size_t j = 0; j < 4; ++j) {
           if (at[j] < 0 || at[j] >= in) c[j] = 0;
           sum += c[j];
         }
@@ -658,9 +666,9 @@ Arg Importer::resize_axis(const Arg& x, int64_t axis, int64_t out, double scale,
           for (double& v : c) v /= sum;
       }
     }
-    for (int j = 0; j < taps; ++j) {
-      set_int(idx[static_cast<size_t>(j)], o, std::clamp<int64_t>(at[static_cast<size_t>(j)], 0, in - 1));
-      w[static_cast<size_t>(j)].set(o, c[static_cast<size_t>(j)]);
+    for (size_t j = 0; j < static_cast<size_t>(taps); ++j) {
+      ip[j][o] = std::clamp<int64_t>(at[j], 0, in - 1);
+      wp[j][o] = static_cast<float>(c[j]);
     }
   }
   Shape ws(xs.size(), 1);
