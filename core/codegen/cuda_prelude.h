@@ -701,6 +701,16 @@ LS_DEV void ls_flash_bwd_dkv(const float* __restrict__ go, const float* __restri
 // ---- on demand: each paragraph below (one helper) is written into a source only where a kernel
 // calls it (codegen/emitter.h, prelude_for), so the sources that do not call it stay as they were.
 
+// ipow: an integer power as PyTorch's powi: by squaring, wrapping as its integer type; a
+// negative exponent gives 1 for a base of 1, -1 or 1 for a base of -1, else 0.
+template <typename I> LS_DEV I ls_ipow(I a, I b) {
+  if (b < I(0)) return a == I(1) ? I(1) : a == I(-1) ? (((-b) % 2) ? I(-1) : I(1)) : I(0);
+  unsigned long long r = 1, x = static_cast<unsigned long long>(a);
+  for (unsigned long long e = static_cast<unsigned long long>(b); e; e >>= 1, x *= x)
+    if (e & 1) r *= x;
+  return static_cast<I>(r);
+}
+
 // floor: an integer is its own value.
 LS_DEV float ls_floor(float x) { return floorf(x); }
 LS_DEV double ls_floor(double x) { return floor(x); }

@@ -163,6 +163,7 @@ class LoopEmitter : public OpsHandler {
         else if (c != consts_.end() && c->second == 1.0) e = s(0);
         else if (c != consts_.end() && c->second == 3.0) e = s(0) + " * " + s(0) + " * " + s(0);
         else if (c != consts_.end() && c->second == 0.5) e = "ls_sqrt(" + s(0) + ")";
+        else if (!dtype_is_float(t)) e = "ls_ipow(" + s(0) + ", static_cast<" + std::string(dtype_c(t)) + ">(" + s(1) + "))";
         else e = "ls_pow(" + s(0) + ", static_cast<" + std::string(dtype_c(t)) + ">(" + s(1) + "))";
         break;
       }

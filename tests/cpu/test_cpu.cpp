@@ -2050,6 +2050,34 @@ class TestCpu : public QObject {
     QVERIFY2(r.error.find("index 4 is out of bounds for dimension 0 with size 4") != std::string::npos, r.error.c_str());
   }
 
+  // Integer powers as PyTorch's powi (exact, wrapping; a negative exponent gives 0 but for bases
+  // 1 and -1): checked against values worked out here, for int64 and int32 (the prelude's
+  // ls_ipow; float overloads of ls_pow were once ambiguous for integers).
+  void testIntegerPow() {
+    const int64_t base[12] = {2, -2, 3, 1, -1, -1, 5, 0, 7, 10, -3, 2};
+    const int64_t expo[12] = {10, 3, -1, -5, -3, -4, 0, 0, 2, 19, 5, 63};
+    const int64_t want[12] = {1024, -8, 0, 1, -1, 1, 1, 1, 49, 0, -243, INT64_MIN};
+    for (DType t : {DType::i64, DType::i32}) {
+      Tensor a(t, {12}), b(t, {12});
+      for (int64_t i = 0; i < 12; ++i) a.set(i, static_cast<double>(base[i])), b.set(i, static_cast<double>(expo[i]));
+      const std::string ty = t == DType::i64 ? "i64" : "i32";
+      const CompileResult r = compile_graph_text(
+          "class G(torch.nn.Module):\n"
+          "    def forward(self, a: \"" + ty + "[12]\", b: \"" + ty + "[12]\"):\n"
+          "        p: \"" + ty + "[12]\" = torch.ops.aten.pow.Tensor_Tensor(a, b)\n"
+          "        return (p,)\n",
+          {a, b}, false);
+      QVERIFY2(r.error.empty(), r.error.c_str());
+      QVERIFY(r.source.code.find("ls_ipow(") != std::string::npos);
+      for (int64_t i = 0; i < 12; ++i) {
+        // 10^19 and 2^63 wrap: as int64 10^19 - 2^64, as int32 its low 32 bits; 2^63 likewise
+        const uint64_t w = i == 9 ? 10000000000000000000ull : static_cast<uint64_t>(want[i]);
+        const int64_t expect = t == DType::i64 ? static_cast<int64_t>(w) : static_cast<int32_t>(static_cast<uint32_t>(w));
+        QCOMPARE(static_cast<int64_t>(r.outputs[0].get(i)), expect);
+      }
+    }
+  }
+
   // An integer tensor compared with a number compares integers: x == 3 is not x == true.
   void testIntegerComparisonWithNumber() {
     Tensor x(DType::i64, {12});
