@@ -46,7 +46,13 @@ Arg decomp_pointwise(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a
   std::vector<Arg> in;
   for (int k : ops) in.push_back(broadcast_to(b, args[k], shape));
   const double alpha = alpha_of(op, args);
-  if (alpha != 1.0) in[1] = b.call("prims.mul.default", {in[1], Arg::of_real(alpha)});
+  if (alpha != 1.0) {
+    // An integer operand is scaled by an integer alpha as an integer (a float 2.0 would promote
+    // the sum to float32; PyTorch's add of int64 tensors with alpha=2 stays int64).
+    const bool integral = in[1].is_node() ? !dtype_is_float(b.meta(in[1]).dtype) : in[1].kind == Arg::Kind::integer;
+    const Arg a = integral && alpha == std::floor(alpha) ? Arg::of_int(static_cast<int64_t>(alpha)) : Arg::of_real(alpha);
+    in[1] = b.call("prims.mul.default", {in[1], a});
+  }
   return b.call(prim->name, in);
 }
 
