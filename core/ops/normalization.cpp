@@ -499,6 +499,10 @@ BnArgs bn_args(const OpDef& op, const std::vector<Arg>& a) {
   return {a[0], a[1], a[2], a[3], a[4], a[5].b, a[6].number(), a[7].number()};
 }
 bool functional_bn(const OpDef& op) { return op.name == "aten._native_batch_norm_legit_functional.default"; }
+// Evaluation on the CPU saves no statistics: save_mean and save_invstd are empty ([0]), as
+// PyTorch's CPU kernel and torch._decomp's native_batch_norm_helper give them ("a very annoying
+// inconsistency where CPU and CUDA give different shapes"); elsewhere the running ones.
+bool saves_empty(const TensorMeta& x, const BnArgs& p) { return !p.training && x.device == "cpu"; }
 std::vector<TensorMeta> infer_bn_legit(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
   const TensorMeta& x = meta_of(g, a[0]);
   if (x.shape.size() < 2) bad(op, "needs an input with a channel dimension");
@@ -506,7 +510,8 @@ std::vector<TensorMeta> infer_bn_legit(const Graph& g, const OpDef& op, const st
   if (!p.training && !p.rm.is_node()) bad(op, "running_mean must be defined in evaluation mode");
   if (p.training && numel_of(x.shape) / x.shape[1] <= 1)
     bad(op, "expected more than 1 value per channel when training, got input size " + shape_str(x.shape));
-  std::vector<TensorMeta> m = {like(x, x.shape), like(x, compute_dtype(x.dtype), {x.shape[1]}), like(x, compute_dtype(x.dtype), {x.shape[1]})};
+  const int64_t saved = saves_empty(x, p) ? 0 : x.shape[1];
+  std::vector<TensorMeta> m = {like(x, x.shape), like(x, compute_dtype(x.dtype), {saved}), like(x, compute_dtype(x.dtype), {saved})};
   if (functional_bn(op)) {
     m.push_back(like(meta_of(g, a[3]), meta_of(g, a[3]).shape));
     m.push_back(like(meta_of(g, a[4]), meta_of(g, a[4]).shape));
@@ -540,7 +545,7 @@ std::vector<Tensor> ref_bn_legit(const OpDef& op, const std::vector<Arg>& a, con
     if (p.bias.is_node()) v += in[2].get(c);
     y.set(i, v);
   }
-  for (int64_t c = 0; c < C; ++c) {
+  for (int64_t c = 0; c < sm.numel(); ++c) {  // none where evaluation on the CPU saves none
     sm.set(c, mean[c]);
     si.set(c, invstd[c]);
   }
@@ -580,6 +585,12 @@ std::vector<Arg> decomp_bn_legit(GraphBuilder& b, const OpDef& op, const std::ve
   Arg y = b.call("aten.mul.Tensor", {centred, per_channel(b, rstd, C, xs.size())});
   if (p.w.is_node()) y = b.call("aten.mul.Tensor", {y, per_channel(b, p.w, C, xs.size())});
   if (p.bias.is_node()) y = b.call("aten.add.Tensor", {y, per_channel(b, p.bias, C, xs.size())});
+  if (saves_empty(b.meta(p.x), p)) {
+    const DType t = compute_dtype(b.meta(p.x).dtype);
+    Tensor none(t, {0});
+    mean = b.constant("zeros", none);
+    rstd = b.constant("zeros", none);
+  }
   if (!functional_bn(op)) return {y, mean, rstd};
   if (!p.training) return {y, mean, rstd, p.rm, p.rv};
   const double m = p.momentum;
