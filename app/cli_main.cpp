@@ -341,7 +341,7 @@ int compile_command(int argc, char** argv) {
     model = ls::trace_graph_model(*c);
   } else
     model = ls::load_model(model_path, lo);
-  ls::CompileResult r = ls::run_pipeline(model, po);
+  ls::CompileResult r = ls::run_pipeline(std::move(model), po);
   if (!quiet) print_result(r);
   bool at_ok = true;
   if (!at.empty() && r.error.empty() && !r.program && !r.not_run.empty())

@@ -778,10 +778,15 @@ std::string print_schedule(const LoopProgram& p, const Schedule& s) {
     os << "]\n  in registers only = [";
     for (size_t i = 0; i < k.removed.size(); ++i) os << (i ? ", " : "") << k.removed[i];
     os << "]\n";
-    for (int n : k.nodes) {
-      std::istringstream body(print_loop_node(p, p.nodes[n]));
-      std::string line;
-      while (std::getline(body, line)) os << "  " << line << '\n';
+    for (int n : k.nodes) {  // each line of the node's text, indented
+      const std::string body = print_loop_node(p, p.nodes[n]);
+      for (size_t at = 0; at < body.size();) {
+        const size_t end = std::min(body.find('\n', at), body.size());
+        os << "  ";
+        os.write(body.data() + at, static_cast<std::streamsize>(end - at));
+        os << '\n';
+        at = end + 1;
+      }
     }
     os << '\n';
   }
