@@ -49,7 +49,8 @@ std::vector<KernelPair> map_kernel_rows(const TraceCompile& c, const CompileResu
       KernelPair p{k.name, k.kind, code, k.line, static_cast<int>(i), k.source_nodes, {}};
       std::string note;
       if (const auto at = placed.find({static_cast<int>(i), k.line, k.name}); at != placed.end()) {
-        const auto [ri, mk] = at->second;
+        const auto ri = at->second.first;
+        const auto* mk = at->second.second;  // not a structured binding: Clang 14 cannot capture one in a lambda
         // The Dynamo graph's nodes; a kernel none of whose nodes map keeps the names it gives.
         p.nodes = mk->nodes.empty() ? mk->unmapped : mk->nodes;
         const KernelMapRow& row = m.rows[ri];
