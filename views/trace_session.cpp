@@ -131,42 +131,4 @@ void TraceSession::cancel() {
   if (cancel_) cancel_->store(true);
 }
 
-std::vector<KernelPair> pair_kernels(const TraceCompile& c, const CompileResult* r) {
-  struct Ours {
-    std::string name;
-    std::set<std::string> nodes;
-    std::string phase;  // forward | backward | update
-    bool used = false;
-  };
-  std::vector<Ours> ours;
-  if (r) {
-    for (const KernelReport& k : r->kernels)
-      ours.push_back({k.name + (k.kind == KernelKind::extern_call ? " (library)" : ""), {k.nodes.begin(), k.nodes.end()}, k.phase});
-    if (r->kernels.empty())  // compiled, not run: the schedule's kernels
-      for (const Kernel& k : r->schedule.kernels)
-        ours.push_back({k.name + (k.is_extern ? " (library)" : ""), {k.origins.begin(), k.origins.end()}, phase_name(k.phase)});
-  }
-  std::vector<KernelPair> rows;
-  for (size_t i = 0; i < c.output_code.size(); ++i) {
-    const TraceOutputCode& oc = c.output_code[i];
-    std::string code = oc.aot_id;
-    if (const size_t u = code.find('_'); u != std::string::npos) code = code.substr(u + 1);  // "0_forward" -> "forward"
-    for (const TraceKernel& k : oc.kernels) {
-      KernelPair p{k.name, k.kind, code, k.line, static_cast<int>(i), k.source_nodes, {}};
-      // A forward kernel is set against our forward kernels, a backward one against our backward
-      // ones (an inference graph against all).
-      for (Ours& o : ours)
-        if ((code != "forward" && code != "backward") || o.phase == code)
-          if (std::any_of(k.source_nodes.begin(), k.source_nodes.end(), [&](const std::string& n) { return o.nodes.count(n); })) {
-            p.ours.push_back(o.name);
-            o.used = true;
-          }
-      rows.push_back(std::move(p));
-    }
-  }
-  for (const Ours& o : ours)
-    if (!o.used) rows.push_back({"", "", o.phase, 0, -1, {o.nodes.begin(), o.nodes.end()}, {o.name}});
-  return rows;
-}
-
 }  // namespace ls

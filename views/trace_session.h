@@ -84,7 +84,5 @@ struct KernelPair {
   std::vector<std::string> nodes;  // the Dynamo graph's nodes it covers
   std::vector<std::string> ours;   // our kernels covering any of them ("name (library)" for library calls)
 };
-// `ours` may be null (not compiled yet): the ours column stays empty.
-std::vector<KernelPair> pair_kernels(const TraceCompile& c, const CompileResult* ours);
 
 }  // namespace ls
