@@ -142,6 +142,25 @@ std::vector<TensorMeta> infer_reduction(const Graph& g, const OpDef& op, const s
 // Reference kernels: plain loops, written for clarity; every compiled result is checked against them.
 // ---------------------------------------------------------------------------------------------
 
+// An integer power as PyTorch's powi: by squaring, wrapping as the integer type (the low bits of
+// the 64-bit product); a negative exponent gives 1 for a base of 1, -1 or 1 for -1, else 0. The
+// double pow would round past 2^53 and overflow the type (undefined behaviour in the store).
+int64_t int_pow(int64_t a, int64_t b) {
+  if (b < 0) return a == 1 ? 1 : a == -1 ? ((-b) % 2 ? -1 : 1) : 0;
+  uint64_t r = 1, x = static_cast<uint64_t>(a);
+  for (uint64_t e = static_cast<uint64_t>(b); e; e >>= 1, x *= x)
+    if (e & 1) r *= x;
+  return static_cast<int64_t>(r);
+}
+void store_int(Tensor& t, int64_t i, int64_t v) {
+  switch (t.dtype()) {
+    case DType::i64: static_cast<int64_t*>(t.data())[i] = v; break;
+    case DType::i32: static_cast<int32_t*>(t.data())[i] = static_cast<int32_t>(static_cast<uint32_t>(v)); break;
+    case DType::u8: static_cast<uint8_t*>(t.data())[i] = static_cast<uint8_t>(v); break;
+    default: t.set(i, static_cast<double>(v));
+  }
+}
+
 std::vector<Tensor> ref_pointwise(const OpDef& op, const std::vector<Arg>& args, const RefInputs& vals,
                                   const std::vector<TensorMeta>& outs) {
   Tensor out(outs[0].dtype, outs[0].shape);
@@ -158,7 +177,10 @@ std::vector<Tensor> ref_pointwise(const OpDef& op, const std::vector<Arg>& args,
       x[k] = a.is_node() ? vals[ops[k]].get(offset_of(i, out.shape(), st[k])) : a.number();
     }
     if (alpha != 1.0) x[1] *= alpha;
-    out.set(i, eval_math(math, x[0], x[1], x[2]));
+    if (math == Math::pow && !dtype_is_float(out.dtype()) && out.dtype() != DType::b8)
+      store_int(out, i, int_pow(static_cast<int64_t>(x[0]), static_cast<int64_t>(x[1])));
+    else
+      out.set(i, eval_math(math, x[0], x[1], x[2]));
   }
   return {out};
 }
