@@ -232,7 +232,7 @@ class Lowering {
   // Max-pool backward as generated code when the windows tile the input exactly (stride = kernel,
   // no padding or dilation): each input position lies in one window, and takes that window's
   // gradient if it was the window's maximum (its index was saved), else 0. Inductor lowers it the
-  // same way; overlapping windows stay a library call.
+  // same way; other windows: lower_max_pool_backward_overlapping.
   bool lower_max_pool_backward(int id) {
     const Node& n = g_.nodes[id];
     const auto k = spatial_pair(n.args[2]);
@@ -263,9 +263,12 @@ class Lowering {
 
   // Max-pool backward where windows overlap or are padded (ResNet's 3x3 stride-2 stem), as
   // generated code over the input, as Inductor lowers it: each input position gathers, from every
-  // window that can hold it (one a tap of the kernel: output row (h + pad - i * dil) / stride where
-  // that divides), the window's gradient if its saved index is this position. The windows are
-  // visited in the output's order, as PyTorch's kernel adds into the input gradient.
+  // window that can hold it, the window's gradient if its saved index is this position, visiting
+  // the windows in the output's order, as PyTorch's kernel adds into the input gradient. In a
+  // dimension without dilation the windows that hold x are the ceil(k / st) from the first that
+  // reaches it, (x + pad - k) // st + 1, to the last that starts at or before it, (x + pad) // st
+  // (4 for a 3x3 window at stride 2); with dilation, one a tap t where x + pad - t * dil divides
+  // by the stride.
   bool lower_max_pool_backward_overlapping(int id) {
     const Node& n = g_.nodes[id];
     const auto k = spatial_pair(n.args[2]);
@@ -279,62 +282,41 @@ class Lowering {
     const DType dt = n.outs[0].dtype;
     const int64_t W = in[r - 1];
     const int64_t O[2] = {gout[r - 2], gout[r - 1]};
-    if (dil[0] == 1 && dil[1] == 1) {
-      // Without dilation every window from the first that reaches x, (x + pad - k) // st + 1, to
-      // the last that starts at or before it, (x + pad) // st, holds x: ceil(k / st) candidates a
-      // dimension (4 for a 3x3 window at stride 2), as Inductor's lowering walks them.
-      auto windows = [g, ind, k, st, pad, O, W, r, dt](OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>&) {
-        auto i64 = [&h](int64_t c) { return h.constant(static_cast<double>(c), DType::i64); };
-        auto both = [&h](V a, V b) { return h.math(Math::logical_and, {a, b}, DType::b8); };
-        V sum = h.constant(0, dt);
-        const V here = h.index_expr(idx[r - 2] * W + idx[r - 1], DType::i64);
-        const int64_t n[2] = {(k[0] + st[0] - 1) / st[0], (k[1] + st[1] - 1) / st[1]};
-        for (int64_t a = 0; a < n[0]; ++a)
-          for (int64_t b = 0; b < n[1]; ++b) {
-            std::vector<Expr> o = idx;
-            V hit{};
-            for (int d = 0; d < 2; ++d) {
-              const int64_t t = d == 0 ? a : b, lift = (k[d] / st[d] + 1) * st[d];
-              // first window: (x + pad - k) // st + 1, lifted so the division sees a number >= 0
-              const Expr q = (idx[r - 2 + d] + (pad[d] - k[d] + lift)).floordiv(st[d]) - (lift / st[d] - 1 - t);
-              const Expr last = (idx[r - 2 + d] + pad[d]).floordiv(st[d]);
-              const V qv = h.index_expr(q, DType::i64);
-              const V ok = both(both(h.math(Math::ge, {qv, i64(0)}, DType::b8), h.math(Math::lt, {qv, i64(O[d])}, DType::b8)),
-                                h.math(Math::le, {qv, h.index_expr(last, DType::i64)}, DType::b8));
-              hit = d == 0 ? ok : both(hit, ok);
-              o[r - 2 + d] = (q + O[d] * (lift / st[d] / O[d] + 2)).mod(O[d]);  // any row inside, where it misses
-            }
-            hit = both(hit, h.math(Math::eq, {ind.load(h, o), here}, DType::b8));
-            sum = h.math(Math::add, {sum, h.math(Math::where, {hit, g.load(h, o), h.constant(0, dt)}, dt)}, dt);
-          }
-        return sum;
-      };
-      const std::string buf = add_node(n, LoopNode::Kind::pointwise, in, {}, Reduce::none, dt, windows);
-      readers_[id] = buffer_reader(buf, in, dt);
-      realized_[id] = buf;
-      return true;
-    }
-    auto body = [g, ind, k, st, pad, dil, O, W, r, dt](OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>&) {
+    int64_t count[2];
+    for (int d = 0; d < 2; ++d) count[d] = dil[d] == 1 ? (k[d] + st[d] - 1) / st[d] : k[d];
+    auto body = [g, ind, k, st, pad, dil, O, count, W, r, dt](OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>&) {
       auto i64 = [&h](int64_t c) { return h.constant(static_cast<double>(c), DType::i64); };
       auto both = [&h](V a, V b) { return h.math(Math::logical_and, {a, b}, DType::b8); };
+      // Candidate c of dimension d (in the output's order): its window row q, whether that window
+      // holds x, and q kept inside the output where it does not.
+      auto candidate = [&](int d, int64_t c, Expr& at) {
+        const Expr x = idx[r - 2 + d];
+        Expr q;
+        V extra{};
+        int64_t lift;  // a multiple of st that keeps the division's and remainder's operand >= 0
+        if (dil[d] == 1) {
+          lift = (k[d] / st[d] + 1) * st[d];
+          q = (x + (pad[d] - k[d] + lift)).floordiv(st[d]) - (lift / st[d] - 1 - c);
+          extra = h.math(Math::le, {h.index_expr(q, DType::i64), h.index_expr((x + pad[d]).floordiv(st[d]), DType::i64)}, DType::b8);
+        } else {
+          const int64_t t = k[d] - 1 - c;  // later taps are earlier windows
+          lift = (t * dil[d] / st[d] + 1) * st[d];
+          const Expr num = x + (pad[d] - t * dil[d] + lift);
+          q = num.floordiv(st[d]) - lift / st[d];
+          if (st[d] > 1) extra = h.math(Math::eq, {h.index_expr(num.mod(st[d]), DType::i64), i64(0)}, DType::b8);
+        }
+        const V qv = h.index_expr(q, DType::i64);
+        V ok = both(h.math(Math::ge, {qv, i64(0)}, DType::b8), h.math(Math::lt, {qv, i64(O[d])}, DType::b8));
+        if (dil[d] == 1 || st[d] > 1) ok = both(ok, extra);
+        at = (q + O[d] * (lift / st[d] / O[d] + 2)).mod(O[d]);
+        return ok;
+      };
       V sum = h.constant(0, dt);
       const V here = h.index_expr(idx[r - 2] * W + idx[r - 1], DType::i64);
-      for (int64_t i = k[0]; i-- > 0;)
-        for (int64_t j = k[1]; j-- > 0;) {
-          // The window of tap (i, j): o = (x + pad - t * dil) / st in each dimension, lifted by a
-          // multiple of st so that the division and the remainder see a number >= 0.
+      for (int64_t a = 0; a < count[0]; ++a)
+        for (int64_t b = 0; b < count[1]; ++b) {
           std::vector<Expr> o = idx;
-          V hit{};
-          for (int d = 0; d < 2; ++d) {
-            const int64_t t = d == 0 ? i : j, lift = (t * dil[d] / st[d] + 1) * st[d];
-            const Expr num = idx[r - 2 + d] + (pad[d] - t * dil[d] + lift);  // >= 0
-            const Expr q = num.floordiv(st[d]) - lift / st[d];
-            const V qv = h.index_expr(q, DType::i64);
-            V ok = both(h.math(Math::ge, {qv, i64(0)}, DType::b8), h.math(Math::lt, {qv, i64(O[d])}, DType::b8));
-            if (st[d] > 1) ok = both(ok, h.math(Math::eq, {h.index_expr(num.mod(st[d]), DType::i64), i64(0)}, DType::b8));
-            hit = d == 0 ? ok : both(hit, ok);
-            o[r - 2 + d] = (q + O[d] * (lift / st[d] / O[d] + 1)).mod(O[d]);  // any row inside, where it misses
-          }
+          V hit = both(candidate(0, a, o[r - 2]), candidate(1, b, o[r - 1]));
           hit = both(hit, h.math(Math::eq, {ind.load(h, o), here}, DType::b8));
           sum = h.math(Math::add, {sum, h.math(Math::where, {hit, g.load(h, o), h.constant(0, dt)}, dt)}, dt);
         }

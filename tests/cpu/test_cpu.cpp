@@ -51,14 +51,18 @@ CompileResult compile_fixture(const std::string& graph, int inputs, PipelineOpti
 }
 // A graph as PyTorch prints it (print_readable), compiled on `inputs` (empty: the loader's) by the
 // in-process JIT or the external compiler.
-CompileResult compile_graph_text(const std::string& text, std::vector<Tensor> inputs, bool external) {
+// A graph given as FX text, loaded as a file holding it is (its inputs drawn at random).
+LoadedModel load_graph_text(const std::string& text) {
   QTemporaryDir dir;
   const std::string path = dir.filePath("graph.txt").toStdString();
   std::ofstream(path) << text;
+  return load_model(path);
+}
+CompileResult compile_graph_text(const std::string& text, std::vector<Tensor> inputs, bool external) {
   PipelineOptions o;
   o.external_compiler = external;
   o.timing_budget_ms = 2;
-  LoadedModel m = load_model(path);
+  LoadedModel m = load_graph_text(text);
   if (!inputs.empty()) m.inputs = std::move(inputs);
   return run_pipeline(m, o);
 }
@@ -804,14 +808,11 @@ class TestCpu : public QObject {
         "        a: \"f32[4096]\" = torch.ops.aten.mul.Tensor(x, y)\n"
         "        b: \"f32[4096]\" = torch.ops.aten.add.Tensor(a, 1.0)\n"
         "        return (b,)\n";
-    QTemporaryDir dir;
-    const std::string path = dir.filePath("graph.txt").toStdString();
-    std::ofstream(path) << text;
     for (DType t : {DType::bf16, DType::f16}) {
       PipelineOptions o;
       o.dtype = t;
       o.run = false;
-      const CompileResult r = run_pipeline(load_model(path), o);
+      const CompileResult r = run_pipeline(load_graph_text(text), o);
       QVERIFY2(r.error.empty(), r.error.c_str());
       const Stage* asm_stage = r.stage("asm");
       QVERIFY(asm_stage);
@@ -1916,7 +1917,8 @@ class TestCpu : public QObject {
     QVERIFY2(r.error.find("index 37 is out of bounds for dimension 0 with size 37") != std::string::npos, r.error.c_str());
   }
 
-  // Max pooling with padding, ceil_mode and dilation, and its backward where windows overlap, as
+  // Max pooling with padding, ceil_mode and dilation (with and without a stride beside it), and its
+  // backward where windows overlap, as
   // generated code (ResNet's 3x3 stride-2 stem was the reference kernel: 111 ms on 32x64x112x112
   // here): no library call left; values, saved indices and the input gradient against the
   // reference interpreter's kernels, with windows of -inf only beside the padding (the index is
@@ -1931,11 +1933,10 @@ class TestCpu : public QObject {
         "        b0: \"f32[2, 3, 6, 5]\" = b[0]\n"
         "        c = torch.ops.aten.max_pool2d_with_indices.default(x, [3, 2], [1, 2], [1, 0], [2, 1])\n"
         "        c0: \"f32[2, 3, 9, 4]\" = c[0]\n"
-        "        return (a0, b0, c0)\n";
-    QTemporaryDir dir;
-    const std::string path = dir.filePath("graph.txt").toStdString();
-    std::ofstream(path) << text;
-    LoadedModel m = load_model(path);
+        "        e = torch.ops.aten.max_pool2d_with_indices.default(x, [2, 2], [2, 2], [1, 1], [2, 2])\n"
+        "        e0: \"f32[2, 3, 6, 5]\" = e[0]\n"
+        "        return (a0, b0, c0, e0)\n";
+    LoadedModel m = load_graph_text(text);
     Tensor& x = m.inputs[0];
     for (int64_t p = 0; p < 6; ++p) {  // plane p: its top-left corner -inf, one NaN in plane 1
       x.set(p * 99 + 0, -INFINITY);
@@ -1978,10 +1979,7 @@ class TestCpu : public QObject {
         "        c1: \"f32[5, 6, 7]\" = torch.ops.aten.cumsum.default(x, -1)\n"
         "        c2: \"i64[3, 4]\" = torch.ops.aten.cumsum.default(n, 0)\n"
         "        return (a0, a1, a2, m0, m1, k0, k1, c0, c1, c2)\n";
-    QTemporaryDir dir;
-    const std::string path = dir.filePath("graph.txt").toStdString();
-    std::ofstream(path) << text;
-    LoadedModel m = load_model(path);
+    LoadedModel m = load_graph_text(text);
     Tensor &x = m.inputs[0], &n = m.inputs[1];
     for (int64_t e = 0; e < x.numel(); ++e) x.set(e, static_cast<double>((e * 37) % 11) - 5);  // many ties
     x.set(3 * 42 + 7 + 2, NAN);
@@ -2026,10 +2024,7 @@ class TestCpu : public QObject {
         "        c2: \"f32[4, 7]\" = torch.ops.aten.scatter.value(z, 0, i, -2.0)\n"
         "        c3: \"f32[4, 7]\" = torch.ops.aten.scatter_add.default(z, 0, i, s)\n"
         "        return (a0, a1, b0, b1, t0, t1, u0, u1, c0, c1, c2, c3)\n";
-    QTemporaryDir dir;
-    const std::string path = dir.filePath("graph.txt").toStdString();
-    std::ofstream(path) << text;
-    LoadedModel m = load_model(path);
+    LoadedModel m = load_graph_text(text);
     Tensor &x = m.inputs[0], &i = m.inputs[1], &s = m.inputs[2];
     for (int64_t e = 0; e < x.numel(); ++e) x.set(e, static_cast<double>((e * 29) % 13) - 6);  // ties
     for (int64_t e : {3, 77, 200, 201, 450}) x.set(e, NAN);
