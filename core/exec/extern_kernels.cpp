@@ -444,66 +444,6 @@ Tensor gather_view(const Tensor& buf, const Shape& shape, const std::vector<int6
   return t;
 }
 
-// index_put(self, [idx], values, accumulate) with one index tensor, on dimension 0, over float32
-// rows: embedding_dense_backward, index's gradient, x[idx] = v. self copied, then each index's row
-// of values added or written, in index order. The reference kernel does it element by element
-// through doubles (GPT-2's embedding gradient, 2048 rows of 768 into 50257: 0.52 s); here whole
-// rows, their columns split over the pool's threads, each element's updates still in index order:
-// the same numbers. False where the call is not of that form, or an index is out of range (the
-// reference kernel runs it, and names the index).
-bool index_put_rows(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs) {
-  if (c.op != &op::index_put() || c.args.size() < 4 || c.args[1].kind != Arg::Kind::list || in.lists.size() < 2) return false;
-  const std::vector<Arg>& list = c.args[1].list;
-  if (list.size() != 1 || !list[0].is_node() || in.lists[1].size() != 1 || !c.args[0].is_node() || !c.args[2].is_node()) return false;
-  for (const Arg* a : {&c.args[0], &c.args[2], &list[0]}) {
-    const size_t k = static_cast<size_t>(a->node);
-    if (k < c.strides.size() && !c.strides[k].empty()) return false;
-  }
-  if (transposed_operand(c, 0) || transposed_operand(c, 2)) return false;
-  const Tensor &x = in[0], &v = in[2], &idx = in.lists[1][0];
-  if (x.dtype() != DType::f32 || v.dtype() != DType::f32 || outs.size() != 1 || outs[0].dtype() != DType::f32 || x.dim() < 1) return false;
-  if (idx.dtype() != DType::i64 && idx.dtype() != DType::i32) return false;
-  Shape rows_of_v = idx.shape();  // values: the index's shape, then a row of self (no broadcast)
-  rows_of_v.insert(rows_of_v.end(), x.shape().begin() + 1, x.shape().end());
-  if (v.shape() != rows_of_v || outs[0].shape() != x.shape()) return false;
-  const int64_t rows = x.shape()[0], R = rows ? x.numel() / rows : 0, n = idx.numel();
-  std::vector<int64_t> at(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t r = idx.dtype() == DType::i64 ? static_cast<const int64_t*>(idx.data())[i] : static_cast<const int32_t*>(idx.data())[i];
-    if (r < -rows || r >= rows) return false;
-    at[static_cast<size_t>(i)] = r < 0 ? r + rows : r;
-  }
-  float* y = f32(outs[0]);
-  const float *src = f32(x), *val = f32(v);
-  const bool accumulate = c.args[3].b;
-  Pool& pool = Pool::get();
-  const int64_t total = x.numel();
-  const int copies = static_cast<int>(std::clamp<int64_t>(total >> 16, 1, pool.size()));
-  if (y != src)
-    pool.run(copies, [&](int t) {
-      const int64_t b = total * t / copies, e = total * (t + 1) / copies;
-      std::memcpy(y + b, src + b, static_cast<size_t>(e - b) * sizeof(float));
-    });
-  const auto columns = [&](int64_t j0, int64_t j1) {
-    for (int64_t i = 0; i < n; ++i) {
-      float* row = y + at[static_cast<size_t>(i)] * R;
-      const float* s = val + i * R;
-      if (accumulate)
-        for (int64_t j = j0; j < j1; ++j) row[j] += s[j];
-      else
-        std::memcpy(row + j0, s + j0, static_cast<size_t>(j1 - j0) * sizeof(float));
-    }
-  };
-  const int parts = static_cast<int>(std::clamp<int64_t>(std::min(R / 64, (n * R) >> 15), 1, pool.size()));
-  if (parts <= 1) columns(0, R);
-  else
-    pool.run(parts, [&](int t) {
-      const int64_t j0 = R * t / parts / 16 * 16, j1 = t + 1 == parts ? R : R * (t + 1) / parts / 16 * 16;  // 64-byte lines apart
-      columns(j0, j1);
-    });
-  return true;
-}
-
 // A tensor seen as [outer, n, inner] around dimension d (d < 0: the flat tensor, one line).
 struct Lines {
   int64_t outer = 1, n = 1, inner = 1;
@@ -528,6 +468,64 @@ void parallel_parts(int64_t n, int64_t elements, const std::function<void(int64_
   pool.run(parts, [&](int t) { f(n * t / parts, n * (t + 1) / parts); });
 }
 
+// An operand read as the dense tensor it is (no strides, not transposed).
+bool dense_operand(const ExternCall& c, size_t arg) {
+  if (arg >= c.args.size() || !c.args[arg].is_node()) return false;
+  const size_t k = static_cast<size_t>(c.args[arg].node);
+  return !(k < c.strides.size() && !c.strides[k].empty()) && !transposed_operand(c, arg);
+}
+
+// index_put(self, [idx], values, accumulate) with one index tensor, on dimension 0, over float32
+// rows: embedding_dense_backward, index's gradient, x[idx] = v. self copied, then each index's row
+// of values added or written, in index order. The reference kernel does it element by element
+// through doubles (GPT-2's embedding gradient, 2048 rows of 768 into 50257: 0.52 s); here whole
+// rows, their columns split over the pool's threads, each element's updates still in index order:
+// the same numbers. False where the call is not of that form, or an index is out of range (the
+// reference kernel runs it, and names the index).
+bool index_put_rows(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs) {
+  if (c.op != &op::index_put() || c.args.size() < 4 || c.args[1].kind != Arg::Kind::list || in.lists.size() < 2) return false;
+  const std::vector<Arg>& list = c.args[1].list;
+  if (list.size() != 1 || !list[0].is_node() || in.lists[1].size() != 1 || !dense_operand(c, 0) || !dense_operand(c, 2)) return false;
+  if (const size_t k = static_cast<size_t>(list[0].node); k < c.strides.size() && !c.strides[k].empty()) return false;
+  const Tensor &x = in[0], &v = in[2], &idx = in.lists[1][0];
+  if (x.dtype() != DType::f32 || v.dtype() != DType::f32 || outs.size() != 1 || outs[0].dtype() != DType::f32 || x.dim() < 1) return false;
+  if (idx.dtype() != DType::i64 && idx.dtype() != DType::i32) return false;
+  Shape rows_of_v = idx.shape();  // values: the index's shape, then a row of self (no broadcast)
+  rows_of_v.insert(rows_of_v.end(), x.shape().begin() + 1, x.shape().end());
+  if (v.shape() != rows_of_v || outs[0].shape() != x.shape()) return false;
+  const int64_t rows = x.shape()[0], R = rows ? x.numel() / rows : 0, n = idx.numel();
+  std::vector<int64_t> at(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t r = idx.dtype() == DType::i64 ? static_cast<const int64_t*>(idx.data())[i] : static_cast<const int32_t*>(idx.data())[i];
+    if (r < -rows || r >= rows) return false;
+    at[static_cast<size_t>(i)] = r < 0 ? r + rows : r;
+  }
+  float* y = f32(outs[0]);
+  const float *src = f32(x), *val = f32(v);
+  const bool accumulate = c.args[3].b;
+  if (y != src)
+    parallel_parts(x.numel(), x.numel(), [&](int64_t b, int64_t e) { std::memcpy(y + b, src + b, static_cast<size_t>(e - b) * sizeof(float)); });
+  const auto columns = [&](int64_t j0, int64_t j1) {
+    for (int64_t i = 0; i < n; ++i) {
+      float* row = y + at[static_cast<size_t>(i)] * R;
+      const float* s = val + i * R;
+      if (accumulate)
+        for (int64_t j = j0; j < j1; ++j) row[j] += s[j];
+      else
+        std::memcpy(row + j0, s + j0, static_cast<size_t>(j1 - j0) * sizeof(float));
+    }
+  };
+  Pool& pool = Pool::get();
+  const int parts = static_cast<int>(std::clamp<int64_t>(std::min(R / 64, (n * R) >> 15), 1, pool.size()));
+  if (parts <= 1) columns(0, R);
+  else
+    pool.run(parts, [&](int t) {
+      const int64_t j0 = R * t / parts / 16 * 16, j1 = t + 1 == parts ? R : R * (t + 1) / parts / 16 * 16;  // 64-byte lines apart
+      columns(j0, j1);
+    });
+  return true;
+}
+
 // argmax/argmin and max.dim/min.dim of float32: the reference kernel's rule (the first extremum;
 // a NaN is the extremum of both, its first occurrence wins) on typed lines, the reduced
 // dimension outer and the others inner, so that the comparisons run along contiguous memory;
@@ -535,9 +533,7 @@ void parallel_parts(int64_t n, int64_t elements, const std::function<void(int64_
 // [256, 1000], which a classifier's head or a sampler calls on every step.)
 bool arg_extremum(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs) {
   const bool arg = c.op == &op::argmax() || c.op == &op::argmin(), values = c.op == &op::max_dim() || c.op == &op::min_dim();
-  if ((!arg && !values) || !c.args[0].is_node() || in[0].dtype() != DType::f32 || in[0].numel() == 0) return false;
-  const size_t k0 = static_cast<size_t>(c.args[0].node);
-  if ((k0 < c.strides.size() && !c.strides[k0].empty()) || transposed_operand(c, 0)) return false;
+  if ((!arg && !values) || !dense_operand(c, 0) || in[0].dtype() != DType::f32 || in[0].numel() == 0) return false;
   const bool max = c.op == &op::argmax() || c.op == &op::max_dim();
   const Tensor& x = in[0];
   int64_t d = -1;
@@ -579,9 +575,7 @@ bool arg_extremum(const ExternCall& c, const RefInputs& in, std::vector<Tensor>&
 // and of int64 (wrapping): lines along the dimension, the others inner (contiguous), split over
 // the pool's threads.
 bool cumsum(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs) {
-  if (c.op != &op::cumsum() || !c.args[0].is_node() || in[0].dim() == 0) return false;
-  const size_t k0 = static_cast<size_t>(c.args[0].node);
-  if ((k0 < c.strides.size() && !c.strides[k0].empty()) || transposed_operand(c, 0)) return false;
+  if (c.op != &op::cumsum() || !dense_operand(c, 0) || in[0].dim() == 0) return false;
   const Tensor& x = in[0];
   Tensor& y = outs[0];
   const bool f = x.dtype() == DType::f32 && y.dtype() == DType::f32, i = x.dtype() == DType::i64 && y.dtype() == DType::i64;
@@ -610,13 +604,6 @@ bool cumsum(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs)
     }
   });
   return true;
-}
-
-// An operand read as the dense tensor it is (no strides, not transposed).
-bool dense_operand(const ExternCall& c, size_t arg) {
-  if (arg >= c.args.size() || !c.args[arg].is_node()) return false;
-  const size_t k = static_cast<size_t>(c.args[arg].node);
-  return !(k < c.strides.size() && !c.strides[k].empty()) && !transposed_operand(c, arg);
 }
 
 // sort and topk of float32, typed: each line gathered as (value, position) pairs and ordered by
