@@ -39,7 +39,10 @@ event timings; its output is checked against out.npy too.
 import argparse
 import concurrent.futures
 import glob
+import hashlib
+import heapq
 import json
+import logging
 import math
 import os
 import re
@@ -54,6 +57,7 @@ import zipfile
 
 
 def torchvision_models():
+    import torch
     import torchvision.models as tvm
     names = ["resnet18", "resnet50", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0", "regnet_y_400mf",
              "shufflenet_v2_x0_5", "squeezenet1_0", "densenet121", "convnext_tiny", "alexnet", "vgg11", "mnasnet0_5",
@@ -66,6 +70,20 @@ def torchvision_models():
                 kw.update(aux_logits=False, init_weights=False)
             return getattr(tvm, n)(**kw), "image"
         out["tv_" + n] = make
+
+    class Segmentation(torch.nn.Module):  # a segmentation model's dict output: its "out" tensor
+        def __init__(self, m):
+            super().__init__()
+            self.m = m
+
+        def forward(self, x):
+            return self.m(x)["out"]
+
+    for n in ["lraspp_mobilenet_v3_large", "deeplabv3_mobilenet_v3_large"]:
+        def make(n=n):
+            import torchvision.models.segmentation as seg
+            return Segmentation(getattr(seg, n)(weights=None, weights_backbone=None, num_classes=21)), "image"
+        out["tv_" + n] = make
     return out
 
 
@@ -74,7 +92,11 @@ def timm_models():
              "mobilevitv2_050", "levit_128s", "regnetx_002", "ghostnet_100", "poolformer_s12", "mixer_s16_224",
              "resmlp_12_224", "coat_tiny", "cait_xxs24_224", "pit_ti_224", "tnt_s_patch16_224", "xcit_nano_12_p16_224",
              "dla34", "hrnet_w18_small", "rexnet_100", "mobilenetv3_small_050", "lcnet_050", "edgenext_xx_small",
-             "efficientformer_l1", "fastvit_t8", "repvgg_a0", "densenet121", "inception_v3", "nfnet_l0", "cspresnet50"]
+             "efficientformer_l1", "fastvit_t8", "repvgg_a0", "densenet121", "inception_v3", "nfnet_l0", "cspresnet50",
+             # small models of further families (names as timm registers them)
+             "convnextv2_atto", "regnety_002", "resnet10t", "efficientvit_b0", "mobilenetv4_conv_small", "tinynet_e",
+             "mixnet_s", "semnasnet_050", "ese_vovnet19b_dw", "gcvit_xxtiny", "eva02_tiny_patch14_224", "hgnetv2_b0",
+             "visformer_tiny", "selecsls42b", "pvt_v2_b0", "gmlp_ti16_224"]
     out = {}
     for n in names:
         def make(n=n):
@@ -99,8 +121,24 @@ def hf_models():
             o = self.m(*args)
             return o[self.key] if self.key in o else o[0]
 
+    def cls(name):  # a class this transformers lacks fails the model's export, not the zoo
+        if not hasattr(tf, name):
+            raise RuntimeError(f"transformers {tf.__version__} has no {name}")
+        return getattr(tf, name)
+
+    # hidden 64, 2 layers, 4 heads of 16; token ids (pad, bos, eos) inside the vocabulary of 512
     tiny = dict(vocab_size=512, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
                 max_position_embeddings=128)
+    ids = dict(pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    gpt = dict(vocab_size=512, n_embd=64, n_layer=2, n_head=4, n_positions=128, bos_token_id=1, eos_token_id=2)
+    # a tiny speech feature encoder: two convolutions (stride 5, 2) over a raw waveform
+    speech = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128, conv_dim=(32, 32),
+                  conv_stride=(5, 2), conv_kernel=(10, 3), num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4,
+                  vocab_size=32, **ids)
+
+    def lm(config, model, **kw):  # a decoder-only LM: rotary embeddings, grouped-query attention, RMSNorm, gated MLP
+        return lambda: cls(model)(cls(config)(**dict(tiny, **kw)))
+
     specs = {
         "gpt2": lambda: tf.GPT2LMHeadModel(tf.GPT2Config(vocab_size=512, n_embd=64, n_layer=2, n_head=4, n_positions=128)),
         "llama": lambda: tf.LlamaForCausalLM(tf.LlamaConfig(num_key_value_heads=2, **tiny)),
@@ -131,8 +169,32 @@ def hf_models():
                                                                     encoder_ffn_dim=128, decoder_ffn_dim=128, num_mel_bins=16,
                                                                     max_source_positions=32, pad_token_id=0, bos_token_id=1,
                                                                     eos_token_id=2, decoder_start_token_id=3)).encoder,
+        # decoder-only LMs: GPT-J and CodeGen (partial rotary, parallel attention and MLP), GPT-BigCode
+        # (multi-query attention), StableLM (partial rotary), Starcoder2, OLMo, Phi-3 and Qwen3 (GQA, RMSNorm,
+        # gated MLP; Qwen3 with q/k norms)
+        "gptj": lambda: cls("GPTJForCausalLM")(cls("GPTJConfig")(rotary_dim=8, n_inner=128, **gpt)),
+        "codegen": lambda: cls("CodeGenForCausalLM")(cls("CodeGenConfig")(rotary_dim=8, n_inner=128, n_ctx=128, **gpt)),
+        "gpt_bigcode": lambda: cls("GPTBigCodeForCausalLM")(cls("GPTBigCodeConfig")(n_inner=128, multi_query=True, **gpt)),
+        "stablelm": lm("StableLmConfig", "StableLmForCausalLM", num_key_value_heads=2, partial_rotary_factor=0.25, **ids),
+        "starcoder2": lm("Starcoder2Config", "Starcoder2ForCausalLM", num_key_value_heads=2, **ids),
+        "olmo": lm("OlmoConfig", "OlmoForCausalLM", num_key_value_heads=2, **ids),
+        "phi3": lm("Phi3Config", "Phi3ForCausalLM", num_key_value_heads=2, **ids),
+        "qwen3": lm("Qwen3Config", "Qwen3ForCausalLM", num_key_value_heads=2, head_dim=16, **ids),
+        # encoders
+        "xlm_roberta": lambda: cls("XLMRobertaModel")(cls("XLMRobertaConfig")(pad_token_id=1, bos_token_id=0, eos_token_id=2, **tiny)),
+        "mpnet": lambda: cls("MPNetModel")(cls("MPNetConfig")(pad_token_id=1, bos_token_id=0, eos_token_id=2, **tiny)),
+        # an encoder-decoder: BartModel makes the decoder's input by shifting input_ids right
+        "bart": lambda: cls("BartModel")(cls("BartConfig")(vocab_size=512, d_model=64, encoder_layers=2, decoder_layers=2,
+                                                          encoder_attention_heads=4, decoder_attention_heads=4,
+                                                          encoder_ffn_dim=128, decoder_ffn_dim=128, max_position_embeddings=128,
+                                                          pad_token_id=1, bos_token_id=0, eos_token_id=2,
+                                                          decoder_start_token_id=2, forced_eos_token_id=2)),
+        # audio encoders on a raw waveform
+        "wav2vec2": lambda: cls("Wav2Vec2Model")(cls("Wav2Vec2Config")(**speech)),
+        "hubert": lambda: cls("HubertModel")(cls("HubertConfig")(**speech)),
     }
     vision = {"vit", "swin", "convnext_hf"}
+    waveform = {"wav2vec2", "hubert"}
     out = {}
     for n, f in specs.items():
         def make(n=n, f=f):
@@ -142,6 +204,8 @@ def hf_models():
                 return Wrap(m, key), ("image", (3, 32, 32))
             if n == "whisper_encoder":
                 return Wrap(m, key), ("audio", (16, 64))
+            if n in waveform:
+                return Wrap(m, key), ("waveform", (1600,))
             return Wrap(m, key), "tokens"
         out["hf_" + n] = make
     return out
@@ -233,7 +297,8 @@ def select(names, only, batch):
 def exported_names(folder):
     if not os.path.isdir(folder):
         return []
-    return [d for d in os.listdir(folder) if os.path.exists(os.path.join(folder, d, "model.pt2"))]
+    return [d for d in os.listdir(folder) if os.path.exists(os.path.join(folder, d, "summary.json"))
+            or os.path.exists(os.path.join(folder, d, "model.pt2"))]
 
 
 def zoo_names(args):
@@ -248,30 +313,137 @@ def zoo_names(args):
 # Export
 # ---------------------------------------------------------------------------------------------
 
-def export_one(name, make, folder):
-    """DIR/<name>/model.pt2, in*.npy, out.npy (PyTorch on the CPU in float32); a summary dict."""
+def first_tensor(out):
+    """The tensor a model returns, or the first of a tuple it returns."""
+    while isinstance(out, (tuple, list)):
+        out = out[0]
+    return out
+
+
+def short_error(e):
+    return (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
+
+
+def export_onnx(torch, m, ep, ins, path):
+    """model.onnx by the dynamo exporter, weights inside the file (none of these models reaches
+    ONNX's 2 GB); from the ExportedProgram where it converts (no second trace), else from the
+    module (the exporter's own torch.export, with its fallbacks). Returns how, or raises."""
+    tmp = path + ".partial"
+    errors = []
+    for what, how in ((ep, "from the ExportedProgram"), (m, "from the module")):
+        if what is None:
+            continue
+        try:
+            torch.onnx.export(what, ins, tmp, dynamo=True, external_data=False, verbose=False)
+            os.replace(tmp, path)
+            return how
+        except Exception as e:
+            errors.append(f"{how}: {short_error(e)}")
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+    raise RuntimeError("; ".join(errors))
+
+
+def run_ort(path, ins, threads):
+    """ONNX Runtime (CPU) on the .onnx with the same inputs: its first output as a numpy array."""
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = max(1, threads)
+    sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    names = [i.name for i in sess.get_inputs()]
+    if len(names) != len(ins):
+        raise RuntimeError(f"the .onnx takes {len(names)} inputs ({', '.join(names)}), the model {len(ins)}")
+    return sess.run(None, {n: x.numpy() for n, x in zip(names, ins)})[0]
+
+
+def export_one(name, make, folder, threads=0):
+    """DIR/<name>/: in*.npy and out.npy (PyTorch on the CPU in float32), model.pt2 (torch.export),
+    model.onnx (torch.onnx.export, dynamo) with ort_out.npy (ONNX Runtime on the same inputs), and
+    grad_in*.npy (the gradient of out.sum() for each float input, in eval mode as exported: what
+    `lowerscope-cli compile --train` checks). Each step is tried on its own; summary.json, written
+    last, says what each gave (a folder without it is exported again)."""
     import numpy as np
     import torch
     d = os.path.join(folder, name)
-    os.makedirs(d, exist_ok=True)
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
     t0 = time.time()
+    s = {}
     try:
         m, ins = build(make, torch)
         with torch.no_grad():
-            out = m(*ins)
-        ep = torch.export.export(m, ins)
-        partial = os.path.join(d, "partial")  # model.pt2 appears whole, after its inputs and output
-        os.makedirs(partial, exist_ok=True)
-        torch.export.save(ep, os.path.join(partial, "model.pt2"))
+            out = first_tensor(m(*ins))
         for i, x in enumerate(ins):
             np.save(os.path.join(d, f"in{i}.npy"), x.numpy())
         np.save(os.path.join(d, "out.npy"), out.detach().float().numpy())
-        os.replace(os.path.join(partial, "model.pt2"), os.path.join(d, "model.pt2"))
-        os.rmdir(partial)
-        return {"export": "ok", "s": round(time.time() - t0, 1), "params": sum(p.numel() for p in m.parameters())}
+        s["params"] = sum(p.numel() for p in m.parameters())
     except Exception as e:
         shutil.rmtree(d, ignore_errors=True)
-        return {"export": "failed: " + (str(e).strip().splitlines() or [type(e).__name__])[0][:300]}
+        return {"export": "failed: " + short_error(e), "onnx": "not tried: the model did not build or run"}
+    ep = None
+    try:
+        ep = torch.export.export(m, ins)
+        partial = os.path.join(d, "partial")  # model.pt2 appears whole
+        os.makedirs(partial, exist_ok=True)
+        torch.export.save(ep, os.path.join(partial, "model.pt2"))
+        os.replace(os.path.join(partial, "model.pt2"), os.path.join(d, "model.pt2"))
+        os.rmdir(partial)
+        s["export"] = "ok"
+    except Exception as e:
+        s["export"] = "failed: " + short_error(e)
+    s["s"] = round(time.time() - t0, 1)
+    t1 = time.time()
+    onnx_path = os.path.join(d, "model.onnx")
+    try:
+        s["onnx_how"] = export_onnx(torch, m, ep, ins, onnx_path)
+        s["onnx"] = "ok"
+        s["onnx_mb"] = round(os.path.getsize(onnx_path) / 2**20, 1)
+    except Exception as e:
+        s["onnx"] = "failed: " + short_error(e)
+    s["onnx_s"] = round(time.time() - t1, 1)
+    if s["onnx"] == "ok":
+        try:
+            got = run_ort(onnx_path, ins, threads or (os.cpu_count() or 1))
+            np.save(os.path.join(d, "ort_out.npy"), got.astype(np.float32))
+            want = out.detach().float().numpy()
+            if got.shape != want.shape:
+                s["ort"] = f"failed: shape {list(got.shape)} vs PyTorch's {list(want.shape)}"
+            else:
+                err = float(np.abs(got.astype(np.float64) - want).max()) if want.size else 0.0
+                s["ort"], s["ort_max_err"] = "ok", err
+                s["ort_close"] = bool(np.allclose(got, want, rtol=1e-3, atol=1e-3))
+        except Exception as e:
+            s["ort"] = "failed: " + short_error(e)
+    floats = [i for i, x in enumerate(ins) if x.is_floating_point()]
+    if not floats:
+        s["grads"] = "no float input"
+    else:
+        try:
+            xs = [x.clone().requires_grad_(x.is_floating_point()) for x in ins]
+            with torch.enable_grad():
+                first_tensor(m(*xs)).sum().backward()
+            for i in floats:
+                g = xs[i].grad if xs[i].grad is not None else torch.zeros_like(xs[i])
+                np.save(os.path.join(d, f"grad_in{i}.npy"), g.detach().float().numpy())
+            s["grads"] = len(floats)
+        except Exception as e:
+            s["grads"] = "failed: " + short_error(e)
+    if s["export"] != "ok" and s["onnx"] != "ok":
+        shutil.rmtree(d, ignore_errors=True)
+        return s
+    write_json(os.path.join(d, "summary.json"), s)
+    return s
+
+
+def export_summary(folder, name):
+    """The export's summary of a model already in DIR, or None."""
+    p = os.path.join(folder, name, "summary.json")
+    if os.path.exists(p):
+        return json.load(open(p))
+    if os.path.exists(os.path.join(folder, name, "model.pt2")):  # an export of the first zoo (.pt2 only)
+        return {"export": "ok", "onnx": "not tried (an older export)"}
+    return None
 
 
 def merge_export_json(folder, summary):
@@ -286,7 +458,7 @@ def export(args):
     os.makedirs(args.out, exist_ok=True)
     summary = {}
     for name in select(sorted(models), args.only, args.batch):
-        summary[name] = export_one(name, models[name], args.out)
+        summary[name] = export_summary(args.out, name) or export_one(name, models[name], args.out)
         print(name, summary[name], flush=True)
     merge_export_json(args.out, summary)
 
@@ -294,6 +466,17 @@ def export(args):
 # ---------------------------------------------------------------------------------------------
 # Our CLI on each model (run)
 # ---------------------------------------------------------------------------------------------
+
+# What `run` does with each model, in the order its jobs are queued: the format (the .pt2 through
+# torch.export's importer, the .onnx through ours of ONNX; train: a training step of the .pt2)
+# and the device.
+KINDS = ("pt2/cuda", "pt2/cpu", "onnx/cuda", "onnx/cpu", "train/cuda", "train/cpu")
+
+
+def kind_of(key):
+    """A result's key: the first zoo's were the device alone (the .pt2's inference)."""
+    return key if "/" in key else "pt2/" + key
+
 
 def write_json(path, obj):
     """Written whole, then renamed: a command killed meanwhile leaves the last complete file."""
@@ -329,14 +512,16 @@ def unpack(pt2, dst):
 
 
 def prepare(models_dir, name):
-    """The folder the CLI compiles: model.pt2 unpacked, with the model's .npy files beside it."""
+    """The folder the CLI compiles: model.pt2 unpacked (the GPU machine's build has no libzip),
+    with the model's .npy files beside it; the .onnx is compiled where it lies."""
     src = os.path.join(models_dir, name)
     dst = os.path.join(models_dir, "_unpacked", name)
     os.makedirs(dst, exist_ok=True)
     for f in os.listdir(src):
         if f.endswith(".npy"):
             shutil.copy(os.path.join(src, f), dst)
-    unpack(os.path.join(src, "model.pt2"), os.path.join(dst, "model.pt2"))
+    if os.path.exists(os.path.join(src, "model.pt2")):
+        unpack(os.path.join(src, "model.pt2"), os.path.join(dst, "model.pt2"))
     return dst
 
 
@@ -345,13 +530,41 @@ def first_line(text, limit=300):
     return (lines[0] if lines else "")[:limit]
 
 
-def run_one(cli, folder, device, timeout, threads, reference):
-    """One compile; a dict: ok, error, kernels, compile and run times (or status 'timeout')."""
-    report = os.path.join(folder, f"r_{device}.json")
+def model_input(models_dir, name, kind):
+    """What the CLI compiles for a kind, or None where the export did not make it."""
+    fmt = kind.split("/")[0]
+    if fmt == "onnx":
+        p = os.path.join(models_dir, name, "model.onnx")
+    else:
+        p = os.path.join(models_dir, "_unpacked", name, "model.pt2")
+    return p if os.path.exists(p) else None
+
+
+def has_grad_files(folder):
+    ins = glob.glob(os.path.join(folder, "in*.npy"))
+    return bool(ins) and all(os.path.exists(os.path.join(folder, "grad_" + os.path.basename(p))) for p in ins)
+
+
+def run_one(cli, model, folder, kind, timeout, threads, reference):
+    """One compile of `model` (an unpacked .pt2 or a .onnx) as `kind`; its report goes into
+    `folder`, which holds the inputs and PyTorch's outputs. A dict: ok, error, kernels, compile
+    and run times, for a training step the gradients checked (or status 'timeout')."""
+    fmt, device = kind.split("/")
+    report = os.path.join(folder, f"r_{fmt}_{device}.json")
     if os.path.exists(report):
         os.remove(report)
-    cmd = [cli, "compile", folder, "--device", device, "--quiet", "--report", report]
-    if not reference and os.path.exists(os.path.join(folder, "out.npy")):
+    cmd = [cli, "compile", model, "--device", device, "--quiet", "--report", report]
+    res = {}
+    if fmt == "train":
+        cmd.append("--train")
+        # PyTorch's gradients of the inputs (grad_in*.npy) check the backward where the inputs are
+        # float; a model of token ids has none, and its parameters' gradients are checked only
+        # against the reference interpreter on the joint graph: kept on for those.
+        grads = has_grad_files(folder)
+        if not reference and grads:
+            cmd.append("--no-reference")
+        res["reference"] = reference or not grads
+    elif not reference and os.path.exists(os.path.join(folder, "out.npy")):
         cmd.append("--no-reference")  # the check is against PyTorch's out.npy
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads),
                LOWERSCOPE_COMPILE_THREADS=str(threads))
@@ -367,7 +580,7 @@ def run_one(cli, folder, device, timeout, threads, reference):
             pass
         p.communicate()
         return {"status": f"timeout ({timeout:.0f} s)", "wall_s": round(time.time() - t0, 1)}
-    res = {"exit": p.returncode, "wall_s": round(time.time() - t0, 1)}
+    res.update({"exit": p.returncode, "wall_s": round(time.time() - t0, 1)})
     try:
         r = json.load(open(report))
     except Exception:
@@ -383,6 +596,13 @@ def run_one(cli, folder, device, timeout, threads, reference):
     res["extern_kernels"] = r.get("extern_kernels")
     res["compile_ms"] = r.get("compile_ms")
     res["run_ms"] = r.get("run_ms")
+    if fmt == "train":
+        gs = chk.get("gradients", []) or []
+        res["grads_vs_pytorch"] = sum(1 for g in gs if str(g.get("against", "")).startswith("grad_in"))
+        res["grads_vs_reference"] = len(gs) - res["grads_vs_pytorch"]
+        res["grads_failed"] = [g.get("input") for g in gs if not g.get("ok")][:5]
+        res["gradients_of"] = len((r.get("training") or {}).get("gradients_of", []) or [])
+        res["kernels_per_phase"] = r.get("kernels_per_phase")
     ks = sorted((k for k in r.get("kernels", []) if k.get("ms")), key=lambda k: -k["ms"])
     res["slowest"] = [[k.get("name"), round(k["ms"], 4)] for k in ks[:3]]
     phases = sorted(r.get("compile_phases", []) or [], key=lambda x: -(x.get("ms") or 0))
@@ -393,12 +613,13 @@ def run_one(cli, folder, device, timeout, threads, reference):
     if e:
         res["error"] = first_line((e.get("stage", "") + ": " + e.get("message", "")) if isinstance(e, dict) else str(e))
     elif not res["ok"]:
-        res["error"] = res.get("not_run") or f"check failed, max abs err {res['max_err']}"
+        bad = f"; gradients of {', '.join(map(str, res['grads_failed']))} differ" if res.get("grads_failed") else ""
+        res["error"] = res.get("not_run") or f"check failed, max abs err {res['max_err']}{bad}"
     return res
 
 
 class Results:
-    """A batch's JSON: {"meta", "export", "results": {model: {device: result}}}, rewritten after
+    """A batch's JSON: {"meta", "export", "results": {model: {kind: result}}}, rewritten after
     every job; an earlier file of the same name is resumed (its jobs are not run again, but for
     those the budget cut)."""
 
@@ -409,16 +630,16 @@ class Results:
         if os.path.exists(path):
             old = json.load(open(path))
             self.data["export"] = old.get("export", {})
-            self.data["results"] = {m: {d: r for d, r in devs.items() if not r.get("status", "").startswith("cut by")}
+            self.data["results"] = {m: {kind_of(k): r for k, r in devs.items() if not r.get("status", "").startswith("cut by")}
                                     for m, devs in old.get("results", {}).items()}
             self.data["meta"]["resumed"] = old.get("meta", {}).get("started")
 
-    def done(self, model, device):
-        return device in self.data["results"].get(model, {})
+    def done(self, model, kind):
+        return kind in self.data["results"].get(model, {})
 
-    def set(self, model, device, res):
+    def set(self, model, kind, res):
         with self.lock:
-            self.data["results"].setdefault(model, {})[device] = res
+            self.data["results"].setdefault(model, {})[kind] = res
             write_json(self.path, self.data)
 
     def set_export(self, model, summary):
@@ -427,65 +648,99 @@ class Results:
             write_json(self.path, self.data)
 
 
+def possible(summary, kind):
+    """Whether the export made what a kind compiles."""
+    fmt = kind.split("/")[0]
+    return (summary or {}).get("onnx" if fmt == "onnx" else "export") == "ok"
+
+
 def run(args):
     t_start = time.time()
     deadline = t_start + args.budget if args.budget else float("inf")
     names = select(zoo_names(args), args.only, args.batch)
-    devices = [d for d in args.devices.split(",") if d]
+    kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
+    for k in kinds:
+        if k not in KINDS:
+            raise SystemExit(f"--kinds: '{k}' is none of {', '.join(KINDS)}")
     cores = os.cpu_count() or 1
     threads = args.threads or max(1, cores // max(1, args.jobs))
     out_json = args.out_json or os.path.join(args.models, "run_%s.json" % (args.batch or "all").replace("/", "_of_"))
     meta = dict(machine(), started=time.strftime("%Y-%m-%d %H:%M:%S"), command=" ".join(sys.argv),
-                jobs=args.jobs, threads=threads, timeout=args.timeout, models=names)
+                jobs=args.jobs, threads=threads, timeout=args.timeout, kinds=kinds, models=names)
     res = Results(out_json, meta)
     models = all_models() if args.export else {}
     os.makedirs(args.models, exist_ok=True)
-    print(f"{len(names)} models, {len(devices)} devices, {args.jobs} at once, {threads} threads each; results in {out_json}",
-          flush=True)
+    print(f"{len(names)} models, {len(kinds)} kinds ({', '.join(kinds)}), {args.jobs} at once, {threads} threads each; "
+          f"results in {out_json}", flush=True)
 
-    def job(m, dev, folder):
+    def job(m, kind, folder):
         left = deadline - time.time()
         if left < args.min_job_s:  # no time left for it: a later command resumes it
             return
-        r = run_one(args.cli, folder, dev, min(args.timeout, left), threads, args.reference)
-        if "status" in r and left < args.timeout:
+        model = model_input(args.models, m, kind)
+        timeout = args.train_timeout if kind.startswith("train/") else args.timeout
+        r = run_one(args.cli, model, folder, kind, min(timeout, left), threads, args.reference)
+        if "status" in r and left < timeout:
             r["status"] = f"cut by the budget after {r['wall_s']:.0f} s"
-        res.set(m, dev, r)
-        print(m, dev, r, flush=True)
+        res.set(m, kind, r)
+        print(m, kind, r, flush=True)
 
-    with concurrent.futures.ThreadPoolExecutor(args.jobs) as ex:
-        futs = []
-        for k, m in enumerate(names):
-            todo = [d for d in devices if not res.done(m, d)]
-            if not todo:
+    # Jobs wait in a queue ordered by kind, then model: workers take every model's inference
+    # before any training step, so a batch cut by its budget has the inference of all it reached.
+    queue, cv, state = [], threading.Condition(), {"exported": False}
+
+    def worker():
+        while True:
+            with cv:
+                while not queue and not state["exported"]:
+                    cv.wait()
+                if not queue:
+                    return
+                _, _, m, d, folder = heapq.heappop(queue)
+            job(m, d, folder)
+
+    workers = [threading.Thread(target=worker, daemon=True) for _ in range(max(1, args.jobs))]
+    for w in workers:
+        w.start()
+    for k, m in enumerate(names):
+        summary = res.data["export"].get(m)
+        if summary is not None and summary.get("export") != "ok" and summary.get("onnx") != "ok":
+            continue  # its export failed in an earlier try
+        todo = [d for d in kinds if not res.done(m, d) and (summary is None or possible(summary, d))]
+        if not todo:
+            continue
+        if time.time() > deadline - args.min_job_s:
+            break
+        # Export what the folder lacks (in this process, while earlier jobs compile).
+        have = export_summary(args.models, m)
+        if have is None:
+            if not args.export or m not in models:
                 continue
-            if time.time() > deadline - args.min_job_s:
-                break
-            if res.data["export"].get(m, {}).get("export", "ok") != "ok":  # its export failed in an earlier try
-                continue
-            # Export what the folder lacks (in this process, while earlier jobs compile).
-            if not os.path.exists(os.path.join(args.models, m, "model.pt2")):
-                if not args.export or m not in models:
-                    continue
-                summary = export_one(m, models[m], args.models)
-                res.set_export(m, summary)
-                merge_export_json(args.models, {m: summary})
-                print(m, "export", summary, flush=True)
-                if summary["export"] != "ok":
-                    continue
-            try:
-                folder = prepare(args.models, m)
-            except Exception as e:
-                for d in todo:
-                    res.set(m, d, {"ok": False, "error": "unpack: " + first_line(str(e))})
-                continue
-            if k % 2:  # CPU and CUDA jobs alternate in the queue
-                todo.reverse()
-            futs += [ex.submit(job, m, d, folder) for d in todo]
-        for f in futs:
-            f.result()
-    left = [m for m in names if not all(res.done(m, d) for d in devices)
-            and res.data["export"].get(m, {}).get("export", "ok") == "ok"]
+            have = export_one(m, models[m], args.models, threads)
+            merge_export_json(args.models, {m: have})
+            print(m, "export", have, flush=True)
+        if summary != have:
+            res.set_export(m, have)
+        todo = [d for d in todo if possible(have, d)]
+        if not todo:
+            continue
+        try:
+            folder = prepare(args.models, m)
+        except Exception as e:
+            for d in todo:
+                res.set(m, d, {"ok": False, "error": "unpack: " + first_line(str(e))})
+            continue
+        with cv:
+            for d in todo:
+                heapq.heappush(queue, (kinds.index(d), k, m, d, folder))
+            cv.notify_all()
+    with cv:
+        state["exported"] = True
+        cv.notify_all()
+    for w in workers:
+        w.join()
+    left = [m for m in names if any(not res.done(m, d) and possible(res.data["export"].get(m), d) for d in kinds)
+            or m not in res.data["export"]]
     print(f"done in {time.time() - t_start:.0f} s; {len(left)} models left for another command: {' '.join(left)}", flush=True)
 
 
@@ -519,15 +774,11 @@ def count_kernels(codes):
     return triton, extern, launches
 
 
-def max_abs_err(torch, got, want_path):
-    import numpy as np
-    if not os.path.exists(want_path):
-        return None
-    want = torch.from_numpy(np.load(want_path))
+def max_abs_err(got, want):
     got = got.detach().float().cpu()
     if got.shape != want.shape:
         return f"shape {list(got.shape)} vs {list(want.shape)}"
-    return float((got - want).abs().max())
+    return float((got - want).abs().max()) if want.numel() else 0.0
 
 
 def inductor_one(torch, name, make, folder, runs):
@@ -537,6 +788,11 @@ def inductor_one(torch, name, make, folder, runs):
     stored = sorted(glob.glob(os.path.join(folder, "in*.npy")))
     if stored:  # the export's inputs, as our CLI reads them
         ins = tuple(torch.from_numpy(np.load(p)) for p in stored)
+    if os.path.exists(os.path.join(folder, "out.npy")):
+        want = torch.from_numpy(np.load(os.path.join(folder, "out.npy")))
+    else:  # not exported on this machine: PyTorch on the CPU in float32, as the export's out.npy
+        with torch.no_grad():
+            want = first_tensor(m(*ins)).detach().float()
     m = m.cuda()
     ins = tuple(x.cuda() for x in ins)
     res = {"gpu": torch.cuda.get_device_name()}
@@ -563,12 +819,36 @@ def inductor_one(torch, name, make, folder, runs):
             res["generated_kernel_count"] = getattr(metrics, "generated_kernel_count", None)
         res["graphs"] = len(codes)
         res["inductor_ms"] = round(cuda_median_ms(torch, lambda: compiled(*ins), 3, runs), 4)
-        res["max_err"] = max_abs_err(torch, out if torch.is_tensor(out) else out[0], os.path.join(folder, "out.npy"))
+        res["max_err"] = max_abs_err(first_tensor(out), want)
     res["ok"] = True
     return res
 
 
+def trace_position():
+    """The TORCH_TRACE log this process writes and its size now (None, 0 without one): the records
+    between two positions are those of the compiles between them. The log is created at the first
+    record; each record is flushed as it is written (a logging.FileHandler)."""
+    d = os.environ.get("TORCH_TRACE")
+    if not d or not os.path.isdir(d):
+        return None, 0
+    for h in logging.getLogger("torch.__trace").handlers:
+        try:
+            h.flush()
+        except Exception:
+            pass
+    mine = [p for p in glob.glob(os.path.join(d, "*.log")) if TRACE_LOGS.get(p, os.getpid()) == os.getpid()]
+    if not mine:
+        return None, 0
+    p = max(mine, key=os.path.getmtime)
+    return p, os.path.getsize(p)
+
+
+TRACE_LOGS = {}  # logs of the folder that were there before this process: {path: None}
+
+
 def inductor(args):
+    if os.environ.get("TORCH_TRACE"):
+        TRACE_LOGS.update({p: None for p in glob.glob(os.path.join(os.environ["TORCH_TRACE"], "*.log"))})
     os.environ.setdefault("TORCHINDUCTOR_FX_GRAPH_CACHE", "0")  # every model compiled cold: its code and time
     import torch
     try:
@@ -582,7 +862,8 @@ def inductor(args):
     names = select(sorted(models) if args.export else zoo_names(args), args.only, args.batch)
     out_json = args.out_json or os.path.join(args.models, "inductor_%s.json" % (args.batch or "all").replace("/", "_of_"))
     data = {"meta": dict(machine(), started=time.strftime("%Y-%m-%d %H:%M:%S"), command=" ".join(sys.argv),
-                         torch=torch.__version__, runs=args.runs), "results": {}}
+                         torch=torch.__version__, runs=args.runs, torch_trace=os.environ.get("TORCH_TRACE")),
+            "results": {}}
     if os.path.exists(out_json):
         data["results"] = {m: r for m, r in json.load(open(out_json)).get("results", {}).items() if r.get("ok")}
     for m in names:
@@ -591,21 +872,221 @@ def inductor(args):
         if time.time() > deadline - args.min_job_s:
             break
         folder = os.path.join(args.models, m)
-        if args.export and not os.path.exists(os.path.join(folder, "model.pt2")) and m in models:
-            summary = export_one(m, models[m], args.models)
-            merge_export_json(args.models, {m: summary})
         if m not in models:
             continue
+        log0, at0 = trace_position()
         try:
             r = inductor_one(torch, m, models[m], folder, args.runs)
         except Exception as e:
             r = {"ok": False, "error": first_line(f"{type(e).__name__}: {e}")}
         torch._dynamo.reset()
         torch.cuda.empty_cache()
+        log1, at1 = trace_position()
+        if log1 and at1 > (at0 if log0 == log1 else 0):  # this model's records in the TORCH_TRACE log
+            r["trace"] = {"log": log1, "span": [at0 if log0 == log1 else 0, at1]}
         data["results"][m] = r
         write_json(out_json, data)
         print(m, r, flush=True)
     print(f"done in {time.time() - t_start:.0f} s; results in {out_json}", flush=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Torch-level graphs: the TORCH_TRACE log of the inductor step, a corpus for `lowerscope-cli trace`
+# ---------------------------------------------------------------------------------------------
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TRIM = os.path.join(REPO, "tests", "data", "trace", "trim_trace.py")
+
+
+def records(text):
+    """A structured trace's records: (head line, [payload lines]) in order."""
+    out, cur = [], None
+    for line in text.splitlines(keepends=True):
+        if line.startswith("\t") and cur is not None:
+            cur[1].append(line)
+            continue
+        cur = (line, [])
+        out.append(cur)
+    return out
+
+
+def raw_slice(log, span, dst):
+    """The records of one model (bytes span[0]..span[1] of the raw log), after every "str" record
+    written before them: a trace names files by the ids those records intern, once per process."""
+    a, b = span
+    with open(log, "rb") as f:
+        before = f.read(a).decode("utf-8", "replace")
+        body = f.read(b - a).decode("utf-8", "replace")
+    strs = [l for l in before.splitlines(keepends=True) if '] {"str": [' in l]
+    with open(dst, "w", encoding="utf-8") as f:
+        f.write("".join(strs) + body)
+
+
+def renumber_frames(text, offset):
+    """A trimmed log with every frame id moved up by `offset` (envelopes, and the compile ids
+    "F/C" of chromium events, their md5 made anew): Dynamo numbers frames from 0 again after each
+    torch._dynamo.reset(), so the models of one corpus would share compile ids. Returns the text
+    and the largest frame id it held (-1 for none)."""
+    out, top = [], -1
+    for head, payload in records(text):
+        at = head.find("] {")
+        if at < 0:
+            out.append(head)
+            out += payload
+            continue
+        env = json.loads(head[at + 2:])
+        changed = False
+        if isinstance(env.get("frame_id"), int) and env["frame_id"] >= 0:
+            top = max(top, env["frame_id"])
+            env["frame_id"] += offset
+            changed = True
+        if "chromium_event" in env and payload:
+            try:
+                ev = json.loads("".join(l[1:] for l in payload))
+            except ValueError:
+                ev = None
+            cid = ((ev or {}).get("args") or {}).get("compile_id")
+            mm = re.fullmatch(r"(\d+)/(.+)", cid or "")
+            if mm:
+                top = max(top, int(mm.group(1)))
+                ev["args"]["compile_id"] = f"{int(mm.group(1)) + offset}/{mm.group(2)}"
+                body = json.dumps(ev, indent=0)
+                env["has_payload"] = hashlib.md5(body.encode()).hexdigest()
+                payload = ["\t" + l + "\n" for l in body.split("\n")]
+                changed = True
+        if changed:
+            head = head[:at + 2] + json.dumps(env) + "\n"
+        out.append(head)
+        out += payload
+    return "".join(out), top
+
+
+def trace_summary(rep):
+    """What a `lowerscope-cli trace` report says of one model, in brief."""
+    graphs = rep.get("graphs", []) or []
+    tried = [g for g in graphs if (g.get("ours") or {}).get("attempted")]
+
+    def n(x):
+        return x if isinstance(x, (int, float)) else (len(x) if isinstance(x, (list, dict)) else 0)
+
+    s = {"compiles": len(graphs), "dynamo_graphs": len(tried),
+         "ours_ok": sum(1 for g in tried if g["ours"].get("check") == "ok"),
+         "ours_not_run": sum(1 for g in tried if g["ours"].get("check") == "not run"),
+         "ours_kernels": sum(n(g["ours"].get("kernels")) for g in tried),
+         "inductor_kernels": sum(n(g.get("inductor_kernels")) for g in graphs),
+         "ours_compile_ms": round(sum(g["ours"].get("compile_ms") or 0 for g in tried), 1),
+         "inductor_compile_s": round(sum(g.get("compile_time_s") or 0 for g in graphs), 2),
+         "graph_breaks": len(rep.get("graph_breaks", []) or []),
+         "recompiles": len(rep.get("recompiles", []) or []),
+         "warnings": len(rep.get("warnings", []) or [])}
+    s["failed"] = [{"compile_id": g.get("compile_id"), "error": first_line(g["ours"].get("error") or g["ours"].get("check"))}
+                   for g in tried if g["ours"].get("check") != "ok"][:10]
+    s["pytorch_failures"] = [first_line(f"{f.get('fail_type')}: {f.get('reason') or f.get('summary')}")
+                             for f in rep.get("failures", []) or []][:5]
+    return s
+
+
+def trace_cmd(args):
+    """Cuts each model's records out of the inductor step's TORCH_TRACE log, trims them
+    (tests/data/trace/trim_trace.py) and appends them, frame ids renumbered, to one corpus log;
+    then compiles each model's graphs with `lowerscope-cli trace` and keeps a summary per model.
+    Both files are resumed: a model already in the corpus is not cut again, one with a summary is
+    not compiled again."""
+    t_start = time.time()
+    deadline = t_start + args.budget if args.budget else float("inf")
+    work = os.path.join(args.models, "_trace")
+    os.makedirs(work, exist_ok=True)
+    data = {"meta": dict(machine(), started=time.strftime("%Y-%m-%d %H:%M:%S"), command=" ".join(sys.argv),
+                         log=os.path.basename(args.out_log)), "spans": {}, "results": {}}
+    if os.path.exists(args.out_json):
+        old = json.load(open(args.out_json))
+        data["spans"], data["results"] = old.get("spans", {}), old.get("results", {})
+        data["meta"]["resumed"] = old.get("meta", {}).get("started")
+    if not os.path.exists(args.out_log):  # spans into a corpus that is not here are void
+        data["spans"] = {}
+        open(args.out_log, "w").close()
+    data["results"] = {m: r for m, r in data["results"].items() if m in data["spans"] and "status" not in r}
+    script_dir = os.path.dirname(os.path.abspath(__file__))
+    limit = args.max_mb * 2**20
+    # 1. The corpus: each model's records, trimmed.
+    for path in expand(args.inductor):
+        for m, r in json.load(open(path)).get("results", {}).items():
+            t = r.get("trace") or {}
+            if m in data["spans"] or not t.get("log") or not os.path.exists(t["log"]):
+                continue
+            if time.time() > deadline - args.min_job_s:
+                break
+            raw, trimmed = os.path.join(work, m + ".raw.log"), os.path.join(work, m + ".log")
+            try:
+                raw_slice(t["log"], t["span"], raw)
+                size = os.path.getsize(args.out_log)
+                for drop in ([] if args.drop_output_code else [False]) + [True]:
+                    cmd = [sys.executable, TRIM, raw, trimmed, script_dir] + (["--drop-output-code"] if drop else [])
+                    subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=300)
+                    text, top = renumber_frames(open(trimmed, encoding="utf-8").read(), data["meta"].get("next_frame", 0))
+                    if size + len(text.encode()) <= limit:
+                        break
+                if size + len(text.encode()) > limit:
+                    data["results"][m] = {"status": f"left out: the corpus would pass {args.max_mb} MB"}
+                    continue
+                with open(args.out_log, "a", encoding="utf-8") as f:
+                    f.write(text)
+                data["spans"][m] = [size, os.path.getsize(args.out_log)]
+                data["meta"]["next_frame"] = data["meta"].get("next_frame", 0) + top + 1
+                if drop:
+                    data["meta"].setdefault("output_code_dropped", []).append(m)
+            except Exception as e:
+                data["results"][m] = {"status": "cut: " + first_line(str(e))}
+            finally:
+                if os.path.exists(raw):
+                    os.remove(raw)
+            write_json(args.out_json, data)
+    # 2. Our compile of each model's graphs, from its span of the corpus (a fresh machine has only that).
+    if not args.cli:
+        return
+    lock = threading.Lock()
+
+    def one(m):
+        left = deadline - time.time()
+        if left < args.min_job_s:
+            return
+        a, b = data["spans"][m]
+        log, rep = os.path.join(work, m + ".corpus.log"), os.path.join(work, m + ".report.json")
+        with open(args.out_log, "rb") as f:
+            f.seek(a)
+            open(log, "wb").write(f.read(b - a))
+        if os.path.exists(rep):
+            os.remove(rep)
+        cmd = [args.cli, "trace", log, "--device", args.device, "--quiet", "--report", rep]
+        env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), LOWERSCOPE_COMPILE_THREADS=str(args.threads))
+        t0 = time.time()
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+        try:
+            _, err = p.communicate(timeout=min(args.timeout, left))
+            try:
+                r = trace_summary(json.load(open(rep)))
+            except Exception:
+                r = {"error": first_line(err) or f"exit {p.returncode}"}
+            r["exit"] = p.returncode
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            p.communicate()
+            r = {"status": f"timeout ({min(args.timeout, left):.0f} s)"}
+        r["wall_s"] = round(time.time() - t0, 1)
+        with lock:
+            data["results"][m] = r
+            write_json(args.out_json, data)
+        print(m, "trace", r, flush=True)
+
+    todo = [m for m in data["spans"] if m not in data["results"]]
+    with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as ex:
+        list(ex.map(one, todo))
+    write_json(args.out_json, data)
+    print(f"trace done in {time.time() - t_start:.0f} s: {len(data['spans'])} models in {args.out_log} "
+          f"({os.path.getsize(args.out_log) / 2**20:.1f} MB), {len(data['results'])} compiled", flush=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -626,16 +1107,18 @@ def finished(r):
 
 
 def load_runs(args):
-    """{model: {device: result}} and {model: export summary} from every run file (later files win,
-    but a timeout never hides a finished result), the exports' JSON and a legacy printed log."""
+    """{model: {kind: result}}, {model: export summary}, {model: Inductor's result} and {model:
+    trace summary} from every file given (later files win, but a timeout never hides a finished
+    result), the exports' JSON and a legacy printed log."""
     import ast
     exported, results = {}, {}
 
-    def put(m, d, r):
-        old = results.setdefault(m, {}).get(d)
+    def put(m, k, r):
+        k = kind_of(k)
+        old = results.setdefault(m, {}).get(k)
         if finished(old) and not finished(r):
             return
-        results[m][d] = r
+        results[m][k] = r
 
     for path in expand(args.export):
         exported.update(json.load(open(path)))
@@ -646,16 +1129,22 @@ def load_runs(args):
                 put(parts[0], parts[1], ast.literal_eval(parts[2].strip()))
     for path in expand(args.runs):
         j = json.load(open(path))
-        exported.update(j.get("export", {}))
+        for m, e in j.get("export", {}).items():
+            exported[m] = dict(exported.get(m, {}), **e)
         for m, devs in j.get("results", {}).items():
-            for d, r in devs.items():
-                put(m, d, r)
+            for k, r in devs.items():
+                put(m, k, r)
     inductor = {}
     for path in expand(args.inductor):
         for m, r in json.load(open(path)).get("results", {}).items():
             if r.get("ok") or m not in inductor:
                 inductor[m] = r
-    return exported, results, inductor
+    traces = {}
+    for path in expand(args.traces):
+        for m, r in json.load(open(path)).get("results", {}).items():
+            if "status" not in r or m not in traces:
+                traces[m] = r
+    return exported, results, inductor, traces
 
 
 def geomean(xs):
@@ -663,96 +1152,164 @@ def geomean(xs):
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
 
 
-def write_table(exported, results, inductor, args):
-    devices = args.devices.split(",")
+def reason(r):
+    """Why a job did not pass, in a line."""
+    return (r.get("status") or r.get("error") or f"check failed, max err {r.get('max_err')}").replace("|", "/").replace("\n", " ")
+
+
+def pct(a, b):
+    return f"{a} / {b} ({100.0 * a / b:.0f}%)" if b else f"{a} / 0"
+
+
+def write_table(exported, results, inductor, traces, args):
+    kinds = [k for k in args.kinds.split(",") if k]
+    names = sorted(set(exported) | set(results) | set(inductor) | set(traces),
+                   key=lambda n: (SOURCES.index(source_of(n)) if source_of(n) in SOURCES else len(SOURCES), n))
+
+    def exp(n, what="export"):  # "ok", "failed: ...", or "-" (not exported in these files)
+        e = exported.get(n, {})
+        if what == "export" and not e and n in results:
+            return "ok"
+        return e.get(what, "-")
 
     def cell(r):
         if not r:
             return "-"
         if "status" in r:
-            return r["status"]
+            return "timeout" if r["status"].startswith("timeout") else "cut"
         if r.get("ok"):
-            return f"ok ({r.get('kernels')} kernels, {r.get('compile_ms', 0) or 0:.0f} ms)"
-        return "FAIL: " + (r.get("error") or f"check failed, max err {r.get('max_err')}").replace("|", "/")
+            if "grads_vs_pytorch" in r:
+                return f"ok ({r['grads_vs_pytorch']}+{r.get('grads_vs_reference', 0)} grads)"
+            return "ok"
+        return "FAIL"
 
-    names = sorted(set(exported) | set(results) | set(inductor), key=lambda n: (SOURCES.index(source_of(n))
-                   if source_of(n) in SOURCES else len(SOURCES), n))
-    lines = ["# Model zoo: torch.export models through lowerscope-cli, beside Inductor", "",
-             "Made with (GPU machine; each `run` / `inductor` batch one command, see tools/zoo/zoo.py):", "",
-             "    " + (args.command or "python3 tools/zoo/zoo.py table " + " ".join(sys.argv[2:])), "",
-             "Inputs: batch 2, seeded random (token ids for language models); weights random and seeded; reference: PyTorch "
-             "on the CPU in float32 (out.npy). Ours: `lowerscope-cli compile` of the exported program, checked against "
-             "out.npy. Inductor: torch.compile (default mode) of the same model on CUDA; times are medians of CUDA events; "
-             "compile times: ours the CLI's compile, Inductor's its first call.", ""]
-    lines += ["| source | models | exported | " + " | ".join(f"{d} correct" for d in devices) + " |",
-              "|---|---|---|" + "---|" * len(devices)]
-    for src in SOURCES:
-        group = [n for n in names if source_of(n) == src]
+    def ok(n, k):
+        return bool(results.get(n, {}).get(k, {}).get("ok"))
+
+    def ran(n, k):
+        return finished(results.get(n, {}).get(k))
+
+    lines = ["# Model zoo: torch.export and ONNX models through lowerscope-cli, beside Inductor and ONNX Runtime", "",
+             "Made with (GPU machine; each `tools/zoo/gpu_batch.sh run|inductor|trace I/N` one command, see tools/zoo/zoo.py):",
+             "", "    " + (args.command or "python3 tools/zoo/zoo.py table " + " ".join(sys.argv[2:])), "",
+             "Inputs: batch 2, seeded random (token ids for language models, a waveform for speech); weights random and "
+             "seeded; reference: PyTorch on the CPU in float32 (out.npy). Ours: `lowerscope-cli compile` of the "
+             "exported program (`pt2`), of the `torch.onnx.export(dynamo=True)` file (`onnx`), and of a training step "
+             "of the .pt2 (`train`: the gradient of out.sum() checked against PyTorch's for float inputs, "
+             "grad_in*.npy; a model of token ids has its parameters' gradients checked against the reference "
+             "interpreter only; `ok (P+R grads)`: P gradients checked against PyTorch, R against the reference "
+             "interpreter), each against out.npy. ONNX Runtime: the same .onnx on the CPU, against out.npy. Inductor: "
+             "torch.compile (default mode) of the same model on CUDA; times are medians of CUDA events; compile "
+             "times: ours the CLI's compile, Inductor's its first call (with TORCH_TRACE on where the inductor step "
+             "recorded the trace corpus, which slows it somewhat).", ""]
+    lines += ["| source | models | .pt2 | .onnx | ONNX Runtime agrees | " + " | ".join(kinds) + " |",
+              "|---|---|---|---|---|" + "---|" * len(kinds)]
+    groups = [(src, [n for n in names if source_of(n) == src]) for src in SOURCES] + [("all", names)]
+    for src, group in groups:
         if not group:
             continue
-        exp_ok = sum(1 for n in group if exported.get(n, {}).get("export") == "ok" or n in results)
-        ok = {d: sum(1 for n in group if results.get(n, {}).get(d, {}).get("ok")) for d in devices}
-        ran = {d: sum(1 for n in group if finished(results.get(n, {}).get(d))) for d in devices}
-        lines.append(f"| {src} | {len(group)} | {exp_ok} | " +
-                     " | ".join(f"{ok[d]} / {exp_ok} ({ran[d]} finished)" for d in devices) + " |")
-    total_exp = sum(1 for n in names if exported.get(n, {}).get("export") == "ok" or n in results)
-    lines.append(f"| all | {len(names)} | {total_exp} | " +
-                 " | ".join(f"{sum(1 for n in names if results.get(n, {}).get(d, {}).get('ok'))} / {total_exp}"
-                            for d in devices) + " |")
+        row = [src, str(len(group)), str(sum(1 for n in group if exp(n) == "ok")),
+               str(sum(1 for n in group if exp(n, "onnx") == "ok")),
+               str(sum(1 for n in group if exported.get(n, {}).get("ort_close")))]
+        for k in kinds:
+            row.append(pct(sum(1 for n in group if ok(n, k)), len(group)) +
+                       f", {sum(1 for n in group if ran(n, k))} ran")
+        lines.append("| " + " | ".join(row) + " |")
+    lines += ["", "Pass rates are of all the zoo's models of the source (an export that failed counts as a failure); "
+              "`ran`: jobs that finished, correct or not (not cut by a time limit)."]
     speed, comp = [], []
     for n in names:
-        ours, ind = results.get(n, {}).get("cuda", {}), inductor.get(n, {})
+        ours, ind = results.get(n, {}).get("pt2/cuda", {}), inductor.get(n, {})
         if ours.get("ok") and ind.get("ok") and ours.get("run_ms") and ind.get("inductor_ms"):
             speed.append(ours["run_ms"] / ind["inductor_ms"])
             if ours.get("compile_ms") and ind.get("compile_s"):
                 comp.append(ours["compile_ms"] / 1000.0 / ind["compile_s"])
     lines.append("")
     g = geomean(speed)
-    lines.append(f"Geometric mean of ours / Inductor on CUDA (time of the whole model, {len(speed)} models correct on both): "
-                 + (f"**{g:.2f}**" if g else "not measured"))
+    lines.append(f"Geometric mean of ours / Inductor on CUDA (.pt2, time of the whole model, {len(speed)} models correct on "
+                 "both): " + (f"**{g:.2f}**" if g else "not measured"))
     gc = geomean(comp)
-    lines.append(f"Geometric mean of our compile time / Inductor's first call: " + (f"**{gc:.3f}**" if gc else "not measured"))
-    lines += ["", "| model | export | " + " | ".join(devices) +
+    lines.append("Geometric mean of our compile time / Inductor's first call: " + (f"**{gc:.3f}**" if gc else "not measured"))
+    if traces:
+        tried = [t for t in traces.values() if "dynamo_graphs" in t]
+        lines.append(f"Torch-level graphs (TORCH_TRACE of the inductor step, `lowerscope-cli trace`): {len(traces)} models, "
+                     f"{sum(t['ours_ok'] for t in tried)} of {sum(t['dynamo_graphs'] for t in tried)} Dynamo graphs "
+                     "compiled and correct; models with every graph correct: "
+                     f"{sum(1 for t in tried if t['dynamo_graphs'] and t['ours_ok'] == t['dynamo_graphs'])}.")
+    lines += ["", "| model | export .pt2 / .onnx | ORT max err | " + " | ".join(kinds) +
               " | ours CUDA ms | Inductor ms | eager ms | ours / Inductor | kernels ours / Inductor (Triton + library) "
-              "| compile s ours / Inductor | our slowest CUDA kernels |",
-              "|---|---|" + "---|" * len(devices) + "---|---|---|---|---|---|---|"]
+              "| compile s ours / Inductor | traced graphs ours ok | our slowest CUDA kernels |",
+              "|---|---|---|" + "---|" * len(kinds) + "---|---|---|---|---|---|---|---|"]
 
     def num(x, f="{:.3f}"):
         return f.format(x) if isinstance(x, (int, float)) else "-"
 
+    def short(e):
+        return "ok" if e == "ok" else ("-" if e == "-" else "failed" if str(e).startswith("failed") else str(e)[:20])
+
     for n in names:
-        e = exported.get(n, {}).get("export", "ok" if n in results else "-")
-        e = e if e == "ok" else e.replace("|", "/")[:160]
-        ours, ind = results.get(n, {}).get("cuda", {}) or {}, inductor.get(n, {})
+        e = exported.get(n, {})
+        ours, ind = results.get(n, {}).get("pt2/cuda", {}) or {}, inductor.get(n, {})
         ours_ms = ours.get("run_ms") if ours.get("ok") else None
         ind_ms = ind.get("inductor_ms") if ind.get("ok") else None
         ratio = ours_ms / ind_ms if ours_ms and ind_ms else None
-        ind_k = f"{ind.get('triton_kernels')} + {ind.get('extern_calls')}" if ind.get("ok") else (
-            "FAIL: " + ind.get("error", "").replace("|", "/")[:80] if ind else "-")
+        ind_k = f"{ind.get('triton_kernels')} + {ind.get('extern_calls')}" if ind.get("ok") else ("FAIL" if ind else "-")
         kern = f"{ours.get('kernels', '-') if ours.get('ok') else '-'} / {ind_k}"
         comp_cell = f"{num((ours.get('compile_ms') or 0) / 1000.0 if ours.get('ok') else None, '{:.1f}')} / " \
                     f"{num(ind.get('compile_s'), '{:.1f}')}"
         slow = ", ".join(f"{k} {ms:.3f}" for k, ms in (ours.get("slowest") or [])) if ratio and ratio > 1 else ""
-        lines.append(f"| {n} | {e} | " + " | ".join(cell(results.get(n, {}).get(d)) for d in devices) +
+        t = traces.get(n, {})
+        tcell = f"{t['ours_ok']} / {t['dynamo_graphs']}" if "dynamo_graphs" in t else ("cut" if t else "-")
+        ort = num(e.get("ort_max_err"), "{:.1e}") if e.get("ort") == "ok" else ("FAIL" if str(e.get("ort", "")).startswith("failed") else "-")
+        lines.append(f"| {n} | {short(exp(n))} / {short(exp(n, 'onnx'))} | {ort} | " +
+                     " | ".join(cell(results.get(n, {}).get(k)) for k in kinds) +
                      f" | {num(ours_ms)} | {num(ind_ms)} | {num(ind.get('eager_ms'))} | {num(ratio, '{:.2f}')} | {kern} "
-                     f"| {comp_cell} | {slow} |")
-    failures = [(n, d, results[n][d]) for n in names for d in devices
-                if results.get(n, {}).get(d) and not results[n][d].get("ok")]
-    if failures:
-        lines += ["", "## Failures", ""]
-        for n, d, r in failures:
-            lines.append(f"- {n} ({d}): " + (r.get("status") or r.get("error") or f"check failed, max err {r.get('max_err')}"))
+                     f"| {comp_cell} | {tcell} | {slow} |")
+    # Every failure with its reason: exports, ONNX Runtime, our jobs, Inductor, traced graphs.
+    fails = []
+    for n in names:
+        e = exported.get(n, {})
+        for what, label in (("export", "torch.export"), ("onnx", "torch.onnx.export"), ("ort", "ONNX Runtime"),
+                            ("grads", "PyTorch's gradients")):
+            if str(e.get(what, "")).startswith("failed"):
+                fails.append((label, n, str(e[what])[len("failed: "):].replace("|", "/")))
+        if e.get("ort") == "ok" and e.get("ort_close") is False:
+            fails.append(("ONNX Runtime", n, f"differs from PyTorch: max abs err {e.get('ort_max_err'):.3g}"))
+        for k in kinds:
+            r = results.get(n, {}).get(k)
+            if r and not r.get("ok"):
+                fails.append((k, n, reason(r)))
+        if inductor.get(n) and not inductor[n].get("ok"):
+            fails.append(("Inductor", n, inductor[n].get("error", "")))
+        t = traces.get(n, {})
+        if "status" in t or "error" in t:
+            fails.append(("trace", n, t.get("status") or t.get("error")))
+        for f in t.get("failed", []) or []:
+            fails.append(("trace", n, f"graph {f.get('compile_id')}: {f.get('error')}"))
+    if fails:
+        counts = {}
+        for where, n, why in fails:
+            key = re.sub(r"\b\d+(\.\d+)?(e-?\d+)?\b", "N", why)[:140]
+            counts.setdefault(key, set()).add(n)
+        lines += ["", "## The most common reasons (numbers replaced by N)", "", "| models | reason |", "|---|---|"]
+        for key, ms in sorted(counts.items(), key=lambda kv: -len(kv[1]))[:25]:
+            lines.append(f"| {len(ms)} | {key} |")
+        lines += ["", "## Every failure", ""]
+        for where in ["torch.export", "torch.onnx.export", "ONNX Runtime", "PyTorch's gradients"] + kinds + ["Inductor", "trace"]:
+            these = [(n, why) for w, n, why in fails if w == where]
+            if these:
+                lines += [f"### {where} ({len(these)})", ""] + [f"- {n}: {why}" for n, why in these] + [""]
     # The notes of earlier runs kept below the table, from the marker line on.
     marker = "<!-- earlier runs -->"
     old = open(args.results).read() if os.path.exists(args.results) else ""
     kept = old[old.index(marker):] if marker in old else ""
-    open(args.results, "w").write("\n".join(lines) + "\n" + ("\n" + kept if kept else ""))
+    open(args.results, "w").write("\n".join(lines).rstrip("\n") + "\n" + ("\n" + kept if kept else ""))
     print(f"{args.results}: {len(names)} models")
 
 
 def table(args):
-    exported, results, inductor = load_runs(args)
-    write_table(exported, results, inductor, args)
+    exported, results, inductor, traces = load_runs(args)
+    write_table(exported, results, inductor, traces, args)
 
 
 def main():
@@ -778,7 +1335,11 @@ def main():
     r.add_argument("--budget", type=float, default=0, help="seconds for the whole command: no job starts after it, "
                    "running ones are cut at it (0: none)")
     r.add_argument("--min-job-s", type=float, default=20, help="no job starts with less than this left of the budget")
-    r.add_argument("--reference", action="store_true", help="also check against the reference interpreter")
+    r.add_argument("--reference", action="store_true", help="also check against the reference interpreter (a training "
+                   "step of a model without float inputs always is: nothing else checks its parameters' gradients)")
+    r.add_argument("--kinds", default=",".join(KINDS), help="what to compile, in this order of priority: format/device "
+                   "of " + ", ".join(KINDS) + " (train: a training step of the .pt2, checked against grad_in*.npy)")
+    r.add_argument("--train-timeout", type=float, default=240, help="seconds one training step's compile may take")
     selection(r)
     i = sub.add_parser("inductor", help="eager and torch.compile on CUDA for each model: times, kernels, compile time")
     i.add_argument("--models", required=True)
@@ -788,17 +1349,36 @@ def main():
     i.add_argument("--budget", type=float, default=0)
     i.add_argument("--min-job-s", type=float, default=40)
     selection(i)
+    tr = sub.add_parser("trace", help="the inductor step's TORCH_TRACE log cut per model, trimmed, as one corpus log; "
+                        "each model's graphs compiled by lowerscope-cli trace")
+    tr.add_argument("--inductor", action="append", default=[], help="inductor JSON files (their models' trace spans)")
+    tr.add_argument("--models", required=True, help="the zoo's folder (work files go to DIR/_trace)")
+    tr.add_argument("--out-log", required=True, help="the corpus (appended to where it exists)")
+    tr.add_argument("--out-json", required=True, help="spans of the corpus per model and our compile of each (resumed)")
+    tr.add_argument("--cli", default="", help="lowerscope-cli (without it, only the corpus is made)")
+    tr.add_argument("--device", default="cuda")
+    tr.add_argument("--jobs", type=int, default=4)
+    tr.add_argument("--threads", type=int, default=0, help="CPU threads of each job (default: cores / jobs)")
+    tr.add_argument("--timeout", type=float, default=240, help="seconds for one model's graphs")
+    tr.add_argument("--budget", type=float, default=0)
+    tr.add_argument("--min-job-s", type=float, default=20)
+    tr.add_argument("--max-mb", type=float, default=19, help="the corpus's limit: a model's output code is dropped "
+                    "where it would pass it, the model left out where even that does")
+    tr.add_argument("--drop-output-code", action="store_true", help="drop Inductor's output code of every model")
     t = sub.add_parser("table", help="merge run and inductor JSON files into results.md")
     t.add_argument("--runs", action="append", default=[], help="run JSON files or globs (repeatable; later win)")
     t.add_argument("--inductor", action="append", default=[], help="inductor JSON files or globs")
     t.add_argument("--export", action="append", default=[], help="export.json files")
     t.add_argument("--log", default="", help="a legacy run's printed log")
     t.add_argument("--results", required=True)
-    t.add_argument("--devices", default="cpu,cuda")
+    t.add_argument("--traces", action="append", default=[], help="zoo_trace JSON files of the trace step")
+    t.add_argument("--kinds", default=",".join(KINDS), help="the columns: format/device")
     t.add_argument("--command", default="", help="the commands that made the data, for the table's header")
     a = ap.parse_args()
     try:
-        {"export": export, "run": run, "inductor": inductor, "table": table}[a.cmd](a)
+        if a.cmd == "trace" and not a.threads:
+            a.threads = max(1, (os.cpu_count() or 1) // max(1, a.jobs))
+        {"export": export, "run": run, "inductor": inductor, "trace": trace_cmd, "table": table}[a.cmd](a)
     except Exception:
         traceback.print_exc()
         sys.exit(1)

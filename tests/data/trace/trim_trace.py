@@ -5,7 +5,9 @@
 # to compile_id, with their payload's md5 made anew. The folder the traced script ran in is
 # replaced by /home/user (so no path of the machine that made it stays), payloads' md5 made anew
 # where that changes them. Every other kept record is as PyTorch wrote it.
-#   python3 trim_trace.py IN.log OUT.log [SCRIPT_DIR]
+#   python3 trim_trace.py IN.log OUT.log [SCRIPT_DIR] [--drop-output-code]
+# --drop-output-code also drops Inductor's output code (inductor_output_code: the largest records,
+# for a corpus of many models; the graphs stay, the kernel maps against Inductor go).
 import hashlib, json, sys
 
 DROP_ARTIFACTS = {"fx_graph_cache_miss", "fx_graph_cache_hit", "aotautograd_cache_miss", "aotautograd_cache_hit",
@@ -16,8 +18,14 @@ DROP_KINDS = {"guard_added_fast", "create_symbol", "bwd_compilation_metrics", "d
               "symbolic_shape_specialization", "propagate_real_tensors_provenance", "guard_added"}
 KEEP_EVENTS = {"dynamo", "inductor_compile"}
 
-src, dst = sys.argv[1], sys.argv[2]
-script_dir = sys.argv[3].rstrip("/") if len(sys.argv) > 3 else None
+flags = {a for a in sys.argv[1:] if a.startswith("--")}
+argv = [a for a in sys.argv if not a.startswith("--")]
+if flags - {"--drop-output-code"}:
+    sys.exit("trim_trace.py: unknown option " + " ".join(sorted(flags - {"--drop-output-code"})))
+if "--drop-output-code" in flags:
+    DROP_KINDS = DROP_KINDS | {"inductor_output_code"}
+src, dst = argv[1], argv[2]
+script_dir = argv[3].rstrip("/") if len(argv) > 3 else None
 records, cur = [], None
 for line in open(src, encoding="utf-8"):
     if line.startswith("\t") and cur is not None:
