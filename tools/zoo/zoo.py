@@ -1,40 +1,61 @@
 #!/usr/bin/env python3
 """The model zoo (issue 33): real architectures from torchvision, timm and transformers, exported
-with torch.export and compiled by lowerscope-cli on the CPU and on CUDA, each checked against
-PyTorch's own output on the CPU in float32; beside ours, Inductor (torch.compile) on CUDA.
+with torch.export (.pt2) and torch.onnx.export(dynamo=True) (.onnx), compiled by lowerscope-cli on
+the CPU and on CUDA, for inference and a training step, each checked against PyTorch's own output
+(and gradients) on the CPU in float32; beside ours, ONNX Runtime on the same .onnx and Inductor
+(torch.compile) on CUDA, whose TORCH_TRACE log becomes a corpus of torch-level graphs that
+`lowerscope-cli trace` compiles too.
 
-Runs on the GPU machine (PyTorch 2.11, torchvision, timm, transformers; no network: weights are
-random and seeded, transformers configs are tiny). The machine gives a command a few minutes and
-starts bare, so the zoo runs in batches, each one command that exports its own models and keeps
-its results in a JSON file written after every job (a command cut by the machine keeps what
-finished); `table` merges the files:
+Runs on the GPU machine (PyTorch 2.11, torchvision, timm, transformers, onnx, onnxscript,
+onnxruntime; no network: weights are random and seeded, transformers configs are tiny). The machine
+gives a command a few minutes and starts bare, so the zoo runs in batches, each one command that
+exports its own models and keeps its results in a JSON file written after every job (a command cut
+by the machine keeps what finished); `table` merges the files:
 
-  tools/zoo/gpu_batch.sh run 1/4          # one command each: 1/4 .. 4/4; builds the CLI where missing
-  tools/zoo/gpu_batch.sh inductor 1/4     # $OUT/run_1_of_4.json, $OUT/inductor_1_of_4.json
+  tools/zoo/gpu_batch.sh run 1/8          # one command each: 1/8 .. 8/8; builds the CLI where missing
+  tools/zoo/gpu_batch.sh inductor 1/8     # Inductor under TORCH_TRACE, the trimmed corpus of its graphs
+  tools/zoo/gpu_batch.sh trace 1/8        # our compile of the corpus's graphs (where inductor left some)
   python3 tools/zoo/zoo.py table --runs 'tools/zoo/runs/run_*.json' --inductor 'tools/zoo/runs/inductor_*.json' \
-      --results tools/zoo/results.md      # here, with the JSON files copied into tools/zoo/runs/
+      --traces 'tools/zoo/runs/zoo_trace_*.json' --results tools/zoo/results.md   # here, the files copied into tools/zoo/runs/
 
 which run, for example:
 
-  python3 tools/zoo/zoo.py run --models /tmp/zoo --cli build-gpu/app/lowerscope-cli --export --batch 1/4 \
-      --budget 240 --out-json $OUT/run_1_of_4.json
-  python3 tools/zoo/zoo.py inductor --models /tmp/zoo --export --batch 1/4 --budget 240 --out-json $OUT/inductor_1_of_4.json
+  python3 tools/zoo/zoo.py run --models /tmp/zoo --cli build-gpu/app/lowerscope-cli --export --batch 1/8 \
+      --budget 540 --out-json $OUT/run_1_of_8.json
+  TORCH_TRACE=/tmp/zoo/_torch_trace_1_of_8 python3 tools/zoo/zoo.py inductor --models /tmp/zoo --export --batch 1/8 \
+      --budget 400 --out-json $OUT/inductor_1_of_8.json
+  python3 tools/zoo/zoo.py trace --models /tmp/zoo --inductor $OUT/inductor_1_of_8.json --out-log $OUT/zoo_trace_1_of_8.log \
+      --out-json $OUT/zoo_trace_1_of_8.json --cli build-gpu/app/lowerscope-cli --budget 100
 
 A batch takes every N-th model of the zoo in an order that alternates the sources (torchvision,
-timm, transformers, recurrent), so that each batch holds some of each, and its jobs alternate CPU
-and CUDA. `--only tv,hf_gpt2` keeps the models of those sources or names.
+timm, transformers, recurrent), so that each batch holds some of each. `--only tv,hf_gpt2` keeps
+the models of those sources or names.
+
+The export (DIR/<model>/) writes in*.npy and out.npy (PyTorch, CPU, float32), model.pt2, model.onnx
+(weights inside), ort_out.npy (ONNX Runtime, CPU) with its error against out.npy, and grad_in*.npy
+(the gradient of out.sum() for each float input, what `compile --train` checks); each step is tried
+on its own and summary.json says what each gave.
 
 `run` unpacks each model.pt2 into a folder (the GPU machine's build has no libzip) and runs
-`lowerscope-cli compile <folder> --device cpu|cuda --report r.json --no-reference` with a time
-limit: the check is against PyTorch's out.npy (the reference interpreter, plain loops in double,
-is left out where out.npy exists: `--reference` keeps it). Each job's CPU threads are the cores
-divided by the jobs at once (OMP_NUM_THREADS, LOWERSCOPE_COMPILE_THREADS), so that parallel
+`lowerscope-cli compile <folder or model.onnx> --device cpu|cuda [--train] --report r.json
+--no-reference` with a time limit, for each of --kinds (pt2/cuda, pt2/cpu, onnx/cuda, onnx/cpu,
+train/cuda, train/cpu; queued in that order over all the batch's models, so a cut batch has the
+inference of all it reached). The check is against PyTorch's out.npy (the reference interpreter,
+plain loops in double, is left out where out.npy exists: `--reference` keeps it), and for a training
+step against grad_in*.npy; a model of token ids has no float input, so its training step keeps the
+reference interpreter, the only check of its parameters' gradients. Each job's CPU threads are the
+cores divided by the jobs at once (OMP_NUM_THREADS, LOWERSCOPE_COMPILE_THREADS), so that parallel
 jobs do not oversubscribe the cores.
 
 `inductor` builds each model again (same seed, same weights as its export), moves it and its
 inputs to CUDA and measures eager and torch.compile (default mode): the first call's time (the
 compile), the Triton kernels and library calls in the generated code, and the median of CUDA
-event timings; its output is checked against out.npy too.
+event timings; its output is checked against out.npy too. Under TORCH_TRACE it records each
+model's byte span of the log; `trace` cuts those spans out (after the "str" records they need),
+trims them (tests/data/trace/trim_trace.py; Inductor's output code dropped where the corpus would
+pass --max-mb), renumbers their frame ids (Dynamo counts from 0 again after each reset) and appends
+them to one corpus log that `lowerscope-cli trace` reads whole; then compiles each model's span
+with `lowerscope-cli trace --report` and keeps a summary per model.
 """
 import argparse
 import concurrent.futures
@@ -328,7 +349,7 @@ def export_onnx(torch, m, ep, ins, path):
     """model.onnx by the dynamo exporter, weights inside the file (none of these models reaches
     ONNX's 2 GB); from the ExportedProgram where it converts (no second trace), else from the
     module (the exporter's own torch.export, with its fallbacks). Returns how, or raises."""
-    tmp = path + ".partial"
+    tmp = os.path.join(os.path.dirname(path), "partial.onnx")  # the file appears whole; .onnx: its format
     errors = []
     for what, how in ((ep, "from the ExportedProgram"), (m, "from the module")):
         if what is None:
