@@ -700,7 +700,12 @@ def run(args):
             return
         model = model_input(args.models, m, kind)
         timeout = args.train_timeout if kind.startswith("train/") else args.timeout
-        r = run_one(args.cli, model, folder, kind, min(timeout, left), threads, args.reference)
+        try:
+            if model is None:
+                raise RuntimeError(f"no {kind.split('/')[0]} file of this model in {args.models}")
+            r = run_one(args.cli, model, folder, kind, min(timeout, left), threads, args.reference)
+        except Exception as e:  # a job that cannot start is its failure, not the worker's end
+            r = {"ok": False, "error": "zoo.py: " + first_line(f"{type(e).__name__}: {e}")}
         if "status" in r and left < timeout:
             r["status"] = f"cut by the budget after {r['wall_s']:.0f} s"
         res.set(m, kind, r)
