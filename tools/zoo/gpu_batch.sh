@@ -58,7 +58,19 @@ trace_step() {  # $1: the CLI, or "" for the corpus alone
 }
 
 case "$what" in run|inductor|trace|both) ;; *) echo "$usage" >&2; exit 2 ;; esac
+# Exports run first, ZOO_EXPORT_JOBS processes at once (4), beside the build: each model's export
+# (torch.export, the ONNX export, ONNX Runtime, gradients) is single-threaded Python for the most part.
+if [ "$what" != trace ] && [ "${ZOO_EXPORT_JOBS:-4}" -gt 0 ]; then
+  ej=${ZOO_EXPORT_JOBS:-4}
+  for k in $(seq 1 "$ej"); do
+    OMP_NUM_THREADS=$(( $(nproc) / ej > 0 ? $(nproc) / ej : 1 )) python3 tools/zoo/zoo.py export --out "$dir" --batch "$batch" \
+      --only "${ZOO_ONLY:-}" --part "$k/$ej" --budget "$(( limit / 2 ))" > "$dir/_export_${tag}_$k.txt" 2>&1 &
+  done
+fi
 if [ "$what" = run ] || [ "$what" = both ] || [ "$what" = trace ]; then build; fi
+wait
+[ "$what" != trace ] && cat "$dir"/_export_"${tag}"_*.txt 2>/dev/null | grep -v "^\[" | tail -n 200
+echo "exported by ${SECONDS} s"
 
 if [ "$what" = run ] || [ "$what" = both ]; then
   budget=$(left)

@@ -468,18 +468,27 @@ def export_summary(folder, name):
 
 
 def merge_export_json(folder, summary):
+    import fcntl
     path = os.path.join(folder, "export.json")
-    old = json.load(open(path)) if os.path.exists(path) else {}
-    old.update(summary)
-    write_json(path, old)
+    with open(path + ".lock", "w") as lock:  # export processes of one batch merge in turn
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        old = json.load(open(path)) if os.path.exists(path) else {}
+        old.update(summary)
+        write_json(path, old)
 
 
 def export(args):
+    """The batch's models (--part K/M: every M-th of them from the K-th, so that M export processes
+    can share a batch), within --budget seconds: no export starts after it."""
     models = all_models()
     os.makedirs(args.out, exist_ok=True)
+    deadline = time.time() + args.budget if args.budget else float("inf")
+    k, m = parse_batch(args.part)
     summary = {}
-    for name in select(sorted(models), args.only, args.batch):
-        summary[name] = export_summary(args.out, name) or export_one(name, models[name], args.out)
+    for name in select(sorted(models), args.only, args.batch)[k - 1::m]:
+        if time.time() > deadline:
+            break
+        summary[name] = export_summary(args.out, name) or export_one(name, models[name], args.out, args.threads)
         print(name, summary[name], flush=True)
     merge_export_json(args.out, summary)
 
@@ -1348,6 +1357,9 @@ def main():
 
     e = sub.add_parser("export", help="export the models: DIR/<model>/model.pt2, in*.npy, out.npy")
     e.add_argument("--out", required=True)
+    e.add_argument("--part", default="", help="K/M: every M-th model of the selection from the K-th (parallel exports)")
+    e.add_argument("--budget", type=float, default=0, help="seconds: no export starts after it")
+    e.add_argument("--threads", type=int, default=0, help="torch's CPU threads (default: its own)")
     selection(e)
     r = sub.add_parser("run", help="our CLI on each exported model, CPU and CUDA")
     r.add_argument("--models", required=True, help="the folder the models are exported into")
