@@ -53,6 +53,17 @@ def section(name):
     print("== " + name)
 
 
+def backward_or_error(label, loss, leaf):
+    """leaf's gradient, or what PyTorch's version check says when backward needs a value that an
+    in-place op changed after it was saved (the message up to its hint)."""
+    try:
+        loss.backward()
+        show(label, leaf.grad)
+    except RuntimeError as e:
+        msg, key = str(e), "modified by an inplace operation: "
+        show(label, "RuntimeError: " + msg[msg.index(key) + len(key):].split(" Hint:")[0] if key in msg else msg)
+
+
 # ---- views alias their base ------------------------------------------------------------------
 section("views")
 x = torch.zeros(4)
@@ -230,11 +241,79 @@ y = w * 1
 y[1:3].mul_(3)
 y.sum().backward()
 show("grad through slice mul_", w.grad)
+# Version counters: an in-place op bumps its tensor's _version (shared by a view and its base);
+# backward refuses a value its formula saved that an in-place op changed since.
 w = torch.ones(3, requires_grad=True)
 y = w * 2
-y.mul_(y)
-y.sum().backward()
-show("grad through self mul_", w.grad)
+y.mul_(y)  # mul_ saves a copy of self, but other is y itself
+backward_or_error("grad through self mul_", y.sum(), w)
+w = torch.ones(3, requires_grad=True)
+y = w * 2
+z = y * 3  # a mul by a constant saves nothing of y
+y.add_(1)
+backward_or_error("in-place after a mul by a constant", z.sum(), w)
+w = torch.ones(3, requires_grad=True)
+y = w * 2
+z = y * w  # saves y, for w's gradient
+y.add_(1)
+backward_or_error("in-place after a mul by a tensor", z.sum(), w)
+w = torch.tensor([0.0, 1.0, 2.0], requires_grad=True)
+y = w + 1  # add saves nothing
+z = y.exp()  # exp saves its result
+y.mul_(2)
+backward_or_error("in-place on the input of exp", z.sum(), w)
+w = torch.tensor([0.0, 1.0, 2.0], requires_grad=True)
+y = w.exp()
+y.add_(1)
+backward_or_error("in-place on the result of exp", y.sum(), w)
+w = torch.tensor([-1.0, 0.5, 2.0], requires_grad=True)
+y = w * 1
+y.relu_()  # saves its result: y as it is after relu_
+backward_or_error("relu_ alone", y.sum(), w)
+w = torch.tensor([-1.0, 0.5, 2.0], requires_grad=True)
+y = w * 1
+y.relu_()
+y[0] = 7
+backward_or_error("setitem after relu_", y.sum(), w)
+w = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+loss = (w * w).sum()
+with torch.no_grad():
+    w.sub_(0.1)
+backward_or_error("saved leaf changed under no_grad", loss, w)
+w = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+y = w.sin()  # sin saves its input
+w.detach().add_(1)  # detach() shares w's version counter
+backward_or_error("in-place through detach()", y.sum(), w)
+w = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+y = w.sin()
+w.data.add_(1)  # .data has a version counter of its own
+backward_or_error("in-place through .data", y.sum(), w)
+x = torch.zeros(4)
+v0 = x._version
+x.add_(1)
+x[1] = 5
+x[2:].mul_(2)
+v = x.view(2, 2)
+v.zero_()
+d = x.detach()
+d.add_(1)
+x[3] += 1
+show("_version after in-place ops and views",
+     [v0, x._version, v._version, d._version, x.data._version, (x + 1)._version, x.clone()._version])
+w = torch.ones(3, requires_grad=True)
+y = (w * w).sum()
+y.backward()
+raises("second backward through a mul", lambda: y.backward())
+w = torch.ones(3, requires_grad=True)
+y = (w + 1).sum()
+y.backward()
+y.backward()
+show("second backward through an add", w.grad)
+w = torch.ones(3, requires_grad=True)
+y = (w * w).sum()
+y.backward(retain_graph=True)
+y.backward()
+show("second backward with retain_graph", w.grad)
 w = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
 y = torch.zeros(3)
 y.copy_(w)

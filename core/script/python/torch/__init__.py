@@ -205,10 +205,11 @@ def _op(kind, callee, base, args, kwargs=None, multi=False):
         raise RuntimeError("%s: %s" % (expr, e)) from None
     results = [Tensor._make(b, d, s) for d, s, b in outs]
     if _grad_enabled and _bi.any(t.requires_grad for t in tensors):
-        fn = _OpBackward(callee, expr, metas, tensors, len(results))
+        fn = _OpBackward(kind, callee, expr, metas, tensors, len(results))
         for i, r in enumerate(results):
             if _DTYPES[r._dt].is_floating_point:
                 r.requires_grad, r.grad_fn, r._out = True, fn, i
+        fn.save(args, results)
     return tuple(results) if multi else results[0]
 
 
@@ -240,24 +241,212 @@ class _Edge:
         self.requires_grad, self.grad_fn, self._out = t.requires_grad, t.grad_fn, t._out
 
 
+# Version counters and saved tensors, as PyTorch's autograd: every tensor has a version counter
+# (a one-element list, shared by a view and its base as PyTorch's is shared by the storage's
+# tensors) that each in-place op bumps; a backward node records the version of each tensor its
+# formula saves (derivatives.yaml), and refuses to run once an in-place op changed one since. Our
+# buffers are immutable, so the gradient would come out right from the old values: the check is
+# there so that a script that PyTorch refuses is refused here too.
+
+_BINOP_NAMES = {"+": "add", "-": "sub", "*": "mul", "/": "div", "**": "pow", "<": "lt", "<=": "le", ">": "gt",
+                ">=": "ge", "==": "eq", "!=": "ne"}
+
+
+def _op_name(kind, callee):
+    """The aten name of the op that `callee` spells: mul for `*`, sin for torch.sin,
+    log_softmax for torch.ops.aten.log_softmax.int."""
+    if kind == "binop":
+        return _BINOP_NAMES[callee]
+    parts = callee.split(".")
+    if len(parts) == 5 and parts[:2] == ["torch", "ops"]:
+        return parts[3]
+    return parts[-1]
+
+
+# What each op's backward formula saves (tools/autograd/derivatives.yaml): (the argument positions
+# that have a derivative formula, [(saved, the positions whose gradients need it)]), saved being an
+# argument position or ("out", k). A saved value needed by one gradient only is saved only when that
+# argument requires grad, where the op has several differentiable arguments (gen_variable_type's
+# guard_for: so `y * 3` saves nothing of y, `y * w` saves y for w's gradient). Ops not listed save
+# nothing: add, sub, neg, sum, mean, cat, views, clone, copies, dropout (a mul by its mask on CPU).
+_SAVES = {
+    "mul": ((0, 1), [(1, (0,)), (0, (1,))]),
+    "div": ((0, 1), [(1, (0, 1)), (0, (1,))]),
+    "sin": ((0,), [(0, (0,))]), "cos": ((0,), [(0, (0,))]), "log": ((0,), [(0, (0,))]),
+    "abs": ((0,), [(0, (0,))]), "erf": ((0,), [(0, (0,))]),
+    "exp": ((0,), [(("out", 0), (0,))]), "sqrt": ((0,), [(("out", 0), (0,))]),
+    "rsqrt": ((0,), [(("out", 0), (0,))]), "tanh": ((0,), [(("out", 0), (0,))]),
+    "sigmoid": ((0,), [(("out", 0), (0,))]), "relu": ((0,), [(("out", 0), (0,))]),
+    "reciprocal": ((0,), [(("out", 0), (0,))]),
+    "softmax": ((0,), [(("out", 0), (0,))]), "log_softmax": ((0,), [(("out", 0), (0,))]),
+    "amax": ((0,), [(0, (0,)), (("out", 0), (0,))]),
+    "addcmul": ((0, 1, 2), [(2, (1,)), (1, (2,))]),
+    "addcdiv": ((0, 1, 2), [(1, (2,)), (2, (1, 2))]),
+    "masked_fill": ((0, 2), [(1, (0, 2))]),
+    "maximum": ((0, 1), [(0, (0, 1)), (1, (0, 1))]), "minimum": ((0, 1), [(0, (0, 1)), (1, (0, 1))]),
+    "where": ((1, 2), [(0, (1, 2))]),
+    "clamp": ((0,), [(0, (0,))]),
+    "mm": ((0, 1), [(1, (0,)), (0, (1,))]), "bmm": ((0, 1), [(1, (0,)), (0, (1,))]),
+    "linear": ((0, 1, 2), [(1, (0,)), (0, (1,))]),  # addmm(bias, input, weight.t())
+    "conv2d": ((0, 1, 2), [(0, (0, 1, 2)), (1, (0, 1, 2))]),
+    "gelu": ((0,), [(0, (0,))]), "leaky_relu": ((0,), [(0, (0,))]),
+    "hardswish": ((0,), [(0, (0,))]), "hardsigmoid": ((0,), [(0, (0,))]),
+    "max_pool2d": ((0,), [(0, (0,))]),
+    "adaptive_avg_pool2d": ((0,), [(0, (0,))]),
+    "batch_norm": ((0, 3, 4), [(0, (0, 3, 4)), (3, (0, 3, 4))]),
+    "layer_norm": ((0, 2, 3), [(0, (0, 2, 3)), (2, (0, 2, 3)), (3, (0, 2, 3))]),
+    "mse_loss": ((0, 1), [(0, (0, 1)), (1, (0, 1))]),
+    "smooth_l1_loss": ((0, 1), [(0, (0, 1)), (1, (0, 1))]),
+    "binary_cross_entropy_with_logits": ((0, 1, 2, 3), [(0, (0, 1)), (1, (0, 1)), (2, (0, 1)), (3, (0, 1))]),
+    "nll_loss": ((0,), [(0, (0,)), (1, (0,)), (2, (0,))]),
+    "cross_entropy_loss": ((0, 1), [(1, (0, 1)), (2, (0, 1))]),  # nll_loss's target and weight
+    "scaled_dot_product_attention": ((0, 1, 2), [(0, (0, 1, 2)), (1, (0, 1, 2)), (2, (0, 1, 2)),
+                                                 (("out", 0), (0, 1, 2))]),
+}
+# In-place variants whose formula differs from the out-of-place one's (leaky_relu_ saves its result).
+_SAVES_INPLACE = {"leaky_relu": ((0,), [(("out", 0), (0,))])}
+
+
+def _saves(kind, callee, args):
+    name = _op_name(kind, callee)
+    if name == "pow":
+        if isinstance(args[1], Tensor):  # pow.Tensor_Tensor: both operands, and the result for the exponent's
+            return name, ((0, 1), [(0, (0, 1)), (1, (0, 1)), (("out", 0), (1,))])
+        return name, ((0,), [(0, (0,))])
+    if name == "adaptive_avg_pool2d" and args[1] in (1, (1, 1), [1, 1]):
+        return name, ((0,), [])  # a mean over the last two dimensions
+    return name, _SAVES.get(name, ((), []))
+
+
+_NODE_NAMES = {"contiguous": "CloneBackward0", "copy": "CopyBackwards", "slice_scatter": "CopySlices",
+               "select_scatter": "CopySlices", "convert_element_type": "ToCopyBackward0", "reshape": "ViewBackward0",
+               "flatten": "ViewBackward0", "squeeze": "SqueezeBackward1", "clamp": "ClampBackward1",
+               "cross_entropy_loss": "NllLossBackward0", "dropout": "MulBackward0", "linear": "AddmmBackward0",
+               "conv2d": "ConvolutionBackward0", "batch_norm": "NativeBatchNormBackward0",
+               "layer_norm": "NativeLayerNormBackward0", "max_pool2d": "MaxPool2DWithIndicesBackward0",
+               "adaptive_avg_pool2d": "AdaptiveAvgPool2DBackward0", "alias": "AliasBackward0"}
+
+
+def _node_name(name, args):
+    """The class name of PyTorch's backward node for the op (MulBackward0, SumBackward1, ...)."""
+    if name in _NODE_NAMES:
+        return _NODE_NAMES[name]
+    overload = 0
+    if name in ("sum", "mean") and len(args) > 1:
+        overload = 1  # sum.dim_IntList, mean.dim
+    elif name == "pow" and isinstance(args[1], Tensor):
+        overload = 1  # pow.Tensor_Tensor
+    return "".join(w.capitalize() for w in name.split("_")) + "Backward%d" % overload
+
+
+_TENSOR_TYPES = {"f32": "torch.FloatTensor", "f64": "torch.DoubleTensor", "i64": "torch.LongTensor",
+                 "i32": "torch.IntTensor", "u8": "torch.ByteTensor", "b8": "torch.BoolTensor"}
+
+_ERR_BACKWARD_TWICE = ("Trying to backward through the graph a second time (or directly access saved tensors after "
+                       "they have already been freed). Saved intermediate values of the graph are freed when you call "
+                       ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
+                       "graph a second time or if you need to access saved tensors after calling backward.")
+
+
+class _Saved:
+    """One tensor a backward node saved (PyTorch's SavedVariable): its version counter and the
+    version it had. An input (arg: its position) is kept itself, and the error names the grad_fn it
+    has by then; a result (arg None) is named as output k of the node that saved it."""
+
+    __slots__ = ("vc", "version", "tensor", "arg", "slot", "is_leaf", "output_nr", "dt", "shape")
+
+    def __init__(self, t, arg=None, output_nr=0, slot=None):
+        self.vc, self.version, self.dt, self.shape = t._vc, t._vc[0], t._dt, t._shape
+        self.arg, self.output_nr, self.slot = arg, output_nr, slot
+        self.tensor = t if arg is not None else None
+        self.is_leaf = arg is not None and t.grad_fn is None
+
+    def check(self, saved_for):
+        if self.vc[0] == self.version:
+            return
+        grad_fn = self.tensor.grad_fn if self.tensor is not None else None
+        if grad_fn is None and not self.is_leaf:
+            grad_fn = saved_for
+        what = "[%s [%s]]" % (_TENSOR_TYPES.get(self.dt, self.dt), ", ".join(_bi.str(d) for d in self.shape))
+        if grad_fn is not None:
+            what += ", which is output %d of %s," % (self.output_nr, grad_fn.name())
+        raise RuntimeError("one of the variables needed for gradient computation has been modified by an inplace "
+                           "operation: %s is at version %d; expected version %d instead. Hint: enable anomaly "
+                           "detection to find the operation that failed to compute its gradient, with "
+                           "torch.autograd.set_detect_anomaly(True)." % (what, self.vc[0], self.version))
+
+
 class _OpBackward:
     """The backward of one eager op: its one-op graph differentiated by the core."""
 
-    def __init__(self, callee, expr, metas, inputs, nout):
-        self.callee, self.expr, self.metas, self.nout = callee, expr, metas, nout
+    def __init__(self, kind, callee, expr, metas, inputs, nout):
+        self.kind, self.callee, self.expr, self.metas, self.nout = kind, callee, expr, metas, nout
         # A leaf that requires grad by itself (its .grad is filled); every other input as it is now,
         # since a later in-place op may give the tensor object a new grad_fn (or one at all).
         self.inputs = [t if t.grad_fn is None and t.requires_grad else _Edge(t) for t in inputs]
         self.bufs = [t._buf for t in inputs]
+        self.saved, self.saves_any, self.freed = [], False, False
+        self.op = self._name = self.self_arg = None
+        self.tensors = inputs  # until save() has looked the saved ones up
+
+    def save(self, args, results):
+        """Records what the op's formula saves (_SAVES), at the versions they have now."""
+        self.op, (diff, rules) = _saves(self.kind, self.callee, args)
+        self._name = _node_name(self.op, args)
+        self.self_arg = args[0] if args and isinstance(args[0], Tensor) else None
+        for what, needed_by in rules:
+            if len(diff) > 1 and len(needed_by) == 1:  # guarded: saved only for a gradient that is wanted
+                a = args[needed_by[0]] if needed_by[0] < len(args) else None
+                if not (isinstance(a, Tensor) and a.requires_grad):
+                    continue
+            if isinstance(what, tuple):
+                self.saved.append(_Saved(results[what[1]], output_nr=what[1]))
+                self.saves_any = True
+                continue
+            a = args[what] if what < len(args) else None
+            if isinstance(a, Tensor):
+                slot = next(i for i, b in enumerate(self.tensors) if b is a)
+                self.saved.append(_Saved(a, arg=what, slot=slot))
+                self.saves_any = True
+            elif isinstance(a, (_bi.int, _bi.float)) and not isinstance(a, _bi.bool):
+                self.saves_any = True  # a wrapped number (w * 2 saves the 2): freed by backward all the same
+        self.tensors = None
+
+    def became_inplace(self, target):
+        """This op computed the new value of an in-place op on target (its argument 0), and target's
+        version was just bumped. PyTorch's in-place op saves a copy of self, which nothing modifies,
+        and its result is target itself, at the version after the op."""
+        if self.self_arg is not target:
+            return
+        self.self_arg = None
+        if self.op in _SAVES_INPLACE:
+            self.saved = [_Saved(target, output_nr=0) for _ in _SAVES_INPLACE[self.op][1]] + \
+                [s for s in self.saved if s.arg is not None]
+            self.saves_any = True
+        for s in self.saved:
+            if s.arg is None:
+                s.vc, s.version = target._vc, target._vc[0]
+        self.saved = [s for s in self.saved if s.arg != 0]
 
     def name(self):
-        return self.callee.split(".")[-1].capitalize() + "Backward0"
+        return self._name or self.callee.split(".")[-1].capitalize() + "Backward0"
 
     def __repr__(self):
         return "<%s>" % self.name()
 
-    def apply(self, grads):
-        out = _ls.vjp(self.expr, self.metas, self.bufs, [g._buf if g is not None else None for g in grads])
+    def apply(self, grads, retain_graph=False):
+        if self.freed:
+            raise RuntimeError(_ERR_BACKWARD_TWICE)
+        bufs = list(self.bufs)
+        for s in self.saved:
+            s.check(self)
+            if s.tensor is not None and s.tensor._buf is not None and s.tensor._shape == s.shape:
+                # The saved tensor itself, as PyTorch's: at the same version it can differ only by a
+                # write through .data, which PyTorch's backward sees too.
+                bufs[s.slot] = s.tensor._buf
+        out = _ls.vjp(self.expr, self.metas, bufs, [g._buf if g is not None else None for g in grads])
+        if not retain_graph and self.saves_any:  # PyTorch frees what was saved (release_variables)
+            self.freed = True
         return [None if b is None else Tensor._make(b, m[0], m[1]) for b, m in zip(out, self.metas)]
 
 
@@ -268,7 +457,7 @@ def _accumulate(a, b):
         return a + b
 
 
-def _run_backward(roots, grads):
+def _run_backward(roots, grads, retain_graph=False):
     """Reverse-mode over the recorded grad_fn graph, in an order where every node's output grads
     are complete before it runs."""
     deps, seen, stack = {}, set(), []
@@ -298,7 +487,7 @@ def _run_backward(roots, grads):
         ready = [fns[k] for k in fns if deps.get(k, 0) == 0]
         while ready:
             fn = ready.pop()
-            outs = fn.apply(pending.pop(id(fn), [None] * fn.nout))
+            outs = fn.apply(pending.pop(id(fn), [None] * fn.nout), retain_graph)
             for t, g in zip(fn.inputs, outs):
                 if not t.requires_grad:
                     continue
@@ -318,7 +507,7 @@ def _run_backward(roots, grads):
 
 class Tensor:
     __slots__ = ("_buf", "_dt", "_shape", "_node", "_graph", "requires_grad", "grad", "grad_fn", "_out", "_view", "_views", "_st",
-                 "__weakref__")
+                 "_vc", "__weakref__")
 
     def __init__(self, *args, **kwargs):
         _unsupported("torch.Tensor(...) (use torch.tensor or torch.zeros)")
@@ -330,6 +519,7 @@ class Tensor:
         t._node = t._graph = None
         t.requires_grad, t.grad, t.grad_fn, t._out = False, None, None, 0
         t._view = t._views = t._st = None
+        t._vc = [0]  # the version counter: a view shares its base's (_link)
         return t
 
     def _value(self, reason="Tensor value needed"):
@@ -376,25 +566,35 @@ class Tensor:
         return self.grad_fn is None
 
     @property
+    def _version(self):
+        """How many in-place ops changed this tensor's memory (through it or any view of it)."""
+        return self._vc[0]
+
+    @property
     def data(self):
-        return _view_op(self, "alias", ())
+        d = _view_op(self, "alias", ())
+        d._vc = [0]  # .data's in-place ops are hidden from autograd: a version counter of its own
+        return d
 
     @data.setter
     def data(self, other):
         with no_grad():
-            self._set(other)
+            self._set(other, bump=False)
 
     def is_floating_point(self):
         return self.dtype.is_floating_point
 
-    def _assign(self, other):
-        """This tensor object now holds other's value (under capture: other's node)."""
-        if _grad_enabled and self.grad_fn is None and self.requires_grad and self._view is None:
+    def _assign(self, other, autograd=True):
+        """This tensor object now holds other's value (under capture: other's node). autograd=False:
+        only the value (a write through detach() or .data, which autograd does not see)."""
+        if autograd and _grad_enabled and self.grad_fn is None and self.requires_grad and self._view is None:
             raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
         self._buf, self._dt, self._shape = other._buf, other._dt, other._shape
         self._node, self._graph = other._node, other._graph
         if other._graph is not None:
             other._graph.produced.append((other._node, _weakref.ref(self)))
+        if not autograd:
+            return self
         if other.grad_fn is not None:  # an in-place op recorded for autograd
             self.requires_grad, self.grad_fn, self._out = True, other.grad_fn, other._out
         elif _grad_enabled and self.grad_fn is not None and not other.requires_grad:
@@ -403,10 +603,13 @@ class Tensor:
             self.requires_grad, self.grad_fn, self._out = False, None, 0
         return self
 
-    def _set(self, other):
+    def _set(self, other, computed=False, bump=True):
         """In-place update. Buffers are immutable, so aliasing is kept by hand: a view's new value is
         scattered into its base (slice_scatter, select_scatter, the inverse permutation, ...), up to
-        the root, and every live view of the root is then derived again from its new value."""
+        the root, and every live view of the root is then derived again from its new value. The
+        version counter (shared with the base and views) goes up by one. computed: other is the
+        result of the in-place op's out-of-place twin on self (x.mul_(y): x * y), whose saved values
+        then follow PyTorch's in-place op (_OpBackward.became_inplace)."""
         if _overlaps(self):
             raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
                                "single memory location. Please clone() the tensor before performing the operation.")
@@ -420,10 +623,14 @@ class Tensor:
             # through what was overwritten (aten.copy's derivative), as PyTorch's in-place ops.
             other = _op("call", "torch.ops.aten.copy.default", "copy", [self, other])
         self._assign(other)
+        if bump:
+            self._vc[0] += 1
+            if computed and isinstance(other.grad_fn, _OpBackward) and other._out == 0:
+                other.grad_fn.became_inplace(self)
         root = self
         while root._view is not None:
             base, kind, args = root._view
-            base._assign(_scatter(base, root, kind, args))
+            base._assign(_scatter(base, root, kind, args), autograd=kind != "alias" or root.requires_grad)
             root = base
         root._refresh_views()
         return self
@@ -514,7 +721,7 @@ class Tensor:
             if self.numel() != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
             gradient = ones_like(self)
-        _run_backward([self], [gradient])
+        _run_backward([self], [gradient], _bi.bool(retain_graph))
 
     def retain_grad(self):
         _unsupported("Tensor.retain_grad()")
@@ -575,34 +782,34 @@ class Tensor:
         return self._set(src)
 
     def clamp_(self, min=None, max=None):
-        return self._set(self.clamp(min, max))
+        return self._set(self.clamp(min, max), computed=True)
 
     def pow_(self, e):
-        return self._set(self ** e)
+        return self._set(self ** e, computed=True)
 
     def addcmul_(self, tensor1, tensor2, value=1):
-        return self._set(self.addcmul(tensor1, tensor2, value=value))
+        return self._set(self.addcmul(tensor1, tensor2, value=value), computed=True)
 
     def addcdiv_(self, tensor1, tensor2, value=1):
-        return self._set(self.addcdiv(tensor1, tensor2, value=value))
+        return self._set(self.addcdiv(tensor1, tensor2, value=value), computed=True)
 
     def lerp_(self, end, weight):
-        return self._set(self.lerp(end, weight))
+        return self._set(self.lerp(end, weight), computed=True)
 
     def masked_fill_(self, mask, value):
-        return self._set(self.masked_fill(mask, value))
+        return self._set(self.masked_fill(mask, value), computed=True)
 
     def add_(self, other, alpha=1):
-        return self._set(self + (other * alpha if alpha != 1 else other))
+        return self._set(self + (other * alpha if alpha != 1 else other), computed=True)
 
     def sub_(self, other, alpha=1):
-        return self._set(self - (other * alpha if alpha != 1 else other))
+        return self._set(self - (other * alpha if alpha != 1 else other), computed=True)
 
     def mul_(self, other):
-        return self._set(self * other)
+        return self._set(self * other, computed=True)
 
     def div_(self, other):
-        return self._set(self / other)
+        return self._set(self / other, computed=True)
 
     def __iadd__(self, other):
         return self.add_(other)
@@ -795,7 +1002,7 @@ for _name in ("sin", "cos", "exp", "log", "neg", "abs", "sqrt", "rsqrt", "tanh",
     setattr(Tensor, _name, _method)
 
     def _inplace(self, _n=_name):
-        return self._set(getattr(self, _n)())
+        return self._set(getattr(self, _n)(), computed=True)
 
     setattr(Tensor, _name + "_", _inplace)
 

@@ -53,7 +53,7 @@ def _link(base, out, kind, args):
     st = _view_strides(base, kind, tuple(args), out._shape)
     if st is None:
         return False
-    out._view, out._st = (base, kind, tuple(args)), st
+    out._view, out._st, out._vc = (base, kind, tuple(args)), st, base._vc
     if base._views is None:
         base._views = []
     elif len(base._views) > 64:

@@ -646,7 +646,7 @@ class _CompiledBackward:
     def __repr__(self):
         return "<CompiledFunctionBackward>"
 
-    def apply(self, grads):
+    def apply(self, grads, retain_graph=False):
         e = self.entry
         tangents = []
         for k, out in enumerate(e["tangent_of"]):

@@ -13,7 +13,7 @@ class Parameter(torch.Tensor):
     def __new__(cls, data=None, requires_grad=True):
         data = torch.zeros(0) if data is None else data
         p = torch.Tensor._make(data._value(), data._dt, data._shape, cls)
-        p.requires_grad = requires_grad
+        p.requires_grad, p._vc = requires_grad, data._vc  # data.detach()'s: the same version counter
         return p
 
     def __init__(self, *a, **k):
@@ -164,6 +164,7 @@ class Module:
                     raise RuntimeError("size mismatch for %s: copying a param with shape %s, the shape in current "
                                        "model is %s" % (k, v.shape, t.shape))
                 t._buf, t._dt = v._value(), v._dt
+                t._vc[0] += 1  # param.copy_(input_param), under no_grad
         return _collections.namedtuple("IncompatibleKeys", "missing_keys unexpected_keys")(missing, unexpected)
 
     def extra_repr(self):
@@ -180,8 +181,16 @@ class Module:
         return head + "\n  " + "\n  ".join(lines) + "\n)"
 
 
+def _initialized(t):
+    """t as a module's reset_parameters() leaves it: PyTorch fills it in place (init.uniform_,
+    init.ones_, running_mean.zero_(), ...), which is one version."""
+    if t is not None:
+        t._vc[0] += 1
+    return t
+
+
 def _uniform_param(shape, bound):
-    return Parameter(torch._uniform(shape, -bound, bound))
+    return _initialized(Parameter(torch._uniform(shape, -bound, bound)))
 
 
 class Linear(Module):
@@ -229,12 +238,12 @@ class _BatchNorm(Module):
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
-        self.weight = Parameter(torch.ones(num_features)) if affine else None
-        self.bias = Parameter(torch.zeros(num_features)) if affine else None
+        self.weight = _initialized(Parameter(torch.ones(num_features))) if affine else None
+        self.bias = _initialized(Parameter(torch.zeros(num_features))) if affine else None
         if track_running_stats:
-            self.register_buffer("running_mean", torch.zeros(num_features))
-            self.register_buffer("running_var", torch.ones(num_features))
-            self.register_buffer("num_batches_tracked", torch.tensor(0, dtype=torch.long))
+            self.register_buffer("running_mean", _initialized(torch.zeros(num_features)))
+            self.register_buffer("running_var", _initialized(torch.ones(num_features)))
+            self.register_buffer("num_batches_tracked", _initialized(torch.tensor(0, dtype=torch.long)))
         else:
             for name in ("running_mean", "running_var", "num_batches_tracked"):
                 self.register_buffer(name, None)
@@ -278,8 +287,8 @@ class LayerNorm(Module):
         super().__init__()
         shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
         self.normalized_shape, self.eps = shape, eps
-        self.weight = Parameter(torch.ones(*shape)) if elementwise_affine else None
-        self.bias = Parameter(torch.zeros(*shape)) if elementwise_affine and bias else None
+        self.weight = _initialized(Parameter(torch.ones(*shape))) if elementwise_affine else None
+        self.bias = _initialized(Parameter(torch.zeros(*shape))) if elementwise_affine and bias else None
 
     def forward(self, x):
         return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)

@@ -9,7 +9,7 @@ def _pair(v):
 
 def _inplace(input, out, inplace):
     """inplace=True: input takes the result (and its views see it), as PyTorch's."""
-    return input._set(out) if inplace else out
+    return input._set(out, computed=True) if inplace else out
 
 
 def relu(input, inplace=False):
