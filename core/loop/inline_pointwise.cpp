@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <unordered_map>
 
 #include "loop/dependencies.h"
 
@@ -70,7 +71,7 @@ std::vector<std::pair<std::string, std::vector<std::string>>> inline_pointwise(L
   // that inlines a producer reads what the producer read, at as many places more (not
   // re-extracted from the grown body: that made this pass quadratic in chains of inlined nodes).
   std::vector<std::map<std::string, int>> reads(n);
-  std::map<std::string, std::set<size_t>> readers;
+  std::unordered_map<std::string, std::set<size_t>> readers;  // looked up by name only, never walked
   for (size_t j = 0; j < n; ++j) {
     for (const MemDep& d : extract_dependencies(p.nodes[j]).reads) ++reads[j][d.buffer];
     for (const auto& [b, k] : reads[j]) readers[b].insert(j);
@@ -131,13 +132,14 @@ std::vector<std::pair<std::string, std::vector<std::string>>> inline_pointwise(L
     report.emplace_back(cand.name, into);
     removed[i] = true;
   }
-  std::vector<LoopNode> kept;
+  // The kept nodes close ranks in place (no second vector of the whole program).
   std::set<std::string> gone;
+  size_t kept = 0;
   for (size_t i = 0; i < n; ++i) {
     if (removed[i]) gone.insert(p.nodes[i].buffer);
-    else kept.push_back(std::move(p.nodes[i]));
+    else if (kept++ != i) p.nodes[kept - 1] = std::move(p.nodes[i]);
   }
-  p.nodes = std::move(kept);
+  p.nodes.erase(p.nodes.begin() + static_cast<std::ptrdiff_t>(kept), p.nodes.end());
   p.buffers.erase(std::remove_if(p.buffers.begin(), p.buffers.end(), [&](const LoopBuffer& b) { return gone.count(b.name) > 0; }),
                   p.buffers.end());
   std::reverse(report.begin(), report.end());

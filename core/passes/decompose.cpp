@@ -59,12 +59,14 @@ Arg remap(const Arg& a, const std::vector<std::vector<Arg>>& map) {
 
 // One sweep: every node outside the target level is replaced by its rule's expansion. A getitem
 // of a decomposed multi-output node becomes the matching value of the expansion.
-// keep(i): node i stays as it is; what: the target, for messages.
-Graph sweep(const Graph& g, const std::function<bool(int)>& keep, const std::string& what, bool& changed) {
+// keep(i): node i stays as it is; what: the target, for messages. The nodes that stay move out of
+// g (keep(i) is asked before node i moves; only expanded nodes are read afterwards).
+Graph sweep(Graph&& g, const std::function<bool(int)>& keep, const std::string& what, bool& changed) {
   Graph out;
   out.name = g.name;
   out.tuple_output = g.tuple_output;
-  out.weights = g.weights;
+  out.weights = std::move(g.weights);
+  out.nodes.reserve(g.nodes.size());
   GraphBuilder b(out);
   std::vector<std::vector<Arg>> map(g.nodes.size());
   std::vector<bool> expanded(g.nodes.size(), false);
@@ -80,12 +82,13 @@ Graph sweep(const Graph& g, const std::function<bool(int)>& keep, const std::str
       continue;
     }
     std::vector<Arg> args;
+    args.reserve(n.args.size());
     for (const Arg& a : n.args) args.push_back(remap(a, map));
     if (keep(static_cast<int>(i))) {
-      Node c = n;
-      c.args = args;
-      if (!n.is_placeholder() && n.op->kind != OpKind::getitem) c.target = "torch.ops." + n.op->name;
-      if (b.taken(c.name)) c.name = b.fresh_name(n.is_placeholder() ? n.name : std::string(n.op->base_name()));
+      Node c = std::move(g.nodes[i]);  // n is not read past this point
+      c.args = std::move(args);
+      if (!c.is_placeholder() && c.op->kind != OpKind::getitem) c.target = "torch.ops." + c.op->name;
+      if (b.taken(c.name)) c.name = b.fresh_name(c.is_placeholder() ? c.name : std::string(c.op->base_name()));
       map[i] = {Arg::of_node(out.add(std::move(c)))};
       continue;
     }
@@ -129,6 +132,7 @@ Graph decompose(const Graph& g, unsigned target) {
   // Library kernels (matrix multiply, convolution, ...) stay at every level, as in PyTorch's prims
   // graphs; composite prims (var) expand at the prims level, where lowering needs primitives.
   const unsigned accepted = target == level::core_aten ? (level::core_aten | level::prims) : target;
+  // Each round's graph is the next one's input, given up: its nodes move rather than copy.
   Graph cur = eliminate_dead_nodes(g);
   for (int round = 0; round < 16; ++round) {
     bool changed = false;
@@ -138,9 +142,9 @@ Graph decompose(const Graph& g, unsigned target) {
       if (target == level::prims && n.op->kind == OpKind::composite) return false;
       return n.op->in(accepted);
     };
-    cur = sweep(cur, keep, std::string("to ") + level_name(target), changed);
+    cur = sweep(std::move(cur), keep, std::string("to ") + level_name(target), changed);
     if (!changed) {
-      cur = eliminate_dead_nodes(cur);
+      cur = eliminate_dead_nodes(std::move(cur));
       verify(cur);
       return cur;
     }
@@ -157,7 +161,7 @@ Graph decompose_if(const Graph& g, const std::function<std::vector<bool>(const G
       const Node& n = cur.nodes[i];
       return n.is_placeholder() || n.op->kind == OpKind::getitem || !marked.at(i);
     };
-    cur = sweep(cur, keep, "(needed: it has no derivative rule)", changed);
+    cur = sweep(std::move(cur), keep, "(needed: it has no derivative rule)", changed);
     if (!changed) return cur;
   }
   throw std::runtime_error("expanding ops without derivative rules did not settle after 16 rounds");

@@ -5,4 +5,6 @@
 
 namespace ls {
 Graph eliminate_dead_nodes(const Graph& g);
+// The same on a graph the caller gives up: its live nodes move, none is copied.
+Graph eliminate_dead_nodes(Graph&& g);
 }

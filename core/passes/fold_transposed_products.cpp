@@ -23,6 +23,7 @@ Graph fold_transposed_products(const Graph& g) {
   out.name = g.name;
   out.tuple_output = g.tuple_output;
   out.weights = g.weights;
+  out.nodes.reserve(g.nodes.size());
   GraphBuilder b(out);
   std::vector<int> map(g.nodes.size(), -1);
   std::vector<int> uses(g.nodes.size(), 0);
@@ -56,7 +57,7 @@ Graph fold_transposed_products(const Graph& g) {
     map[i] = out.add(std::move(c));
   }
   for (int o : g.outputs) out.outputs.push_back(o < 0 ? -1 : map[o]);
-  Graph r = eliminate_dead_nodes(out);
+  Graph r = eliminate_dead_nodes(std::move(out));
   verify(r);
   return r;
 }
