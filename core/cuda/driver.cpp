@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
 #include <mutex>
 #include <stdexcept>
 
@@ -94,7 +95,10 @@ std::mutex probe_mutex, start_mutex;
 CudaDriver* found = nullptr;    // after a successful probe; lives until the process ends
 CudaDriver* started = nullptr;  // found, once its context is made
 std::string probe_error, start_error;
+std::atomic<bool> reset_on_fault{true};  // false in a kernel worker
 }  // namespace
+
+void CudaDriver::end_with_fault() { reset_on_fault = false; }
 
 const CudaDeviceInfo* CudaDriver::probe(std::string* why) {
   std::lock_guard<std::mutex> lock(probe_mutex);
@@ -221,8 +225,10 @@ void CudaDriver::check(int r, const char* what) const {
   if (api_ && api_->cuGetErrorString) api_->cuGetErrorString(r, &msg);
   std::string text = std::string(what) + " failed: " + name + " (" + msg + ")";
   if (sticky(r) && ctx_) {
-    const_cast<CudaDriver*>(this)->reset_after_fault();
-    text += "; the device was reset";
+    if (reset_on_fault) {
+      const_cast<CudaDriver*>(this)->reset_after_fault();
+      text += "; the device was reset";
+    }
     throw CudaFault(text, r, std::string("CUDA ") + fault_words(r) + " (" + msg + ")");
   }
   throw std::runtime_error(text);

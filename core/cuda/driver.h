@@ -41,6 +41,10 @@ class CudaDriver {
   // context is made, so code can be generated and compiled for the device while get() makes it.
   static const CudaDeviceInfo* probe(std::string* why = nullptr);
   const CudaDeviceInfo& device() const { return info_; }
+  // In a kernel worker (exec/isolated_run.h): an error that spoils the context is thrown as
+  // CudaFault without the reset, which cannot bring this process's CUDA back (the driver
+  // gives 700 even to a fresh context); the process ends with it. Before the first get().
+  static void end_with_fault();
 
   // Errors throw std::runtime_error naming the call and the driver's message. An error that
   // spoils the context (an illegal address in a kernel) also resets the device, so the next

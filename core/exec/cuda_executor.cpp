@@ -8,6 +8,7 @@
 #include "cuda/cublas.h"
 #include "exec/attention.h"
 #include "exec/extern_kernels.h"
+#include "exec/flash_attention_cuda.h"
 #include "exec/isolated_run.h"
 #include "ops/known_ops.h"
 
@@ -59,6 +60,16 @@ lsrt::cuda::MaxPool cuda_max_pool(const LoopProgram& p, const ExternCall& c) {
 
 lsrt::cuda::View cuda_attn_view(const AttnOperand& a) { return {a.offset, a.sb, a.sh, a.sl, a.se}; }
 
+// A bf16/f16 attention call's sizes for the FlashAttention-2 kernels; key/value heads from k's
+// shape (grouped-query attention reads head h's keys at h / group).
+static FlashHalf flash_half(const LoopProgram& p, const ExternCall& c) {
+  const AttnGeom geom = attn_geom(c);
+  const Shape& k = c.shapes.at(static_cast<size_t>(c.args.at(is_attention_backward(c.op) ? 2 : 1).node));
+  const int64_t heads = k.size() == 4 ? k[1] : 1;
+  return {geom.B, geom.H, heads > 0 && geom.H % heads == 0 ? geom.H / heads : 1, geom.L, geom.S, geom.E, geom.causal,
+          static_cast<float>(geom.scale), flash_half_type(p, c)};
+}
+
 // A matrix multiply whose operands and result are all of one half type, run by cuBLASLt on the
 // tensor cores: addmm only with a per-column bias added unscaled (its epilogue).
 bool half_matmul(const LoopProgram& p, const ExternCall& c) {
@@ -83,6 +94,7 @@ std::string cuda_extern_how(const LoopProgram& p, const ExternCall& c, bool blas
   const std::string attention = attention_cuda_path(p, c);
   if (attention == "fused") return "attention kernel";
   if (attention == "tiled") return "flash attention kernel";
+  if (attention == "half") return "flash attention kernel (" + flash_half_type(p, c) + ", tensor cores)";
   if (attention == "cublas" && blas) return "attention (cuBLAS)";
   if (c.op == &op::convolution() && f32 && !c.args[6].b && c.output_metas.at(0).shape.size() == 4) {
     const lsrt::cuda::Conv g = cuda_conv(p, c);
@@ -114,6 +126,12 @@ std::string cuda_extern_how(const LoopProgram& p, const ExternCall& c, bool blas
     if (words) return "device copies";
   }
   return "host (reference kernel)";
+}
+
+void refuse_if_too_large_for_gpu(const MemoryNeed& need, CudaDriver& d) {
+  const int64_t faked = memory_available_override();
+  refuse_if_too_large(need, faked >= 0 ? faked : static_cast<int64_t>(d.free_memory()),
+                      faked >= 0 ? "on the GPU (LOWERSCOPE_MEMORY_AVAILABLE)" : "on the GPU (" + d.device().name + ", cuMemGetInfo)");
 }
 
 namespace {
@@ -167,6 +185,11 @@ CudaExecutable::CudaExecutable(const LoopProgram& p, const Schedule& s, const Ge
                                                                               : std::vector<std::string>{"fwd_"};
       for (const std::string& n : names) helpers_[kind + n + d] = attention->function(kind + n + d);
     }
+    if (how[i].rfind("flash attention kernel (", 0) == 0) {  // bf16/f16 (exec/flash_attention_cuda.h)
+      if (!attention) throw std::runtime_error("the attention kernels' module was not compiled");
+      for (const std::string& n : flash_half(p, externs_[i]->ext).kernels(is_attention_backward(externs_[i]->ext.op)))
+        helpers_[n] = attention->function(n);
+    }
   }
   // max-autotune's cuBLASLt algorithms, by kernel name (the choice made on this device and library)
   for (size_t i = 0; i < how.size(); ++i) {
@@ -219,6 +242,10 @@ void CudaExecutable::bind(const std::vector<Tensor>& inputs) {
 }
 
 void CudaExecutable::step(size_t k) {
+  if (progress_) {
+    progress_[0].store(static_cast<int64_t>(k), std::memory_order_relaxed);
+    progress_[1].store(++started_, std::memory_order_relaxed);
+  }
   if (functions_[k]) {
     const CudaLaunch& l = g_.launch[k];
     return d_.launch(functions_[k], l.grid, l.block, arg_ptrs_[k].data(), g_.source.kernels[k].name.c_str());
@@ -228,6 +255,7 @@ void CudaExecutable::step(size_t k) {
     if (how[k] == "cuBLAS" || how[k].rfind("cuBLASLt", 0) == 0) cublas_extern(k);
     else if (how[k] == "host (reference kernel)") host_extern(k);
     else if (how[k] == "attention kernel" || how[k] == "flash attention kernel" || how[k] == "attention (cuBLAS)") attention_extern(k);
+    else if (how[k].rfind("flash attention kernel (", 0) == 0) attention_extern(k);
     else device_extern(k);
   } catch (const std::exception& e) {
     throw std::runtime_error("extern kernel " + externs_[k]->ext.op->name + " (" + externs_[k]->graph_node + "): " + e.what());
@@ -424,6 +452,13 @@ void CudaExecutable::attention_extern(size_t k) {
     return cuda_attn_view(attn_operand(c, i, c.shapes.at(i)));
   };
   auto out = [&](size_t i) { return buffers_.at(c.outputs.at(i)).ptr(); };
+  if (how[k].rfind("flash attention kernel (", 0) == 0) {  // bf16/f16 on the tensor cores
+    const FlashHalf h = flash_half(p_, c);
+    if (!is_attention_backward(c.op))
+      return h.forward(g, ptr(0), view(0), ptr(1), view(1), ptr(2), view(2), out(0),
+                       cuda_attn_view(attn_output(geom, attention_output_heads_inner(c))), out(1));
+    return h.backward(g, ptr(0), view(0), ptr(1), view(1), ptr(2), view(2), ptr(3), view(3), ptr(5), view(5), ptr(6), out(0), out(1), out(2));
+  }
   if (!is_attention_backward(c.op))
     return a.forward(g, ptr(0), view(0), ptr(1), view(1), ptr(2), view(2), out(0),
                      cuda_attn_view(attn_output(geom, attention_output_heads_inner(c))), out(1));
@@ -459,7 +494,7 @@ void CudaExecutable::run_bound(const std::vector<Tensor>& inputs) {
       step(k);
       d_.synchronize();
     } catch (const CudaFault& e) {  // the context died with it; the driver has reset the device
-      throw KernelFault("kernel " + name + " faulted: " + e.fault + "; the GPU was reset, the app goes on", name);
+      throw KernelFault("kernel " + name + " faulted: " + e.fault + "; " + after_fault, name);
     } catch (const std::exception& e) {
       if (std::string(e.what()).find("cuCtxSynchronize") == std::string::npos) throw;  // the step's own error
       throw std::runtime_error("kernel " + name + " failed on the GPU: " + e.what());

@@ -4,6 +4,8 @@
 // concatenation to helper kernels; other library calls run on the host (their inputs copied
 // down, outputs up), and the kernel table says so.
 #pragma once
+#include <atomic>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -16,6 +18,7 @@
 #include "cuda/driver.h"
 #include "exec/attention.h"
 #include "exec/executor.h"
+#include "exec/memory_fit.h"
 #include "exec/runtime_cuda.h"
 #include "loop/loop_ir.h"
 #include "sched/schedule.h"
@@ -38,6 +41,11 @@ lsrt::cuda::Conv cuda_conv(const LoopProgram& p, const ExternCall& c);
 lsrt::cuda::MaxPool cuda_max_pool(const LoopProgram& p, const ExternCall& c);
 lsrt::cuda::View cuda_attn_view(const AttnOperand& a);
 
+// Refuses (MemoryRefused, exec/memory_fit.h) a run whose buffers do not fit in the GPU's free
+// memory (cuMemGetInfo, or LOWERSCOPE_MEMORY_AVAILABLE), before any is allocated: in the app's
+// process or in the kernel worker, with the same words.
+void refuse_if_too_large_for_gpu(const MemoryNeed& need, CudaDriver& d);
+
 class CudaExecutable {
  public:
   // Loads the model module's kernels, the helper module's (cuda_helpers_source()) and, when the
@@ -49,6 +57,15 @@ class CudaExecutable {
                  CudaModule* attention = nullptr, std::vector<int64_t> sizes = {});
   // One checked run: synchronizes after every kernel, so a fault names the kernel that made it.
   std::vector<Tensor> run(const std::vector<Tensor>& inputs);
+  // The kernel worker's watch (exec/isolated_run.h): before each kernel's launch or library call,
+  // its index into progress[0] and the count of kernels started into progress[1].
+  void follow(std::atomic<int64_t>* progress) {
+    progress_ = progress;
+    started_ = progress ? progress[1].load() : 0;
+  }
+  // What a fault's message says after the kernel's name and the fault ("kernel K faulted: CUDA
+  // illegal address (...); " + this): where it ran, what became of the GPU.
+  std::string after_fault = "the GPU was reset, the app goes on";
   void run_bound(const std::vector<Tensor>& inputs);  // the same run, outputs left on the device
   Timings benchmark(const std::vector<Tensor>& inputs, const TimingOptions& o = {});
   Timings benchmark_bound(const TimingOptions& o = {});  // on the inputs bound last (no upload)
@@ -125,6 +142,8 @@ class CudaExecutable {
   std::vector<long long> sizes_;           // the size symbols' values (kernel arguments)
   std::vector<std::vector<void*>> arg_ptrs_;
   std::unique_ptr<CudaGraph> graph_;
+  std::atomic<int64_t>* progress_ = nullptr;
+  int64_t started_ = 0;
   std::vector<Tensor> download_outputs();
 };
 

@@ -13,6 +13,7 @@
 #include "cuda/driver.h"
 #include "cuda/nvrtc_compiler.h"
 #include "exec/cuda_executor.h"
+#include "exec/isolated_run.h"
 #include "exec/memory_fit.h"
 #include "interp/reference.h"
 #include "record/stage_log.h"
@@ -96,13 +97,17 @@ class CudaProgram final : public CompiledProgram {
 
 // Test-only: LOWERSCOPE_FAULT=cuda-illegal:KERNEL makes that generated kernel store through an
 // address no allocation has as it starts, so it faults with an illegal address on the GPU
-// (tests/cuda 'an illegal address is survived'). Written into the text NVRTC compiles, on the
-// kernel's opening line, so every line keeps its number; the source stage shows the code as made.
+// (tests/cuda 'injected illegal address is survived'); cuda-hang:KERNEL makes it spin for ever
+// ('injected hang is stopped'). Written into the text NVRTC compiles, on the kernel's opening
+// line, so every line keeps its number; the source stage shows the code as made.
 std::string with_injected_fault(const std::string& code, const GeneratedSource& src) {
   const char* spec = std::getenv("LOWERSCOPE_FAULT");
-  const std::string kind = "cuda-illegal:";
-  if (!spec || std::string(spec).rfind(kind, 0) != 0) return code;
-  const std::string name = std::string(spec).substr(kind.size());
+  const std::string v = spec ? spec : "";
+  const bool illegal = v.rfind("cuda-illegal:", 0) == 0, hang = v.rfind("cuda-hang:", 0) == 0;
+  if (!illegal && !hang) return code;
+  const std::string name = v.substr(v.find(':') + 1);
+  const std::string fault = illegal ? " { volatile unsigned long long ls_fault_at = 16; *(volatile int*)ls_fault_at = 1; }  // LOWERSCOPE_FAULT"
+                                    : " { volatile int ls_spin = 1; while (ls_spin) {} }  // LOWERSCOPE_FAULT";
   for (const GeneratedKernel& k : src.kernels) {
     if (k.launcher != name) continue;
     for (size_t at = code.find(" " + name + "("); at != std::string::npos; at = code.find(" " + name + "(", at + 1)) {
@@ -110,8 +115,7 @@ std::string with_injected_fault(const std::string& code, const GeneratedSource& 
       if (end == std::string::npos) break;
       const std::string head = code.substr(line, end - line);
       if (head.find("__global__") == std::string::npos || head.size() < 2 || head.substr(head.size() - 2) != " {") continue;
-      return code.substr(0, end) + " { volatile unsigned long long ls_fault_at = 16; *(volatile int*)ls_fault_at = 1; }  // LOWERSCOPE_FAULT" +
-             code.substr(end);
+      return code.substr(0, end) + fault + code.substr(end);
     }
   }
   return code;
@@ -124,10 +128,15 @@ class CudaBackend final : public Backend {
   void start(BackendJob& job) override {
     if (!have_nvrtc()) throw std::runtime_error("this build has no CUDA support: NVRTC was not found when it was configured");
     if (job.o.stop_after_source) return;
+    // The kernels run in a worker process (exec/isolated_run.h) where the app chose it; this
+    // process then needs a context only to time max-autotune's candidates or to keep the program.
+    iso_ = kernel_isolation();
+    isolated_ = iso_.enabled;
+    context_here_ = !isolated_ || job.o.mode == Mode::max_autotune || job.o.keep_program;
     // The driver starts (cuInit, then a context: about 0.15 s, once a process) while the front
     // half runs; the code generator waits for cuInit only (it sizes grids by the device), NVRTC
     // runs while the context is made.
-    driver_start_ = std::async(std::launch::async, [] { CudaDriver::get(); });
+    if (context_here_) driver_start_ = std::async(std::launch::async, [] { CudaDriver::get(); });
     // The helper kernels' module (the same for every model: from the disk cache after the first
     // compile on a machine) compiles for the device cuInit finds while the front half runs.
     helpers_ = std::async(std::launch::async, [] {
@@ -248,10 +257,11 @@ class CudaBackend final : public Backend {
     s.nodes = static_cast<int>(r.source.kernels.size());
     job.log.last_ms = compiled.ms;
     job.log.add(std::move(s));
-    if (device_ && !driver_) driver_ = CudaDriver::get(&no_gpu_);  // compiled: wait for the context
+    if (context_here_ && device_ && !driver_) driver_ = CudaDriver::get(&no_gpu_);  // compiled: wait for the context
   }
 
-  std::string cannot_run(BackendJob&) override {
+  std::string cannot_run(BackendJob& job) override {
+    if (isolated_ && device_ && (driver_ || !job.o.keep_program)) return {};  // the worker makes its own context
     if (driver_) return {};
     return no_gpu_.find("fault") != std::string::npos ? "not run: " + no_gpu_ : "running CUDA kernels needs a GPU: " + no_gpu_;
   }
@@ -266,9 +276,18 @@ class CudaBackend final : public Backend {
     MemoryNeed need = memory_need(r.loops, r.schedule);
     need.extra = need.inputs;
     need.extra_what = "the inputs' copies on the GPU";
-    const int64_t faked = memory_available_override();
-    refuse_if_too_large(need, faked >= 0 ? faked : static_cast<int64_t>(driver_->free_memory()),
-                        faked >= 0 ? "on the GPU (LOWERSCOPE_MEMORY_AVAILABLE)" : "on the GPU (" + driver_->device().name + ", cuMemGetInfo)");
+    if (isolated_) {  // in the worker, which checks the memory with its own context, and runs, times, captures
+      CudaIsolatedRun ran = run_cuda_isolated(r.loops, r.schedule, r.cuda, {cubin_, helpers_cubin_, attention_cubin_}, job.sizes, inputs, to,
+                                              o.mode == Mode::reduce_overhead, need, iso_);
+      r.outputs = std::move(ran.outputs);
+      run.t = ran.t;
+      run.how = std::move(ran.how);
+      run.registers = std::move(ran.registers);
+      keep(job);
+      if (o.mode == Mode::reduce_overhead) note_graph(r, run, ran.graph_why, ran.graph_nodes, ran.graph_ms);
+      return run;
+    }
+    refuse_if_too_large_for_gpu(need, *driver_);
     CudaModule module(*driver_, cubin_), helper_module(*driver_, helpers_cubin_);
     std::unique_ptr<CudaModule> attention_module;
     if (!attention_cubin_.empty()) attention_module = std::make_unique<CudaModule>(*driver_, attention_cubin_);
@@ -277,28 +296,20 @@ class CudaBackend final : public Backend {
     run.t = exe.benchmark(inputs, to);
     run.how = exe.how;
     run.registers = exe.registers;
-    if (o.keep_program) {
-      r.program = std::make_shared<CudaProgram>(r, sample_options(job), job.front_half, *job.lowered, *driver_, cubin_, helpers_cubin_,
-                                             attention_cubin_);
-    }
+    keep(job);
     if (o.mode == Mode::reduce_overhead) {
       // The whole model as one CUDA graph: the same kernels, one launch, checked to give the
       // same numbers as the kernels launched one by one.
-      if (const std::string why = exe.capture_graph(); !why.empty()) {
-        r.mode_note = "reduce-overhead: no CUDA graph: " + why;
-      } else {
+      const std::string why = exe.capture_graph();
+      double graph_ms = 0;
+      if (why.empty()) {
         const std::vector<Tensor> replayed = exe.replay_graph();
         for (size_t i = 0; i < replayed.size(); ++i)
           if (replayed[i].defined() && !compare(replayed[i], r.outputs.at(i), Tolerance{0, 0}).ok)
             throw std::runtime_error("the CUDA graph's output " + std::to_string(i) + " differs from the kernels launched one by one");
-        const Timings g = exe.benchmark_graph(to);
-        std::ostringstream note;
-        note << std::fixed << std::setprecision(4) << "reduce-overhead: CUDA graph of " << exe.graph_nodes()
-             << " nodes, one launch: " << g.total_ms << " ms a run (launched one by one: " << run.t.total_ms << " ms)";
-        r.mode_note = note.str();
-        r.launched_ms = run.t.total_ms;
-        run.t.total_ms = g.total_ms;
+        graph_ms = exe.benchmark_graph(to).total_ms;
       }
+      note_graph(r, run, why, exe.graph_nodes(), graph_ms);
     }
     return run;
   }
@@ -319,6 +330,28 @@ class CudaBackend final : public Backend {
     return launch;
   }
 
+  // The compiled program kept to run again in this process (PipelineOptions::keep_program).
+  void keep(BackendJob& job) {
+    if (!job.o.keep_program) return;
+    if (!driver_) throw std::runtime_error("the CUDA kernels ran, but this process cannot keep them to run again: " + no_gpu_);
+    job.r.program = std::make_shared<CudaProgram>(job.r, sample_options(job), job.front_half, *job.lowered, *driver_, cubin_,
+                                                  helpers_cubin_, attention_cubin_);
+  }
+
+  // reduce-overhead's note: the graph's time a run against the kernels launched one by one.
+  static void note_graph(CompileResult& r, BackendRun& run, const std::string& why, size_t nodes, double graph_ms) {
+    if (!why.empty()) {
+      r.mode_note = "reduce-overhead: no CUDA graph: " + why;
+      return;
+    }
+    std::ostringstream note;
+    note << std::fixed << std::setprecision(4) << "reduce-overhead: CUDA graph of " << nodes << " nodes, one launch: " << graph_ms
+         << " ms a run (launched one by one: " << run.t.total_ms << " ms)";
+    r.mode_note = note.str();
+    r.launched_ms = run.t.total_ms;
+    run.t.total_ms = graph_ms;
+  }
+
   void finish(CompileResult& r) override {
     if (!sass_.valid()) return;
     const std::string text = sass_.get();
@@ -332,6 +365,9 @@ class CudaBackend final : public Backend {
   std::future<std::string> sass_;  // the SASS listing, made beside the run
   const CudaDeviceInfo* device_ = nullptr;
   CudaDriver* driver_ = nullptr;
+  IsolationOptions iso_;
+  bool isolated_ = false;      // the kernels run in a worker process
+  bool context_here_ = true;   // this process makes a context (in-process runs, max-autotune, a kept program)
   std::string no_gpu_;
   CudaCodegenOptions opts_;
   std::string cubin_, helpers_cubin_, attention_cubin_;
