@@ -10,6 +10,7 @@
 
 #include "frontend/autocast_policy.h"
 #include "frontend/export_records.h"
+#include "frontend/torch_functions.h"
 #include "ops/known_ops.h"
 #include "ops/op_table.h"
 #include "ops/print.h"
@@ -20,133 +21,6 @@ ParseError::ParseError(const std::string& source, int l, int c, const std::strin
     : std::runtime_error(source + ":" + std::to_string(l) + ":" + std::to_string(c) + ": " + what), line(l), column(c) {}
 
 namespace {
-
-using Positional = std::vector<Arg>;
-using Keywords = std::vector<std::pair<std::string, Arg>>;
-
-// Rewrites a torch-level call's arguments into its ATen op's schema order.
-using Adapter = void (*)(Positional& pos, Keywords& kw);
-
-void drop_keywords(Keywords& kw, std::initializer_list<const char*> names) {
-  for (const char* n : names)
-    kw.erase(std::remove_if(kw.begin(), kw.end(), [n](const auto& p) { return p.first == n; }), kw.end());
-}
-void no_inplace(Positional& pos, Keywords& kw) {  // F.relu(x, inplace), F.hardswish(x, True)
-  if (pos.size() > 1) pos.resize(1);
-  drop_keywords(kw, {"inplace"});
-}
-void leaky_relu_args(Positional& pos, Keywords& kw) {  // F.leaky_relu(x, 0.2, False)
-  if (pos.size() > 2) pos.resize(2);
-  drop_keywords(kw, {"inplace"});
-}
-void sizes_as_list(Positional& pos, Keywords&) {  // x.view(4, 64, 128) -> view(x, [4, 64, 128])
-  if (pos.size() >= 2 && pos[1].kind != Arg::Kind::list) {
-    Arg l;
-    l.kind = Arg::Kind::list;
-    l.list.assign(pos.begin() + 1, pos.end());
-    pos.resize(1);
-    pos.push_back(l);
-  }
-}
-void max_pool_args(Positional&, Keywords& kw) {
-  for (const auto& [k, v] : kw)
-    if (k == "return_indices" && v.kind == Arg::Kind::boolean && v.b)
-      throw std::invalid_argument("max_pool2d with return_indices=True is not supported");
-  drop_keywords(kw, {"return_indices"});
-}
-void dropout_args(Positional& pos, Keywords& kw) {  // F.dropout(input, p, training, inplace)
-  if (pos.size() > 3) pos.resize(3);
-  for (auto& [k, v] : kw)
-    if (k == "training") k = "train";
-  drop_keywords(kw, {"inplace"});
-  bool has_train = pos.size() > 2;
-  for (const auto& p : kw) has_train = has_train || p.first == "train";
-  if (pos.size() < 2) {
-    bool has_p = false;
-    for (const auto& q : kw) has_p = has_p || q.first == "p";
-    if (!has_p) kw.emplace_back("p", Arg::of_real(0.5));
-  }
-  if (!has_train) kw.emplace_back("train", Arg::of_bool(true));
-}
-// F.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps) ->
-// aten.batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled)
-void batch_norm_args(Positional& pos, Keywords& kw) {
-  static const char* names[] = {"input", "running_mean", "running_var", "weight", "bias", "training", "momentum", "eps"};
-  std::map<std::string, Arg> by;
-  for (size_t i = 0; i < pos.size() && i < 8; ++i) by[names[i]] = pos[i];
-  for (const auto& [k, v] : kw) by[k] = v;
-  auto get = [&](const char* n, Arg d) { return by.count(n) ? by[n] : d; };
-  pos = {get("input", Arg::none()), get("weight", Arg::none()), get("bias", Arg::none()), get("running_mean", Arg::none()),
-         get("running_var", Arg::none()), get("training", Arg::of_bool(false)), get("momentum", Arg::of_real(0.1)),
-         get("eps", Arg::of_real(1e-5)), Arg::of_bool(true)};
-  kw.clear();
-}
-void keep(Positional&, Keywords&) {}
-
-struct TorchFn {
-  const char* op;
-  Adapter adapt;
-};
-
-// Torch-level callees (Dynamo graphs) and the ATen op each one means.
-const std::map<std::string, TorchFn>& torch_functions() {
-  static const std::map<std::string, TorchFn> m = [] {
-    std::map<std::string, TorchFn> t;
-    static const char* unary[] = {"sin", "cos", "exp", "log", "neg", "abs", "sqrt", "rsqrt", "tanh", "sigmoid", "relu",
-                                  "reciprocal", "erf", "floor", "ceil", "round", "trunc", "sign", "log1p", "expm1", "log2",
-                                  "log10", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "isnan",
-                                  "isinf", "logical_not", "bitwise_not"};
-    static std::vector<std::string> names;  // keeps the op names alive
-    names.reserve(64);
-    for (const char* u : unary) {
-      names.push_back(std::string("aten.") + u + ".default");
-      t[std::string("torch.") + u] = {names.back().c_str(), keep};
-      t[std::string("method.") + u] = {names.back().c_str(), keep};
-    }
-    t["torch.nn.functional.relu"] = {"aten.relu.default", no_inplace};
-    t["torch.nn.functional.hardswish"] = {"aten.hardswish.default", no_inplace};
-    t["torch.nn.functional.hardsigmoid"] = {"aten.hardsigmoid.default", no_inplace};
-    t["torch.nn.functional.leaky_relu"] = {"aten.leaky_relu.default", leaky_relu_args};
-    t["torch.nn.functional.gelu"] = {"aten.gelu.default", keep};
-    t["torch._C._nn.gelu"] = {"aten.gelu.default", keep};
-    t["torch.nn.functional.mse_loss"] = {"aten.mse_loss.default", keep};
-    t["torch.nn.functional.linear"] = {"aten.linear.default", keep};
-    t["torch._C._nn.linear"] = {"aten.linear.default", keep};
-    t["torch.conv2d"] = {"aten.conv2d.default", keep};
-    t["torch.nn.functional.conv2d"] = {"aten.conv2d.default", keep};
-    t["torch.nn.functional.max_pool2d"] = {"aten.max_pool2d.default", max_pool_args};
-    t["torch.nn.functional.adaptive_avg_pool2d"] = {"aten.adaptive_avg_pool2d.default", keep};
-    t["torch.nn.functional.batch_norm"] = {"aten.batch_norm.default", batch_norm_args};
-    t["torch.nn.functional.layer_norm"] = {"aten.layer_norm.default", keep};
-    t["torch.nn.functional.dropout"] = {"aten.dropout.default", dropout_args};
-    t["torch.nn.functional.scaled_dot_product_attention"] = {"aten.scaled_dot_product_attention.default", keep};
-    t["torch._C._nn.scaled_dot_product_attention"] = {"aten.scaled_dot_product_attention.default", keep};
-    t["torch.softmax"] = {"aten.softmax.int", keep};
-    t["torch.nn.functional.softmax"] = {"aten.softmax.int", keep};
-    t["method.softmax"] = {"aten.softmax.int", keep};
-    t["torch.flatten"] = {"aten.flatten.using_ints", keep};
-    t["method.flatten"] = {"aten.flatten.using_ints", keep};
-    t["torch.maximum"] = {"aten.maximum.default", keep};
-    t["torch.atan2"] = {"aten.atan2.default", keep};
-    t["method.atan2"] = {"aten.atan2.default", keep};
-    t["torch.logical_and"] = {"aten.logical_and.default", keep};
-    t["torch.logical_or"] = {"aten.logical_or.default", keep};
-    t["torch.logical_xor"] = {"aten.logical_xor.default", keep};
-    t["torch.minimum"] = {"aten.minimum.default", keep};
-    t["torch.where"] = {"aten.where.self", keep};
-    t["torch.cat"] = {"aten.cat.default", keep};
-    t["method.view"] = {"aten.view.default", sizes_as_list};
-    t["method.reshape"] = {"aten.reshape.default", sizes_as_list};
-    t["method.permute"] = {"aten.permute.default", sizes_as_list};
-    t["method.transpose"] = {"aten.transpose.int", keep};
-    t["method.contiguous"] = {"aten.clone.default", keep};
-    t["method.split"] = {"aten.split.Tensor", keep};
-    t["method.mean"] = {"aten.mean.dim", keep};
-    t["method.unsqueeze"] = {"aten.unsqueeze.default", keep};
-    return t;
-  }();
-  return m;
-}
 
 struct Token {
   enum Kind { name, number, string, punct, end } kind = end;
@@ -405,6 +279,24 @@ class Parser {
       else a.f = -a.f;
       return a;
     }
+    // slice(1, None, None) and Ellipsis: the parts of an index, as print_readable writes them.
+    if (k.kind == Token::name && k.text == "slice" && t[i + 1].text == "(" && !names_.count(k.text)) {
+      i += 2;
+      std::vector<Arg> parts;
+      while (t[i].text != ")") {
+        if (t[i].kind == Token::end) fail(t[i].col, "unterminated slice(...)");
+        parts.push_back(parse_value(t, i));
+        if (t[i].text == ",") ++i;
+        else if (t[i].text != ")") fail(t[i].col, "expected ',' or ')' in slice(...)");
+      }
+      ++i;
+      if (parts.size() != 3) fail(k.col, "slice(...) takes a start, a stop and a step");
+      return py_slice(parts[0], parts[1], parts[2]);
+    }
+    if (k.kind == Token::name && k.text == "Ellipsis" && !names_.count(k.text)) {
+      ++i;
+      return py_ellipsis();
+    }
     if (k.kind == Token::end) fail(k.col, "expression ends too early");
     ++i;
     switch (k.kind) {
@@ -421,7 +313,7 @@ class Parser {
         if (k.text == "True" || k.text == "False") return Arg::of_bool(k.text == "True");
         if (k.text == "inf") return Arg::of_real(std::numeric_limits<double>::infinity());
         if (k.text.rfind("torch.", 0) == 0 && !names_.count(k.text)) return Arg::of_string(k.text);  // torch.float32, ...
-        if (auto s = sizes_.find(k.text); s != sizes_.end()) return Arg::of_int(s->second);
+        if (auto s = sizes_.find(k.text); s != sizes_.end()) return s->second;
         return Arg::of_node(lookup(k));
       default: fail(k.col, "unexpected '" + k.text + "'");
     }
@@ -435,53 +327,35 @@ class Parser {
     int col = 0;
   };
 
-  bool is_tensor(const Arg& a) { return a.is_node(); }
-
-  // Python operators as Dynamo graphs print them: `a ** 2`, `x + y`, `-x`, `s < 0`.
-  Call parse_operator(const std::vector<Token>& t) {
-    Call c;
-    c.col = t[0].col;
+  // Python operators as Dynamo graphs print them: `a ** 2`, `x + y`, `-x`, `s < 0`, `2 / x`.
+  struct OperatorExpr {
+    std::string symbol;  // empty: a plain value
+    std::vector<Arg> operands;
+    int col = 0;
+  };
+  OperatorExpr parse_operator(const std::vector<Token>& t) {
+    OperatorExpr e;
+    e.col = t[0].col;
     size_t i = 0;
-    if (t[0].text == "-" && t[1].kind == Token::name && t[2].kind == Token::end) {
+    if ((t[0].text == "-" || t[0].text == "+" || t[0].text == "~") && t[0].kind == Token::punct && t[1].kind == Token::name) {
+      e.symbol = t[0].text;
       ++i;
-      c.target = "operator.neg";
-      c.op = "aten.neg.default";
-      c.pos = {parse_value(t, i)};
-      return c;
+      e.operands = {parse_value(t, i)};
+    } else {
+      e.operands = {parse_value(t, i)};
+      if (t[i].kind != Token::end) {
+        const Token op = t[i++];
+        if (op.kind != Token::punct || python_operator_name(op.text, 2).empty()) fail(op.col, "unknown operator '" + op.text + "'");
+        e.symbol = op.text;
+        e.operands.push_back(parse_value(t, i));
+      }
     }
-    Arg lhs = parse_value(t, i);
-    const Token op = t[i++];
-    Arg rhs = parse_value(t, i);
     if (t[i].kind != Token::end) fail(t[i].col, "unexpected '" + t[i].text + "' after the expression");
-    static const std::map<std::string, std::pair<std::string, std::string>> ops = {
-        {"**", {"pow", "pow"}}, {"+", {"add", "add"}}, {"-", {"sub", "sub"}}, {"*", {"mul", "mul"}},
-        {"/", {"truediv", "div"}}, {"<", {"lt", "lt"}}, {"<=", {"le", "le"}}, {">", {"gt", "gt"}},
-        {">=", {"ge", "ge"}}, {"==", {"eq", "eq"}}, {"!=", {"ne", "ne"}}, {"@", {"matmul", "matmul"}}};
-    auto it = ops.find(op.text);
-    if (it == ops.end()) fail(op.col, "unknown operator '" + op.text + "'");
-    const std::string& aten = it->second.second;
-    c.target = "operator." + it->second.first;
-    if (!is_tensor(lhs)) {
-      if (op.text == "+" || op.text == "*") std::swap(lhs, rhs);
-      else fail(t[0].col, "a number on the left of '" + op.text + "' is not supported yet");
-    }
-    const bool scalar = !is_tensor(rhs);
-    if (aten == "matmul") {  // `a @ b`: the table has no aten.matmul; 2-D is mm, 3-D bmm, as matmul's decomposition picks
-      const size_t ra = g_.nodes[lhs.node].meta().shape.size(), rb = scalar ? 0 : g_.nodes[rhs.node].meta().shape.size();
-      if (scalar || ra != rb || (ra != 2 && ra != 3))
-        fail(op.col, "'@' of a " + std::to_string(ra) + "-D and a " + std::to_string(rb) + "-D tensor is not supported yet (2-D: mm, 3-D: bmm)");
-      c.op = ra == 2 ? "aten.mm.default" : "aten.bmm.default";
-      c.pos = {lhs, rhs};
-      return c;
-    }
-    if (aten == "pow") c.op = scalar ? "aten.pow.Tensor_Scalar" : "aten.pow.Tensor_Tensor";
-    else if (aten == "lt" || aten == "le" || aten == "gt" || aten == "ge" || aten == "eq" || aten == "ne")
-      c.op = "aten." + aten + (scalar ? ".Scalar" : ".Tensor");
-    else c.op = "aten." + aten + ".Tensor";
-    c.pos = {lhs, rhs};
-    return c;
+    return e;
   }
 
+  // `callee(args)`: torch.ops.* as the op it names; the torch level (torch.X, methods `x.view(...)`
+  // as "method.view", torch.nn.functional.X) as written, for frontend/torch_functions.h.
   Call parse_call(const std::vector<Token>& t) {
     Call c;
     c.col = t[0].col;
@@ -514,27 +388,77 @@ class Parser {
     }
     if (t[i + 1].kind != Token::end) fail(t[i + 1].col, "unexpected '" + t[i + 1].text + "' after the call");
     c.target = callee;
-    if (callee.rfind("torch.ops.", 0) == 0) {
-      c.op = callee.substr(10);
-      return c;
-    }
-    if (callee == "method.sum") {
-      c.op = c.pos.size() > 1 || !c.kw.empty() ? "aten.sum.dim_IntList" : "aten.sum.default";
-      return c;
-    }
-    auto it = torch_functions().find(callee);
-    if (it == torch_functions().end()) fail(c.col, "unknown op '" + callee + "'");
-    c.op = it->second.op;
-    try {
-      it->second.adapt(c.pos, c.kw);
-    } catch (const std::invalid_argument& e) {
-      fail(c.col, e.what());
-    }
-    if (c.op == "aten.mse_loss.default")
-      for (auto& [k, v] : c.kw)
-        if (k == "reduction" && v.kind == Arg::Kind::string)
-          v = Arg::of_int(v.s == "none" ? 0 : v.s == "sum" ? 2 : 1);
+    if (callee.rfind("torch.ops.", 0) == 0) c.op = callee.substr(10);
     return c;
+  }
+
+  // An op with several outputs or a list of them (split): `node[0]` picks one.
+  static bool multi_output(const OpDef* op) {
+    return op && (op->num_outputs > 1 || op->schema.substr(op->schema.rfind("->")).find("[]") != std::string::npos);
+  }
+
+  // The graph as frontend/torch_functions.h sees it: each call a node named after the statement
+  // (`<name>_<op>`; the last one, the statement's value, gets the name itself).
+  class Lowering : public TorchLowering {
+   public:
+    Lowering(Parser& p, std::string target, std::string stmt, int col) : p_(p), target_(std::move(target)), stmt_(std::move(stmt)), col_(col) {}
+    Arg call(const std::string& op, std::vector<Arg> pos, PyKeywords kw) override {
+      const OpDef* d = find_op(op);
+      if (!d) p_.fail(col_, "internal: the torch-level mapping names '" + op + "', which the op table lacks");
+      Call c;
+      c.target = target_;
+      c.op = op;
+      c.col = col_;
+      c.pos = std::move(pos);
+      c.kw = std::move(kw);
+      Node n = p_.make_node(p_.fresh(stmt_ + "_" + std::string(d->base_name())), c, d);
+      n.origins = {stmt_};
+      return Arg::of_node(p_.g_.add(std::move(n)));
+    }
+    const TensorMeta& meta(const Arg& t) const override {
+      if (!t.is_node()) throw std::invalid_argument("expected a tensor, got a number or a list");
+      return p_.g_.nodes.at(static_cast<size_t>(t.node)).meta();
+    }
+    bool returns_tuple(const Arg& v) const override { return v.is_node() && multi_output(p_.g_.nodes.at(static_cast<size_t>(v.node)).op); }
+
+   private:
+    Parser& p_;
+    std::string target_, stmt_;
+    int col_;
+  };
+
+  // A torch-level statement `stmt = <call, operator or index>`: lowered to ATen nodes; the value
+  // named `stmt` (a new node renamed to it, an existing node aliased, or a number/size list).
+  void lower_statement(const std::string& stmt, const std::string& target, int col, const std::function<TorchValue(TorchLowering&)>& run,
+                       const std::optional<TensorMeta>& meta, int meta_col, bool symbolic, const std::optional<Arg>& self) {
+    // An earlier statement's helper node holding this name gives it up.
+    if (const int taken = g_.find(stmt); taken >= 0 && !names_.count(stmt)) g_.nodes[static_cast<size_t>(taken)].name = fresh(stmt + "_");
+    const size_t first_new = g_.nodes.size();
+    Lowering low(*this, target, stmt, col);
+    TorchValue r;
+    try {
+      r = run(low);
+    } catch (const UnknownTorchFunction&) {
+      fail(col, "unknown op '" + target + "'");
+    } catch (const std::invalid_argument& e) {
+      fail(col, e.what());
+    }
+    if (!r.value.is_node()) {
+      if (meta) fail(meta_col, "'" + stmt + "' is annotated " + meta->annotation() + " but " + target + " gives a number");
+      sizes_[stmt] = r.value;
+      return;
+    }
+    if (symbolic) fail(meta_col, "'" + stmt + "' is a symbolic integer but " + target + " gives a tensor");
+    const int id = r.value.node;
+    if (static_cast<size_t>(id) >= first_new) g_.nodes[static_cast<size_t>(id)].name = stmt;
+    const TensorMeta& m = g_.nodes[static_cast<size_t>(id)].meta();
+    if (meta && (meta->shape != m.shape || meta->dtype != m.dtype))
+      fail(meta_col, "'" + stmt + "' is annotated " + meta->annotation() + " but " + target + " gives " + m.annotation());
+    // In place (`x.add_(y)`): every name of the updated tensor names its new value from now on.
+    if (r.mutates_self && self && self->is_node())
+      for (auto& entry : names_)
+        if (entry.second == self->node) entry.second = id;
+    names_[stmt] = id;
   }
 
   // A node calling `op` as `c` spells it: arguments bound to the schema, metadata inferred.
@@ -661,8 +585,12 @@ class Parser {
       op.text = toks[1].text.substr(0, 1);
       expr.push_back(op);
       expr.insert(expr.end(), toks.begin() + 2, toks.end());
-      const Call c = parse_operator(expr);
-      names_[target.text] = g_.add(make_node(fresh("i" + c.target.substr(9)), c, find_op(c.op)));
+      const OperatorExpr e = parse_operator(expr);
+      const std::string name = python_operator_name(e.symbol, static_cast<int>(e.operands.size()));
+      const std::string stmt = fresh("i" + name);
+      lower_statement(stmt, "operator." + name, e.col, [&](TorchLowering& b) { return TorchValue{lower_operator(b, e.symbol, e.operands), false}; },
+                      std::nullopt, 0, false, std::nullopt);
+      names_[target.text] = names_[stmt];
       return;
     }
     std::optional<TensorMeta> meta;
@@ -703,20 +631,47 @@ class Parser {
     const bool call = rhs[0].kind == Token::name && rhs[1].text == "(" && !names_.count(rhs[0].text);
     const bool method = rhs[0].kind == Token::name && rhs[1].text == "(" && rhs[0].text.find('.') != std::string::npos;
     Call c;
-    if (rhs[0].kind == Token::name && rhs[1].text == "[") {  // `getitem = node[0]`: one output of a multi-output node
-      if (rhs[2].kind != Token::number || rhs[3].text != "]" || rhs[4].kind != Token::end)
-        fail(rhs[1].col, "expected an output index such as [0]");
+    if (rhs[0].kind == Token::name && rhs[1].text == "[") {
+      // `x[...]`: an output of a multi-output node (`getitem = node[0]`), else torch-level indexing.
+      size_t j = 0;
+      const Arg base = parse_value(rhs, j);
+      ++j;
+      const Arg index = parse_value(rhs, j);
+      if (rhs[j].text != "]" || rhs[j + 1].kind != Token::end) fail(rhs[j].col, "expected ']' closing the index");
+      const bool output = base.is_node() && index.kind == Arg::Kind::integer && multi_output(g_.nodes[static_cast<size_t>(base.node)].op);
+      if (!output) {
+        return lower_statement(target.text, "operator.getitem", rhs[0].col,
+                               [&](TorchLowering& b) { return TorchValue{lower_getitem(b, base, index), false}; }, meta, meta_col, symbolic,
+                               std::nullopt);
+      }
       c.target = c.op = "getitem";
       c.col = rhs[0].col;
-      c.pos = {Arg::of_node(lookup(rhs[0])), Arg::of_int(std::stoll(rhs[2].text))};
+      c.pos = {base, index};
+    } else if (call || method) {
+      c = parse_call(rhs);
+      if (c.op.empty()) {  // the torch level: frontend/torch_functions.h
+        const std::optional<Arg> self = c.pos.empty() ? std::nullopt : std::optional<Arg>(c.pos[0]);
+        return lower_statement(target.text, c.target, c.col,
+                               [&](TorchLowering& b) { return lower_torch_call(b, c.target, c.pos, c.kw); }, meta, meta_col, symbolic,
+                               self);
+      }
     } else {
-      c = call || method ? parse_call(rhs) : parse_operator(rhs);
+      const OperatorExpr e = parse_operator(rhs);
+      if (e.symbol.empty()) {  // a plain value: a number the graph names
+        if (e.operands[0].is_node()) names_[target.text] = e.operands[0].node;
+        else sizes_[target.text] = e.operands[0];
+        return;
+      }
+      const std::string name = python_operator_name(e.symbol, static_cast<int>(e.operands.size()));
+      return lower_statement(target.text, "operator." + name, e.col,
+                             [&](TorchLowering& b) { return TorchValue{lower_operator(b, e.symbol, e.operands), false}; }, meta, meta_col,
+                             symbolic, std::nullopt);
     }
     // The size queries (aten.sym_size.int, sym_numel, sym_stride.int, sym_storage_offset): with
     // shapes known, the number itself, used where the graph passes it (a view's sizes).
     if (c.op.rfind("aten.sym_", 0) == 0) {
       names_.erase(target.text);
-      sizes_[target.text] = size_query(c);
+      sizes_[target.text] = Arg::of_int(size_query(c));
       return;
     }
     if (symbolic) fail(meta_col, "'" + target.text + "' is a symbolic integer computed by " + c.target + ": only size queries are read");
@@ -792,7 +747,7 @@ class Parser {
   std::vector<AutocastFrame> autocast_;  // innermost last
   std::string model_device_;
   Graph g_;
-  std::map<std::string, int64_t> sizes_;  // size queries' values, by name
+  std::map<std::string, Arg> sizes_;  // numbers the graph names (size queries' values, x.size()), by name
   std::map<std::string, int> names_;
   std::string stack_;
   int lineno_ = 0;
