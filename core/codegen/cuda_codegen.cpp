@@ -8,6 +8,7 @@
 
 #include "codegen/cuda_gemm_template.h"
 #include "codegen/emitter.h"
+#include "codegen/flash_attention_half.h"
 #include "loop/dependencies.h"
 #include "ops/op_table.h"
 
@@ -626,6 +627,7 @@ int attention_head_dim(const LoopProgram& p, const ExternCall& c) {
 
 std::string attention_cuda_path(const LoopProgram& p, const ExternCall& c) {
   if (!is_attention(c.op) && !is_attention_backward(c.op)) return "";
+  if (flash_half_head_dim(p, c)) return "half";  // bf16/f16: FlashAttention-2 on the tensor cores
   const size_t first = is_attention_backward(c.op) ? 1 : 0;
   const Shape& q = c.shapes.at(static_cast<size_t>(c.args.at(first).node));
   const Shape& k = c.shapes.at(static_cast<size_t>(c.args.at(first + 1).node));
@@ -718,18 +720,21 @@ GeneratedCuda generate_cuda(const LoopProgram& p, const Schedule& s, const CudaC
   if (g.source.code.find("ls_index_fault(") != std::string::npos) g.source.code += "\n__device__ int64_t ls_index_fault_state[4];\n";
   // The attention kernels (short sequences: fused; long: tiled), for each head size and
   // direction the schedule's attention calls use: an inference model compiles no backward.
-  std::set<std::string> instances;
+  std::set<std::string> instances, half;
   for (const Kernel& k : s.kernels)
     if (k.is_extern) {
       const ExternCall& c = p.nodes.at(k.nodes.at(0)).ext;
       const std::string path = attention_cuda_path(p, c);
+      if (path == "half") half.insert(flash_half_instance(flash_half_type(p, c), flash_half_head_dim(p, c), is_attention_backward(c.op)));
       if (path != "fused" && path != "tiled") continue;
       instances.insert(std::string(path == "fused" ? "LS_ATTENTION_" : "LS_FLASH_ATTENTION_") +
                        (is_attention_backward(c.op) ? "BWD(" : "FWD(") + std::to_string(attention_head_dim(p, c)) + ")");
     }
-  if (instances.empty()) return g;
+  if (instances.empty() && half.empty()) return g;
   g.attention_source = std::string("// Lowerscope's attention kernels\n") + prelude_for(kCudaPrelude, "");
   for (const std::string& i : instances) g.attention_source += i + "\n";
+  if (!half.empty()) g.attention_source += flash_half_device_source();  // bf16/f16 (codegen/cuda_flash_half.h)
+  for (const std::string& i : half) g.attention_source += i + "\n";
   return g;
 }
 

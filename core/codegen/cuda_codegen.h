@@ -89,6 +89,7 @@ int attention_head_dim(const LoopProgram& p, const ExternCall& c);
 // one launch beats materialising the scores), "tiled" (long sequences at head sizes 32 and
 // 64: the prelude's FlashAttention-2 kernels, forward and backward), "cublas" (the rest of long sequences: the scores in memory,
 // batched cuBLAS products around a softmax kernel, as PyTorch's math path; float32, no mask),
+// "half" (bf16/f16: FlashAttention-2 on the tensor cores, codegen/flash_attention_half.h),
 // or "" (neither: the host runs it).
 std::string attention_cuda_path(const LoopProgram& p, const ExternCall& c);
 

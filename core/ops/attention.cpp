@@ -2,6 +2,7 @@
 // it decomposes into when it has no mask (a library kernel: fused kernels, FlashAttention-2 or
 // cuBLAS around softmax kernels on CUDA), and that kernel's backward.
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <stdexcept>
 
@@ -144,8 +145,15 @@ std::vector<Arg> decomp_sdpa(GraphBuilder& b, const OpDef& op, const std::vector
     return {b.call("aten.scaled_dot_product_attention.default", {a[0], k, v, a[3], a[4], a[5]}, {{"scale", a[6]}})};
   }
   // No mask, same head count and float32: the fused attention kernel (its log-sum-exp kept for the
-  // backward), as PyTorch dispatches to efficient attention.
-  if (!a[ix.mask].is_node() && b.meta(a[0]).dtype == DType::f32 && b.meta(a[0]).shape.size() >= 3 &&
+  // backward), as PyTorch dispatches to efficient attention. bf16/f16 too where the head size is
+  // a multiple of 8 up to 128 (FlashAttention-2 on CUDA's tensor cores, as PyTorch dispatches to
+  // flash attention; the CPU widens to float32); LS_FLASH_HALF=0 keeps the math form (A/B tests).
+  const DType dt = b.meta(a[0]).dtype;
+  const int64_t hd = b.meta(a[0]).shape.empty() ? 0 : b.meta(a[0]).shape.back();
+  const char* flash_half = std::getenv("LS_FLASH_HALF");
+  const bool half_fused = (dt == DType::bf16 || dt == DType::f16) && b.meta(a[1]).dtype == dt && b.meta(a[2]).dtype == dt && hd > 0 && hd <= 128 && hd % 8 == 0 &&
+                          !(flash_half && std::string(flash_half) == "0");
+  if (!a[ix.mask].is_node() && (dt == DType::f32 || half_fused) && b.meta(a[0]).shape.size() >= 3 &&
       b.meta(a[0]).shape == b.meta(a[1]).shape && b.meta(a[1]).shape == b.meta(a[2]).shape) {
     const Arg r = b.call("aten._scaled_dot_product_efficient_attention.default",
                          {a[0], a[1], a[2], Arg::none(), Arg::of_bool(true), Arg::of_real(0.0), a[ix.causal]},
