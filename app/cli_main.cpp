@@ -41,7 +41,7 @@ const char* kUsage = R"(usage:
                                [--train [--expect-grads G0.npy,G1.npy] [--partitioner min_cut|default]
                                         [--sgd LR]]
                                [--report FILE.json] [--dump DIR (stages, sources, objects, SVGs, report.html)] [--decompose core_aten|prims]
-                               [--dtype float32|bfloat16|float16] [--no-fusion] [--no-gemm-templates] [--external-compiler] [--no-run] [--no-reference] [--quiet]
+                               [--dtype float32|bfloat16|float16] [--allow-tf32] [--no-fusion] [--no-gemm-templates] [--external-compiler] [--no-run] [--no-reference] [--quiet]
                                [--dynamic [--at s0=N[,s1=M] ...]] [--cuda-started]
   lowerscope-cli diff MODEL [--stage S | --stages A,B] [compile options] [--right "OPTIONS"]
   lowerscope-cli export MODEL --out DIR [compile options]
@@ -61,6 +61,10 @@ parameter update.
 --no-gemm-templates: on the CPU, default mode writes large float32 matrix multiplies (AVX-512, at
 least 2^27 multiply-adds, K up to 512) as generated GEMM templates, their bias in the register
 tile's store; with this flag every multiply calls the BLAS library (max-autotune times both).
+--allow-tf32 lets float32 products (and convolutions through them) run on CUDA's tensor cores in
+TF32, as torch.backends.cuda.matmul.allow_tf32 = True: faster, about 1e-3 relative error, so the
+float32 check may fail on large products. Off by default (float32 exact). It sets LS_ALLOW_TF32=1
+for this process and the processes it starts.
 --dynamic compiles with dynamic shapes (as torch.compile(dynamic=True)): the inputs' sizes become
 symbols s0, s1, ... and the kernels (C++ or CUDA) take them as arguments; the `dynamic` stage lists the
 symbols, what was specialized and why, and the guards. --at s0=N runs the same compiled code again
@@ -233,6 +237,7 @@ bool pipeline_option(const std::vector<std::string>& args, size_t& i, ls::LoadOp
   else if (a == "--no-run") po.run = false;
   else if (a == "--no-reference") po.reference = false;
   else if (a == "--dynamic") po.dynamic = true;
+  else if (a == "--allow-tf32") ::setenv("LS_ALLOW_TF32", "1", 1);  // read where cuBLAS loads (cuda/cublas.h)
   else return false;
   return true;
 }

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <link.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <iomanip>
 #include <iterator>
@@ -59,10 +60,14 @@ Cublas* Cublas::get(std::string* why) {
         b->create_ = reinterpret_cast<decltype(b->create_)>(dlsym(b->lib_, "cublasCreate_v2"));
         b->gemm_ = reinterpret_cast<decltype(b->gemm_)>(dlsym(b->lib_, "cublasSgemmStridedBatched"));
         b->set_stream_ = reinterpret_cast<decltype(b->set_stream_)>(dlsym(b->lib_, "cublasSetStream_v2"));
+        b->set_math_mode_ = reinterpret_cast<decltype(b->set_math_mode_)>(dlsym(b->lib_, "cublasSetMathMode"));
+        const char* tf32 = std::getenv("LS_ALLOW_TF32");
+        b->allow_tf32 = tf32 && *tf32 && std::string(tf32) != "0";
         if (!b->create_ || !b->gemm_) error = "cuBLAS lacks cublasCreate_v2 or cublasSgemmStridedBatched";
         else if (int r = b->create_(&b->handle_); r != 0) error = "cublasCreate failed (status " + std::to_string(r) + ")";
         else {
           b->generation_ = CudaDriver::get()->generation();
+          b->use_math_mode();
           c = std::move(b);
         }
       }
@@ -74,12 +79,19 @@ Cublas* Cublas::get(std::string* why) {
     if (d && d->generation() != c->generation_) {  // the device was reset: the old handle died with it
       c->generation_ = d->generation();
       c->create_(&c->handle_);
+      c->use_math_mode();
       c->stream_ = nullptr;
       c->lt_.reset();  // its handle, plans and workspace died with the context too
       c->lt_tried_ = false;
     }
   }
   return c.get();
+}
+
+// CUBLAS_TF32_TENSOR_OP_MATH where TF32 is allowed (cublasSgemm* then rounds its inputs to TF32),
+// else CUBLAS_DEFAULT_MATH.
+void Cublas::use_math_mode() {
+  if (set_math_mode_ && handle_) set_math_mode_(handle_, allow_tf32 ? 3 : 0);
 }
 
 void Cublas::sgemm(int64_t batch, int64_t M, int64_t N, int64_t K, float alpha, DevicePtr A, bool ta, int64_t sa, DevicePtr B,
@@ -113,6 +125,7 @@ struct Cublas::LtPlan {
 // are pointers, the constants are the header's values.
 struct Cublas::Lt {
   static constexpr int kCompute32F = 68, kR32F = 0;                              // CUBLAS_COMPUTE_32F, CUDA_R_32F
+  static constexpr int kCompute32FFastTF32 = 77;                                 // CUBLAS_COMPUTE_32F_FAST_TF32
   static constexpr int kR16F = 2, kR16BF = 14;                                    // CUDA_R_16F, CUDA_R_16BF
   static constexpr int kTransA = 3, kTransB = 4, kEpilogue = 7, kBiasPointer = 8;  // CUBLASLT_MATMUL_DESC_*
   static constexpr uint32_t kEpilogueDefault = 1, kEpilogueBias = 4;            // CUBLASLT_EPILOGUE_*
@@ -237,7 +250,8 @@ Cublas::LtPlan* Cublas::plan(const MatmulProblem& p) {
   int found = 0;
   // CUDA_R_32F, CUDA_R_16BF, CUDA_R_16F; the scale type stays float32
   const int t = p.dtype == DType::bf16 ? Lt::kR16BF : p.dtype == DType::f16 ? Lt::kR16F : Lt::kR32F;
-  pl.ok = lt->desc_create(&pl.desc, Lt::kCompute32F, Lt::kR32F) == 0 && lt->desc_set(pl.desc, Lt::kTransA, &opb, sizeof opb) == 0 &&
+  const int compute = p.dtype == DType::f32 && allow_tf32 ? Lt::kCompute32FFastTF32 : Lt::kCompute32F;  // float32 in TF32 where allowed
+  pl.ok = lt->desc_create(&pl.desc, compute, Lt::kR32F) == 0 && lt->desc_set(pl.desc, Lt::kTransA, &opb, sizeof opb) == 0 &&
           lt->desc_set(pl.desc, Lt::kTransB, &opa, sizeof opa) == 0 &&
           lt->desc_set(pl.desc, Lt::kEpilogue, &epilogue, sizeof epilogue) == 0 &&
           lt->layout_create(&pl.a, t, p.tb ? p.K : p.N, p.tb ? p.N : p.K, p.tb ? p.K : p.N) == 0 && batched(pl.a, p.stride_b) &&

@@ -1,5 +1,8 @@
 // cuBLAS, loaded at run time, for the matrix multiplies behind extern kernels. Row-major
-// operands, as the loop IR's buffers are; FP32 math (no TF32), as PyTorch's default.
+// operands, as the loop IR's buffers are; FP32 math (no TF32), as PyTorch's default, unless the
+// environment has LS_ALLOW_TF32=1 (lowerscope-cli --allow-tf32 sets it, so a worker process
+// inherits it): then float32 products run on the tensor cores in TF32, as PyTorch's
+// torch.backends.cuda.matmul.allow_tf32 = True (CUBLAS_COMPUTE_32F_FAST_TF32, the TF32 math mode).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -51,8 +54,10 @@ class Cublas {
   // null; C is not read. False where cuBLASLt is absent or has no algorithm for it.
   bool gemm_lt(const MatmulProblem& p, const MatmulAlgorithm* algo, float alpha, DevicePtr A, DevicePtr B, DevicePtr bias, DevicePtr C);
   std::string library;  // the file it was loaded from
+  bool allow_tf32 = false;  // float32 products in TF32 (LS_ALLOW_TF32, read when cuBLAS is loaded)
 
  private:
+  void use_math_mode();  // the handle's math mode: TF32 tensor-op math where allowed
   struct Lt;             // cuBLASLt: its entry points, handle, workspace and plans per problem
   struct LtPlan;
   LtPlan* plan(const MatmulProblem& p);  // descriptors and the heuristic's first algorithm, made once per problem
@@ -64,6 +69,7 @@ class Cublas {
   int generation_ = 0;  // the device context the handle belongs to (a reset after a fault makes a new one)
   int (*create_)(void**) = nullptr;
   int (*set_stream_)(void*, void*) = nullptr;
+  int (*set_math_mode_)(void*, int) = nullptr;  // cublasSetMathMode: TF32 where allowed
   void* stream_ = nullptr;  // the stream the handle is set to
   int (*gemm_)(void*, int, int, int, int, int, const float*, const float*, int, long long, const float*, int, long long,
                const float*, float*, int, long long, int) = nullptr;
