@@ -1,6 +1,7 @@
 #include "sched/schedule.h"
 
 #include <algorithm>
+#include <array>
 #include <deque>
 #include <queue>
 #include <functional>
@@ -38,32 +39,38 @@ constexpr size_t kMaxHorizontalPartners = 64;
 class Scheduler {
  public:
   Scheduler(const LoopProgram& p, const ScheduleOptions& o) : p_(p), opts_(o) {
-    for (size_t i = 0; i < p.nodes.size(); ++i) {
-      deps_.push_back(extract_dependencies(p.nodes[i]));
+    const size_t n = p.nodes.size();
+    groups_.reserve(n);
+    for (size_t i = 0; i < n; ++i) {
       groups_.push_back({{static_cast<int>(i)}});
       group_of_.push_back(static_cast<int>(i));
     }
     group_buffers_.resize(groups_.size());
-    for (size_t i = 0; i < p.nodes.size(); ++i) {
+    // Buffer -> the first node writing it (LoopProgram::producer, indexed by buffer id).
+    node_write_id_.reserve(n);
+    for (size_t i = 0; i < n; ++i) {
       node_write_id_.push_back(buffer_id(p.nodes[i].buffer));
+      set_producer(node_write_id_.back(), static_cast<int>(i));
+      for (const auto& out : p.nodes[i].ext.outputs) set_producer(buffer_id(out), static_cast<int>(i));
+    }
+    // Each node's reads, as ids and as edges from their producers. Its dependencies are dropped as
+    // soon as they are read: kept for every node, they were most of the scheduler's memory.
+    node_read_ids_.reserve(n);
+    for (size_t i = 0; i < n; ++i) {
+      const Dependencies deps = extract_dependencies(p.nodes[i]);
       std::vector<int> reads;
-      for (const MemDep& d : deps_[i].reads) reads.push_back(buffer_id(d.buffer));
+      reads.reserve(deps.reads.size());
+      for (const MemDep& d : deps.reads) {
+        reads.push_back(buffer_id(d.buffer));
+        const int prod = producer_of_id(reads.back());
+        if (prod >= 0) edges_.push_back({prod, static_cast<int>(i), d.buffer});
+      }
       std::sort(reads.begin(), reads.end());
       reads.erase(std::unique(reads.begin(), reads.end()), reads.end());
       node_read_ids_.push_back(std::move(reads));
     }
     buffer_bytes_.assign(buffer_ids_.size(), -1);
-    std::unordered_map<std::string, int> producer;  // buffer -> the first node writing it (LoopProgram::producer, indexed)
-    for (size_t i = 0; i < p.nodes.size(); ++i) {
-      producer.emplace(p.nodes[i].buffer, static_cast<int>(i));
-      for (const auto& o : p.nodes[i].ext.outputs) producer.emplace(o, static_cast<int>(i));
-    }
-    for (size_t i = 0; i < p.nodes.size(); ++i)
-      for (const MemDep& d : deps_[i].reads) {
-        const auto prod = producer.find(d.buffer);
-        if (prod != producer.end()) edges_.push_back({prod->second, static_cast<int>(i), d.buffer});
-      }
-    out_edges_.resize(p.nodes.size());
+    out_edges_.resize(n);
     for (size_t e = 0; e < edges_.size(); ++e) out_edges_[static_cast<size_t>(edges_[e].producer)].push_back(static_cast<int>(e));
   }
 
@@ -78,6 +85,7 @@ class Scheduler {
     if (opts_.fusion && opts_.gemm_epilogues) mark_gemm_epilogues(s.kernels);
     if (opts_.fusion && opts_.max_loop_nests > 1) group_loop_nests(s.kernels);
     for (size_t k = 0; k < s.kernels.size(); ++k) rename(s.kernels[k], k);
+    s.edges.reserve(edges_.size());
     for (const auto& e : edges_) {
       EdgeDecision d;
       d.producer = e.producer;
@@ -234,22 +242,26 @@ class Scheduler {
     if (!red_a && !red_b && xa != xb)
       return {false, "different iteration sizes (" + std::to_string(xa) + " vs " + std::to_string(xb) + ")"};
     const auto [x, r] = iteration(merged);
-    std::map<int, const Placed*> where;
+    // Each merged node's placement, beside it in `merged` (sorted): found by binary search.
+    std::vector<const Placed*> placed_at;
+    placed_at.reserve(merged.size());
     for (int n : merged) {
       const Placed& pl = placed(n, x, r);
       if (!pl.where.ok)
         return {false, "iteration size " + std::to_string(p_.nodes[n].numel()) + " of " + p_.nodes[n].name +
                            " fits neither the kernel's " + std::to_string(x) + " nor " + std::to_string(x) + " x " + std::to_string(r)};
-      where[n] = &pl;
+      placed_at.push_back(&pl);
     }
+    auto in_merged = [&](int n) { return std::binary_search(merged.begin(), merged.end(), n); };
+    auto where = [&](int n) { return placed_at[static_cast<size_t>(std::lower_bound(merged.begin(), merged.end(), n) - merged.begin())]; };
     if (opts_.coalesced && r > 1) {
       // Which way each group's r loop walks memory: consecutive r adjacent (along the rows) or
       // consecutive x adjacent (along the columns).
       auto walk = [&](int g) {
         int rows = 0, cols = 0;
         for (int n : groups_[g].nodes) {
-          if (!where[n]->where.inner) continue;
-          const Dependencies& d = where[n]->deps;
+          if (!where(n)->where.inner) continue;
+          const Dependencies& d = where(n)->deps;
           for (const auto* list : {&d.reads, &d.writes})
             for (const MemDep& m : *list) {
               if (!m.index.depends_on("r0")) continue;
@@ -266,17 +278,19 @@ class Scheduler {
     }
     // Every value passed between the two groups must be produced in the same iteration that
     // reads it: same index in the kernel's variables, and not from a reduction still running.
-    std::set<int> in_a(groups_[ga].nodes.begin(), groups_[ga].nodes.end());
-    for (int c : merged) {
-      for (const MemDep& rd : where[c]->deps.reads) {
-        const int prod = p_.producer(rd.buffer);
-        if (prod < 0 || !where.count(prod) || (in_a.count(prod) == in_a.count(c))) continue;
+    const std::vector<int>& a_nodes = groups_[ga].nodes;  // sorted
+    auto in_a = [&](int n) { return std::binary_search(a_nodes.begin(), a_nodes.end(), n); };
+    for (size_t ci = 0; ci < merged.size(); ++ci) {
+      const int c = merged[ci];
+      for (const MemDep& rd : placed_at[ci]->deps.reads) {
+        const int prod = producer_of(rd.buffer);
+        if (prod < 0 || !in_merged(prod) || (in_a(prod) == in_a(c))) continue;
         const LoopNode& pn = p_.nodes[prod];
-        const Dependencies& pd = where[prod]->deps;
+        const Dependencies& pd = where(prod)->deps;
         if (pd.writes.at(0).index != rd.index)
           return {false, p_.nodes[c].name + " reads " + rd.buffer + " at " + rd.index.str() + " but " + pn.name +
                              " writes it at " + pd.writes[0].index.str() + ": values from other iterations are needed"};
-        if (where[prod]->where.inner && !where[c]->where.inner && pn.kind == LoopNode::Kind::pointwise)
+        if (where(prod)->where.inner && !placed_at[ci]->where.inner && pn.kind == LoopNode::Kind::pointwise)
           return {false, p_.nodes[c].name + " iterates " + std::to_string(x) + " but reads " + rd.buffer +
                              ", which has one value per reduction element"};
       }
@@ -472,13 +486,33 @@ class Scheduler {
   }
   std::unordered_map<std::string, int> buffer_id_of_;
   std::vector<const std::string*> buffer_ids_;
+  std::vector<int> producer_by_id_;              // id -> the first node writing it, -1 for none
+  void set_producer(int id, int node) {
+    if (producer_by_id_.size() <= static_cast<size_t>(id)) producer_by_id_.resize(static_cast<size_t>(id) + 1, -1);
+    if (producer_by_id_[static_cast<size_t>(id)] < 0) producer_by_id_[static_cast<size_t>(id)] = node;
+  }
+  int producer_of_id(int id) const {
+    return static_cast<size_t>(id) < producer_by_id_.size() ? producer_by_id_[static_cast<size_t>(id)] : -1;
+  }
+  // LoopProgram::producer without its shared index: every buffer a node reads or writes has an id.
+  int producer_of(const std::string& buffer) const {
+    const auto it = buffer_id_of_.find(buffer);
+    return it == buffer_id_of_.end() ? -1 : producer_of_id(it->second);
+  }
+  mutable std::vector<const LoopBuffer*> buffer_by_id_;  // id -> its LoopBuffer, nullptr until asked
+  const LoopBuffer& buffer_of(int id) const {
+    if (buffer_by_id_.size() != buffer_ids_.size()) buffer_by_id_.assign(buffer_ids_.size(), nullptr);
+    const LoopBuffer*& b = buffer_by_id_[static_cast<size_t>(id)];
+    if (!b) b = &p_.buffer(*buffer_ids_[static_cast<size_t>(id)]);
+    return *b;
+  }
   std::vector<int> node_write_id_;               // node -> its buffer's id
   std::vector<std::vector<int>> node_read_ids_;  // node -> the ids it reads, sorted, once each
   mutable std::vector<int64_t> buffer_bytes_;    // id -> bytes, -1 until asked
 
   int64_t bytes_of(int id) const {
     int64_t& b = buffer_bytes_[static_cast<size_t>(id)];
-    if (b < 0) b = p_.buffer(*buffer_ids_[static_cast<size_t>(id)]).bytes();
+    if (b < 0) b = buffer_of(id).bytes();
     return b;
   }
 
@@ -537,15 +571,15 @@ class Scheduler {
     std::set<std::string> written, reads, origins;
     for (int n : g.nodes) written.insert(p_.nodes[n].buffer);
     for (int n : g.nodes) {
-      for (const auto& d : deps_[n].reads)
-        if (!written.count(d.buffer)) reads.insert(d.buffer);
+      for (int id : node_read_ids_[static_cast<size_t>(n)])
+        if (!written.count(*buffer_ids_[static_cast<size_t>(id)])) reads.insert(*buffer_ids_[static_cast<size_t>(id)]);
       for (const auto& o : p_.nodes[n].origins) origins.insert(o);
     }
     k.reads.assign(reads.begin(), reads.end());
     std::vector<KernelLoop> loops;  // the kernel's loops, worked out on first need
     for (int n : g.nodes) {
       const std::string& buf = p_.nodes[n].buffer;
-      bool outside = p_.buffer(buf).is_output;
+      bool outside = buffer_of(node_write_id_[static_cast<size_t>(n)]).is_output;
       for (int ei : out_edges_[static_cast<size_t>(n)]) {
         const Edge& e = edges_[static_cast<size_t>(ei)];
         if (group_of_[e.consumer] != group_of_[n]) outside = true;
@@ -596,43 +630,49 @@ class Scheduler {
   }
 
   void plan_memory(Schedule& s) const {
-    // Unfused: every node's buffer lives from its node to its last reader.
-    auto peak = [&](const std::vector<std::vector<int>>& order, const std::set<std::string>& skip) {
-      std::map<std::string, int> last;
-      for (size_t k = 0; k < order.size(); ++k)
-        for (int n : order[k])
-          for (const auto& d : deps_[n].reads) last[d.buffer] = static_cast<int>(k);
+    // Unfused: every node's buffer lives from its node to its last reader. Steps of `steps(k)`
+    // nodes each; buffers by id (skip: those never materialised).
+    auto peak = [&](size_t count, const auto& steps, const std::vector<bool>& skip) {
+      std::vector<int> last(buffer_ids_.size(), 0);  // id -> the last step reading it (0 when none does)
+      for (size_t k = 0; k < count; ++k)
+        for (int n : steps(k))
+          for (int id : node_read_ids_[static_cast<size_t>(n)]) last[static_cast<size_t>(id)] = static_cast<int>(k);
       int64_t live = 0, best = 0;
       for (const auto& b : p_.buffers)
         if (b.is_input) live += b.bytes();
       best = live;
-      for (size_t k = 0; k < order.size(); ++k) {
-        for (int n : order[k])
-          if (!skip.count(p_.nodes[n].buffer)) live += p_.buffer(p_.nodes[n].buffer).bytes();
+      for (size_t k = 0; k < count; ++k) {
+        for (int n : steps(k)) {
+          const int id = node_write_id_[static_cast<size_t>(n)];
+          if (!skip[static_cast<size_t>(id)]) live += bytes_of(id);
+        }
         best = std::max(best, live);
-        for (int n : order[k]) {
-          const std::string& buf = p_.nodes[n].buffer;
-          if (!skip.count(buf) && !p_.buffer(buf).is_output && last[buf] <= static_cast<int>(k)) live -= p_.buffer(buf).bytes();
+        for (int n : steps(k)) {
+          const int id = node_write_id_[static_cast<size_t>(n)];
+          if (!skip[static_cast<size_t>(id)] && !buffer_of(id).is_output && last[static_cast<size_t>(id)] <= static_cast<int>(k))
+            live -= bytes_of(id);
         }
       }
       return best;
     };
-    std::vector<std::vector<int>> unfused;
-    for (size_t i = 0; i < p_.nodes.size(); ++i) unfused.push_back({static_cast<int>(i)});
-    s.memory.peak_bytes_unfused = peak(unfused, {});
-    std::vector<std::vector<int>> fused;
+    s.memory.peak_bytes_unfused = peak(
+        p_.nodes.size(), [](size_t k) { return std::array<int, 1>{static_cast<int>(k)}; }, std::vector<bool>(buffer_ids_.size(), false));
     std::set<std::string> removed;
-    for (const Kernel& k : s.kernels) {
-      fused.push_back(k.nodes);
-      for (const auto& r : k.removed) removed.insert(r);
-    }
+    std::vector<bool> removed_id(buffer_ids_.size(), false);
+    for (const Kernel& k : s.kernels)
+      for (const auto& r : k.removed) {
+        removed.insert(r);
+        const auto id = buffer_id_of_.find(r);
+        if (id != buffer_id_of_.end()) removed_id[static_cast<size_t>(id->second)] = true;
+      }
     s.memory.removed.assign(removed.begin(), removed.end());
-    s.memory.peak_bytes = peak(fused, removed);
+    s.memory.peak_bytes = peak(
+        s.kernels.size(), [&](size_t k) -> const std::vector<int>& { return s.kernels[k].nodes; }, removed_id);
     // Reuse: a materialised intermediate may take the memory of one that died in an earlier kernel.
     std::map<std::string, int> last;
     for (size_t k = 0; k < s.kernels.size(); ++k)
       for (int n : s.kernels[k].nodes)
-        for (const auto& d : deps_[n].reads) last[d.buffer] = static_cast<int>(k);
+        for (int id : node_read_ids_[static_cast<size_t>(n)]) last[*buffer_ids_[static_cast<size_t>(id)]] = static_cast<int>(k);
     // The buffers that die in each kernel (in name order, as the map holds them), and the free
     // memory as a queue per size: a write takes the first freed buffer of its size. (Scanning every
     // buffer's last use at every kernel, and the free list at every write, was quadratic.)
@@ -649,14 +689,13 @@ class Scheduler {
         it->second.pop_front();
       }
       for (const std::string* buf : dies_in[k])
-        if (p_.producer(*buf) >= 0 && !p_.buffer(*buf).is_output && !removed.count(*buf))
+        if (producer_of(*buf) >= 0 && !p_.buffer(*buf).is_output && !removed.count(*buf))
           free_by_size[p_.buffer(*buf).bytes()].push_back(buf);
     }
   }
 
   const LoopProgram& p_;
   ScheduleOptions opts_;
-  std::vector<Dependencies> deps_;
   std::vector<Group> groups_;
   std::vector<int> group_of_;
   std::vector<Edge> edges_;
