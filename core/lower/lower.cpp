@@ -86,6 +86,10 @@ class Lowering {
   explicit Lowering(const Graph& g) : g_(g), readers_(g.nodes.size()), outs_(g.nodes.size()), out_bufs_(g.nodes.size()) {}
 
   LoopProgram run() {
+    // About a loop node and a buffer per graph node: reserved, so that the nodes (large, with their
+    // bodies and provenance) are not moved again each time the vectors grow.
+    p_.nodes.reserve(g_.nodes.size());
+    p_.buffers.reserve(g_.nodes.size());
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       const Node& n = g_.nodes[i];
       if (n.is_placeholder()) {
