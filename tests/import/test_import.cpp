@@ -1101,6 +1101,245 @@ class TestImport : public QObject {
     QCOMPARE(in3->reads, (std::vector<std::string>{"input_2", "l_fn_modules_2_parameters_weight_", "l_fn_modules_2_parameters_bias_"}));
   }
 
+  // Real logs of two models from PyTorch 2.11 (tests/data/trace/make_model_traces.py): a
+  // torchvision ResNet-18 in inference, one graph; a tiny transformers GPT-2, inference then a
+  // training step (a recompile on grad mode, a logging graph break, the loss in its own frame).
+  // Every graph with a Dynamo stage compiles with our pipeline and passes its check.
+  void testTorchTraceResnet18Log() {
+    TorchTrace t = read_torch_trace(data("trace/resnet18.log"));
+    QVERIFY2(t.warnings.empty(), t.warnings.empty() ? "" : t.warnings[0].what.c_str());
+    QCOMPARE(t.frames.size(), size_t(1));
+    QCOMPARE(t.frames[0].name, std::string("forward"));
+    QVERIFY(t.frames[0].stack.back().file.ends_with("resnet.py"));
+    QCOMPARE(t.compiles.size(), size_t(1));
+    const TraceCompile& c = t.compiles[0];
+    QCOMPARE(c.id(), std::string("0/0"));
+    QCOMPARE(c.stages(), (std::vector<std::string>{"dynamo", "aot_inference", "inductor_post_grad", "inductor_output_code"}));
+    QCOMPARE(c.output_code.size(), size_t(1));
+    QCOMPARE(c.inductor_kernels(), 22);
+    QVERIFY(t.graph_breaks.empty() && t.recompiles.empty() && t.failures.empty());
+    compile_trace_graphs(t);
+    const OurCompile& ours = t.compiles[0].ours;
+    QVERIFY2(ours.attempted && ours.ok, ours.error.c_str());
+    QVERIFY(!ours.train);
+    QVERIFY(ours.kernels >= 1);
+    const auto report = nlohmann::json::parse(trace_report_json(t));
+    QCOMPARE(report["graphs"][0]["ours"]["check"].get<std::string>(), std::string("ok"));
+    QCOMPARE(report["graphs"][0]["inductor_kernels"].get<int>(), 22);
+  }
+
+  void testTorchTraceGpt2Log() {
+    TorchTrace t = read_torch_trace(data("trace/gpt2.log"));
+    QVERIFY2(t.warnings.empty(), t.warnings.empty() ? "" : t.warnings[0].what.c_str());
+    std::vector<std::string> names, ids;
+    for (const TraceFrame& f : t.frames) names.push_back(f.name);
+    for (const TraceCompile& c : t.compiles) ids.push_back(c.id());
+    QCOMPARE(names, (std::vector<std::string>{"wrapper", "forward", "loss_function", "ForCausalLMLoss", "__init__"}));
+    QCOMPARE(ids, (std::vector<std::string>{"0/0", "0/1", "1/0", "2/0", "3/0", "4/0"}));
+    QCOMPARE(t.frames[0].compiles, (std::vector<std::string>{"0/0", "0/1"}));
+    // The training step recompiles the wrapper: grad mode changed.
+    QCOMPARE(t.recompiles.size(), size_t(1));
+    QCOMPARE(t.recompiles[0].compile_id, std::string("0/1"));
+    QVERIFY(!t.recompiles[0].reasons.empty());
+    QVERIFY2(t.recompiles[0].reasons[0].find("GLOBAL_STATE changed: grad_mode") != std::string::npos, t.recompiles[0].reasons[0].c_str());
+    // The logging call breaks the graph in three compiles: one break, de-duplicated.
+    QCOMPARE(t.graph_breaks.size(), size_t(1));
+    const TraceGraphBreak& gb = t.graph_breaks[0];
+    QVERIFY2(gb.reason.find("logging.Logger method not supported") != std::string::npos, gb.reason.c_str());
+    QVERIFY(gb.file.ends_with("make_model_traces.py"));
+    QCOMPARE(gb.line, 27);
+    QCOMPARE(gb.count, 3);
+    QCOMPARE(gb.compiles, (std::vector<std::string>{"0/1", "1/0", "2/0"}));
+    QVERIFY(t.failures.empty());
+    // PyTorch's stages and Inductor's kernels per graph; the restarted compiles have none.
+    const std::vector<std::string> inference = {"dynamo", "aot_inference", "inductor_post_grad", "inductor_output_code"};
+    const std::vector<std::string> training = {"dynamo", "aot_joint", "aot_forward", "aot_backward", "inductor_post_grad", "inductor_output_code"};
+    QCOMPARE(t.compile("0/0")->stages(), inference);
+    QCOMPARE(t.compile("1/0")->stages(), training);
+    QCOMPARE(t.compile("3/0")->stages(), training);
+    for (const char* id : {"0/1", "2/0", "4/0"}) QVERIFY2(t.compile(id)->stages().empty() && t.compile(id)->dynamo_graph.empty(), id);
+    QCOMPARE(t.compile("0/0")->inductor_kernels(), 9);
+    QCOMPARE(t.compile("1/0")->inductor_kernels(), 23);
+    QCOMPARE(t.compile("3/0")->inductor_kernels(), 4);
+    QCOMPARE(t.compile("1/0")->output_code.size(), size_t(2));
+    QVERIFY(t.compile("1/0")->output_code[0].aot_id.ends_with("_forward") && t.compile("1/0")->output_code[1].aot_id.ends_with("_backward"));
+    // The torch level these graphs are written in (frontend/torch_functions.h).
+    const std::string& g0 = t.compile("0/0")->dynamo_graph;
+    for (const char* f : {"torch.nn.functional.embedding(", "torch._C._nn.scaled_dot_product_attention(", "torch.addmm(", ".split(64, dim = 2)",
+                          "[(None, None, slice(None, None, None), None)]", ".expand(2, -1, 16, 16)", "torch.tensor([]"})
+      QVERIFY2(g0.find(f) != std::string::npos, f);
+    QVERIFY(t.compile("3/0")->dynamo_graph.find("l_logits_.float()") != std::string::npos);
+    // Ours: every graph with a Dynamo stage compiles and matches the reference; the training
+    // step's graphs as training steps (the joint graph's dropout and attention dropout included).
+    compile_trace_graphs(t);
+    int compiled = 0;
+    for (const TraceCompile& c : t.compiles) {
+      if (c.dynamo_graph.empty()) continue;
+      ++compiled;
+      QVERIFY2(c.ours.attempted && c.ours.ok, (c.id() + ": " + c.ours.error).c_str());
+      QVERIFY2(c.ours.kernels >= 1, c.id().c_str());
+    }
+    QCOMPARE(compiled, 3);
+    QVERIFY(!t.compile("0/0")->ours.train);
+    QVERIFY(t.compile("1/0")->ours.train && t.compile("3/0")->ours.train);
+    const auto report = nlohmann::json::parse(trace_report_json(t));
+    QCOMPARE(report["graphs"].size(), size_t(6));
+    for (size_t i : {size_t(0), size_t(2), size_t(4)})
+      QCOMPARE(report["graphs"][i]["ours"]["check"].get<std::string>(), std::string("ok"));
+    QCOMPARE(report["graphs"][2]["inductor_kernels"].get<int>(), 23);
+  }
+
+  // The torch level (frontend/torch_functions.h), on small graph texts: each is read, run on the
+  // reference interpreter, and its numbers compared with the ATen graph PyTorch's Python front
+  // end makes of it, or with the values computed here from the inputs.
+  static std::string torch_level_graph(const std::string& params, const std::string& body) {
+    return "class GraphModule(torch.nn.Module):\n    def forward(self, " + params + "):\n" + body;
+  }
+  static void same_numbers(const std::string& params, const std::string& torch_body, const std::string& aten_body) {
+    const Graph a = import_fx_text(torch_level_graph(params, torch_body), "torch_level.txt");
+    const Graph b = import_fx_text(torch_level_graph(params, aten_body), "aten.txt");
+    const std::vector<Tensor> in = random_inputs(a, 3);
+    const std::vector<Tensor> x = run_reference(a, in), y = run_reference(b, in);
+    QCOMPARE(x.size(), y.size());
+    for (size_t i = 0; i < x.size(); ++i) {
+      QCOMPARE(x[i].shape(), y[i].shape());
+      QCOMPARE(x[i].dtype(), y[i].dtype());
+      const Comparison c = compare(x[i], y[i], Tolerance{1e-6, 1e-7});
+      QVERIFY2(c.ok, ("output " + std::to_string(i) + ": " + c.why).c_str());
+    }
+  }
+
+  void testTorchLevelMethods() {
+    same_numbers("L_x_: \"f32[2, 3, 4]\", L_n_: \"i64[2, 3]\"",
+                 "        v: \"f32[6, 4]\" = L_x_.view(-1, 4)\n"
+                 "        h: \"f16[2, 3, 4]\" = L_x_.half()\n"
+                 "        f: \"f32[2, 3, 4]\" = h.float()\n"
+                 "        g: \"f32[2, 3]\" = L_n_.float()\n"
+                 "        d: \"f64[2, 3, 4]\" = L_x_.to(device(type='cuda', index=0), torch.float64)\n"
+                 "        same: \"f32[2, 3, 4]\" = L_x_.to(L_x_)\n"
+                 "        s: \"f32[2, 3]\" = L_x_.sum(-1)\n"
+                 "        m: \"f32[2, 1, 4]\" = L_x_.mean(1, True)\n"
+                 "        sd: \"f32[2, 3]\" = L_x_.std(-1)\n"
+                 "        e: \"f32[2, 3, 4]\" = m.expand(2, 3, -1)\n"
+                 "        p: \"f32[4, 2, 3]\" = L_x_.permute(2, 0, 1)\n"
+                 "        sp = L_x_.split([1, 3], dim = 2)\n"
+                 "        sp1: \"f32[2, 3, 3]\" = sp[1]\n"
+                 "        a: \"f32[2, 3, 4]\" = e.add_(1.5)\n"
+                 "        w: \"f32[2, 3, 4]\" = e * 2\n"
+                 "        return (v, f, g, d, same, s, m, sd, p, sp1, w)\n",
+                 "        v: \"f32[6, 4]\" = torch.ops.aten.view.default(L_x_, [-1, 4])\n"
+                 "        h: \"f16[2, 3, 4]\" = torch.ops.prims.convert_element_type.default(L_x_, torch.float16)\n"
+                 "        f: \"f32[2, 3, 4]\" = torch.ops.prims.convert_element_type.default(h, torch.float32)\n"
+                 "        g: \"f32[2, 3]\" = torch.ops.prims.convert_element_type.default(L_n_, torch.float32)\n"
+                 "        d: \"f64[2, 3, 4]\" = torch.ops.prims.convert_element_type.default(L_x_, torch.float64)\n"
+                 "        same: \"f32[2, 3, 4]\" = torch.ops.aten.alias.default(L_x_)\n"
+                 "        s: \"f32[2, 3]\" = torch.ops.aten.sum.dim_IntList(L_x_, [-1])\n"
+                 "        m: \"f32[2, 1, 4]\" = torch.ops.aten.mean.dim(L_x_, [1], True)\n"
+                 "        var: \"f32[2, 3]\" = torch.ops.aten.var.dim(L_x_, [-1], True)\n"
+                 "        sd: \"f32[2, 3]\" = torch.ops.aten.sqrt.default(var)\n"
+                 "        e: \"f32[2, 3, 4]\" = torch.ops.aten.expand.default(m, [2, 3, 4])\n"
+                 "        p: \"f32[4, 2, 3]\" = torch.ops.aten.permute.default(L_x_, [2, 0, 1])\n"
+                 "        sp1: \"f32[2, 3, 3]\" = torch.ops.aten.slice.Tensor(L_x_, 2, 1, 4)\n"
+                 "        a: \"f32[2, 3, 4]\" = torch.ops.aten.add.Tensor(e, 1.5)\n"
+                 "        w: \"f32[2, 3, 4]\" = torch.ops.aten.mul.Tensor(a, 2)\n"
+                 "        return (v, f, g, d, same, s, m, sd, p, sp1, w)\n");
+    // The identities make no node: `.float()` of a float tensor, `.to(device)`, `.cpu()`.
+    const Graph g = import_fx_text(torch_level_graph("L_x_: \"f32[4]\"", "        a: \"f32[4]\" = L_x_.float()\n        b: \"f32[4]\" = a.to(device(type='cuda', index=0))\n"
+                                                                         "        c: \"f32[4]\" = b.cpu()\n        return (c,)\n"));
+    QCOMPARE(g.nodes.size(), size_t(1));
+    // Size queries are numbers the graph uses.
+    const Graph q = import_fx_text(torch_level_graph("L_x_: \"f32[4, 6]\"", "        n = L_x_.size(-1)\n        sz = L_x_.size()\n        r = sz[0]\n"
+                                                                          "        k = n // 2\n        r2 = r * 2\n        v: \"f32[8, 3]\" = L_x_.view(r2, k)\n        return (v,)\n"));
+    QCOMPARE(q.nodes.back().meta().shape, (Shape{8, 3}));
+  }
+
+  void testTorchLevelFunctional() {
+    same_numbers("L_x_: \"f32[2, 4, 6, 6]\", L_w_: \"f32[10, 4]\", L_ids_: \"i64[2, 5]\", L_t_: \"i64[6]\"",
+                 "        e: \"f32[2, 5, 4]\" = torch.nn.functional.embedding(L_ids_, L_w_, -1, None, 2.0, False, False)\n"
+                 "        sm: \"f32[2, 4, 6, 6]\" = torch.nn.functional.softmax(L_x_)\n"
+                 "        mp: \"f32[2, 4, 3, 3]\" = torch.nn.functional.max_pool2d(L_x_, 2)\n"
+                 "        up: \"f32[2, 4, 6, 6]\" = torch.nn.functional.interpolate(mp, scale_factor = 2.0, mode = 'nearest')\n"
+                 "        dr: \"f32[2, 4, 6, 6]\" = torch.nn.functional.dropout(up, 0.1, False, False)\n"
+                 "        ln: \"f32[2, 4, 6, 6]\" = torch.nn.functional.layer_norm(dr, (6,), None, None, 1e-05)\n"
+                 "        r: \"f32[2, 4, 6, 6]\" = torch.nn.functional.relu(ln, inplace = True)\n"
+                 "        lg: \"f32[4, 6]\" = L_x_[(0, slice(None, None, None), 0)]\n"
+                 "        lt: \"f32[6, 4]\" = lg.t()\n"
+                 "        c: \"i64[6]\" = L_t_ % 4\n"
+                 "        xe: \"f32[]\" = torch.nn.functional.cross_entropy(lt, c, reduction = 'sum', label_smoothing = 0.1)\n"
+                 "        return (e, sm, r, ln, xe)\n",
+                 "        e: \"f32[2, 5, 4]\" = torch.ops.aten.embedding.default(L_w_, L_ids_, 9)\n"
+                 "        sm: \"f32[2, 4, 6, 6]\" = torch.ops.aten.softmax.int(L_x_, 1)\n"
+                 "        mp: \"f32[2, 4, 3, 3]\" = torch.ops.aten.max_pool2d.default(L_x_, [2, 2])\n"
+                 "        up: \"f32[2, 4, 6, 6]\" = torch.ops.aten.upsample_nearest2d.vec(mp, None, [2.0, 2.0])\n"
+                 "        ln: \"f32[2, 4, 6, 6]\" = torch.ops.aten.layer_norm.default(up, [6])\n"
+                 "        r: \"f32[2, 4, 6, 6]\" = torch.ops.aten.relu.default(ln)\n"
+                 "        s0: \"f32[4, 6, 6]\" = torch.ops.aten.select.int(L_x_, 0, 0)\n"
+                 "        lg: \"f32[4, 6]\" = torch.ops.aten.select.int(s0, 1, 0)\n"
+                 "        lt: \"f32[6, 4]\" = torch.ops.aten.t.default(lg)\n"
+                 "        c: \"i64[6]\" = torch.ops.aten.remainder.Scalar(L_t_, 4)\n"
+                 "        xe: \"f32[]\" = torch.ops.aten.cross_entropy_loss.default(lt, c, None, 2, -100, 0.1)\n"
+                 "        return (e, sm, r, r, xe)\n");
+  }
+
+  void testTorchLevelIndexingAndOperators() {
+    // The values, from the inputs: indexing as Python reads it, operators with a number on the left.
+    const Graph g = import_fx_text(torch_level_graph("L_x_: \"f32[4, 5]\"",
+                                                     "        a: \"f32[5]\" = L_x_[-1]\n"
+                                                     "        b: \"f32[2, 1, 3]\" = L_x_[(slice(1, None, 2), None, slice(None, 3, None))]\n"
+                                                     "        c: \"f32[4]\" = L_x_[(Ellipsis, 2)]\n"
+                                                     "        ar: \"i64[3]\" = torch.arange(3)\n"
+                                                     "        i: \"i64[3]\" = 3 - ar\n"
+                                                     "        d: \"f32[4, 3]\" = L_x_[(slice(None, None, None), i)]\n"
+                                                     "        e: \"f32[4, 5]\" = 2 / L_x_\n"
+                                                     "        f: \"f32[4, 5]\" = 1 - L_x_\n"
+                                                     "        h: \"f32[4, 5]\" = L_x_ // 0.3\n"
+                                                     "        k: \"f32[4, 5]\" = L_x_ % 0.4\n"
+                                                     "        m: \"b8[4, 5]\" = 0.5 < L_x_\n"
+                                                     "        n: \"b8[4, 5]\" = ~m\n"
+                                                     "        return (a, b, c, d, e, f, h, k, n)\n"),
+                                   "ops.txt");
+    const std::vector<Tensor> in = random_inputs(g, 5);
+    const std::vector<Tensor> out = run_reference(g, in);
+    const Tensor& x = in.at(0);
+    auto at = [&](int64_t r, int64_t c) { return x.get(r * 5 + c); };
+    for (int64_t j = 0; j < 5; ++j) QCOMPARE(out[0].get(j), at(3, j));
+    for (int64_t r = 0; r < 2; ++r)
+      for (int64_t c = 0; c < 3; ++c) QCOMPARE(out[1].get(r * 3 + c), at(1 + 2 * r, c));
+    for (int64_t r = 0; r < 4; ++r) QCOMPARE(out[2].get(r), at(r, 2));
+    for (int64_t r = 0; r < 4; ++r)
+      for (int64_t c = 0; c < 3; ++c) QCOMPARE(out[3].get(r * 3 + c), at(r, 3 - c));
+    for (int64_t i = 0; i < 20; ++i) {
+      const float v = static_cast<float>(x.get(i));
+      QCOMPARE(static_cast<float>(out[4].get(i)), (1.0f / v) * 2.0f);  // __rtruediv__: reciprocal() * 2
+      QCOMPARE(static_cast<float>(out[5].get(i)), 1.0f - v);
+      QCOMPARE(static_cast<float>(out[6].get(i)), std::floor(v / 0.3f));
+      const float md = v - std::floor(v / 0.4f) * 0.4f;  // Python's %: the sign of the divisor
+      QVERIFY(std::abs(static_cast<float>(out[7].get(i)) - md) < 1e-6f);
+      QCOMPARE(out[8].get(i) != 0, !(0.5 < v));
+    }
+    // The ATen ops chosen as PyTorch's parser chooses them.
+    auto op_of = [&](const char* name) { return g.nodes.at(static_cast<size_t>(g.find(name))).op->name; };
+    QCOMPARE(op_of("e"), std::string("aten.mul.Tensor"));
+    QCOMPARE(op_of("h"), std::string("aten.floor_divide.default"));
+    QCOMPARE(op_of("k"), std::string("aten.remainder.Scalar"));
+    QCOMPARE(op_of("m"), std::string("aten.gt.Scalar"));
+    QCOMPARE(op_of("d"), std::string("aten.index.Tensor"));
+  }
+
+  void testTorchLevelErrors() {
+    auto text = [](const std::string& line) { return torch_level_graph("L_x_: \"f32[4, 5]\"", "        " + line + "\n        return (y,)\n"); };
+    expect_error([&] { import_fx_text(text("y: \"f32[4, 5]\" = torch.nn.functional.frobnicate(L_x_)"), "t.txt"); },
+                 {"t.txt:3:", "unknown op 'torch.nn.functional.frobnicate'"});
+    expect_error([&] { import_fx_text(text("y: \"f32[4, 5]\" = L_x_.frobnicate_(2)"), "t.txt"); }, {"t.txt:3:", "unknown op 'method.frobnicate_'"});
+    expect_error([&] { import_fx_text(text("y: \"f32[4, 5]\" = torch.tanh(L_x_, 'x')"), "t.txt"); },
+                 {"t.txt:3:", "tanh() received an invalid combination of arguments - got (Tensor, str)"});
+    expect_error([&] { import_fx_text(text("y: \"f32[5]\" = L_x_[7]"), "t.txt"); },
+                 {"t.txt:3:", "index 7 is out of bounds for dimension 0 with size 4"});
+    expect_error([&] { import_fx_text(text("y: \"f32[4, 5]\" = torch.nn.functional.gelu(L_x_, approx = 'tanh')"), "t.txt"); },
+                 {"t.txt:3:", "gelu() got an unexpected keyword argument 'approx'"});
+    expect_error([&] { import_fx_text(text("y: \"f32[4, 4]\" = L_x_.view(4, 4)"), "t.txt"); }, {"t.txt:3:", "aten.view.default"});
+  }
+
 #ifdef LOWERSCOPE_HAVE_ONNX
   void testHostileOnnx() {
     auto write = [](const onnx::ModelProto& m, const std::string& name) {
