@@ -1,5 +1,6 @@
-// lowerscope-runner: the worker process that runs compiled CPU kernels for lowerscope and
-// lowerscope-cli, so that a kernel that crashes or hangs takes only this process down
+// lowerscope-runner: the worker process that runs compiled kernels for lowerscope and
+// lowerscope-cli, CPU (`--shm FD`) and CUDA (`--cuda --shm FD`: a GPU context of its own), so that
+// a kernel that crashes, hangs or spoils its GPU context takes only this process down
 // (core/exec/isolated_run.h). Started by them with posix_spawn, never by hand.
 #include "exec/isolated_run.h"
 

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
@@ -465,7 +466,10 @@ void SharedRun::run(const std::string& runner, const std::vector<std::string>& a
       usleep(1000);
     }
     const int64_t started = h->progress[1].load(std::memory_order_relaxed);
-    const double limit = started == 0 ? watch.start_limit_s : watch.time_limit_s;
+    const int32_t now = h->phase.load(std::memory_order_relaxed);
+    const double limit = now == done || now == failed ? std::min(watch.time_limit_s, 5.0)  // finished: only its end is left
+                         : started == 0               ? watch.start_limit_s
+                                                      : watch.time_limit_s;
     if (started != seen) {
       seen = started;
       since = Clock::now();
@@ -478,10 +482,15 @@ void SharedRun::run(const std::string& runner, const std::vector<std::string>& a
   }
   if (pidfd >= 0) close(pidfd);
 
+  // A worker that finished its work (done, or its error written) but was slow to end (a GPU
+  // context's teardown) has still finished: what it wrote stands.
+  const int32_t phase = h->phase.load();
+  const bool finished = phase == done || phase == failed;
+  if (finished) timed_out = false;
   const int64_t k = h->progress[0].load();
   const std::string kernel = k >= 0 && static_cast<size_t>(k) < kernels.size() ? kernels[static_cast<size_t>(k)] : "";
   // Asynchronous kernels in the timed runs: the one named is the last one launched.
-  const std::string during = watch.async_kernels && h->phase.load() >= ran
+  const std::string during = watch.async_kernels && phase >= ran
                                  ? " in the timed runs (the last kernel launched: they are not waited for one by one)"
                                  : "";
   if (timed_out) {
@@ -492,7 +501,7 @@ void SharedRun::run(const std::string& runner, const std::vector<std::string>& a
                           ": the worker process running it was stopped; the app goes on",
                       kernel);
   }
-  if (WIFSIGNALED(status)) {
+  if (WIFSIGNALED(status) && !finished) {
     const int sig = WTERMSIG(status);
     std::string what = signal_name(sig);
     if (h->fault_signal == sig && (sig == SIGSEGV || sig == SIGBUS)) {
@@ -503,7 +512,6 @@ void SharedRun::run(const std::string& runner, const std::vector<std::string>& a
     if (kernel.empty()) throw KernelFault("the kernel worker faulted: " + what + " while loading the compiled kernels", "");
     throw KernelFault("kernel " + kernel + " faulted: " + what + during + " in the worker process; the app goes on", kernel);
   }
-  const int32_t phase = h->phase.load();
   h->error[sizeof h->error - 1] = 0;
   h->kernel[sizeof h->kernel - 1] = 0;
   const std::string error = h->error;

@@ -1057,6 +1057,7 @@ void worker_refuses_a_model_too_large() {
   std::string why;
   if (!have_gpu(&why)) {
     for (const CompileResult* r : {&faked, &big}) VERIFY2(r->error.empty() && r->not_run.find("needs a GPU") != std::string::npos, r->error + r->not_run);
+    VERIFY2(memory_text(memory_need(big.loops, big.schedule).plan_peak) == "4.0 TiB", memory_text(memory_need(big.loops, big.schedule).plan_peak));
     throw Skip{"both compile; running them needs a GPU: " + why};
   }
   VERIFY2(faked.error_stage == "run", faked.error_stage + ": " + faked.error);
