@@ -72,6 +72,7 @@ std::vector<std::pair<std::string, std::vector<std::string>>> inline_pointwise(L
   // re-extracted from the grown body: that made this pass quadratic in chains of inlined nodes).
   std::vector<std::map<std::string, int>> reads(n);
   std::unordered_map<std::string, std::set<size_t>> readers;  // looked up by name only, never walked
+  readers.reserve(n);
   for (size_t j = 0; j < n; ++j) {
     for (const MemDep& d : extract_dependencies(p.nodes[j]).reads) ++reads[j][d.buffer];
     for (const auto& [b, k] : reads[j]) readers[b].insert(j);

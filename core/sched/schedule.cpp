@@ -41,6 +41,8 @@ class Scheduler {
   Scheduler(const LoopProgram& p, const ScheduleOptions& o) : p_(p), opts_(o) {
     const size_t n = p.nodes.size();
     groups_.reserve(n);
+    buffer_id_of_.reserve(n);  // grown once, not rehashed again and again
+    placed_.reserve(n);
     for (size_t i = 0; i < n; ++i) {
       groups_.push_back({{static_cast<int>(i)}});
       group_of_.push_back(static_cast<int>(i));
