@@ -300,10 +300,37 @@ d.add_(1)
 x[3] += 1
 show("_version after in-place ops and views",
      [v0, x._version, v._version, d._version, x.data._version, (x + 1)._version, x.clone()._version])
+lin, bn, ln = nn.Linear(2, 2), nn.BatchNorm1d(2), nn.LayerNorm(2)
+show("_version of initialized parameters and buffers", [lin.weight._version, lin.bias._version, bn.weight._version,
+                                                        bn.running_mean._version, bn.num_batches_tracked._version,
+                                                        ln.weight._version])
+bn(torch.arange(8.0).view(4, 2))
+show("_version after a batchnorm forward", [bn.running_mean._version, bn.running_var._version,
+                                            bn.num_batches_tracked._version])
+versions = []
+for make in (lambda p: torch.optim.SGD(p, lr=0.1), lambda p: torch.optim.AdamW(p, lr=0.1)):
+    opt = make(lin.parameters())
+    lin(torch.ones(3, 2)).sum().backward()
+    opt.step()
+    versions.append(lin.weight._version)
+versions.append(opt.state[lin.weight]["step"]._version)
+show("_version after optimizer steps", versions)
+x = torch.zeros(2)
+x.add_(1)
+show("Parameter shares its data's _version", nn.Parameter(x)._version)
 w = torch.ones(3, requires_grad=True)
 y = (w * w).sum()
 y.backward()
 raises("second backward through a mul", lambda: y.backward())
+w = torch.ones(3, requires_grad=True)
+y = (w * 2).sum()  # saves the 2
+y.backward()
+raises("second backward through a mul by a constant", lambda: y.backward())
+w = torch.tensor([0.0, 1.0, 2.0], requires_grad=True)
+y = w * 1
+z = y.exp()
+z[0:2].mul_(2)
+backward_or_error("in-place on a view of exp's result", z.sum(), w)
 w = torch.ones(3, requires_grad=True)
 y = (w + 1).sum()
 y.backward()
@@ -538,6 +565,18 @@ for fn in (f_clean, f_print, f_branch, f_item, f_two_prints):
         print("%s: fullgraph compiles" % fn.__name__)
     except Exception as e:
         print("%s: fullgraph raises Unsupported %s" % (fn.__name__, isinstance(e, torch._dynamo.exc.Unsupported)))
+
+# fullgraph=True turns capture_scalar_outputs on (above: f_item compiles); the config does it alone.
+torch._dynamo.reset()
+torch._dynamo.config.capture_scalar_outputs = True
+try:
+    e = torch._dynamo.explain(f_item)(x)
+    print("f_item with capture_scalar_outputs: explain graph_count %d graph_break_count %d"
+          % (e.graph_count, e.graph_break_count))
+    torch._dynamo.reset()
+    show("f_item with capture_scalar_outputs equals eager", torch.allclose(torch.compile(f_item, backend=BACKEND)(x), f_item(x)))
+finally:
+    torch._dynamo.config.capture_scalar_outputs = False
 
 
 def f_inplace(x):

@@ -652,6 +652,10 @@ class Tensor:
     def item(self):
         if self.numel() != 1:
             raise RuntimeError("a Tensor with %d elements cannot be converted to Scalar" % self.numel())
+        frame = _dynamo._active if self._buf is None else None
+        if frame is not None and (frame.fullgraph or _dynamo.config.capture_scalar_outputs) and self._dt != "b8":
+            # Dynamo captures it (fullgraph=True turns capture_scalar_outputs on): no break.
+            return _dynamo.ItemScalar(self if not self._shape else self.sum())
         return _ls.tolist(self._value("Tensor.item() with capture_scalar_outputs=False"))[0]
 
     def tolist(self):

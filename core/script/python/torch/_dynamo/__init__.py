@@ -194,6 +194,93 @@ class SymInt:
         return format(_bi.int(self), spec)
 
 
+class ItemScalar:
+    """`t.item()` of a captured tensor where Dynamo captures scalar outputs (fullgraph=True, or
+    config.capture_scalar_outputs): the 0-d tensor stands for the number, so `x * t.sum().item()`
+    stays one graph (`x * sum_1`); anything that needs the number itself (`if s > 0`, float(s),
+    printing) needs the graph's value: a graph break, Unsupported under fullgraph."""
+
+    __slots__ = ("tensor",)
+
+    def __init__(self, tensor):
+        self.tensor = tensor
+
+    def _number(self):
+        v = _ls.tolist(self.tensor._value("a data-dependent use of Tensor.item()"))[0]
+        return _bi.bool(v) if self.tensor._dt == "b8" else v
+
+    def _bin(self, o, fn):
+        if isinstance(o, (ItemScalar, torch.Tensor, _bi.int, _bi.float)):
+            r = fn(self.tensor, o.tensor if isinstance(o, ItemScalar) else o)
+            return r if isinstance(o, torch.Tensor) else ItemScalar(r)
+        return NotImplemented
+
+    def __add__(self, o):
+        return self._bin(o, lambda a, b: a + b)
+
+    def __radd__(self, o):
+        return self._bin(o, lambda a, b: b + a)
+
+    def __sub__(self, o):
+        return self._bin(o, lambda a, b: a - b)
+
+    def __rsub__(self, o):
+        return self._bin(o, lambda a, b: b - a)
+
+    def __mul__(self, o):
+        return self._bin(o, lambda a, b: a * b)
+
+    def __rmul__(self, o):
+        return self._bin(o, lambda a, b: b * a)
+
+    def __truediv__(self, o):
+        return self._bin(o, lambda a, b: a / b)
+
+    def __rtruediv__(self, o):
+        return self._bin(o, lambda a, b: b / a)
+
+    def __neg__(self):
+        return ItemScalar(-self.tensor)
+
+    def __lt__(self, o):
+        return self._number() < o
+
+    def __le__(self, o):
+        return self._number() <= o
+
+    def __gt__(self, o):
+        return self._number() > o
+
+    def __ge__(self, o):
+        return self._number() >= o
+
+    def __eq__(self, o):
+        return self._number() == o
+
+    def __ne__(self, o):
+        return self._number() != o
+
+    def __bool__(self):
+        return _bi.bool(self._number())
+
+    def __float__(self):
+        return _bi.float(self._number())
+
+    def __int__(self):
+        return _bi.int(self._number())
+
+    def __hash__(self):
+        return hash(self._number())
+
+    def __repr__(self):
+        return repr(self._number())
+
+    __str__ = __repr__
+
+    def __format__(self, spec):
+        return format(self._number(), spec)
+
+
 # ---- the graph being captured -------------------------------------------------------------------
 
 
@@ -368,7 +455,7 @@ class _Frame:
         uf = _user_frame()
         self.rename_locals(g, uf)
         if kind in ("binop", "neg"):
-            args = [self.sym_tensor(g, a) if _is_symint(a) else a for a in args]
+            args = [self.sym_tensor(g, a) if _is_symint(a) else a.tensor if type(a) is ItemScalar else a for a in args]
         tensors = torch._tensors_in(args, kwargs)
         nodes = [self.node_of(g, t) for t in tensors]
         index = {id(t): i for i, t in enumerate(tensors)}

@@ -72,7 +72,8 @@ def _verify_batch_size(size):
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-05):
     """Training normalizes by the batch's statistics and, as aten's batch_norm, moves the running
     statistics in place towards them: running = (1 - momentum) * running + momentum * batch, the
-    variance unbiased (n / (n - 1)). Evaluation normalizes by the running statistics."""
+    variance unbiased (n / (n - 1)). Evaluation normalizes by the running statistics. As aten's
+    kernel, the update leaves the statistics' _version as it was."""
     if training:
         _verify_batch_size(input.shape)
     elif running_mean is None or running_var is None:
@@ -84,10 +85,10 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         with torch.no_grad():
             mean = input.mean(dims)
             if running_mean is not None:
-                running_mean.copy_(mean * momentum + running_mean * (1 - momentum))
+                running_mean._set(mean * momentum + running_mean * (1 - momentum), bump=False)
             if running_var is not None:
                 var = ((input - mean.view(shape)) ** 2).sum(dims) / (n - 1)
-                running_var.copy_(var * momentum + running_var * (1 - momentum))
+                running_var._set(var * momentum + running_var * (1 - momentum), bump=False)
     return _op("call", "torch.nn.functional.batch_norm", "batch_norm",
                [input, running_mean, running_var, weight, bias, training, momentum, eps])
 

@@ -95,8 +95,10 @@ class SGD(Optimizer):
                 if g["momentum"]:
                     st = self.state.setdefault(p, {})
                     buf = st.get("momentum_buffer")
-                    buf = d.clone() if buf is None else buf * g["momentum"] + d * (1 - g["dampening"])
-                    st["momentum_buffer"] = buf
+                    if buf is None:
+                        buf = st["momentum_buffer"] = d.clone()
+                    else:  # in place, as PyTorch's: the state's tensor object is the one updated
+                        buf.mul_(g["momentum"]).add_(d, alpha=1 - g["dampening"])
                     d = d + buf * g["momentum"] if g["nesterov"] else buf
                 p.sub_(d * g["lr"])
         return loss
@@ -135,18 +137,18 @@ class Adam(Optimizer):
                     st["exp_avg_sq"] = torch.zeros_like(p)
                     if g["amsgrad"]:
                         st["max_exp_avg_sq"] = torch.zeros_like(p)
-                st["step"] = st["step"] + 1
+                st["step"].add_(1)  # the state's tensors are updated in place, as PyTorch's
                 t = st["step"].item()
                 if wd:
                     if self._decoupled:
                         p.mul_(1 - lr * wd)
                     else:
                         grad = grad + p * wd
-                st["exp_avg"] = st["exp_avg"] * b1 + grad * (1 - b1)
-                st["exp_avg_sq"] = st["exp_avg_sq"] * b2 + grad * grad * (1 - b2)
+                st["exp_avg"].lerp_(grad, 1 - b1)
+                st["exp_avg_sq"].mul_(b2).addcmul_(grad, grad, value=1 - b2)
                 v = st["exp_avg_sq"]
                 if g["amsgrad"]:
-                    st["max_exp_avg_sq"] = torch.maximum(st["max_exp_avg_sq"], v)
+                    st["max_exp_avg_sq"].copy_(torch.maximum(st["max_exp_avg_sq"], v))
                     v = st["max_exp_avg_sq"]
                 bc1, bc2 = 1 - b1 ** t, 1 - b2 ** t
                 denom = torch.sqrt(v) / (bc2 ** 0.5) + eps
