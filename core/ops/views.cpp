@@ -748,7 +748,9 @@ std::vector<Arg> decomp_tri(GraphBuilder& b, const OpDef&, const std::vector<Arg
   const Arg rows = b.call("aten.arange.start_step", {Arg::of_int(k), Arg::of_int(h + k), Arg::of_int(1)}, i64);
   const Arg mask = b.call(Upper ? "aten.ge.Tensor" : "aten.le.Tensor", {b.call("aten.unsqueeze.default", {cols, Arg::of_int(0)}),
                                                                        b.call("aten.unsqueeze.default", {rows, Arg::of_int(1)})});
-  return {b.call("aten.where.self", {mask, a[0], Arg::of_int(0)})};
+  // The zero in the input's own kind: where(mask, bool, 0) would promote to int64.
+  const Arg zero = b.meta(a[0]).dtype == DType::b8 ? Arg::of_bool(false) : Arg::of_int(0);
+  return {b.call("aten.where.self", {mask, a[0], zero})};
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -100,11 +100,12 @@ Graph sweep(Graph&& g, const std::function<bool(int)>& keep, const std::string& 
     b.phase = n.phase;
     try {
       map[i] = in_float32(*n.op, b, args) ? decompose_in_float32(b, n, args) : n.op->decompose(b, *n.op, args);
-      // A decomposition whose float result comes out in another float type (a where of two
-      // Python numbers is float32) is converted to the node's, as torch._decomp's out wrappers do.
+      // A decomposition whose result comes out in another type (a where of two Python numbers is
+      // float32; a where of a bool tensor and the number 0 is int64) is converted to the node's,
+      // as torch._decomp's out wrappers do: the graph's annotated types hold at every stage.
       for (size_t j = 0; j < map[i].size() && j < n.outs.size(); ++j) {
         const Arg& r = map[i][j];
-        if (r.is_node() && dtype_is_half(n.outs[j].dtype) && b.meta(r).dtype != n.outs[j].dtype && dtype_is_float(b.meta(r).dtype))
+        if (r.is_node() && b.meta(r).dtype != n.outs[j].dtype)
           map[i][j] = b.call("prims.convert_element_type.default", {r, Arg::of_string(std::string(dtype_torch(n.outs[j].dtype)))});
       }
     } catch (const std::invalid_argument& e) {
