@@ -98,7 +98,8 @@ class CudaProgram final : public CompiledProgram {
 // Test-only: LOWERSCOPE_FAULT=cuda-illegal:KERNEL makes that generated kernel store through an
 // address no allocation has as it starts, so it faults with an illegal address on the GPU
 // (tests/cuda 'injected illegal address is survived'); cuda-hang:KERNEL makes it spin for ever
-// ('injected hang is stopped'). Written into the text NVRTC compiles, on the kernel's opening
+// ('injected hang is stopped': a loop on the clock register, which no compiler can drop as it
+// could a spin on a local, measured on an H200). Written into the text NVRTC compiles, on the kernel's opening
 // line, so every line keeps its number; the source stage shows the code as made.
 std::string with_injected_fault(const std::string& code, const GeneratedSource& src) {
   const char* spec = std::getenv("LOWERSCOPE_FAULT");
@@ -107,7 +108,7 @@ std::string with_injected_fault(const std::string& code, const GeneratedSource& 
   if (!illegal && !hang) return code;
   const std::string name = v.substr(v.find(':') + 1);
   const std::string fault = illegal ? " { volatile unsigned long long ls_fault_at = 16; *(volatile int*)ls_fault_at = 1; }  // LOWERSCOPE_FAULT"
-                                    : " { volatile int ls_spin = 1; while (ls_spin) {} }  // LOWERSCOPE_FAULT";
+                                    : " { while (clock64() >= 0) {} }  // LOWERSCOPE_FAULT";
   for (const GeneratedKernel& k : src.kernels) {
     if (k.launcher != name) continue;
     for (size_t at = code.find(" " + name + "("); at != std::string::npos; at = code.find(" " + name + "(", at + 1)) {
