@@ -98,8 +98,9 @@ with the nodes they cover, set against ours by Dynamo node; --diff-inductor prin
 package in python/): each Dynamo graph is compiled by our pipeline on its example inputs (.npy) and
 checked against PyTorch's eager outputs and the reference interpreter; the guards, recompiles,
 graph breaks and failures PyTorch logged are listed.
-Compiled CPU kernels run in a worker process (lowerscope-runner, next to this program), so a
-kernel that crashes or hangs is reported ("kernel K faulted: SIGSEGV", "kernel K ran past 60 s")
+Compiled kernels, CPU and CUDA, run in a worker process (lowerscope-runner, next to this program),
+so a kernel that crashes or hangs is reported ("kernel K faulted: SIGSEGV", "kernel K faulted: CUDA
+illegal address", "kernel K ran past 60 s")
 and the compile's stages stay; timings are taken inside the worker. Options before or after the
 command: --in-process runs them in this process instead (as before; for measurements that need
 it, also LOWERSCOPE_IN_PROCESS=1); --time-limit S stops a kernel that runs longer than S seconds
