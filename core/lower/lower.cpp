@@ -471,6 +471,30 @@ class Lowering {
     return true;
   }
 
+  // arange(start, end, step) as generated code (Inductor's ops.index_expr): element i is
+  // start + step * i, in int64 for an integer range and in double for a float one (then rounded
+  // to the range's type, as ATen's CPU kernel computes it in its accumulate type).
+  bool lower_arange(int id) {
+    const Node& n = g_.nodes[id];
+    if (n.args.size() < 3 || !n.args[0].is_number() || !n.args[2].is_number() || n.outs[0].shape.size() != 1) return false;
+    const DType out = n.outs[0].dtype;
+    const bool real = dtype_is_float(out);
+    const DType acc = real ? DType::f64 : DType::i64;
+    const double start = real ? n.args[0].number() : std::trunc(n.args[0].number());
+    const double step = real ? n.args[2].number() : std::trunc(n.args[2].number());
+    auto body = [out, acc, start, step](OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>&) {
+      V v = h.index_expr(idx[0], DType::i64);
+      if (acc != DType::i64) v = h.math(Math::identity, {v}, acc);
+      if (step != 1) v = h.math(Math::mul, {v, h.constant(step, acc)}, acc);
+      if (start != 0) v = h.math(Math::add, {v, h.constant(start, acc)}, acc);
+      return acc == out ? v : h.math(Math::identity, {v}, out);
+    };
+    const std::string buf = add_node(n, LoopNode::Kind::pointwise, n.outs[0].shape, {}, Reduce::none, out, body);
+    readers_[id] = buffer_reader(buf, n.outs[0].shape, out);
+    realized_[id] = buf;
+    return true;
+  }
+
   // The node a permutation view swaps the last two dimensions of (identity elsewhere), or -1.
   // A matrix operand seen through permutations that swap its last two dims or change nothing:
   // the value underneath, and whether an odd number of swaps lies between (t(t(w)) is w).
@@ -768,6 +792,7 @@ class Lowering {
         if (n.op == &op::gather() && lower_gather(id)) return;
         if (n.op == &op::embedding() && lower_embedding(id)) return;
         if (n.op == &op::index_tensor() && lower_index(id)) return;
+        if (n.op->name == "aten.arange.start_step" && lower_arange(id)) return;
         lower_extern(id);
         return;
       case OpKind::getitem: {

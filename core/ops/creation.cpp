@@ -3,9 +3,10 @@
 // A tensor made from numbers only (full, scalar_tensor, _to_copy's conversion) is a pointwise op
 // of Math::identity whose operand is a Scalar: the lowering reads a number operand as a constant
 // (lower.cpp's `operand`), so full([4, 4], 0.5) is a generated kernel storing 0.5 and _to_copy one
-// converting each element (Inductor's ops.constant and ops.to_dtype). arange needs the loop index
-// as a value (Inductor's ops.index_expr), which the pointwise lowering does not give: it is a
-// library kernel (its reference) until lower.cpp gains that case. rand, randn and randperm are
+// converting each element (Inductor's ops.constant and ops.to_dtype). arange is declared as a
+// library kernel (its reference runs where a graph is interpreted), and lower.cpp's lower_arange
+// makes it generated code: the loop index as a value (Inductor's ops.index_expr), so a range
+// fuses into what reads it (position ids, causal masks). rand, randn and randperm are
 // library kernels drawing from a counter-based generator whose seed is fixed per op and shape:
 // reproducible from run to run and identical between the reference interpreter and compiled
 // code (PyTorch's stateful generator is not modelled; two calls of one shape draw the same values).
@@ -168,7 +169,7 @@ Arg decomp_full_like(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a
 }
 
 // ---------------------------------------------------------------------------------------------
-// arange: a library kernel (see the file's comment)
+// arange (see the file's comment: generated code through lower.cpp's lower_arange)
 // ---------------------------------------------------------------------------------------------
 
 struct Range {

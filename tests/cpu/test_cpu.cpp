@@ -1958,6 +1958,37 @@ class TestCpu : public QObject {
     }
   }
 
+  // arange is generated code (Inductor's ops.index_expr), not a library call: integer ranges with
+  // negative steps, float ranges whose elements round (start + step * i in double, then float32,
+  // as ATen's kernel), float64, and a range fused into its consumer (a causal mask of a
+  // where); checked against the reference interpreter's arange.
+  void testArangeIsGeneratedCode() {
+    const std::string text =
+        "class G(torch.nn.Module):\n"
+        "    def forward(self, x: \"f32[7, 7]\"):\n"
+        "        a: \"i64[5]\" = torch.ops.aten.arange.start_step(0, 10, 2)\n"
+        "        b: \"i64[4]\" = torch.ops.aten.arange.start_step(7, -1, -2)\n"
+        "        c: \"f32[29]\" = torch.ops.aten.arange.start_step(0.1, 3.0, 0.1)\n"
+        "        d: \"f64[3]\" = torch.ops.aten.arange.start_step(0, 3, 1, dtype = torch.float64)\n"
+        "        e: \"i32[6]\" = torch.ops.aten.arange.start_step(-3, 3, 1, dtype = torch.int32)\n"
+        "        r: \"i64[7]\" = torch.ops.aten.arange.start_step(0, 7, 1)\n"
+        "        u: \"i64[1, 7]\" = torch.ops.aten.unsqueeze.default(r, 0)\n"
+        "        v: \"i64[7, 1]\" = torch.ops.aten.unsqueeze.default(r, 1)\n"
+        "        m: \"b8[7, 7]\" = torch.ops.aten.le.Tensor(u, v)\n"
+        "        y: \"f32[7, 7]\" = torch.ops.aten.where.ScalarOther(m, x, -1.0)\n"
+        "        return (a, b, c, d, e, y)\n";
+    const LoadedModel m = load_graph_text(text);
+    PipelineOptions o;
+    o.timing_budget_ms = 1;
+    const CompileResult r = run_pipeline(m, o);
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    for (const Kernel& k : r.schedule.kernels) QVERIFY2(!k.is_extern, k.name.c_str());
+    QVERIFY(r.schedule.kernels.size() <= 6);  // the mask's range fuses into the where
+    QVERIFY(!r.check.reference.empty());
+    for (const auto& c : r.check.reference) QVERIFY2(c.cmp.ok, (c.against + ": " + c.cmp.why).c_str());
+    QVERIFY(r.check.ok);
+  }
+
   // argmax/argmin, max.dim/min.dim and cumsum run typed library kernels (float32; cumsum also
   // int64): checked against the reference interpreter's kernels on inputs with ties (the first
   // wins), NaNs (the first NaN wins, for max and min alike), every dimension and keepdim, a
