@@ -2,7 +2,9 @@
 
 #include <QStandardPaths>
 #include <nlohmann/json.hpp>
+#include <algorithm>
 #include <stdexcept>
+#include <utility>
 
 namespace ls {
 namespace {
@@ -90,8 +92,10 @@ LaidOutGraph parse_dot_json(const QByteArray& data) {
 GraphLayouter::GraphLayouter(QObject* parent) : QObject(parent) {
   timer_.setSingleShot(true);
   connect(&timer_, &QTimer::timeout, this, [this] {
+    const int ms = timer_.interval();
     cancel();
-    emit failed(tr("Graphviz took longer than %1 s and was stopped.").arg(timeout_ms / 1000));
+    const QString why = tr("Graphviz took longer than %1 s and was stopped.").arg(ms / 1000);
+    if (!fall_back(why)) emit failed(why);
   });
 }
 
@@ -106,7 +110,20 @@ void GraphLayouter::cancel() {
   }
 }
 
-void GraphLayouter::layout(const QString& dot) {
+void GraphLayouter::layout(const QString& dot, const QString& simpler) {
+  simpler_ = simpler;
+  fell_back_.clear();
+  start(dot, simpler.isEmpty() ? timeout_ms : std::min(simpler_after_ms, timeout_ms));
+}
+
+bool GraphLayouter::fall_back(const QString& why) {
+  if (simpler_.isEmpty()) return false;
+  fell_back_ = tr("Drawn as a box per kernel: %1").arg(why);
+  start(std::exchange(simpler_, QString()), timeout_ms);
+  return true;
+}
+
+void GraphLayouter::start(const QString& dot, int limit_ms) {
   cancel();
   const QString exe = QStandardPaths::findExecutable("dot");
   if (exe.isEmpty()) {
@@ -126,11 +143,14 @@ void GraphLayouter::layout(const QString& dot) {
       const QStringList lines = QString::fromLocal8Bit(p->readAllStandardError()).trimmed().split('\n');
       QString said = lines.value(0).left(300);
       if (lines.size() > 1) said += tr(" (and %1 more lines of dot's output)").arg(lines.size() - 1);
-      emit failed(tr("Graphviz failed: %1").arg(said));
+      const QString why = tr("Graphviz failed: %1").arg(said);
+      if (!fall_back(why)) emit failed(why);
       return;
     }
     try {
-      emit laidOut(parse_dot_json(p->readAllStandardOutput()));
+      LaidOutGraph g = parse_dot_json(p->readAllStandardOutput());
+      g.note = fell_back_;
+      emit laidOut(g);
     } catch (const std::exception& e) {
       emit failed(tr("Cannot read Graphviz's layout: %1").arg(e.what()));
     }
@@ -145,7 +165,7 @@ void GraphLayouter::layout(const QString& dot) {
   p->start(exe, {"-Tjson"});
   p->write(dot.toUtf8());
   p->closeWriteChannel();
-  timer_.start(timeout_ms);
+  timer_.start(limit_ms);
 }
 
 }  // namespace ls

@@ -37,6 +37,7 @@ struct LaidOutGraph {
   QVector<Cluster> clusters;
   QVector<Node> nodes;
   QVector<Edge> edges;
+  QString note;  // where the layouter drew the simpler form instead: why
 };
 
 // Parses Graphviz's JSON output (coordinates flipped to y-down); throws std::runtime_error.
@@ -47,7 +48,11 @@ class GraphLayouter : public QObject {
  public:
   explicit GraphLayouter(QObject* parent = nullptr);
   ~GraphLayouter() override { cancel(); }
-  void layout(const QString& dot);  // cancels a layout under way
+  // Cancels a layout under way. With `simpler` (Stage::dot_simple), a drawing that Graphviz
+  // refuses or that takes longer than simpler_after_ms is laid out in that form instead, and the
+  // result's note says so.
+  void layout(const QString& dot, const QString& simpler = {});
+  int simpler_after_ms = 10000;
   void cancel();
   bool busy() const { return proc_ && proc_->state() != QProcess::NotRunning; }
   int timeout_ms = 30000;
@@ -57,7 +62,11 @@ class GraphLayouter : public QObject {
   void failed(const QString& why);
 
  private:
+  void start(const QString& dot, int limit_ms);
+  // Graphviz gave up on the first form (its message): the simpler one instead, if there is one.
+  bool fall_back(const QString& why);
   QProcess* proc_ = nullptr;
+  QString simpler_, fell_back_;
   QTimer timer_;
 };
 

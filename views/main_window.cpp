@@ -278,7 +278,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     }  // the selected node itself where this drawing has it
     else if (highlighted_ > 0) graph_->focusHighlighted();
     setBusy(false);
-    progress_->setText(tr("%1 nodes").arg(g.nodes.size()));
+    progress_->setText(g.note.isEmpty() ? tr("%1 nodes").arg(g.nodes.size()) : g.note);
     emit stageShown(currentStage());
   });
   connect(layouter_, &GraphLayouter::failed, this, [this](const QString& why) {
@@ -919,8 +919,9 @@ void MainWindow::showStage(int row) {
     if (!expansion_chosen_) expanded_ = initial_expansion(*g), expansion_chosen_ = true;
     dot = collapsed_graph_to_dot(*g, expanded_);
   }
+  std::string simpler = s.dot_simple;
   if (dot.empty())
-    if (const Stage* f = r->stage("fused")) dot = f->dot;
+    if (const Stage* f = r->stage("fused")) dot = f->dot, simpler = f->dot_simple;
   if (dot.empty()) {
     graph_->showMessage(tr("No graph for this stage."));
     emit stageShown(QString::fromStdString(s.name));
@@ -928,7 +929,7 @@ void MainWindow::showStage(int row) {
   }
   progress_->setText(tr("Laying out %1 …").arg(QString::fromStdString(s.title)));
   setBusy(true);
-  layouter_->layout(QString::fromStdString(dot));
+  layouter_->layout(QString::fromStdString(dot), QString::fromStdString(simpler));
 }
 
 namespace {

@@ -192,6 +192,7 @@ void fuse(Compile& c) {
     for (const auto& n : restored) s.text += n + "\n";
   }
   s.dot = schedule_to_dot(r.loops, r.schedule);
+  if (r.loops.nodes.size() <= kClusteredScheduleNodes) s.dot_simple = schedule_kernels_to_dot(r.loops, r.schedule);
   s.nodes = static_cast<int>(r.schedule.kernels.size());
   c.log.add(std::move(s));
 }

@@ -35,6 +35,7 @@ struct Stage {
   Kind kind = Kind::graph;
   std::string text;   // the stage as text (print_readable, loop bodies, C++ source, run table)
   std::string dot;    // the stage as a Graphviz graph (empty for source and run)
+  std::string dot_simple;  // a simpler drawing where `dot` may be too much for Graphviz (fused: a box per kernel)
   double ms = 0;      // time the stage took
   int nodes = 0;
   std::vector<std::pair<std::string, int>> ops;  // op histogram

@@ -884,6 +884,8 @@ std::string kernels_to_dot(const LoopProgram& p, const Schedule& s) {
 
 }  // namespace
 
+std::string schedule_kernels_to_dot(const LoopProgram& p, const Schedule& s) { return kernels_to_dot(p, s); }
+
 std::string schedule_to_dot(const LoopProgram& p, const Schedule& s) {
   if (p.nodes.size() > kClusteredScheduleNodes) return kernels_to_dot(p, s);
   std::ostringstream os;

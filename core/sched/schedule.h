@@ -109,5 +109,8 @@ std::string print_schedule(const LoopProgram& p, const Schedule& s);  // ir_post
 // kClusteredScheduleNodes loop nodes, a box per kernel (Graphviz cannot lay out the clusters).
 constexpr size_t kClusteredScheduleNodes = 600;
 std::string schedule_to_dot(const LoopProgram& p, const Schedule& s);
+// A box per kernel, whatever the size: what the app draws where Graphviz cannot lay out the
+// clusters in time (a training step's schedule can meet dot's "trouble in init_rank").
+std::string schedule_kernels_to_dot(const LoopProgram& p, const Schedule& s);
 
 }  // namespace ls

@@ -47,6 +47,7 @@
 #include "trace_panel.h"
 #include "trace_session.h"
 #include "frontend/torch_trace.h"
+#include "report/trace_report.h"
 #include <QComboBox>
 #include <QPushButton>
 #include <QMimeData>
@@ -893,6 +894,34 @@ class TestGui : public QObject {
         QVERIFY2(ids.contains(n.id.mid(4)), qPrintable(n.id));
       }
     QVERIFY(refs > 0);
+  }
+
+  // GPT-2's training graph from a real TORCH_TRACE log: its fused stage's clusters make Graphviz
+  // 2.43's ranking fail ("trouble in init_rank"; with newrank, or without clusters, dot takes
+  // minutes). The layouter draws the stage's simpler form instead, a box per kernel, and says so.
+  void testClusterRankingFailureIsLaidOutAgain() {
+    const TorchTrace t = read_torch_trace(std::string(LS_TEST_DATA) + "/trace/gpt2.log");
+    const TraceCompile* c = t.compile("1/0");
+    QVERIFY(c != nullptr);
+    PipelineOptions o;
+    o.train = true;
+    o.stop_after_source = true;
+    const CompileResult r = run_pipeline(trace_graph_model(*c), o);
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    const Stage* fused = r.stage("fused");
+    QVERIFY(fused != nullptr && fused->dot.find("subgraph cluster") != std::string::npos);
+    QVERIFY(!fused->dot_simple.empty() && fused->dot_simple.find("subgraph cluster") == std::string::npos);
+    GraphLayouter layouter;
+    QSignalSpy laid(&layouter, &GraphLayouter::laidOut), failed(&layouter, &GraphLayouter::failed);
+    QElapsedTimer clock;
+    clock.start();
+    layouter.layout(QString::fromStdString(fused->dot), QString::fromStdString(fused->dot_simple));
+    QVERIFY(laid.wait(60000) || !failed.isEmpty());
+    QVERIFY2(failed.isEmpty(), failed.isEmpty() ? "" : qPrintable(failed.at(0).at(0).toString()));
+    const auto g = laid.at(0).at(0).value<LaidOutGraph>();
+    QCOMPARE(g.nodes.size(), r.schedule.kernels.size());
+    QVERIFY2(g.note.contains("box per kernel") && g.note.contains("init_rank"), qPrintable(g.note));
+    QVERIFY(clock.elapsed() < layouter.simpler_after_ms);  // dot's refusal is not waited out
   }
 
   // dot's failure comes back as one line however much dot printed (it printed 3,200 lines for a
