@@ -8,7 +8,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DLOWERSCOPE_GUI=OFF -DLOWERSCOPE_TESTS=OFF \
-  -DLOWERSCOPE_CUDA_TESTS=ON -DLOWERSCOPE_JSON_INCLUDE="$ROOT/.carry/include" > build-gpu.log 2>&1 || { cat build-gpu.log; exit 2; }
+  -DLOWERSCOPE_CUDA_TESTS=ON $( [ -d .carry/onnx ] && echo "-DCMAKE_PREFIX_PATH=$PWD/.carry/onnx" ) -DLOWERSCOPE_JSON_INCLUDE="$ROOT/.carry/include" > build-gpu.log 2>&1 || { cat build-gpu.log; exit 2; }
 cmake --build build-gpu >> build-gpu.log 2>&1 || { tail -40 build-gpu.log; exit 2; }
 rm -rf build-gpu/data && cp -r tests/data build-gpu/data
 find build-gpu/data -name '*.pt2' -type f -not -path '*/bad/*' | while read -r f; do

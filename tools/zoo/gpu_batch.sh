@@ -48,7 +48,7 @@ built() { [ -x $cli ] && [ -x build-gpu/app/lowerscope-runner ]; }
 build() {
   built && return 0
   cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DLOWERSCOPE_GUI=OFF -DLOWERSCOPE_TESTS=OFF \
-    -DLOWERSCOPE_JSON_INCLUDE="$PWD/.carry/include" > build-gpu.log 2>&1 || { tail -30 build-gpu.log; exit 2; }
+    $( [ -d .carry/onnx ] && echo "-DCMAKE_PREFIX_PATH=$PWD/.carry/onnx" ) -DLOWERSCOPE_JSON_INCLUDE="$PWD/.carry/include" > build-gpu.log 2>&1 || { tail -30 build-gpu.log; exit 2; }
   cmake --build build-gpu --target lowerscope-cli lowerscope-runner >> build-gpu.log 2>&1 || { tail -40 build-gpu.log; exit 2; }
   echo "built in ${SECONDS} s"
 }
