@@ -20,6 +20,7 @@
 #include "dynamic/retarget.h"
 #include "frontend/load_model.h"
 #include "interp/reference.h"
+#include "lower/lower.h"
 #include "ops/core_aten_set.h"
 #include "ops/op_table.h"
 #include "ops/print.h"
@@ -749,6 +750,7 @@ int core_aten_coverage() {
       const char* kinds[] = {"pointwise", "reduction", "view", "composite", "library call", "getitem"};
       what = kinds[static_cast<int>(op->kind)];
       if (op->kind == ls::OpKind::composite) what += " (decomposes)";
+      if (const char* how = ls::generated_form(*op)) what = std::string("generated code (") + how + "); else a library call";
     } else if (auto w = why.find(name); w != why.end()) {
       what = "not an op of the table: " + std::string(w->second);
     } else {

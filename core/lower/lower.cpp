@@ -821,4 +821,16 @@ class Lowering {
 
 LoopProgram lower_to_loops(const Graph& g) { return Lowering(g).run(); }
 
+const char* generated_form(const OpDef& op) {
+  // The cases of lower_node's extern_kernel branch, in its order.
+  if (&op == &op::max_pool2d_with_indices()) return "windows read through index expressions";
+  if (&op == &op::max_pool2d_with_indices_backward()) return "each input element gathers the windows that chose it";
+  if (&op == &op::cat()) return "each output element reads the input its position falls in";
+  if (&op == &op::gather()) return "indirect loads of the index";
+  if (&op == &op::embedding()) return "indirect loads of the rows";
+  if (&op == &op::index_tensor()) return "indirect loads of the indices";
+  if (op.name == "aten.arange.start_step") return "the loop index as a value (start + step * i)";
+  return nullptr;
+}
+
 }  // namespace ls

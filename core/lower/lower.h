@@ -8,4 +8,8 @@
 namespace ls {
 // Throws std::runtime_error naming the node when an op has no lowering.
 LoopProgram lower_to_loops(const Graph& g);
+
+// For a library-kernel op that the lowering writes as generated code where it can (as Inductor
+// lowers it): how, for people ("indirect loads of the indices"); null for the others.
+const char* generated_form(const OpDef& op);
 }
