@@ -84,47 +84,36 @@ MemoryNeed read_need(Reader& r) {
   return n;
 }
 
-// The results, as text after their length: the timings, how each kernel ran, its registers,
-// reduce-overhead's graph. Room enough for any kernel's line.
+// The results (worker::ResultWriter, as the CPU's): the timings, how each kernel ran, its
+// registers, reduce-overhead's graph. Room enough for any kernel's line.
 size_t result_bytes(size_t kernels) { return 65536 + 1024 * kernels; }
 
 void write_results(char* at, size_t room, const CudaIsolatedRun& run) {
-  Writer w;
+  worker::ResultWriter w(at, room);
   w.f(run.t.total_ms);
   w.i(run.t.runs);
   w.f(run.t.host_ms);
-  w.i(static_cast<int64_t>(run.t.kernel_ms.size()));
-  for (double ms : run.t.kernel_ms) w.f(ms);
-  w.i(static_cast<int64_t>(run.t.host_kernel_ms.size()));
-  for (double ms : run.t.host_kernel_ms) w.f(ms);
+  w.doubles(run.t.kernel_ms);
+  w.doubles(run.t.host_kernel_ms);
   w.strs(run.how);
   w.ints(std::vector<int64_t>(run.registers.begin(), run.registers.end()));
   w.str(run.graph_why);
   w.i(static_cast<int64_t>(run.graph_nodes));
   w.f(run.graph_ms);
-  const std::string& text = w.text();
-  const uint64_t len = text.size();
-  if (8 + len > room) throw std::logic_error("kernel worker: the run's results (" + std::to_string(len) + " bytes) do not fit their room");
-  std::memcpy(at, &len, 8);
-  std::memcpy(at + 8, text.data(), len);
 }
 
 void read_results(const char* at, size_t room, CudaIsolatedRun& run) {
-  uint64_t len = 0;
-  std::memcpy(&len, at, 8);
-  if (8 + len > room) throw std::runtime_error("kernel worker: its results are cut short");
-  Reader r(at + 8, len);
+  worker::ResultReader r(at, room);
   run.t.total_ms = r.f();
   run.t.runs = static_cast<int>(r.i());
   run.t.host_ms = r.f();
-  run.t.kernel_ms.resize(r.n());
-  for (double& ms : run.t.kernel_ms) ms = r.f();
-  run.t.host_kernel_ms.resize(r.n());
-  for (double& ms : run.t.host_kernel_ms) ms = r.f();
+  run.t.kernel_ms = r.doubles();
+  run.t.host_kernel_ms = r.doubles();
   run.how = r.strs();
   for (int64_t n : r.ints()) run.registers.push_back(static_cast<int>(n));
   run.graph_why = r.str();
-  run.graph_nodes = r.n();
+  const int64_t nodes = r.i();
+  run.graph_nodes = nodes > 0 ? static_cast<size_t>(nodes) : 0;
   run.graph_ms = r.f();
 }
 
@@ -164,6 +153,11 @@ CudaIsolatedRun run_cuda_isolated(const LoopProgram& p, const Schedule& s, const
   CudaIsolatedRun out;
   out.outputs = worker::outputs_from(data, p, at);
   read_results(data + at.results, static_cast<size_t>(at.result_bytes), out);
+  const size_t n = s.kernels.size();  // one each per kernel, whatever the worker wrote
+  out.t.kernel_ms.resize(n);
+  out.t.host_kernel_ms.resize(n);
+  out.how.resize(n);
+  out.registers.resize(n);
   out.worker_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   return out;
 }
@@ -184,6 +178,7 @@ void worker::cuda_worker(Header* h) {
     const bool graph = r.i() != 0;
     const MemoryNeed need = read_need(r);
     const DataLayout at = read_layout(r);
+    check_layout(at, p, data_bytes_of(h));
     char* data = data_of(h);
 
     CudaDriver::end_with_fault();

@@ -72,8 +72,12 @@ class CpuExecutable {
   const Tensor& buffer(const std::string& name) const { return buffers_.at(name); }  // a bound buffer
   // A worker process (exec/isolated_run.h) follows the run: before each kernel, its index goes
   // into progress[0] and the count of kernels started into progress[1] (shared memory the parent
-  // reads, to name a kernel that faulted or hung). Null: not followed.
-  void follow(std::atomic<int64_t>* progress) { progress_ = progress; }
+  // reads, to name a kernel that faulted or hung). The count goes on from progress[1] as it is
+  // (the worker's load marked there), so the first kernel moves it. Null: not followed.
+  void follow(std::atomic<int64_t>* progress) {
+    progress_ = progress;
+    started_ = progress ? progress[1].load() : 0;
+  }
 
  private:
   void bind(const std::vector<Tensor>& inputs);

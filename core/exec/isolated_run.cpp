@@ -33,8 +33,9 @@ struct Plan {
   worker::DataLayout at;
 };
 
-// The results: total_ms, runs, kernel_ms[n], ran_inside[n], runs_template[n].
-size_t result_bytes(size_t n) { return 16 + 8 * n + 2 * n; }
+// The results (worker::ResultWriter): total_ms, runs, then n each of kernel_ms, ran_inside,
+// runs_template, after their counts.
+size_t result_bytes(size_t n) { return 8 * (5 + 3 * n); }
 
 }  // namespace
 
@@ -95,17 +96,15 @@ IsolatedRun run_isolated(const LoopProgram& p, const Schedule& s, const Generate
 
   IsolatedRun out;
   out.outputs = worker::outputs_from(data, p, at);
-  const char* res = data + at.results;
-  std::memcpy(&out.t.total_ms, res, 8);
-  int64_t runs = 0;
-  std::memcpy(&runs, res + 8, 8);
-  out.t.runs = static_cast<int>(runs);
-  out.t.kernel_ms.resize(n);
-  if (n) std::memcpy(out.t.kernel_ms.data(), res + 16, 8 * n);
-  for (size_t i = 0; i < n; ++i) {
-    out.ran_inside.push_back(res[16 + 8 * n + i] != 0);
-    out.runs_template.push_back(res[16 + 9 * n + i] != 0);
-  }
+  worker::ResultReader r(data + at.results, static_cast<size_t>(at.result_bytes));
+  out.t.total_ms = r.f();
+  out.t.runs = static_cast<int>(r.i());
+  out.t.kernel_ms = r.doubles();
+  for (int64_t x : r.ints()) out.ran_inside.push_back(x != 0);
+  for (int64_t x : r.ints()) out.runs_template.push_back(x != 0);
+  out.t.kernel_ms.resize(n);  // one per kernel, whatever the worker wrote
+  out.ran_inside.resize(n);
+  out.runs_template.resize(n);
   out.worker_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   return out;
 }
@@ -225,26 +224,31 @@ void worker::cpu_worker(Header* h) {
     }
     plan.timing = read_timing(r);
     plan.at = read_layout(r);
+    check_layout(plan.at, plan.p, data_bytes_of(h));
     char* data = data_of(h);
     std::unique_ptr<LoadedCode> code = with_injected_fault(load_code(plan.objects), plan, h);
     CpuExecutable exe(plan.p, plan.s, plan.src, *code, plan.sizes);
+    h->progress[1].fetch_add(1);  // loaded: the start's limit ends; then each kernel moves the count on
     exe.follow(h->progress);
-    h->progress[1].fetch_add(1);
     h->phase = loaded;
     const std::vector<Tensor> inputs = inputs_from(data, plan.at);
     put_outputs(data, plan.p, plan.at, exe.run(inputs));
     h->phase = ran;
     const Timings t = exe.benchmark(inputs, plan.timing);
     const size_t n = plan.s.kernels.size();
-    char* res = data + plan.at.results;
-    const int64_t runs = t.runs;
-    std::memcpy(res, &t.total_ms, 8);
-    std::memcpy(res + 8, &runs, 8);
-    for (size_t k = 0; k < n && k < t.kernel_ms.size(); ++k) std::memcpy(res + 16 + 8 * k, &t.kernel_ms[k], 8);
+    std::vector<double> kernel_ms = t.kernel_ms;
+    kernel_ms.resize(n);
+    std::vector<int64_t> inside, templates;
     for (size_t k = 0; k < n; ++k) {
-      res[16 + 8 * n + k] = exe.ran_inside()[k];
-      res[16 + 9 * n + k] = exe.runs_template(k);
+      inside.push_back(k < exe.ran_inside().size() && exe.ran_inside()[k]);
+      templates.push_back(exe.runs_template(k));
     }
+    ResultWriter w(data + plan.at.results, static_cast<size_t>(plan.at.result_bytes));
+    w.f(t.total_ms);
+    w.i(t.runs);
+    w.doubles(kernel_ms);
+    w.ints(inside);
+    w.ints(templates);
   });
 }
 

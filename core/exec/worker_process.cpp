@@ -11,12 +11,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 
 #include "exec/memory_fit.h"
 #include "ops/op_table.h"
@@ -32,6 +34,17 @@ constexpr int kChildFd = 3;                          // where the worker finds t
 static_assert(sizeof(Header) <= kHeaderBytes);
 
 [[noreturn]] void cut_short() { throw std::runtime_error("kernel worker: the run's plan is cut short"); }
+[[noreturn]] void results_cut_short() { throw std::runtime_error("kernel worker: its results are cut short or garbled"); }
+
+// A file descriptor closed when dropped, unless released: SharedRun's constructor may throw after
+// it made the file, and then no destructor runs.
+struct OwnedFd {
+  int fd = -1;
+  ~OwnedFd() {
+    if (fd >= 0) close(fd);
+  }
+  int release() { return std::exchange(fd, -1); }
+};
 
 // This process's cores as it started, before an OpenMP runtime bound its main thread to one
 // (OMP_PROC_BIND=spread, compile/cpu_compiler.h): a worker spawned from that thread would inherit
@@ -124,9 +137,9 @@ size_t align64(size_t n) { return (n + 63) & ~size_t(63); }
 
 void Writer::i(int64_t v) { s_ += std::to_string(v) + ' '; }
 void Writer::f(double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, "%a ", v);
-  s_ += b;
+  int64_t bits = 0;
+  std::memcpy(&bits, &v, 8);
+  i(bits);
 }
 void Writer::str(const std::string& v) {
   i(static_cast<int64_t>(v.size()));
@@ -152,18 +165,22 @@ void Writer::arg(const Arg& a) {
 }
 
 int64_t Reader::i() {
-  char* e = nullptr;
-  const long long v = std::strtoll(p_, &e, 10);
-  if (e == p_ || e >= end_) cut_short();
-  p_ = e + 1;
+  int64_t v = 0;
+  const std::from_chars_result r = std::from_chars(p_, end_, v);
+  if (r.ec != std::errc() || r.ptr == end_ || *r.ptr != ' ') cut_short();
+  p_ = r.ptr + 1;
   return v;
 }
 double Reader::f() {
-  char* e = nullptr;
-  const double v = std::strtod(p_, &e);
-  if (e == p_ || e >= end_) cut_short();
-  p_ = e + 1;
+  const int64_t bits = i();
+  double v = 0;
+  std::memcpy(&v, &bits, 8);
   return v;
+}
+size_t Reader::n() {
+  const int64_t v = i();
+  if (v < 0 || v > end_ - p_) cut_short();
+  return static_cast<size_t>(v);
 }
 std::string Reader::str() {
   const size_t len = n();
@@ -193,6 +210,72 @@ Arg Reader::arg() {
   a.list.resize(n());
   for (Arg& x : a.list) x = arg();
   return a;
+}
+
+// ---- ResultWriter, ResultReader ----
+
+void ResultWriter::put(const void* v, size_t n) {
+  if (n > static_cast<size_t>(end_ - p_))
+    throw std::logic_error("kernel worker: the run's results do not fit their room of " + std::to_string(end_ - p_) + " bytes left");
+  std::memcpy(p_, v, n);
+  p_ += n;
+}
+void ResultWriter::str(const std::string& v) {
+  i(static_cast<int64_t>(v.size()));
+  put(v.data(), v.size());
+}
+void ResultWriter::ints(const std::vector<int64_t>& v) {
+  i(static_cast<int64_t>(v.size()));
+  for (int64_t x : v) i(x);
+}
+void ResultWriter::doubles(const std::vector<double>& v) {
+  i(static_cast<int64_t>(v.size()));
+  for (double x : v) f(x);
+}
+void ResultWriter::strs(const std::vector<std::string>& v) {
+  i(static_cast<int64_t>(v.size()));
+  for (const std::string& x : v) str(x);
+}
+
+void ResultReader::get(void* v, size_t n) {
+  if (n > static_cast<size_t>(end_ - p_)) results_cut_short();
+  std::memcpy(v, p_, n);
+  p_ += n;
+}
+size_t ResultReader::n(size_t each) {
+  const int64_t v = i();
+  if (v < 0 || static_cast<uint64_t>(v) > static_cast<size_t>(end_ - p_) / each) results_cut_short();
+  return static_cast<size_t>(v);
+}
+int64_t ResultReader::i() {
+  int64_t v = 0;
+  get(&v, 8);
+  return v;
+}
+double ResultReader::f() {
+  double v = 0;
+  get(&v, 8);
+  return v;
+}
+std::string ResultReader::str() {
+  std::string v(n(1), '\0');
+  get(v.data(), v.size());
+  return v;
+}
+std::vector<int64_t> ResultReader::ints() {
+  std::vector<int64_t> v(n(8));
+  for (int64_t& x : v) x = i();
+  return v;
+}
+std::vector<double> ResultReader::doubles() {
+  std::vector<double> v(n(8));
+  for (double& x : v) x = f();
+  return v;
+}
+std::vector<std::string> ResultReader::strs() {
+  std::vector<std::string> v(n(8));  // each string's length, at least
+  for (std::string& x : v) x = str();
+  return v;
 }
 
 // ---- The plan's parts ----
@@ -384,12 +467,16 @@ std::string runner_path(const IsolationOptions& o) {
 
 SharedRun::SharedRun(const std::string& plan, size_t data_bytes) {
   data_off_ = align64(kHeaderBytes + plan.size());
+  constexpr size_t most = static_cast<size_t>(std::numeric_limits<off_t>::max());
+  if (data_bytes > most - data_off_)
+    throw std::runtime_error("kernel worker: " + std::to_string(data_bytes) + " bytes of data are more than a shared file holds");
   bytes_ = data_off_ + data_bytes;
-  fd_ = static_cast<int>(syscall(SYS_memfd_create, "lowerscope-run", MFD_CLOEXEC));
-  if (fd_ < 0 || ftruncate(fd_, static_cast<off_t>(bytes_)) != 0)
+  OwnedFd fd{static_cast<int>(syscall(SYS_memfd_create, "lowerscope-run", MFD_CLOEXEC))};
+  if (fd.fd < 0 || ftruncate(fd.fd, static_cast<off_t>(bytes_)) != 0)
     throw std::runtime_error(std::string("kernel worker: cannot make the shared memory: ") + std::strerror(errno));
-  void* m = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+  void* m = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd.fd, 0);
   if (m == MAP_FAILED) throw std::runtime_error(std::string("kernel worker: cannot map the shared memory: ") + std::strerror(errno));
+  fd_ = fd.release();
   base_ = static_cast<char*>(m);
   h_ = new (base_) Header();
   h_->plan_len = plan.size();
@@ -475,7 +562,8 @@ void SharedRun::run(const std::string& runner, const std::vector<std::string>& a
       since = Clock::now();
     } else if (std::chrono::duration<double>(Clock::now() - since).count() > limit) {
       kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
+      while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
       timed_out = true;
       break;
     }
@@ -536,6 +624,7 @@ void SharedRun::run(const std::string& runner, const std::vector<std::string>& a
 namespace {
 
 Header* worker_header = nullptr;
+size_t worker_bytes = 0;  // the shared file's size
 
 // A fault recorded for the parent's message; the default action (SA_RESETHAND) then ends the
 // process: a fault re-runs its instruction, a signal sent is raised again.
@@ -581,11 +670,66 @@ Header* attach(int argc, char** argv) {
   void* m = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (m == MAP_FAILED) return nullptr;
   Header* h = static_cast<Header*>(m);
-  if (h->magic != kMagic || h->data_off > static_cast<uint64_t>(st.st_size) || kHeaderBytes + h->plan_len > h->data_off) return nullptr;
+  if (h->magic != kMagic) {
+    std::fprintf(stderr, "lowerscope-runner: --shm %d is not a lowerscope run's shared file\n", fd);
+    return nullptr;
+  }
+  // The plan between the header and the data, the data inside the file: else an error the parent
+  // reads (written into the header, which is there).
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  if (h->data_off < kHeaderBytes || h->data_off > size || h->plan_len > h->data_off - kHeaderBytes) {
+    fail(h, logic,
+         "kernel worker: the shared file's header does not fit it (plan " + std::to_string(h->plan_len) + " bytes, data at " +
+             std::to_string(h->data_off) + ", file " + std::to_string(size) + " bytes)");
+    return nullptr;
+  }
   worker_header = h;
+  worker_bytes = static_cast<size_t>(size);
   sched_setaffinity(0, sizeof h->cpus, &h->cpus);  // before the OpenMP runtime loads and counts them
   install_fault_handlers();
   return h;
+}
+
+size_t data_bytes_of(const Header* h) { return worker_bytes > h->data_off ? worker_bytes - h->data_off : 0; }
+
+namespace {
+
+// A tensor's bytes from a plan's type and shape; false where the shape is negative or overflows.
+bool bytes_of(DType t, const Shape& shape, uint64_t& bytes) {
+  if (static_cast<int>(t) > static_cast<int>(DType::f16)) return false;  // no type of ours
+  uint64_t n = static_cast<uint64_t>(dtype_size(t));
+  for (int64_t d : shape)
+    if (d < 0 || __builtin_mul_overflow(n, static_cast<uint64_t>(d), &n)) return false;
+  bytes = n;
+  return true;
+}
+
+}  // namespace
+
+void check_layout(const DataLayout& at, const LoopProgram& p, size_t data_bytes) {
+  auto inside = [data_bytes](int64_t off, uint64_t bytes) {
+    return off >= 0 && static_cast<uint64_t>(off) <= data_bytes && bytes <= data_bytes - static_cast<uint64_t>(off);
+  };
+  auto outside = [data_bytes](const std::string& what, int64_t off) {
+    throw std::logic_error("kernel worker: " + what + " at offset " + std::to_string(off) + " lies outside the shared data (" +
+                           std::to_string(data_bytes) + " bytes)");
+  };
+  if (at.inputs.size() != at.input_metas.size() || at.outputs.size() != p.outputs.size())
+    throw std::logic_error("kernel worker: the plan's layout has " + std::to_string(at.inputs.size()) + " inputs for " +
+                           std::to_string(at.input_metas.size()) + " and " + std::to_string(at.outputs.size()) + " outputs for " +
+                           std::to_string(p.outputs.size()));
+  for (size_t i = 0; i < at.inputs.size(); ++i) {
+    uint64_t bytes = 0;
+    if (!bytes_of(at.input_metas[i].first, at.input_metas[i].second, bytes) || !inside(at.inputs[i], bytes))
+      outside("input " + std::to_string(i), at.inputs[i]);
+  }
+  for (size_t i = 0; i < at.outputs.size(); ++i) {
+    if (at.outputs[i] < 0 || p.outputs[i].empty()) continue;
+    const LoopBuffer& b = p.buffer(p.outputs[i]);
+    uint64_t bytes = 0;
+    if (!bytes_of(b.dtype, b.shape, bytes) || !inside(at.outputs[i], bytes)) outside("output " + b.name, at.outputs[i]);
+  }
+  if (at.result_bytes < 0 || !inside(at.results, static_cast<uint64_t>(at.result_bytes))) outside("the results", at.results);
 }
 
 void serve(Header* h, const std::function<void()>& work) {

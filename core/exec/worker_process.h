@@ -46,8 +46,10 @@ struct Header {
 
 size_t align64(size_t n);
 
-// ---- The plan: a flat stream (ints and %a doubles as text, strings length-prefixed); the worker
-// is the same binary, so enums travel as their values ----
+// ---- The plan: a flat stream (ints as text, doubles as the ints of their bits, strings and lists
+// after their length); the worker is the same binary, so enums travel as their values. Every read
+// is checked against the stream's end, counts against the bytes left (a plan cut short or garbled
+// is an error, never a read past it) ----
 
 class Writer {
  public:
@@ -68,7 +70,7 @@ class Reader {
   Reader(const char* p, size_t n) : p_(p), end_(p + n) {}
   int64_t i();
   double f();
-  size_t n() { return static_cast<size_t>(i()); }
+  size_t n();  // a count: each item takes a byte at least, so no more than the bytes left
   std::string str();
   std::vector<int64_t> ints();
   std::vector<std::string> strs();
@@ -103,6 +105,43 @@ std::vector<Tensor> inputs_from(const char* data, const DataLayout& at);
 // The run's outputs into the data (each checked to be its buffer's size); and read back.
 void put_outputs(char* data, const LoopProgram& p, const DataLayout& at, const std::vector<Tensor>& outs);
 std::vector<Tensor> outputs_from(const char* data, const LoopProgram& p, const DataLayout& at);
+
+// ---- The results the worker hands back, in the data's last DataLayout::result_bytes: binary
+// (8-byte ints and doubles, strings and lists after their length). The parent reads them with
+// every read checked against that room: a garbled or hostile result is an error, not a crash ----
+
+class ResultWriter {
+ public:
+  ResultWriter(char* at, size_t room) : p_(at), end_(at + room) {}
+  void i(int64_t v) { put(&v, 8); }
+  void f(double v) { put(&v, 8); }
+  void str(const std::string& v);
+  void ints(const std::vector<int64_t>& v);
+  void doubles(const std::vector<double>& v);
+  void strs(const std::vector<std::string>& v);
+
+ private:
+  void put(const void* v, size_t n);  // throws std::logic_error where the room is full
+  char* p_;
+  char* end_;
+};
+
+class ResultReader {
+ public:
+  ResultReader(const char* at, size_t room) : p_(at), end_(at + room) {}
+  int64_t i();
+  double f();
+  std::string str();
+  std::vector<int64_t> ints();
+  std::vector<double> doubles();
+  std::vector<std::string> strs();
+
+ private:
+  size_t n(size_t each);              // a count of items of `each` bytes at least, checked against the bytes left
+  void get(void* v, size_t n);        // throws std::runtime_error past the room
+  const char* p_;
+  const char* end_;
+};
 
 // ---- The parent's side ----
 
@@ -146,6 +185,11 @@ std::string runner_path(const IsolationOptions& o);
 Header* attach(int argc, char** argv);
 inline const char* plan_of(const Header* h) { return reinterpret_cast<const char*>(h) + kHeaderBytes; }
 inline char* data_of(Header* h) { return reinterpret_cast<char*>(h) + h->data_off; }
+// The data's size: the shared file's, past Header::data_off (attach checked that it fits).
+size_t data_bytes_of(const Header* h);
+// The layout read from the plan, checked to lie inside the data (`data_bytes`) with `p`'s outputs:
+// std::logic_error naming the part that does not.
+void check_layout(const DataLayout& at, const LoopProgram& p, size_t data_bytes);
 // Runs `work`, then marks the run done; what it throws goes to the header for the parent
 // (KernelFault with its kernel, MemoryRefused, the standard exceptions by kind). Then the
 // process ends without teardown (an OpenMP team, a JIT, a GPU context go with it).
