@@ -665,8 +665,17 @@ std::string CudaExecutable::capture_graph() {
 
 size_t CudaExecutable::graph_nodes() const { return graph_ ? graph_->nodes() : 0; }
 
+// The watchdog's count of a followed run moved on where no step() launches: before each graph
+// replay, as each timed kernel is seen finished (progress[0] keeps the last kernel launched). A
+// worker's parent stops a kernel whose count stood still past the limit; so each replay, each
+// kernel of a timed run, has the limit to itself.
+static void moved_on(std::atomic<int64_t>* progress, int64_t& started) {
+  if (progress) progress[1].store(++started, std::memory_order_relaxed);
+}
+
 std::vector<Tensor> CudaExecutable::replay_graph() {
   if (!graph_) throw std::logic_error("no CUDA graph captured");
+  moved_on(progress_, started_);
   graph_->replay();
   graph_->synchronize();
   return download_outputs();
@@ -674,7 +683,10 @@ std::vector<Tensor> CudaExecutable::replay_graph() {
 
 Timings CudaExecutable::benchmark_graph(const TimingOptions& o) {
   if (!graph_) throw std::logic_error("no CUDA graph captured");
-  for (int w = 0; w < o.warmup; ++w) graph_->replay();
+  for (int w = 0; w < o.warmup; ++w) {
+    moved_on(progress_, started_);
+    graph_->replay();
+  }
   graph_->synchronize();
   void* a = d_.event();
   void* b = d_.event();
@@ -682,6 +694,7 @@ Timings CudaExecutable::benchmark_graph(const TimingOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   auto spent = [&] { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count(); };
   for (int run = 0; run < o.max_runs && (run < o.min_runs || spent() < o.budget_ms / 2); ++run) {
+    moved_on(progress_, started_);
     graph_->timed_replay(a, b);
     total.push_back(d_.elapsed_ms(a, b));
   }
@@ -699,7 +712,10 @@ Timings CudaExecutable::benchmark_bound(const TimingOptions& o) {
   if (arg_ptrs_.empty()) throw std::logic_error("the inputs are not bound yet (run or benchmark first)");
   const size_t n = functions_.size();
   for (int w = 0; w < o.warmup; ++w)
-    for (size_t k = 0; k < n; ++k) step(k);
+    for (size_t k = 0; k < n; ++k) {
+      step(k);
+      if (progress_) d_.synchronize();  // followed: each warm-up kernel has the watchdog's limit to itself
+    }
   d_.synchronize();
   std::vector<void*> ev(n + 1);
   for (auto& e : ev) e = d_.event();
@@ -722,7 +738,10 @@ Timings CudaExecutable::benchmark_bound(const TimingOptions& o) {
       d_.record(ev[k + 1]);
     }
     const double issue_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - issue).count();
-    for (size_t k = 0; k < n; ++k) per[k].push_back(d_.elapsed_ms(ev[k], ev[k + 1]));
+    for (size_t k = 0; k < n; ++k) {
+      per[k].push_back(d_.elapsed_ms(ev[k], ev[k + 1]));  // waits for kernel k
+      moved_on(progress_, started_);
+    }
     hold_ns = std::clamp<long long>(static_cast<long long>(2 * issue_ns) + 10000, 10000, 50000000);
   }
   // The whole model: back-to-back runs between two events, no events in between.
