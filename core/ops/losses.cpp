@@ -202,9 +202,17 @@ std::vector<Arg> decomp_nll_loss(GraphBuilder& b, const OpDef&, const std::vecto
 }
 
 // cross_entropy_loss(self, target, weight, reduction, ignore_index, label_smoothing), as ATen's
-// composite: class indices -> log_softmax + nll_loss (with label smoothing, the smooth loss
+// composite: class indices -> log_softmax + nll_loss_nd (with label smoothing, the smooth loss
 // -sum(log_softmax * weight) over the classes mixed in); class probabilities (a float target of
-// the input's shape) -> -sum(log_softmax * target * weight) over the classes.
+// the input's shape) -> -sum(log_softmax * target * weight) over the classes. The input is (C),
+// (N, C) or (N, C, d1, ...): the loss is per position, (N, d1, ...), where nothing reduces it.
+
+// The shape of the loss per position: the input's without its class dimension.
+Shape per_position(const Shape& x) {
+  Shape s = x;
+  if (!s.empty()) s.erase(s.begin() + (x.size() >= 2 ? 1 : 0));
+  return s;
+}
 std::vector<TensorMeta> infer_cross_entropy(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
   const TensorMeta &x = meta_of(g, a[0]), &t = meta_of(g, a[1]);
   check_reduction(op, a[3].i);
@@ -222,8 +230,11 @@ std::vector<TensorMeta> infer_cross_entropy(const Graph& g, const OpDef& op, con
     out.erase(out.begin() + (x.shape.size() >= 2 ? 1 : 0));
     return {like(x, a[3].i == 0 ? out : Shape{})};
   }
-  const Nll d = nll_dims(op, x.shape, t.shape);
-  return {like(x, a[3].i == 0 && d.batched ? Shape{d.N} : Shape{})};
+  if (t.dtype == DType::b8) bad(op, "expected an integer target (class indices)");
+  if (x.shape.size() <= 2) nll_dims(op, x.shape, t.shape);
+  else if (t.shape != per_position(x.shape))
+    bad(op, "Expected target size " + shape_str(per_position(x.shape)) + ", got " + shape_str(t.shape));
+  return {like(x, a[3].i == 0 ? per_position(x.shape) : Shape{})};
 }
 std::vector<Tensor> ref_cross_entropy(const OpDef& op, const std::vector<Arg>& a, const RefInputs& in, const std::vector<TensorMeta>& outs) {
   const Tensor &x = in[0], &t = in[1];
@@ -283,14 +294,26 @@ std::vector<Arg> decomp_cross_entropy(GraphBuilder& b, const OpDef& op, const st
     if (red == 2) return {b.call("aten.sum.default", {l})};
     return {b.call("aten.div.Tensor", {b.call("aten.sum.default", {l}), Arg::of_real(static_cast<double>(numel_of(xs) / C))})};
   }
-  const Arg nll = b.call("aten.nll_loss_forward.default", {lsm, a[1], a[2], a[3], a[4]});
-  if (ls == 0) return {b.get(nll, 0)};
+  // nll_loss_nd: positions beyond (N, C) folded into the batch, the classes last.
+  Arg rows = lsm, target = a[1];
+  if (xs.size() > 2) {
+    std::vector<int64_t> perm = {0};
+    for (int64_t d = 2; d < static_cast<int64_t>(xs.size()); ++d) perm.push_back(d);
+    perm.push_back(1);
+    const int64_t P = numel_of(per_position(xs));
+    rows = b.call("aten.reshape.default", {b.call("aten.permute.default", {lsm, Arg::of_ints(perm)}), Arg::of_ints({P, C})});
+    target = b.call("aten.reshape.default", {a[1], Arg::of_ints({P})});
+  }
+  const Arg nll = b.call("aten.nll_loss_forward.default", {rows, target, a[2], a[3], a[4]});
+  Arg loss = b.get(nll, 0);
+  if (xs.size() > 2 && red == 0) loss = b.call("aten.view.default", {loss, Arg::of_ints(per_position(xs))});
+  if (ls == 0) return {loss};
   Arg smooth = class_sum(weighted(lsm));
   smooth = b.call("aten.where.self", {b.call("aten.ne.Scalar", {a[1], a[4]}), smooth, Arg::of_real(0.0)});
   Arg ret = smooth;
   if (red == 2) ret = b.call("aten.sum.default", {smooth});
   if (red == 1) ret = b.call("aten.div.Tensor", {b.call("aten.sum.default", {smooth}), b.get(nll, 1)});
-  return {b.call("aten.add.Tensor", {b.call("aten.mul.Tensor", {b.get(nll, 0), Arg::of_real(1 - ls)}),
+  return {b.call("aten.add.Tensor", {b.call("aten.mul.Tensor", {loss, Arg::of_real(1 - ls)}),
                                      b.call("aten.mul.Tensor", {ret, Arg::of_real(ls / static_cast<double>(C))})})};
 }
 
