@@ -381,7 +381,9 @@ class Parser {
         c.kw.emplace_back(key, parse_value(t, i));
       } else {
         if (!c.kw.empty()) fail(t[i].col, "positional argument after a keyword argument");
+        const bool list = t[i].text == "[";
         c.pos.push_back(parse_value(t, i));
+        if (list && callee == "operator.getitem" && c.pos.size() == 2) c.pos.back() = py_list(c.pos.back());  // x[[0, 2]]
       }
       if (t[i].text == ",") ++i;
       else if (t[i].text != ")") fail(t[i].col, "expected ',' or ')' in the arguments of '" + t[0].text + "'");
@@ -430,7 +432,7 @@ class Parser {
   // A torch-level statement `stmt = <call, operator or index>`: lowered to ATen nodes; the value
   // named `stmt` (a new node renamed to it, an existing node aliased, or a number/size list).
   void lower_statement(const std::string& stmt, const std::string& target, int col, const std::function<TorchValue(TorchLowering&)>& run,
-                       const std::optional<TensorMeta>& meta, int meta_col, bool symbolic, const std::optional<Arg>& self) {
+                       const std::optional<TensorMeta>& meta, int meta_col, bool symbolic) {
     // An earlier statement's helper node holding this name gives it up.
     if (const int taken = g_.find(stmt); taken >= 0 && !names_.count(stmt)) g_.nodes[static_cast<size_t>(taken)].name = fresh(stmt + "_");
     const size_t first_new = g_.nodes.size();
@@ -438,9 +440,11 @@ class Parser {
     TorchValue r;
     try {
       r = run(low);
+    } catch (const ParseError&) {
+      throw;  // placed already (a node the lowering made)
     } catch (const UnknownTorchFunction&) {
       fail(col, "unknown op '" + target + "'");
-    } catch (const std::invalid_argument& e) {
+    } catch (const std::exception& e) {  // invalid_argument, and anything else a lowering throws
       fail(col, e.what());
     }
     if (!r.value.is_node()) {
@@ -451,14 +455,18 @@ class Parser {
     if (symbolic) fail(meta_col, "'" + stmt + "' is a symbolic integer but " + target + " gives a tensor");
     const int id = r.value.node;
     if (static_cast<size_t>(id) >= first_new) g_.nodes[static_cast<size_t>(id)].name = stmt;
-    const TensorMeta& m = g_.nodes[static_cast<size_t>(id)].meta();
-    if (meta && (meta->shape != m.shape || meta->dtype != m.dtype))
-      fail(meta_col, "'" + stmt + "' is annotated " + meta->annotation() + " but " + target + " gives " + m.annotation());
-    // In place (`x.add_(y)`): every name of the updated tensor names its new value from now on.
-    if (r.mutates_self && self && self->is_node())
+    check_annotation(stmt, target, meta, meta_col, g_.nodes[static_cast<size_t>(id)].meta());
+    // In place (`x.add_(y)`, `x += y`): every name of the updated tensor names its new value from now on.
+    if (r.mutates_self && r.self.is_node())
       for (auto& entry : names_)
-        if (entry.second == self->node) entry.second = id;
+        if (entry.second == r.self.node) entry.second = id;
     names_[stmt] = id;
+  }
+
+  // The statement's annotation, where it has one, against the value `what` gives it.
+  void check_annotation(const std::string& stmt, const std::string& what, const std::optional<TensorMeta>& meta, int meta_col, const TensorMeta& m) {
+    if (meta && (meta->shape != m.shape || meta->dtype != m.dtype))
+      fail(meta_col, "'" + stmt + "' is annotated " + meta->annotation() + " but " + what + " gives " + m.annotation());
   }
 
   // A node calling `op` as `c` spells it: arguments bound to the schema, metadata inferred.
@@ -577,7 +585,8 @@ class Parser {
     if (toks[0].kind != Token::name) fail(toks[0].col, "expected an assignment 'name = ...'");
     const Token target = toks[0];
     size_t i = 1;
-    // `a += b`: an in-place update, functionalized: a new node, and `a` names it from now on.
+    // `a += b`: an in-place update (operator.iadd), functionalized: a new node of a's shape and
+    // type, and every name of a names it from now on; of a number, the number a + b.
     if (toks[1].kind == Token::punct && toks[1].text.size() == 2 && toks[1].text[1] == '=' &&
         std::string("+-*/").find(toks[1].text[0]) != std::string::npos) {
       std::vector<Token> expr = {toks[0]};
@@ -586,11 +595,11 @@ class Parser {
       expr.push_back(op);
       expr.insert(expr.end(), toks.begin() + 2, toks.end());
       const OperatorExpr e = parse_operator(expr);
-      const std::string name = python_operator_name(e.symbol, static_cast<int>(e.operands.size()));
-      const std::string stmt = fresh("i" + name);
-      lower_statement(stmt, "operator." + name, e.col, [&](TorchLowering& b) { return TorchValue{lower_operator(b, e.symbol, e.operands), false}; },
-                      std::nullopt, 0, false, std::nullopt);
-      names_[target.text] = names_[stmt];
+      const std::string callee = "operator.i" + python_operator_name(e.symbol, static_cast<int>(e.operands.size()));
+      const std::string stmt = fresh(callee.substr(9));
+      lower_statement(stmt, callee, e.col, [&](TorchLowering& b) { return lower_torch_call(b, callee, e.operands, {}); }, std::nullopt, 0, false);
+      if (const auto n = sizes_.find(stmt); n != sizes_.end()) sizes_[target.text] = n->second;
+      else names_[target.text] = names_.at(stmt);
       return;
     }
     std::optional<TensorMeta> meta;
@@ -624,7 +633,10 @@ class Parser {
     }
     // `l_x_ = L_x_`: Dynamo's alias of an input.
     if (rhs[1].kind == Token::end && rhs[0].kind == Token::name && names_.count(rhs[0].text)) {
-      names_[target.text] = names_[rhs[0].text];
+      const int id = names_[rhs[0].text];
+      check_annotation(target.text, "'" + rhs[0].text + "'", meta, meta_col, g_.nodes[static_cast<size_t>(id)].meta());
+      if (symbolic) fail(meta_col, "'" + target.text + "' is a symbolic integer but '" + rhs[0].text + "' is a tensor");
+      names_[target.text] = id;
       return;
     }
     if (is_autocast_call(rhs)) return autocast_statement(target, rhs);
@@ -636,13 +648,15 @@ class Parser {
       size_t j = 0;
       const Arg base = parse_value(rhs, j);
       ++j;
-      const Arg index = parse_value(rhs, j);
+      const bool list = rhs[j].text == "[";  // x[[0, 2]]: a Python list, not the tuple x[0, 2]
+      Arg index = parse_value(rhs, j);
+      if (list) index = py_list(index);
       if (rhs[j].text != "]" || rhs[j + 1].kind != Token::end) fail(rhs[j].col, "expected ']' closing the index");
       const bool output = base.is_node() && index.kind == Arg::Kind::integer && multi_output(g_.nodes[static_cast<size_t>(base.node)].op);
       if (!output) {
         return lower_statement(target.text, "operator.getitem", rhs[0].col,
-                               [&](TorchLowering& b) { return TorchValue{lower_getitem(b, base, index), false}; }, meta, meta_col, symbolic,
-                               std::nullopt);
+                               [&](TorchLowering& b) { return TorchValue{lower_getitem(b, base, index), false, {}}; }, meta, meta_col,
+                               symbolic);
       }
       c.target = c.op = "getitem";
       c.col = rhs[0].col;
@@ -650,22 +664,25 @@ class Parser {
     } else if (call || method) {
       c = parse_call(rhs);
       if (c.op.empty()) {  // the torch level: frontend/torch_functions.h
-        const std::optional<Arg> self = c.pos.empty() ? std::nullopt : std::optional<Arg>(c.pos[0]);
         return lower_statement(target.text, c.target, c.col,
-                               [&](TorchLowering& b) { return lower_torch_call(b, c.target, c.pos, c.kw); }, meta, meta_col, symbolic,
-                               self);
+                               [&](TorchLowering& b) { return lower_torch_call(b, c.target, c.pos, c.kw); }, meta, meta_col, symbolic);
       }
     } else {
       const OperatorExpr e = parse_operator(rhs);
       if (e.symbol.empty()) {  // a plain value: a number the graph names
-        if (e.operands[0].is_node()) names_[target.text] = e.operands[0].node;
-        else sizes_[target.text] = e.operands[0];
+        if (e.operands[0].is_node()) {
+          check_annotation(target.text, "'" + rhs[0].text + "'", meta, meta_col, g_.nodes[static_cast<size_t>(e.operands[0].node)].meta());
+          names_[target.text] = e.operands[0].node;
+        } else {
+          if (meta) fail(meta_col, "'" + target.text + "' is annotated " + meta->annotation() + " but is given a number");
+          sizes_[target.text] = e.operands[0];
+        }
         return;
       }
       const std::string name = python_operator_name(e.symbol, static_cast<int>(e.operands.size()));
       return lower_statement(target.text, "operator." + name, e.col,
-                             [&](TorchLowering& b) { return TorchValue{lower_operator(b, e.symbol, e.operands), false}; }, meta, meta_col,
-                             symbolic, std::nullopt);
+                             [&](TorchLowering& b) { return TorchValue{lower_operator(b, e.symbol, e.operands), false, {}}; }, meta, meta_col,
+                             symbolic);
     }
     // The size queries (aten.sym_size.int, sym_numel, sym_stride.int, sym_storage_offset): with
     // shapes known, the number itself, used where the graph passes it (a view's sizes).

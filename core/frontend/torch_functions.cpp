@@ -20,11 +20,15 @@ namespace {
 
 const char* const kSlice = "<slice>";        // py_slice: a list [kSlice, start, stop, step]
 const char* const kEllipsis = "<Ellipsis>";  // py_ellipsis
+const char* const kList = "<list>";          // py_list: a list [kList, items...]
 
 bool is_slice(const Arg& a) {
   return a.kind == Arg::Kind::list && a.list.size() == 4 && a.list[0].kind == Arg::Kind::string && a.list[0].s == kSlice;
 }
 bool is_ellipsis(const Arg& a) { return a.kind == Arg::Kind::string && a.s == kEllipsis; }
+bool is_py_list(const Arg& a) {
+  return a.kind == Arg::Kind::list && !a.list.empty() && a.list[0].kind == Arg::Kind::string && a.list[0].s == kList;
+}
 bool is_dtype(const Arg& a) { return a.kind == Arg::Kind::string && a.s.rfind("torch.", 0) == 0 && dtype_from_name(a.s); }
 bool is_int(const Arg& a) { return a.kind == Arg::Kind::integer; }
 bool is_true(const Arg& a) { return a.kind == Arg::Kind::boolean && a.b; }
@@ -37,7 +41,7 @@ std::string kind_name(const Arg& a) {
     case Arg::Kind::real: return "float";
     case Arg::Kind::boolean: return "bool";
     case Arg::Kind::string: return is_dtype(a) ? "torch.dtype" : is_ellipsis(a) ? "ellipsis" : "str";
-    case Arg::Kind::list: return is_slice(a) ? "slice" : "tuple";
+    case Arg::Kind::list: return is_slice(a) ? "slice" : is_py_list(a) ? "list" : "tuple";
   }
   return "?";
 }
@@ -283,8 +287,13 @@ PySignature parse_signature(const std::string& text) {
 struct PyArgs {
   std::string fn;
   std::map<std::string, Arg> v;
-  const Arg& operator[](const std::string& n) const { return v.at(n); }
-  bool none(const std::string& n) const { return v.at(n).is_none(); }
+  const Arg& operator[](const std::string& n) const {
+    const auto it = v.find(n);
+    if (it == v.end()) throw std::invalid_argument(fn + "(): no parameter '" + n + "' (the mapping reads one its signature lacks)");
+    return it->second;
+  }
+  bool has(const std::string& n) const { return v.count(n) > 0; }
+  bool none(const std::string& n) const { return (*this)[n].is_none(); }
 };
 
 PyArgs bind_python(const PySignature& s, const std::string& fn, const std::vector<Arg>& pos, const PyKeywords& kw) {
@@ -487,7 +496,10 @@ Arg f_interpolate(TorchLowering& b, const PyArgs& a) {
   const Shape& s = b.meta(x).shape;
   const int dims = static_cast<int>(s.size()) - 2;
   const std::string mode = a["mode"].s;
-  if (a.v.count("antialias") && is_true(a["antialias"])) unsupported("interpolate", "antialias=True");
+  if (dims < 1 || dims > 3)
+    throw std::invalid_argument("Input Error: Only 3D, 4D and 5D input Tensors supported (got " + std::to_string(s.size()) +
+                                "D) for the modes: nearest | linear | bilinear | bicubic | trilinear | area | nearest-exact (got " + mode + ")");
+  if (a.has("antialias") && is_true(a["antialias"])) unsupported("interpolate", "antialias=True");
   if (!a.none("align_corners") && (mode == "nearest" || mode == "area" || mode == "nearest-exact"))
     throw std::invalid_argument("align_corners option can only be set with the interpolating modes: linear | bilinear | bicubic | trilinear");
   if (!a.none("size") && !a.none("scale_factor")) throw std::invalid_argument("only one of size or scale_factor should be defined");
@@ -508,7 +520,7 @@ Arg f_interpolate(TorchLowering& b, const PyArgs& a) {
     output_size.list = per_dim(a["size"]);
   } else {
     const std::vector<Arg> f = per_dim(a["scale_factor"]);
-    if (is_true(a["recompute_scale_factor"])) {
+    if (a.has("recompute_scale_factor") && is_true(a["recompute_scale_factor"])) {  // upsample() has no such parameter
       std::vector<int64_t> o;
       for (int i = 0; i < dims; ++i) o.push_back(static_cast<int64_t>(std::floor(double(s[static_cast<size_t>(i) + 2]) * f[static_cast<size_t>(i)].number())));
       output_size = Arg::of_ints(o);
@@ -527,6 +539,8 @@ Arg f_interpolate(TorchLowering& b, const PyArgs& a) {
 // writes it: q*sqrt(scale) @ (k*sqrt(scale))^T, the mask (a bool mask as -inf where False, a
 // causal one as tril), _safe_softmax (fully masked rows 0), dropout(p, train=True), @ v.
 Arg f_sdpa(TorchLowering& b, const PyArgs& a) {
+  if (is_true(a["is_causal"]) && !a.none("attn_mask"))
+    throw std::invalid_argument("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True");
   if (a["dropout_p"].number() == 0)
     return b.call("aten.scaled_dot_product_attention.default", {a["query"], a["key"], a["value"], a["attn_mask"], a["dropout_p"], a["is_causal"]},
                   {{"scale", a["scale"]}, {"enable_gqa", a["enable_gqa"]}});
@@ -540,7 +554,6 @@ Arg f_sdpa(TorchLowering& b, const PyArgs& a) {
   Arg attn = b.call("aten.matmul.default", {b.call("aten.mul.Tensor", {q, root}), b.call("aten.mul.Tensor", {kt, root})});
   Arg mask = a["attn_mask"];
   if (is_true(a["is_causal"])) {
-    if (!mask.is_none()) throw std::invalid_argument("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True");
     const Arg ones = b.call("aten.ones.default", {Arg::of_ints({qs[qs.size() - 2], ks[ks.size() - 2]})}, {{"dtype", Arg::of_string("torch.bool")}});
     mask = b.call("aten.tril.default", {ones});
   }
@@ -558,15 +571,53 @@ Arg f_sdpa(TorchLowering& b, const PyArgs& a) {
   return b.call("aten.matmul.default", {attn, v});
 }
 
+// mse_loss and l1_loss with a weight, as torch/nn/functional.py writes them: the elementwise
+// loss times the weight, its mean divided by the weights' sum.
+Arg weighted_loss(TorchLowering& b, const PyArgs& a, const Arg& elementwise) {
+  const Arg w = a["weight"];
+  if (!w.is_node() || b.meta(w).shape != b.meta(a["input"]).shape) throw std::invalid_argument(a.fn + ": Weights and input must have the same size.");
+  const Arg l = b.call("aten.mul.Tensor", {elementwise, w});
+  const int64_t r = a["reduction"].i;
+  if (r == 0) return l;
+  const Arg sum = b.call("aten.sum.default", {l});
+  return r == 2 ? sum : b.call("aten.div.Tensor", {sum, b.call("aten.sum.default", {w})});
+}
+
 Arg f_l1_loss(TorchLowering& b, const PyArgs& a) {
   const Arg d = b.call("aten.abs.default", {b.call("aten.sub.Tensor", {a["input"], a["target"]})});
+  if (!a.none("weight")) return weighted_loss(b, a, d);
   const int64_t r = a["reduction"].i;
   return r == 0 ? d : b.call(r == 2 ? "aten.sum.default" : "aten.mean.default", {d});
 }
 
 Arg f_mse_loss(TorchLowering& b, const PyArgs& a) {
-  if (a.v.count("weight") && !a.none("weight")) unsupported("mse_loss", "weight");
+  if (!a.none("weight"))
+    return weighted_loss(b, a, b.call("aten.pow.Tensor_Scalar", {b.call("aten.sub.Tensor", {a["input"], a["target"]}), Arg::of_int(2)}));
   return b.call("aten.mse_loss.default", {a["input"], a["target"], a["reduction"]});
+}
+
+// nll_loss as ATen's nll_loss_nd: (C) and (N, C) inputs as they are; (N, C, d1, ...) with the
+// classes moved last and the positions folded into the batch ([N * d1 * ..., C], the target
+// [N * d1 * ...]), the loss per position viewed back as (N, d1, ...) where nothing reduces it
+// (nll_loss2d's result, by the same sums: the mean divides by the weights of all positions).
+Arg f_nll_loss(TorchLowering& b, const PyArgs& a) {
+  const Arg x = a["input"], t = a["target"];
+  const Shape xs = b.meta(x).shape, ts = b.meta(t).shape;
+  if (xs.empty()) throw std::invalid_argument("nll_loss: Expected 1 or more dimensions (got 0)");
+  if (xs.size() != 1 && (ts.empty() || xs[0] != ts[0]))
+    throw std::invalid_argument("nll_loss: Expected input batch_size (" + std::to_string(xs[0]) + ") to match target batch_size (" +
+                                std::to_string(ts.empty() ? 0 : ts[0]) + ").");
+  if (xs.size() <= 2) return b.call("aten.nll_loss.default", {x, t, a["weight"], a["reduction"], a["ignore_index"]});
+  Shape per_position = {xs[0]};
+  per_position.insert(per_position.end(), xs.begin() + 2, xs.end());
+  if (ts != per_position) throw std::invalid_argument("nll_loss: Expected target size " + shape_str(per_position) + ", got " + shape_str(ts));
+  std::vector<int64_t> perm = {0};
+  for (int64_t d = 2; d < static_cast<int64_t>(xs.size()); ++d) perm.push_back(d);
+  perm.push_back(1);
+  const Arg rows = b.call("aten.reshape.default", {b.call("aten.permute.default", {x, Arg::of_ints(perm)}), Arg::of_ints({numel_of(per_position), xs[1]})});
+  const Arg flat_t = b.call("aten.reshape.default", {t, Arg::of_ints({numel_of(per_position)})});
+  const Arg l = b.call("aten.nll_loss.default", {rows, flat_t, a["weight"], a["reduction"], a["ignore_index"]});
+  return a["reduction"].i == 0 ? b.call("aten.view.default", {l, Arg::of_ints(per_position)}) : l;
 }
 
 Arg f_grid_sample(TorchLowering& b, const PyArgs& a) {
@@ -648,10 +699,9 @@ const std::vector<PyFunction>& functional_table() {
        nullptr, f_sdpa},
       {"cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction='mean', label_smoothing=0.0)",
        "aten.cross_entropy_loss.default(input, target, weight, reduction, ignore_index, label_smoothing)"},
-      {"nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction='mean')",
-       "aten.nll_loss.default(input, target, weight, reduction, ignore_index)"},
+      {"nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction='mean')", nullptr, f_nll_loss},
       {"mse_loss(input, target, size_average=None, reduce=None, reduction='mean', weight=None)", nullptr, f_mse_loss},
-      {"l1_loss(input, target, size_average=None, reduce=None, reduction='mean')", nullptr, f_l1_loss},
+      {"l1_loss(input, target, size_average=None, reduce=None, reduction='mean', weight=None)", nullptr, f_l1_loss},
       {"smooth_l1_loss(input, target, size_average=None, reduce=None, reduction='mean', beta=1.0)",
        "aten.smooth_l1_loss.default(input, target, reduction, beta)"},
       {"binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction='mean', pos_weight=None)",
@@ -790,20 +840,17 @@ void flatten_data(const Arg& d, Shape& shape, size_t depth, std::vector<Arg>& ou
   if (!d.is_number()) throw std::invalid_argument("tensor: could not infer dtype of " + kind_name(d));
   out.push_back(d);
 }
-Arg t_tensor(TorchLowering& b, const PyArgs& a) {
-  Shape shape;
-  std::vector<Arg> values;
-  flatten_data(a["data"], shape, 0, values);
-  DType dt = DType::f32;
-  if (!a.none("dtype")) dt = *dtype_from_name(a["dtype"].s);
-  else if (!values.empty()) {
-    bool all_bool = true, any_real = false;
-    for (const Arg& v : values) {
-      all_bool = all_bool && v.kind == Arg::Kind::boolean;
-      any_real = any_real || v.kind == Arg::Kind::real;
-    }
-    dt = all_bool ? DType::b8 : any_real ? DType::f32 : DType::i64;
+// The type torch.tensor infers for the values: bool if all are, float32 if one is a float, else int64.
+DType infer_data_dtype(const std::vector<Arg>& values) {
+  if (values.empty()) return DType::f32;
+  bool all_bool = true, any_real = false;
+  for (const Arg& v : values) {
+    all_bool = all_bool && v.kind == Arg::Kind::boolean;
+    any_real = any_real || v.kind == Arg::Kind::real;
   }
+  return all_bool ? DType::b8 : any_real ? DType::f32 : DType::i64;
+}
+Arg tensor_from_data(TorchLowering& b, const Shape& shape, const std::vector<Arg>& values, DType dt) {
   const Arg dtype = Arg::of_string(dtype_arg(dt));
   if (values.empty()) return b.call("aten.full.default", {Arg::of_ints(shape), Arg::of_int(0)}, {{"dtype", dtype}});
   if (values.size() > 4096) unsupported("tensor", "a constant of more than 4096 values");
@@ -815,6 +862,35 @@ Arg t_tensor(TorchLowering& b, const PyArgs& a) {
   l.list = scalars;
   const Arg flat = b.call("aten.stack.default", {l});
   return shape.size() == 1 ? flat : b.call("aten.view.default", {flat, Arg::of_ints(shape)});
+}
+Arg t_tensor(TorchLowering& b, const PyArgs& a) {
+  Shape shape;
+  std::vector<Arg> values;
+  flatten_data(a["data"], shape, 0, values);
+  DType dt = infer_data_dtype(values);
+  if (!a.none("dtype")) {
+    if (!is_dtype(a["dtype"])) throw std::invalid_argument("tensor(): argument 'dtype' must be torch.dtype, not " + kind_name(a["dtype"]));
+    dt = *dtype_from_name(a["dtype"].s);
+  }
+  return tensor_from_data(b, shape, values, dt);
+}
+// A sequence in an index as sequenceToVariable makes it (indexing_tensor_from_data): an int64
+// tensor; of bools a mask, given here as the int64 positions of its True values, one tensor per
+// dimension (what aten.index computes of a mask; the mask is a constant, so they are known).
+std::vector<Arg> index_tensors(TorchLowering& b, const Arg& data) {
+  Shape shape;
+  std::vector<Arg> values;
+  flatten_data(data, shape, 0, values);
+  if (values.empty() || infer_data_dtype(values) != DType::b8) return {tensor_from_data(b, shape, values, DType::i64)};
+  std::vector<std::vector<Arg>> coords(shape.size());
+  const Shape strides = contiguous_strides(shape);
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (!values[i].b) continue;
+    for (size_t d = 0; d < shape.size(); ++d) coords[d].push_back(Arg::of_int(static_cast<int64_t>(i) / strides[d] % shape[d]));
+  }
+  std::vector<Arg> out;
+  for (const auto& c : coords) out.push_back(tensor_from_data(b, {static_cast<int64_t>(c.size())}, c, DType::i64));
+  return out;
 }
 Arg t_split(TorchLowering& b, const PyArgs& a) {
   PyArgs m = a;
@@ -862,14 +938,26 @@ const PyFunction* find_py(const std::vector<PyFunction>& table, const std::strin
   return nullptr;
 }
 
+// Every table's signatures, parsed once (a static's initializer: thread-safe, as importers may
+// run on several threads).
+const std::map<const PyFunction*, PySignature>& parsed_signatures() {
+  static const std::map<const PyFunction*, PySignature> m = [] {
+    std::map<const PyFunction*, PySignature> by;
+    for (const auto* table : {&functional_table(), &method_table(), &torch_python_table()})
+      for (const PyFunction& f : *table) by.emplace(&f, parse_signature(f.signature));
+    return by;
+  }();
+  return m;
+}
+
 TorchValue run_py(TorchLowering& b, const PyFunction& f, const std::string& fn, const std::vector<Arg>& pos, const PyKeywords& kw) {
-  static std::map<const PyFunction*, PySignature> parsed;
-  auto it = parsed.find(&f);
-  if (it == parsed.end()) it = parsed.emplace(&f, parse_signature(f.signature)).first;
+  const auto it = parsed_signatures().find(&f);
+  if (it == parsed_signatures().end()) throw std::invalid_argument(fn + "(): internal: a function of no table");
   PyArgs a = bind_python(it->second, fn, pos, kw);
   reduction_to_enum(a);
   TorchValue r;
-  r.mutates_self = a.v.count("inplace") && is_true(a["inplace"]);
+  r.mutates_self = a.has("inplace") && is_true(a["inplace"]);
+  if (r.mutates_self) r.self = a.has("input") ? a["input"] : a.has("self") ? a["self"] : Arg::none();
   r.value = f.custom ? f.custom(b, a) : lower_spec(b, f.aten, a);
   return r;
 }
@@ -905,7 +993,63 @@ Arg py_slice(Arg start, Arg stop, Arg step) {
 }
 Arg py_ellipsis() { return Arg::of_string(kEllipsis); }
 
-TorchValue lower_torch_call(TorchLowering& b, const std::string& callee, std::vector<Arg> pos, PyKeywords kw) {
+Arg py_list(Arg list) {
+  Arg l;
+  l.kind = Arg::Kind::list;
+  l.list.push_back(Arg::of_string(kList));
+  for (Arg& x : list.list) l.list.push_back(std::move(x));
+  return l;
+}
+
+namespace {
+
+// ScalarType's names, as PyTorch's messages print them.
+const char* scalar_type_name(DType t) {
+  switch (t) {
+    case DType::f32: return "Float";
+    case DType::f64: return "Double";
+    case DType::i64: return "Long";
+    case DType::i32: return "Int";
+    case DType::b8: return "Bool";
+    case DType::u8: return "Byte";
+    case DType::bf16: return "BFloat16";
+    case DType::f16: return "Half";
+  }
+  return "?";
+}
+
+// c10::canCast: no float into an integral (or bool) tensor, no number but a bool into a bool one.
+bool can_cast(DType from, DType to) {
+  if (dtype_is_float(from) && !dtype_is_float(to)) return false;
+  return !(from != DType::b8 && to == DType::b8);
+}
+
+// The in-place forms that are views: they change self's shape, as they mean to.
+bool inplace_view(const std::string& name) {
+  static const std::set<std::string> s = {"unsqueeze_", "squeeze_", "t_", "transpose_", "swapdims_", "swapaxes_", "as_strided_"};
+  return s.count(name) > 0;
+}
+
+// An in-place call writes its result into self, as ATen's in-place kernels do: the result must
+// have self's shape (TensorIterator's check), and is cast to self's type where canCast allows
+// (`bf16 += f32` stays bf16).
+TorchValue write_back(TorchLowering& b, const std::string& fn, TorchValue r) {
+  if (!r.mutates_self || !r.value.is_node()) return r;
+  if (!r.self.is_node()) throw std::invalid_argument(fn + ": an in-place call needs the tensor it updates");
+  if (r.value.node == r.self.node) return r;
+  const TensorMeta &s = b.meta(r.self), &v = b.meta(r.value);
+  if (s.shape != v.shape && !inplace_view(fn))
+    throw std::invalid_argument(fn + ": output with shape " + shape_str(s.shape) + " doesn't match the broadcast shape " + shape_str(v.shape));
+  if (s.dtype != v.dtype) {
+    if (!can_cast(v.dtype, s.dtype))
+      throw std::invalid_argument(fn + ": result type " + scalar_type_name(v.dtype) + " can't be cast to the desired output type " +
+                                  scalar_type_name(s.dtype));
+    r.value = b.call("prims.convert_element_type.default", {r.value, Arg::of_string(dtype_arg(s.dtype))});
+  }
+  return r;
+}
+
+TorchValue dispatch_torch_call(TorchLowering& b, const std::string& callee, std::vector<Arg> pos, PyKeywords kw) {
   for (const auto& entry : kw)
     if (entry.first == "out" && !entry.second.is_none()) unsupported(callee, "out=");
   auto strip = [&](const char* prefix, std::string& rest) {
@@ -923,10 +1067,13 @@ TorchValue lower_torch_call(TorchLowering& b, const std::string& callee, std::ve
           {"add", "+"}, {"sub", "-"}, {"mul", "*"}, {"truediv", "/"}, {"floordiv", "//"}, {"mod", "%"}, {"pow", "**"},
           {"matmul", "@"}, {"and_", "&"}, {"or_", "|"}, {"xor", "^"}, {"lt", "<"}, {"le", "<="}, {"gt", ">"},
           {"ge", ">="}, {"eq", "=="}, {"ne", "!="}, {"neg", "-"}, {"pos", "+"}, {"invert", "~"}, {"iadd", "+"},
-          {"isub", "-"}, {"imul", "*"}, {"itruediv", "/"}};
+          {"isub", "-"}, {"imul", "*"}, {"itruediv", "/"}, {"ifloordiv", "//"}, {"imod", "%"}, {"ipow", "**"},
+          {"iand", "&"}, {"ior", "|"}, {"ixor", "^"}};
       const auto s = symbols.find(name);
       if (s == symbols.end() || !kw.empty()) throw UnknownTorchFunction(callee);
       r.value = lower_operator(b, s->second, pos);
+      // `x += y` of a tensor: Tensor.__iadd__, in place (of numbers, Python's own `x = x + y`).
+      r.mutates_self = name[0] == 'i' && name != "invert" && !pos.empty() && pos[0].is_node();
     }
     return r;
   }
@@ -949,7 +1096,11 @@ TorchValue lower_torch_call(TorchLowering& b, const std::string& callee, std::ve
     if (pos.empty() || !pos[0].is_node()) throw std::invalid_argument("Tensor." + name + " called without a tensor");
     if (name == "to") return {m_to(b, pos, kw), false};
     if (name == "std") return {std_of(b, pos, kw, true), false};
-    if (const PyFunction* f = find_py(method_table(), name)) return run_py(b, *f, name, pos, kw);
+    if (const PyFunction* f = find_py(method_table(), name)) {
+      TorchValue r = run_py(b, *f, name, pos, kw);
+      r.mutates_self = r.mutates_self || name.back() == '_';  // zero_(): self holds the result
+      return r;
+    }
     if (auto r = lower_aten_name(b, name, pos, kw, true)) return *r;
     throw UnknownTorchFunction(callee);
   }
@@ -973,6 +1124,18 @@ TorchValue lower_torch_call(TorchLowering& b, const std::string& callee, std::ve
     throw UnknownTorchFunction(callee);
   }
   throw UnknownTorchFunction(callee);
+}
+
+}  // namespace
+
+TorchValue lower_torch_call(TorchLowering& b, const std::string& callee, std::vector<Arg> pos, PyKeywords kw) {
+  // The tensor an in-place call updates: its first argument, by position or as input=/self=.
+  Arg first = pos.empty() ? Arg::none() : pos[0];
+  for (const auto& entry : kw)
+    if (first.is_none() && (entry.first == "input" || entry.first == "self")) first = entry.second;
+  TorchValue r = dispatch_torch_call(b, callee, std::move(pos), std::move(kw));
+  if (r.mutates_self && r.self.is_none()) r.self = first;
+  return write_back(b, callee.substr(callee.rfind('.') + 1), std::move(r));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1049,9 +1212,11 @@ Arg lower_operator(TorchLowering& b, const std::string& s, const std::vector<Arg
       {">", "gt"}, {">=", "ge"}, {"==", "eq"}, {"!=", "ne"}};
   if (s == "@") {
     if (!x.is_node() || !y.is_node()) throw std::invalid_argument("'@' takes two tensors");
-    // 2-D is mm, 3-D bmm (as matmul's decomposition picks); other ranks matmul itself.
+    // 2-D is mm, 3-D bmm where the batch sizes agree (as matmul's decomposition picks); other
+    // ranks, and batches that broadcast ([1, M, K] @ [B, K, N]), matmul itself.
     const int64_t ra = rank(b, x), rb = rank(b, y);
-    if (ra == rb && (ra == 2 || ra == 3)) return b.call(ra == 2 ? "aten.mm.default" : "aten.bmm.default", {x, y});
+    if (ra == 2 && rb == 2) return b.call("aten.mm.default", {x, y});
+    if (ra == 3 && rb == 3 && b.meta(x).shape[0] == b.meta(y).shape[0]) return b.call("aten.bmm.default", {x, y});
     return b.call("aten.matmul.default", {x, y});
   }
   const auto d = dunder.find(s);
@@ -1065,6 +1230,12 @@ Arg lower_operator(TorchLowering& b, const std::string& s, const std::vector<Arg
     if (s == "/") return b.call("aten.mul.Tensor", {b.call("aten.reciprocal.default", {y}), x});  // __rdiv__: reciprocal() * other
     if (s == "**") return call_aten(b, "pow", {x, y});  // __rpow__: torch.pow(other, self)
     if (s == "//") return call_aten(b, "floor_divide", {x, y});
+    if (s == "%") {  // __rmod__: torch.remainder(other, self), the number a wrapped scalar tensor
+      const DType t = b.meta(y).dtype;
+      const DType dt = dtype_is_float(t) ? t : x.kind == Arg::Kind::real ? DType::f32 : t == DType::b8 && x.kind == Arg::Kind::integer ? DType::i64 : t;
+      const Arg wrapped = b.call("aten.scalar_tensor.default", {x}, {{"dtype", Arg::of_string(dtype_arg(dt))}});
+      return b.call("aten.remainder.Tensor", {wrapped, y});
+    }
     throw std::invalid_argument("unsupported operand types for " + s + ": '" + kind_name(x) + "' and 'Tensor'");
   }
   return call_aten(b, d->second, {x, y}, {}, true);
@@ -1087,8 +1258,31 @@ Arg lower_getitem(TorchLowering& b, const Arg& self, const Arg& index) {
     return b.call("getitem", {self, index});
   }
   std::vector<Arg> items;
-  if (index.kind == Arg::Kind::list && !is_slice(index)) items = index.list;
-  else items = {index};
+  if (is_py_list(index)) {
+    // treatSequenceAsTuple: a list with a tensor, a sequence, a slice, None or Ellipsis in it is
+    // a tuple; a short list of plain numbers (x[[0, 2]]) one index tensor.
+    const std::vector<Arg> elems(index.list.begin() + 1, index.list.end());
+    bool tuple = false;
+    for (const Arg& e : elems) tuple = tuple || e.is_node() || e.kind == Arg::Kind::list || e.is_none() || is_ellipsis(e);
+    Arg data;
+    data.kind = Arg::Kind::list;
+    data.list = elems;
+    if (tuple && elems.size() < 32) items = elems;
+    else items = {data};
+  } else if (index.kind == Arg::Kind::list && !is_slice(index)) {
+    items = index.list;
+  } else {
+    items = {index};
+  }
+  // A sequence inside the index is a tensor of its values (applySlicing's sequenceToVariable).
+  {
+    std::vector<Arg> converted;
+    for (const Arg& it : items) {
+      if (it.kind != Arg::Kind::list || is_slice(it)) converted.push_back(it);
+      else for (const Arg& t : index_tensors(b, it)) converted.push_back(t);
+    }
+    items = std::move(converted);
+  }
   // Dimensions the index names (ints, slices and tensors; a bool tensor its own rank).
   int64_t specified = 0;
   bool ellipsis = false;

@@ -40,12 +40,15 @@ struct TorchValue {
   // A node (new, or an existing one where the call is an identity, as `x.float()` of a float
   // tensor), a number or a list of numbers (`x.size()`, `x.dim()`).
   Arg value;
-  // An in-place call (`x.add_(y)`, `relu(x, inplace=True)`): its first argument now holds `value`.
+  // An in-place call (`x.add_(y)`, `relu(x, inplace=True)`, `x += y`): `self` now holds `value`,
+  // which has self's shape and dtype (the result cast back as ATen's in-place kernels write it).
   bool mutates_self = false;
+  Arg self;
 };
 
 // `callee` as the graph spells it: "torch.tanh", "torch.nn.functional.embedding",
-// "torch._C._nn.pad", "method.view" (a Tensor method; pos[0] is the tensor), "operator.add".
+// "torch._C._nn.pad", "method.view" (a Tensor method; pos[0] is the tensor), "operator.add",
+// "operator.iadd" (`x += y`: in place where x is a tensor).
 // Throws UnknownTorchFunction for a callee it does not know, std::invalid_argument (naming the
 // function) for arguments PyTorch would reject or that are not supported.
 TorchValue lower_torch_call(TorchLowering& b, const std::string& callee, std::vector<Arg> pos, PyKeywords kw);
@@ -60,9 +63,12 @@ std::string python_operator_name(const std::string& symbol, int operands);
 // applySlicing does it (select, slice, unsqueeze, then aten.index for the tensor indices).
 Arg lower_getitem(TorchLowering& b, const Arg& self, const Arg& index);
 
-// The index values Python prints: `slice(1, None, None)` and `Ellipsis`.
+// The index values Python prints: `slice(1, None, None)` and `Ellipsis`; `py_list` marks a
+// list written `[0, 2]` (a plain list: parse lists are tuples otherwise), which indexing reads as
+// PyTorch's treatSequenceAsTuple does: a list of ints is an index tensor, `x[[0, 2]]` is not `x[0, 2]`.
 Arg py_slice(Arg start, Arg stop, Arg step);
 Arg py_ellipsis();
+Arg py_list(Arg list);
 
 // How many callees map: the torch.nn.functional functions, the Tensor methods Python defines,
 // the aliases, and the ATen names reachable as torch.X / Tensor.X through the op table.

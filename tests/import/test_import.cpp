@@ -3,11 +3,13 @@
 // malformed or hostile files fail with a message naming the file and the field, without crashing.
 #include <QtTest>
 
+#include <atomic>
 #include <filesystem>
 #include <list>
 #include <random>
 #include <set>
 #include <sstream>
+#include <thread>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -1279,6 +1281,25 @@ class TestImport : public QObject {
                  "        c: \"i64[6]\" = torch.ops.aten.remainder.Scalar(L_t_, 4)\n"
                  "        xe: \"f32[]\" = torch.ops.aten.cross_entropy_loss.default(lt, c, None, 2, -100, 0.1)\n"
                  "        return (e, sm, r, r, xe)\n");
+    // Importers run on several threads at once (the GUI's, the trace report's): the Python
+    // signatures are parsed once, under the static's lock, not filled in by whichever call comes first.
+    const std::string text = torch_level_graph("L_x_: \"f32[2, 4, 6, 6]\"",
+                                               "        a: \"f32[2, 4, 6, 6]\" = torch.nn.functional.gelu(L_x_)\n"
+                                               "        b: \"f32[2, 4, 3, 3]\" = torch.nn.functional.avg_pool2d(a, 2)\n"
+                                               "        c: \"f32[2, 4, 3, 3]\" = b.contiguous()\n"
+                                               "        d: \"f32[2, 4, 3, 3]\" = torch.nn.functional.relu(c)\n"
+                                               "        return (d,)\n");
+    std::atomic<int> read{0};
+    std::vector<std::thread> threads;
+    for (int k = 0; k < 4; ++k)
+      threads.emplace_back([&read, &text] {
+        try {
+          if (import_fx_text(text, "threads.txt").nodes.size() == 5) ++read;
+        } catch (const std::exception&) {  // counted as not read
+        }
+      });
+    for (std::thread& t : threads) t.join();
+    QCOMPARE(read.load(), 4);
   }
 
   void testTorchLevelIndexingAndOperators() {
@@ -1326,6 +1347,163 @@ class TestImport : public QObject {
     QCOMPARE(op_of("d"), std::string("aten.index.Tensor"));
   }
 
+  // x[[0, 2]] is an index tensor, x[(0, 2)] the tuple x[0, 2] (treatSequenceAsTuple: a list with a
+  // slice, None, Ellipsis, a tensor or a sequence in it is a tuple; a sequence inside an index a tensor).
+  void testTorchLevelListIndex() {
+    const Graph g = import_fx_text(torch_level_graph("L_x_: \"f32[4, 5]\"",
+                                                     "        a: \"f32[2, 5]\" = L_x_[[0, 2]]\n"
+                                                     "        b: \"f32[]\" = L_x_[(0, 2)]\n"
+                                                     "        c: \"f32[4, 2]\" = L_x_[(slice(None, None, None), [1, -1])]\n"
+                                                     "        d: \"f32[2, 5]\" = operator.getitem(L_x_, [3, 1])\n"
+                                                     "        e: \"f32[2]\" = L_x_[[0, slice(1, 3, None)]]\n"
+                                                     "        f: \"f32[2, 5]\" = L_x_[[True, False, True, False]]\n"
+                                                     "        h: \"f32[2, 2]\" = L_x_[([0, 3], [[1], [4]])]\n"
+                                                     "        return (a, b, c, d, e, f, h)\n"),
+                                   "list_index.txt");
+    const std::vector<Tensor> in = random_inputs(g, 7);
+    const std::vector<Tensor> out = run_reference(g, in);
+    auto at = [&](int64_t r, int64_t c) { return in.at(0).get(r * 5 + c); };
+    for (int64_t j = 0; j < 5; ++j) {
+      QCOMPARE(out[0].get(j), at(0, j));
+      QCOMPARE(out[0].get(5 + j), at(2, j));
+      QCOMPARE(out[3].get(j), at(3, j));
+      QCOMPARE(out[3].get(5 + j), at(1, j));
+      QCOMPARE(out[5].get(j), at(0, j));
+      QCOMPARE(out[5].get(5 + j), at(2, j));
+    }
+    QCOMPARE(out[1].get(0), at(0, 2));
+    for (int64_t r = 0; r < 4; ++r) {
+      QCOMPARE(out[2].get(r * 2), at(r, 1));
+      QCOMPARE(out[2].get(r * 2 + 1), at(r, 4));
+    }
+    QCOMPARE(out[4].get(0), at(0, 1));
+    QCOMPARE(out[4].get(1), at(0, 2));
+    // ([0, 3], [[1], [4]]): the index tensors broadcast to [2, 2]: h[i][j] = x[[0, 3][j], [1, 4][i]].
+    for (int64_t i = 0; i < 2; ++i)
+      for (int64_t j = 0; j < 2; ++j) QCOMPARE(out[6].get(i * 2 + j), at(j == 0 ? 0 : 3, i == 0 ? 1 : 4));
+    QCOMPARE(g.nodes.at(static_cast<size_t>(g.find("a"))).op->name, std::string("aten.index.Tensor"));
+  }
+
+  // In place: the result written into self keeps self's type (bf16 += f32 stays bf16) and every
+  // name of self sees it (x.zero_(), relu(inplace=True)); `n += 1` of a number is a number.
+  void testTorchLevelInPlace() {
+    same_numbers("L_x_: \"bf16[2, 3]\", L_y_: \"f32[2, 3]\", L_z_: \"f32[2, 3]\"",
+                 "        l_x_ = L_x_\n"
+                 "        l_x_ += L_y_\n"
+                 "        a: \"bf16[2, 3]\" = L_x_ * 2\n"
+                 "        b: \"bf16[2, 3]\" = l_x_.mul_(L_y_)\n"
+                 "        c: \"f32[2, 3]\" = torch.nn.functional.relu(input = L_y_, inplace = True)\n"
+                 "        d: \"f32[2, 3]\" = L_y_ + 0\n"
+                 "        z: \"f32[2, 3]\" = L_z_.zero_()\n"
+                 "        e: \"f32[2, 3]\" = L_z_ + 1\n"
+                 "        n = L_x_.size(0)\n"
+                 "        n += 1\n"
+                 "        v: \"bf16[3, 2]\" = L_x_.view(n, -1)\n"
+                 "        return (a, b, c, d, z, e, v)\n",
+                 "        add: \"f32[2, 3]\" = torch.ops.aten.add.Tensor(L_x_, L_y_)\n"
+                 "        iadd: \"bf16[2, 3]\" = torch.ops.prims.convert_element_type.default(add, torch.bfloat16)\n"
+                 "        a: \"bf16[2, 3]\" = torch.ops.aten.mul.Tensor(iadd, 2)\n"
+                 "        mul: \"f32[2, 3]\" = torch.ops.aten.mul.Tensor(iadd, L_y_)\n"
+                 "        b: \"bf16[2, 3]\" = torch.ops.prims.convert_element_type.default(mul, torch.bfloat16)\n"
+                 "        c: \"f32[2, 3]\" = torch.ops.aten.relu.default(L_y_)\n"
+                 "        d: \"f32[2, 3]\" = torch.ops.aten.add.Tensor(c, 0)\n"
+                 "        z: \"f32[2, 3]\" = torch.ops.aten.full.default([2, 3], 0.0)\n"
+                 "        e: \"f32[2, 3]\" = torch.ops.aten.full.default([2, 3], 1.0)\n"
+                 "        v: \"bf16[3, 2]\" = torch.ops.aten.view.default(b, [3, 2])\n"
+                 "        return (a, b, c, d, z, e, v)\n");
+    auto text = [](const std::string& body) {
+      return torch_level_graph("L_x_: \"f32[3]\", L_y_: \"f32[2, 3]\", L_n_: \"i64[3]\"", body + "        return (L_x_,)\n");
+    };
+    expect_error([&] { import_fx_text(text("        L_x_ += L_y_\n"), "t.txt"); },
+                 {"t.txt:3:", "output with shape [3] doesn't match the broadcast shape [2, 3]"});
+    expect_error([&] { import_fx_text(text("        a: \"f32[3]\" = L_x_.add_(L_y_)\n"), "t.txt"); },
+                 {"t.txt:3:", "add_: output with shape [3] doesn't match the broadcast shape [2, 3]"});
+    expect_error([&] { import_fx_text(text("        L_n_ += 1.5\n"), "t.txt"); },
+                 {"t.txt:3:", "result type Float can't be cast to the desired output type Long"});
+    expect_error([&] { import_fx_text(text("        l_x_: \"f32[9]\" = L_x_\n"), "t.txt"); },
+                 {"t.txt:3:", "'l_x_' is annotated f32[9] but 'L_x_' gives f32[3]"});
+  }
+
+  // F.upsample (no recompute_scale_factor parameter), `@` of 3-D operands whose batches broadcast,
+  // F.nll_loss and F.cross_entropy of (N, C, d1, ...) inputs (nll_loss_nd), the weighted l1/mse
+  // losses, `number % tensor`.
+  void testTorchLevelFunctionalEdges() {
+    same_numbers("L_x_: \"f32[2, 4, 3, 3]\", L_a_: \"f32[1, 4, 5]\", L_b_: \"f32[3, 5, 2]\", L_c_: \"f32[3, 4, 5]\"",
+                 "        up: \"f32[2, 4, 6, 6]\" = torch.nn.functional.upsample(L_x_, scale_factor = 2)\n"
+                 "        m: \"f32[3, 4, 2]\" = L_a_ @ L_b_\n"
+                 "        k: \"f32[3, 4, 2]\" = L_c_ @ L_b_\n"
+                 "        return (up, m, k)\n",
+                 "        up: \"f32[2, 4, 6, 6]\" = torch.ops.aten.upsample_nearest2d.vec(L_x_, None, [2.0, 2.0])\n"
+                 "        m: \"f32[3, 4, 2]\" = torch.ops.aten.matmul.default(L_a_, L_b_)\n"
+                 "        k: \"f32[3, 4, 2]\" = torch.ops.aten.matmul.default(L_c_, L_b_)\n"
+                 "        return (up, m, k)\n");
+    {
+      const Graph g = import_fx_text(torch_level_graph("L_a_: \"f32[1, 4, 5]\", L_b_: \"f32[3, 5, 2]\", L_c_: \"f32[3, 4, 5]\"",
+                                                       "        m: \"f32[3, 4, 2]\" = L_a_ @ L_b_\n        k: \"f32[3, 4, 2]\" = L_c_ @ L_b_\n"
+                                                       "        return (m, k)\n"),
+                                     "matmul.txt");
+      QCOMPARE(g.nodes.at(static_cast<size_t>(g.find("m"))).op->name, std::string("aten.matmul.default"));
+      QCOMPARE(g.nodes.at(static_cast<size_t>(g.find("k"))).op->name, std::string("aten.bmm.default"));
+    }
+    // nll_loss of log_softmax against cross_entropy_loss's reference kernel (which reads the
+    // positions itself); C = 10, as random int64 inputs are 0..9.
+    same_numbers("L_x_: \"f32[2, 10, 3]\", L_t_: \"i64[2, 3]\", L_y_: \"f32[2, 10, 2, 2]\", L_u_: \"i64[2, 2, 2]\", L_w_: \"f32[10]\"",
+                 "        ls: \"f32[2, 10, 3]\" = torch.nn.functional.log_softmax(L_x_, 1)\n"
+                 "        n0: \"f32[2, 3]\" = torch.nn.functional.nll_loss(ls, L_t_, reduction = 'none')\n"
+                 "        n1: \"f32[]\" = torch.nn.functional.nll_loss(ls, L_t_, ignore_index = 3)\n"
+                 "        ly: \"f32[2, 10, 2, 2]\" = torch.nn.functional.log_softmax(L_y_, dim = 1)\n"
+                 "        n2: \"f32[]\" = torch.nn.functional.nll_loss(ly, L_u_, L_w_, reduction = 'sum')\n"
+                 "        n3: \"f32[2, 2, 2]\" = torch.nn.functional.nll_loss(ly, L_u_, L_w_, ignore_index = 5, reduction = 'none')\n"
+                 "        c0: \"f32[2, 2, 2]\" = torch.nn.functional.cross_entropy(L_y_, L_u_, reduction = 'none', label_smoothing = 0.1)\n"
+                 "        return (n0, n1, n2, n3, c0)\n",
+                 "        n0: \"f32[2, 3]\" = torch.ops.aten.cross_entropy_loss.default(L_x_, L_t_, None, 0)\n"
+                 "        n1: \"f32[]\" = torch.ops.aten.cross_entropy_loss.default(L_x_, L_t_, None, 1, 3)\n"
+                 "        n2: \"f32[]\" = torch.ops.aten.cross_entropy_loss.default(L_y_, L_u_, L_w_, 2)\n"
+                 "        n3: \"f32[2, 2, 2]\" = torch.ops.aten.cross_entropy_loss.default(L_y_, L_u_, L_w_, 0, 5)\n"
+                 "        c0: \"f32[2, 2, 2]\" = torch.ops.aten.cross_entropy_loss.default(L_y_, L_u_, None, 0, -100, 0.1)\n"
+                 "        return (n0, n1, n2, n3, c0)\n");
+    // Weighted l1_loss / mse_loss, as torch/nn/functional.py computes them (the mean divides by
+    // the weights' sum; positive weights here so that the sum is not near 0).
+    same_numbers("L_x_: \"f32[2, 3]\", L_y_: \"f32[2, 3]\", L_w_: \"f32[2, 3]\"",
+                 "        ab: \"f32[2, 3]\" = torch.abs(L_w_)\n"
+                 "        w: \"f32[2, 3]\" = ab + 1\n"
+                 "        l0: \"f32[2, 3]\" = torch.nn.functional.l1_loss(L_x_, L_y_, reduction = 'none', weight = w)\n"
+                 "        l1: \"f32[]\" = torch.nn.functional.l1_loss(L_x_, L_y_, weight = w)\n"
+                 "        l2: \"f32[]\" = torch.nn.functional.mse_loss(L_x_, L_y_, reduction = 'sum', weight = w)\n"
+                 "        return (l0, l1, l2)\n",
+                 "        ab: \"f32[2, 3]\" = torch.ops.aten.abs.default(L_w_)\n"
+                 "        w: \"f32[2, 3]\" = torch.ops.aten.add.Tensor(ab, 1)\n"
+                 "        d: \"f32[2, 3]\" = torch.ops.aten.sub.Tensor(L_x_, L_y_)\n"
+                 "        ad: \"f32[2, 3]\" = torch.ops.aten.abs.default(d)\n"
+                 "        l0: \"f32[2, 3]\" = torch.ops.aten.mul.Tensor(ad, w)\n"
+                 "        s: \"f32[]\" = torch.ops.aten.sum.default(l0)\n"
+                 "        sw: \"f32[]\" = torch.ops.aten.sum.default(w)\n"
+                 "        l1: \"f32[]\" = torch.ops.aten.div.Tensor(s, sw)\n"
+                 "        sq: \"f32[2, 3]\" = torch.ops.aten.mul.Tensor(d, d)\n"
+                 "        wsq: \"f32[2, 3]\" = torch.ops.aten.mul.Tensor(sq, w)\n"
+                 "        l2: \"f32[]\" = torch.ops.aten.sum.default(wsq)\n"
+                 "        return (l0, l1, l2)\n");
+    {  // number % tensor: torch.remainder(number, tensor), Python's sign (the divisor's)
+      const Graph g = import_fx_text(torch_level_graph("L_x_: \"f32[6]\", L_n_: \"i64[6]\"",
+                                                       "        a: \"f32[6]\" = 2.5 % L_x_\n"
+                                                       "        d: \"i64[6]\" = L_n_ + 1\n"
+                                                       "        b: \"i64[6]\" = -7 % d\n"
+                                                       "        c: \"f32[6]\" = 3 % L_x_\n"
+                                                       "        return (a, b, c)\n"),
+                                     "rmod.txt");
+      const std::vector<Tensor> in = random_inputs(g, 11);
+      const std::vector<Tensor> out = run_reference(g, in);
+      QCOMPARE(out[1].dtype(), DType::i64);
+      for (int64_t i = 0; i < 6; ++i) {
+        const float v = static_cast<float>(in[0].get(i));
+        QVERIFY(std::abs(static_cast<float>(out[0].get(i)) - (2.5f - std::floor(2.5f / v) * v)) < 1e-5f);
+        QVERIFY(std::abs(static_cast<float>(out[2].get(i)) - (3.0f - std::floor(3.0f / v) * v)) < 1e-5f);
+        const int64_t q = static_cast<int64_t>(in[1].get(i)) + 1;
+        QCOMPARE(static_cast<int64_t>(out[1].get(i)), ((-7 % q) + q) % q);
+      }
+    }
+  }
+
   void testTorchLevelErrors() {
     auto text = [](const std::string& line) { return torch_level_graph("L_x_: \"f32[4, 5]\"", "        " + line + "\n        return (y,)\n"); };
     expect_error([&] { import_fx_text(text("y: \"f32[4, 5]\" = torch.nn.functional.frobnicate(L_x_)"), "t.txt"); },
@@ -1338,6 +1516,16 @@ class TestImport : public QObject {
     expect_error([&] { import_fx_text(text("y: \"f32[4, 5]\" = torch.nn.functional.gelu(L_x_, approx = 'tanh')"), "t.txt"); },
                  {"t.txt:3:", "gelu() got an unexpected keyword argument 'approx'"});
     expect_error([&] { import_fx_text(text("y: \"f32[4, 4]\" = L_x_.view(4, 4)"), "t.txt"); }, {"t.txt:3:", "aten.view.default"});
+    // Every error a lowering throws is placed at its statement, not only invalid_argument.
+    expect_error([&] { import_fx_text(text("y: \"f32[2]\" = torch.tensor([1, 2], dtype = 'float')"), "t.txt"); },
+                 {"t.txt:3:", "tensor(): argument 'dtype' must be torch.dtype, not str"});
+    expect_error([&] { import_fx_text(text("y: \"f32[4, 10]\" = torch.nn.functional.interpolate(L_x_, scale_factor = 2.0)"), "t.txt"); },
+                 {"t.txt:3:", "Only 3D, 4D and 5D input Tensors supported (got 2D)"});
+    expect_error([&] { import_fx_text(torch_level_graph("L_v_: \"f32[5]\"", "        y: \"f32[5]\" = torch.nn.functional.adaptive_avg_pool2d(L_v_, (None, 2))\n        return (y,)\n"), "t.txt"); },
+                 {"t.txt:3:"});
+    expect_error([&] { import_fx_text(text("y: \"f32[4, 5]\" = torch.nn.functional.scaled_dot_product_attention(L_x_, L_x_, L_x_, L_x_, is_causal = True)"), "t.txt"); },
+                 {"t.txt:3:", "Explicit attn_mask should not be set when is_causal=True"});
+    expect_error([&] { import_fx_text(text("y: \"f32[4]\" = torch.nn.functional.nll_loss(L_x_, L_x_)"), "t.txt"); }, {"t.txt:3:"});
   }
 
 #ifdef LOWERSCOPE_HAVE_ONNX
