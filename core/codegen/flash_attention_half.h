@@ -6,13 +6,13 @@
 #include <string>
 
 #include "loop/loop_ir.h"
+#include "ops/attention.h"
 
 namespace ls {
 
-// The head size of an efficient-attention call (forward or backward) the half kernels take: q, k,
-// v (and the backward's grad_out and out) all bf16 or all f16, one head size for q, k and v, a
-// multiple of 8 up to 128, no attention bias; else 0. LS_FLASH_HALF=0 in the environment turns
-// them off (the call then runs on the host: an A/B switch for tests, not for use).
+// The head size of an efficient-attention call (forward or backward) the half kernels take: no
+// attention bias, and its q, k, v (the backward's grad_out and out too) as ops/attention.h's
+// flash_half_head_dim takes them (the one rule, which the decomposition asks too); else 0.
 int flash_half_head_dim(const LoopProgram& p, const ExternCall& c);
 // Its element type (bf16 or f16), as the kernels' names spell it.
 std::string flash_half_type(const LoopProgram& p, const ExternCall& c);
@@ -20,7 +20,5 @@ std::string flash_half_type(const LoopProgram& p, const ExternCall& c);
 // code the module needs before such lines (once).
 std::string flash_half_instance(const std::string& type, int head_dim, bool backward);
 std::string flash_half_device_source();
-// Head sizes and types the kernels are written for (the NVRTC test compiles each).
-inline bool flash_half_head_dim_ok(long long d) { return d > 0 && d <= 128 && d % 8 == 0; }
 
 }  // namespace ls

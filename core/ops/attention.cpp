@@ -1,7 +1,11 @@
 // Attention: scaled_dot_product_attention as torch.export keeps it, the fused efficient attention
 // it decomposes into when it has no mask (a library kernel: fused kernels, FlashAttention-2 or
-// cuBLAS around softmax kernels on CUDA), and that kernel's backward.
+// cuBLAS around softmax kernels on CUDA), and that kernel's backward. Dropout inside attention is
+// refused by every one of them (their shape rules), rather than left out without a word.
+#include "ops/attention.h"
+
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <stdexcept>
@@ -12,6 +16,15 @@ namespace ls {
 namespace {
 
 using namespace rules;
+
+// dropout_p: 0 only. (PyTorch draws the dropout mask inside the fused kernels; we have none that
+// does, and torch-level calls with dropout become the math form with a dropout op before this.)
+void refuse_dropout(const OpDef& op, const Arg& p) {
+  if (p.is_none() || p.number() == 0.0) return;
+  char v[32];
+  std::snprintf(v, sizeof v, "%g", p.number());
+  bad(op, std::string("attention dropout is not supported (dropout_p = ") + v + ")");
+}
 
 // The batch shape of q, k and v broadcast (the dims before the last two), as the math attention's
 // matmuls broadcast them: q [2, 8, L, E] with k, v [8, S, E] gives [2, 8].
@@ -42,6 +55,7 @@ Shape with_heads(Shape s, int64_t repeats) {
   return s;
 }
 std::vector<TensorMeta> infer_sdpa(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  refuse_dropout(op, a[op.name == "aten._scaled_dot_product_efficient_attention.default" ? 5 : 4]);
   const TensorMeta &q = meta_of(g, a[0]), &k0 = meta_of(g, a[1]), &v0 = meta_of(g, a[2]);
   const int64_t rep = gqa_repeats(op, a, q.shape, k0.shape, v0.shape);
   TensorMeta k = k0, v = v0;
@@ -134,9 +148,7 @@ std::vector<Tensor> ref_sdpa(const OpDef& op, const std::vector<Arg>& a, const R
 }
 // softmax(q @ k^T * scale + mask) @ v through bmm, with the causal mask as a constant of the graph.
 std::vector<Arg> decomp_sdpa(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a) {
-  const SdpaArgs ix = sdpa_args(op);
-  if (op.name == "aten.scaled_dot_product_attention.default" && a[4].number() != 0.0)
-    bad(op, "attention dropout is not supported");
+  const SdpaArgs ix = sdpa_args(op);  // dropout_p is 0: infer_sdpa refused any other
   if (const int64_t rep = gqa_repeats(op, a, b.meta(a[0]).shape, b.meta(a[1]).shape, b.meta(a[2]).shape); rep > 1) {
     // key and value heads repeated, then attention as usual (scale is keyword-only)
     const int64_t dim = -3;
@@ -145,14 +157,12 @@ std::vector<Arg> decomp_sdpa(GraphBuilder& b, const OpDef& op, const std::vector
     return {b.call("aten.scaled_dot_product_attention.default", {a[0], k, v, a[3], a[4], a[5]}, {{"scale", a[6]}})};
   }
   // No mask, same head count and float32: the fused attention kernel (its log-sum-exp kept for the
-  // backward), as PyTorch dispatches to efficient attention. bf16/f16 too where the head size is
-  // a multiple of 8 up to 128 (FlashAttention-2 on CUDA's tensor cores, as PyTorch dispatches to
-  // flash attention; the CPU widens to float32); LS_FLASH_HALF=0 keeps the math form (A/B tests).
+  // backward), as PyTorch dispatches to efficient attention. bf16/f16 too where the half kernels
+  // take the operands (ops/attention.h: FlashAttention-2 on CUDA's tensor cores, as PyTorch
+  // dispatches to flash attention; the CPU widens to float32); LS_FLASH_HALF=0 keeps the math form.
   const DType dt = b.meta(a[0]).dtype;
-  const int64_t hd = b.meta(a[0]).shape.empty() ? 0 : b.meta(a[0]).shape.back();
-  const char* flash_half = std::getenv("LS_FLASH_HALF");
-  const bool half_fused = (dt == DType::bf16 || dt == DType::f16) && b.meta(a[1]).dtype == dt && b.meta(a[2]).dtype == dt && hd > 0 && hd <= 128 && hd % 8 == 0 &&
-                          !(flash_half && std::string(flash_half) == "0");
+  auto operand = [&b](const Arg& t) { return AttentionOperand{b.meta(t).dtype, b.meta(t).shape}; };
+  const bool half_fused = flash_half_head_dim(operand(a[0]), operand(a[1]), operand(a[2])) > 0;
   if (!a[ix.mask].is_node() && (dt == DType::f32 || half_fused) && b.meta(a[0]).shape.size() >= 3 &&
       b.meta(a[0]).shape == b.meta(a[1]).shape && b.meta(a[1]).shape == b.meta(a[2]).shape) {
     const Arg r = b.call("aten._scaled_dot_product_efficient_attention.default",
@@ -209,7 +219,8 @@ std::vector<Arg> decomp_sdpa(GraphBuilder& b, const OpDef& op, const std::vector
   return {o, lse, zero, zero};
 }
 
-std::vector<TensorMeta> sdpa_backward_meta(const Graph& g, const OpDef&, const std::vector<Arg>& a) {
+std::vector<TensorMeta> sdpa_backward_meta(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  refuse_dropout(op, a[9]);
   const TensorMeta &q = meta_of(g, a[1]), &k = meta_of(g, a[2]), &v = meta_of(g, a[3]);
   std::vector<TensorMeta> outs = {like(q, q.shape), like(k, k.shape), like(v, v.shape)};
   outs.push_back(a[4].is_node() ? like(meta_of(g, a[4]), meta_of(g, a[4]).shape) : like(q, {0}));
@@ -281,6 +292,27 @@ Args d_attention(DerivCtx& c) {
   return r;
 }
 }  // namespace
+
+int flash_half_head_dim(const AttentionOperand& q, const AttentionOperand& k, const AttentionOperand& v,
+                        const std::vector<AttentionOperand>& like_q) {
+  if (const char* off = std::getenv("LS_FLASH_HALF"); off && std::string(off) == "0") return 0;
+  const DType t = q.first;
+  const Shape &qs = q.second, &ks = k.second;
+  const size_t r = qs.size();
+  if ((t != DType::bf16 && t != DType::f16) || (r != 3 && r != 4) || ks.size() != r) return 0;
+  const int64_t heads = r == 4 ? qs[1] : 1, kv_heads = r == 4 ? ks[1] : 1;
+  const int64_t d = qs.back(), L = qs[r - 2], S = ks[r - 2];
+  if (kv_heads <= 0 || heads % kv_heads != 0 || !flash_half_head_dim_ok(d)) return 0;
+  // Each operand: its type, rank, batch, heads, length, head size.
+  auto fits = [&](const AttentionOperand& o, int64_t h, int64_t len) {
+    const Shape& s = o.second;
+    return o.first == t && s.size() == r && s[0] == qs[0] && (r == 3 || s[1] == h) && s[r - 2] == len && s.back() == d;
+  };
+  if (!fits(k, kv_heads, S) || !fits(v, kv_heads, S)) return 0;
+  for (const AttentionOperand& o : like_q)
+    if (!fits(o, heads, L)) return 0;
+  return static_cast<int>(d);
+}
 
 void add_attention_ops(std::vector<OpDef>& t) {
   const std::vector<OpDef> ops = {

@@ -1329,6 +1329,122 @@ void flash_half_runs(const std::string& name, const std::string& graph, DType dt
   }
 }
 
+// A graph (FX text) compiled for CUDA with its weights and inputs made `dtype`; what load_model or
+// the pipeline threw, in the result's error.
+CompileResult compile_graph_text(const std::string& name, const std::string& graph, DType dtype) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("ls_graph_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::filesystem::path file = dir / (name + ".txt");
+  std::ofstream(file) << graph;
+  PipelineOptions o;
+  o.device = Device::cuda;
+  o.dtype = dtype;
+  o.timing_budget_ms = 20;
+  CompileResult r;
+  try {
+    r = run_pipeline(load_model(file.string()), o);
+  } catch (const std::exception& e) {
+    r.error = e.what();
+  }
+  std::filesystem::remove_all(dir);
+  return r;
+}
+
+// The one gate of the half kernels (ops/attention.h; the decomposition and CUDA code generation
+// both ask it): q, k, v of one half type, of one rank, one batch, k's and v's heads alike and
+// dividing q's, one length for k and v, one head size; anything else keeps the existing path.
+// Through the pipeline: a bf16 efficient-attention call whose key and value broadcast over the
+// batch runs elsewhere (it went to the half kernels, which would have read k and v past their
+// batch of one), and on a GPU it matches the reference. No GPU needed for the gate.
+void flash_half_gate() {
+  const DType b = DType::bf16, h = DType::f16;
+  auto op = [](DType t, Shape s) { return AttentionOperand{t, std::move(s)}; };
+  VERIFY(flash_half_head_dim(op(b, {2, 8, 100, 64}), op(b, {2, 8, 90, 64}), op(b, {2, 8, 90, 64})) == 64);
+  VERIFY(flash_half_head_dim(op(h, {2, 100, 40}), op(h, {2, 90, 40}), op(h, {2, 90, 40})) == 40);
+  VERIFY(flash_half_head_dim(op(b, {1, 8, 130, 128}), op(b, {1, 2, 130, 128}), op(b, {1, 2, 130, 128})) == 128);  // grouped-query
+  VERIFY(flash_half_head_dim(op(b, {2, 8, 100, 64}), op(b, {2, 2, 90, 64}), op(b, {2, 2, 90, 64}),
+                             {op(b, {2, 8, 100, 64}), op(b, {2, 8, 100, 64})}) == 64);  // the backward's grad_out and out
+  const std::vector<std::pair<std::string, std::vector<AttentionOperand>>> refused = {
+      {"3 key heads for 8", {op(b, {1, 8, 64, 64}), op(b, {1, 3, 64, 64}), op(b, {1, 3, 64, 64})}},
+      {"key and value heads differ", {op(b, {1, 8, 64, 64}), op(b, {1, 2, 64, 64}), op(b, {1, 4, 64, 64})}},
+      {"a batch of one for two", {op(b, {2, 2, 64, 64}), op(b, {1, 2, 64, 64}), op(b, {1, 2, 64, 64})}},
+      {"ranks 4, 3, 3", {op(b, {2, 1, 64, 64}), op(b, {2, 64, 64}), op(b, {2, 64, 64})}},
+      {"rank 5", {op(b, {2, 2, 2, 64, 64}), op(b, {2, 2, 2, 64, 64}), op(b, {2, 2, 2, 64, 64})}},
+      {"bf16 with f16", {op(b, {2, 2, 64, 64}), op(h, {2, 2, 64, 64}), op(b, {2, 2, 64, 64})}},
+      {"float32", {op(DType::f32, {2, 2, 64, 64}), op(DType::f32, {2, 2, 64, 64}), op(DType::f32, {2, 2, 64, 64})}},
+      {"head size 136", {op(b, {2, 2, 64, 136}), op(b, {2, 2, 64, 136}), op(b, {2, 2, 64, 136})}},
+      {"head size 20", {op(b, {2, 2, 64, 20}), op(b, {2, 2, 64, 20}), op(b, {2, 2, 64, 20})}},
+      {"value's head size 32", {op(b, {2, 2, 64, 64}), op(b, {2, 2, 64, 64}), op(b, {2, 2, 64, 32})}},
+      {"key and value lengths differ", {op(b, {2, 2, 64, 64}), op(b, {2, 2, 64, 64}), op(b, {2, 2, 50, 64})}},
+      {"the backward's out with 4 heads for 8", {op(b, {2, 8, 64, 64}), op(b, {2, 8, 64, 64}), op(b, {2, 8, 64, 64}), op(b, {2, 4, 64, 64})}},
+  };
+  for (const auto& c : refused) {
+    const std::vector<AttentionOperand> more(c.second.begin() + 3, c.second.end());
+    VERIFY2(flash_half_head_dim(c.second[0], c.second[1], c.second[2], more) == 0, c.first);
+  }
+  setenv("LS_FLASH_HALF", "0", 1);
+  const int off = flash_half_head_dim(op(b, {2, 8, 100, 64}), op(b, {2, 8, 90, 64}), op(b, {2, 8, 90, 64}));
+  unsetenv("LS_FLASH_HALF");
+  VERIFY(off == 0);
+
+  const CompileResult r = compile_graph_text("broadcast_kv", R"(class GraphModule(torch.nn.Module):
+    def forward(self, q: "f32[2, 2, 70, 64]", k: "f32[1, 2, 70, 64]", v: "f32[1, 2, 70, 64]"):
+        att = torch.ops.aten._scaled_dot_product_efficient_attention.default(q, k, v, None, False)
+        a: "f32[2, 2, 70, 64]" = att[0];  att = None
+        return (a,)
+)", b);
+  VERIFY2(r.error.empty(), r.error_stage + ": " + r.error);
+  int calls = 0;
+  for (const Kernel& k : r.schedule.kernels) {
+    const ExternCall& c = r.loops.nodes.at(k.nodes.at(0)).ext;
+    if (!k.is_extern || !c.op || c.op->name.find("efficient_attention") == std::string::npos) continue;
+    ++calls;
+    VERIFY2(flash_half_head_dim(r.loops, c) == 0, k.name);
+    VERIFY2(cuda_extern_how(r.loops, c, true).find("tensor cores") == std::string::npos, cuda_extern_how(r.loops, c, true));
+  }
+  VERIFY(calls == 1);
+  std::string why;
+  if (!CudaDriver::get(&why)) {
+    VERIFY2(r.not_run.find("needs a GPU") != std::string::npos, r.not_run);
+    return;
+  }
+  VERIFY2(r.not_run.empty() && r.check.ok, r.stage("run")->text);
+}
+
+// Dropout inside attention is refused where the call is made (each op's shape rule), in every
+// form an exported graph holds: scaled_dot_product_attention, efficient attention, its backward
+// (it ran without dropout, silently, on CUDA and in the reference interpreter). No GPU needed.
+void attention_dropout_is_refused() {
+  const std::string head = R"(class GraphModule(torch.nn.Module):
+    def forward(self, q: "f32[2, 2, 16, 8]", k: "f32[2, 2, 16, 8]", v: "f32[2, 2, 16, 8]", g: "f32[2, 2, 16, 8]"):
+)";
+  const std::vector<std::pair<std::string, std::string>> graphs = {
+      {"sdpa", R"(        a: "f32[2, 2, 16, 8]" = torch.ops.aten.scaled_dot_product_attention.default(q, k, v, None, 0.1)
+        return (a,)
+)"},
+      {"efficient", R"(        att = torch.ops.aten._scaled_dot_product_efficient_attention.default(q, k, v, None, False, 0.1, True)
+        a: "f32[2, 2, 16, 8]" = att[0];  att = None
+        return (a,)
+)"},
+      {"efficient_backward", R"(        att = torch.ops.aten._scaled_dot_product_efficient_attention.default(q, k, v, None, True, 0.0, True)
+        o: "f32[2, 2, 16, 8]" = att[0]
+        lse: "f32[2, 2, 16]" = att[1]
+        seed: "i64[]" = att[2]
+        offset: "i64[]" = att[3];  att = None
+        bw = torch.ops.aten._scaled_dot_product_efficient_attention_backward.default(g, q, k, v, None, o, lse, seed, offset, 0.1, [True, True, True, False], True)
+        dq: "f32[2, 2, 16, 8]" = bw[0];  bw = None
+        return (dq,)
+)"},
+  };
+  for (const auto& ng : graphs) {
+    const CompileResult r = compile_graph_text("dropout_" + ng.first, head + ng.second, DType::f32);
+    VERIFY2(r.error.find("attention dropout is not supported (dropout_p = 0.1") != std::string::npos, ng.first + ": " + r.error);
+    const std::string without = std::regex_replace(ng.second, std::regex(", 0\\.1"), ", 0.0");
+    const CompileResult ok = compile_graph_text("no_dropout_" + ng.first, head + without, DType::f32);
+    VERIFY2(ok.error.empty(), ng.first + " without dropout: " + ok.error_stage + ": " + ok.error);
+  }
+}
+
 // The graphs: causal at head size 64 with sequences no multiple of the 64-row tiles and q, k, v
 // read in place from [B, L, H, D] (transposed views); grouped-query attention (8 query heads over
 // 2) at head size 128; head size 40 (a multiple of 8, padded to 48), not causal, with a scale; a
@@ -1448,6 +1564,8 @@ int main(int argc, char** argv) {
   // reference interpreter, forward and training step (before the worker and fault cases: the
   // in-process fault must stay last).
   cases.push_back({"flash attention in half precision compiles", flash_half_kernels_compile});
+  cases.push_back({"flash attention in half precision: one gate, operands that agree", flash_half_gate});
+  cases.push_back({"attention dropout is refused", attention_dropout_is_refused});
   for (const auto& ng : flash_half_graphs())
     for (DType t : {DType::bf16, DType::f16})
       for (bool tr : {false, true}) {
