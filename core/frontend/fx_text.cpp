@@ -235,7 +235,45 @@ class Parser {
   int lookup(const Token& t) {
     auto it = names_.find(t.text);
     if (it == names_.end()) fail(t.col, "'" + t.text + "' is used before it is defined");
+    refuse_stale(t.text, it->second, t.col);
     return it->second;
+  }
+
+  // In-place updates are functional here: the updated tensor's names move to a new value. Other
+  // values sharing its storage (views of it, or the base it is a view of, as the ops' schemas
+  // alias them: "view(Tensor(a) self, ...) -> Tensor(a)") would see the update in PyTorch but
+  // not here; a later use of one is refused instead of computed wrong.
+  struct Stale {
+    std::string updated, where;  // the tensor updated in place and the statement that did it
+  };
+  std::map<int, Stale> stale_;
+  static bool aliases_first(const OpDef& op) {
+    const size_t arrow = op.schema.rfind("->"), open = op.schema.find('(');
+    if (arrow == std::string::npos || open == std::string::npos) return false;
+    return op.schema.compare(open + 1, 8, "Tensor(a") == 0 && op.schema.find("Tensor(a", arrow) != std::string::npos;
+  }
+  int storage_root(int n) const {
+    for (;;) {
+      const Node& x = g_.nodes[static_cast<size_t>(n)];
+      if (x.is_placeholder() || !x.op || x.args.empty() || !x.args[0].is_node()) return n;
+      if (x.op->kind != OpKind::getitem && !aliases_first(*x.op)) return n;
+      n = x.args[0].node;  // a view's base; an output of split/unbind: its source
+    }
+  }
+  void mark_aliases_stale(int self, int updated_value, size_t first_new, const std::string& stmt) {
+    const int root = storage_root(self);
+    for (const auto& entry : names_) {
+      const int n = entry.second;
+      if (n == self || n == updated_value || static_cast<size_t>(n) >= first_new || stale_.count(n)) continue;
+      if (storage_root(n) == root) stale_[n] = {g_.nodes[static_cast<size_t>(self)].name, stmt};
+    }
+  }
+  void refuse_stale(const std::string& name, int id, int col) {
+    const auto s = stale_.find(id);
+    if (s == stale_.end()) return;
+    fail(col, "'" + name + "' shares its storage with '" + s->second.updated + "', which '" + s->second.where +
+                  "' updated in place: PyTorch's views see such an update, this import does not carry it into other "
+                  "views of the same storage (not supported)");
   }
 
   // value := name | number | string | list | None | True | False | -number
@@ -456,10 +494,13 @@ class Parser {
     const int id = r.value.node;
     if (static_cast<size_t>(id) >= first_new) g_.nodes[static_cast<size_t>(id)].name = stmt;
     check_annotation(stmt, target, meta, meta_col, g_.nodes[static_cast<size_t>(id)].meta());
-    // In place (`x.add_(y)`, `x += y`): every name of the updated tensor names its new value from now on.
-    if (r.mutates_self && r.self.is_node())
+    // In place (`x.add_(y)`, `x += y`): every name of the updated tensor names its new value from
+    // now on; other values sharing its storage are stale.
+    if (r.mutates_self && r.self.is_node()) {
+      mark_aliases_stale(r.self.node, id, first_new, stmt);
       for (auto& entry : names_)
         if (entry.second == r.self.node) entry.second = id;
+    }
     names_[stmt] = id;
   }
 
@@ -634,6 +675,7 @@ class Parser {
     // `l_x_ = L_x_`: Dynamo's alias of an input.
     if (rhs[1].kind == Token::end && rhs[0].kind == Token::name && names_.count(rhs[0].text)) {
       const int id = names_[rhs[0].text];
+      refuse_stale(rhs[0].text, id, rhs[0].col);
       check_annotation(target.text, "'" + rhs[0].text + "'", meta, meta_col, g_.nodes[static_cast<size_t>(id)].meta());
       if (symbolic) fail(meta_col, "'" + target.text + "' is a symbolic integer but '" + rhs[0].text + "' is a tensor");
       names_[target.text] = id;
