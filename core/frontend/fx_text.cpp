@@ -279,6 +279,14 @@ class Parser {
   // value := name | number | string | list | None | True | False | -number
   Arg parse_value(const std::vector<Token>& t, size_t& i) {
     const Token& k = t[i];
+    // A hostile file's thousands of '[' or 'slice(' must not exhaust the stack: PyTorch prints
+    // nothing nested that deep.
+    if (value_depth_ >= kMaxValueDepth) fail(k.col, "values nested deeper than " + std::to_string(kMaxValueDepth) + " levels");
+    struct Depth {
+      int& d;
+      explicit Depth(int& x) : d(++x) {}
+      ~Depth() { --d; }
+    } depth(value_depth_);
     if (k.text == "[" || k.text == "(") {
       const std::string close = k.text == "[" ? "]" : ")";
       ++i;
@@ -808,6 +816,8 @@ class Parser {
   Graph g_;
   std::map<std::string, Arg> sizes_;  // numbers the graph names (size queries' values, x.size()), by name
   std::map<std::string, int> names_;
+  static constexpr int kMaxValueDepth = 64;
+  int value_depth_ = 0;  // the values parse_value is inside (lists, slices)
   std::string stack_;
   int lineno_ = 0;
   int col0_ = 1;

@@ -1534,6 +1534,13 @@ class TestImport : public QObject {
     expect_error([&] { import_fx_text(text("y: \"f32[4, 5]\" = torch.nn.functional.frobnicate(L_x_)"), "t.txt"); },
                  {"t.txt:3:", "unknown op 'torch.nn.functional.frobnicate'"});
     expect_error([&] { import_fx_text(text("y: \"f32[4, 5]\" = L_x_.frobnicate_(2)"), "t.txt"); }, {"t.txt:3:", "unknown op 'method.frobnicate_'"});
+    // Nesting a hostile file uses to exhaust the stack (the fuzzer's input: thousands of '['):
+    // refused by depth, for lists and for slice(...) alike.
+    expect_error([&] { import_fx_text(text("y: \"f32[4, 5]\" = torch.ops.aten.view.default(L_x_, " + std::string(20000, '[') + ")"), "t.txt"); },
+                 {"t.txt:3:", "values nested deeper than 64 levels"});
+    std::string slices;
+    for (int k = 0; k < 5000; ++k) slices += "slice(";
+    expect_error([&] { import_fx_text(text("y: \"f32[4, 5]\" = L_x_[" + slices + "]"), "t.txt"); }, {"t.txt:3:", "values nested deeper than 64 levels"});
     expect_error([&] { import_fx_text(text("y: \"f32[4, 5]\" = torch.tanh(L_x_, 'x')"), "t.txt"); },
                  {"t.txt:3:", "tanh() received an invalid combination of arguments - got (Tensor, str)"});
     expect_error([&] { import_fx_text(text("y: \"f32[5]\" = L_x_[7]"), "t.txt"); },
