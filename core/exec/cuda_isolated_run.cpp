@@ -139,9 +139,7 @@ CudaIsolatedRun run_cuda_isolated(const LoopProgram& p, const Schedule& s, const
   worker::write_layout(w, at);
 
   worker::SharedRun shared(w.text(), at.bytes);
-  char* data = shared.data();
-  for (size_t i = 0; i < inputs.size(); ++i)
-    if (inputs[i].nbytes()) std::memcpy(data + at.inputs[i], inputs[i].data(), static_cast<size_t>(inputs[i].nbytes()));
+  shared.put_inputs(at, inputs);
   std::vector<std::string> names;
   for (const Kernel& k : s.kernels) names.push_back(k.name);
   worker::Watch watch;
@@ -151,8 +149,8 @@ CudaIsolatedRun run_cuda_isolated(const LoopProgram& p, const Schedule& s, const
   shared.run(worker::runner_path(o), {"--cuda"}, names, watch);
 
   CudaIsolatedRun out;
-  out.outputs = worker::outputs_from(data, p, at);
-  read_results(data + at.results, static_cast<size_t>(at.result_bytes), out);
+  out.outputs = worker::outputs_from(shared.data(), p, at);
+  read_results(shared.data() + at.results, static_cast<size_t>(at.result_bytes), out);
   const size_t n = s.kernels.size();  // one each per kernel, whatever the worker wrote
   out.t.kernel_ms.resize(n);
   out.t.host_kernel_ms.resize(n);

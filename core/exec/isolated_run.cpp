@@ -85,9 +85,7 @@ IsolatedRun run_isolated(const LoopProgram& p, const Schedule& s, const Generate
   worker::write_layout(w, at);
 
   worker::SharedRun shared(w.text(), at.bytes);
-  char* data = shared.data();
-  for (size_t i = 0; i < inputs.size(); ++i)
-    if (inputs[i].nbytes()) std::memcpy(data + at.inputs[i], inputs[i].data(), static_cast<size_t>(inputs[i].nbytes()));
+  shared.put_inputs(at, inputs);
   std::vector<std::string> names;
   for (const Kernel& k : s.kernels) names.push_back(k.name);
   worker::Watch watch;
@@ -95,8 +93,8 @@ IsolatedRun run_isolated(const LoopProgram& p, const Schedule& s, const Generate
   shared.run(worker::runner_path(o), {}, names, watch);
 
   IsolatedRun out;
-  out.outputs = worker::outputs_from(data, p, at);
-  worker::ResultReader r(data + at.results, static_cast<size_t>(at.result_bytes));
+  out.outputs = worker::outputs_from(shared.data(), p, at);
+  worker::ResultReader r(shared.data() + at.results, static_cast<size_t>(at.result_bytes));
   out.t.total_ms = r.f();
   out.t.runs = static_cast<int>(r.i());
   out.t.kernel_ms = r.doubles();

@@ -494,6 +494,11 @@ SharedRun::~SharedRun() {
   if (fd_ >= 0) close(fd_);
 }
 
+void SharedRun::put_inputs(const DataLayout& at, const std::vector<Tensor>& inputs) {
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i].nbytes()) std::memcpy(data() + at.inputs[i], inputs[i].data(), static_cast<size_t>(inputs[i].nbytes()));
+}
+
 void SharedRun::run(const std::string& runner, const std::vector<std::string>& args, const std::vector<std::string>& kernels,
                     const Watch& watch) {
   using Clock = std::chrono::steady_clock;

@@ -166,6 +166,8 @@ class SharedRun {
   SharedRun& operator=(const SharedRun&) = delete;
   Header& header() { return *h_; }
   char* data() { return base_ + data_off_; }
+  // The inputs copied to their places in the data (the layout's offsets).
+  void put_inputs(const DataLayout& at, const std::vector<Tensor>& inputs);
   void run(const std::string& runner, const std::vector<std::string>& args, const std::vector<std::string>& kernels, const Watch& w);
 
  private:
