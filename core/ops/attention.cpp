@@ -54,9 +54,20 @@ Shape with_heads(Shape s, int64_t repeats) {
   if (repeats > 1) s[s.size() - 3] *= repeats;
   return s;
 }
+// PyTorch's fused attention kernels (efficient attention and its backward) take q, k and v of one
+// rank with the same batch and head sizes: no broadcasting (torch checks them in
+// _efficient_attention_forward); only the math form broadcasts. Ours index them the same way.
+void require_same_batch(const OpDef& op, const Shape& q, const Shape& k, const Shape& v) {
+  auto batch = [](const Shape& s) { return s.size() < 2 ? s : Shape(s.begin(), s.end() - 2); };
+  if (q.size() < 3 || q.size() > 4 || k.size() != q.size() || v.size() != q.size() || batch(k) != batch(q) || batch(v) != batch(q))
+    bad(op, "query " + shape_str(q) + ", key " + shape_str(k) + " and value " + shape_str(v) +
+                " must be 3-D or 4-D with the same batch and head sizes (the fused attention kernels do not broadcast; "
+                "scaled_dot_product_attention does)");
+}
 std::vector<TensorMeta> infer_sdpa(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
   refuse_dropout(op, a[op.name == "aten._scaled_dot_product_efficient_attention.default" ? 5 : 4]);
   const TensorMeta &q = meta_of(g, a[0]), &k0 = meta_of(g, a[1]), &v0 = meta_of(g, a[2]);
+  if (op.name == "aten._scaled_dot_product_efficient_attention.default") require_same_batch(op, q.shape, k0.shape, v0.shape);
   const int64_t rep = gqa_repeats(op, a, q.shape, k0.shape, v0.shape);
   TensorMeta k = k0, v = v0;
   k.shape = with_heads(k.shape, rep);
@@ -222,6 +233,10 @@ std::vector<Arg> decomp_sdpa(GraphBuilder& b, const OpDef& op, const std::vector
 std::vector<TensorMeta> sdpa_backward_meta(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
   refuse_dropout(op, a[9]);
   const TensorMeta &q = meta_of(g, a[1]), &k = meta_of(g, a[2]), &v = meta_of(g, a[3]);
+  require_same_batch(op, q.shape, k.shape, v.shape);
+  Shape out = q.shape;
+  out.back() = v.shape.back();
+  if (meta_of(g, a[0]).shape != out) bad(op, "grad_out " + shape_str(meta_of(g, a[0]).shape) + " is not the output's shape " + shape_str(out));
   std::vector<TensorMeta> outs = {like(q, q.shape), like(k, k.shape), like(v, v.shape)};
   outs.push_back(a[4].is_node() ? like(meta_of(g, a[4]), meta_of(g, a[4]).shape) : like(q, {0}));
   return outs;

@@ -13,7 +13,7 @@ namespace ls {
 namespace {
 nlohmann::json cmp_json(const OutputCheck& c) {
   return {{"against", c.against}, {"max_abs_err", c.cmp.max_abs_err}, {"rel_err", c.cmp.rel_err},
-          {"mismatches", c.cmp.mismatches}, {"ok", c.cmp.ok}};
+          {"mismatches", c.cmp.mismatches}, {"ok", c.cmp.ok}, {"why", c.cmp.why}};
 }
 }  // namespace
 
@@ -58,7 +58,8 @@ std::string report_json(const CompileResult& r) {
     check["gradients"] = json::array();
     for (const auto& c : r.check.gradients)
       check["gradients"].push_back({{"input", c.input}, {"against", c.against}, {"max_abs_err", c.cmp.max_abs_err},
-                                    {"rel_err", c.cmp.rel_err}, {"mismatches", c.cmp.mismatches}, {"ok", c.cmp.ok}});
+                                    {"rel_err", c.cmp.rel_err}, {"mismatches", c.cmp.mismatches}, {"ok", c.cmp.ok},
+                                    {"why", c.cmp.why}});
     // Each gradient against the reference interpreter run on the joint graph.
     const TrainingRecord& t = r.training;
     for (size_t k = 0; k < t.joint.grad_of.size(); ++k) {
@@ -72,7 +73,7 @@ std::string report_json(const CompileResult& r) {
     tr["tangents"] = t.joint.tangents;
     tr["gradients_of"] = t.joint.grad_of;
     tr["expanded_for_autodiff"] = t.joint.expanded;
-    tr["chosen_partitioner"] = partitioner_name(t.partition().partitioner);
+    if (!t.partitions.empty()) tr["chosen_partitioner"] = partitioner_name(t.partition().partitioner);  // none where the joint failed
     tr["partitioners"] = json::object();
     for (const Partition& p : t.partitions) {
       json saved = json::array();

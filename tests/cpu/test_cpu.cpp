@@ -1799,6 +1799,15 @@ class TestCpu : public QObject {
     const std::string j = report_json(r);
     for (const char* key : {"\"stages\"", "\"kernels\"", "\"check\"", "\"max_abs_err\"", "\"rel_err\"", "\"compile_ms\"", "\"run_ms\"", "\"ops\""})
       QVERIFY2(j.find(key) != std::string::npos, key);
+    // A training step whose joint graph failed has no partitions: its report still writes (the
+    // CLI's --report threw a bare vector range error there, hiding the stage's message).
+    CompileResult failed;
+    failed.train = true;
+    failed.error_stage = "joint";
+    failed.error = "node 'x': no derivative";
+    const std::string fj = report_json(failed);
+    QVERIFY(fj.find("no derivative") != std::string::npos);
+    QVERIFY(fj.find("chosen_partitioner") == std::string::npos);
   }
 
   // Gathers through indirect indices: embedding and gather compile to generated kernels (no

@@ -1387,10 +1387,20 @@ void flash_half_gate() {
   unsetenv("LS_FLASH_HALF");
   VERIFY(off == 0);
 
-  const CompileResult r = compile_graph_text("broadcast_kv", R"(class GraphModule(torch.nn.Module):
+  // The fused kernels take equal batch and head sizes, as PyTorch's: a broadcast key is refused
+  // where the call is made (its kernels read out of bounds before).
+  const CompileResult bad = compile_graph_text("broadcast_kv", R"(class GraphModule(torch.nn.Module):
     def forward(self, q: "f32[2, 2, 70, 64]", k: "f32[1, 2, 70, 64]", v: "f32[1, 2, 70, 64]"):
         att = torch.ops.aten._scaled_dot_product_efficient_attention.default(q, k, v, None, False)
         a: "f32[2, 2, 70, 64]" = att[0];  att = None
+        return (a,)
+)", b);
+  VERIFY2(bad.error.find("same batch and head sizes") != std::string::npos, bad.error_stage + ": " + bad.error);
+  // A head size the half kernels refuse: the call runs as the float32 kernel on widened copies.
+  const CompileResult r = compile_graph_text("head_size_20", R"(class GraphModule(torch.nn.Module):
+    def forward(self, q: "f32[2, 2, 70, 20]", k: "f32[2, 2, 70, 20]", v: "f32[2, 2, 70, 20]"):
+        att = torch.ops.aten._scaled_dot_product_efficient_attention.default(q, k, v, None, False)
+        a: "f32[2, 2, 70, 20]" = att[0];  att = None
         return (a,)
 )", b);
   VERIFY2(r.error.empty(), r.error_stage + ": " + r.error);
@@ -1408,7 +1418,7 @@ void flash_half_gate() {
     VERIFY2(r.not_run.find("needs a GPU") != std::string::npos, r.not_run);
     return;
   }
-  VERIFY2(r.not_run.empty() && r.check.ok, r.stage("run")->text);
+  VERIFY2(r.not_run.empty() && r.check.ok, r.not_run + " | " + r.stage("run")->text);
 }
 
 // Dropout inside attention is refused where the call is made (each op's shape rule), in every
