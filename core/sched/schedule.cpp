@@ -74,6 +74,7 @@ class Scheduler {
     buffer_bytes_.assign(buffer_ids_.size(), -1);
     out_edges_.resize(n);
     for (size_t e = 0; e < edges_.size(); ++e) out_edges_[static_cast<size_t>(edges_[e].producer)].push_back(static_cast<int>(e));
+    init_order();
   }
 
   Schedule run() {
@@ -114,7 +115,7 @@ class Scheduler {
   // neighbours (rebuilding them after every merge made fusion quadratic in the graph).
   mutable std::vector<std::vector<int>> succ_, pred_;
   mutable bool succ_dirty_ = true;
-  mutable std::vector<int> mark_;  // reaches(): visited stamps
+  mutable std::vector<int> mark_;  // path_through(), reorder_for_merge(): visited stamps
   mutable int stamp_ = 0;
 
   // The (numel, rnumel) a group iterates: that of its reduction if it has one.
@@ -124,7 +125,7 @@ class Scheduler {
     return {p_.nodes[nodes[0]].numel(), 1};
   }
 
-  // Group-level successors, rebuilt after a merge: reaches() is asked for every candidate pair.
+  // Group-level successors, rebuilt after a merge: path_through() is asked for every candidate pair.
   void build_successors() const {
     succ_.assign(groups_.size(), {});
     pred_.assign(groups_.size(), {});
@@ -165,29 +166,134 @@ class Scheduler {
     pred_[gb].clear();
   }
 
-  bool reaches(int from_group, int to_group, const std::set<int>& skip) const {
-    // Is there a path from a node of from_group to a node of to_group through other groups?
+  // A topological order of the groups, kept valid through every merge: ord_[g] is group g's
+  // position (dead groups keep a stale one). Node order is one at the start; merge() reorders the
+  // groups between the two merged ones (Pearce and Kelly's dynamic topological order), so a search
+  // for a path between two groups only visits groups positioned between them. (The node indices
+  // are no such bound once groups are fused: a group {5, 100} reached from node 50 leads back to
+  // node 10 through its node 5, which hrnet_w18_small's horizontally fused resize gathers did.)
+  std::vector<int> ord_;
+  mutable std::vector<int> mark_b_;  // merge(): the backward search's stamps
+
+  void init_order() {
+    const size_t n = groups_.size();
+    ord_.resize(n);
+    bool forward = true;
+    for (const auto& e : edges_)
+      if (e.producer > e.consumer) forward = false;
+    if (forward) {
+      for (size_t i = 0; i < n; ++i) ord_[i] = static_cast<int>(i);
+      return;
+    }
+    // Some node reads what a later one writes: Kahn's order, the smallest node first.
+    std::vector<std::vector<int>> succs(n);
+    std::vector<int> waiting(n, 0);
+    for (const auto& e : edges_)
+      if (e.producer != e.consumer) succs[static_cast<size_t>(e.producer)].push_back(e.consumer), ++waiting[static_cast<size_t>(e.consumer)];
+    std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
+    for (size_t i = 0; i < n; ++i)
+      if (!waiting[i]) ready.push(static_cast<int>(i));
+    int next = 0;
+    std::vector<bool> done(n, false);
+    while (!ready.empty()) {
+      const int v = ready.top();
+      ready.pop();
+      done[static_cast<size_t>(v)] = true;
+      ord_[static_cast<size_t>(v)] = next++;
+      for (int w : succs[static_cast<size_t>(v)])
+        if (--waiting[static_cast<size_t>(w)] == 0) ready.push(w);
+    }
+    for (size_t i = 0; i < n; ++i)  // nodes on a cycle (no order exists; scheduling reports it)
+      if (!done[i]) ord_[i] = next++;
+  }
+
+  // A path from group `from` to group `to` (ord_[from] < ord_[to]) through at least one other
+  // group: the last group on it before `to`, or -1 when there is none. Fusing the two would put
+  // that group both after and before the fused kernel.
+  int path_through(int from, int to) const {
     if (succ_dirty_) build_successors();
     if (mark_.size() != groups_.size()) mark_.assign(groups_.size(), 0);
     const int stamp = ++stamp_;
-    std::vector<int> stack = {from_group};
-    mark_[from_group] = stamp;
+    const int limit = ord_[static_cast<size_t>(to)];
+    std::vector<int> stack = {from};
+    mark_[from] = stamp;
     while (!stack.empty()) {
       const int g = stack.back();
       stack.pop_back();
       for (int b : succ_[g]) {
-        if (b == to_group && !(g == from_group && skip.count(b))) return true;
-        // Edges run from a node to a later one, so nothing reached from b comes before b's first
-        // node: a group that starts after to_group's last node cannot lead to it. This keeps each
-        // question to the groups between the two, not the rest of the graph.
-        if (b != to_group && groups_[b].nodes.front() > groups_[to_group].nodes.back()) continue;
-        if (b != to_group && mark_[b] != stamp) {
-          mark_[b] = stamp;
-          stack.push_back(b);
+        if (b == to) {
+          if (g != from) return g;
+          continue;
         }
+        // Positions are topological: a group placed after `to` cannot lead to it.
+        if (ord_[static_cast<size_t>(b)] > limit || mark_[b] == stamp) continue;
+        mark_[b] = stamp;
+        stack.push_back(b);
       }
     }
-    return false;
+    return -1;
+  }
+
+  std::string describe_group(int g) const {
+    const std::vector<int>& nodes = groups_[static_cast<size_t>(g)].nodes;
+    const LoopNode& n = p_.nodes[static_cast<size_t>(nodes.front())];
+    std::string s = n.name + (n.graph_node.empty() ? std::string() : " (" + n.graph_node + ")");
+    if (nodes.size() > 1)
+      s = "the kernel of " + s + " and " + std::to_string(nodes.size() - 1) + " other node" + (nodes.size() > 2 ? "s" : "");
+    return s;
+  }
+
+  // Before ga and gb merge (no path between them through a third group): the groups positioned
+  // between them that lead to the later one move before the merged group, those the earlier one
+  // leads to after it, each set in its order, into the positions they and the two held.
+  void reorder_for_merge(int ga, int gb) {
+    if (succ_dirty_) build_successors();
+    int lo = ga, hi = gb;
+    if (ord_[static_cast<size_t>(lo)] > ord_[static_cast<size_t>(hi)]) std::swap(lo, hi);
+    const int olo = ord_[static_cast<size_t>(lo)], ohi = ord_[static_cast<size_t>(hi)];
+    if (mark_.size() != groups_.size()) mark_.assign(groups_.size(), 0);
+    if (mark_b_.size() != groups_.size()) mark_b_.assign(groups_.size(), 0);
+    const int stamp = ++stamp_;
+    std::vector<int> fwd, bwd, stack = {lo};
+    while (!stack.empty()) {  // after lo, before hi, reached from lo
+      const int g = stack.back();
+      stack.pop_back();
+      for (int b : succ_[g])
+        if (b != hi && ord_[static_cast<size_t>(b)] < ohi && mark_[b] != stamp) {
+          mark_[b] = stamp;
+          fwd.push_back(b);
+          stack.push_back(b);
+        }
+    }
+    stack = {hi};
+    while (!stack.empty()) {  // after lo, before hi, leading to hi
+      const int g = stack.back();
+      stack.pop_back();
+      for (int b : pred_[g])
+        if (b != lo && ord_[static_cast<size_t>(b)] > olo && mark_b_[b] != stamp) {
+          if (mark_[b] == stamp) throw std::logic_error("scheduler: merging two kernels with a path between them through " + describe_group(b));
+          mark_b_[b] = stamp;
+          bwd.push_back(b);
+          stack.push_back(b);
+        }
+    }
+    if (fwd.empty() && bwd.empty()) return;  // nothing between them to move
+    auto by_ord = [&](int a, int b) { return ord_[static_cast<size_t>(a)] < ord_[static_cast<size_t>(b)]; };
+    std::sort(fwd.begin(), fwd.end(), by_ord);
+    std::sort(bwd.begin(), bwd.end(), by_ord);
+    std::vector<int> pool;
+    pool.reserve(fwd.size() + bwd.size() + 2);
+    for (int g : fwd) pool.push_back(ord_[static_cast<size_t>(g)]);
+    for (int g : bwd) pool.push_back(ord_[static_cast<size_t>(g)]);
+    pool.push_back(olo);
+    pool.push_back(ohi);
+    std::sort(pool.begin(), pool.end());
+    size_t at = 0;
+    for (int g : bwd) ord_[static_cast<size_t>(g)] = pool[at++];
+    const int survivor = std::min(ga, gb), gone = std::max(ga, gb);
+    ord_[static_cast<size_t>(survivor)] = pool[at++];
+    for (int g : fwd) ord_[static_cast<size_t>(g)] = pool[at++];
+    ord_[static_cast<size_t>(gone)] = pool[at++];
   }
 
   const LoopNode* extern_in(int g) const {
@@ -297,7 +403,12 @@ class Scheduler {
                              ", which has one value per reduction element"};
       }
     }
-    if (reaches(ga, gb, {gb}) || reaches(gb, ga, {ga})) return {false, "fusing would create a cycle through another kernel"};
+    {
+      int from = ga, to = gb;
+      if (ord_[static_cast<size_t>(from)] > ord_[static_cast<size_t>(to)]) std::swap(from, to);
+      const int via = path_through(from, to);
+      if (via >= 0) return {false, "fusing would create a cycle through " + describe_group(via)};
+    }
     return {true, "fused"};
   }
 
@@ -410,6 +521,7 @@ class Scheduler {
 
   void merge(int ga, int gb) {
     if (ga > gb) std::swap(ga, gb);
+    reorder_for_merge(ga, gb);
     for (int n : groups_[gb].nodes) group_of_[n] = ga;
     groups_[ga].nodes.insert(groups_[ga].nodes.end(), groups_[gb].nodes.begin(), groups_[gb].nodes.end());
     std::sort(groups_[ga].nodes.begin(), groups_[ga].nodes.end());
