@@ -38,8 +38,8 @@
 namespace {
 
 const char* kUsage = R"(usage:
-  lowerscope-cli [--in-process] [--time-limit S] compile MODEL [--device cpu|cuda] [--mode default|reduce-overhead|max-autotune] [--inputs A.npy,B.npy] [--expect OUT.npy]
-                               [--train [--expect-grads G0.npy,G1.npy] [--partitioner min_cut|default]
+  lowerscope-cli [--in-process] [--time-limit S] compile MODEL [--device cpu|cuda] [--mode default|reduce-overhead|max-autotune] [--inputs A.npy,B.npy] [--expect OUT.npy [--expect64 OUT64.npy]]
+                               [--train [--expect-grads G0.npy,G1.npy [--expect-grads64 G0_64.npy,G1_64.npy]] [--partitioner min_cut|default]
                                         [--sgd LR]]
                                [--report FILE.json] [--dump DIR (stages, sources, objects, SVGs, report.html)] [--decompose core_aten|prims]
                                [--dtype float32|bfloat16|float16] [--allow-tf32] [--no-fusion] [--no-gemm-templates] [--external-compiler] [--no-run] [--no-reference] [--quiet]
@@ -59,6 +59,13 @@ MODEL is a graph printed by PyTorch's print_readable() (a .txt file), or a folde
 and a backward, with the gradient of the sum of the first output checked against
 grad_in0.npy, ... (found beside the inputs, or given with --expect-grads); --sgd LR adds the
 parameter update.
+PyTorch's results in float64 (out64.npy, grad64_in0.npy, ... beside out.npy and grad_in0.npy, or
+given with --expect64 and --expect-grads64) are the yardstick of torch._dynamo's accuracy check
+where the reference interpreter's own float64 run is absent (it runs for bfloat16 and float16
+graphs): a float32 result beyond the elementwise tolerance of PyTorch's (two float32 computations
+in different orders, e.g. a deep net's input gradients) passes when its RMSE against PyTorch's
+float64 result is at most 3 x that of PyTorch's float32 result + 1e-4; the check's line says so
+("RMSE against PyTorch float64 (out64.npy) ...").
 --no-gemm-templates: on the CPU, default mode writes large float32 matrix multiplies (AVX-512, at
 least 2^27 multiply-adds, K up to 512) as generated GEMM templates, their bias in the register
 tile's store; with this flag every multiply calls the BLAS library (max-autotune times both).
@@ -215,6 +222,8 @@ bool pipeline_option(const std::vector<std::string>& args, size_t& i, ls::LoadOp
   }
   else if (a == "--train") po.train = true;
   else if (a == "--expect-grads") lo.expect_grads = split(value(), ',');
+  else if (a == "--expect-grads64") lo.expect_grads64 = split(value(), ',');
+  else if (a == "--expect64") lo.expect64 = value();
   else if (a == "--partitioner") {
     const std::string v = value();
     if (v == "min_cut" || v == "min-cut") po.partitioner = ls::Partitioner::min_cut;
@@ -334,8 +343,8 @@ int compile_command(int argc, char** argv) {
   // As in the app, which keeps the driver between compiles (and as torch.compile's first call
   // finds it, started by eager code): the compile's time leaves out the driver's start.
   if (cuda_started) ls::start_device(ls::Device::cuda);
-  if ((!lo.expect_grads.empty() || po.sgd_lr > 0) && !po.train)
-    throw std::invalid_argument("--expect-grads and --sgd need --train");
+  if ((!lo.expect_grads.empty() || !lo.expect_grads64.empty() || po.sgd_lr > 0) && !po.train)
+    throw std::invalid_argument("--expect-grads, --expect-grads64 and --sgd need --train");
   if (!at.empty() && (!po.dynamic || po.train || !po.run))
     throw std::invalid_argument("--at runs a dynamic inference compile at other sizes: it needs --dynamic, and no --train or --no-run");
   po.keep_program = po.keep_program || !at.empty();

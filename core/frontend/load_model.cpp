@@ -41,6 +41,53 @@ std::string read_text(const std::string& path) {
   return s;
 }
 
+// A float64 reference file: float64, of the shape of the float32 file it goes with.
+Tensor load_npy64(const std::string& f, const Tensor* like, const std::string& like_from) {
+  Tensor t = load_npy(f);
+  if (t.dtype() != DType::f64)
+    throw std::runtime_error(f + ": PyTorch's float64 result was expected here, the file holds " + std::string(dtype_torch(t.dtype())));
+  if (like && like->defined() && like->shape() != t.shape())
+    throw std::runtime_error(f + ": shape " + shape_str(t.shape()) + " differs from " + like_from + "'s " + shape_str(like->shape()));
+  return t;
+}
+
+// PyTorch's float64 results (out64.npy, grad64_in<i>.npy): given (LoadOptions::expect64,
+// expect_grads64), or found beside the float32 files they go with where those were found there.
+void load_float64_reference(LoadedModel& m, const LoadOptions& o, const fs::path& dir, bool expected_beside, bool grads_beside) {
+  if (!o.expect64.empty()) {
+    if (m.expected.empty())
+      throw std::runtime_error(o.expect64 + ": a float64 expected output needs the float32 one it goes with (out.npy beside the inputs, or --expect)");
+    m.expected64.push_back(load_npy64(o.expect64, &m.expected[0], m.expected_from));
+    m.expected64_from = o.expect64;
+  } else if (expected_beside && m.expected.size() == 1 && fs::exists(dir / "out64.npy")) {
+    m.expected64.push_back(load_npy64((dir / "out64.npy").string(), &m.expected[0], "out.npy"));
+    m.expected64_from = "out64.npy";
+  }
+  if (!o.expect_grads64.empty()) {
+    if (o.expect_grads64.size() > m.expected_grads.size())
+      throw std::runtime_error(o.expect_grads64.back() + ": " + std::to_string(o.expect_grads64.size()) +
+                               " float64 gradients given for " + std::to_string(m.expected_grads.size()) +
+                               " float32 ones (grad_in<i>.npy beside the inputs, or --expect-grads)");
+    for (size_t i = 0; i < o.expect_grads64.size(); ++i) {
+      m.expected_grads64.push_back(load_npy64(o.expect_grads64[i], &m.expected_grads[i], "the float32 gradient " + std::to_string(i)));
+      m.expected_grads64_from += (i ? ", " : "") + o.expect_grads64[i];
+    }
+  } else if (grads_beside && !m.expected_grads.empty()) {
+    bool any = false;
+    for (size_t i = 0; i < m.expected_grads.size(); ++i) {
+      const std::string name = "grad64_in" + std::to_string(i) + ".npy";
+      if (!fs::exists(dir / name)) {
+        m.expected_grads64.emplace_back();
+        continue;
+      }
+      m.expected_grads64.push_back(load_npy64((dir / name).string(), &m.expected_grads[i], "grad_in" + std::to_string(i) + ".npy"));
+      m.expected_grads64_from += (any ? ", " : "") + name;
+      any = true;
+    }
+    if (!any) m.expected_grads64.clear();
+  }
+}
+
 }  // namespace
 
 std::vector<Tensor> random_inputs(const Graph& g, uint64_t seed) {
@@ -133,6 +180,7 @@ LoadedModel load_model(const std::string& path_in, const LoadOptions& o) {
       m.expected_grads_from += (i ? ", " : "") + ("grad_in" + std::to_string(i) + ".npy");
     }
   }
+  load_float64_reference(m, o, dir, !expect.empty() && o.expect.empty(), o.expect_grads.empty() && o.inputs.empty());
   return m;
 }
 

@@ -1653,6 +1653,129 @@ class TestImport : public QObject {
     }
   }
 #endif
+
+  // PyTorch's float64 results (out64.npy, grad64_in0.npy) as torch._dynamo's accuracy yardstick:
+  // a model folder whose float32 expected files (out.npy, grad_in0.npy) differ from ours beyond the
+  // elementwise tolerance, 1e-3 relative as another float32 computation order could, passes by the
+  // RMSE criterion against float64 files computed here in double, and fails without them; where
+  // ours is far from the float64 result (1%), it fails with them too.
+  void testFloat64Reference() {
+    const int64_t n = 64;
+    const std::string graph =
+        "class GraphModule(torch.nn.Module):\n"
+        "    def forward(self, x: \"f32[64]\"):\n"
+        "        mul: \"f32[64]\" = torch.ops.aten.mul.Tensor(x, x);  x = None\n"
+        "        return (mul,)\n";
+    Tensor x(DType::f32, {n});
+    for (int64_t i = 0; i < n; ++i) x.set(i, 0.5 + 0.01 * static_cast<double>(i));
+    // scale: the float64 truth's factor (1: PyTorch's float64 result; 1.01: one that ours is far
+    // from); wobble: the float32 files' relative error from it, alternating in sign.
+    auto folder = [&](const std::string& name, double scale, double wobble, bool with64) {
+      const fs::path d = fs::path(tmpfile(name));
+      fs::remove_all(d);
+      fs::create_directories(d);
+      std::ofstream(d / "model.txt") << graph;
+      save_npy((d / "in0.npy").string(), x);
+      Tensor out(DType::f32, {n}), grad(DType::f32, {n}), out64(DType::f64, {n}), grad64(DType::f64, {n});
+      for (int64_t i = 0; i < n; ++i) {
+        const double v = x.get(i), s = i % 2 ? -1.0 : 1.0;  // x exactly as float32 holds it
+        out64.set(i, scale * v * v);
+        grad64.set(i, scale * 2.0 * v);
+        out.set(i, scale * v * v * (1.0 + s * wobble));
+        grad.set(i, scale * 2.0 * v * (1.0 + s * wobble));
+      }
+      save_npy((d / "out.npy").string(), out);
+      save_npy((d / "grad_in0.npy").string(), grad);
+      if (with64) {
+        save_npy((d / "out64.npy").string(), out64);
+        save_npy((d / "grad64_in0.npy").string(), grad64);
+      }
+      return d;
+    };
+    auto compile = [](const LoadedModel& m, bool train) {
+      PipelineOptions o;
+      o.timing_budget_ms = 5;
+      o.train = train;
+      CompileResult r = run_pipeline(m, o);
+      if (!r.error.empty()) throw std::runtime_error(r.error);
+      return r;
+    };
+    auto has = [](const std::string& why, const std::string& what) { return why.find(what) != std::string::npos; };
+
+    // Close to PyTorch's float64 result: passes by the RMSE check, the line naming the file.
+    const fs::path close = folder("f64_close", 1.0, 1e-3, true);
+    {
+      const LoadedModel m = load_model(close.string());
+      QCOMPARE(m.expected64.size(), size_t(1));
+      QCOMPARE(m.expected64_from, std::string("out64.npy"));
+      QCOMPARE(m.expected_grads64.size(), size_t(1));
+      QCOMPARE(m.expected_grads64_from, std::string("grad64_in0.npy"));
+      const CompileResult r = compile(m, false);
+      QCOMPARE(r.check.outputs.size(), size_t(1));
+      const Comparison& c = r.check.outputs[0].cmp;
+      QVERIFY2(c.ok && r.check.ok, c.why.c_str());
+      QVERIFY(c.mismatches > 0);  // elementwise, it failed
+      QVERIFY2(has(c.why, "RMSE against PyTorch float64 (out64.npy)") && has(c.why, " <= "), c.why.c_str());
+      QVERIFY2(has(r.stage("run")->text, "OK: " + std::to_string(c.mismatches) + " elements beyond"), r.stage("run")->text.c_str());
+      const CompileResult t = compile(m, true);
+      QCOMPARE(t.check.gradients.size(), size_t(1));
+      const Comparison& g = t.check.gradients[0].cmp;
+      QVERIFY2(g.ok && t.check.ok, g.why.c_str());
+      QVERIFY(g.mismatches > 0);
+      QVERIFY2(has(g.why, "RMSE against PyTorch float64 (grad64_in0.npy)"), g.why.c_str());
+      // The same files given explicitly (--inputs, --expect, --expect64, --expect-grads, --expect-grads64).
+      LoadOptions lo;
+      lo.inputs = {(close / "in0.npy").string()};
+      lo.expect = (close / "out.npy").string();
+      lo.expect64 = (close / "out64.npy").string();
+      lo.expect_grads = {(close / "grad_in0.npy").string()};
+      lo.expect_grads64 = {(close / "grad64_in0.npy").string()};
+      const CompileResult e = compile(load_model(close.string(), lo), true);
+      QVERIFY2(e.check.ok, e.stage("run")->text.c_str());
+      QVERIFY2(has(e.check.outputs.at(0).cmp.why, "PyTorch float64 (" + lo.expect64 + ")"), e.check.outputs.at(0).cmp.why.c_str());
+      QVERIFY2(has(e.check.gradients.at(0).cmp.why, "PyTorch float64 (" + lo.expect_grads64[0] + ")"),
+               e.check.gradients.at(0).cmp.why.c_str());
+    }
+    // Without the float64 files: the elementwise check alone, which fails.
+    {
+      const LoadedModel m = load_model(folder("f64_absent", 1.0, 1e-3, false).string());
+      QVERIFY(m.expected64.empty() && m.expected_grads64.empty());
+      const CompileResult r = compile(m, false);
+      QVERIFY(!r.check.ok && !r.check.outputs.at(0).cmp.ok);
+      QVERIFY2(!has(r.check.outputs.at(0).cmp.why, "RMSE"), r.check.outputs.at(0).cmp.why.c_str());
+      const CompileResult t = compile(m, true);
+      QVERIFY(!t.check.ok && !t.check.gradients.at(0).cmp.ok);
+    }
+    // Ours 1% from PyTorch's float64 result, whose float32 result is close to it: fails with the
+    // RMSE numbers in the reason.
+    {
+      const LoadedModel m = load_model(folder("f64_far", 1.01, 1e-6, true).string());
+      QCOMPARE(m.expected64.size(), size_t(1));
+      const CompileResult r = compile(m, false);
+      const Comparison& c = r.check.outputs.at(0).cmp;
+      QVERIFY(!r.check.ok && !c.ok);
+      QVERIFY2(has(c.why, "RMSE against PyTorch float64 (out64.npy)") && has(c.why, " > 3 x"), c.why.c_str());
+      const CompileResult t = compile(m, true);
+      const Comparison& g = t.check.gradients.at(0).cmp;
+      QVERIFY(!t.check.ok && !g.ok);
+      QVERIFY2(has(g.why, "RMSE against PyTorch float64 (grad64_in0.npy)") && has(g.why, " > 3 x"), g.why.c_str());
+    }
+    // A float64 file that is not float64, or not of the float32 file's shape, is refused by name.
+    {
+      const fs::path d = folder("f64_bad", 1.0, 1e-3, false);
+      save_npy((d / "out64.npy").string(), x);
+      expect_error([&] { load_model(d.string()); }, {"out64.npy", "float64", "torch.float32"});
+      save_npy((d / "out64.npy").string(), Tensor(DType::f64, {n + 1}));
+      expect_error([&] { load_model(d.string()); }, {"out64.npy", "shape [65] differs from out.npy's [64]"});
+      fs::remove(d / "out64.npy");
+      save_npy((d / "grad64_in0.npy").string(), Tensor(DType::f64, {2, 32}));
+      expect_error([&] { load_model(d.string()); }, {"grad64_in0.npy", "differs from grad_in0.npy's"});
+      LoadOptions lo;
+      lo.inputs = {(d / "in0.npy").string()};
+      lo.expect64 = (close / "out64.npy").string();
+      expect_error([&] { load_model(d.string(), lo); }, {"out64.npy", "needs the float32 one"});
+    }
+  }
 };
 
 QTEST_GUILESS_MAIN(TestImport)
