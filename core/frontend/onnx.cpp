@@ -65,16 +65,6 @@ std::vector<Arg> Importer::lower(const onnx::NodeProto& n, const std::string& wh
     constants_[n.output(0)] = tensor(v->t(), where);
     return {};
   }
-  if (op == "MaxPool") {
-    const auto pads = attr_ints(n, "pads", {0, 0, 0, 0});
-    if (pads.size() != 4 || pads[0] != pads[2] || pads[1] != pads[3]) fail(where, "only symmetric 2-D padding is supported");
-    const Arg r = b_.call("aten.max_pool2d_with_indices.default",
-                          {in(0), Arg::of_ints(attr_ints(n, "kernel_shape")), Arg::of_ints(attr_ints(n, "strides", {1, 1})),
-                           Arg::of_ints({pads[0], pads[1]}), Arg::of_ints(attr_ints(n, "dilations", {1, 1})),
-                           Arg::of_bool(attr_i(n, "ceil_mode", 0) != 0)});
-    return {b_.get(r, 0)};
-  }
-  if (op == "GlobalAveragePool") return {b_.call("aten.mean.dim", {in(0), Arg::of_ints({-1, -2}), Arg::of_bool(true)})};
   if (op == "Reshape") {
     std::vector<int64_t> s = ints_of(n, 1, where);
     const Shape& x = shape(in(0));

@@ -247,14 +247,33 @@ class Importer {
     return a;
   }
 
+  // A value known at import: an initializer, a Constant node's, or one folded from those (fold():
+  // Cast, Reshape, Squeeze, Concat, Gather, arithmetic... of small tensors). An initializer that a
+  // node took as a tensor (a parameter, in values_ too) stays known: the same value.
   const Tensor* constant(const std::string& name) const {
     auto it = constants_.find(name);
     return it == constants_.end() ? nullptr : &it->second;
   }
+  // Why `name` is not known at import: the node that computes it from data, or the graph input.
+  std::string data_source(const std::string& name) const {
+    if (auto p = producers_.find(name); p != producers_.end()) return "computed from data by " + p->second;
+    return "a graph input, whose values are not known at import";
+  }
+  // Input i of n, which must be known at import; `what` names it as the op's spec does.
+  const Tensor& static_input(const onnx::NodeProto& n, int i, const std::string& what, const std::string& where) const {
+    if (i >= n.input_size() || n.input(i).empty()) fail(where, "input '" + what + "' is missing");
+    const Tensor* t = constant(n.input(i));
+    if (!t)
+      fail(where, "input '" + what + "' ('" + n.input(i) + "') must be known at import (shapes are static here), but it is " +
+                      data_source(n.input(i)));
+    return *t;
+  }
   std::vector<int64_t> ints_of(const onnx::NodeProto& n, int input, const std::string& where) const {
     if (input >= n.input_size() || n.input(input).empty()) return {};
     const Tensor* t = constant(n.input(input));
-    if (!t) fail(where, "input " + std::to_string(input) + " ('" + n.input(input) + "') must be a constant");
+    if (!t)
+      fail(where, "input " + std::to_string(input) + " ('" + n.input(input) + "') must be a constant known at import (shapes are static here), but it is " +
+                      data_source(n.input(input)));
     std::vector<int64_t> v;
     for (int64_t i = 0; i < t->numel(); ++i) v.push_back(int_at(*t, i));
     return v;
@@ -346,6 +365,8 @@ class Importer {
       if (!node.is_placeholder() && node.name != want && g_.find(want) < 0) node.name = want;
       values_[n.output(i)] = o;
     }
+    for (const auto& o : n.output())
+      if (!o.empty() && !constants_.count(o)) producers_[o] = where;
   }
 
   std::vector<Arg> lower(const onnx::NodeProto& n, const std::string& where);  // onnx.cpp
@@ -365,6 +386,8 @@ class Importer {
   Arg pad_axis(const Arg& x, int64_t axis, int64_t before, int64_t after, const std::string& mode, const std::string& where);
   Arg reduce(const onnx::NodeProto& n, const std::string& where);
   Arg conv(const onnx::NodeProto& n, const std::string& where);
+  // onnx_ops.cpp: AveragePool, MaxPool, LpPool and their Global forms.
+  std::vector<Arg> pool(const onnx::NodeProto& n, const std::string& where);
   DType onnx_dtype(int t, const std::string& where) const { return dtype(t, where); }
 
   std::string path_;
@@ -373,6 +396,7 @@ class Importer {
   int64_t opset_ = 0;
   std::map<std::string, Tensor> constants_;
   std::map<std::string, Arg> values_;
+  std::map<std::string, std::string> producers_;  // a node output's name -> "node 'N' (Op)"
   std::map<std::string, TensorMeta> recorded_;  // value name -> the type the file records for it
 };
 

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <numeric>
 #include <optional>
 #include <set>
@@ -296,7 +297,8 @@ bool Importer::fold(const onnx::NodeProto& n, const std::string& where) {
   static const std::set<std::string> foldable = {
       "Identity", "Cast", "Unsqueeze", "Squeeze", "Reshape", "Flatten", "Concat", "Gather", "Slice", "Add", "Sub", "Mul", "Div",
       "Mod", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Not", "Neg", "Abs", "Sqrt", "Where", "Min",
-      "Max", "Floor", "Ceil", "Range", "ConstantOfShape", "Expand", "ReduceProd", "ReduceSum", "Tile"};
+      "Max", "Floor", "Ceil", "Range", "ConstantOfShape", "Expand", "ReduceProd", "ReduceSum", "Tile", "CastLike", "Sign",
+      "ReduceMax", "ReduceMin"};
   if (!foldable.count(op)) return false;
   std::vector<const Tensor*> in;
   for (int i = 0; i < n.input_size(); ++i) {
@@ -305,7 +307,7 @@ bool Importer::fold(const onnx::NodeProto& n, const std::string& where) {
       continue;
     }
     const Tensor* t = constant(n.input(i));
-    if (!t || values_.count(n.input(i)) || t->numel() > kFoldMax) return false;
+    if (!t || t->numel() > kFoldMax) return false;
     in.push_back(t);
   }
   if (in.empty() || !in[0]) {
@@ -325,8 +327,9 @@ bool Importer::fold(const onnx::NodeProto& n, const std::string& where) {
   static const Tensor kNoInput;  // ConstantOfShape and Range read their inputs themselves
   const Tensor& x = !in.empty() && in[0] ? *in[0] : kNoInput;
   if (op == "Identity") return out(x);
-  if (op == "Cast") {
-    const DType to = dtype(static_cast<int>(attr_i(n, "to", 1)), where + ": attribute 'to'");
+  if (op == "Cast" || op == "CastLike") {
+    if (op == "CastLike" && (in.size() < 2 || !in[1])) return false;
+    const DType to = op == "CastLike" ? in[1]->dtype() : dtype(static_cast<int>(attr_i(n, "to", 1)), where + ": attribute 'to'");
     Tensor t(to, x.shape());
     for (int64_t i = 0; i < x.numel(); ++i) {
       if (to == DType::b8) t.set(i, x.get(i) != 0 ? 1 : 0);
@@ -486,18 +489,22 @@ bool Importer::fold(const onnx::NodeProto& n, const std::string& where) {
     }
     return false;
   }
-  if (op == "ReduceProd" || op == "ReduceSum") {
-    if (x.dim() != 1 || !is_int_type(x.dtype())) return false;
+  if (op == "ReduceProd" || op == "ReduceSum" || op == "ReduceMax" || op == "ReduceMin") {
+    if (x.dim() != 1 || !is_int_type(x.dtype()) || (op != "ReduceProd" && op != "ReduceSum" && x.numel() == 0)) return false;
+    if (in.size() > 1 && in[1] && in[1]->numel() && axis_of(int_at(*in[1], 0), 1, where, "input 'axes' holds axis") != 0) return false;
     const bool keep = attr_i(n, "keepdims", 1) != 0;
-    int64_t acc = op == "ReduceProd" ? 1 : 0;
-    for (int64_t i = 0; i < x.numel(); ++i) acc = op == "ReduceProd" ? acc * int_at(x, i) : acc + int_at(x, i);
+    int64_t acc = op == "ReduceProd" ? 1 : op == "ReduceSum" ? 0 : int_at(x, 0);
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      const int64_t v = int_at(x, i);
+      acc = op == "ReduceProd" ? acc * v : op == "ReduceSum" ? acc + v : op == "ReduceMax" ? std::max(acc, v) : std::min(acc, v);
+    }
     Tensor y(x.dtype(), keep ? Shape{1} : Shape{});
     set_int(y, 0, acc);
     return out(y);
   }
   // Elementwise, with broadcasting.
   const bool cmp = op == "Equal" || op == "Less" || op == "Greater" || op == "LessOrEqual" || op == "GreaterOrEqual";
-  const bool unary = op == "Not" || op == "Neg" || op == "Abs" || op == "Sqrt" || op == "Floor" || op == "Ceil";
+  const bool unary = op == "Not" || op == "Neg" || op == "Abs" || op == "Sqrt" || op == "Floor" || op == "Ceil" || op == "Sign";
   if (op == "Where") {
     if (in.size() < 3 || !in[1] || !in[2]) return false;
     Shape os;
@@ -520,10 +527,11 @@ bool Importer::fold(const onnx::NodeProto& n, const std::string& where) {
     for (int64_t i = 0; i < x.numel(); ++i) {
       if (is_int_type(x.dtype()) && op != "Sqrt") {
         const int64_t v = int_at(x, i);
-        set_int(y, i, op == "Not" ? !v : op == "Neg" ? -v : op == "Abs" ? (v < 0 ? -v : v) : v);
+        set_int(y, i, op == "Not" ? !v : op == "Neg" ? -v : op == "Abs" ? (v < 0 ? -v : v) : op == "Sign" ? (v > 0) - (v < 0) : v);
       } else {
         const double v = x.get(i);
         y.set(i, op == "Not" ? (v == 0) : op == "Neg" ? -v : op == "Abs" ? std::fabs(v) : op == "Sqrt" ? std::sqrt(v)
+                 : op == "Sign" ? static_cast<double>((v > 0) - (v < 0))
                                                                             : op == "Floor" ? std::floor(v) : std::ceil(v));
       }
     }
@@ -828,6 +836,166 @@ Arg Importer::conv(const onnx::NodeProto& n, const std::string& where) {
   return y;
 }
 
+// ---- AveragePool, MaxPool, LpPool (1-D to 3-D) and their Global forms -----------------------
+// The window geometry as ONNX gives it (auto_pad, pads, strides, dilations, ceil_mode: in ceil
+// mode a window that would start in the right padding is dropped, PyTorch's rule too). Where
+// PyTorch's pooling op has the same geometry (symmetric pads of at most half the kernel, and for
+// AveragePool no dilation), that op (avg_pool1d/2d/3d, max_pool2d/3d_with_indices); otherwise
+// the windows one axis at a time (a box is separable): padding made explicit (zeros, or -inf for
+// MaxPool), then the sum or max of the kernel's strided slices, and for AveragePool one division
+// by a constant of each window's count, with or without the padding (count_include_pad).
+std::vector<Arg> Importer::pool(const onnx::NodeProto& n, const std::string& where) {
+  const std::string& op = n.op_type();
+  const Arg x = value(input_name(n, 0, where), where);
+  const Shape xs = shape(x);
+  const DType xt = g_.nodes.at(x.node).meta().dtype;
+  if (xs.size() < 3 || xs.size() > 5) fail(where, "input 'X' must be 3-D to 5-D (batch, channels, 1 to 3 spatial axes), got " + shape_str(xs));
+  const size_t nd = xs.size() - 2;
+  std::vector<int64_t> spatial;
+  for (size_t i = 0; i < nd; ++i) spatial.push_back(static_cast<int64_t>(2 + i));
+  const double p_norm = op == "LpPool" || op == "GlobalLpPool" ? static_cast<double>(attr_i(n, "p", 2)) : 0;
+  if (p_norm < 0 || (p_norm == 0 && (op == "LpPool" || op == "GlobalLpPool"))) fail(where, "attribute 'p' must be positive");
+  auto pow_abs = [&](const Arg& v) {  // |v|^p
+    const Arg a = b_.call("aten.abs.default", {v});
+    return p_norm == 1 ? a : p_norm == 2 ? b_.call("aten.mul.Tensor", {a, a}) : b_.call("aten.pow.Tensor_Scalar", {a, Arg::of_real(p_norm)});
+  };
+  auto root = [&](const Arg& v) {  // v^(1/p)
+    return p_norm == 1 ? v : p_norm == 2 ? b_.call("aten.sqrt.default", {v}) : b_.call("aten.pow.Tensor_Scalar", {v, Arg::of_real(1.0 / p_norm)});
+  };
+  if (op == "GlobalAveragePool") return {b_.call("aten.mean.dim", {x, Arg::of_ints(spatial), Arg::of_bool(true)})};
+  if (op == "GlobalMaxPool") return {b_.call("aten.amax.default", {x, Arg::of_ints(spatial), Arg::of_bool(true)})};
+  if (op == "GlobalLpPool") return {root(b_.call("aten.sum.dim_IntList", {pow_abs(x), Arg::of_ints(spatial), Arg::of_bool(true)}))};
+
+  const bool avg = op == "AveragePool", max = op == "MaxPool";
+  const std::vector<int64_t> k = attr_ints(n, "kernel_shape");
+  if (k.size() != nd) fail(where, "attribute 'kernel_shape' " + shape_str(k) + " does not fit the input's " + std::to_string(nd) + " spatial axes");
+  const std::vector<int64_t> ones(nd, 1);
+  const std::vector<int64_t> s = attr_ints(n, "strides", ones), d = attr_ints(n, "dilations", ones);
+  std::vector<int64_t> pads = attr_ints(n, "pads", std::vector<int64_t>(2 * nd, 0));
+  if (s.size() != nd || d.size() != nd || pads.size() != 2 * nd)
+    fail(where, "attributes 'strides', 'dilations' or 'pads' do not fit the input's " + std::to_string(nd) + " spatial axes");
+  const bool ceil = attr_i(n, "ceil_mode", 0) != 0, include_pad = attr_i(n, "count_include_pad", 0) != 0;
+  const auto* ap = attr(n, "auto_pad");
+  const std::string auto_pad = ap ? ap->s() : "NOTSET";
+  if (auto_pad != "NOTSET" && auto_pad != "VALID" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER")
+    fail(where, "attribute 'auto_pad' '" + auto_pad + "' is not NOTSET, VALID, SAME_UPPER or SAME_LOWER");
+  std::vector<int64_t> out(nd), eff(nd);
+  constexpr int64_t kMaxWindow = 1 << 16;
+  for (size_t i = 0; i < nd; ++i) {
+    const int64_t in = xs[2 + i];
+    if (k[i] <= 0 || k[i] > kMaxWindow || s[i] <= 0 || s[i] > kMaxWindow || d[i] <= 0 || d[i] > kMaxWindow)
+      fail(where, "attributes 'kernel_shape', 'strides' and 'dilations' must be positive (and at most 2^16), got " + shape_str(k) + ", " +
+                      shape_str(s) + ", " + shape_str(d));
+    eff[i] = (k[i] - 1) * d[i] + 1;
+    if (auto_pad == "VALID") {
+      pads[i] = pads[i + nd] = 0;
+    } else if (auto_pad != "NOTSET") {  // output ceil(in / stride), the odd padding at the end (SAME_UPPER) or the start
+      const int64_t o = (in + s[i] - 1) / s[i];
+      const int64_t total = std::max<int64_t>(0, (o - 1) * s[i] + eff[i] - in);
+      pads[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      pads[i + nd] = total - pads[i];
+    }
+    if (pads[i] < 0 || pads[i + nd] < 0 || pads[i] > kMaxWindow || pads[i + nd] > kMaxWindow)
+      fail(where, "attribute 'pads' " + shape_str(pads) + " holds a negative value (or one past 2^16)");
+    const int64_t span = in + pads[i] + pads[i + nd] - eff[i];
+    if (span < 0)
+      fail(where, "the window (kernel " + std::to_string(k[i]) + ", dilation " + std::to_string(d[i]) + ") is larger than spatial axis " +
+                      std::to_string(i) + " of size " + std::to_string(in) + " with its padding");
+    out[i] = (ceil ? (span + s[i] - 1) / s[i] : span / s[i]) + 1;
+    if (ceil && (out[i] - 1) * s[i] >= in + pads[i]) --out[i];  // a window starting in the right padding
+  }
+  bool plain = true;  // PyTorch's op has the same geometry
+  for (size_t i = 0; i < nd; ++i) plain &= pads[i] == pads[i + nd] && pads[i] <= k[i] / 2 && (!avg || d[i] == 1);
+  if (op == "LpPool") plain = false;
+  const bool want_indices = max && n.output_size() > 1 && !n.output(1).empty();
+  if (want_indices && (!plain || attr_i(n, "storage_order", 0) != 0))
+    fail(where, "output 'Indices' is supported only with symmetric pads of at most half the kernel and storage_order 0");
+  if (plain && avg) {
+    std::vector<int64_t> p(pads.begin(), pads.begin() + static_cast<long>(nd));
+    const char* f = nd == 1 ? "aten.avg_pool1d.default" : nd == 2 ? "aten.avg_pool2d.default" : "aten.avg_pool3d.default";
+    return {b_.call(f, {x, Arg::of_ints(k), Arg::of_ints(s), Arg::of_ints(p), Arg::of_bool(ceil), Arg::of_bool(include_pad)})};
+  }
+  if (plain && max) {
+    std::vector<int64_t> kk = k, ss = s, pp(pads.begin(), pads.begin() + static_cast<long>(nd)), dd = d;
+    Arg xi = x;
+    if (nd == 1) {  // as 2-D, with a height of 1
+      xi = b_.call("aten.view.default", {x, Arg::of_ints({xs[0], xs[1], 1, xs[2]})});
+      kk = {1, k[0]}, ss = {1, s[0]}, pp = {0, pads[0]}, dd = {1, d[0]};
+    }
+    const Arg r = b_.call(nd == 3 ? "aten.max_pool3d_with_indices.default" : "aten.max_pool2d_with_indices.default",
+                          {xi, Arg::of_ints(kk), Arg::of_ints(ss), Arg::of_ints(pp), Arg::of_ints(dd), Arg::of_bool(ceil)});
+    Arg y = b_.get(r, 0), idx = b_.get(r, 1);
+    Shape ys = {xs[0], xs[1]};
+    ys.insert(ys.end(), out.begin(), out.end());
+    if (nd == 1) y = b_.call("aten.view.default", {y, Arg::of_ints(ys)});
+    if (!want_indices) return {y};
+    // ONNX's indices count over the whole tensor (N, C, spatial), PyTorch's within each plane.
+    int64_t plane = 1;
+    for (size_t i = 0; i < nd; ++i) plane *= xs[2 + i];
+    if (nd == 1) idx = b_.call("aten.view.default", {idx, Arg::of_ints(ys)});
+    Shape os(xs.size(), 1);
+    os[0] = xs[0], os[1] = xs[1];
+    Tensor base(DType::i64, os);
+    for (int64_t i = 0; i < xs[0] * xs[1]; ++i) set_int(base, i, i * plane);
+    return {y, b_.call("aten.add.Tensor", {idx, index_const(base, "pool_index_base")})};
+  }
+  // The windows one axis at a time.
+  Arg v = op == "LpPool" ? pow_abs(x) : x;
+  std::vector<int64_t> tp;  // constant_pad_nd's order: the last axis first
+  bool padded = false;
+  for (size_t i = nd; i-- > 0;) {
+    const int64_t need = (out[i] - 1) * s[i] + eff[i];  // the last window's end, in padded coordinates
+    const int64_t tail = std::max<int64_t>(0, need - xs[2 + i] - pads[i]);
+    tp.push_back(pads[i]), tp.push_back(tail);
+    padded |= pads[i] || tail;
+  }
+  if (padded) {
+    Arg fill = Arg::of_real(0.0);
+    if (max) fill = dtype_is_float(xt) ? Arg::of_real(-std::numeric_limits<double>::infinity()) : Arg::of_int(xt == DType::u8 ? 0 : xt == DType::i32 ? INT32_MIN : INT64_MIN);
+    v = b_.call("aten.constant_pad_nd.default", {v, Arg::of_ints(tp), fill});
+  }
+  for (size_t i = 0; i < nd; ++i) {
+    const int64_t axis = static_cast<int64_t>(2 + i);
+    Arg acc;
+    for (int64_t j = 0; j < k[i]; ++j) {
+      const int64_t from = j * d[i];
+      const Arg sl = b_.call("aten.slice.Tensor", {v, Arg::of_int(axis), Arg::of_int(from), Arg::of_int(from + (out[i] - 1) * s[i] + 1), Arg::of_int(s[i])});
+      acc = j == 0 ? sl : b_.call(max ? "aten.maximum.default" : "aten.add.Tensor", {acc, sl});
+    }
+    v = acc;
+  }
+  if (max) return {v};
+  if (op == "LpPool") return {root(v)};
+  // Each window's count, per axis (taps inside the input, or inside input and padding), multiplied.
+  std::vector<std::vector<int64_t>> cnt(nd);
+  bool uniform = true;
+  for (size_t i = 0; i < nd; ++i)
+    for (int64_t o = 0; o < out[i]; ++o) {
+      int64_t c = 0;
+      for (int64_t j = 0; j < k[i]; ++j) {
+        const int64_t at = o * s[i] - pads[i] + j * d[i];
+        c += include_pad ? (at < xs[2 + i] + pads[i + nd]) : (at >= 0 && at < xs[2 + i]);
+      }
+      cnt[i].push_back(c);
+      uniform &= c == cnt[i][0];
+    }
+  if (uniform) {  // the same count everywhere
+    int64_t c = 1;
+    for (size_t i = 0; i < nd; ++i) c *= cnt[i][0];
+    return {b_.call("aten.div.Scalar", {v, Arg::of_real(static_cast<double>(c))})};
+  }
+  Tensor div(xt, Shape(out.begin(), out.end()));
+  for (int64_t e = 0; e < div.numel(); ++e) {
+    int64_t rest = e, c = 1;
+    for (size_t i = nd; i-- > 0;) {
+      c *= cnt[i][static_cast<size_t>(rest % out[i])];
+      rest /= out[i];
+    }
+    div.set(e, static_cast<double>(c));
+  }
+  return {b_.call("aten.div.Tensor", {v, index_const(div, "pool_count")})};
+}
+
 std::optional<std::vector<Arg>> Importer::lower_more(const onnx::NodeProto& n, const std::string& where) {
   const std::string& op = n.op_type();
   auto in = [&](int i) {
@@ -839,12 +1007,10 @@ std::optional<std::vector<Arg>> Importer::lower_more(const onnx::NodeProto& n, c
   auto call = [&](const char* name, std::vector<Arg> args, const std::vector<std::pair<std::string, Arg>>& kw = {}) {
     return b_.call(name, std::move(args), kw);
   };
-  auto one_const = [&](int i, const char* what) -> const Tensor& {
-    const Tensor* t = has(i) ? constant(n.input(i)) : nullptr;
-    if (!t || values_.count(n.input(i)))
-      fail(where, std::string("input '") + what + "' must be a constant (shapes are static here: a value computed from data is not supported)");
-    return *t;
-  };
+  auto one_const = [&](int i, const char* what) -> const Tensor& { return static_input(n, i, what, where); };
+
+  if (op == "AveragePool" || op == "MaxPool" || op == "LpPool" || op == "GlobalAveragePool" || op == "GlobalMaxPool" || op == "GlobalLpPool")
+    return pool(n, where);
 
   static const std::set<std::string> data_dependent = {"NonZero", "Unique", "Compress", "NonMaxSuppression", "StringSplit"};
   if (data_dependent.count(op))
@@ -875,7 +1041,7 @@ std::optional<std::vector<Arg>> Importer::lower_more(const onnx::NodeProto& n, c
     const int64_t dim = xs[static_cast<size_t>(axis)];
     Arg idx;
     Shape is;
-    if (const Tensor* t = constant(input_name(n, 1, where)); t && !values_.count(n.input(1))) {
+    if (const Tensor* t = constant(input_name(n, 1, where))) {
       Tensor w(DType::i64, t->shape());
       for (int64_t i = 0; i < t->numel(); ++i) {
         const int64_t k = int_at(*t, i);
@@ -1630,7 +1796,7 @@ std::optional<std::vector<Arg>> Importer::lower_more(const onnx::NodeProto& n, c
     const bool ints = !dtype_is_float(dt(x));
     auto bound = [&](int i) -> Arg {
       if (!has(i)) return Arg::none();
-      if (const Tensor* t = constant(n.input(i)); t && !values_.count(n.input(i))) {
+      if (const Tensor* t = constant(n.input(i))) {
         if (t->numel() != 1) fail(where, std::string("input '") + (i == 1 ? "min" : "max") + "' must hold one value");
         return ints ? Arg::of_int(int_at(*t, 0)) : Arg::of_real(t->get(0));
       }
