@@ -32,9 +32,12 @@ timm, transformers, recurrent), so that each batch holds some of each. `--only t
 the models of those sources or names.
 
 The export (DIR/<model>/) writes in*.npy and out.npy (PyTorch, CPU, float32), model.pt2, model.onnx
-(weights inside), ort_out.npy (ONNX Runtime, CPU) with its error against out.npy, and grad_in*.npy
-(the gradient of out.sum() for each float input, what `compile --train` checks); each step is tried
-on its own and summary.json says what each gave.
+(weights inside), ort_out.npy (ONNX Runtime, CPU) with its error against out.npy, grad_in*.npy
+(the gradient of out.sum() for each float input, what `compile --train` checks) and, where those
+were written, out64.npy and grad64_in*.npy: the same in float64 (model.double(), float inputs
+converted; not for models over --max-params64 parameters or whose float32 gradients took over
+--max-grad-s64 seconds: summary.json's "float64" says which); each step is tried on its own and
+summary.json says what each gave.
 
 `run` unpacks each model.pt2 into a folder (the GPU machine's build has no libzip) and runs
 `lowerscope-cli compile <folder or model.onnx> --device cpu|cuda [--train] --report r.json
@@ -43,7 +46,11 @@ train/cuda, train/cpu; queued in that order over all the batch's models, so a cu
 inference of all it reached). The check is against PyTorch's out.npy (the reference interpreter,
 plain loops in double, is left out where out.npy exists: `--reference` keeps it), and for a training
 step against grad_in*.npy; a model of token ids has no float input, so its training step keeps the
-reference interpreter, the only check of its parameters' gradients. Each job's CPU threads are the
+reference interpreter, the only check of its parameters' gradients. Where out64.npy and
+grad64_in*.npy are there, the CLI holds a result beyond the elementwise float32 tolerance of
+PyTorch's (two float32 computations in other orders: a deep net's input gradients) to
+torch._dynamo's accuracy check against them (RMSE at most 3 x float32 PyTorch's + 1e-4); the
+results record which float64 result decided (rmse_checks, decided_by). Each job's CPU threads are the
 cores divided by the jobs at once (OMP_NUM_THREADS, LOWERSCOPE_COMPILE_THREADS), so that parallel
 jobs do not oversubscribe the cores.
 
@@ -378,12 +385,47 @@ def run_ort(path, ins, threads):
     return sess.run(None, {n: x.numpy() for n, x in zip(names, ins)})[0]
 
 
-def export_one(name, make, folder, threads=0):
+# The float64 reference (out64.npy, grad64_in*.npy) is left out of models larger than this, or whose
+# float32 gradients took longer than MAX_GRAD_S64 seconds: PyTorch's CPU kernels in float64 have no
+# oneDNN path (convolutions fall back to im2col loops), several times float32's time.
+MAX_PARAMS64 = 150_000_000
+MAX_GRAD_S64 = 10.0
+
+
+def export_float64(torch, np, m, ins, d, floats):
+    """out64.npy and grad64_in<i>.npy: the model in float64 on the CPU (model.double(), float
+    inputs converted), its first output and the gradient of its sum for each float input, the
+    yardstick of torch._dynamo's accuracy check where ours differs from PyTorch's float32 results
+    beyond the elementwise tolerance (`lowerscope-cli compile` reads them beside out.npy and
+    grad_in*.npy). Converts `m` in place (the export's last use of it); tensors the forward creates
+    without a dtype are float64 meanwhile (torch.set_default_dtype), as its parameters are."""
+    m.double()
+    xs = [x.detach().double().requires_grad_(True) if x.is_floating_point() else x for x in ins]
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        with torch.enable_grad():
+            out = first_tensor(m(*xs))
+            if out.dtype != torch.float64:  # a float32 result would be no float64 yardstick
+                raise RuntimeError(f"the float64 model's first output is {out.dtype}")
+            np.save(os.path.join(d, "out64.npy"), out.detach().numpy())
+            out.sum().backward()
+    finally:
+        torch.set_default_dtype(default)
+    for i in floats:
+        g = xs[i].grad if xs[i].grad is not None else torch.zeros_like(xs[i])
+        np.save(os.path.join(d, f"grad64_in{i}.npy"), g.detach().double().numpy())
+
+
+def export_one(name, make, folder, threads=0, max_params64=MAX_PARAMS64, max_grad_s64=MAX_GRAD_S64):
     """DIR/<name>/: in*.npy and out.npy (PyTorch on the CPU in float32), model.pt2 (torch.export),
-    model.onnx (torch.onnx.export, dynamo) with ort_out.npy (ONNX Runtime on the same inputs), and
+    model.onnx (torch.onnx.export, dynamo) with ort_out.npy (ONNX Runtime on the same inputs),
     grad_in*.npy (the gradient of out.sum() for each float input, in eval mode as exported: what
-    `lowerscope-cli compile --train` checks). Each step is tried on its own; summary.json, written
-    last, says what each gave (a folder without it is exported again)."""
+    `lowerscope-cli compile --train` checks) and, where those were written, out64.npy and
+    grad64_in*.npy (the same in float64: export_float64; not for models over max_params64
+    parameters or whose float32 gradients took over max_grad_s64 seconds). Each step is tried on
+    its own; summary.json, written last, says what each gave (a folder without it is exported
+    again)."""
     import numpy as np
     import torch
     d = os.path.join(folder, name)
@@ -440,6 +482,7 @@ def export_one(name, make, folder, threads=0):
     if not floats:
         s["grads"] = "no float input"
     else:
+        t_grads = time.time()
         try:
             xs = [x.clone().requires_grad_(x.is_floating_point()) for x in ins]
             with torch.enable_grad():
@@ -450,9 +493,28 @@ def export_one(name, make, folder, threads=0):
             s["grads"] = len(floats)
         except Exception as e:
             s["grads"] = "failed: " + short_error(e)
+        s["grads_s"] = round(time.time() - t_grads, 1)
     if s["export"] != "ok" and s["onnx"] != "ok":
         shutil.rmtree(d, ignore_errors=True)
         return s
+    # PyTorch in float64, where the float32 gradients were written (and the model is not too large).
+    if not isinstance(s.get("grads"), int):
+        s["float64"] = "not tried: no float32 gradients"
+    elif s.get("params", 0) > max_params64:
+        s["float64"] = f"skipped: {s['params'] / 1e6:.1f}M parameters (over {max_params64 / 1e6:.1f}M)"
+    elif s.get("grads_s", 0) > max_grad_s64:
+        s["float64"] = f"skipped: the float32 gradients took {s['grads_s']:.0f} s (over {max_grad_s64:.0f} s)"
+    else:
+        t64 = time.time()
+        try:
+            export_float64(torch, np, m, ins, d, floats)
+            s["float64"] = "ok"
+        except Exception as e:
+            for f in ["out64.npy"] + [f"grad64_in{i}.npy" for i in floats]:  # a partial set is no yardstick
+                if os.path.exists(os.path.join(d, f)):
+                    os.remove(os.path.join(d, f))
+            s["float64"] = "failed: " + short_error(e)
+        s["float64_s"] = round(time.time() - t64, 1)
     write_json(os.path.join(d, "summary.json"), s)
     return s
 
@@ -488,7 +550,8 @@ def export(args):
     for name in select(sorted(models), args.only, args.batch)[k - 1::m]:
         if time.time() > deadline:
             break
-        summary[name] = export_summary(args.out, name) or export_one(name, models[name], args.out, args.threads)
+        summary[name] = export_summary(args.out, name) or export_one(name, models[name], args.out, args.threads,
+                                                                     args.max_params64, args.max_grad_s64)
         print(name, summary[name], flush=True)
     merge_export_json(args.out, summary)
 
@@ -575,6 +638,22 @@ def has_grad_files(folder):
     return bool(ins) and all(os.path.exists(os.path.join(folder, "grad_" + os.path.basename(p))) for p in ins)
 
 
+def rmse_checks(chk):
+    """The checks of a report that went to torch._dynamo's RMSE criterion (failed elementwise, then
+    measured against a float64 result): [{"check", "yardstick", "ok"}], the yardstick as the CLI
+    names it ("PyTorch float64 (out64.npy)", "PyTorch float64 (grad64_in0.npy)", "the reference
+    interpreter in float64")."""
+    out = []
+    for what, cs in (("output", chk.get("outputs", []) or []), ("reference", chk.get("reference", []) or []),
+                     ("gradient", chk.get("gradients", []) or [])):
+        for i, c in enumerate(cs):
+            m = re.search(r"RMSE against (.+?) \S+ (?:<=|>) 3 x", str(c.get("why") or ""))
+            if m:
+                name = f"gradient of {c['input']}" if c.get("input") else f"{what} {i}"
+                out.append({"check": f"{name} vs {c.get('against')}", "yardstick": m.group(1), "ok": bool(c.get("ok"))})
+    return out
+
+
 def run_one(cli, model, folder, kind, timeout, threads, reference):
     """One compile of `model` (an unpacked .pt2 or a .onnx) as `kind`; its report goes into
     `folder`, which holds the inputs and PyTorch's outputs. A dict: ok, error, kernels, compile
@@ -626,6 +705,13 @@ def run_one(cli, model, folder, kind, timeout, threads, reference):
     res["extern_kernels"] = r.get("extern_kernels")
     res["compile_ms"] = r.get("compile_ms")
     res["run_ms"] = r.get("run_ms")
+    # Which float64 result decided the checks that failed elementwise (the CLI uses PyTorch's,
+    # out64.npy and grad64_in*.npy, where the reference interpreter's float64 run is absent).
+    res["float64_files"] = os.path.exists(os.path.join(folder, "out64.npy"))
+    decided = rmse_checks(chk)
+    if decided:
+        res["rmse_checks"] = decided[:8]
+        res["decided_by"] = sorted({d["yardstick"] for d in decided})
     if fmt == "train":
         gs = chk.get("gradients", []) or []
         res["grads_vs_pytorch"] = sum(1 for g in gs if str(g.get("against", "")).startswith("grad_in"))
@@ -644,7 +730,9 @@ def run_one(cli, model, folder, kind, timeout, threads, reference):
         res["error"] = first_line((e.get("stage", "") + ": " + e.get("message", "")) if isinstance(e, dict) else str(e))
     elif not res["ok"]:
         bad = f"; gradients of {', '.join(map(str, res['grads_failed']))} differ" if res.get("grads_failed") else ""
-        res["error"] = res.get("not_run") or f"check failed, max abs err {res['max_err']}{bad}"
+        beyond = sorted({d["yardstick"] for d in decided if not d["ok"]})
+        rmse = f"; beyond torch._dynamo's RMSE check against {', '.join(beyond)}" if beyond else ""
+        res["error"] = res.get("not_run") or f"check failed, max abs err {res['max_err']}{bad}{rmse}"
     return res
 
 
@@ -1142,14 +1230,16 @@ def finished(r):
 
 
 def load_runs(args):
-    """{model: {kind: result}}, {model: export summary}, {model: Inductor's result} and {model:
-    trace summary} from every file given (later files win, but a timeout never hides a finished
-    result), the exports' JSON and a legacy printed log."""
+    """{model: export summary}, {model: {kind: result}}, {model: Inductor's result}, {model: trace
+    summary} and the kinds some batch ran (its meta's kinds, or a result of it) from every file
+    given (later files win, but a timeout never hides a finished result), the exports' JSON and a
+    legacy printed log."""
     import ast
-    exported, results = {}, {}
+    exported, results, ran_kinds = {}, {}, set()
 
     def put(m, k, r):
         k = kind_of(k)
+        ran_kinds.add(k)
         old = results.setdefault(m, {}).get(k)
         if finished(old) and not finished(r):
             return
@@ -1164,6 +1254,7 @@ def load_runs(args):
                 put(parts[0], parts[1], ast.literal_eval(parts[2].strip()))
     for path in expand(args.runs):
         j = json.load(open(path))
+        ran_kinds.update(kind_of(k) for k in (j.get("meta", {}).get("kinds") or []))
         for m, e in j.get("export", {}).items():
             exported[m] = dict(exported.get(m, {}), **e)
         for m, devs in j.get("results", {}).items():
@@ -1179,7 +1270,13 @@ def load_runs(args):
         for m, r in json.load(open(path)).get("results", {}).items():
             if "status" not in r or m not in traces:
                 traces[m] = r
-    return exported, results, inductor, traces
+    return exported, results, inductor, traces, ran_kinds
+
+
+def left_out(t):
+    """A trace summary of a model the corpus had no room for (trace_cmd's --max-mb): not recorded,
+    not a failure of ours."""
+    return str((t or {}).get("status", "")).startswith("left out: the corpus would pass")
 
 
 def geomean(xs):
@@ -1196,8 +1293,10 @@ def pct(a, b):
     return f"{a} / {b} ({100.0 * a / b:.0f}%)" if b else f"{a} / 0"
 
 
-def write_table(exported, results, inductor, traces, args):
+def write_table(exported, results, inductor, traces, args, ran_kinds=None):
     kinds = [k for k in args.kinds.split(",") if k]
+    if ran_kinds is None:
+        ran_kinds = set(kinds)
     names = sorted(set(exported) | set(results) | set(inductor) | set(traces),
                    key=lambda n: (SOURCES.index(source_of(n)) if source_of(n) in SOURCES else len(SOURCES), n))
 
@@ -1213,9 +1312,11 @@ def write_table(exported, results, inductor, traces, args):
         if "status" in r:
             return "timeout" if r["status"].startswith("timeout") else "cut"
         if r.get("ok"):
+            # fp64: a check beyond the elementwise tolerance passed torch._dynamo's RMSE check
+            fp64 = ", fp64" if any(d.get("ok") for d in r.get("rmse_checks", []) or []) else ""
             if "grads_vs_pytorch" in r:
-                return f"ok ({r['grads_vs_pytorch']}+{r.get('grads_vs_reference', 0)} grads)"
-            return "ok"
+                return f"ok ({r['grads_vs_pytorch']}+{r.get('grads_vs_reference', 0)} grads{fp64})"
+            return f"ok ({fp64[2:]})" if fp64 else "ok"
         return "FAIL"
 
     def ok(n, k):
@@ -1228,7 +1329,8 @@ def write_table(exported, results, inductor, traces, args):
              "Made with (GPU machine; each `tools/zoo/gpu_batch.sh run|inductor|trace I/N` one command, see tools/zoo/zoo.py):",
              "", "    " + (args.command or "python3 tools/zoo/zoo.py table " + " ".join(sys.argv[2:])), "",
              "Inputs: batch 2, seeded random (token ids for language models, a waveform for speech); weights random and "
-             "seeded; reference: PyTorch on the CPU in float32 (out.npy). Ours: `lowerscope-cli compile` of the "
+             "seeded; reference: PyTorch on the CPU in float32 (out.npy; beyond its elementwise tolerance, PyTorch in float64 "
+             "where the export wrote it, out64.npy and grad64_in*.npy, by torch._dynamo's RMSE check). Ours: `lowerscope-cli compile` of the "
              "exported program (`pt2`), of the `torch.onnx.export(dynamo=True)` file (`onnx`), and of a training step "
              "of the .pt2 (`train`: the gradient of out.sum() checked against PyTorch's for float inputs, "
              "grad_in*.npy; a model of token ids has its parameters' gradients checked against the reference "
@@ -1247,11 +1349,25 @@ def write_table(exported, results, inductor, traces, args):
                str(sum(1 for n in group if exp(n, "onnx") == "ok")),
                str(sum(1 for n in group if exported.get(n, {}).get("ort_close")))]
         for k in kinds:
+            if k not in ran_kinds:  # no batch was asked to run it
+                row.append("not run")
+                continue
             row.append(pct(sum(1 for n in group if ok(n, k)), len(group)) +
                        f", {sum(1 for n in group if ran(n, k))} ran")
         lines.append("| " + " | ".join(row) + " |")
     lines += ["", "Pass rates are of all the zoo's models of the source (an export that failed counts as a failure); "
-              "`ran`: jobs that finished, correct or not (not cut by a time limit)."]
+              "`ran`: jobs that finished, correct or not (not cut by a time limit); `not run`: a kind no batch of "
+              "these files was asked to run."]
+    n64 = sum(1 for n in names if exported.get(n, {}).get("float64") == "ok")
+    fp64 = sorted({(n, k) for n in names for k in kinds if ok(n, k) and
+                   any(d.get("ok") for d in results.get(n, {}).get(k, {}).get("rmse_checks", []) or [])})
+    if n64 or fp64:
+        skipped = sum(1 for n in names if str(exported.get(n, {}).get("float64", "")).startswith("skipped"))
+        lines += ["", f"PyTorch's float64 results (out64.npy, grad64_in*.npy: the model in float64 on the CPU) came with "
+                  f"{n64} models' exports ({skipped} skipped as too large); where ours differs from PyTorch's float32 "
+                  "result beyond the elementwise tolerance, torch._dynamo's accuracy check decides: ours passes when its "
+                  "RMSE against the float64 result is at most 3 x float32 PyTorch's + 1e-4 (`fp64` in a cell: "
+                  f"{len(fp64)} jobs of {len({n for n, _ in fp64})} models passed so)."]
     speed, comp = [], []
     for n in names:
         ours, ind = results.get(n, {}).get("pt2/cuda", {}), inductor.get(n, {})
@@ -1267,10 +1383,13 @@ def write_table(exported, results, inductor, traces, args):
     lines.append("Geometric mean of our compile time / Inductor's first call: " + (f"**{gc:.3f}**" if gc else "not measured"))
     if traces:
         tried = [t for t in traces.values() if "dynamo_graphs" in t]
-        lines.append(f"Torch-level graphs (TORCH_TRACE of the inductor step, `lowerscope-cli trace`): {len(traces)} models, "
+        unrecorded = sum(1 for t in traces.values() if left_out(t))
+        lines.append(f"Torch-level graphs (TORCH_TRACE of the inductor step, `lowerscope-cli trace`): "
+                     f"{len(traces) - unrecorded} models recorded, {len(tried)} compiled; "
                      f"{sum(t['ours_ok'] for t in tried)} of {sum(t['dynamo_graphs'] for t in tried)} Dynamo graphs "
                      "compiled and correct; models with every graph correct: "
-                     f"{sum(1 for t in tried if t['dynamo_graphs'] and t['ours_ok'] == t['dynamo_graphs'])}.")
+                     f"{sum(1 for t in tried if t['dynamo_graphs'] and t['ours_ok'] == t['dynamo_graphs'])}; "
+                     f"not recorded (corpus size limit): {unrecorded} models, not counted as failures.")
     lines += ["", "| model | export .pt2 / .onnx | ORT max err | " + " | ".join(kinds) +
               " | ours CUDA ms | Inductor ms | eager ms | ours / Inductor | kernels ours / Inductor (Triton + library) "
               "| compile s ours / Inductor | traced graphs ours ok | our slowest CUDA kernels |",
@@ -1294,7 +1413,8 @@ def write_table(exported, results, inductor, traces, args):
                     f"{num(ind.get('compile_s'), '{:.1f}')}"
         slow = ", ".join(f"{k} {ms:.3f}" for k, ms in (ours.get("slowest") or [])) if ratio and ratio > 1 else ""
         t = traces.get(n, {})
-        tcell = f"{t['ours_ok']} / {t['dynamo_graphs']}" if "dynamo_graphs" in t else ("cut" if t else "-")
+        tcell = f"{t['ours_ok']} / {t['dynamo_graphs']}" if "dynamo_graphs" in t else \
+            ("not recorded" if left_out(t) else "cut" if t else "-")
         ort = num(e.get("ort_max_err"), "{:.1e}") if e.get("ort") == "ok" else ("FAIL" if str(e.get("ort", "")).startswith("failed") else "-")
         lines.append(f"| {n} | {short(exp(n))} / {short(exp(n, 'onnx'))} | {ort} | " +
                      " | ".join(cell(results.get(n, {}).get(k)) for k in kinds) +
@@ -1305,7 +1425,7 @@ def write_table(exported, results, inductor, traces, args):
     for n in names:
         e = exported.get(n, {})
         for what, label in (("export", "torch.export"), ("onnx", "torch.onnx.export"), ("ort", "ONNX Runtime"),
-                            ("grads", "PyTorch's gradients")):
+                            ("grads", "PyTorch's gradients"), ("float64", "PyTorch in float64")):
             if str(e.get(what, "")).startswith("failed"):
                 fails.append((label, n, str(e[what])[len("failed: "):].replace("|", "/")))
         if e.get("ort") == "ok" and e.get("ort_close") is False:
@@ -1317,7 +1437,7 @@ def write_table(exported, results, inductor, traces, args):
         if inductor.get(n) and not inductor[n].get("ok"):
             fails.append(("Inductor", n, inductor[n].get("error", "")))
         t = traces.get(n, {})
-        if "status" in t or "error" in t:
+        if ("status" in t and not left_out(t)) or "error" in t:  # a model the corpus had no room for is no failure
             fails.append(("trace", n, t.get("status") or t.get("error")))
         for f in t.get("failed", []) or []:
             fails.append(("trace", n, f"graph {f.get('compile_id')}: {f.get('error')}"))
@@ -1330,10 +1450,16 @@ def write_table(exported, results, inductor, traces, args):
         for key, ms in sorted(counts.items(), key=lambda kv: -len(kv[1]))[:25]:
             lines.append(f"| {len(ms)} | {key} |")
         lines += ["", "## Every failure", ""]
-        for where in ["torch.export", "torch.onnx.export", "ONNX Runtime", "PyTorch's gradients"] + kinds + ["Inductor", "trace"]:
+        for where in ["torch.export", "torch.onnx.export", "ONNX Runtime", "PyTorch's gradients", "PyTorch in float64"] + kinds + \
+                ["Inductor", "trace"]:
             these = [(n, why) for w, n, why in fails if w == where]
             if these:
                 lines += [f"### {where} ({len(these)})", ""] + [f"- {n}: {why}" for n, why in these] + [""]
+    unrecorded = [n for n in names if left_out(traces.get(n))]
+    if unrecorded:
+        lines += ["", f"## Torch-level graphs not recorded (corpus size limit): {len(unrecorded)} models", "",
+                  "Their TORCH_TRACE records would have taken the batch's corpus past its limit (`trace --max-mb`): "
+                  "not compiled, not failures. " + ", ".join(unrecorded) + ".", ""]
     # The notes of earlier runs kept below the table, from the marker line on.
     marker = "<!-- earlier runs -->"
     old = open(args.results).read() if os.path.exists(args.results) else ""
@@ -1343,8 +1469,8 @@ def write_table(exported, results, inductor, traces, args):
 
 
 def table(args):
-    exported, results, inductor, traces = load_runs(args)
-    write_table(exported, results, inductor, traces, args)
+    exported, results, inductor, traces, ran_kinds = load_runs(args)
+    write_table(exported, results, inductor, traces, args, ran_kinds)
 
 
 def main():
@@ -1360,6 +1486,10 @@ def main():
     e.add_argument("--part", default="", help="K/M: every M-th model of the selection from the K-th (parallel exports)")
     e.add_argument("--budget", type=float, default=0, help="seconds: no export starts after it")
     e.add_argument("--threads", type=int, default=0, help="torch's CPU threads (default: its own)")
+    e.add_argument("--max-params64", type=float, default=MAX_PARAMS64, help="no float64 reference (out64.npy, "
+                   "grad64_in*.npy) for models with more parameters")
+    e.add_argument("--max-grad-s64", type=float, default=MAX_GRAD_S64, help="no float64 reference for models whose "
+                   "float32 gradients took longer (seconds)")
     selection(e)
     r = sub.add_parser("run", help="our CLI on each exported model, CPU and CUDA")
     r.add_argument("--models", required=True, help="the folder the models are exported into")
