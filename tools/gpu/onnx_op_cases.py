@@ -405,6 +405,79 @@ case("loop_while_folded", "Loop", [N("Loop", ["", "cond", "x"], ["final"], body=
      {"cond": np.array(True), "one": i64(1)})
 
 
+# ---- pooling: AveragePool, MaxPool, LpPool, Global* (1-D to 3-D, every attribute) -----------
+# Own generator, so these inputs do not shift the cases above.
+prng = np.random.default_rng(4321)
+
+
+def pr(*shape):
+    return prng.uniform(-2.0, 2.0, size=shape).astype(np.float32)
+
+
+px1, px2, px3 = pr(2, 2, 9), pr(2, 3, 7, 6), pr(1, 2, 5, 4, 6)
+
+
+def pool(name, op, x, opset=19, outs=("y",), **attrs):
+    case(name, op, [N(op, ["x"], list(outs), **attrs)], [("x", x)], [(o, F if o == "y" else I) for o in outs], opset=opset)
+
+
+for ap in ("SAME_UPPER", "SAME_LOWER", "VALID"):
+    pool(f"avgpool_{ap.lower()}", "AveragePool", px2, kernel_shape=[3, 2], strides=[2, 2], auto_pad=ap)
+    pool(f"avgpool_{ap.lower()}_cip1", "AveragePool", px2, kernel_shape=[3, 2], strides=[2, 2], auto_pad=ap, count_include_pad=1)
+    pool(f"maxpool_{ap.lower()}", "MaxPool", px2, kernel_shape=[3, 2], strides=[2, 2], auto_pad=ap)
+for cip in (0, 1):
+    for ceil in (0, 1):
+        sfx = f"_cip{cip}_ceil{ceil}"
+        pool("avgpool_sym" + sfx, "AveragePool", px2, kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=ceil,
+             count_include_pad=cip)
+        pool("avgpool_asym" + sfx, "AveragePool", px2, kernel_shape=[3, 2], strides=[2, 2], pads=[0, 1, 2, 0], ceil_mode=ceil,
+             count_include_pad=cip)
+        pool("avgpool_1d" + sfx, "AveragePool", px1, kernel_shape=[4], strides=[3], pads=[1, 2], ceil_mode=ceil, count_include_pad=cip)
+        pool("avgpool_3d" + sfx, "AveragePool", px3, kernel_shape=[3, 2, 3], strides=[2, 2, 2], pads=[1, 0, 1, 1, 1, 1], ceil_mode=ceil,
+             count_include_pad=cip)
+    pool(f"avgpool_dilated_cip{cip}", "AveragePool", px2, kernel_shape=[2, 3], strides=[2, 1], dilations=[2, 2], pads=[1, 1, 0, 2],
+         count_include_pad=cip)
+    pool(f"avgpool_bigpad_cip{cip}", "AveragePool", px2, kernel_shape=[3, 2], strides=[3, 2], pads=[2, 1, 2, 1], count_include_pad=cip)
+pool("avgpool_1d_sym_ceil", "AveragePool", px1, kernel_shape=[3], strides=[2], pads=[1, 1], ceil_mode=1)
+pool("avgpool_3d_sym_cip1", "AveragePool", px3, kernel_shape=[3, 2, 3], strides=[2, 1, 2], pads=[1, 1, 1, 1, 1, 1], count_include_pad=1)
+pool("avgpool_default_stride_13", "AveragePool", px2, opset=13, kernel_shape=[2, 3])
+for ceil in (0, 1):
+    pool(f"maxpool_asym_ceil{ceil}", "MaxPool", px2, kernel_shape=[3, 2], strides=[2, 2], pads=[0, 1, 2, 0], ceil_mode=ceil)
+    pool(f"maxpool_dilated_ceil{ceil}", "MaxPool", px2, outs=("y", "i"), kernel_shape=[2, 2], strides=[2, 1], dilations=[2, 3],
+         pads=[1, 1, 1, 1], ceil_mode=ceil)
+    pool(f"maxpool_1d_ceil{ceil}", "MaxPool", px1, outs=("y", "i"), kernel_shape=[3], strides=[2], pads=[1, 1], ceil_mode=ceil)
+    pool(f"maxpool_3d_ceil{ceil}", "MaxPool", px3, outs=("y", "i"), kernel_shape=[3, 2, 3], strides=[2, 2, 2], pads=[1, 1, 1, 1, 1, 1],
+         ceil_mode=ceil)
+pool("maxpool_1d_asym", "MaxPool", px1, kernel_shape=[4], strides=[3], pads=[0, 2])
+pool("maxpool_3d_asym", "MaxPool", px3, kernel_shape=[2, 2, 3], strides=[2, 1, 2], pads=[1, 0, 0, 0, 1, 2])
+pool("maxpool_indices_2d", "MaxPool", px2, outs=("y", "i"), kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+pool("lppool_p2_pads", "LpPool", px2, opset=18, kernel_shape=[3, 2], strides=[2, 2], pads=[1, 0, 1, 1], p=2)
+pool("lppool_p1_ceil", "LpPool", px2, opset=18, kernel_shape=[2, 2], strides=[2, 3], ceil_mode=1, p=1)
+pool("lppool_p3_dilated_1d", "LpPool", px1, opset=18, kernel_shape=[3], dilations=[2], pads=[1, 1], p=3)
+pool("lppool_same_upper_3d", "LpPool", px3, opset=18, kernel_shape=[2, 2, 2], strides=[2, 2, 2], auto_pad="SAME_UPPER")
+for op in ("GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool"):
+    pool(f"{op.lower()}_1d", op, px1, opset=18)
+    pool(f"{op.lower()}_3d", op, px3, opset=18)
+
+# ---- inputs known at import through Constant nodes (CumSum's axis, as torch.onnx.export writes it)
+case("cumsum_axis_constant_node", "CumSum",
+     [N("Constant", [], ["ax"], value=numpy_helper.from_array(i64(1), "ax")), N("CumSum", ["x", "ax"], ["y"])],
+     [("x", pr(3, 4))], [("y", F)])
+case("cumsum_axis_cast", "CumSum",
+     [N("Constant", [], ["af"], value=numpy_helper.from_array(f32([0.0]), "af")), N("Cast", ["af"], ["a64"], to=I),
+      N("Squeeze", ["a64"], ["ax"]), N("CumSum", ["x", "ax"], ["y"], reverse=1)],
+     [("x", pr(3, 4))], [("y", F)])
+case("cumsum_axis_reshape_int32", "CumSum",
+     [N("Constant", [], ["a1"], value_ints=[1]), N("Constant", [], ["sh"], value=numpy_helper.from_array(np.zeros(0, np.int64), "sh")),
+      N("Reshape", ["a1", "sh"], ["a0"]), N("Cast", ["a0"], ["ax"], to=TensorProto.INT32), N("CumSum", ["x", "ax"], ["y"])],
+     [("x", pr(2, 5))], [("y", F)])
+# hf_roberta's position ids: the initializer 1 is a tensor operand (ne(ids, 1)) before it is CumSum's axis
+case("cumsum_axis_shared_initializer", "CumSum",
+     [N("Equal", ["ids", "one"], ["eq"]), N("Not", ["eq"], ["ne"]), N("Cast", ["ne"], ["mask"], to=I), N("CumSum", ["mask", "one"], ["cs"]),
+      N("Mul", ["cs", "mask"], ["pos"]), N("Add", ["pos", "one"], ["y"])],
+     [("ids", i64([[0, 5, 7, 1, 1], [3, 1, 9, 4, 1]]))], [("y", I)], {"one": i64(1)})
+
+
 def enc(name, a):
     a = np.asarray(a)  # not np.ascontiguousarray: it makes a 0-d array 1-d; tobytes() writes C order anyway
     dt = DT_BY_NAME[a.dtype.name][0]
