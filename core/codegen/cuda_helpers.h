@@ -53,6 +53,33 @@ extern "C" __global__ void ls_depthwise_conv(const float* __restrict__ x, const 
     y[i] = acc;
   }
 }
+// Grouped convolution with few input channels a group (ResNeXt, RegNet, a depthwise convolution
+// with a channel multiplier): one thread an output, over its group's CG input channels and the
+// window. Per-group products would be G tiny GEMMs (and G im2cols) one after another.
+extern "C" __global__ void ls_grouped_conv(const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ y, int N,
+                                           int C, int H, int W, int O, int CG, int OG, int KH, int KW, int OH, int OW, int sh, int sw,
+                                           int ph, int pw, int dh, int dw) {
+  const long long total = (long long)N * O * OH * OW;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (long long)gridDim.x * blockDim.x) {
+    const int ow = (int)(i % OW), oh = (int)((i / OW) % OH);
+    const long long plane = i / ((long long)OH * OW);
+    const int o = (int)(plane % O);
+    const long long n = plane / O;
+    const float* xp = x + (n * C + (long long)(o / OG) * CG) * H * W;
+    const float* wp = w + (long long)o * CG * KH * KW;
+    float acc = 0.0f;
+    for (int c = 0; c < CG; ++c, xp += (long long)H * W, wp += KH * KW)
+      for (int kh = 0; kh < KH; ++kh) {
+        const int ih = oh * sh - ph + kh * dh;
+        if (ih < 0 || ih >= H) continue;
+        for (int kw = 0; kw < KW; ++kw) {
+          const int iw = ow * sw - pw + kw * dw;
+          if (iw >= 0 && iw < W) acc += xp[ih * W + iw] * wp[kh * KW + kw];
+        }
+      }
+    y[i] = acc;
+  }
+}
 // 2-D max pooling with the flat index (ih * W + iw) of each maximum, as PyTorch returns it.
 extern "C" __global__ void ls_max_pool2d(const float* __restrict__ x, float* __restrict__ y, long long* __restrict__ idx,
                                          long long planes, int H, int W, int OH, int OW, int KH, int KW, int sh, int sw, int ph,
@@ -212,6 +239,51 @@ extern "C" __global__ void ls_depthwise_conv_bwd_weight(const float* __restrict_
     const int ih = oh * sh - ph + kh * dh, iw = ow * sw - pw + kw * dw;
     if (ih >= 0 && ih < H && iw >= 0 && iw < W)
       s += gy[(n * C + c) * P + i % P] * x[((n * C + c) * H + ih) * W + iw];
+  }
+  s = ls_block_reduce<0>(s, 0.f);
+  if (threadIdx.x == 0) gw[blockIdx.x] = s;
+}
+// The grouped convolution's input gradient: one thread an input element, over the OG outputs of
+// its group and the window positions that read it.
+extern "C" __global__ void ls_grouped_conv_bwd_input(const float* __restrict__ gy, const float* __restrict__ w, float* __restrict__ gx,
+                                                     int N, int C, int H, int W, int O, int CG, int OG, int KH, int KW, int OH, int OW,
+                                                     int sh, int sw, int ph, int pw, int dh, int dw) {
+  const long long total = (long long)N * C * H * W;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (long long)gridDim.x * blockDim.x) {
+    const int iw = (int)(i % W), ih = (int)((i / W) % H);
+    const long long plane = i / ((long long)H * W);
+    const int c = (int)(plane % C), cc = c % CG, o0 = (c / CG) * OG;
+    const long long n = plane / C;
+    float acc = 0.f;
+    for (int o = o0; o < o0 + OG; ++o) {
+      const float* g = gy + (n * O + o) * OH * OW;
+      const float* wp = w + ((long long)o * CG + cc) * KH * KW;
+      for (int kh = 0; kh < KH; ++kh) {
+        const int oh = ls_conv_reader(ih, ph, kh, dh, sh, OH);
+        if (oh < 0) continue;
+        for (int kw = 0; kw < KW; ++kw) {
+          const int ow = ls_conv_reader(iw, pw, kw, dw, sw, OW);
+          if (ow >= 0) acc += g[oh * OW + ow] * wp[kh * KW + kw];
+        }
+      }
+    }
+    gx[i] = acc;
+  }
+}
+// Its weight gradient [O, CG, KH, KW]: a block per weight, summed over images and output positions.
+extern "C" __global__ void ls_grouped_conv_bwd_weight(const float* __restrict__ gy, const float* __restrict__ x, float* __restrict__ gw,
+                                                      int N, int C, int H, int W, int O, int CG, int OG, int KH, int KW, int OH, int OW,
+                                                      int sh, int sw, int ph, int pw, int dh, int dw) {
+  const int tap = (int)(blockIdx.x % (KH * KW)), kh = tap / KW, kw = tap % KW;
+  const int cc = (int)((blockIdx.x / (KH * KW)) % CG), o = (int)(blockIdx.x / ((long long)KH * KW * CG));
+  const int c = (o / OG) * CG + cc;
+  const long long P = (long long)OH * OW;
+  float s = 0.f;
+  for (long long i = threadIdx.x; i < N * P; i += blockDim.x) {
+    const long long n = i / P;
+    const int oh = (int)((i % P) / OW), ow = (int)(i % OW);
+    const int ih = oh * sh - ph + kh * dh, iw = ow * sw - pw + kw * dw;
+    if (ih >= 0 && ih < H && iw >= 0 && iw < W) s += gy[(n * O + o) * P + i % P] * x[((n * C + c) * H + ih) * W + iw];
   }
   s = ls_block_reduce<0>(s, 0.f);
   if (threadIdx.x == 0) gw[blockIdx.x] = s;

@@ -99,12 +99,14 @@ std::string cuda_extern_how(const LoopProgram& p, const ExternCall& c, bool blas
   if (c.op == &op::convolution() && f32 && !c.args[6].b && c.output_metas.at(0).shape.size() == 4) {
     const lsrt::cuda::Conv g = cuda_conv(p, c);
     if (g.depthwise) return "depthwise kernel";
+    if (g.grouped()) return "grouped convolution kernel";
     if (!blas) return "host (reference kernel)";
     return g.linear() ? "cuBLAS (a linear layer)" : g.pointwise() ? "cuBLAS (1x1: no im2col)" : "im2col + cuBLAS";
   }
   if (c.op == &op::convolution_backward() && f32 && !c.args[7].b && seen_shape(p, c, 1).size() == 4) {
     const lsrt::cuda::Conv g = cuda_conv(p, c);
     if (g.depthwise) return "depthwise backward kernels";
+    if (g.grouped()) return "grouped convolution backward kernels";
     if (!blas) return "host (reference kernel)";
     return g.linear() ? "cuBLAS (a linear layer's backward)" : g.pointwise() ? "cuBLAS (1x1: no im2col or col2im)" : "im2col + cuBLAS + col2im";
   }
@@ -200,7 +202,8 @@ CudaExecutable::CudaExecutable(const LoopProgram& p, const Schedule& s, const Ge
   bias_kernel_ = helpers.function("ls_broadcast_bias");
   for (const char* k : {"ls_add_channel_bias", "ls_im2col", "ls_depthwise_conv", "ls_max_pool2d", "ls_copy_rows", "ls_strided_copy4",
                         "ls_attn_softmax", "ls_attn_probs", "ls_attn_rowdot", "ls_attn_dscores", "ls_col2im", "ls_channel_sum", "ls_count_mismatches", "ls_square_sum", "ls_hold",
-                        "ls_depthwise_conv_bwd_input", "ls_depthwise_conv_bwd_weight"})
+                        "ls_depthwise_conv_bwd_input", "ls_depthwise_conv_bwd_weight", "ls_grouped_conv", "ls_grouped_conv_bwd_input",
+                        "ls_grouped_conv_bwd_weight"})
     helpers_[k] = helpers.function(k);
 }
 

@@ -46,6 +46,11 @@ struct Conv {
   // A 1x1 window with stride 1 and no padding reads the input's channels as they are: the input is
   // its own columns (no im2col, and grad_x needs no col2im).
   bool pointwise() const { return KH == 1 && KW == 1 && sh == 1 && sw == 1 && ph == 0 && pw == 0; }
+  // Many groups (ResNeXt's 32, a depthwise convolution with a channel multiplier) or windows over
+  // groups of few channels (RegNet's groups of 8): direct kernels, one launch each way, where
+  // per-group products would be G im2cols and G tiny GEMMs one after another. A few groups of 1x1
+  // windows keep their products.
+  bool grouped() const { return !depthwise && G > 1 && (G >= 8 || (!pointwise() && CG <= 32)); }
   long long P() const { return static_cast<long long>(OH) * OW; }
   long long R() const { return static_cast<long long>(CG) * KH * KW; }
   long long OG() const { return O / G; }
@@ -65,7 +70,7 @@ struct Conv {
     return g.scratch(0, static_cast<size_t>(N * R() * P() * 4));
   }
 
-  // Depthwise: a direct kernel; linear: one product; 1x1: per group one batched product over the
+  // Depthwise and grouped(): direct kernels; linear: one product; 1x1: per group one batched product over the
   // images; otherwise per group im2col of every image and one batched product. Then the bias.
   template <class Gpu>
   void run(Gpu& g, DevPtr x, DevPtr w, DevPtr bias, DevPtr y) const {
@@ -74,6 +79,11 @@ struct Conv {
       int n = N, c = C, h = H, ww = W, kh = KH, kw = KW, oh = OH, ow = OW, a = sh, b = sw, pa = ph, pb = pw, da = dh, db = dw;
       void* params[] = {&x, &w, &y, &n, &c, &h, &ww, &kh, &kw, &oh, &ow, &a, &b, &pa, &pb, &da, &db};
       g.helper_launch("ls_depthwise_conv", g.grid_for(static_cast<long long>(N) * C * P), 256, params);
+    } else if (grouped()) {
+      int n = N, c = C, h = H, ww = W, o = O, cg = CG, og = static_cast<int>(OG), kh = KH, kw = KW, oh = OH, ow = OW, a = sh, b = sw,
+          pa = ph, pb = pw, da = dh, db = dw;
+      void* params[] = {&x, &w, &y, &n, &c, &h, &ww, &o, &cg, &og, &kh, &kw, &oh, &ow, &a, &b, &pa, &pb, &da, &db};
+      g.helper_launch("ls_grouped_conv", g.grid_for(static_cast<long long>(N) * O * P), 256, params);
     } else if (linear()) {  // y [N, O] = x [N, R] @ w [O, R]^T (+ bias in cuBLASLt's epilogue)
       if (bias && g.gemm_bias(N, O, R, 1.f, x, false, w, true, bias, y)) return;
       g.sgemm(1, N, O, R, 1.f, x, false, 0, w, true, 0, 0.f, y, 0);
@@ -111,6 +121,15 @@ struct Conv {
       src = x;
       dst = gw;
       if (gw) g.helper_launch("ls_depthwise_conv_bwd_weight", static_cast<long long>(C) * KH * KW, 256, params);
+    } else if (grouped()) {
+      int n = N, c = C, h = H, ww = W, o = O, cg = CG, og = static_cast<int>(OG), kh = KH, kw = KW, oh = OH, ow = OW, a = sh, b = sw,
+          pa = ph, pb = pw, da = dh, db = dw;
+      DevPtr src = w, dst = gx;
+      void* params[] = {&gy, &src, &dst, &n, &c, &h, &ww, &o, &cg, &og, &kh, &kw, &oh, &ow, &a, &b, &pa, &pb, &da, &db};
+      if (gx) g.helper_launch("ls_grouped_conv_bwd_input", g.grid_for(static_cast<long long>(N) * C * H * W), 256, params);
+      src = x;
+      dst = gw;
+      if (gw) g.helper_launch("ls_grouped_conv_bwd_weight", static_cast<long long>(O) * CG * KH * KW, 256, params);
     } else if (linear()) {
       if (gx) g.sgemm(1, N, R, O, 1.f, gy, false, 0, w, false, 0, 0.f, gx, 0);  // grad_x [N, R] = grad_y @ w
       if (gw) g.sgemm(1, O, R, N, 1.f, gy, true, 0, x, false, 0, 0.f, gw, 0);   // grad_w [O, R] = grad_y^T @ x

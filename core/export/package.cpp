@@ -497,7 +497,7 @@ class Writer {
         os << "    " << obj << ".run(gpu, " << out(0) << ", " << in(0) << ", " << in(ia) << ", " << in(ib) << ");\n";
       }
     } else if (how == "depthwise kernel" || how == "im2col + cuBLAS" || how == "im2col + cuBLAS + col2im" ||
-               how == "depthwise backward kernels" || how.rfind("cuBLAS (", 0) == 0) {
+               how == "depthwise backward kernels" || how.rfind("grouped convolution", 0) == 0 || how.rfind("cuBLAS (", 0) == 0) {
       const bool backward = c.op == &op::convolution_backward();
       const lsrt::cuda::Conv v = cuda_conv(r_.loops, c);  // as the app's executor makes the call
       setup << "  lsrt::Conv " << obj << "{" << v.N << ", " << v.C << ", " << v.H << ", " << v.W << ", " << v.O << ", " << v.CG << ", "

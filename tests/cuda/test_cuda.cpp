@@ -153,7 +153,8 @@ void helper_kernels_compile() {
   const std::set<std::string> entries = ptx_entries(r.ptx);
   for (const char* k : {"ls_broadcast_bias", "ls_add_channel_bias", "ls_im2col", "ls_depthwise_conv", "ls_max_pool2d", "ls_copy_rows",
                         "ls_strided_copy4", "ls_attn_softmax", "ls_attn_probs", "ls_attn_rowdot", "ls_attn_dscores", "ls_col2im",
-                        "ls_channel_sum", "ls_count_mismatches", "ls_depthwise_conv_bwd_input", "ls_depthwise_conv_bwd_weight", "ls_hold"})
+                        "ls_channel_sum", "ls_count_mismatches", "ls_depthwise_conv_bwd_input", "ls_depthwise_conv_bwd_weight", "ls_hold",
+                        "ls_grouped_conv", "ls_grouped_conv_bwd_input", "ls_grouped_conv_bwd_weight"})
     VERIFY2(entries.count(k) == 1, std::string("no PTX entry for ") + k);
 }
 
@@ -437,6 +438,29 @@ void depthwise_backward_runs_on_the_device() {
   VERIFY(r.check.reference.size() >= 5);  // the output and the gradients of x, w, w2, b2, w3
   for (const KernelReport& k : r.kernels)
     if (k.name.find("convolution_backward") != std::string::npos) VERIFY2(k.how == "depthwise backward kernels", k.name + ": " + k.how);
+}
+
+// Grouped convolutions (RegNet's groups of 8 with a window, a channel multiplier, ResNeXt's 32
+// groups, 8 groups of 1x1) run as the direct grouped kernels each way, not as per-group im2col and
+// cuBLAS launches; every output and gradient against the reference interpreter's joint graph.
+void grouped_convolutions_run_on_the_device() {
+  const CompileResult r = compile_cuda_model("stages/conv_grouped/grouped_conv.txt", true, true);
+  VERIFY2(r.error.empty(), r.error_stage + ": " + r.error);
+  std::map<std::string, int> forms;
+  for (const Kernel& kr : r.schedule.kernels) {
+    if (!kr.is_extern) continue;
+    const ExternCall& c = r.loops.nodes.at(kr.nodes.at(0)).ext;
+    if (c.op->name.find("convolution") != std::string::npos) ++forms[cuda_extern_how(r.loops, c, true)];
+  }
+  VERIFY2(forms["grouped convolution kernel"] == 4, std::to_string(forms["grouped convolution kernel"]));
+  VERIFY2(forms["grouped convolution backward kernels"] == 4, std::to_string(forms["grouped convolution backward kernels"]));
+  std::string why;
+  if (!CudaDriver::get(&why)) {
+    VERIFY2(r.not_run.find("needs a GPU") != std::string::npos, r.not_run);
+    return;
+  }
+  VERIFY2(r.check.ok, r.stage("run")->text);
+  VERIFY(r.check.reference.size() >= 7);  // the output and the gradients of all six inputs
 }
 
 // Convolutions whose product needs no im2col: 1x1 windows with stride 1 (in groups, with a bias
@@ -1532,6 +1556,7 @@ int main(int argc, char** argv) {
                      [=] { attention_runs_on_the_device("stages/extra/attention_long_d128.txt", t, "attention (cuBLAS)", "attention (cuBLAS)"); }});
   }
   cases.push_back({"depthwise convolution train", depthwise_backward_runs_on_the_device});
+  cases.push_back({"grouped convolutions train", grouped_convolutions_run_on_the_device});
   cases.push_back({"convolution forms train", convolution_forms_run_on_the_device});
   for (const char* m : {"models/cifar_net", "models/res_block"})
     for (bool t : {false, true})
@@ -1559,6 +1584,9 @@ int main(int argc, char** argv) {
   cases.push_back({"package models/res_block train", [] { package_builds_and_runs("models/res_block", true, {".backward(gpu"}); }});
   cases.push_back({"package attn_block train", [] {
                      package_builds_and_runs("stages/attn_block/3_core_aten.txt", true, {"lsrt::Attention::fused", ".backward(gpu"});
+                   }});
+  cases.push_back({"package grouped convolutions train", [] {
+                     package_builds_and_runs("stages/conv_grouped/grouped_conv.txt", true, {"(grouped convolution backward kernels)", ".backward(gpu"});
                    }});
   cases.push_back({"package depthwise train", [] {
                      package_builds_and_runs("stages/extra/depthwise_conv.txt", true, {"(depthwise backward kernels)", ".backward(gpu"});
