@@ -1060,6 +1060,45 @@ class TestCore : public QObject {
     QVERIFY2(found, print_schedule(lower_to_loops(g), s).c_str());
   }
 
+  // Issue 33 (timm hrnet_w18_small from ONNX, its resize gathers fused horizontally): a fused
+  // group can span the graph. Here c and u (nodes 1 and 4) fuse first, through the cond and y they
+  // both read; then a -> mm -> {c, u} -> t is a path, so a and t must not fuse although the mm
+  // starts after t. The cycle check once bounded its search by node indices, skipped the mm, fused
+  // a with t, and the scheduler failed: "the kernels depend on each other in a cycle".
+  void testFusionRefusesCycleThroughSpanningGroup() {
+    LoadedModel m;
+    m.path = "generated";
+    m.graph = import_fx_text(
+        "class G(torch.nn.Module):\n"
+        "    def forward(self, x: \"f32[4, 4]\", y: \"f32[4, 4]\", z: \"f32[4, 4]\", cond: \"b8[4, 4]\"):\n"
+        "        a: \"f32[4, 4]\" = torch.ops.prims.sin.default(x)\n"
+        "        c: \"f32[4, 4]\" = torch.ops.prims.where.default(cond, y, z)\n"
+        "        ct: \"f32[4, 4]\" = torch.ops.aten.permute.default(c, [1, 0])\n"
+        "        t: \"f32[4, 4]\" = torch.ops.prims.add.default(a, ct)\n"
+        "        m: \"f32[4, 4]\" = torch.ops.aten.mm.default(a, a)\n"
+        "        u: \"f32[4, 4]\" = torch.ops.prims.where.default(cond, m, y)\n"
+        "        return (t, u)\n");
+    m.inputs = random_inputs(m.graph, 3);
+    PipelineOptions o;
+    o.timing_budget_ms = 1;
+    const CompileResult r = run_pipeline(m, o);
+    QVERIFY2(r.error.empty(), (r.error_stage + ": " + r.error).c_str());
+    QVERIFY(r.check.ok);
+    const std::string text = print_schedule(r.loops, r.schedule);
+    QVERIFY2(text.find("op0 -> op2 via buf0: not fused: fusing would create a cycle through the kernel of op1 (c) and 1 other node") !=
+                 std::string::npos,
+             text.c_str());
+    QCOMPARE(r.schedule.kernel_of(1), r.schedule.kernel_of(4));  // c and u
+    QVERIFY(r.schedule.kernel_of(0) != r.schedule.kernel_of(2));   // a and t
+    // The CUDA scheduler's options meet the same graph.
+    ScheduleOptions cuda;
+    cuda.prefix = "cuda";
+    cuda.coalesced = true;
+    const Schedule s = schedule(r.loops, cuda);
+    QVERIFY(s.kernel_of(0) != s.kernel_of(2));
+    QCOMPARE(s.kernel_of(1), s.kernel_of(4));
+  }
+
   // Each reason the scheduler gives for not fusing two nodes, from a small graph that makes it
   // (the training phases' reason from a training step). The other two have their own tests above.
   void testEveryFusionRefusalReason_data() {
