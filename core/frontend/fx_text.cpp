@@ -651,6 +651,8 @@ class Parser {
       else names_[target.text] = names_.at(stmt);
       return;
     }
+    // `x[index] = value` (operator.setitem, as FX's codegen prints it): an in-place update of x.
+    if (toks[1].text == "[") return setitem_statement(toks);
     std::optional<TensorMeta> meta;
     int meta_col = 0;
     bool symbolic = false;  // "Sym(4)": an integer the graph computes (a size), not a tensor
@@ -776,6 +778,30 @@ class Parser {
                          n.meta().annotation());
     const std::string key = n.name;
     names_[key] = g_.add(std::move(n));
+  }
+
+  // `shifted[(slice(None, None, None), slice(1, None, None))] = clone` (its `setitem = None` is
+  // skipped as the frees are): functionalized as `x += y` is, every name of x names the updated
+  // value from now on, and values sharing x's storage are stale (frontend/torch_functions.h,
+  // lower_setitem).
+  void setitem_statement(const std::vector<Token>& toks) {
+    const Token target = toks[0];
+    size_t j = 0;
+    const Arg base = parse_value(toks, j);
+    ++j;  // '['
+    const bool list = toks[j].text == "[";  // x[[0, 2]] = v: a Python list, not the tuple x[0, 2]
+    Arg index = parse_value(toks, j);
+    if (list) index = py_list(index);
+    if (toks[j].text != "]") fail(toks[j].col, "expected ']' closing the index");
+    ++j;
+    if (toks[j].text != "=") fail(toks[j].col, "expected '=' after '" + target.text + "[...]'");
+    ++j;
+    if (toks[j].kind == Token::end) fail(toks[j].col, "missing expression after '='");
+    const Arg value = parse_value(toks, j);
+    if (toks[j].kind != Token::end) fail(toks[j].col, "unexpected '" + toks[j].text + "' after the assigned value");
+    const std::string stmt = fresh("setitem");
+    lower_statement(stmt, "operator.setitem", target.col,
+                    [&](TorchLowering& b) { return lower_torch_call(b, "operator.setitem", {base, index, value}, {}); }, std::nullopt, 0, false);
   }
 
   // _assert_tensor_metadata(a, size=None, stride=None, dtype=None, *, device, layout): a's dtype

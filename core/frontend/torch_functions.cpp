@@ -794,6 +794,35 @@ Arg std_of(TorchLowering& b, const std::vector<Arg>& pos, const PyKeywords& kw, 
   return b.call("aten.sqrt.default", {call_aten(b, "var", pos, kw, method)});
 }
 
+// torch.norm / Tensor.norm (torch/functional.py, torch/_tensor.py): a number p (None: 2) is
+// linalg.vector_norm(p); 'fro' over at most two dimensions (or all of them) vector_norm(2); the
+// rest is linalg.matrix_norm: 'nuc' (singular values) is not supported, 'fro' over more dimensions
+// and other strings are its errors.
+Arg t_norm(TorchLowering& b, const PyArgs& a) {
+  const Arg x = a.has("input") ? a["input"] : a["self"];
+  const Arg &p = a["p"], &dim = a["dim"];
+  if (!dim.is_none() && !is_int(dim) && (dim.kind != Arg::Kind::list || is_slice(dim)))
+    throw std::invalid_argument("norm(): argument 'dim' must be an int, a tuple of ints or None, not " + kind_name(dim));
+  const Arg dims = is_int(dim) ? Arg::of_ints({dim.i}) : dim;
+  Arg ord;
+  if (p.kind == Arg::Kind::string && !is_dtype(p)) {
+    if (p.s == "nuc") unsupported("norm", "p='nuc' (the nuclear norm, linalg.matrix_norm's sum of singular values)");
+    if (p.s != "fro") throw std::invalid_argument("linalg.matrix_norm: Order " + p.s + " not supported.");
+    if (dims.kind == Arg::Kind::list && dims.list.size() > 2)
+      throw std::invalid_argument("linalg.matrix_norm: dim must be a 2-tuple. Got " + std::to_string(dims.list.size()) + " dimensions");
+    ord = Arg::of_int(2);
+  } else if (p.is_none()) {
+    ord = Arg::of_real(2.0);
+  } else if (p.is_number() && p.kind != Arg::Kind::boolean) {
+    ord = p;
+  } else {
+    throw std::invalid_argument("norm(): argument 'p' must be a number, 'fro', 'nuc' or None, not " + kind_name(p));
+  }
+  PyKeywords kw;
+  if (!a.none("dtype")) kw.emplace_back("dtype", a["dtype"]);
+  return b.call("aten.linalg_vector_norm.default", {x, ord, dims, a["keepdim"]}, kw);
+}
+
 const std::vector<PyFunction>& method_table() {
   static const std::vector<PyFunction> t = {
       {"float(self, memory_format=torch.preserve_format)", nullptr, m_cast},
@@ -820,6 +849,7 @@ const std::vector<PyFunction>& method_table() {
       {"split(self, split_size, dim=0)", nullptr, m_split},
       {"zero_(self)", nullptr, m_zero},
       {"item(self)", nullptr, m_item},
+      {"norm(self, p='fro', dim=None, keepdim=False, dtype=None)", nullptr, t_norm},
   };
   return t;
 }
@@ -903,6 +933,7 @@ const std::vector<PyFunction>& torch_python_table() {
   static const std::vector<PyFunction> t = {
       {"tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False)", nullptr, t_tensor},
       {"split(tensor, split_size_or_sections, dim=0)", nullptr, t_split},
+      {"norm(input, p='fro', dim=None, keepdim=False, out=None, dtype=None)", nullptr, t_norm},
   };
   return t;
 }
@@ -917,7 +948,7 @@ const std::map<std::string, std::string>& aliases() {
       {"not_equal", "ne"}, {"swapaxes", "transpose"}, {"swapdims", "transpose"}, {"fix", "trunc"},
       {"special.expit", "sigmoid"}, {"special.erf", "erf"}, {"special.expm1", "expm1"}, {"special.log1p", "log1p"},
       {"special.exp2", "exp2"}, {"special.softmax", "softmax"}, {"special.log_softmax", "log_softmax"},
-      {"nn.functional.tanh", "tanh"}, {"nn.functional.sigmoid", "sigmoid"},
+      {"nn.functional.tanh", "tanh"}, {"nn.functional.sigmoid", "sigmoid"}, {"linalg.vector_norm", "linalg_vector_norm"},
   };
   return m;
 }
@@ -1059,10 +1090,25 @@ TorchValue dispatch_torch_call(TorchLowering& b, const std::string& callee, std:
     return true;
   };
   std::string name;
+  // Calls with no effect on any tensor (torchvision's usage logging): nothing, no node.
+  if (callee == "torch._C._log_api_usage_once" || callee == "torch._C._log_api_usage_metadata") return {Arg::none(), false, {}};
+  // torch.functional re-exports torch.X (split, einsum, broadcast_tensors, meshgrid, norm, ...):
+  // bound as torch.X is, unknown under its own name where torch.X is.
+  if (strip("torch.functional.", name)) {
+    try {
+      return dispatch_torch_call(b, "torch." + name, std::move(pos), std::move(kw));
+    } catch (const UnknownTorchFunction&) {
+      throw UnknownTorchFunction(callee);
+    }
+  }
   if (strip("operator.", name)) {
     TorchValue r;
     if (name == "getitem" && pos.size() == 2) r.value = lower_getitem(b, pos[0], pos[1]);
-    else {
+    else if (name == "setitem" && pos.size() == 3 && kw.empty()) {  // `x[index] = value`: in place
+      r.value = lower_setitem(b, pos[0], pos[1], pos[2]);
+      r.mutates_self = true;
+      r.self = pos[0];
+    } else {
       static const std::map<std::string, std::string> symbols = {
           {"add", "+"}, {"sub", "-"}, {"mul", "*"}, {"truediv", "/"}, {"floordiv", "//"}, {"mod", "%"}, {"pow", "**"},
           {"matmul", "@"}, {"and_", "&"}, {"or_", "|"}, {"xor", "^"}, {"lt", "<"}, {"le", "<="}, {"gt", ">"},
@@ -1245,18 +1291,23 @@ Arg lower_operator(TorchLowering& b, const std::string& s, const std::vector<Arg
 // Indexing (torch/csrc/autograd/python_variable_indexing.cpp, applySlicing)
 // ---------------------------------------------------------------------------------------------
 
-Arg lower_getitem(TorchLowering& b, const Arg& self, const Arg& index) {
-  if (self.kind == Arg::Kind::list) {  // a size list: x.size()[1]
-    if (!is_int(index)) throw std::invalid_argument("a size list is indexed by an int");
-    const int64_t n = static_cast<int64_t>(self.list.size()), i = index.i < 0 ? index.i + n : index.i;
-    if (i < 0 || i >= n) throw std::invalid_argument("tuple index out of range");
-    return self.list[static_cast<size_t>(i)];
-  }
-  if (!self.is_node()) throw std::invalid_argument("'" + kind_name(self) + "' object is not subscriptable");
-  if (b.returns_tuple(self)) {  // one output of a multi-output node: split(...)[0]
-    if (!is_int(index)) throw std::invalid_argument("a tuple of tensors is indexed by an int");
-    return b.call("getitem", {self, index});
-  }
+namespace {
+
+// One view applySlicing takes of the tensor: select, slice or unsqueeze, of `base`.
+struct ViewStep {
+  std::string op;  // "aten.select.int", "aten.slice.Tensor", "aten.unsqueeze.default"
+  Arg base;
+  std::vector<Arg> args;  // after the tensor: (dim, index), (dim, start, stop, step), (dim)
+};
+// What an index makes of a tensor before its tensor indices apply: the view, the views taken on
+// the way (first first), and the tensor indices by the view's dimension they start at.
+struct Slicing {
+  Arg view;
+  std::vector<ViewStep> steps;
+  std::vector<std::pair<int64_t, Arg>> tensors;
+};
+
+Slicing apply_slicing(TorchLowering& b, const Arg& self, const Arg& index) {
   std::vector<Arg> items;
   if (is_py_list(index)) {
     // treatSequenceAsTuple: a list with a tensor, a sequence, a slice, None or Ellipsis in it is
@@ -1299,21 +1350,28 @@ Arg lower_getitem(TorchLowering& b, const Arg& self, const Arg& index) {
   const int64_t r = rank(b, self);
   if (specified > r)
     throw std::invalid_argument("too many indices for tensor of dimension " + std::to_string(r));
-  Arg x = self;
+  Slicing s;
+  Arg& x = s.view;
+  x = self;
+  auto view = [&](const char* op, std::vector<Arg> args) {
+    std::vector<Arg> call_args = {x};
+    call_args.insert(call_args.end(), args.begin(), args.end());
+    s.steps.push_back({op, x, std::move(args)});
+    x = b.call(op, std::move(call_args));
+  };
   int64_t dim = 0;
-  std::vector<std::pair<int64_t, Arg>> tensors;  // (dimension of x, index tensor)
   for (const Arg& it : items) {
     if (is_ellipsis(it)) {
       dim += r - specified;
     } else if (it.is_none()) {
-      x = b.call("aten.unsqueeze.default", {x, Arg::of_int(dim)});
+      view("aten.unsqueeze.default", {Arg::of_int(dim)});
       ++dim;
     } else if (is_int(it)) {
       const int64_t n = b.meta(x).shape.at(static_cast<size_t>(dim));
       if (it.i >= n || it.i < -n)
         throw std::invalid_argument("index " + std::to_string(it.i) + " is out of bounds for dimension " + std::to_string(dim) +
                                     " with size " + std::to_string(n));
-      x = b.call("aten.select.int", {x, Arg::of_int(dim), it});
+      view("aten.select.int", {Arg::of_int(dim), it});
     } else if (is_slice(it)) {
       const Arg &start = it.list[1], &stop = it.list[2], &step = it.list[3];
       if ((!start.is_none() && !is_int(start)) || (!stop.is_none() && !is_int(stop)) || (!step.is_none() && !is_int(step)))
@@ -1322,24 +1380,161 @@ Arg lower_getitem(TorchLowering& b, const Arg& self, const Arg& index) {
       if (st <= 0) throw std::invalid_argument("step must be greater than zero");
       const int64_t n = b.meta(x).shape.at(static_cast<size_t>(dim));
       const bool whole = (start.is_none() || start.i == 0) && (stop.is_none() || stop.i >= n) && st == 1;
-      if (!whole) x = b.call("aten.slice.Tensor", {x, Arg::of_int(dim), start, stop, Arg::of_int(st)});
+      if (!whole) view("aten.slice.Tensor", {Arg::of_int(dim), start, stop, Arg::of_int(st)});
       ++dim;
     } else if (it.is_node()) {
-      tensors.emplace_back(dim, it);
+      s.tensors.emplace_back(dim, it);
       dim += b.meta(it).dtype == DType::b8 ? rank(b, it) : 1;
     } else {
       throw std::invalid_argument("only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid indices (got " +
                                   kind_name(it) + ")");
     }
   }
-  if (!tensors.empty()) {
-    Arg list;
-    list.kind = Arg::Kind::list;
-    list.list.assign(static_cast<size_t>(tensors.back().first + 1), Arg::none());
-    for (const auto& t : tensors) list.list[static_cast<size_t>(t.first)] = t.second;
-    x = b.call("aten.index.Tensor", {x, list});
+  return s;
+}
+
+Arg index_list(const std::vector<std::pair<int64_t, Arg>>& tensors) {
+  Arg list;
+  list.kind = Arg::Kind::list;
+  list.list.assign(static_cast<size_t>(tensors.back().first + 1), Arg::none());
+  for (const auto& t : tensors) list.list[static_cast<size_t>(t.first)] = t.second;
+  return list;
+}
+
+// Whether a value of shape `in` broadcasts to `out` (expand's rule).
+bool expands_to(const Shape& in, const Shape& out) {
+  if (in.size() > out.size()) return false;
+  for (size_t i = 0; i < in.size(); ++i)
+    if (in[i] != 1 && in[i] != out[out.size() - in.size() + i]) return false;
+  return true;
+}
+
+// slicePrefix1sDims: the value without its leading dimensions of size 1 (a view).
+Arg drop_leading_ones(TorchLowering& b, const Arg& v) {
+  const Shape& s = b.meta(v).shape;
+  size_t k = 0;
+  while (k < s.size() && s[k] == 1) ++k;
+  if (k == 0) return v;
+  return b.call("aten.view.default", {v, Arg::of_ints(Shape(s.begin() + static_cast<long>(k), s.end()))});
+}
+
+// `sliced[mask] = value` (a bool mask the only tensor index): the positions of the mask's True
+// values are data-dependent, so the value must be the same at each of them (its dimension for
+// them 1 or absent); then it is where(mask, value, sliced), as Inductor's index_put_as_masked_fill.
+Arg put_through_mask(TorchLowering& b, const Arg& sliced, int64_t d, Arg mask, Arg v) {
+  const Shape xs = b.meta(sliced).shape, ms = b.meta(mask).shape;
+  const size_t k = ms.size(), ud = static_cast<size_t>(d);
+  if (k == 0) unsupported("setitem", "a 0-dimensional boolean index");
+  for (size_t i = 0; i < k; ++i)
+    if (ud + i >= xs.size() || ms[i] != xs[ud + i])
+      throw std::invalid_argument("The shape of the mask " + shape_str(ms) + " at index " + std::to_string(i) +
+                                  " does not match the shape of the indexed tensor " + shape_str(xs) + " at index " + std::to_string(ud + i));
+  if (b.meta(mask).dtype != DType::b8) mask = b.call("prims.convert_element_type.default", {mask, Arg::of_string("torch.bool")});
+  const Shape before(xs.begin(), xs.begin() + d), rest(xs.begin() + d + static_cast<long>(k), xs.end());
+  // The indexing result is before + [count] + rest; the value broadcast to it with count 1.
+  Shape result = before;
+  result.push_back(1);
+  result.insert(result.end(), rest.begin(), rest.end());
+  const Shape vs = b.meta(v).shape;
+  bool fits = vs.size() <= result.size();
+  for (size_t i = 0; fits && i < vs.size(); ++i) {
+    const int64_t want = result[result.size() - vs.size() + i];
+    fits = vs[i] == 1 || vs[i] == want;
   }
-  return x;
+  if (!fits) {
+    if (vs.size() > rest.size() && vs.size() <= result.size() && vs[vs.size() - rest.size() - 1] != 1)
+      unsupported("setitem", "a value of shape " + shape_str(vs) +
+                                 " assigned through a boolean mask (the count of its True values is data-dependent; a value the same at every position is)");
+    throw std::invalid_argument("shape mismatch: value tensor of shape " + shape_str(vs) + " cannot be broadcast to indexing result of shape " +
+                                shape_str(result));
+  }
+  if (vs.size() > rest.size()) {  // the count's dimension (1) becomes the mask's k dimensions of 1
+    Shape padded(result.size() - vs.size(), 1);
+    padded.insert(padded.end(), vs.begin(), vs.end());
+    Shape vv(padded.begin(), padded.begin() + d);
+    vv.insert(vv.end(), k, 1);
+    vv.insert(vv.end(), padded.begin() + d + 1, padded.end());
+    v = b.call("aten.view.default", {v, Arg::of_ints(vv)});
+  }
+  Shape mv(before.size(), 1);
+  mv.insert(mv.end(), ms.begin(), ms.end());
+  mv.insert(mv.end(), rest.size(), 1);
+  if (mv != ms) mask = b.call("aten.view.default", {mask, Arg::of_ints(mv)});
+  return b.call("aten.where.self", {mask, v, sliced});
+}
+
+}  // namespace
+
+Arg lower_getitem(TorchLowering& b, const Arg& self, const Arg& index) {
+  if (self.kind == Arg::Kind::list) {  // a size list: x.size()[1]
+    if (!is_int(index)) throw std::invalid_argument("a size list is indexed by an int");
+    const int64_t n = static_cast<int64_t>(self.list.size()), i = index.i < 0 ? index.i + n : index.i;
+    if (i < 0 || i >= n) throw std::invalid_argument("tuple index out of range");
+    return self.list[static_cast<size_t>(i)];
+  }
+  if (!self.is_node()) throw std::invalid_argument("'" + kind_name(self) + "' object is not subscriptable");
+  if (b.returns_tuple(self)) {  // one output of a multi-output node: split(...)[0]
+    if (!is_int(index)) throw std::invalid_argument("a tuple of tensors is indexed by an int");
+    return b.call("getitem", {self, index});
+  }
+  const Slicing s = apply_slicing(b, self, index);
+  if (s.tensors.empty()) return s.view;
+  return b.call("aten.index.Tensor", {s.view, index_list(s.tensors)});
+}
+
+// THPVariable_setitem / at::indexing::set_item: the value (a number as a tensor of self's type)
+// copied into the view the index takes (copy_to: its leading 1s dropped, broadcast, cast to
+// self's type), or put at the tensor indices (index_put_: the same type required); functional
+// here: the updated view, then back through the views taken (slice_scatter, select_scatter).
+Arg lower_setitem(TorchLowering& b, const Arg& self, const Arg& index, const Arg& value) {
+  if (!self.is_node() || b.returns_tuple(self))
+    throw std::invalid_argument("'" + std::string(self.is_node() ? "tuple" : kind_name(self)) + "' object does not support item assignment");
+  if (!value.is_node() && (!value.is_number()))
+    throw std::invalid_argument("can't assign a " + kind_name(value) + " to a " + std::string(dtype_torch(b.meta(self).dtype)) + " tensor");
+  const DType dt = b.meta(self).dtype;
+  const Slicing s = apply_slicing(b, self, index);
+  const Shape target = b.meta(s.view).shape;
+  Arg updated;
+  if (s.tensors.empty()) {
+    if (!value.is_node()) {
+      updated = b.call("aten.fill.Scalar", {s.view, value});
+    } else {
+      Arg v = value;
+      if (b.meta(v).shape != target) {
+        v = drop_leading_ones(b, v);
+        const Shape vs = b.meta(v).shape;
+        if (!expands_to(vs, target))
+          throw std::invalid_argument("setitem: the value's shape " + shape_str(b.meta(value).shape) + " cannot be broadcast to the indexed shape " +
+                                      shape_str(target));
+        if (vs != target) v = b.call("aten.expand.default", {v, Arg::of_ints(target)});
+      }
+      if (b.meta(v).dtype != dt) v = b.call("prims.convert_element_type.default", {v, Arg::of_string(dtype_arg(dt))});
+      updated = v;
+    }
+  } else {
+    Arg v = value.is_node() ? drop_leading_ones(b, value)
+                            : b.call("aten.scalar_tensor.default", {value}, {{"dtype", Arg::of_string(dtype_arg(dt))}});
+    bool mask = false;
+    for (const auto& t : s.tensors) mask = mask || b.meta(t.second).dtype == DType::b8 || b.meta(t.second).dtype == DType::u8;
+    if (!mask) {
+      updated = b.call("aten.index_put.default", {s.view, index_list(s.tensors), v});
+    } else {
+      if (s.tensors.size() != 1) unsupported("setitem", "a boolean mask together with other index tensors");
+      if (b.meta(v).dtype != dt)
+        throw std::invalid_argument(std::string("Index put requires the source and destination dtypes match, got ") + scalar_type_name(dt) +
+                                    " for the destination and " + scalar_type_name(b.meta(v).dtype) + " for the source.");
+      updated = put_through_mask(b, s.view, s.tensors[0].first, s.tensors[0].second, v);
+    }
+  }
+  for (auto it = s.steps.rbegin(); it != s.steps.rend(); ++it) {
+    const std::vector<Arg>& a = it->args;
+    if (it->op == "aten.select.int") updated = b.call("aten.select_scatter.default", {it->base, updated, a[0], a[1]});
+    else if (it->op == "aten.slice.Tensor") updated = b.call("aten.slice_scatter.default", {it->base, updated, a[0], a[1], a[2], a[3]});
+    else updated = b.call("aten.squeeze.dim", {updated, a[0]});
+  }
+  // `x[...] = y` of y's shape and type: x holds a copy of y, not y itself.
+  if (value.is_node() && updated.node == value.node) updated = b.call("aten.clone.default", {updated});
+  return updated;
 }
 
 TorchMappingCounts torch_mapping_counts() {

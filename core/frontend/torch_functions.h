@@ -3,8 +3,10 @@
 // the rules of PyTorch's Python argument parser (overloads tried in its order, a Python number
 // for a Tensor only where it allows one, varargs sizes, numpy's keyword aliases);
 // torch.nn.functional's Python functions with their own signatures and defaults; the methods
-// Python defines itself (.float(), .to(), .size(), .split(), ...); Python operators and indexing
-// (operator.getitem with ints, slices, None, Ellipsis and tensors). frontend/fx_text.cpp reads
+// Python defines itself (.float(), .to(), .size(), .split(), .norm(), ...); torch.functional's
+// re-exports of torch.X; Python operators and indexing (operator.getitem with ints, slices, None,
+// Ellipsis and tensors; operator.setitem, `x[index] = value`); calls with no tensor effect
+// (torch._C._log_api_usage_once) give no value. frontend/fx_text.cpp reads
 // Dynamo graphs through here. Tests: tests/import/test_import.cpp testTorchLevel*, and the graphs
 // of tests/data/stages/op_torch_level/ (test_core checks them against the reference kernels).
 #pragma once
@@ -62,6 +64,12 @@ std::string python_operator_name(const std::string& symbol, int operands);
 // `self[index]`: one output of a multi-output node for an int, else tensor indexing as PyTorch's
 // applySlicing does it (select, slice, unsqueeze, then aten.index for the tensor indices).
 Arg lower_getitem(TorchLowering& b, const Arg& self, const Arg& index);
+// `self[index] = value` (FX prints operator.setitem so): self's new value, functional. Slices, ints,
+// None and Ellipsis: the value (a number, or a tensor broadcast and cast to self's type, as
+// copy_to) written back through the views with slice_scatter / select_scatter; tensor indices:
+// index_put (the value of self's type, as index_put_ requires); a boolean mask: where(mask, value,
+// self), for a value the same at every True position (their count is data-dependent).
+Arg lower_setitem(TorchLowering& b, const Arg& self, const Arg& index, const Arg& value);
 
 // The index values Python prints: `slice(1, None, None)` and `Ellipsis`; `py_list` marks a
 // list written `[0, 2]` (a plain list: parse lists are tuples otherwise), which indexing reads as

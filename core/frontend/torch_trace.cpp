@@ -3,15 +3,19 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <tuple>
 
 #include <nlohmann/json.hpp>
+
+#include "ops/op_table.h"
 
 namespace ls {
 
@@ -1005,6 +1009,100 @@ TorchTrace read_torch_trace(const std::string& path, const TraceLimits& limits) 
   TorchTrace t = parse_torch_trace(text, file, limits);
   if (!others.empty()) t.warnings.insert(t.warnings.begin(), {0, "the folder holds other logs too, not read: " + others});
   return t;
+}
+
+namespace {
+
+// Ops whose output holds only values of their first argument (a tensor, or a list of tensors for
+// cat and stack): views, copies, casts (to an integer type: checked where used), repeats.
+bool keeps_values(const OpDef& op) {
+  static const std::set<std::string_view> names = {
+      "view", "_unsafe_view", "reshape", "expand", "expand_as", "slice", "select", "narrow", "unsqueeze", "squeeze", "permute",
+      "transpose", "t", "flatten", "unflatten", "alias", "clone", "contiguous", "_to_copy", "to", "convert_element_type", "repeat",
+      "cat", "stack", "split", "split_with_sizes", "chunk", "unbind", "lift_fresh_copy", "detach", "movedim", "view_as", "reshape_as",
+      "swapaxes", "swapdims", "roll", "flip", "tile", "index", "gather", "index_select"};
+  return op.kind == OpKind::getitem || names.count(op.base_name()) > 0;
+}
+
+int64_t dim_size(const Graph& g, const Arg& tensor, const Arg& dim) {
+  if (!tensor.is_node() || dim.kind != Arg::Kind::integer) return -1;
+  const Shape& s = g.nodes[static_cast<size_t>(tensor.node)].meta().shape;
+  const int64_t r = static_cast<int64_t>(s.size());
+  if (r == 0) return 1;  // a 0-d tensor indexed along dim 0 or -1: one element
+  const int64_t d = dim.i < 0 ? dim.i + r : dim.i;
+  return d < 0 || d >= r ? -1 : s[static_cast<size_t>(d)];
+}
+
+}  // namespace
+
+std::map<int, int64_t> index_input_bounds(const Graph& g) {
+  std::map<int, int64_t> bound;  // by node: the smallest size its values index
+  auto limit = [&](const Arg& a, int64_t n) {
+    if (!a.is_node() || n < 0) return;
+    const int id = a.node;
+    auto it = bound.find(id);
+    if (it == bound.end()) bound[id] = n;
+    else it->second = std::min(it->second, n);
+  };
+  // Users come after the values they use: from the last node back, a node's bound is known
+  // before its arguments get it.
+  for (size_t k = g.nodes.size(); k-- > 0;) {
+    const Node& n = g.nodes[k];
+    if (!n.op) continue;
+    const std::string_view op = n.op->base_name();
+    const std::vector<Arg>& a = n.args;
+    auto shape0 = [&](size_t i) -> const Shape* {
+      return i < a.size() && a[i].is_node() ? &g.nodes[static_cast<size_t>(a[i].node)].meta().shape : nullptr;
+    };
+    if (op == "embedding" && a.size() >= 2) {
+      if (const Shape* w = shape0(0); w && !w->empty()) limit(a[1], (*w)[0]);
+    } else if ((op == "index" || op == "index_put" || op == "_unsafe_index" || op == "_unsafe_index_put") && a.size() >= 2 &&
+               a[1].kind == Arg::Kind::list) {
+      if (const Shape* x = shape0(0))
+        for (size_t d = 0; d < a[1].list.size() && d < x->size(); ++d) limit(a[1].list[d], (*x)[d]);
+    } else if ((op == "gather" || op == "index_select" || op == "scatter" || op == "scatter_add" || op == "scatter_reduce" ||
+                op == "index_add" || op == "index_copy" || op == "index_fill") && a.size() >= 3) {
+      limit(a[2], dim_size(g, a[0], a[1]));
+    } else if ((op == "nll_loss" || op == "nll_loss_forward" || op == "nll_loss2d" || op == "nll_loss2d_forward" || op == "cross_entropy_loss" ||
+                op == "nll_loss_nd") && a.size() >= 2) {
+      const Shape* x = shape0(0);
+      if (x && !x->empty() && a[1].is_node() && !dtype_is_float(g.nodes[static_cast<size_t>(a[1].node)].meta().dtype))
+        limit(a[1], x->size() == 1 ? (*x)[0] : (*x)[1]);
+    } else if (op == "one_hot" && a.size() >= 2 && a[1].kind == Arg::Kind::integer && a[1].i > 0) {
+      limit(a[0], a[1].i);
+    }
+    // What this node's values must respect, its sources' values must too.
+    const auto mine = bound.find(static_cast<int>(k));
+    if (mine == bound.end() || !keeps_values(*n.op) || a.empty()) continue;
+    if (a[0].kind == Arg::Kind::list)
+      for (const Arg& x : a[0].list) limit(x, mine->second);
+    else
+      limit(a[0], mine->second);
+  }
+  std::map<int, int64_t> out;
+  for (int id : g.user_inputs()) {
+    const auto it = bound.find(id);
+    const DType t = g.nodes[static_cast<size_t>(id)].meta().dtype;
+    if (it != bound.end() && it->second > 0 && !dtype_is_float(t) && t != DType::b8) out[id] = it->second;
+  }
+  return out;
+}
+
+void bound_index_inputs(const Graph& g, std::vector<Tensor>& inputs) {
+  const std::map<int, int64_t> bounds = index_input_bounds(g);
+  const std::vector<int> ids = g.user_inputs();
+  for (size_t i = 0; i < ids.size() && i < inputs.size(); ++i) {
+    const auto it = bounds.find(ids[i]);
+    if (it == bounds.end()) continue;
+    const Tensor& t = inputs[i];
+    Tensor bounded(t.dtype(), t.shape());  // new storage: a copy of `inputs` keeps its values
+    const double n = static_cast<double>(it->second);
+    for (int64_t j = 0; j < t.numel(); ++j) {
+      const double v = std::fmod(t.get(j), n);
+      bounded.set(j, v < 0 ? v + n : v);
+    }
+    inputs[i] = bounded;
+  }
 }
 
 }  // namespace ls

@@ -12,6 +12,9 @@
 #include <string_view>
 #include <vector>
 
+#include "ir/graph.h"
+#include "tensor/tensor.h"
+
 namespace ls {
 
 struct TraceStackFrame {
@@ -177,5 +180,15 @@ std::vector<TraceKernel> parse_inductor_kernels(std::string_view code);
 // (placeholder name -> real sizes, TraceCompile::input_sizes); an unbound symbol gets `fallback`.
 std::string concrete_graph_text(const std::string& text, const std::map<std::string, std::vector<int64_t>>& input_sizes = {},
                                 int64_t fallback = 8);
+
+// A trace logs no input's values: a graph compiled from it runs on random ones. An integer input
+// used as indices (by embedding, index, index_put, gather, index_select, scatter, the targets of
+// nll_loss / cross_entropy_loss, one_hot), directly or through ops that keep its values (views,
+// slices, expand, copies, casts to an integer type, cat, the outputs of split), needs values in
+// [0, n): n the smallest size it indexes. index_input_bounds finds n for each such placeholder
+// (by node id); bound_index_inputs maps the random values v of these inputs (`inputs` in the
+// order of g.user_inputs()) to v mod n.
+std::map<int, int64_t> index_input_bounds(const Graph& g);
+void bound_index_inputs(const Graph& g, std::vector<Tensor>& inputs);
 
 }  // namespace ls

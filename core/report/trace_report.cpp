@@ -18,6 +18,11 @@ LoadedModel trace_graph_model(const TraceCompile& c) {
   m.graph = import_fx_text(text, "[" + c.id() + "] dynamo_output_graph");
   m.inputs = random_inputs(m.graph);
   m.inputs_from = "random normal (seed 0)";
+  // Integer inputs used as indices (a model's token_type_ids buffer): within the sizes they index.
+  if (!index_input_bounds(m.graph).empty()) {
+    bound_index_inputs(m.graph, m.inputs);
+    m.inputs_from += ", index inputs within the sizes they index";
+  }
   return m;
 }
 

@@ -1449,6 +1449,183 @@ class TestImport : public QObject {
     QCOMPARE(g.outputs.size(), size_t(2));
   }
 
+  // `x[index] = value`, as FX prints operator.setitem (`x[...] = v;  setitem = None`):
+  // hf_bart's shift_tokens_right, an int and an Ellipsis with a slice, boolean masks with a
+  // number and with a row, a list index (index_put), None with an int, a tensor with an int; the
+  // numbers computed here from the inputs.
+  void testTorchLevelSetItem() {
+    const Graph g = import_fx_text(
+        torch_level_graph("L_ids_: \"i64[2, 5]\", L_x_: \"f32[2, 3, 4]\", L_m_: \"f32[2, 3]\", L_n_: \"i64[4]\"",
+                          "        shifted: \"i64[2, 5]\" = L_ids_.new_zeros((2, 5))\n"
+                          "        getitem: \"i64[2, 4]\" = L_ids_[(slice(None, None, None), slice(None, -1, None))]\n"
+                          "        clone: \"i64[2, 4]\" = getitem.clone();  getitem = None\n"
+                          "        shifted[(slice(None, None, None), slice(1, None, None))] = clone;  clone = setitem = None\n"
+                          "        shifted[(slice(None, None, None), 0)] = 7;  setitem_1 = None\n"
+                          "        eq: \"b8[2, 5]\" = shifted == 3\n"
+                          "        masked_fill_: \"i64[2, 5]\" = shifted.masked_fill_(eq, 1);  eq = masked_fill_ = None\n"
+                          "        y: \"f32[2, 3, 4]\" = L_x_ * 2\n"
+                          "        y[0] = 1.0;  setitem_2 = None\n"
+                          "        mu: \"f32[2, 3, 1]\" = L_m_[(slice(None, None, None), slice(None, None, None), None)]\n"
+                          "        y[(Ellipsis, slice(None, 2, None))] = mu;  setitem_3 = None\n"
+                          "        mask: \"b8[2, 3]\" = L_m_ > 0\n"
+                          "        z: \"f32[2, 3, 4]\" = L_x_ + 1\n"
+                          "        z[mask] = 0.5;  setitem_4 = None\n"
+                          "        row: \"f32[4]\" = L_x_[(0, 0)]\n"
+                          "        u: \"f32[2, 3, 4]\" = L_x_ - 1\n"
+                          "        u[mask] = row;  setitem_5 = None\n"
+                          "        L_n_[[0, 2]] = 9;  setitem_6 = None\n"
+                          "        L_n_[1] = 2.7;  setitem_7 = None\n"
+                          "        v: \"f32[2, 3, 4]\" = L_x_.clone()\n"
+                          "        v[(None, 1)] = row;  setitem_8 = None\n"
+                          "        k: \"i64[2]\" = torch.arange(2)\n"
+                          "        w: \"f32[2, 3, 4]\" = L_x_ * 3\n"
+                          "        w[(k, 1)] = row;  setitem_9 = None\n"
+                          "        return (shifted, y, z, u, L_n_, v, w)\n"),
+        "setitem.txt");
+    const std::vector<Tensor> in = random_inputs(g, 5);
+    const std::vector<Tensor> out = run_reference(g, in);
+    const Tensor &ids = in[0], &x = in[1], &m = in[2], &n = in[3];
+    QCOMPARE(out[0].dtype(), DType::i64);
+    QCOMPARE(out[4].dtype(), DType::i64);
+    for (int64_t i = 0; i < 2; ++i)
+      for (int64_t j = 0; j < 5; ++j) {
+        const double s = j == 0 ? 7 : ids.get(i * 5 + j - 1);
+        QCOMPARE(out[0].get(i * 5 + j), s == 3 ? 1.0 : s);
+      }
+    for (int64_t i = 0; i < 2; ++i)
+      for (int64_t j = 0; j < 3; ++j)
+        for (int64_t c = 0; c < 4; ++c) {
+          const int64_t o = (i * 3 + j) * 4 + c;
+          const float xv = static_cast<float>(x.get(o)), mv = static_cast<float>(m.get(i * 3 + j)), rv = static_cast<float>(x.get(c));
+          const bool on = mv > 0;
+          QCOMPARE(static_cast<float>(out[1].get(o)), c < 2 ? mv : i == 0 ? 1.0f : 2 * xv);
+          QCOMPARE(static_cast<float>(out[2].get(o)), on ? 0.5f : xv + 1);
+          QCOMPARE(static_cast<float>(out[3].get(o)), on ? rv : xv - 1);
+          QCOMPARE(static_cast<float>(out[5].get(o)), i == 1 ? rv : xv);
+          QCOMPARE(static_cast<float>(out[6].get(o)), j == 1 ? rv : 3 * xv);
+        }
+    QCOMPARE(out[4].get(0), 9.0);
+    QCOMPARE(out[4].get(1), 2.0);  // 2.7 as int64, as the scalar tensor of self's type is
+    QCOMPARE(out[4].get(2), 9.0);
+    QCOMPARE(out[4].get(3), n.get(3));
+    // Compiled: the check against the reference interpreter passes.
+    {
+      LoadedModel lm;
+      lm.graph = g;
+      lm.inputs = in;
+      const CompileResult r = run_pipeline(lm);
+      QVERIFY2(r.ok(), (r.error_stage + ": " + r.error).c_str());
+    }
+    // The updated tensor's other views are stale; errors PyTorch gives, and what is not supported.
+    auto text = [](const std::string& body) {
+      return torch_level_graph("L_x_: \"f32[2, 3]\", L_n_: \"i64[3]\", L_r_: \"f32[5, 3]\"", body + "        return (w,)\n");
+    };
+    expect_error([&] { import_fx_text(text("        v: \"f32[6]\" = L_x_.view(6)\n        L_x_[0] = 1.0;  setitem = None\n        w: \"f32[6]\" = v + 1\n"), "t.txt"); },
+                 {"t.txt:5:", "'v' shares its storage with 'L_x_'", "'setitem' updated in place"});
+    expect_error([&] { import_fx_text(text("        r: \"f32[3]\" = L_x_[0]\n        r[1] = 5.0;  setitem = None\n        w: \"f32[2, 3]\" = L_x_ * 2\n"), "t.txt"); },
+                 {"t.txt:5:", "'L_x_' shares its storage with 'r'"});
+    expect_error([&] { import_fx_text(text("        L_x_[[0]] = L_n_;  setitem = None\n        w: \"f32[2, 3]\" = L_x_ * 2\n"), "t.txt"); },
+                 {"t.txt:3:", "Index put requires the source and destination dtypes match"});
+    expect_error([&] { import_fx_text(text("        L_x_[0] = L_r_;  setitem = None\n        w: \"f32[2, 3]\" = L_x_ * 2\n"), "t.txt"); },
+                 {"t.txt:3:", "cannot be broadcast to the indexed shape [3]"});
+    expect_error([&] {
+      import_fx_text(text("        n2: \"i64[2]\" = L_n_[slice(None, 2, None)]\n        mk: \"b8[2]\" = n2 > 3\n        L_x_[mk] = L_r_;  setitem = None\n        w: \"f32[2, 3]\" = L_x_ * 2\n"), "t.txt");
+    },
+                 {"t.txt:5:", "data-dependent", "not supported"});
+    expect_error([&] { import_fx_text(text("        s = L_x_.size()\n        s[0] = 1;  setitem = None\n        w: \"f32[2, 3]\" = L_x_ * 2\n"), "t.txt"); },
+                 {"t.txt:4:", "object does not support item assignment"});
+    expect_error([&] { import_fx_text(text("        L_x_[0] 1.0\n        w: \"f32[2, 3]\" = L_x_ * 2\n"), "t.txt"); },
+                 {"t.txt:3:", "expected '=' after 'L_x_[...]'"});
+  }
+
+  // Calls with no tensor effect (torchvision's torch._C._log_api_usage_once) give nothing;
+  // torch.functional's re-exports are torch.X.
+  void testTorchLevelFunctionalModule() {
+    same_numbers("L_x_: \"f32[2, 6, 3]\"",
+                 "        _log_api_usage_once = torch._C._log_api_usage_once('torchvision.models.convnext');  _log_api_usage_once = None\n"
+                 "        sp = torch.functional.split(L_x_, [2, 4], dim = 1)\n"
+                 "        a: \"f32[2, 2, 3]\" = sp[0]\n"
+                 "        b: \"f32[2, 4, 3]\" = sp[1]\n"
+                 "        e: \"f32[2, 3]\" = torch.functional.einsum('bij->bj', b)\n"
+                 "        return (a, b, e)\n",
+                 "        a: \"f32[2, 2, 3]\" = torch.ops.aten.slice.Tensor(L_x_, 1, 0, 2)\n"
+                 "        b: \"f32[2, 4, 3]\" = torch.ops.aten.slice.Tensor(L_x_, 1, 2, 6)\n"
+                 "        e: \"f32[2, 3]\" = torch.ops.aten.sum.dim_IntList(b, [1])\n"
+                 "        return (a, b, e)\n");
+    const Graph g = import_fx_text(torch_level_graph("L_x_: \"f32[4]\"", "        _log_api_usage_once = torch._C._log_api_usage_once('m');  _log_api_usage_once = None\n"
+                                                                         "        y: \"f32[4]\" = torch.relu(L_x_)\n        return (y,)\n"));
+    QCOMPARE(g.nodes.size(), size_t(2));
+    expect_error([&] { import_fx_text(torch_level_graph("L_x_: \"f32[4]\"", "        y: \"f32[4]\" = torch.functional.frobnicate(L_x_)\n        return (y,)\n"), "t.txt"); },
+                 {"t.txt:3:", "unknown op 'torch.functional.frobnicate'"});
+  }
+
+  // A trace logs no values: an integer input used as indices (hf_bert's token_type_ids buffer,
+  // sliced and expanded into an embedding of 2 rows) gets random values within the smallest
+  // size it indexes, found from its uses; the graph then compiles and checks.
+  void testTraceIndexInputs() {
+    const std::string text = torch_level_graph(
+        "L_ids_: \"i64[2, 6]\", L_tt_: \"i64[1, 8]\", L_pos_: \"i64[1, 8]\", L_we_: \"f32[30, 4]\", L_te_: \"f32[2, 4]\", "
+        "L_pe_: \"f32[7, 4]\", L_y_: \"i64[6]\", L_g_: \"i64[2, 3]\", L_x_: \"f32[2, 5]\", L_c_: \"i64[2]\", L_f_: \"i64[3]\"",
+        "        tt: \"i64[1, 6]\" = L_tt_[(slice(None, None, None), slice(None, 6, None))]\n"
+        "        tte: \"i64[2, 6]\" = tt.expand(2, 6)\n"
+        "        t: \"f32[2, 6, 4]\" = torch.nn.functional.embedding(tte, L_te_, None, None, 2.0, False, False)\n"
+        "        w: \"f32[2, 6, 4]\" = torch.nn.functional.embedding(L_ids_, L_we_, None, None, 2.0, False, False)\n"
+        "        p: \"i64[1, 6]\" = L_pos_[(slice(None, None, None), slice(None, 6, None))]\n"
+        "        pe: \"f32[1, 6, 4]\" = torch.nn.functional.embedding(p, L_pe_, None, None, 2.0, False, False)\n"
+        "        s: \"f32[2, 6, 4]\" = t + w\n"
+        "        s2: \"f32[2, 6, 4]\" = s + pe\n"
+        "        yv: \"i64[2, 3]\" = L_y_.view(2, 3)\n"
+        "        r: \"f32[2, 3, 4]\" = L_te_[yv]\n"
+        "        gx: \"f32[2, 3]\" = torch.gather(L_x_, 1, L_g_)\n"
+        "        xe: \"f32[]\" = torch.nn.functional.cross_entropy(L_x_, L_c_)\n"
+        "        f: \"f32[3]\" = L_x_[(0, L_f_)]\n"
+        "        return (s2, r, gx, xe, f)\n");
+    const Graph g = import_fx_text(text, "bert.txt");
+    const std::map<int, int64_t> bounds = index_input_bounds(g);
+    auto bound = [&](const char* name) {
+      const auto it = bounds.find(g.find(name));
+      return it == bounds.end() ? int64_t(-1) : it->second;
+    };
+    QCOMPARE(bound("L_tt_"), int64_t(2));
+    QCOMPARE(bound("L_ids_"), int64_t(30));
+    QCOMPARE(bound("L_pos_"), int64_t(7));
+    QCOMPARE(bound("L_y_"), int64_t(2));
+    QCOMPARE(bound("L_g_"), int64_t(5));
+    QCOMPARE(bound("L_c_"), int64_t(5));
+    QCOMPARE(bound("L_f_"), int64_t(5));
+    QCOMPARE(bound("L_x_"), int64_t(-1));
+    QCOMPARE(bounds.size(), size_t(7));
+    std::vector<Tensor> in = random_inputs(g);
+    const std::vector<Tensor> raw = in;
+    bound_index_inputs(g, in);
+    const std::vector<int> users = g.user_inputs();
+    bool past = false;
+    for (size_t i = 0; i < users.size(); ++i) {
+      const auto it = bounds.find(users[i]);
+      for (int64_t j = 0; j < in[i].numel(); ++j) {
+        if (it == bounds.end()) {
+          QCOMPARE(in[i].get(j), raw[i].get(j));  // other inputs as they were
+          continue;
+        }
+        QVERIFY(in[i].get(j) >= 0 && in[i].get(j) < static_cast<double>(it->second));
+        QCOMPARE(in[i].get(j), std::fmod(raw[i].get(j), static_cast<double>(it->second)));
+        past = past || raw[i].get(j) >= static_cast<double>(it->second);
+      }
+    }
+    QVERIFY(past);  // the random values went past the sizes (seed 0): the bounds mattered
+    QCOMPARE(run_reference(g, in).size(), size_t(5));
+    // As a trace's graph: compiled on such inputs and checked.
+    TorchTrace t;
+    TraceCompile c;
+    c.frame_id = 0;
+    c.frame_compile_id = 0;
+    c.dynamo_graph = text;
+    t.compiles.push_back(c);
+    QVERIFY(trace_graph_model(t.compiles[0]).inputs_from.find("index inputs within the sizes they index") != std::string::npos);
+    compile_trace_graphs(t);
+    QVERIFY2(t.compiles[0].ours.ok, t.compiles[0].ours.error.c_str());
+  }
+
   // F.upsample (no recompute_scale_factor parameter), `@` of 3-D operands whose batches broadcast,
   // F.nll_loss and F.cross_entropy of (N, C, d1, ...) inputs (nll_loss_nd), the weighted l1/mse
   // losses, `number % tensor`.
