@@ -161,11 +161,17 @@ Comparison fp64_rmse_check(const Comparison& elementwise, const Tensor& actual, 
     return n ? std::sqrt(sq / static_cast<double>(n)) : 0.0;
   };
   const double ours = rmse(actual), theirs = rmse(eager);
-  const double bound = 3.0 * theirs + 1e-4;
+  // PyTorch 2.11's multiplier: 2 for float32, 3 for half precision, for fewer than 1000 elements
+  // (noise dominates) and for 4-D results of 1x1 planes; the allowance tol / 10 of same()'s
+  // default tol 1e-4.
+  const Shape& s = ref64.shape();
+  const bool small = ref64.numel() < 1000 || (s.size() == 4 && s[2] == 1 && s[3] == 1);
+  const double multiplier = dtype_is_half(actual.dtype()) || small ? 3.0 : 2.0;
+  const double bound = multiplier * theirs + 1e-5;
   std::ostringstream os;
   os.precision(3);
-  os << "RMSE against the float64 computation " << ours << (ours <= bound ? " <= " : " > ") << "3 x eager rounding's " << theirs
-     << " + 1e-4 (torch._dynamo's accuracy check)";
+  os << "RMSE against the float64 computation " << ours << (ours <= bound ? " <= " : " > ") << multiplier << " x eager rounding's "
+     << theirs << " + 1e-5 (torch._dynamo's accuracy check)";
   if (ours <= bound) {
     c.ok = true;
     c.why = c.mismatches ? std::to_string(c.mismatches) + " elements beyond assert_close's tolerance; " + os.str() : os.str();
