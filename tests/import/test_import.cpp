@@ -1559,6 +1559,46 @@ class TestImport : public QObject {
                  {"t.txt:3:", "unknown op 'torch.functional.frobnicate'"});
   }
 
+  // torch.norm, Tensor.norm and torch.functional.norm as torch/functional.py maps them (a number
+  // p, None and 'fro' to linalg_vector_norm), against the sums written out.
+  void testTorchLevelNorm() {
+    same_numbers("L_x_: \"f32[2, 3, 4]\"",
+                 "        a: \"f32[2, 1, 1]\" = L_x_.norm(p = 2, dim = (1, 2), keepdim = True)\n"
+                 "        b: \"f32[]\" = torch.norm(L_x_)\n"
+                 "        c: \"f32[2, 3]\" = torch.functional.norm(L_x_, 1, -1)\n"
+                 "        d: \"f32[]\" = L_x_.norm(inf)\n"
+                 "        e: \"f32[3]\" = torch.norm(L_x_, p = 'fro', dim = [0, 2])\n"
+                 "        f: \"f32[2, 4]\" = L_x_.norm(None, 1)\n"
+                 "        g: \"f32[2, 3]\" = torch.linalg.vector_norm(L_x_, 3, dim = 2)\n"
+                 "        h: \"f64[2, 3]\" = torch.norm(L_x_, dim = 2, dtype = torch.float64)\n"
+                 "        return (a, b, c, d, e, f, g, h)\n",
+                 "        sq: \"f32[2, 3, 4]\" = torch.ops.aten.mul.Tensor(L_x_, L_x_)\n"
+                 "        ab: \"f32[2, 3, 4]\" = torch.ops.aten.abs.default(L_x_)\n"
+                 "        sa: \"f32[2, 1, 1]\" = torch.ops.aten.sum.dim_IntList(sq, [1, 2], True)\n"
+                 "        a: \"f32[2, 1, 1]\" = torch.ops.aten.sqrt.default(sa)\n"
+                 "        sb: \"f32[]\" = torch.ops.aten.sum.default(sq)\n"
+                 "        b: \"f32[]\" = torch.ops.aten.sqrt.default(sb)\n"
+                 "        c: \"f32[2, 3]\" = torch.ops.aten.sum.dim_IntList(ab, [-1])\n"
+                 "        d: \"f32[]\" = torch.ops.aten.amax.default(ab, [])\n"
+                 "        se: \"f32[3]\" = torch.ops.aten.sum.dim_IntList(sq, [0, 2])\n"
+                 "        e: \"f32[3]\" = torch.ops.aten.sqrt.default(se)\n"
+                 "        sf: \"f32[2, 4]\" = torch.ops.aten.sum.dim_IntList(sq, [1])\n"
+                 "        f: \"f32[2, 4]\" = torch.ops.aten.sqrt.default(sf)\n"
+                 "        cu: \"f32[2, 3, 4]\" = torch.ops.aten.pow.Tensor_Scalar(ab, 3)\n"
+                 "        sg: \"f32[2, 3]\" = torch.ops.aten.sum.dim_IntList(cu, [2])\n"
+                 "        g: \"f32[2, 3]\" = torch.ops.aten.pow.Tensor_Scalar(sg, 0.3333333333333333)\n"
+                 "        x64: \"f64[2, 3, 4]\" = torch.ops.prims.convert_element_type.default(L_x_, torch.float64)\n"
+                 "        sq64: \"f64[2, 3, 4]\" = torch.ops.aten.mul.Tensor(x64, x64)\n"
+                 "        sh: \"f64[2, 3]\" = torch.ops.aten.sum.dim_IntList(sq64, [2])\n"
+                 "        h: \"f64[2, 3]\" = torch.ops.aten.sqrt.default(sh)\n"
+                 "        return (a, b, c, d, e, f, g, h)\n");
+    auto text = [](const std::string& line) { return torch_level_graph("L_x_: \"f32[2, 3, 4]\"", "        " + line + "\n        return (y,)\n"); };
+    expect_error([&] { import_fx_text(text("y: \"f32[]\" = torch.norm(L_x_, 'nuc', (1, 2))"), "t.txt"); }, {"t.txt:3:", "p='nuc'", "not supported"});
+    expect_error([&] { import_fx_text(text("y: \"f32[]\" = L_x_.norm(p = 'fro', dim = (0, 1, 2))"), "t.txt"); },
+                 {"t.txt:3:", "linalg.matrix_norm: dim must be a 2-tuple"});
+    expect_error([&] { import_fx_text(text("y: \"f32[]\" = L_x_.norm('abc')"), "t.txt"); }, {"t.txt:3:", "Order abc not supported"});
+  }
+
   // A trace logs no values: an integer input used as indices (hf_bert's token_type_ids buffer,
   // sliced and expanded into an embedding of 2 rows) gets random values within the smallest
   // size it indexes, found from its uses; the graph then compiles and checks.
