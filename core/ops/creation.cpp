@@ -152,6 +152,38 @@ Arg decomp_fill(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a) {
   return emit_full(b, m.shape, a[1], m.dtype);
 }
 
+// fill.Tensor(self, value) (hf_bart's fill_.Tensor, issue 33; the in-place form runs as this,
+// find_op_functional): self's shape and dtype, every element value's one element (a 0-d tensor,
+// as ATen's fill_ checks). torch._decomp writes it as copy(self, value); the derivative as
+// derivatives.yaml: self zeros, value grad.sum() (in value's dtype).
+std::vector<TensorMeta> infer_fill_tensor(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  const TensorMeta &x = meta_of(g, a[0]), &v = meta_of(g, a[1]);
+  if (!v.shape.empty())
+    bad(op, "fill_ only supports 0-dimension value tensor but got tensor with " + std::to_string(v.shape.size()) + " dimensions.");
+  return {like(x, x.dtype, x.shape)};
+}
+std::vector<Tensor> ref_fill_tensor(const OpDef&, const std::vector<Arg>&, const RefInputs& in, const std::vector<TensorMeta>& outs) {
+  Tensor y(outs[0].dtype, outs[0].shape);
+  for (int64_t i = 0; i < y.numel(); ++i) y.set(i, in[1].get(0));
+  return {y};
+}
+Arg decomp_fill_tensor(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a) {
+  infer_fill_tensor(b.graph(), op, a);
+  return b.call("aten.copy.default", {a[0], a[1]});
+}
+Args d_fill_tensor(DerivCtx& c) {
+  Args r(2, kNone);
+  if (c.grads[0].is_none()) return r;
+  if (wants(c, 0)) r[0] = zeros(c, shape_of(c, c.args[0]), c.b.meta(c.args[0]).dtype);
+  if (wants(c, 1)) {
+    Arg g = call(c, "aten.sum.default", {c.grads[0]});
+    const DType t = c.b.meta(c.args[1]).dtype;
+    if (c.b.meta(g).dtype != t) g = call(c, "aten._to_copy.default", {g}, {{"dtype", dtype_value(t)}});
+    r[1] = g;
+  }
+  return r;
+}
+
 // full_like(self, fill_value, *, dtype=None, ...): self's shape, dtype given or self's.
 std::vector<TensorMeta> infer_full_like(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
   if (!a[1].is_number()) bad(op, "fill_value must be a number");
@@ -500,6 +532,8 @@ void add_creation_ops(std::vector<OpDef>& t) {
       constant_op("aten.scalar_tensor.default", "scalar_tensor(Scalar s, *, " LS_TENSOR_OPTIONS ") -> Tensor", kCore,
                   infer_scalar_tensor, single<decomp_scalar_tensor>),
       comp("aten.fill.Scalar", "fill.Scalar(Tensor self, Scalar value) -> Tensor", kCore, same_as<0>, ref_fill, single<decomp_fill>),
+      comp("aten.fill.Tensor", "fill.Tensor(Tensor self, Tensor value) -> Tensor", kAten, infer_fill_tensor, ref_fill_tensor,
+           single<decomp_fill_tensor>, d_fill_tensor),
       ext("aten.rand.default", "rand(SymInt[] size, *, " LS_TENSOR_OPTIONS ") -> Tensor", kCore, infer_random, ref_rand),
       ext("aten.randn.default", "randn(SymInt[] size, *, " LS_TENSOR_OPTIONS ") -> Tensor", kCore, infer_random, ref_randn),
       ext("aten.randperm.default", "randperm(SymInt n, *, " LS_TENSOR_OPTIONS ") -> Tensor", kCore, infer_randperm, ref_randperm),

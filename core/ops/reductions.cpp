@@ -466,6 +466,232 @@ Args d_cumsum(DerivCtx& c) {
   return one(call(c, "aten.flip.default", {call(c, "aten.cumsum.default", {flipped, c.args[1]}), dims}), 3);
 }
 
+// ---- linalg_vector_norm, norm (issue 33) -----------------------------------------------------
+
+// linalg_vector_norm(x, ord, dim, keepdim, *, dtype): (sum |x|^ord)^(1/ord) over dim (None or []:
+// every dimension); ord inf / -inf: max / min of |x|; ord 0: the count of nonzeros. The checks,
+// the types (computed in float32 for halves, the result in dtype or x's) and the decomposition
+// as torch._refs.linalg.vector_norm; the derivative as derivatives.yaml's
+// linalg_vector_norm_backward (norm_backward in FunctionsManual.cpp). norm.ScalarOpt_dim and
+// norm.Scalar (real inputs) are that op, as ATen's norm calls it.
+struct VNorm {
+  double ord;
+  std::vector<int64_t> dims;  // wrapped, sorted; every dimension where dim is None or []
+  bool dim_given;             // dim a non-empty list (torch._refs' `dim is not None` after [] -> None)
+  bool keepdim;
+  DType compute, result;
+};
+VNorm vnorm_spec(const OpDef& op, const TensorMeta& x, const std::vector<Arg>& a) {
+  const int64_t rank = static_cast<int64_t>(x.shape.size());
+  const bool is_norm = op.base_name() == "norm";
+  const Arg ord = a[1];
+  if (!ord.is_none() && !ord.is_number()) bad(op, "ord must be a number");
+  VNorm v{ord.is_none() ? 2.0 : ord.number(), {}, false, false, x.dtype, x.dtype};
+  if (!dtype_is_float(x.dtype))
+    bad(op, is_norm ? "input dtype should be either floating point or complex. Got " + std::string(dtype_short(x.dtype)) + " instead."
+                    : "Expected a floating point or complex tensor as input. Got " + std::string(dtype_short(x.dtype)));
+  const Arg dim = op.name == "aten.norm.Scalar" ? Arg::none() : a[2];
+  if (!dim.is_none()) {
+    std::vector<bool> seen(std::max<int64_t>(rank, 1), false);
+    for (int64_t d : dim.ints()) {
+      const int64_t w = wrap_dim(op, d, rank);
+      if (seen[w]) bad(op, "dim " + std::to_string(w) + " appears multiple times in the list of dims");
+      seen[w] = true;
+    }
+  }
+  v.dim_given = !dim.is_none() && !dim.ints().empty();
+  v.dims = dims_of(op, dim, rank);
+  v.keepdim = op.name != "aten.norm.Scalar" && a[3].kind == Arg::Kind::boolean && a[3].b;
+  if (op.name == "aten.linalg_vector_norm.default")
+    if (auto t = dtype_arg(op, a[4])) {
+      if (!dtype_is_float(*t)) bad(op, "dtype should be floating point or complex. Got " + std::string(dtype_torch(*t)));
+      if (promote(*t, x.dtype) != *t)
+        bad(op, "the dtype of the input (" + std::string(dtype_torch(x.dtype)) + ") should be convertible without narrowing to the specified dtype (" +
+                    std::string(dtype_torch(*t)) + ")");
+      v.result = *t;
+    }
+  v.compute = compute_dtype(v.result);
+  if (x.numel() == 0 && (v.ord < 0 || v.ord == INFINITY)) {
+    if (!v.dim_given)
+      bad(op, "cannot compute the " + std::to_string(v.ord) + " norm on an empty tensor because the operation does not have an identity");
+    for (int64_t d : v.dims)
+      if (x.shape[d] == 0)
+        bad(op, "cannot compute the " + std::to_string(v.ord) + " norm on the dimension " + std::to_string(d) +
+                    " because this dimension is empty and the operation does not have an identity");
+  }
+  return v;
+}
+std::vector<TensorMeta> infer_vector_norm(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  const TensorMeta& x = meta_of(g, a[0]);
+  const VNorm v = vnorm_spec(op, x, a);
+  return {like(x, v.result, reduced_shape(x.shape, v.dims, v.keepdim))};
+}
+std::vector<Tensor> ref_vector_norm(const OpDef& op, const std::vector<Arg>& a, const RefInputs& in, const std::vector<TensorMeta>& outs) {
+  const Tensor& x = in[0];
+  TensorMeta xm = TensorMeta::contiguous(x.dtype(), x.shape());
+  const VNorm v = vnorm_spec(op, xm, a);
+  const auto pos = reduced_positions(x.shape(), v.dims);
+  const int64_t m = numel_of(outs[0].shape);
+  const double init = v.ord == INFINITY ? 0.0 : v.ord == -INFINITY ? INFINITY : 0.0;
+  std::vector<double> acc(m, init);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const double e = std::fabs(x.get(i));
+    double& r = acc[pos[i].out];
+    if (v.ord == 0) r += e != 0 ? 1 : 0;
+    else if (std::isinf(v.ord)) r = std::isnan(e) || std::isnan(r) ? NAN : v.ord > 0 ? std::max(r, e) : std::min(r, e);
+    else r += std::pow(e, v.ord);
+  }
+  Tensor y(outs[0].dtype, outs[0].shape);
+  for (int64_t o = 0; o < m; ++o) {
+    const bool root = v.ord != 0 && !std::isinf(v.ord);
+    y.set(o, root ? std::pow(acc[o], 1.0 / v.ord) : acc[o]);
+  }
+  return {y};
+}
+std::vector<Arg> decomp_vector_norm(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a) {
+  const TensorMeta x = b.meta(a[0]);
+  const VNorm v = vnorm_spec(op, x, a);
+  const int64_t rank = static_cast<int64_t>(x.shape.size());
+  const Arg dims = Arg::of_ints(v.dims), keep = Arg::of_bool(v.keepdim);
+  auto convert = [&b](Arg t, DType to) {
+    if (b.meta(t).dtype == to) return t;
+    return b.call("prims.convert_element_type.default", {t, Arg::of_string(std::string(dtype_torch(to)))});
+  };
+  if (v.ord == 0) {
+    const Arg nz = b.call("aten.ne.Scalar", {a[0], Arg::of_real(0.0)});
+    return {b.call("aten.sum.dim_IntList", {nz, dims, keep}, {{"dtype", Arg::of_string(std::string(dtype_torch(v.result)))}})};
+  }
+  if (std::isinf(v.ord)) {
+    const Arg ax = b.call("aten.abs.default", {a[0]});
+    return {convert(b.call(v.ord > 0 ? "aten.amax.default" : "aten.amin.default", {ax, dims, keep}), v.result)};
+  }
+  const Arg xc = convert(a[0], v.compute);
+  bool ones = !v.dim_given && x.numel() == 1;  // every reduced dimension of size 1: |x| itself
+  if (v.dim_given && rank > 0) {
+    ones = true;
+    for (int64_t d : v.dims) ones = ones && x.shape[d] == 1;
+  }
+  if (ones) {
+    const Arg ax = b.call("aten.abs.default", {xc});
+    if (v.keepdim || rank == 0) return {b.call("aten.clone.default", {convert(ax, v.result)})};
+    return {convert(b.call("aten.view.default", {ax, Arg::of_ints(reduced_shape(x.shape, v.dims, false))}), v.result)};
+  }
+  const bool even = std::fmod(v.ord, 2.0) == 0.0;
+  const Arg base = even ? xc : b.call("aten.abs.default", {xc});
+  const Arg p = b.call("aten.pow.Tensor_Scalar", {base, Arg::of_real(v.ord)});
+  const Arg s = b.call("aten.sum.dim_IntList", {p, dims, keep});
+  return {convert(b.call("aten.pow.Tensor_Scalar", {s, Arg::of_real(1.0 / v.ord)}), v.result)};
+}
+// norm_backward(grad, self, p, norm, dim, keepdim), its branches as FunctionsManual.cpp writes them.
+Args d_vector_norm(DerivCtx& c) {
+  const TensorMeta xm = c.b.meta(c.args[0]);
+  const VNorm v = vnorm_spec(c.op, xm, c.args);
+  const Shape in = xm.shape;
+  const Arg x = c.args[0];
+  Arg g = c.grads[0], n = c.out(0);
+  if (!v.keepdim && !in.empty()) {
+    const Shape kept = reduced_shape(in, v.dims, true);
+    g = call(c, "aten.view.default", {g, ints(kept)});
+    n = call(c, "aten.view.default", {n, ints(kept)});
+  }
+  auto masked = [&c](Arg t, Arg cond) { return call(c, "aten.masked_fill.Scalar", {t, cond, num(0.0)}); };
+  auto pw = [&c](Arg t, double e) { return call(c, "aten.pow.Tensor_Scalar", {t, num(e)}); };
+  const double p = v.ord;
+  Arg r;
+  if (p == 0.0) {
+    r = zeros(c, in, xm.dtype);
+  } else if (p == 1.0) {
+    r = call(c, "aten.mul.Tensor", {call(c, "aten.sgn.default", {x}), g});
+  } else if (p == 2.0) {
+    r = call(c, "aten.mul.Tensor", {g, masked(call(c, "aten.div.Tensor", {x, n}), call(c, "aten.eq.Scalar", {n, num(0.0)}))});
+  } else if (std::isinf(p)) {
+    const Arg ax = call(c, "aten.abs.default", {x});
+    const Arg mask = call(c, "aten.logical_or.default", {call(c, "aten.eq.Tensor", {ax, n}), call(c, "aten.isnan.default", {ax})});
+    const Arg count = call(c, "aten.sum.dim_IntList", {mask, ints(v.dims), Arg::of_bool(true)});
+    const Arg share = call(c, "aten.mul.Tensor", {call(c, "aten.div.Tensor", {g, count}), mask});
+    r = call(c, "aten.mul.Tensor", {call(c, "aten.sgn.default", {x}), share});
+  } else if (p < 1.0) {
+    const Arg zero_x = call(c, "aten.eq.Scalar", {x, num(0.0)});
+    const Arg scaled = call(c, "aten.mul.Tensor", {call(c, "aten.sgn.default", {x}), masked(pw(call(c, "aten.abs.default", {x}), p - 1), zero_x)});
+    r = call(c, "aten.mul.Tensor", {call(c, "aten.mul.Tensor", {scaled, g}), pw(n, 1 - p)});
+  } else {
+    const Arg scaled = p < 2.0 ? call(c, "aten.mul.Tensor", {call(c, "aten.sgn.default", {x}), pw(call(c, "aten.abs.default", {x}), p - 1)})
+                               : call(c, "aten.mul.Tensor", {x, pw(call(c, "aten.abs.default", {x}), p - 2)});
+    const Arg scale = masked(call(c, "aten.div.Tensor", {g, pw(n, p - 1)}), call(c, "aten.eq.Scalar", {n, num(0.0)}));
+    r = call(c, "aten.mul.Tensor", {scaled, scale});
+  }
+  if (c.b.meta(r).dtype != xm.dtype)
+    r = call(c, "prims.convert_element_type.default", {r, Arg::of_string(std::string(dtype_torch(xm.dtype)))});
+  return one(r, c.op.params.size());
+}
+std::vector<Arg> decomp_norm(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a) {
+  const VNorm v = vnorm_spec(op, b.meta(a[0]), a);
+  const Arg dim = op.name == "aten.norm.Scalar" ? Arg::none() : a[2];
+  return {b.call("aten.linalg_vector_norm.default", {a[0], Arg::of_real(v.ord), dim, Arg::of_bool(v.keepdim)})};
+}
+
+// _weight_norm(v, g, dim) (hf_hubert's weight-normed convolution, issue 33): v * (g / ||v||), the
+// norm over every dimension but dim (dim -1: over all of them), as ATen's _weight_norm: through
+// _weight_norm_interface where its fused kernel applies (dim first or last, no float16), else
+// v * (g / norm_except_dim(v, 2, dim)). _weight_norm_interface(v, g, dim) -> (w, norm) as
+// torch._decomp writes it (the norm kept in float32 for a bfloat16 g). Both are differentiated
+// through their decompositions (_weight_norm is CompositeImplicit in PyTorch; the interface's
+// _weight_norm_interface_backward computes the same gradient).
+std::vector<int64_t> weight_norm_dims(const OpDef& op, const Shape& v, int64_t dim) {
+  const int64_t rank = static_cast<int64_t>(v.size());
+  std::vector<int64_t> dims;
+  const int64_t keep = dim == -1 ? -1 : wrap_dim(op, dim, rank);
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != keep) dims.push_back(d);
+  return dims;
+}
+bool weight_norm_fused(const TensorMeta& v, const TensorMeta& g, int64_t dim) {
+  const bool half = v.dtype == DType::f16 || g.dtype == DType::f16;
+  return !half && (dim == 0 || dim == static_cast<int64_t>(v.shape.size()) - 1);
+}
+std::vector<Arg> decomp_weight_norm_interface(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a) {
+  const TensorMeta v = b.meta(a[0]), g = b.meta(a[1]);
+  const int64_t dim = a[2].i, rank = static_cast<int64_t>(v.shape.size());
+  if (op.name == "aten._weight_norm_interface.default" && dim != 0 && dim != rank - 1)
+    bad(op, "fused kernels can only be applied for first or last dim");
+  std::vector<int64_t> dims;  // torch._decomp: every i != dim
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != dim) dims.push_back(d);
+  std::vector<std::pair<std::string, Arg>> kw;
+  if (g.dtype == DType::bf16) kw.push_back({"dtype", Arg::of_string("torch.float32")});
+  const Arg norm = b.call("aten.linalg_vector_norm.default", {a[0], Arg::of_real(2.0), Arg::of_ints(dims), Arg::of_bool(true)}, kw);
+  Arg n = norm;
+  if (b.meta(n).dtype != g.dtype) n = b.call("prims.convert_element_type.default", {n, Arg::of_string(std::string(dtype_torch(g.dtype)))});
+  return {b.call("aten.mul.Tensor", {a[0], b.call("aten.div.Tensor", {a[1], n})}), norm};
+}
+std::vector<Arg> decomp_weight_norm(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a) {
+  const TensorMeta v = b.meta(a[0]), g = b.meta(a[1]);
+  if (weight_norm_fused(v, g, a[2].i)) return {decomp_weight_norm_interface(b, op, a)[0]};
+  const auto dims = weight_norm_dims(op, v.shape, a[2].i);
+  const Arg norm = a[2].i == -1 ? b.call("aten.norm.Scalar", {a[0], Arg::of_real(2.0)})
+                                : b.call("aten.linalg_vector_norm.default", {a[0], Arg::of_real(2.0), Arg::of_ints(dims), Arg::of_bool(true)});
+  return {b.call("aten.mul.Tensor", {a[0], b.call("aten.div.Tensor", {a[1], norm})})};
+}
+// The reference: the norms in double, w = v * g / norm broadcast as the decomposition's shapes.
+std::vector<Tensor> ref_weight_norm(const OpDef& op, const std::vector<Arg>& a, const RefInputs& in, const std::vector<TensorMeta>& outs) {
+  const Tensor &v = in[0], &g = in[1];
+  const int64_t dim = a[2].i;
+  const auto dims = weight_norm_dims(op, v.shape(), dim);
+  const auto pos = reduced_positions(v.shape(), dims);
+  const Shape nshape = reduced_shape(v.shape(), dims, true);
+  std::vector<double> ss(numel_of(nshape), 0.0);
+  for (int64_t i = 0; i < v.numel(); ++i) ss[pos[i].out] += v.get(i) * v.get(i);
+  Tensor w(outs[0].dtype, outs[0].shape);
+  const Shape& ws = outs[0].shape;
+  const Shape vst = broadcast_strides(v.shape(), ws), gst = broadcast_strides(g.shape(), ws), nst = broadcast_strides(nshape, ws);
+  for (int64_t i = 0; i < w.numel(); ++i)
+    w.set(i, v.get(offset_of(i, ws, vst)) * (g.get(offset_of(i, ws, gst)) / std::sqrt(ss[offset_of(i, ws, nst)])));
+  if (outs.size() == 1) return {w};
+  Tensor n(outs[1].dtype, outs[1].shape);
+  for (int64_t i = 0; i < n.numel(); ++i) n.set(i, std::sqrt(ss[i]));
+  return {w, n};
+}
+
 // ---- entries --------------------------------------------------------------------------------
 
 OpDef reduction_op(const char* name, const char* schema, Reduce r, unsigned lv, DerivFn der = nullptr,
@@ -513,6 +739,18 @@ void add_reduction_ops(std::vector<OpDef>& t) {
            infer_var_aten, ref_var_aten, decomp_var_aten, d_var),
       ext("aten.cumsum.default", "cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor", kCore, infer_cumsum, ref_cumsum,
           nullptr, d_cumsum),
+      // Ops the model zoo met (issue 33)
+      comp("aten.linalg_vector_norm.default",
+           "linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+           kAten, infer_vector_norm, ref_vector_norm, decomp_vector_norm, d_vector_norm),
+      comp("aten.norm.ScalarOpt_dim", "norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor", kAten,
+           infer_vector_norm, ref_vector_norm, decomp_norm, d_vector_norm),
+      comp("aten.norm.Scalar", "norm.Scalar(Tensor self, Scalar p=2) -> Tensor", kAten, infer_vector_norm, ref_vector_norm, decomp_norm,
+           d_vector_norm),
+      comp("aten._weight_norm.default", "_weight_norm(Tensor v, Tensor g, int dim=0) -> Tensor", kAten, infer_by_decomp, ref_weight_norm,
+           decomp_weight_norm),
+      comp("aten._weight_norm_interface.default", "_weight_norm_interface(Tensor v, Tensor g, int dim=0) -> (Tensor, Tensor)", kAten,
+           infer_by_decomp, ref_weight_norm, decomp_weight_norm_interface),
       // prims
       reduction_op("prims.sum.default", "sum(Tensor inp, int[]? dims, *, ScalarType? output_dtype=None) -> Tensor",
                    Reduce::sum, kPrims, nullptr, nullptr),

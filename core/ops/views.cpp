@@ -791,11 +791,16 @@ Args d_transpose(DerivCtx& c) { return one(call(c, "aten.transpose.int", {c.grad
 Args d_expand(DerivCtx& c) { return one(sum_to(c, c.grads[0], shape_of(c, c.args[0])), c.op.params.size()); }
 Args d_unsqueeze(DerivCtx& c) { return one(call(c, "aten.squeeze.dim", {c.grads[0], c.args[1]}), 2); }
 Args d_squeeze(DerivCtx& c) { return one(call(c, "aten.view.default", {c.grads[0], ints(shape_of(c, c.args[0]))}), 2); }
-// slice: the gradient is zero outside the slice (step 1: zeros, the gradient, zeros).
+// slice: the gradient is zero outside the slice (step 1: zeros, the gradient, zeros; other steps:
+// slice_backward, as derivatives.yaml).
 Args d_slice(DerivCtx& c) {
   const Shape& in = shape_of(c, c.args[0]);
   const int64_t dim = wrap_dim(c.op, c.args[1].i, static_cast<int64_t>(in.size()));
-  if (c.args[4].i != 1) throw std::invalid_argument(c.op.name + ": the derivative of a strided slice is not supported");
+  if (c.args[4].i != 1) {  // derivatives.yaml's slice_backward_wrapper: start None is 0, end None the size
+    const Arg start = c.args[2].is_none() ? Arg::of_int(0) : c.args[2];
+    const Arg end = c.args[3].is_none() ? Arg::of_int(in[dim]) : c.args[3];
+    return one(call(c, "aten.slice_backward.default", {c.grads[0], ints(in), Arg::of_int(dim), start, end, c.args[4]}), 5);
+  }
   const Shape& out = shape_of(c, c.out(0));
   int64_t start = c.args[2].is_none() ? 0 : c.args[2].i;
   if (start < 0) start += in[dim];
@@ -844,6 +849,128 @@ std::vector<Arg> decomp_type_as(GraphBuilder& b, const OpDef&, const std::vector
   const DType t = b.meta(a[1]).dtype;
   if (b.meta(a[0]).dtype == t) return {a[0]};
   return {b.call("aten._to_copy.default", {a[0]}, {{"dtype", Arg::of_string(std::string(dtype_torch(t)))}})};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ops the model zoo met (issue 33): swapaxes/swapdims, roll, slice_backward
+// ---------------------------------------------------------------------------------------------
+
+// swapaxes(axis0, axis1), swapdims(dim0, dim1): aliases of transpose.int (CompositeImplicit in
+// ATen), differentiated through it.
+std::vector<Arg> decomp_swapaxes(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
+  return {b.call("aten.transpose.int", {a[0], a[1], a[2]})};
+}
+
+// roll(shifts, dims): each listed dimension rotated by its shift (element i goes to i + shift,
+// wrapping); dims empty: the flattened tensor rolled by the one shift, viewed back. The checks
+// and the structure as torch._refs.roll (and ATen's roll_common); a roll of one dimension is
+// cat(x[start:], x[:start]) with start = (n - shift) mod n, which is the index_select of
+// (start + arange(n)) mod n that torch._refs writes, as views and a cat (generated code here).
+struct Roll {
+  std::vector<int64_t> shifts, dims;  // dims wrapped; empty: the flattened tensor
+};
+Roll roll_spec(const OpDef& op, const Shape& x, const std::vector<Arg>& a) {
+  Roll r{a[1].ints(), a[2].ints()};
+  const int64_t rank = static_cast<int64_t>(x.size());
+  if (r.shifts.empty()) bad(op, "`shifts` required");
+  if (!r.dims.empty() && rank == 0) bad(op, "Dimension specified as " + std::to_string(r.dims[0]) + " but tensor has no dimensions");
+  if (r.dims.empty() && r.shifts.size() != 1)
+    bad(op, "shifts and dimensions must align. shifts: " + std::to_string(r.shifts.size()) + ", dims:0");
+  if (!r.dims.empty() && r.shifts.size() != r.dims.size())
+    bad(op, "shifts and dimensions must align. shifts: " + std::to_string(r.shifts.size()) + ", dims:" + std::to_string(r.dims.size()));
+  for (int64_t& d : r.dims) d = wrap_dim(op, d, rank);
+  return r;
+}
+int64_t wrap_mod(int64_t v, int64_t n) { return ((v % n) + n) % n; }
+int64_t flat_at(const Shape& pos, const Shape& strides) { return std::inner_product(pos.begin(), pos.end(), strides.begin(), int64_t{0}); }
+std::vector<TensorMeta> infer_roll(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  const TensorMeta& x = meta_of(g, a[0]);
+  roll_spec(op, x.shape, a);
+  return {like(x, x.dtype, x.shape)};
+}
+std::vector<Tensor> ref_roll(const OpDef& op, const std::vector<Arg>& a, const RefInputs& in, const std::vector<TensorMeta>& outs) {
+  const Tensor& x = in[0];
+  const Roll r = roll_spec(op, x.shape(), a);
+  Tensor y(outs[0].dtype, outs[0].shape);
+  const int64_t n = x.numel();
+  if (n == 0) return {y};
+  const Shape st = contiguous_strides(x.shape());
+  for (int64_t i = 0; i < n; ++i) {
+    if (r.dims.empty()) {
+      y.set(i, x.get(wrap_mod(i - r.shifts[0], n)));
+      continue;
+    }
+    Shape p = unravel(i, x.shape());  // the output position; the input position it reads
+    for (size_t k = 0; k < r.dims.size(); ++k) p[r.dims[k]] = wrap_mod(p[r.dims[k]] - r.shifts[k], x.shape()[r.dims[k]]);
+    y.set(i, x.get(flat_at(p, st)));
+  }
+  return {y};
+}
+std::vector<Arg> decomp_roll(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a) {
+  const Shape x = b.meta(a[0]).shape;
+  const Roll r = roll_spec(op, x, a);
+  if (numel_of(x) == 0) return {b.call("aten.clone.default", {a[0]})};
+  if (r.dims.empty()) {
+    const Arg flat = b.call("aten.view.default", {a[0], Arg::of_ints({numel_of(x)})});
+    const Arg rolled = b.call("aten.roll.default", {flat, Arg::of_ints(r.shifts), Arg::of_ints({0})});
+    return {b.call("aten.view.default", {rolled, Arg::of_ints(x)})};
+  }
+  Arg y = a[0];
+  for (size_t k = 0; k < r.dims.size(); ++k) {
+    const int64_t d = r.dims[k], n = x[d], start = wrap_mod(n - r.shifts[k], n);
+    if (start == 0) continue;
+    Arg parts;
+    parts.kind = Arg::Kind::list;
+    parts.list = {b.call("aten.slice.Tensor", {y, Arg::of_int(d), Arg::of_int(start), Arg::of_int(n), Arg::of_int(1)}),
+                  b.call("aten.slice.Tensor", {y, Arg::of_int(d), Arg::of_int(0), Arg::of_int(start), Arg::of_int(1)})};
+    y = b.call("aten.cat.default", {parts, Arg::of_int(d)});
+  }
+  return {y.node == a[0].node ? b.call("aten.clone.default", {a[0]}) : y};
+}
+// derivatives.yaml: grad.roll(-shifts reversed, dims reversed).
+Args d_roll(DerivCtx& c) {
+  std::vector<int64_t> shifts = c.args[1].ints(), dims = c.args[2].ints();
+  std::reverse(shifts.begin(), shifts.end());
+  std::reverse(dims.begin(), dims.end());
+  for (int64_t& s : shifts) s = -s;
+  return one(call(c, "aten.roll.default", {c.grads[0], ints(shifts), ints(dims)}), 3);
+}
+
+// slice_backward(grad_output, input_sizes, dim, start, end, step): zeros of input_sizes with the
+// gradient at the slice's positions; torch._decomp: slice_scatter into new_zeros(input_sizes).
+// Its derivative (derivatives.yaml): grad.slice(dim, start, end, step).
+SliceSpec slice_backward_spec(const OpDef& op, const Shape& in, const std::vector<Arg>& a) {
+  return slice_spec(op, in, {a[0], a[2], a[3], a[4], a[5]});
+}
+std::vector<TensorMeta> infer_slice_backward(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  const TensorMeta& gm = meta_of(g, a[0]);
+  const Shape in = a[1].ints();
+  for (int64_t s : in)
+    if (s < 0) bad(op, "negative size in input_sizes " + shape_str(in));
+  if (in.empty()) bad(op, "slice() cannot be applied to a 0-dim tensor.");
+  const SliceSpec s = slice_backward_spec(op, in, a);
+  Shape want = in;
+  want[s.dim] = (s.end - s.start + s.step - 1) / s.step;
+  if (gm.shape != want) bad(op, "grad_output of shape " + shape_str(gm.shape) + " is not the slice of " + shape_str(in) + " (" + shape_str(want) + ")");
+  return {like(gm, gm.dtype, in)};
+}
+std::vector<Tensor> ref_slice_backward(const OpDef& op, const std::vector<Arg>& a, const RefInputs& in, const std::vector<TensorMeta>& outs) {
+  Tensor y(outs[0].dtype, outs[0].shape);
+  const SliceSpec s = slice_backward_spec(op, y.shape(), a);
+  const Shape st = contiguous_strides(y.shape());
+  for (int64_t i = 0; i < in[0].numel(); ++i) {
+    Shape p = unravel(i, in[0].shape());
+    p[s.dim] = s.start + p[s.dim] * s.step;
+    y.set(flat_at(p, st), in[0].get(i));
+  }
+  return {y};
+}
+std::vector<Arg> decomp_slice_backward(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
+  const Arg z = zeros_of(b, a[1].ints(), b.meta(a[0]).dtype);
+  return {b.call("aten.slice_scatter.default", {z, a[0], a[2], a[3], a[4], a[5]})};
+}
+Args d_slice_backward(DerivCtx& c) {
+  return one(call(c, "aten.slice.Tensor", {c.grads[0], c.args[2], c.args[3], c.args[4], c.args[5]}), 6);
 }
 }  // namespace
 
@@ -917,6 +1044,16 @@ void add_view_ops(std::vector<OpDef>& t) {
       comp("aten.expand_as.default", "expand_as(Tensor(a) self, Tensor other) -> Tensor(a)", kAten, infer_by_decomp, nullptr,
            decomp_as_shape<2>),
       comp("aten.type_as.default", "type_as(Tensor self, Tensor other) -> Tensor", kAten, infer_by_decomp, nullptr, decomp_type_as),
+      // Ops the model zoo met (issue 33)
+      comp("aten.swapaxes.default", "swapaxes(Tensor(a) self, int axis0, int axis1) -> Tensor(a)", kAten, infer_transpose, nullptr,
+           decomp_swapaxes),
+      comp("aten.swapdims.default", "swapdims(Tensor(a) self, int dim0, int dim1) -> Tensor(a)", kAten, infer_transpose, nullptr,
+           decomp_swapaxes),
+      comp("aten.roll.default", "roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor", kAten, infer_roll, ref_roll,
+           decomp_roll, d_roll),
+      comp("aten.slice_backward.default",
+           "slice_backward(Tensor grad_output, SymInt[] input_sizes, int dim, SymInt start, SymInt end, SymInt step) -> Tensor", kAten,
+           infer_slice_backward, ref_slice_backward, decomp_slice_backward, d_slice_backward),
       // Identities
       {.name = "aten.clone.default", .schema = "clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor",
        .kind = OpKind::pointwise, .levels = kCore, .math = Math::identity, .decompose = decomp_identity,

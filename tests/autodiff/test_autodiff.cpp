@@ -398,6 +398,46 @@ const std::map<std::string, Sample>& samples() {
     m["aten.einsum.default"] = {{{2, 3, 3, 4}, {4, 2}, {3}}, {}, [](GraphBuilder& b, const std::vector<Arg>& x) {
                                   return std::vector<Arg>{b.call("aten.einsum.default", {Arg::of_string("...iij,jk,i->...k"), list({x[0], x[1], x[2]})})};
                                 }};
+    // ---- zoo ops ----
+    // roll over two dims (shifts of both signs, one beyond the size) and flattened.
+    m["aten.roll.default"] = {{{3, 4}}, {}, [](GraphBuilder& b, const std::vector<Arg>& x) {
+                                return std::vector<Arg>{b.call("aten.roll.default", {x[0], ints({5, -1}), ints({0, -1})}),
+                                                        b.call("aten.roll.default", {x[0], ints({2}), ints({})})};
+                              }};
+    // slice_backward, and the strided slice whose derivative it is (step 2 from 1, step 3 to the end).
+    m["aten.slice_backward.default"] = {{{3, 7}, {3, 2}}, {}, [](GraphBuilder& b, const std::vector<Arg>& x) {
+                                          return std::vector<Arg>{
+                                              b.call("aten.slice.Tensor", {x[0], Arg::of_int(1), Arg::of_int(1), Arg::of_int(5), Arg::of_int(2)}),
+                                              b.call("aten.slice.Tensor", {x[0], Arg::of_int(-1), Arg::of_int(0), Arg::none(), Arg::of_int(3)}),
+                                              b.call("aten.slice_backward.default",
+                                                     {x[1], ints({3, 5}), Arg::of_int(1), Arg::of_int(1), Arg::of_int(5), Arg::of_int(2)})};
+                                        }};
+    // Every branch of norm_backward: ord 2, 3 (> 2), 1.5 (< 2), 1, 0.5 (< 1), inf, -inf, 0.
+    m["aten.linalg_vector_norm.default"] = {{{3, 4}}, {}, [](GraphBuilder& b, const std::vector<Arg>& x) {
+                                              auto vn = [&](double ord, Arg dim, bool keep) {
+                                                return b.call("aten.linalg_vector_norm.default", {x[0], num(ord), dim, Arg::of_bool(keep)});
+                                              };
+                                              return std::vector<Arg>{vn(2, ints({1}), false),  vn(3, ints({0}), true),
+                                                                      vn(1.5, Arg::none(), false), vn(1, ints({0, 1}), false),
+                                                                      vn(0.5, ints({-1}), true), vn(INFINITY, ints({1}), false),
+                                                                      vn(-INFINITY, Arg::none(), true), vn(0, ints({1}), false)};
+                                            }};
+    m["aten.norm.ScalarOpt_dim"] = {{{3, 4}}, {}, [](GraphBuilder& b, const std::vector<Arg>& x) {
+                                      return std::vector<Arg>{
+                                          b.call("aten.norm.ScalarOpt_dim", {x[0], Arg::none(), ints({1}), Arg::of_bool(true)}),
+                                          b.call("aten.norm.ScalarOpt_dim", {x[0], num(3.0), ints({0}), Arg::of_bool(false)})};
+                                    }};
+    m["aten.norm.Scalar"] = with_args("aten.norm.Scalar", {{3, 4}}, {num(2.0)});
+    m["aten.fill.Tensor"] = with_args("aten.fill.Tensor", {{2, 3}, {}}, {});
+    // weight norm, differentiated through its decomposition: dim 0 (fused in ATen), 1 (not), -1 (the whole tensor).
+    m["aten._weight_norm.default"] = {{{4, 3, 2}, {4, 1, 1}, {1, 3, 1}, {}}, {}, [](GraphBuilder& b, const std::vector<Arg>& x) {
+                                        return std::vector<Arg>{b.call("aten._weight_norm.default", {x[0], x[1], Arg::of_int(0)}),
+                                                                b.call("aten._weight_norm.default", {x[0], x[2], Arg::of_int(1)}),
+                                                                b.call("aten._weight_norm.default", {x[0], x[3], Arg::of_int(-1)})};
+                                      }};
+    m["aten._weight_norm_interface.default"] = with_args("aten._weight_norm_interface.default", {{3, 4}, {1, 4}}, {Arg::of_int(1)}, 2);
+    m["aten.swapaxes.default"] = with_args("aten.swapaxes.default", {{2, 3, 4}}, {Arg::of_int(0), Arg::of_int(-1)});
+    m["aten.swapdims.default"] = with_args("aten.swapdims.default", {{2, 3, 4}}, {Arg::of_int(1), Arg::of_int(2)});
     return m;
   }();
   return s;
