@@ -41,8 +41,14 @@ std::vector<int64_t> pair_of(const Arg& a, int64_t dflt) {
 lsrt::cuda::Conv cuda_conv(const LoopProgram& p, const ExternCall& c) {
   const bool backward = c.op == &op::convolution_backward();
   const size_t xa = backward ? 1 : 0, at = backward ? 4 : 3;  // x; stride, padding, dilation, transposed, output padding, groups
-  const Shape x = seen_shape(p, c, xa), w = seen_shape(p, c, xa + 1), y = backward ? seen_shape(p, c, 0) : c.output_metas.at(0).shape;
-  const std::vector<int64_t> st = pair_of(c.args[at], 1), pad = pair_of(c.args[at + 1], 0), dil = pair_of(c.args[at + 2], 1);
+  Shape x = seen_shape(p, c, xa), w = seen_shape(p, c, xa + 1), y = backward ? seen_shape(p, c, 0) : c.output_metas.at(0).shape;
+  std::vector<int64_t> st = pair_of(c.args[at], 1), pad = pair_of(c.args[at + 1], 0), dil = pair_of(c.args[at + 2], 1);
+  if (x.size() == 3) {  // 1-D (Whisper's, wav2vec2's): 2-D over a height of 1, the same memory
+    for (Shape* s : {&x, &w, &y}) s->insert(s->begin() + 2, 1);
+    st = {1, st[0]};
+    pad = {0, pad[0]};
+    dil = {1, dil[0]};
+  }
   const int64_t groups = c.args[at + 5].i;
   auto i = [](int64_t v) { return static_cast<int>(v); };
   return {i(x[0]), i(x[1]), i(x[2]), i(x[3]), i(w[0]), i(w[1]), i(w[2]), i(w[3]), i(y[2]), i(y[3]), i(groups), i(st[0]), i(st[1]),
@@ -96,14 +102,14 @@ std::string cuda_extern_how(const LoopProgram& p, const ExternCall& c, bool blas
   if (attention == "tiled") return "flash attention kernel";
   if (attention == "half") return "flash attention kernel (" + flash_half_type(p, c) + ", tensor cores)";
   if (attention == "cublas" && blas) return "attention (cuBLAS)";
-  if (c.op == &op::convolution() && f32 && !c.args[6].b && c.output_metas.at(0).shape.size() == 4) {
+  if (c.op == &op::convolution() && f32 && !c.args[6].b && (c.output_metas.at(0).shape.size() == 4 || c.output_metas.at(0).shape.size() == 3)) {
     const lsrt::cuda::Conv g = cuda_conv(p, c);
     if (g.depthwise) return "depthwise kernel";
     if (g.grouped()) return "grouped convolution kernel";
     if (!blas) return "host (reference kernel)";
     return g.linear() ? "cuBLAS (a linear layer)" : g.pointwise() ? "cuBLAS (1x1: no im2col)" : "im2col + cuBLAS";
   }
-  if (c.op == &op::convolution_backward() && f32 && !c.args[7].b && seen_shape(p, c, 1).size() == 4) {
+  if (c.op == &op::convolution_backward() && f32 && !c.args[7].b && (seen_shape(p, c, 1).size() == 4 || seen_shape(p, c, 1).size() == 3)) {
     const lsrt::cuda::Conv g = cuda_conv(p, c);
     if (g.depthwise) return "depthwise backward kernels";
     if (g.grouped()) return "grouped convolution backward kernels";
