@@ -457,7 +457,10 @@ class Importer {
       n.name = r_.string(r_.at(outs[0]["as_tensor"], "name", where), where);
       check_meta(n.outs.at(0), values, n.name, where);
       n.origins = {n.name};
+      const std::string name = n.name;
+      const Arg self = n.args.empty() ? Arg::none() : n.args[0];
       add(std::move(n));
+      if (inplace && self.is_node()) update_in_place(self.node, names_.at(name), name, where);
       return;
     }
     // Several outputs: the node, then a getitem per named output, as FX prints them.
@@ -506,6 +509,73 @@ class Importer {
       }
       check_meta(metas[i], values, gi.name, where);
       add(std::move(gi));
+    }
+  }
+
+  // An in-place op (fill_, copy_, add_, ...) runs as its functional op; the tensor it updated is
+  // its result from here on: the names that meant it mean the result, and where it is a view
+  // (slice, select, view, permute, ...) of another tensor, that tensor is rebuilt with the result
+  // scattered in (slice_scatter, select_scatter, a view back, the inverse permutation), up the
+  // chain of views, as functionalization writes it (torch.export's graph before decomposition
+  // keeps x[:, 0].fill_(v), and later nodes read x: hf_bart's shift_tokens_right). Views taken
+  // before the update and read after it are not updated (PyTorch's would see the new values).
+  void update_in_place(int self, int result, const std::string& origin, const std::string& where) {
+    while (true) {
+      for (auto& [name, id] : names_)
+        if (id == self) id = result;
+      const Node& v = g_.nodes[static_cast<size_t>(self)];
+      if (v.is_placeholder() || !v.op || v.args.empty() || !v.args[0].is_node()) return;
+      static const std::set<std::string> reshapes = {"aten.view.default",    "aten._unsafe_view.default", "aten.reshape.default",
+                                                     "aten.unsqueeze.default", "aten.squeeze.dim",          "aten.squeeze.dims",
+                                                     "aten.alias.default",   "aten.flatten.using_ints",   "aten.unflatten.int"};
+      static const std::set<std::string> refused = {"aten.expand.default", "aten.diagonal.default", "aten.as_strided.default"};
+      const std::string op = v.op->name;
+      if (refused.count(op)) r_.fail(where, "updates in place a view made by " + op + ", which the importer cannot write back into its base");
+      if (!reshapes.count(op) && op != "aten.slice.Tensor" && op != "aten.select.int" && op != "aten.permute.default" &&
+          op != "aten.transpose.int")
+        return;  // not a view in PyTorch (flip, repeat and the other ops copy)
+      const int base = v.args[0].node;
+      const Shape base_shape = g_.nodes[static_cast<size_t>(base)].meta().shape;
+      const Arg r = Arg::of_node(result), b = Arg::of_node(base);
+      const OpDef* how = nullptr;
+      std::vector<Arg> args;
+      if (op == "aten.slice.Tensor") {
+        how = find_op("aten.slice_scatter.default");
+        args = {b, r, v.args[1], v.args[2], v.args[3], v.args[4]};
+      } else if (op == "aten.select.int") {
+        how = find_op("aten.select_scatter.default");
+        args = {b, r, v.args[1], v.args[2]};
+      } else if (reshapes.count(op)) {
+        how = find_op("aten.view.default");
+        args = {r, Arg::of_ints(base_shape)};
+      } else if (op == "aten.permute.default") {
+        const auto p = v.args[1].ints();
+        const int64_t rank = static_cast<int64_t>(p.size());
+        std::vector<int64_t> inv(p.size());
+        for (int64_t i = 0; i < rank; ++i) inv[static_cast<size_t>((p[i] % rank + rank) % rank)] = i;
+        how = find_op("aten.permute.default");
+        args = {r, Arg::of_ints(inv)};
+      } else if (op == "aten.transpose.int") {
+        how = find_op("aten.transpose.int");
+        args = {r, v.args[1], v.args[2]};
+      }
+      Node n;
+      n.op = how;
+      n.target = "torch.ops." + how->name;
+      n.args = std::move(args);
+      try {
+        n.outs = infer_meta(g_, *how, n.args);
+      } catch (const std::invalid_argument& e) {
+        r_.fail(where, e.what());
+      }
+      const std::string stem = g_.nodes[static_cast<size_t>(base)].name + "_updated";
+      n.name = stem;
+      for (int k = 1; names_.count(n.name) || graph_names_.count(n.name) || g_.find(n.name) >= 0; ++k) n.name = stem + "_" + std::to_string(k);
+      n.origins = {origin};
+      const std::string name = n.name;
+      add(std::move(n));
+      self = base;
+      result = names_.at(name);
     }
   }
 
