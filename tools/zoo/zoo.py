@@ -136,10 +136,7 @@ def timm_models():
     return out
 
 
-def hf_models():
-    import torch
-    import transformers as tf
-
+def hf_wrap_class(torch):
     class Wrap(torch.nn.Module):  # the tensor a model's output holds first (logits, last_hidden_state)
         def __init__(self, m, key):
             super().__init__()
@@ -148,11 +145,23 @@ def hf_models():
         def forward(self, *args):
             o = self.m(*args)
             return o[self.key] if self.key in o else o[0]
+    return Wrap
 
+
+def hf_class_getter(tf):
     def cls(name):  # a class this transformers lacks fails the model's export, not the zoo
         if not hasattr(tf, name):
             raise RuntimeError(f"transformers {tf.__version__} has no {name}")
         return getattr(tf, name)
+    return cls
+
+
+def hf_models():
+    import torch
+    import transformers as tf
+
+    Wrap = hf_wrap_class(torch)
+    cls = hf_class_getter(tf)
 
     # hidden 64, 2 layers, 4 heads of 16; token ids (pad, bos, eos) inside the vocabulary of 512
     tiny = dict(vocab_size=512, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
@@ -265,14 +274,189 @@ def all_models():
     return models
 
 
+# ---------------------------------------------------------------------------------------------
+# The CI subset (export --ci): the zoo's architectures at a size the tests can hold
+# ---------------------------------------------------------------------------------------------
+
+def ci_hf_models():
+    """transformers models of tiny configs: hidden 16, 2 heads of 8, intermediate 32, one layer (two
+    for gpt2, llama and bert), vocabulary 64; token inputs 2 x 8 (ci_kind_of)."""
+    import torch
+    import transformers as tf
+    Wrap = hf_wrap_class(torch)
+    cls = hf_class_getter(tf)
+    tiny = dict(vocab_size=64, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
+                max_position_embeddings=32)
+    two = dict(tiny, num_hidden_layers=2)
+    ids = dict(pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    gpt = dict(vocab_size=64, n_embd=16, n_layer=1, n_head=2, n_positions=32, n_inner=32, bos_token_id=1, eos_token_id=2)
+    specs = {
+        # decoder-only LMs: rotary embeddings, grouped-query attention (2 heads, 1 key/value head), RMSNorm, gated MLP
+        "gpt2": lambda: cls("GPT2LMHeadModel")(cls("GPT2Config")(**dict(gpt, n_layer=2))),
+        "llama": lambda: cls("LlamaForCausalLM")(cls("LlamaConfig")(num_key_value_heads=1, **two, **ids)),
+        "mistral": lambda: cls("MistralForCausalLM")(cls("MistralConfig")(num_key_value_heads=1, **tiny, **ids)),
+        "qwen2": lambda: cls("Qwen2ForCausalLM")(cls("Qwen2Config")(num_key_value_heads=1, **tiny, **ids)),
+        "qwen3": lambda: cls("Qwen3ForCausalLM")(cls("Qwen3Config")(num_key_value_heads=1, head_dim=8, **tiny, **ids)),
+        "gemma": lambda: cls("GemmaForCausalLM")(cls("GemmaConfig")(num_key_value_heads=1, head_dim=8, **tiny)),
+        "phi": lambda: cls("PhiForCausalLM")(cls("PhiConfig")(**tiny, **ids)),
+        "gpt_neox": lambda: cls("GPTNeoXForCausalLM")(cls("GPTNeoXConfig")(**tiny, **ids)),
+        "bloom": lambda: cls("BloomForCausalLM")(cls("BloomConfig")(vocab_size=64, hidden_size=16, n_layer=1, n_head=2)),
+        "opt": lambda: cls("OPTForCausalLM")(cls("OPTConfig")(vocab_size=64, hidden_size=16, num_hidden_layers=1,
+                                                            num_attention_heads=2, ffn_dim=32, max_position_embeddings=32,
+                                                            word_embed_proj_dim=16)),
+        "falcon": lambda: cls("FalconForCausalLM")(cls("FalconConfig")(vocab_size=64, hidden_size=16, num_hidden_layers=1,
+                                                                       num_attention_heads=2, **ids)),
+        "gptj": lambda: cls("GPTJForCausalLM")(cls("GPTJConfig")(rotary_dim=4, **gpt)),
+        "gpt_bigcode": lambda: cls("GPTBigCodeForCausalLM")(cls("GPTBigCodeConfig")(multi_query=True, **gpt)),
+        # encoders
+        "bert": lambda: cls("BertModel")(cls("BertConfig")(**two, pad_token_id=0)),
+        "roberta": lambda: cls("RobertaModel")(cls("RobertaConfig")(**tiny, pad_token_id=1, bos_token_id=0, eos_token_id=2)),
+        "distilbert": lambda: cls("DistilBertModel")(cls("DistilBertConfig")(vocab_size=64, dim=16, n_layers=1, n_heads=2,
+                                                                             hidden_dim=32, max_position_embeddings=32)),
+        "albert": lambda: cls("AlbertModel")(cls("AlbertConfig")(embedding_size=8, **tiny, **ids)),
+        "electra": lambda: cls("ElectraModel")(cls("ElectraConfig")(embedding_size=8, **tiny, pad_token_id=0)),
+        "t5_encoder": lambda: cls("T5EncoderModel")(cls("T5Config")(vocab_size=64, d_model=16, d_kv=8, d_ff=32, num_layers=1,
+                                                                    num_heads=2, relative_attention_num_buckets=8)),
+        "bart": lambda: cls("BartModel")(cls("BartConfig")(vocab_size=64, d_model=16, encoder_layers=1, decoder_layers=1,
+                                                          encoder_attention_heads=2, decoder_attention_heads=2,
+                                                          encoder_ffn_dim=32, decoder_ffn_dim=32, max_position_embeddings=32,
+                                                          pad_token_id=1, bos_token_id=0, eos_token_id=2,
+                                                          decoder_start_token_id=2, forced_eos_token_id=2)),
+        # vision and audio
+        "vit": lambda: cls("ViTModel")(cls("ViTConfig")(hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                                                         intermediate_size=32, image_size=32, patch_size=8)),
+        "swin": lambda: cls("SwinModel")(cls("SwinConfig")(image_size=32, patch_size=4, embed_dim=8, depths=[1, 1],
+                                                           num_heads=[2, 2], window_size=4)),
+        "whisper_encoder": lambda: cls("WhisperModel")(cls("WhisperConfig")(vocab_size=64, d_model=16, encoder_layers=1,
+                                                                            decoder_layers=1, encoder_attention_heads=2,
+                                                                            decoder_attention_heads=2, encoder_ffn_dim=32,
+                                                                            decoder_ffn_dim=32, num_mel_bins=8,
+                                                                            max_source_positions=8, max_target_positions=16,
+                                                                            pad_token_id=0, bos_token_id=1, eos_token_id=2,
+                                                                            decoder_start_token_id=3)).encoder,
+        # a raw waveform of 400 samples: two convolutions (stride 5, 2) give 39 frames
+        "wav2vec2": lambda: cls("Wav2Vec2Model")(cls("Wav2Vec2Config")(
+            hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32, conv_dim=(8, 8),
+            conv_stride=(5, 2), conv_kernel=(10, 3), num_conv_pos_embeddings=8, num_conv_pos_embedding_groups=2,
+            vocab_size=32, **ids)),
+    }
+    kinds = {"vit": ("image", (3, 32, 32), 1), "swin": ("image", (3, 32, 32), 1),
+             "whisper_encoder": ("audio", (8, 16), 1), "wav2vec2": ("waveform", (400,), 1)}
+    out = {}
+    for n, f in specs.items():
+        def make(n=n, f=f):
+            m = f()
+            key = "logits" if "ForCausalLM" in type(m).__name__ or "LMHead" in type(m).__name__ else "last_hidden_state"
+            return Wrap(m, key), kinds.get(n, ("tokens", (2, 8), 64))
+        out["hf_" + n] = make
+    return out
+
+
+def ci_timm_models():
+    """timm models through create_model's keyword arguments (or their model classes with a short
+    architecture string, where the channel counts are fixed): 32 x 32 images, 10 classes."""
+    import torch
+    image = ("image", (3, 32, 32), 1)
+
+    def create(name, **kw):
+        def make():
+            import timm
+            return timm.create_model(name, pretrained=False, num_classes=10, **kw), image
+        return make
+
+    def mobilenetv3():  # mobilenetv3_small's blocks (hard-swish, hard-sigmoid squeeze-excite), 8-16 channels
+        from functools import partial
+        from timm.layers import get_act_layer
+        from timm.models._efficientnet_blocks import SqueezeExcite
+        from timm.models._efficientnet_builder import decode_arch_def, round_channels
+        from timm.models.mobilenetv3 import MobileNetV3
+        arch = [["ds_r1_k3_s2_e1_c8_se0.25_nre"], ["ir_r1_k3_s2_e4.5_c8_nre"], ["ir_r1_k5_s2_e4_c16_se0.25"],
+                ["ir_r1_k5_s1_e3_c16_se0.25"], ["cn_r1_k1_s1_c32"]]
+        se = partial(SqueezeExcite, gate_layer="hard_sigmoid", force_act_layer=torch.nn.ReLU, rd_round_fn=round_channels)
+        return MobileNetV3(block_args=decode_arch_def(arch), num_classes=10, stem_size=8, fix_stem=True, num_features=32,
+                           act_layer=get_act_layer("hard_swish"), se_layer=se), image
+
+    def efficientnet():  # efficientnet_b0's blocks (swish, squeeze-excite), 8-16 channels
+        from timm.layers import get_act_layer
+        from timm.models._efficientnet_builder import decode_arch_def
+        from timm.models.efficientnet import EfficientNet
+        arch = [["ds_r1_k3_s1_e1_c8_se0.25"], ["ir_r1_k3_s2_e4_c8_se0.25"], ["ir_r1_k5_s2_e4_c16_se0.25"],
+                ["ir_r1_k3_s2_e4_c16_se0.25"]]
+        return EfficientNet(block_args=decode_arch_def(arch), num_classes=10, stem_size=8, fix_stem=True, num_features=32,
+                            act_layer=get_act_layer("swish")), image
+
+    return {
+        "timm_vit_tiny_patch16_224": create("vit_tiny_patch16_224", img_size=32, patch_size=8, embed_dim=16, depth=1,
+                                            num_heads=2),
+        "timm_eva02_tiny_patch14_224": create("eva02_tiny_patch14_224", img_size=32, patch_size=8, embed_dim=16, depth=1,
+                                              num_heads=2, ref_feat_shape=(4, 4)),
+        "timm_mixer_s16_224": create("mixer_s16_224", img_size=32, patch_size=8, num_blocks=1, embed_dim=16),
+        "timm_convnext_atto": create("convnext_atto", depths=(1, 1, 1, 1), dims=(8, 8, 16, 16)),
+        "timm_convnextv2_atto": create("convnextv2_atto", depths=(1, 1, 1, 1), dims=(8, 8, 16, 16)),
+        "timm_resnet10t": create("resnet10t", stem_width=8, channels=(8, 8, 8, 16)),
+        "timm_regnetx_002": create("regnetx_002", w0=8, wa=8.0, wm=2.0, depth=4, group_size=4, stem_width=8),
+        "timm_mobilenetv3_tiny": lambda: mobilenetv3(),
+        "timm_efficientnet_tiny": lambda: efficientnet(),
+    }
+
+
+def ci_torchvision_models():
+    """torchvision model classes at small widths: 32 x 32 images, 10 classes."""
+    image = ("image", (3, 32, 32), 1)
+
+    def shufflenet():  # channel shuffles between the split branches
+        from torchvision.models.shufflenetv2 import ShuffleNetV2
+        return ShuffleNetV2(stages_repeats=[1, 1, 1], stages_out_channels=[8, 16, 24, 32, 32], num_classes=10), image
+
+    def densenet():  # concatenated features, transitions with average pooling
+        from torchvision.models.densenet import DenseNet
+        return DenseNet(growth_rate=4, block_config=(2, 2), num_init_features=8, bn_size=2, num_classes=10), image
+
+    return {"tv_shufflenet_v2": shufflenet, "tv_densenet": densenet}
+
+
+def ci_recurrent_models():
+    import torch
+
+    class Rnn(torch.nn.Module):
+        def __init__(self, cell):
+            super().__init__()
+            self.rnn = cell(8, 16, num_layers=2, batch_first=True)
+            self.head = torch.nn.Linear(16, 4)
+
+        def forward(self, x):
+            return self.head(self.rnn(x)[0])
+
+    return {"rnn_lstm": lambda: (Rnn(torch.nn.LSTM), ("sequence", (6, 8))),
+            "rnn_gru": lambda: (Rnn(torch.nn.GRU), ("sequence", (6, 8)))}
+
+
+def ci_models():
+    """The CI subset, in the order export --ci takes them (a model that would pass --max-total-kb
+    is left out, so the order decides): name -> make, as all_models()."""
+    models = {}
+    for f in (ci_hf_models, ci_timm_models, ci_torchvision_models, ci_recurrent_models):
+        try:
+            models.update(f())
+        except Exception as e:  # a library missing on this machine
+            print(f"{f.__name__}: {e}", file=sys.stderr)
+    return models
+
+
 def inputs_for(kind, torch):
+    """The model's inputs, seeded: "image" (2 x 3 x 224 x 224), "tokens" (2 x 16 ids below 512),
+    (name, shape) for 2 x shape normal floats, (name, shape, batch) for batch x shape, and the CI
+    subset's ("tokens", (batch, length), vocabulary)."""
     g = torch.Generator().manual_seed(0)
     if kind == "image":
         kind = ("image", (3, 224, 224))
     if kind == "tokens":
         return (torch.randint(0, 512, (2, 16), generator=g),)
-    name, shape = kind
-    return (torch.randn((2,) + tuple(shape), generator=g),)
+    if kind[0] == "tokens":
+        return (torch.randint(0, kind[2], tuple(kind[1]), generator=g),)
+    name, shape = kind[:2]
+    batch = kind[2] if len(kind) > 2 else 2
+    return (torch.randn((batch,) + tuple(shape), generator=g),)
 
 
 def build(make, torch):
@@ -542,6 +726,8 @@ def merge_export_json(folder, summary):
 def export(args):
     """The batch's models (--part K/M: every M-th of them from the K-th, so that M export processes
     can share a batch), within --budget seconds: no export starts after it."""
+    if args.ci:
+        return ci_export(args)
     models = all_models()
     os.makedirs(args.out, exist_ok=True)
     deadline = time.time() + args.budget if args.budget else float("inf")
@@ -554,6 +740,103 @@ def export(args):
                                                                      args.max_params64, args.max_grad_s64)
         print(name, summary[name], flush=True)
     merge_export_json(args.out, summary)
+
+
+# The CI subset's limits: one model's files, and all of them (tests/data/zoo/).
+CI_MAX_KB = 150
+CI_MAX_TOTAL_KB = 4096
+
+
+def deflate_zip(path):
+    """The archive again with its entries deflated: torch.export.save stores them uncompressed, and
+    a model's JSON graph shrinks about tenfold. Names, order and contents are kept and dates fixed
+    (1980), so one export gives the same bytes; libzip (our importer) and Python's zipfile inflate
+    them as they read."""
+    tmp = path + ".deflate"
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(tmp, "w") as dst:
+        for info in src.infolist():
+            z = zipfile.ZipInfo(info.filename, date_time=(1980, 1, 1, 0, 0, 0))
+            z.compress_type = zipfile.ZIP_DEFLATED
+            z.external_attr = info.external_attr
+            dst.writestr(z, src.read(info.filename), compresslevel=9)
+    os.replace(tmp, path)
+
+
+def folder_kb(d):
+    return sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(d) for f in fs) / 1024
+
+
+def ci_export(args):
+    """export --ci: the CI subset (ci_models) into --out, one model after the other in its order,
+    each by export_one (the zoo's own export, so its files are exactly the zoo's), then: ort_out.npy
+    dropped (its error stays in summary.json), model.pt2's entries deflated, and the folder left
+    out where it holds more than --max-kb or would take the subset past --max-total-kb. DIR/ci.json
+    says what each model gave and its size; folders of earlier CI exports whose model is no longer
+    in the list are removed."""
+    models = ci_models()
+    names = list(models)
+    if args.only:
+        keep = {x.strip() for x in args.only.split(",") if x.strip()}
+        names = [n for n in names if n in keep or source_of(n) in keep]
+    os.makedirs(args.out, exist_ok=True)
+    if not args.only:
+        for d in exported_names(args.out):
+            if d not in models and os.path.exists(os.path.join(args.out, d, "summary.json")):
+                shutil.rmtree(os.path.join(args.out, d))
+    deadline = time.time() + args.budget if args.budget else float("inf")
+    out = {"meta": dict(machine(), started=time.strftime("%Y-%m-%d %H:%M:%S"), command=" ".join(sys.argv),
+                        max_kb=args.max_kb, max_total_kb=args.max_total_kb),
+           "models": {}, "kept": [], "left_out": {}}
+    try:
+        import torch
+        out["meta"]["torch"] = torch.__version__
+        import transformers
+        out["meta"]["transformers"] = transformers.__version__
+        import timm
+        out["meta"]["timm"] = timm.__version__
+    except Exception:
+        pass
+    total = 0.0
+    for name in names:
+        if time.time() > deadline:
+            out["left_out"][name] = "not tried: --budget"
+            continue
+        d = os.path.join(args.out, name)
+        s = export_one(name, models[name], args.out, args.threads, args.max_params64, args.max_grad_s64)
+        if os.path.isdir(d):
+            if os.path.exists(os.path.join(d, "ort_out.npy")):
+                os.remove(os.path.join(d, "ort_out.npy"))
+            if os.path.exists(os.path.join(d, "model.pt2")):
+                deflate_zip(os.path.join(d, "model.pt2"))
+            kb = folder_kb(d)
+            s["kb"] = round(kb, 1)
+            if kb > args.max_kb:
+                s["ci"] = f"left out: {kb:.0f} KB, over --max-kb {args.max_kb:.0f}"
+            elif total + kb > args.max_total_kb:
+                s["ci"] = f"left out: {kb:.0f} KB would take the subset past --max-total-kb {args.max_total_kb:.0f}"
+            else:
+                s["ci"] = "kept"
+                total += kb
+                write_json(os.path.join(d, "summary.json"), s)
+            if s["ci"] != "kept":
+                shutil.rmtree(d, ignore_errors=True)
+        else:
+            s["ci"] = "left out: " + (s.get("export") if str(s.get("export", "")).startswith("failed") else
+                                      "neither .pt2 nor .onnx exported")
+        out["models"][name] = s
+        if s["ci"] == "kept":
+            out["kept"].append(name)
+        else:
+            out["left_out"][name] = s["ci"]
+        out["total_kb"] = round(total, 1)
+        write_json(os.path.join(args.out, "ci.json"), out)
+        print(f"{name}: {s['ci']}" + (f" ({s['kb']:.0f} KB)" if "kb" in s else ""), {k: v for k, v in s.items() if k != "ci"},
+              flush=True)
+    write_json(os.path.join(args.out, "ci.json"), out)
+    print(f"CI subset in {args.out}: {len(out['kept'])} models, {total:.0f} KB; left out {len(out['left_out'])}:",
+          flush=True)
+    for n, why in out["left_out"].items():
+        print(f"  {n}: {why}", flush=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1490,6 +1773,10 @@ def main():
                    "grad64_in*.npy) for models with more parameters")
     e.add_argument("--max-grad-s64", type=float, default=MAX_GRAD_S64, help="no float64 reference for models whose "
                    "float32 gradients took longer (seconds)")
+    e.add_argument("--ci", action="store_true", help="the CI subset (ci_models: tiny configs, about 30 models) "
+                   "instead of the zoo, pruned to --max-kb each and --max-total-kb in all (tests/data/zoo)")
+    e.add_argument("--max-kb", type=float, default=CI_MAX_KB, help="--ci: a model's files at most (KB)")
+    e.add_argument("--max-total-kb", type=float, default=CI_MAX_TOTAL_KB, help="--ci: all models' files at most (KB)")
     selection(e)
     r = sub.add_parser("run", help="our CLI on each exported model, CPU and CUDA")
     r.add_argument("--models", required=True, help="the folder the models are exported into")
