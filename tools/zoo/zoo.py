@@ -49,10 +49,28 @@ step against grad_in*.npy; a model of token ids has no float input, so its train
 reference interpreter, the only check of its parameters' gradients. Where out64.npy and
 grad64_in*.npy are there, the CLI holds a result beyond the elementwise float32 tolerance of
 PyTorch's (two float32 computations in other orders: a deep net's input gradients) to
-torch._dynamo's accuracy check against them (RMSE at most 3 x float32 PyTorch's + 1e-4); the
-results record which float64 result decided (rmse_checks, decided_by). Each job's CPU threads are the
+torch._dynamo's accuracy check against them, as PyTorch 2.11's torch._dynamo.utils.same(): RMSE
+against the float64 result at most 2 x float32 PyTorch's (3 x for half precision, results of fewer
+than 1000 elements or of 1x1 planes) + 1e-5; the results record which float64 result decided (rmse_checks, decided_by). Each job's CPU threads are the
 cores divided by the jobs at once (OMP_NUM_THREADS, LOWERSCOPE_COMPILE_THREADS), so that parallel
 jobs do not oversubscribe the cores.
+
+The CI subset (issue 33: a representative subset run in CI on the CPU, tests/data/zoo,
+tests/data/zoo/README.md): `export --ci` exports ci_models(), about 36 of the zoo's architectures at
+tiny sizes (transformers configs of hidden 16, 2 heads of 8, 1-2 layers, vocabulary 64, token inputs
+2 x 8; timm through create_model's keyword arguments, its MobileNetV3/EfficientNet classes with short
+arch strings where the channel counts are fixed; torchvision's ShuffleNetV2 and DenseNet classes;
+LSTM and GRU; images 1 x 3 x 32 x 32), each by export_one as the zoo's (seed 0, float64 results
+included), then model.pt2's entries deflated (torch.export.save stores them uncompressed; the JSON
+graph shrinks about tenfold), ort_out.npy dropped (its error stays in summary.json), and a model left
+out where its files pass --max-kb (150) or the subset's pass --max-total-kb (4096), in ci_models()'s
+order; DIR/ci.json says what each gave and its size. On the GPU machine (torch is not needed
+elsewhere), the whole subset in a minute or two:
+
+  python3 tools/zoo/zoo.py export --ci --out tests/data/zoo      # or tools/zoo/ci_export.sh
+
+and here `ctest -L zoo` (tests/zoo/CMakeLists.txt: zoo.<model>.pt2, .onnx and .train for each folder,
+tests/zoo/run_zoo_case.py running `lowerscope-cli compile ... --device cpu` against PyTorch's files).
 
 `inductor` builds each model again (same seed, same weights as its export), moves it and its
 inputs to CUDA and measures eager and torch.compile (default mode): the first call's time (the
@@ -82,6 +100,7 @@ import threading
 import time
 import traceback
 import zipfile
+import zlib
 
 
 def torchvision_models():
@@ -756,14 +775,27 @@ def deflate_zip(path):
     with zipfile.ZipFile(path) as src, zipfile.ZipFile(tmp, "w") as dst:
         for info in src.infolist():
             z = zipfile.ZipInfo(info.filename, date_time=(1980, 1, 1, 0, 0, 0))
-            z.compress_type = zipfile.ZIP_DEFLATED
+            data = src.read(info.filename)
+            # entries that deflate would not shrink (a version number, random weights) stay stored
+            z.compress_type = zipfile.ZIP_DEFLATED if len(zlib.compress(data, 9)) < len(data) else zipfile.ZIP_STORED
             z.external_attr = info.external_attr
-            dst.writestr(z, src.read(info.filename), compresslevel=9)
+            dst.writestr(z, data, compresslevel=9)
     os.replace(tmp, path)
 
 
 def folder_kb(d):
     return sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(d) for f in fs) / 1024
+
+
+def ci_worker(argv):
+    """zoo.py ci-worker NAME DIR THREADS MAX_PARAMS64 MAX_GRAD_S64: one model of the CI subset
+    exported in a process of its own (ci_export starts them); its summary, as JSON, is the last
+    line printed."""
+    name, folder, threads, max_params64, max_grad_s64 = argv
+    import torch
+    torch.set_num_threads(max(1, int(threads)))
+    s = export_one(name, ci_models()[name], folder, int(threads), float(max_params64), float(max_grad_s64))
+    print(json.dumps(s), flush=True)
 
 
 def ci_export(args):
@@ -796,13 +828,35 @@ def ci_export(args):
         out["meta"]["timm"] = timm.__version__
     except Exception:
         pass
+    # The exports run in --jobs processes at once, a process per model (a crash costs that model
+    # alone; seed 0 as always); sizes are then taken in ci_models()'s order, so the subset kept
+    # does not depend on which export finished first.
+    jobs = max(1, args.jobs)
+    threads = args.threads or max(1, (os.cpu_count() or 1) // jobs)
+
+    def one(n):
+        if time.time() > deadline:
+            return None
+        cmd = [sys.executable, os.path.abspath(__file__), "ci-worker", n, args.out, str(threads),
+               str(args.max_params64), str(args.max_grad_s64)]
+        p = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS=str(threads)))
+        lines = p.stdout.strip().splitlines()
+        try:
+            return json.loads(lines[-1])
+        except Exception:
+            shutil.rmtree(os.path.join(args.out, n), ignore_errors=True)
+            err = first_line("\n".join((p.stderr or "").strip().splitlines()[-1:])) or f"exit {p.returncode}"
+            return {"export": f"failed: the export process: {err}"}
+
+    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+        summaries = dict(zip(names, pool.map(one, names)))
     total = 0.0
     for name in names:
-        if time.time() > deadline:
+        d = os.path.join(args.out, name)
+        s = summaries[name]
+        if s is None:
             out["left_out"][name] = "not tried: --budget"
             continue
-        d = os.path.join(args.out, name)
-        s = export_one(name, models[name], args.out, args.threads, args.max_params64, args.max_grad_s64)
         if os.path.isdir(d):
             if os.path.exists(os.path.join(d, "ort_out.npy")):
                 os.remove(os.path.join(d, "ort_out.npy"))
@@ -930,7 +984,7 @@ def rmse_checks(chk):
     for what, cs in (("output", chk.get("outputs", []) or []), ("reference", chk.get("reference", []) or []),
                      ("gradient", chk.get("gradients", []) or [])):
         for i, c in enumerate(cs):
-            m = re.search(r"RMSE against (.+?) \S+ (?:<=|>) 3 x", str(c.get("why") or ""))
+            m = re.search(r"RMSE against (.+?) \S+ (?:<=|>) \d+(?:\.\d+)? x", str(c.get("why") or ""))
             if m:
                 name = f"gradient of {c['input']}" if c.get("input") else f"{what} {i}"
                 out.append({"check": f"{name} vs {c.get('against')}", "yardstick": m.group(1), "ok": bool(c.get("ok"))})
@@ -1649,7 +1703,8 @@ def write_table(exported, results, inductor, traces, args, ran_kinds=None):
         lines += ["", f"PyTorch's float64 results (out64.npy, grad64_in*.npy: the model in float64 on the CPU) came with "
                   f"{n64} models' exports ({skipped} skipped as too large); where ours differs from PyTorch's float32 "
                   "result beyond the elementwise tolerance, torch._dynamo's accuracy check decides: ours passes when its "
-                  "RMSE against the float64 result is at most 3 x float32 PyTorch's + 1e-4 (`fp64` in a cell: "
+                  "RMSE against the float64 result is at most 2 x float32 PyTorch's (3 x under 1000 elements) + 1e-5, as "
+                  "torch._dynamo.utils.same() (`fp64` in a cell: "
                   f"{len(fp64)} jobs of {len({n for n, _ in fp64})} models passed so)."]
     speed, comp = [], []
     for n in names:
@@ -1757,6 +1812,8 @@ def table(args):
 
 
 def main():
+    if sys.argv[1:2] == ["ci-worker"]:  # export --ci's process for one model
+        return ci_worker(sys.argv[2:])
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
 
@@ -1777,6 +1834,8 @@ def main():
                    "instead of the zoo, pruned to --max-kb each and --max-total-kb in all (tests/data/zoo)")
     e.add_argument("--max-kb", type=float, default=CI_MAX_KB, help="--ci: a model's files at most (KB)")
     e.add_argument("--max-total-kb", type=float, default=CI_MAX_TOTAL_KB, help="--ci: all models' files at most (KB)")
+    e.add_argument("--jobs", type=int, default=4, help="--ci: exports at once (processes; --threads each, default "
+                   "cores / jobs)")
     selection(e)
     r = sub.add_parser("run", help="our CLI on each exported model, CPU and CUDA")
     r.add_argument("--models", required=True, help="the folder the models are exported into")
