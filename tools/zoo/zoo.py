@@ -62,7 +62,8 @@ tiny sizes (transformers configs of hidden 16, 2 heads of 8, 1-2 layers, vocabul
 arch strings where the channel counts are fixed; torchvision's ShuffleNetV2 and DenseNet classes;
 LSTM and GRU; images 1 x 3 x 32 x 32), each by export_one as the zoo's (seed 0, float64 results
 included), then model.pt2's entries deflated (torch.export.save stores them uncompressed; the JSON
-graph shrinks about tenfold), ort_out.npy dropped (its error stays in summary.json), and a model left
+graph shrinks about tenfold), model.onnx's per-node metadata (the exporter's stack traces and scopes)
+stripped, ort_out.npy dropped (its error stays in summary.json), and a model left
 out where its files pass --max-kb (150) or the subset's pass --max-total-kb (4096), in ci_models()'s
 order; DIR/ci.json says what each gave and its size. On the GPU machine (torch is not needed
 elsewhere), the whole subset in a minute or two:
@@ -783,6 +784,30 @@ def deflate_zip(path):
     os.replace(tmp, path)
 
 
+def strip_onnx_metadata(path):
+    """model.onnx again without its metadata_props and doc_strings (the dynamo exporter's stack
+    traces, name scopes, class hierarchies and FX node names: about 500 bytes a node, most of a
+    small transformer's file); the graph, its types and weights as they were. Our importer reads
+    none of it."""
+    import onnx
+    m = onnx.load(path)
+
+    def walk(msg):
+        for field, value in msg.ListFields():
+            if field.name in ("metadata_props", "doc_string"):
+                msg.ClearField(field.name)
+            elif field.type == field.TYPE_MESSAGE:
+                repeated = getattr(field, "is_repeated", None)
+                if repeated is None:
+                    repeated = field.label == field.LABEL_REPEATED
+                for v in (value if repeated else [value]):
+                    walk(v)
+    walk(m)
+    tmp = path + ".strip"
+    onnx.save(m, tmp)
+    os.replace(tmp, path)
+
+
 def folder_kb(d):
     return sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(d) for f in fs) / 1024
 
@@ -801,7 +826,8 @@ def ci_worker(argv):
 def ci_export(args):
     """export --ci: the CI subset (ci_models) into --out, one model after the other in its order,
     each by export_one (the zoo's own export, so its files are exactly the zoo's), then: ort_out.npy
-    dropped (its error stays in summary.json), model.pt2's entries deflated, and the folder left
+    dropped (its error stays in summary.json), model.pt2's entries deflated, model.onnx's metadata
+    (stack traces, scopes) stripped (strip_onnx_metadata), and the folder left
     out where it holds more than --max-kb or would take the subset past --max-total-kb. DIR/ci.json
     says what each model gave and its size; folders of earlier CI exports whose model is no longer
     in the list are removed."""
@@ -862,6 +888,14 @@ def ci_export(args):
                 os.remove(os.path.join(d, "ort_out.npy"))
             if os.path.exists(os.path.join(d, "model.pt2")):
                 deflate_zip(os.path.join(d, "model.pt2"))
+            onnx_path = os.path.join(d, "model.onnx")
+            if os.path.exists(onnx_path):
+                before = os.path.getsize(onnx_path) / 1024
+                try:
+                    strip_onnx_metadata(onnx_path)
+                    s["onnx_metadata"] = f"stripped: {before:.0f} KB -> {os.path.getsize(onnx_path) / 1024:.0f} KB"
+                except Exception as e:
+                    s["onnx_metadata"] = "kept: " + short_error(e)
             kb = folder_kb(d)
             s["kb"] = round(kb, 1)
             if kb > args.max_kb:
