@@ -58,8 +58,8 @@ jobs do not oversubscribe the cores.
 The CI subset (issue 33: a representative subset run in CI on the CPU, tests/data/zoo,
 tests/data/zoo/README.md): `export --ci` exports ci_models(), about 36 of the zoo's architectures at
 tiny sizes (transformers configs of hidden 16, 2 heads of 8, 1-2 layers, vocabulary 64, token inputs
-2 x 8; timm through create_model's keyword arguments, its MobileNetV3/EfficientNet classes with short
-arch strings where the channel counts are fixed; torchvision's ShuffleNetV2 and DenseNet classes;
+2 x 8; timm's model classes at small configs, its MobileNetV3/EfficientNet classes with short arch
+strings where the channel counts are fixed; torchvision's ShuffleNetV2 and DenseNet classes;
 LSTM and GRU; images 1 x 3 x 32 x 32), each by export_one as the zoo's (seed 0, float64 results
 included), then model.pt2's entries deflated (torch.export.save stores them uncompressed; the JSON
 graph shrinks about tenfold), model.onnx's per-node metadata (the exporter's stack traces and scopes)
@@ -373,16 +373,39 @@ def ci_hf_models():
 
 
 def ci_timm_models():
-    """timm models through create_model's keyword arguments (or their model classes with a short
-    architecture string, where the channel counts are fixed): 32 x 32 images, 10 classes."""
+    """timm's model classes at small configs (the arguments its registered models pass, shrunk;
+    the classes themselves, since several registered functions refuse a second patch_size or
+    width), or with a short architecture string where the channel counts are fixed (MobileNetV3,
+    EfficientNet): 32 x 32 images, 10 classes."""
     import torch
     image = ("image", (3, 32, 32), 1)
 
-    def create(name, **kw):
-        def make():
-            import timm
-            return timm.create_model(name, pretrained=False, num_classes=10, **kw), image
-        return make
+    def vit():  # vit_tiny_patch16_224's class: patch embedding, class token, pre-norm blocks
+        from timm.models.vision_transformer import VisionTransformer
+        return VisionTransformer(img_size=32, patch_size=8, embed_dim=16, depth=1, num_heads=2, num_classes=10), image
+
+    def eva02():  # eva02_tiny_patch14_224's: rotary position embeddings, SwiGLU MLP
+        from timm.models.eva import Eva
+        return Eva(img_size=32, patch_size=8, embed_dim=16, depth=1, num_heads=2, mlp_ratio=4 * 2 / 3, swiglu_mlp=True,
+                   use_rot_pos_emb=True, ref_feat_shape=(4, 4), num_classes=10), image
+
+    def mixer():  # mixer_s16_224's: token- and channel-mixing MLPs
+        from timm.models.mlp_mixer import MlpMixer
+        return MlpMixer(img_size=32, patch_size=8, num_blocks=1, embed_dim=16, num_classes=10), image
+
+    def convnext(v2):  # convnext_atto's (conv_mlp) and convnextv2_atto's (global response norm)
+        from timm.models.convnext import ConvNeXt
+        extra = dict(use_grn=True, ls_init_value=None) if v2 else {}
+        return ConvNeXt(depths=(1, 1, 1, 1), dims=(8, 8, 16, 16), conv_mlp=True, num_classes=10, **extra), image
+
+    def resnet10t():  # resnet10t's: a deep tiered stem, average-pool downsampling
+        from timm.models.resnet import BasicBlock, ResNet
+        return ResNet(BasicBlock, (1, 1, 1, 1), stem_width=8, stem_type="deep_tiered", avg_down=True,
+                      channels=(8, 8, 8, 16), num_classes=10), image
+
+    def regnetx():  # regnetx_002's: grouped bottlenecks (widths 8, 16, 32; groups of 4)
+        from timm.models.regnet import RegNet, RegNetCfg
+        return RegNet(RegNetCfg(w0=8, wa=8.0, wm=2.0, group_size=4, depth=4, stem_width=8), num_classes=10), image
 
     def mobilenetv3():  # mobilenetv3_small's blocks (hard-swish, hard-sigmoid squeeze-excite), 8-16 channels
         from functools import partial
@@ -406,17 +429,15 @@ def ci_timm_models():
                             act_layer=get_act_layer("swish")), image
 
     return {
-        "timm_vit_tiny_patch16_224": create("vit_tiny_patch16_224", img_size=32, patch_size=8, embed_dim=16, depth=1,
-                                            num_heads=2),
-        "timm_eva02_tiny_patch14_224": create("eva02_tiny_patch14_224", img_size=32, patch_size=8, embed_dim=16, depth=1,
-                                              num_heads=2, ref_feat_shape=(4, 4)),
-        "timm_mixer_s16_224": create("mixer_s16_224", img_size=32, patch_size=8, num_blocks=1, embed_dim=16),
-        "timm_convnext_atto": create("convnext_atto", depths=(1, 1, 1, 1), dims=(8, 8, 16, 16)),
-        "timm_convnextv2_atto": create("convnextv2_atto", depths=(1, 1, 1, 1), dims=(8, 8, 16, 16)),
-        "timm_resnet10t": create("resnet10t", stem_width=8, channels=(8, 8, 8, 16)),
-        "timm_regnetx_002": create("regnetx_002", w0=8, wa=8.0, wm=2.0, depth=4, group_size=4, stem_width=8),
-        "timm_mobilenetv3_tiny": lambda: mobilenetv3(),
-        "timm_efficientnet_tiny": lambda: efficientnet(),
+        "timm_vit_tiny_patch16_224": vit,
+        "timm_eva02_tiny_patch14_224": eva02,
+        "timm_mixer_s16_224": mixer,
+        "timm_convnext_atto": lambda: convnext(False),
+        "timm_convnextv2_atto": lambda: convnext(True),
+        "timm_resnet10t": resnet10t,
+        "timm_regnetx_002": regnetx,
+        "timm_mobilenetv3_tiny": mobilenetv3,
+        "timm_efficientnet_tiny": efficientnet,
     }
 
 
