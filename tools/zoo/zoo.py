@@ -396,16 +396,16 @@ def ci_timm_models():
     def convnext(v2):  # convnext_atto's (conv_mlp) and convnextv2_atto's (global response norm)
         from timm.models.convnext import ConvNeXt
         extra = dict(use_grn=True, ls_init_value=None) if v2 else {}
-        return ConvNeXt(depths=(1, 1, 1, 1), dims=(8, 8, 16, 16), conv_mlp=True, num_classes=10, **extra), image
+        return ConvNeXt(depths=(1, 1, 1, 1), dims=(8, 8, 8, 16), conv_mlp=True, num_classes=10, **extra), image
 
     def resnet10t():  # resnet10t's: a deep tiered stem, average-pool downsampling
         from timm.models.resnet import BasicBlock, ResNet
-        return ResNet(BasicBlock, (1, 1, 1, 1), stem_width=8, stem_type="deep_tiered", avg_down=True,
+        return ResNet(BasicBlock, (1, 1, 1, 1), stem_width=4, stem_type="deep_tiered", avg_down=True,
                       channels=(8, 8, 8, 16), num_classes=10), image
 
     def regnetx():  # regnetx_002's: grouped bottlenecks (widths 8, 16, 32; groups of 4)
         from timm.models.regnet import RegNet, RegNetCfg
-        return RegNet(RegNetCfg(w0=8, wa=8.0, wm=2.0, group_size=4, depth=4, stem_width=8), num_classes=10), image
+        return RegNet(RegNetCfg(w0=8, wa=8.0, wm=2.0, group_size=4, depth=3, stem_width=8), num_classes=10), image
 
     def mobilenetv3():  # mobilenetv3_small's blocks (hard-swish, hard-sigmoid squeeze-excite), 8-16 channels
         from functools import partial
@@ -414,7 +414,7 @@ def ci_timm_models():
         from timm.models._efficientnet_builder import decode_arch_def, round_channels
         from timm.models.mobilenetv3 import MobileNetV3
         arch = [["ds_r1_k3_s2_e1_c8_se0.25_nre"], ["ir_r1_k3_s2_e4.5_c8_nre"], ["ir_r1_k5_s2_e4_c16_se0.25"],
-                ["ir_r1_k5_s1_e3_c16_se0.25"], ["cn_r1_k1_s1_c32"]]
+                ["cn_r1_k1_s1_c32"]]
         se = partial(SqueezeExcite, gate_layer="hard_sigmoid", force_act_layer=torch.nn.ReLU, rd_round_fn=round_channels)
         return MobileNetV3(block_args=decode_arch_def(arch), num_classes=10, stem_size=8, fix_stem=True, num_features=32,
                            act_layer=get_act_layer("hard_swish"), se_layer=se), image
