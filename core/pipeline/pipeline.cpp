@@ -269,6 +269,16 @@ void run(Compile& c) {
   r.bandwidth_gbps = memory_bandwidth_gbps(device_name(r.device));
   r.kernels = kernel_reports(r, ran, [&](size_t k) { return c.backend.launch_text(c.job, k); });
   check_outputs(r);
+  // Float32 work beyond the elementwise tolerance (a deep net's gradients summed in another order,
+  // a BatchNorm over two images): the interpreter again in float64, and torch._dynamo's RMSE
+  // check decides, as it does for half precision. Only then: it costs a second reference run.
+  if (!r.check.ok && c.o.reference && r.reference64_outputs.empty() && !r.reference_outputs.empty()) {
+    r.reference64_outputs = reference64_outputs(r, user_inputs);
+    if (!r.reference64_outputs.empty()) {
+      r.check = Check{};
+      check_outputs(r);
+    }
+  }
   c.log.last_ms = std::chrono::duration<double, std::milli>(Clock::now() - t_run).count();
   Stage s;
   s.name = "run";
