@@ -797,7 +797,9 @@ class Parser {
     if (toks[j].text != "=") fail(toks[j].col, "expected '=' after '" + target.text + "[...]'");
     ++j;
     if (toks[j].kind == Token::end) fail(toks[j].col, "missing expression after '='");
-    const Arg value = parse_value(toks, j);
+    const bool value_list = toks[j].text == "[";
+    Arg value = parse_value(toks, j);
+    if (value_list) value = py_list(value);
     if (toks[j].kind != Token::end) fail(toks[j].col, "unexpected '" + toks[j].text + "' after the assigned value");
     const std::string stmt = fresh("setitem");
     lower_statement(stmt, "operator.setitem", target.col,

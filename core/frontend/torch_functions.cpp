@@ -1489,8 +1489,8 @@ Arg lower_getitem(TorchLowering& b, const Arg& self, const Arg& index) {
 Arg lower_setitem(TorchLowering& b, const Arg& self, const Arg& index, const Arg& value) {
   if (!self.is_node() || b.returns_tuple(self))
     throw std::invalid_argument("'" + std::string(self.is_node() ? "tuple" : kind_name(self)) + "' object does not support item assignment");
-  if (!value.is_node() && (!value.is_number()))
-    throw std::invalid_argument("can't assign a " + kind_name(value) + " to a " + std::string(dtype_torch(b.meta(self).dtype)) + " tensor");
+  if (!value.is_node() && !value.is_number())  // valueToTensor: a tensor or a number
+    throw std::invalid_argument("can't assign a " + kind_name(value) + " to a torch." + scalar_type_name(b.meta(self).dtype) + "Tensor");
   const DType dt = b.meta(self).dtype;
   const Slicing s = apply_slicing(b, self, index);
   const Shape target = b.meta(s.view).shape;

@@ -1534,6 +1534,8 @@ class TestImport : public QObject {
                  {"t.txt:5:", "data-dependent", "not supported"});
     expect_error([&] { import_fx_text(text("        s = L_x_.size()\n        s[0] = 1;  setitem = None\n        w: \"f32[2, 3]\" = L_x_ * 2\n"), "t.txt"); },
                  {"t.txt:4:", "object does not support item assignment"});
+    expect_error([&] { import_fx_text(text("        L_x_[0] = [1.0, 2.0, 3.0];  setitem = None\n        w: \"f32[2, 3]\" = L_x_ * 2\n"), "t.txt"); },
+                 {"t.txt:3:", "can't assign a list to a torch.FloatTensor"});
     expect_error([&] { import_fx_text(text("        L_x_[0] 1.0\n        w: \"f32[2, 3]\" = L_x_ * 2\n"), "t.txt"); },
                  {"t.txt:3:", "expected '=' after 'L_x_[...]'"});
   }
