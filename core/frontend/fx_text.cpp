@@ -245,6 +245,7 @@ class Parser {
   // not here; a later use of one is refused instead of computed wrong.
   struct Stale {
     std::string updated, where;  // the tensor updated in place and the statement that did it
+    int view = -1, view_value = -1;  // that tensor's node before and after the update
   };
   std::map<int, Stale> stale_;
   static bool aliases_first(const OpDef& op) {
@@ -265,7 +266,7 @@ class Parser {
     for (const auto& entry : names_) {
       const int n = entry.second;
       if (n == self || n == updated_value || static_cast<size_t>(n) >= first_new || stale_.count(n)) continue;
-      if (storage_root(n) == root) stale_[n] = {g_.nodes[static_cast<size_t>(self)].name, stmt};
+      if (storage_root(n) == root) stale_[n] = {g_.nodes[static_cast<size_t>(self)].name, stmt, self, updated_value};
     }
   }
   void refuse_stale(const std::string& name, int id, int col) {
@@ -649,6 +650,9 @@ class Parser {
       lower_statement(stmt, callee, e.col, [&](TorchLowering& b) { return lower_torch_call(b, callee, e.operands, {}); }, std::nullopt, 0, false);
       if (const auto n = sizes_.find(stmt); n != sizes_.end()) sizes_[target.text] = n->second;
       else names_[target.text] = names_.at(stmt);
+      // FX names the result in the statement that follows (`a += b;  iadd: "f32[4]" = a`): the
+      // name is the text's to assign, not ours (the node keeps it).
+      if (target.text != stmt) names_.erase(stmt);
       return;
     }
     // `x[index] = value` (operator.setitem, as FX's codegen prints it): an in-place update of x.
@@ -787,7 +791,14 @@ class Parser {
   void setitem_statement(const std::vector<Token>& toks) {
     const Token target = toks[0];
     size_t j = 0;
-    const Arg base = parse_value(toks, j);
+    // `x[i] += v` is Python's `t = x[i]; t += v; x[i] = t`: the view t updated in place made x
+    // stale, and this statement writes t's new value back where t was taken. That x is read here
+    // (checked below: the same view of it); any other use of a stale x is refused.
+    const auto named = names_.find(target.text);
+    const auto stale = named == names_.end() ? stale_.end() : stale_.find(named->second);
+    const bool write_back = stale != stale_.end() && stale->second.view >= 0;
+    const Arg base = write_back ? Arg::of_node(named->second) : parse_value(toks, j);
+    if (write_back) ++j;
     ++j;  // '['
     const bool list = toks[j].text == "[";  // x[[0, 2]] = v: a Python list, not the tuple x[0, 2]
     Arg index = parse_value(toks, j);
@@ -801,9 +812,54 @@ class Parser {
     Arg value = parse_value(toks, j);
     if (value_list) value = py_list(value);
     if (toks[j].kind != Token::end) fail(toks[j].col, "unexpected '" + toks[j].text + "' after the assigned value");
+    if (write_back && !(value.is_node() && value.node == stale->second.view_value)) refuse_stale(target.text, base.node, target.col);
     const std::string stmt = fresh("setitem");
     lower_statement(stmt, "operator.setitem", target.col,
-                    [&](TorchLowering& b) { return lower_torch_call(b, "operator.setitem", {base, index, value}, {}); }, std::nullopt, 0, false);
+                    [&](TorchLowering& b) {
+                      const size_t first = g_.nodes.size();
+                      TorchValue r = lower_torch_call(b, "operator.setitem", {base, index, value}, {});
+                      if (write_back) {  // the view the index takes of x must be the one updated
+                        int view = base.node;
+                        for (size_t k = first; k < g_.nodes.size(); ++k) {
+                          const Node& n = g_.nodes[k];
+                          if (n.op && n.op->kind == OpKind::view && !n.args.empty() && n.args[0].is_node() && n.args[0].node == view)
+                            view = static_cast<int>(k);
+                        }
+                        if (!same_value(view, stale->second.view)) refuse_stale(target.text, base.node, target.col);
+                      }
+                      return r;
+                    },
+                    std::nullopt, 0, false);
+    // FX names the statement after it: `x[...] = v;  setitem = x` (an alias of the updated x).
+    names_.erase(stmt);
+  }
+
+  // Whether two nodes compute the same thing: one node, or the same op on the same arguments
+  // (nodes among them the same in turn), as two spellings of one view of a tensor are.
+  bool same_value(int a, int b, int depth = 0) const {
+    if (a == b) return true;
+    if (depth > 64) return false;
+    const Node &x = g_.nodes[static_cast<size_t>(a)], &y = g_.nodes[static_cast<size_t>(b)];
+    if (!x.op || x.op != y.op || x.args.size() != y.args.size()) return false;
+    std::function<bool(const Arg&, const Arg&)> same = [&](const Arg& p, const Arg& q) {
+      if (p.kind != q.kind) return false;
+      switch (p.kind) {
+        case Arg::Kind::node: return same_value(p.node, q.node, depth + 1);
+        case Arg::Kind::list:
+          if (p.list.size() != q.list.size()) return false;
+          for (size_t i = 0; i < p.list.size(); ++i)
+            if (!same(p.list[i], q.list[i])) return false;
+          return true;
+        case Arg::Kind::integer: return p.i == q.i;
+        case Arg::Kind::real: return p.f == q.f;
+        case Arg::Kind::boolean: return p.b == q.b;
+        case Arg::Kind::string: return p.s == q.s;
+        default: return true;  // None
+      }
+    };
+    for (size_t i = 0; i < x.args.size(); ++i)
+      if (!same(x.args[i], y.args[i])) return false;
+    return true;
   }
 
   // _assert_tensor_metadata(a, size=None, stride=None, dtype=None, *, device, layout): a's dtype

@@ -1459,12 +1459,12 @@ class TestImport : public QObject {
                           "        shifted: \"i64[2, 5]\" = L_ids_.new_zeros((2, 5))\n"
                           "        getitem: \"i64[2, 4]\" = L_ids_[(slice(None, None, None), slice(None, -1, None))]\n"
                           "        clone: \"i64[2, 4]\" = getitem.clone();  getitem = None\n"
-                          "        shifted[(slice(None, None, None), slice(1, None, None))] = clone;  clone = setitem = None\n"
+                          "        shifted[(slice(None, None, None), slice(1, None, None))] = clone;  setitem = shifted;  clone = setitem = None\n"
                           "        shifted[(slice(None, None, None), 0)] = 7;  setitem_1 = None\n"
                           "        eq: \"b8[2, 5]\" = shifted == 3\n"
                           "        masked_fill_: \"i64[2, 5]\" = shifted.masked_fill_(eq, 1);  eq = masked_fill_ = None\n"
                           "        y: \"f32[2, 3, 4]\" = L_x_ * 2\n"
-                          "        y[0] = 1.0;  setitem_2 = None\n"
+                          "        y[0] = 1.0;  setitem_2 = y;  setitem_2 = None\n"
                           "        mu: \"f32[2, 3, 1]\" = L_m_[(slice(None, None, None), slice(None, None, None), None)]\n"
                           "        y[(Ellipsis, slice(None, 2, None))] = mu;  setitem_3 = None\n"
                           "        mask: \"b8[2, 3]\" = L_m_ > 0\n"
@@ -1515,6 +1515,35 @@ class TestImport : public QObject {
       lm.inputs = in;
       const CompileResult r = run_pipeline(lm);
       QVERIFY2(r.ok(), (r.error_stage + ": " + r.error).c_str());
+    }
+    // `x[..., 0] += v` as Dynamo records it (Python's `t = x[i]; t += v; x[i] = t`): the view
+    // updated in place is written back where it was taken; x itself is then current.
+    {
+      const Graph h = import_fx_text(torch_level_graph("L_x_: \"f32[2, 3]\", L_y_: \"f32[2]\"",
+                                                       "        x: \"f32[2, 3]\" = L_x_ * 1\n"
+                                                       "        getitem: \"f32[2]\" = x[(Ellipsis, 0)]\n"
+                                                       "        getitem += L_y_;  iadd: \"f32[2]\" = getitem;  getitem = None\n"
+                                                       "        x[(Ellipsis, 0)] = iadd;  setitem = x;  iadd = setitem = None\n"
+                                                       "        w: \"f32[2, 3]\" = x + 1\n"
+                                                       "        return (w,)\n"),
+                                     "iadd.txt");
+      const std::vector<Tensor> hin = random_inputs(h, 2);
+      const std::vector<Tensor> hout = run_reference(h, hin);
+      for (int64_t i = 0; i < 2; ++i)
+        for (int64_t j = 0; j < 3; ++j) {
+          const float xv = static_cast<float>(hin[0].get(i * 3 + j)), yv = static_cast<float>(hin[1].get(i));
+          QCOMPARE(static_cast<float>(hout[0].get(i * 3 + j)), (j == 0 ? xv + yv : xv) + 1);
+        }
+      // Written back elsewhere, or something else written: x is stale, as before.
+      for (const char* back : {"        x[(Ellipsis, 1)] = iadd;  setitem = None\n", "        x[(Ellipsis, 0)] = L_y_;  setitem = None\n"})
+        expect_error([&] {
+          import_fx_text(torch_level_graph("L_x_: \"f32[2, 3]\", L_y_: \"f32[2]\"",
+                                           std::string("        x: \"f32[2, 3]\" = L_x_ * 1\n        getitem: \"f32[2]\" = x[(Ellipsis, 0)]\n"
+                                                       "        getitem += L_y_;  iadd: \"f32[2]\" = getitem;  getitem = None\n") +
+                                               back + "        w: \"f32[2, 3]\" = x + 1\n        return (w,)\n"),
+                         "t.txt");
+        },
+                     {"t.txt:6:", "'x' shares its storage with 'getitem'"});
     }
     // The updated tensor's other views are stale; errors PyTorch gives, and what is not supported.
     auto text = [](const std::string& body) {
