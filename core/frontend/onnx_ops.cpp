@@ -1664,7 +1664,7 @@ std::optional<std::vector<Arg>> Importer::lower_more(const onnx::NodeProto& n, c
       const std::string& cname = input_name(n, 0, where);
       const Tensor* c = constant(cname);
       if (!c)
-        fail(where, "input 'cond' ('" + cname + "') is computed from the model's inputs: only an If whose condition is a constant "
+        fail(where, "input 'cond' ('" + cname + "') is " + data_source(cname) + ": only an If whose condition is a constant "
                     "(an initializer, a Constant, or a value folded at import) is supported, since graphs are static here");
       if (c->numel() != 1) fail(where, "input 'cond' must hold one value, it holds " + std::to_string(c->numel()));
       const bool taken = c->get(0) != 0;
@@ -1688,7 +1688,8 @@ std::optional<std::vector<Arg>> Importer::lower_more(const onnx::NodeProto& n, c
     if (has(0)) {
       const Tensor* m = constant(n.input(0));
       if (!m || m->numel() != 1)
-        fail(where, "input 'M' ('" + n.input(0) + "') is not a constant: only a Loop with a trip count known at import is unrolled");
+        fail(where, "input 'M' ('" + n.input(0) + "') is not a constant of one value (it is " + (m ? "of " + std::to_string(m->numel()) + " values" : data_source(n.input(0))) +
+                        "): only a Loop with a trip count known at import is unrolled");
       trip = int_at(*m, 0);
     }
     bool cond = true;
@@ -1696,7 +1697,8 @@ std::optional<std::vector<Arg>> Importer::lower_more(const onnx::NodeProto& n, c
     if (use_cond) {
       const Tensor* c = constant(n.input(1));
       if (!c || c->numel() != 1)
-        fail(where, "input 'cond' ('" + n.input(1) + "') is not a constant: only a Loop whose iterations are known at import is unrolled");
+        fail(where, "input 'cond' ('" + n.input(1) + "') is not a constant of one value (it is " + (c ? "of " + std::to_string(c->numel()) + " values" : data_source(n.input(1))) +
+                        "): only a Loop whose iterations are known at import is unrolled");
       cond = c->get(0) != 0;
     }
     if (trip < 0 && !use_cond) fail(where, "has neither a trip count nor a condition: it never ends");
