@@ -1013,15 +1013,22 @@ TorchTrace read_torch_trace(const std::string& path, const TraceLimits& limits) 
 
 namespace {
 
-// Ops whose output holds only values of their first argument (a tensor, or a list of tensors for
-// cat and stack): views, copies, casts (to an integer type: checked where used), repeats.
-bool keeps_values(const OpDef& op) {
-  static const std::set<std::string_view> names = {
+// The arguments whose values an op's output holds, and nothing else: views, copies, casts (to an
+// integer type: checked where used), repeats, reads by index (of the first argument, a tensor, or
+// a list of tensors for cat and stack); the scatters, where and masked_fill of their tensors.
+std::vector<size_t> value_sources(const OpDef& op) {
+  static const std::set<std::string_view> first = {
       "view", "_unsafe_view", "reshape", "expand", "expand_as", "slice", "select", "narrow", "unsqueeze", "squeeze", "permute",
       "transpose", "t", "flatten", "unflatten", "alias", "clone", "contiguous", "_to_copy", "to", "convert_element_type", "repeat",
       "cat", "stack", "split", "split_with_sizes", "chunk", "unbind", "lift_fresh_copy", "detach", "movedim", "view_as", "reshape_as",
-      "swapaxes", "swapdims", "roll", "flip", "tile", "index", "gather", "index_select"};
-  return op.kind == OpKind::getitem || names.count(op.base_name()) > 0;
+      "swapaxes", "swapdims", "roll", "flip", "tile", "index", "gather", "index_select", "masked_fill"};
+  const std::string_view n = op.base_name();
+  if (op.kind == OpKind::getitem || first.count(n)) return {0};
+  if (n == "slice_scatter" || n == "select_scatter" || n == "copy") return {0, 1};
+  if (n == "index_put" || n == "masked_scatter") return {0, 2};
+  if (n == "where") return {1, 2};
+  if (n == "scatter") return {0, 3};
+  return {};
 }
 
 int64_t dim_size(const Graph& g, const Arg& tensor, const Arg& dim) {
@@ -1073,11 +1080,14 @@ std::map<int, int64_t> index_input_bounds(const Graph& g) {
     }
     // What this node's values must respect, its sources' values must too.
     const auto mine = bound.find(static_cast<int>(k));
-    if (mine == bound.end() || !keeps_values(*n.op) || a.empty()) continue;
-    if (a[0].kind == Arg::Kind::list)
-      for (const Arg& x : a[0].list) limit(x, mine->second);
-    else
-      limit(a[0], mine->second);
+    if (mine == bound.end()) continue;
+    for (size_t i : value_sources(*n.op)) {
+      if (i >= a.size()) continue;
+      if (a[i].kind == Arg::Kind::list)
+        for (const Arg& x : a[i].list) limit(x, mine->second);
+      else
+        limit(a[i], mine->second);
+    }
   }
   std::map<int, int64_t> out;
   for (int id : g.user_inputs()) {

@@ -184,7 +184,8 @@ std::string concrete_graph_text(const std::string& text, const std::map<std::str
 // A trace logs no input's values: a graph compiled from it runs on random ones. An integer input
 // used as indices (by embedding, index, index_put, gather, index_select, scatter, the targets of
 // nll_loss / cross_entropy_loss, one_hot), directly or through ops that keep its values (views,
-// slices, expand, copies, casts to an integer type, cat, the outputs of split), needs values in
+// slices, expand, copies, casts to an integer type, cat, the outputs of split, the scatters of
+// setitem, where, masked_fill), needs values in
 // [0, n): n the smallest size it indexes. index_input_bounds finds n for each such placeholder
 // (by node id); bound_index_inputs maps the random values v of these inputs (`inputs` in the
 // order of g.user_inputs()) to v mod n.

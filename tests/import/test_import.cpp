@@ -1636,7 +1636,8 @@ class TestImport : public QObject {
   void testTraceIndexInputs() {
     const std::string text = torch_level_graph(
         "L_ids_: \"i64[2, 6]\", L_tt_: \"i64[1, 8]\", L_pos_: \"i64[1, 8]\", L_we_: \"f32[30, 4]\", L_te_: \"f32[2, 4]\", "
-        "L_pe_: \"f32[7, 4]\", L_y_: \"i64[6]\", L_g_: \"i64[2, 3]\", L_x_: \"f32[2, 5]\", L_c_: \"i64[2]\", L_f_: \"i64[3]\"",
+        "L_pe_: \"f32[7, 4]\", L_y_: \"i64[6]\", L_g_: \"i64[2, 3]\", L_x_: \"f32[2, 5]\", L_c_: \"i64[2]\", L_f_: \"i64[3]\", "
+        "L_lab_: \"i64[2, 5]\"",
         "        tt: \"i64[1, 6]\" = L_tt_[(slice(None, None, None), slice(None, 6, None))]\n"
         "        tte: \"i64[2, 6]\" = tt.expand(2, 6)\n"
         "        t: \"f32[2, 6, 4]\" = torch.nn.functional.embedding(tte, L_te_, None, None, 2.0, False, False)\n"
@@ -1650,7 +1651,12 @@ class TestImport : public QObject {
         "        gx: \"f32[2, 3]\" = torch.gather(L_x_, 1, L_g_)\n"
         "        xe: \"f32[]\" = torch.nn.functional.cross_entropy(L_x_, L_c_)\n"
         "        f: \"f32[3]\" = L_x_[(0, L_f_)]\n"
-        "        return (s2, r, gx, xe, f)\n");
+        "        sh: \"i64[2, 5]\" = L_lab_.new_zeros((2, 5))\n"
+        "        lg: \"i64[2, 4]\" = L_lab_[(slice(None, None, None), slice(None, -1, None))]\n"
+        "        lc: \"i64[2, 4]\" = lg.clone()\n"
+        "        sh[(slice(None, None, None), slice(1, None, None))] = lc;  setitem = sh;  lc = setitem = None\n"
+        "        de: \"f32[2, 5, 4]\" = torch.nn.functional.embedding(sh, L_te_, None, None, 2.0, False, False)\n"
+        "        return (s2, r, gx, xe, f, de)\n");
     const Graph g = import_fx_text(text, "bert.txt");
     const std::map<int, int64_t> bounds = index_input_bounds(g);
     auto bound = [&](const char* name) {
@@ -1664,8 +1670,9 @@ class TestImport : public QObject {
     QCOMPARE(bound("L_g_"), int64_t(5));
     QCOMPARE(bound("L_c_"), int64_t(5));
     QCOMPARE(bound("L_f_"), int64_t(5));
+    QCOMPARE(bound("L_lab_"), int64_t(2));  // through hf_bart's shift (slice, clone, slice_scatter)
     QCOMPARE(bound("L_x_"), int64_t(-1));
-    QCOMPARE(bounds.size(), size_t(7));
+    QCOMPARE(bounds.size(), size_t(8));
     std::vector<Tensor> in = random_inputs(g);
     const std::vector<Tensor> raw = in;
     bound_index_inputs(g, in);
@@ -1684,7 +1691,7 @@ class TestImport : public QObject {
       }
     }
     QVERIFY(past);  // the random values went past the sizes (seed 0): the bounds mattered
-    QCOMPARE(run_reference(g, in).size(), size_t(5));
+    QCOMPARE(run_reference(g, in).size(), size_t(6));
     // As a trace's graph: compiled on such inputs and checked.
     TorchTrace t;
     TraceCompile c;
