@@ -991,7 +991,7 @@ std::vector<Arg> Importer::pool(const onnx::NodeProto& n, const std::string& whe
       c *= cnt[i][static_cast<size_t>(rest % out[i])];
       rest /= out[i];
     }
-    div.set(e, static_cast<double>(c));
+    div.set(e, static_cast<double>(std::max<int64_t>(c, 1)));  // a window all padding: its sum, 0 (ONNX Runtime and PyTorch give 0)
   }
   return {b_.call("aten.div.Tensor", {v, index_const(div, "pool_count")})};
 }

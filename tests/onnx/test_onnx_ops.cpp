@@ -1110,7 +1110,7 @@ std::vector<Tensor> pool_ref(const Tensor& x, PoolSpec ps) {
       sum += ps.op == "LpPool" ? std::pow(std::fabs(v), ps.p) : v;
       if (v > best) best = v, arg = flat;
     }
-    y.set(e, ps.op == "MaxPool" ? best : ps.op == "LpPool" ? std::pow(sum, 1.0 / ps.p) : sum / static_cast<double>(count));
+    y.set(e, ps.op == "MaxPool" ? best : ps.op == "LpPool" ? std::pow(sum, 1.0 / ps.p) : count ? sum / static_cast<double>(count) : 0.0);
     idx.set(e, static_cast<double>(arg));
   }
   return {y, idx};
@@ -1154,6 +1154,7 @@ void pooling_and_static_inputs() {
       for (const char* ap : {"SAME_UPPER", "SAME_LOWER", "VALID"})
         pool_case(std::string("avgpool_") + ap + sfx, x2, {"AveragePool", ap, {3, 2}, {2, 2}, {}, {}, ceil, cip});
     }
+  pool_case("avgpool_window_all_padding", rnd({1, 2, 3}, 14), {"AveragePool", "", {2}, {1}, {}, {3, 0}, 0, 0});
   pool_case("avgpool_same_dilated", x2, {"AveragePool", "SAME_LOWER", {2, 2}, {1, 2}, {2, 3}, {}, 0, 1});
   pool_case("avgpool_default_stride", x2, {"AveragePool", "", {2, 3}, {}, {}, {}, 0, 0});
   // MaxPool: the same geometry; its indices where PyTorch's op computes them.
