@@ -812,7 +812,13 @@ class Parser {
     Arg value = parse_value(toks, j);
     if (value_list) value = py_list(value);
     if (toks[j].kind != Token::end) fail(toks[j].col, "unexpected '" + toks[j].text + "' after the assigned value");
-    if (write_back && !(value.is_node() && value.node == stale->second.view_value)) refuse_stale(target.text, base.node, target.col);
+    // The value written back: the view's value after its update, or after further in-place
+    // updates of it (`t += 1; t *= 2`), which move its name along.
+    if (write_back) {
+      const auto now = names_.find(stale->second.updated);
+      const bool updated_view = value.is_node() && (value.node == stale->second.view_value || (now != names_.end() && now->second == value.node));
+      if (!updated_view) refuse_stale(target.text, base.node, target.col);
+    }
     const std::string stmt = fresh("setitem");
     lower_statement(stmt, "operator.setitem", target.col,
                     [&](TorchLowering& b) {

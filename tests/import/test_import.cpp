@@ -1523,7 +1523,8 @@ class TestImport : public QObject {
                                                        "        x: \"f32[2, 3]\" = L_x_ * 1\n"
                                                        "        getitem: \"f32[2]\" = x[(Ellipsis, 0)]\n"
                                                        "        getitem += L_y_;  iadd: \"f32[2]\" = getitem;  getitem = None\n"
-                                                       "        x[(Ellipsis, 0)] = iadd;  setitem = x;  iadd = setitem = None\n"
+                                                       "        iadd *= 2;  imul: \"f32[2]\" = iadd;  iadd = None\n"
+                                                       "        x[(Ellipsis, 0)] = imul;  setitem = x;  imul = setitem = None\n"
                                                        "        w: \"f32[2, 3]\" = x + 1\n"
                                                        "        return (w,)\n"),
                                      "iadd.txt");
@@ -1532,7 +1533,7 @@ class TestImport : public QObject {
       for (int64_t i = 0; i < 2; ++i)
         for (int64_t j = 0; j < 3; ++j) {
           const float xv = static_cast<float>(hin[0].get(i * 3 + j)), yv = static_cast<float>(hin[1].get(i));
-          QCOMPARE(static_cast<float>(hout[0].get(i * 3 + j)), (j == 0 ? xv + yv : xv) + 1);
+          QCOMPARE(static_cast<float>(hout[0].get(i * 3 + j)), (j == 0 ? (xv + yv) * 2 : xv) + 1);
         }
       // Written back elsewhere, or something else written: x is stale, as before.
       for (const char* back : {"        x[(Ellipsis, 1)] = iadd;  setitem = None\n", "        x[(Ellipsis, 0)] = L_y_;  setitem = None\n"})
