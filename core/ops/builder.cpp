@@ -53,8 +53,9 @@ Arg GraphBuilder::constant(std::string_view base, const Tensor& value) {
   Node n;
   // Not the name of a weight either: a decomposition sweep copies the weights before it re-adds
   // the placeholders that hold them, and a constant named like one of those would take its value.
-  do n.name = fresh_name(base);
-  while (g_.weights.count(n.name));
+  // (fresh_name knows the nodes only: it would hand out a weight's name again and again.)
+  n.name = fresh_name(base);
+  for (int k = 1; g_.weights.count(n.name); ++k) n.name = fresh_name(std::string(base) + "_" + std::to_string(k));
   n.outs = {TensorMeta::contiguous(value.dtype(), value.shape())};
   n.input_kind = InputKind::constant;
   n.module_path = module_path;
