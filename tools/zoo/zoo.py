@@ -1786,7 +1786,8 @@ def write_table(exported, results, inductor, traces, args, ran_kinds=None):
     lines.append("Times: the median of CUDA event timings of the whole model, batch 2; ours from `lowerscope-cli compile` "
                  "(jobs of a batch share the GPU), Inductor's and eager's from torch.compile (default mode) in its own "
                  "process. Inductor runs convolutions through cuDNN with TF32 (PyTorch's default), ours in float32 "
-                 "(`--allow-tf32` not set).")
+                 "(`--allow-tf32` not set). Compile times: ours with the threads a job gets (the cores divided by the jobs "
+                 "at once: 2 of 16), Inductor's first call with all 16 (its parallel Triton compiles).")
     if traces:
         tried = [t for t in traces.values() if "dynamo_graphs" in t]
         unrecorded = sum(1 for t in traces.values() if left_out(t))
