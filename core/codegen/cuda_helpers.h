@@ -30,32 +30,9 @@ extern "C" __global__ void ls_im2col(const float* __restrict__ x, float* __restr
     cols[i] = ih >= 0 && ih < H && iw >= 0 && iw < W ? x[n * x_image + ((long long)ci * H + ih) * W + iw] : 0.0f;
   }
 }
-// Depthwise convolution (one input channel per output channel): one thread per output.
-extern "C" __global__ void ls_depthwise_conv(const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ y, int N,
-                                             int C, int H, int W, int KH, int KW, int OH, int OW, int sh, int sw, int ph, int pw,
-                                             int dh, int dw) {
-  const long long total = (long long)N * C * OH * OW;
-  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (long long)gridDim.x * blockDim.x) {
-    const int ow = (int)(i % OW), oh = (int)((i / OW) % OH);
-    const long long plane = i / ((long long)OH * OW);
-    const int c = (int)(plane % C);
-    const float* xp = x + plane * H * W;
-    const float* wp = w + (long long)c * KH * KW;
-    float acc = 0.0f;
-    for (int kh = 0; kh < KH; ++kh) {
-      const int ih = oh * sh - ph + kh * dh;
-      if (ih < 0 || ih >= H) continue;
-      for (int kw = 0; kw < KW; ++kw) {
-        const int iw = ow * sw - pw + kw * dw;
-        if (iw >= 0 && iw < W) acc += xp[ih * W + iw] * wp[kh * KW + kw];
-      }
-    }
-    y[i] = acc;
-  }
-}
-// Grouped convolution with few input channels a group (ResNeXt, RegNet, a depthwise convolution
-// with a channel multiplier): one thread an output, over its group's CG input channels and the
-// window. Per-group products would be G tiny GEMMs (and G im2cols) one after another.
+// Grouped convolution with few input channels a group (depthwise: one channel and one filter a
+// group; ResNeXt, RegNet, a channel multiplier): one thread an output, over its group's CG input
+// channels and the window. Per-group products would be G tiny GEMMs (and G im2cols) in turn.
 extern "C" __global__ void ls_grouped_conv(const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ y, int N,
                                            int C, int H, int W, int O, int CG, int OG, int KH, int KW, int OH, int OW, int sh, int sw,
                                            int ph, int pw, int dh, int dw) {
@@ -201,50 +178,8 @@ extern "C" __global__ void ls_col2im(const float* __restrict__ cols, float* __re
     x[n * x_image + ((long long)ci * H + ih) * W + iw] = acc;
   }
 }
-// Depthwise convolution's backward (every channel its own group, one filter each): the input
-// gradient gathers, for each input position, the output gradients of the windows that read it
-// (one thread per input element, no atomics); the weight gradient is a block per (channel, tap)
-// summing gy * x over images and output positions (deterministic).
-extern "C" __global__ void ls_depthwise_conv_bwd_input(const float* __restrict__ gy, const float* __restrict__ w, float* __restrict__ gx,
-                                                       int N, int C, int H, int W, int KH, int KW, int OH, int OW, int sh, int sw,
-                                                       int ph, int pw, int dh, int dw) {
-  const long long total = (long long)N * C * H * W;
-  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (long long)gridDim.x * blockDim.x) {
-    const int iw = (int)(i % W), ih = (int)((i / W) % H);
-    const long long plane = i / ((long long)H * W);
-    const int c = (int)(plane % C);
-    const float* g = gy + plane * OH * OW;
-    const float* wp = w + (long long)c * KH * KW;
-    float acc = 0.f;
-    for (int kh = 0; kh < KH; ++kh) {
-      const int oh = ls_conv_reader(ih, ph, kh, dh, sh, OH);
-      if (oh < 0) continue;
-      for (int kw = 0; kw < KW; ++kw) {
-        const int ow = ls_conv_reader(iw, pw, kw, dw, sw, OW);
-        if (ow >= 0) acc += g[oh * OW + ow] * wp[kh * KW + kw];
-      }
-    }
-    gx[i] = acc;
-  }
-}
-extern "C" __global__ void ls_depthwise_conv_bwd_weight(const float* __restrict__ gy, const float* __restrict__ x, float* __restrict__ gw,
-                                                        int N, int C, int H, int W, int KH, int KW, int OH, int OW, int sh, int sw,
-                                                        int ph, int pw, int dh, int dw) {
-  const int tap = (int)(blockIdx.x % (KH * KW)), c = (int)(blockIdx.x / (KH * KW)), kh = tap / KW, kw = tap % KW;
-  const long long P = (long long)OH * OW;
-  float s = 0.f;
-  for (long long i = threadIdx.x; i < N * P; i += blockDim.x) {
-    const long long n = i / P;
-    const int oh = (int)((i % P) / OW), ow = (int)(i % OW);
-    const int ih = oh * sh - ph + kh * dh, iw = ow * sw - pw + kw * dw;
-    if (ih >= 0 && ih < H && iw >= 0 && iw < W)
-      s += gy[(n * C + c) * P + i % P] * x[((n * C + c) * H + ih) * W + iw];
-  }
-  s = ls_block_reduce<0>(s, 0.f);
-  if (threadIdx.x == 0) gw[blockIdx.x] = s;
-}
-// The grouped convolution's input gradient: one thread an input element, over the OG outputs of
-// its group and the window positions that read it.
+// The grouped convolution's input gradient: one thread an input element gathering, over the OG
+// outputs of its group, the output gradients of the windows that read it (no atomics).
 extern "C" __global__ void ls_grouped_conv_bwd_input(const float* __restrict__ gy, const float* __restrict__ w, float* __restrict__ gx,
                                                      int N, int C, int H, int W, int O, int CG, int OG, int KH, int KW, int OH, int OW,
                                                      int sh, int sw, int ph, int pw, int dh, int dw) {
@@ -270,7 +205,8 @@ extern "C" __global__ void ls_grouped_conv_bwd_input(const float* __restrict__ g
     gx[i] = acc;
   }
 }
-// Its weight gradient [O, CG, KH, KW]: a block per weight, summed over images and output positions.
+// Its weight gradient [O, CG, KH, KW]: a block per weight, summing gy * x over images and output
+// positions (deterministic).
 extern "C" __global__ void ls_grouped_conv_bwd_weight(const float* __restrict__ gy, const float* __restrict__ x, float* __restrict__ gw,
                                                       int N, int C, int H, int W, int O, int CG, int OG, int KH, int KW, int OH, int OW,
                                                       int sh, int sw, int ph, int pw, int dh, int dw) {

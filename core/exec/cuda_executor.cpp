@@ -206,9 +206,9 @@ CudaExecutable::CudaExecutable(const LoopProgram& p, const Schedule& s, const Ge
     if (chosen != g.matmul_algorithms.end() && how[i] == "cuBLAS" && MatmulAlgorithm::parse(chosen->second, a)) choose_matmul(i, &a);
   }
   bias_kernel_ = helpers.function("ls_broadcast_bias");
-  for (const char* k : {"ls_add_channel_bias", "ls_im2col", "ls_depthwise_conv", "ls_max_pool2d", "ls_copy_rows", "ls_strided_copy4",
+  for (const char* k : {"ls_add_channel_bias", "ls_im2col", "ls_max_pool2d", "ls_copy_rows", "ls_strided_copy4",
                         "ls_attn_softmax", "ls_attn_probs", "ls_attn_rowdot", "ls_attn_dscores", "ls_col2im", "ls_channel_sum", "ls_count_mismatches", "ls_square_sum", "ls_hold",
-                        "ls_depthwise_conv_bwd_input", "ls_depthwise_conv_bwd_weight", "ls_grouped_conv", "ls_grouped_conv_bwd_input",
+                        "ls_grouped_conv", "ls_grouped_conv_bwd_input",
                         "ls_grouped_conv_bwd_weight"})
     helpers_[k] = helpers.function(k);
 }

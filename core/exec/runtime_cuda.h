@@ -37,7 +37,7 @@ inline DevPtr plus(DevPtr p, long long floats) { return p + static_cast<DevPtr>(
 // 2-D convolution, NCHW, weight [O, C/G, KH, KW]. Null pointers: no bias, gradient not wanted.
 struct Conv {
   int N, C, H, W, O, CG, KH, KW, OH, OW, G, sh, sw, ph, pw, dh, dw;
-  bool depthwise;  // every channel its own group with one filter: kernels of its own
+  bool depthwise;  // every channel its own group with one filter: the grouped kernels' simplest case
 
   // One output pixel whose window covers the whole unpadded input, in one group, is a linear
   // layer: y [N, O] = x [N, C H W] @ w [O, C KH KW]^T, its bias in cuBLASLt's epilogue (MobileNet's
@@ -70,16 +70,13 @@ struct Conv {
     return g.scratch(0, static_cast<size_t>(N * R() * P() * 4));
   }
 
-  // Depthwise and grouped(): direct kernels; linear: one product; 1x1: per group one batched product over the
-  // images; otherwise per group im2col of every image and one batched product. Then the bias.
+  // Depthwise and grouped(): the direct grouped kernel; linear: one product; 1x1: per group one
+  // batched product over the images; otherwise per group im2col of every image and one batched
+  // product. Then the bias.
   template <class Gpu>
   void run(Gpu& g, DevPtr x, DevPtr w, DevPtr bias, DevPtr y) const {
     const long long P = this->P(), R = this->R(), OG = this->OG();
-    if (depthwise) {
-      int n = N, c = C, h = H, ww = W, kh = KH, kw = KW, oh = OH, ow = OW, a = sh, b = sw, pa = ph, pb = pw, da = dh, db = dw;
-      void* params[] = {&x, &w, &y, &n, &c, &h, &ww, &kh, &kw, &oh, &ow, &a, &b, &pa, &pb, &da, &db};
-      g.helper_launch("ls_depthwise_conv", g.grid_for(static_cast<long long>(N) * C * P), 256, params);
-    } else if (grouped()) {
+    if (depthwise || grouped()) {
       int n = N, c = C, h = H, ww = W, o = O, cg = CG, og = static_cast<int>(OG), kh = KH, kw = KW, oh = OH, ow = OW, a = sh, b = sw,
           pa = ph, pb = pw, da = dh, db = dw;
       void* params[] = {&x, &w, &y, &n, &c, &h, &ww, &o, &cg, &og, &kh, &kw, &oh, &ow, &a, &b, &pa, &pb, &da, &db};
@@ -106,22 +103,14 @@ struct Conv {
     }
   }
 
-  // grad_b is the per-channel sum of grad_y. Depthwise: a kernel for each of grad_x (gathers) and
-  // grad_w (a block per channel and tap). Linear and 1x1: products. Otherwise per group through
+  // grad_b is the per-channel sum of grad_y. Depthwise and grouped(): a kernel for each of grad_x
+  // (gathers) and grad_w (a block per weight). Linear and 1x1: products. Otherwise per group through
   // the same columns as the forward: grad_w as the sum over images of grad_y[n] (OG x P) @
   // cols[n]^T, grad_cols[n] = w^T @ grad_y[n] (one batched product), then col2im.
   template <class Gpu>
   void backward(Gpu& g, DevPtr gy, DevPtr x, DevPtr w, DevPtr gx, DevPtr gw, DevPtr gb) const {
     const long long P = this->P(), R = this->R(), OG = this->OG();
-    if (depthwise) {
-      int n = N, c = C, h = H, ww = W, kh = KH, kw = KW, oh = OH, ow = OW, a = sh, b = sw, pa = ph, pb = pw, da = dh, db = dw;
-      DevPtr src = w, dst = gx;
-      void* params[] = {&gy, &src, &dst, &n, &c, &h, &ww, &kh, &kw, &oh, &ow, &a, &b, &pa, &pb, &da, &db};
-      if (gx) g.helper_launch("ls_depthwise_conv_bwd_input", g.grid_for(static_cast<long long>(N) * C * H * W), 256, params);
-      src = x;
-      dst = gw;
-      if (gw) g.helper_launch("ls_depthwise_conv_bwd_weight", static_cast<long long>(C) * KH * KW, 256, params);
-    } else if (grouped()) {
+    if (depthwise || grouped()) {
       int n = N, c = C, h = H, ww = W, o = O, cg = CG, og = static_cast<int>(OG), kh = KH, kw = KW, oh = OH, ow = OW, a = sh, b = sw,
           pa = ph, pb = pw, da = dh, db = dw;
       DevPtr src = w, dst = gx;

@@ -1401,13 +1401,6 @@ Arg index_list(const std::vector<std::pair<int64_t, Arg>>& tensors) {
   return list;
 }
 
-// Whether a value of shape `in` broadcasts to `out` (expand's rule).
-bool expands_to(const Shape& in, const Shape& out) {
-  if (in.size() > out.size()) return false;
-  for (size_t i = 0; i < in.size(); ++i)
-    if (in[i] != 1 && in[i] != out[out.size() - in.size() + i]) return false;
-  return true;
-}
 
 // slicePrefix1sDims: the value without its leading dimensions of size 1 (a view).
 Arg drop_leading_ones(TorchLowering& b, const Arg& v) {
@@ -1503,7 +1496,7 @@ Arg lower_setitem(TorchLowering& b, const Arg& self, const Arg& index, const Arg
       if (b.meta(v).shape != target) {
         v = drop_leading_ones(b, v);
         const Shape vs = b.meta(v).shape;
-        if (!expands_to(vs, target))
+        if (!broadcasts_to(vs, target))
           throw std::invalid_argument("setitem: the value's shape " + shape_str(b.meta(value).shape) + " cannot be broadcast to the indexed shape " +
                                       shape_str(target));
         if (vs != target) v = b.call("aten.expand.default", {v, Arg::of_ints(target)});

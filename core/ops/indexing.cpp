@@ -63,13 +63,6 @@ Arg at_dim(int64_t dim, const Arg& index) {
   l.list.push_back(index);
   return l;
 }
-// Whether a tensor of shape `in` broadcasts to `out` (NumPy rules, no new leading dimensions on `in`'s side).
-bool broadcasts_to(const Shape& in, const Shape& out) {
-  if (in.size() > out.size()) return false;
-  for (size_t k = 0; k < in.size(); ++k)
-    if (in[k] != 1 && in[k] != out[out.size() - in.size() + k]) return false;
-  return true;
-}
 
 // ---------------------------------------------------------------------------------------------
 // Advanced indexing (index, index_put)

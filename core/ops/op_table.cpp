@@ -424,6 +424,13 @@ bool reduction_keepdim(const OpDef& op, const std::vector<Arg>& args) {
   return false;
 }
 
+bool broadcasts_to(const Shape& in, const Shape& out) {
+  if (in.size() > out.size()) return false;
+  for (size_t k = 0; k < in.size(); ++k)
+    if (in[k] != 1 && in[k] != out[out.size() - in.size() + k]) return false;
+  return true;
+}
+
 Shape broadcast_shapes(const Shape& a, const Shape& b) {
   const size_t n = std::max(a.size(), b.size());
   Shape out(n);

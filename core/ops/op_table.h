@@ -111,6 +111,9 @@ bool reduction_keepdim(const OpDef& op, const std::vector<Arg>& args);
 
 // Broadcast shape of two shapes (NumPy rules); throws on a mismatch.
 Shape broadcast_shapes(const Shape& a, const Shape& b);
+// Whether a tensor of shape `in` broadcasts to `out` (expand's rule: no new leading dimensions on
+// `in`'s side).
+bool broadcasts_to(const Shape& in, const Shape& out);
 
 // Two values for the two spatial dimensions of a window argument (one value means both); throws
 // std::invalid_argument for anything else.

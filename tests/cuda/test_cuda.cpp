@@ -151,9 +151,9 @@ void helper_kernels_compile() {
   o.cache_dir = "off";
   const CudaCompileResult r = compile_cuda(cuda_helpers_source(), o);
   const std::set<std::string> entries = ptx_entries(r.ptx);
-  for (const char* k : {"ls_broadcast_bias", "ls_add_channel_bias", "ls_im2col", "ls_depthwise_conv", "ls_max_pool2d", "ls_copy_rows",
+  for (const char* k : {"ls_broadcast_bias", "ls_add_channel_bias", "ls_im2col", "ls_max_pool2d", "ls_copy_rows",
                         "ls_strided_copy4", "ls_attn_softmax", "ls_attn_probs", "ls_attn_rowdot", "ls_attn_dscores", "ls_col2im",
-                        "ls_channel_sum", "ls_count_mismatches", "ls_depthwise_conv_bwd_input", "ls_depthwise_conv_bwd_weight", "ls_hold",
+                        "ls_channel_sum", "ls_count_mismatches", "ls_hold",
                         "ls_grouped_conv", "ls_grouped_conv_bwd_input", "ls_grouped_conv_bwd_weight"})
     VERIFY2(entries.count(k) == 1, std::string("no PTX entry for ") + k);
 }
@@ -440,11 +440,11 @@ void depthwise_backward_runs_on_the_device() {
     if (k.name.find("convolution_backward") != std::string::npos) VERIFY2(k.how == "depthwise backward kernels", k.name + ": " + k.how);
 }
 
-// Grouped convolutions (RegNet's groups of 8 with a window, a channel multiplier, ResNeXt's 32
-// groups, 8 groups of 1x1) run as the direct grouped kernels each way, not as per-group im2col and
-// cuBLAS launches; every output and gradient against the reference interpreter's joint graph.
-void grouped_convolutions_run_on_the_device() {
-  const CompileResult r = compile_cuda_model("stages/conv_grouped/grouped_conv.txt", true, true);
+// A convolution model's training step on CUDA: how many convolution calls (forward and backward)
+// take each path of the executor (`expected`, by cuda_extern_how's words); with a GPU, every output
+// and gradient (`outputs` in all) against the reference interpreter's run of the joint graph.
+void convolutions_run_on_the_device(const std::string& model, const std::map<std::string, int>& expected, size_t outputs) {
+  const CompileResult r = compile_cuda_model(model, true, true);
   VERIFY2(r.error.empty(), r.error_stage + ": " + r.error);
   std::map<std::string, int> forms;
   for (const Kernel& kr : r.schedule.kernels) {
@@ -452,58 +452,6 @@ void grouped_convolutions_run_on_the_device() {
     const ExternCall& c = r.loops.nodes.at(kr.nodes.at(0)).ext;
     if (c.op->name.find("convolution") != std::string::npos) ++forms[cuda_extern_how(r.loops, c, true)];
   }
-  VERIFY2(forms["grouped convolution kernel"] == 4, std::to_string(forms["grouped convolution kernel"]));
-  VERIFY2(forms["grouped convolution backward kernels"] == 4, std::to_string(forms["grouped convolution backward kernels"]));
-  std::string why;
-  if (!CudaDriver::get(&why)) {
-    VERIFY2(r.not_run.find("needs a GPU") != std::string::npos, r.not_run);
-    return;
-  }
-  VERIFY2(r.check.ok, r.stage("run")->text);
-  VERIFY(r.check.reference.size() >= 7);  // the output and the gradients of all six inputs
-}
-
-// 1-D convolutions (Whisper's, wav2vec2's front ends) run on the device as 2-D ones over a height
-// of 1, forward and backward, not as the reference kernel on the host (2.5 ms for Whisper's first).
-void conv1d_runs_on_the_device() {
-  const CompileResult r = compile_cuda_model("stages/conv_grouped/conv1d.txt", true, true);
-  VERIFY2(r.error.empty(), r.error_stage + ": " + r.error);
-  std::map<std::string, int> forms;
-  for (const Kernel& kr : r.schedule.kernels) {
-    if (!kr.is_extern) continue;
-    const ExternCall& c = r.loops.nodes.at(kr.nodes.at(0)).ext;
-    if (c.op->name.find("convolution") != std::string::npos) ++forms[cuda_extern_how(r.loops, c, true)];
-  }
-  VERIFY2(forms["im2col + cuBLAS"] == 2 && forms["im2col + cuBLAS + col2im"] == 2, std::to_string(forms["im2col + cuBLAS"]));
-  VERIFY2(forms["grouped convolution kernel"] == 1 && forms["grouped convolution backward kernels"] == 1,
-          std::to_string(forms["grouped convolution kernel"]));
-  std::string why;
-  if (!CudaDriver::get(&why)) {
-    VERIFY2(r.not_run.find("needs a GPU") != std::string::npos, r.not_run);
-    return;
-  }
-  VERIFY2(r.check.ok, r.stage("run")->text);
-  VERIFY(r.check.reference.size() >= 6);  // the output and the gradients of all five inputs
-}
-
-// Convolutions whose product needs no im2col: 1x1 windows with stride 1 (in groups, with a bias
-// over many pixels) read the input as its columns, and windows covering the whole input (or 1x1
-// on one pixel) run as linear layers with the bias in cuBLASLt's epilogue; one 3x3 keeps im2col.
-// Forward and backward forms counted; every output and gradient against the reference
-// interpreter's run of the joint graph.
-void convolution_forms_run_on_the_device() {
-  const CompileResult r = compile_cuda_model("stages/extra/conv_forms.txt", true, true);
-  VERIFY2(r.error.empty(), r.error_stage + ": " + r.error);
-  std::map<std::string, int> forms;
-  for (size_t k = 0; k < r.schedule.kernels.size(); ++k) {
-    const Kernel& kr = r.schedule.kernels[k];
-    if (!kr.is_extern) continue;
-    const ExternCall& c = r.loops.nodes.at(kr.nodes.at(0)).ext;
-    if (c.op->name.find("convolution") != std::string::npos) ++forms[cuda_extern_how(r.loops, c, true)];
-  }
-  const std::map<std::string, int> expected = {{"cuBLAS (1x1: no im2col)", 2},           {"cuBLAS (a linear layer)", 2},
-                                               {"im2col + cuBLAS", 1},                   {"cuBLAS (1x1: no im2col or col2im)", 2},
-                                               {"cuBLAS (a linear layer's backward)", 2}, {"im2col + cuBLAS + col2im", 1}};
   for (const auto& [how, n] : expected) VERIFY2(forms[how] == n, how + ": " + std::to_string(forms[how]));
   std::string why;
   if (!CudaDriver::get(&why)) {
@@ -511,7 +459,40 @@ void convolution_forms_run_on_the_device() {
     return;
   }
   VERIFY2(r.check.ok, r.stage("run")->text);
-  VERIFY(r.check.reference.size() >= 10);  // the output and the gradients of all nine inputs
+  VERIFY(r.check.reference.size() >= outputs);
+}
+
+// Grouped convolutions (RegNet's groups of 8 with a window, a channel multiplier, ResNeXt's 32
+// groups, 8 groups of 1x1) run as the direct grouped kernels each way, not as per-group im2col and
+// cuBLAS launches; the output and the gradients of all six inputs checked.
+void grouped_convolutions_run_on_the_device() {
+  convolutions_run_on_the_device("stages/conv_grouped/grouped_conv.txt",
+                                 {{"grouped convolution kernel", 4}, {"grouped convolution backward kernels", 4}}, 7);
+}
+
+// 1-D convolutions (Whisper's, wav2vec2's front ends) run on the device as 2-D ones over a height
+// of 1, forward and backward, not as the reference kernel on the host (2.5 ms for Whisper's first);
+// the output and the gradients of all five inputs checked.
+void conv1d_runs_on_the_device() {
+  convolutions_run_on_the_device("stages/conv_grouped/conv1d.txt",
+                                 {{"im2col + cuBLAS", 2}, {"im2col + cuBLAS + col2im", 2}, {"grouped convolution kernel", 1},
+                                  {"grouped convolution backward kernels", 1}},
+                                 6);
+}
+
+// Convolutions whose product needs no im2col: 1x1 windows with stride 1 (in groups, with a bias
+// over many pixels) read the input as its columns, and windows covering the whole input (or 1x1
+// on one pixel) run as linear layers with the bias in cuBLASLt's epilogue; one 3x3 keeps im2col.
+// The output and the gradients of all nine inputs checked.
+void convolution_forms_run_on_the_device() {
+  convolutions_run_on_the_device("stages/extra/conv_forms.txt",
+                                 {{"cuBLAS (1x1: no im2col)", 2},
+                                  {"cuBLAS (a linear layer)", 2},
+                                  {"im2col + cuBLAS", 1},
+                                  {"cuBLAS (1x1: no im2col or col2im)", 2},
+                                  {"cuBLAS (a linear layer's backward)", 2},
+                                  {"im2col + cuBLAS + col2im", 1}},
+                                 10);
 }
 
 // GEMM templates in the products' place (as max-autotune leaves them where they win), each

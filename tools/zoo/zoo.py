@@ -268,20 +268,21 @@ def hf_models():
     return out
 
 
-def recurrent_models():
+def recurrent_models(features=16, hidden=32, steps=10):
+    """Two-layer LSTM and GRU with a linear head (the CI subset's: ci_recurrent_models)."""
     import torch
 
     class Rnn(torch.nn.Module):
         def __init__(self, cell):
             super().__init__()
-            self.rnn = cell(16, 32, num_layers=2, batch_first=True)
-            self.head = torch.nn.Linear(32, 4)
+            self.rnn = cell(features, hidden, num_layers=2, batch_first=True)
+            self.head = torch.nn.Linear(hidden, 4)
 
         def forward(self, x):
             return self.head(self.rnn(x)[0])
 
-    return {"rnn_lstm": lambda: (Rnn(torch.nn.LSTM), ("sequence", (10, 16))),
-            "rnn_gru": lambda: (Rnn(torch.nn.GRU), ("sequence", (10, 16)))}
+    return {"rnn_lstm": lambda: (Rnn(torch.nn.LSTM), ("sequence", (steps, features))),
+            "rnn_gru": lambda: (Rnn(torch.nn.GRU), ("sequence", (steps, features)))}
 
 
 def all_models():
@@ -458,19 +459,7 @@ def ci_torchvision_models():
 
 
 def ci_recurrent_models():
-    import torch
-
-    class Rnn(torch.nn.Module):
-        def __init__(self, cell):
-            super().__init__()
-            self.rnn = cell(8, 16, num_layers=2, batch_first=True)
-            self.head = torch.nn.Linear(16, 4)
-
-        def forward(self, x):
-            return self.head(self.rnn(x)[0])
-
-    return {"rnn_lstm": lambda: (Rnn(torch.nn.LSTM), ("sequence", (6, 8))),
-            "rnn_gru": lambda: (Rnn(torch.nn.GRU), ("sequence", (6, 8)))}
+    return recurrent_models(features=8, hidden=16, steps=6)
 
 
 def ci_models():
