@@ -1,10 +1,13 @@
 #include "codegen/cuda_codegen.h"
 
 #include <algorithm>
+#include <array>
+#include <cctype>
 #include <climits>
 #include <optional>
 #include <set>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "codegen/cuda_gemm_template.h"
 #include "codegen/emitter.h"
@@ -50,10 +53,26 @@ class CudaKernelWriter {
                 (restrict ? "* __restrict__ " : "* ") + ptr;
       args.push_back(buf);
     };
-    for (const auto& b : k_.reads) add(b, false);
+    for (const auto& b : reads_in_use_order()) add(b, false);
     for (const auto& b : k_.writes) add(b, true);
     return params;
   }
+
+  // The buffers the kernel reads, in the order its code first loads them (the schedule lists
+  // them by name): the same layer in two places of a model then gets the same parameters, whose
+  // names sort differently there ("buf104" before "buf68"), and the same code (share_identical_kernels).
+  std::vector<std::string> reads_in_use_order() const {
+    std::vector<std::string> order;
+    const std::set<std::string> reads(k_.reads.begin(), k_.reads.end());
+    std::set<std::string> seen;
+    for (const int n : k_.nodes)
+      for (const MemDep& d : extract_dependencies(p_.nodes.at(static_cast<size_t>(n))).reads)
+        if (reads.count(d.buffer) && seen.insert(d.buffer).second) order.push_back(d.buffer);
+    for (const std::string& b : k_.reads)  // read elsewhere than a node's body (none today): last
+      if (seen.insert(b).second) order.push_back(b);
+    return order;
+  }
+
 
   // The pointwise kernel as a device function of one element x0 (cuda_element_function).
   std::string element_function(const std::string& fname, std::vector<std::string>& args) {
@@ -388,16 +407,21 @@ class CudaKernelWriter {
     if ((o_.size_generic && !row_fixed_) || split_ || column_ || R % (4 * int64_t(T_)) != 0 || R / (4 * int64_t(T_)) > 4) return 0;
     std::map<std::string, int> uses;
     std::map<std::string, std::string> buffer_of;
+    std::vector<std::string> first_use;  // the keys in the order the code loads them: the arrays are numbered so
     int inner = 0;
     for (size_t i = 0; i < segs.size(); ++i) {
       if (!segs[i].inner) continue;
       ++inner;
       if (!plans[i]) return 0;
-      for (const VectorAccess& a : plans[i]->loads) ++uses[a.key], buffer_of[a.key] = a.buffer;
+      for (const VectorAccess& a : plans[i]->loads) {
+        if (++uses[a.key] == 1) first_use.push_back(a.key);
+        buffer_of[a.key] = a.buffer;
+      }
     }
     if (inner < 2) return 0;
     const int64_t groups = R / (4 * int64_t(T_));
-    for (const auto& [key, n] : uses) {
+    for (const std::string& key : first_use) {
+      const int n = uses[key];
       const std::string& buf = buffer_of[key];
       if (n < 2 || std::count(k_.writes.begin(), k_.writes.end(), buf) || p_.buffer(buf).dtype != DType::f32) continue;
       const std::string name = "ls_row" + std::to_string(row_regs_.size());
@@ -604,6 +628,59 @@ class CudaKernelWriter {
   int64_t counter_off_ = 0;
 };
 
+// A kernel's lines [begin, end) as a key that two kernels share exactly when their code is the
+// same but for the kernel's name, comments, and the numbering of their locals (tmpN, accN, ...,
+// numbered from node ids, which differ between layers): each local class renumbered by first
+// occurrence, so equal keys are the same code up to renaming those locals.
+std::string sharing_key(const std::vector<Emitted>& lines, size_t begin, const std::string& name) {
+  static const std::array<std::string_view, 7> locals = {"tmp", "acc", "ind", "ls_w", "ls_v", "ls_row", "ls_part"};
+  auto is_id = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  std::map<std::string, std::string, std::less<>> renamed;
+  std::map<std::string_view, int> per_class;
+  std::string key;
+  for (size_t l = begin; l < lines.size(); ++l) {
+    std::string_view t = lines[l].text;
+    t = t.substr(0, t.find("//"));
+    if (t.find_first_not_of(' ') == std::string_view::npos) continue;
+    for (size_t i = 0; i < t.size();) {
+      if (!is_id(t[i]) || std::isdigit(static_cast<unsigned char>(t[i]))) {
+        key += t[i++];
+        continue;
+      }
+      size_t j = i;
+      while (j < t.size() && is_id(t[j])) ++j;
+      const std::string_view id = t.substr(i, j - i);
+      i = j;
+      if (id == name) {
+        key += "KERNEL";
+        continue;
+      }
+      // A local: its class, its number, then any suffix (an arg reduction's acc12_i).
+      const auto cls = std::find_if(locals.begin(), locals.end(), [&](std::string_view c) {
+        return id.size() > c.size() && id.substr(0, c.size()) == c && std::isdigit(static_cast<unsigned char>(id[c.size()]));
+      });
+      if (cls == locals.end()) {
+        key += id;
+        continue;
+      }
+      const size_t end = id.find_first_not_of("0123456789", cls->size());
+      const std::string_view local = id.substr(0, end), suffix = end == std::string_view::npos ? std::string_view() : id.substr(end);
+      auto it = renamed.find(local);
+      if (it == renamed.end()) it = renamed.emplace(std::string(local), std::string(*cls) + "#" + std::to_string(per_class[*cls]++)).first;
+      key += it->second;
+      key += suffix;
+    }
+    key += '\n';
+  }
+  return key;
+}
+
+std::string launch_key(const CudaLaunch& l) {
+  return l.form + " " + std::to_string(l.grid) + " " + std::to_string(l.block) + " " + std::to_string(l.threads_per_row) + " " +
+         std::to_string(l.split) + " " + std::to_string(l.scratch_bytes) + " " + std::to_string(l.vector) + " " +
+         std::to_string(l.cluster) + "\n";
+}
+
 }  // namespace
 
 std::string cuda_helpers_source() { return std::string("// Lowerscope's CUDA helper kernels\n") + kCudaPrelude + kCudaHelpers; }
@@ -689,9 +766,21 @@ std::string CudaGemmConfig::text() const {
 GeneratedCuda generate_cuda(const LoopProgram& p, const Schedule& s, const CudaCodegenOptions& o) {
   GeneratedCuda g;
   g.launch.assign(s.kernels.size(), CudaLaunch{"extern"});  // library calls: cuBLAS, helper kernels, or the host
+  const bool share = o.share_identical_kernels && !o.size_generic;
+  std::unordered_map<std::string, std::string> first_with;  // sharing_key + launch -> the kernel that has that code
   g.source = assemble_source(s, "// Generated by Lowerscope for NVRTC: one kernel per fused group.", kCudaPrelude,
                              [&](size_t i, const Kernel& k, std::vector<Emitted>& lines) {
-                               return CudaKernelWriter(p, k, o).write(lines, g.launch[i]);
+                               const size_t begin = lines.size();
+                               GeneratedKernel gk = CudaKernelWriter(p, k, o).write(lines, g.launch[i]);
+                               if (!share) return gk;
+                               const auto [same, fresh] = first_with.emplace(sharing_key(lines, begin, k.name) + launch_key(g.launch[i]), k.name);
+                               if (fresh) return gk;
+                               size_t header = begin;  // the kernel's comment lines stay: its iteration, form, origins
+                               while (header < lines.size() && lines[header].text.rfind("//", 0) == 0) ++header;
+                               lines.resize(header);
+                               lines.push_back({"// the same code as " + same->second + ", which it launches with its own buffers (compiled once)"});
+                               gk.launcher = same->second;
+                               return gk;
                              });
   g.matmul_algorithms = o.matmul_algorithms;
   g.gemm_templates = o.gemm_templates;

@@ -69,6 +69,12 @@ struct CudaCodegenOptions {
   // one of exactly the row's length (a LayerNorm's weight) has a fixed row length: it keeps the
   // static heuristic's threads a row and the persistent form.
   std::set<std::string> fixed_buffers;
+  // Kernels whose code is the same but for their names (a model's repeated layers: the same
+  // shapes, the same fused ops) compile once: each later one keeps its header comment in the
+  // source, says which kernel it launches, and launches that function with its own buffers, as
+  // Inductor defines a kernel once and calls it per layer. Off where each kernel's own text is
+  // needed: max-autotune's candidates (rewritten kernel by kernel) and size-generic code.
+  bool share_identical_kernels = true;
 };
 
 struct CudaLaunch {

@@ -132,7 +132,9 @@ AutotuneResult autotune_cuda(const LoopProgram& p, const Schedule& s, const Cuda
   const auto t0 = Clock::now();
   AutotuneResult result;
   tuned = base;
-  const GeneratedCuda heuristic = generate_cuda(p, s, base);
+  CudaCodegenOptions each_own = base;  // every kernel's own text: candidates are rewritten kernel by kernel
+  each_own.share_identical_kernels = false;
+  const GeneratedCuda heuristic = generate_cuda(p, s, each_own);
   // cuBLASLt's algorithms are opaque to other builds of it: the library (its file, size and
   // time) is part of the key.
   Cublas* blas = Cublas::get();
@@ -304,7 +306,7 @@ AutotuneResult autotune_cuda(const LoopProgram& p, const Schedule& s, const Cuda
     }
     PhaseTimer generating("max-autotune: generate candidates");
     for (size_t n = 0; n < width; ++n) {
-      CudaCodegenOptions o = base;
+      CudaCodegenOptions o = each_own;
       for (size_t j = 0; j < tuned_kernels.size(); ++j)
         if (n < pending[j].size()) o.configs[result.kernels[j].kernel] = space[j][pending[j][n]];
       const GeneratedCuda g = generate_cuda(p, s, o);

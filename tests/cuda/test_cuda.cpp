@@ -67,6 +67,8 @@ void check(bool ok, const std::string& what, const char* file, int line) {
 
 using namespace ls;
 
+CompileResult compile_graph_text(const std::string& name, const std::string& graph, DType dtype);  // below
+
 namespace {
 // $LS_TEST_DATA overrides the folder (the GPU machine's copy, with .pt2 archives unpacked).
 std::string data(const std::string& rel) {
@@ -114,7 +116,9 @@ void every_kernel_compiles_to_ptx(const std::string& model, bool train) {
     (kr.is_extern ? ext : gen)++;
     if (kr.is_extern) continue;
     VERIFY2(kr.name.rfind("cuda_fused", 0) == 0, kr.name);
-    VERIFY2(entries.count(kr.name) == 1, "no PTX entry for " + kr.name);
+    // Its own entry, or that of an earlier kernel of the same code (share_identical_kernels).
+    const std::string& launcher = r.cuda.source.kernels.at(k).launcher;
+    VERIFY2(entries.count(launcher) == 1, "no PTX entry for " + kr.name + " (" + launcher + ")");
     const CudaLaunch& l = r.cuda.launch.at(k);
     VERIFY(l.grid > 0 && l.block > 0 && l.block <= 1024);
   }
@@ -341,7 +345,10 @@ void kernels_compile_in_parts_and_link() {
   // An undefined name in the last kernel (the last part's), after its first two lines (a comment
   // and the signature): NVRTC's message gives its line in the whole source.
   std::string bad = m.source.code;
-  const int line = o.kernel_lines.back() + 2;
+  int last_own = 0;  // the last kernel with code of its own (not one sharing an earlier kernel's)
+  for (const GeneratedKernel& k : m.source.kernels)
+    if (k.launcher == k.name) last_own = k.first_line;
+  const int line = last_own + 2;
   size_t at = 0;
   for (int l = 1; l < line; ++l) at = bad.find('\n', at) + 1;
   VERIFY(bad.compare(at - 2, 2, "{\n") == 0);
@@ -1284,6 +1291,61 @@ void gathers_run_as_generated_kernels() {
   VERIFY2(r.error.empty() && r.check.ok, r.error);
 }
 
+// Kernels of the same code (the same shapes and fused ops: a model's repeated layers) compile
+// once, as Inductor defines a kernel once and calls it per layer: the second layer's kernel
+// launches the first's function with its own buffers, its source keeps its header and names the
+// kernel it shares. A kernel that differs in one constant, or in its operands' order, keeps its
+// own code. On a GPU the model matches the reference interpreter.
+void identical_kernels_compile_once() {
+  const std::string graph = R"(class GraphModule(torch.nn.Module):
+    def forward(self, x: "f32[64, 32]", w: "f32[32, 32]", b: "f32[64, 32]"):
+        m1: "f32[64, 32]" = torch.ops.aten.mm.default(x, w)
+        a1: "f32[64, 32]" = torch.ops.aten.add.Tensor(m1, b)
+        r1: "f32[64, 32]" = torch.ops.aten.relu.default(a1)
+        m2: "f32[64, 32]" = torch.ops.aten.mm.default(r1, w)
+        a2: "f32[64, 32]" = torch.ops.aten.add.Tensor(m2, b)
+        r2: "f32[64, 32]" = torch.ops.aten.relu.default(a2)
+        m3: "f32[64, 32]" = torch.ops.aten.mm.default(r2, w)
+        a3: "f32[64, 32]" = torch.ops.aten.add.Tensor(m3, b)
+        r3: "f32[64, 32]" = torch.ops.aten.relu.default(a3)
+        s3: "f32[64, 32]" = torch.ops.aten.mul.Tensor(r3, 3.0)
+        m4: "f32[64, 32]" = torch.ops.aten.mm.default(s3, w)
+        a4: "f32[64, 32]" = torch.ops.aten.sub.Tensor(b, m4)
+        r4: "f32[64, 32]" = torch.ops.aten.relu.default(a4)
+        return (r4,)
+)";
+  const CompileResult r = compile_graph_text("repeated_layers", graph, DType::f32);
+  VERIFY2(r.error.empty(), r.error_stage + ": " + r.error);
+  std::vector<size_t> generated;
+  for (size_t k = 0; k < r.schedule.kernels.size(); ++k)
+    if (!r.schedule.kernels[k].is_extern) generated.push_back(k);
+  VERIFY2(generated.size() == 4, std::to_string(generated.size()) + " generated kernels");
+  const auto& ks = r.cuda.source.kernels;
+  const GeneratedKernel &first = ks[generated[0]], &second = ks[generated[1]], &scaled = ks[generated[2]], &swapped = ks[generated[3]];
+  VERIFY2(first.launcher == first.name && second.launcher == first.name, second.name + " launches " + second.launcher);
+  VERIFY2(scaled.launcher == scaled.name, scaled.name + " launches " + scaled.launcher);    // relu then * 3.0
+  VERIFY2(swapped.launcher == swapped.name, swapped.name + " launches " + swapped.launcher);  // b - m, not m + b
+  VERIFY(second.args != first.args);  // its own buffers
+  VERIFY(r.cuda.launch[generated[1]].grid == r.cuda.launch[generated[0]].grid);
+  int definitions = 0;
+  for (size_t at = r.source.code.find("\nextern \"C\" __global__"); at != std::string::npos; at = r.source.code.find("\nextern \"C\" __global__", at + 1))
+    ++definitions;
+  VERIFY2(definitions == 3, std::to_string(definitions) + " kernel definitions");
+  std::istringstream in(r.source.code);
+  std::string text, line;
+  for (int l = 1; std::getline(in, line); ++l)
+    if (l >= second.first_line && l <= second.last_line) text += line + "\n";
+  VERIFY2(text.rfind("// " + second.name + ": iteration", 0) == 0, text);
+  VERIFY2(text.find("the same code as " + first.name) != std::string::npos, text);
+  VERIFY(ptx_entries(r.stage("asm")->text).count(second.name) == 0);
+  std::string why;
+  if (!CudaDriver::get(&why)) {
+    VERIFY2(r.not_run.find("needs a GPU") != std::string::npos, r.not_run);
+    return;
+  }
+  VERIFY2(r.check.ok, r.stage("run")->text);
+}
+
 }  // namespace
 
 // ---- bf16/f16 FlashAttention-2 (codegen/cuda_flash_half.h, exec/flash_attention_cuda.h) ----
@@ -1539,6 +1601,7 @@ int main(int argc, char** argv) {
   cases.push_back({"column clusters", column_clusters});
   cases.push_back({"new elementwise ops compile", new_elementwise_ops_compile});
   cases.push_back({"gathers run as generated kernels", gathers_run_as_generated_kernels});
+  cases.push_back({"identical kernels compile once", identical_kernels_compile_once});
   for (const char* m : {"models/mlp", "stages/attn_block/3_core_aten.txt"})
     for (DType t : {DType::bf16, DType::f16})
       for (bool tr : {false, true})

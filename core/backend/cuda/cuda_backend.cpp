@@ -110,8 +110,9 @@ std::string with_injected_fault(const std::string& code, const GeneratedSource& 
   const std::string fault = illegal ? " { volatile unsigned long long ls_fault_at = 16; *(volatile int*)ls_fault_at = 1; }  // LOWERSCOPE_FAULT"
                                     : " { while (clock64() >= 0) {} }  // LOWERSCOPE_FAULT";
   for (const GeneratedKernel& k : src.kernels) {
-    if (k.launcher != name) continue;
-    for (size_t at = code.find(" " + name + "("); at != std::string::npos; at = code.find(" " + name + "(", at + 1)) {
+    if (k.name != name || k.launcher.empty()) continue;  // a kernel sharing another's code faults in that code
+    const std::string& f = k.launcher;
+    for (size_t at = code.find(" " + f + "("); at != std::string::npos; at = code.find(" " + f + "(", at + 1)) {
       const size_t line = code.rfind('\n', at) + 1, end = code.find('\n', at);
       if (end == std::string::npos) break;
       const std::string head = code.substr(line, end - line);
