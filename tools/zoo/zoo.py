@@ -84,6 +84,7 @@ them to one corpus log that `lowerscope-cli trace` reads whole; then compiles ea
 with `lowerscope-cli trace --report` and keeps a summary per model.
 """
 import argparse
+import collections
 import concurrent.futures
 import glob
 import hashlib
@@ -1037,7 +1038,23 @@ def rmse_checks(chk):
     return out
 
 
-def run_one(cli, model, folder, kind, timeout, threads, reference):
+def compile_threads_text(runs):
+    """What the compile-time column's compiles had of the machine, from the jobs each pt2/cuda
+    result records (results before that field ran 6 jobs at once, 2 threads each of 16)."""
+    shares = collections.Counter()
+    for per_model in runs.values():
+        r = per_model.get("pt2/cuda") or {}
+        if r.get("compile_ms"):
+            shares[(r.get("jobs", 6), r.get("threads", 2))] += 1
+    parts = []
+    for (jobs, threads), n in sorted(shares.items()):
+        parts.append(f"{n} models one compile at a time, with the CLI's defaults on all {threads} cores" if jobs == 1 else
+                     f"{n} models {jobs} compiles at once, {threads} threads each")
+    return ("Compile times: ours " + ("; ".join(parts) or "none") +
+            "; Inductor's first call with all 16 cores (its parallel Triton compiles), alone.")
+
+
+def run_one(cli, model, folder, kind, timeout, threads, reference, shared=True):
     """One compile of `model` (an unpacked .pt2 or a .onnx) as `kind`; its report goes into
     `folder`, which holds the inputs and PyTorch's outputs. A dict: ok, error, kernels, compile
     and run times, for a training step the gradients checked (or status 'timeout')."""
@@ -1058,8 +1075,12 @@ def run_one(cli, model, folder, kind, timeout, threads, reference):
         res["reference"] = reference or not grads
     elif not reference and os.path.exists(os.path.join(folder, "out.npy")):
         cmd.append("--no-reference")  # the check is against PyTorch's out.npy
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads),
-               LOWERSCOPE_COMPILE_THREADS=str(threads))
+    # Jobs that share the machine get its cores divided among them; one job at a time runs as a
+    # user's compile does, with the CLI's own defaults (a part a core for g++, NVRTC 3 programs at
+    # once: compile/split_source.h).
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads))
+    if shared:
+        env["LOWERSCOPE_COMPILE_THREADS"] = str(threads)
     t0 = time.time()
     # A session of its own: a timeout ends the CLI and its kernel worker together.
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
@@ -1183,9 +1204,10 @@ def run(args):
         try:
             if model is None:
                 raise RuntimeError(f"no {kind.split('/')[0]} file of this model in {args.models}")
-            r = run_one(args.cli, model, folder, kind, min(timeout, left), threads, args.reference)
+            r = run_one(args.cli, model, folder, kind, min(timeout, left), threads, args.reference, args.jobs > 1)
         except Exception as e:  # a job that cannot start is its failure, not the worker's end
             r = {"ok": False, "error": "zoo.py: " + first_line(f"{type(e).__name__}: {e}")}
+        r["jobs"], r["threads"] = args.jobs, threads  # what its compile time had of the machine
         if "status" in r and left < timeout:
             r["status"] = f"cut by the budget after {r['wall_s']:.0f} s"
         res.set(m, kind, r)
@@ -1775,8 +1797,7 @@ def write_table(exported, results, inductor, traces, args, ran_kinds=None):
     lines.append("Times: the median of CUDA event timings of the whole model, batch 2; ours from `lowerscope-cli compile` "
                  "(jobs of a batch share the GPU), Inductor's and eager's from torch.compile (default mode) in its own "
                  "process. Inductor runs convolutions through cuDNN with TF32 (PyTorch's default), ours in float32 "
-                 "(`--allow-tf32` not set). Compile times: ours with the threads a job gets (the cores divided by the jobs "
-                 "at once: 2 of 16), Inductor's first call with all 16 (its parallel Triton compiles).")
+                 "(`--allow-tf32` not set). " + compile_threads_text(results))
     if traces:
         tried = [t for t in traces.values() if "dynamo_graphs" in t]
         unrecorded = sum(1 for t in traces.values() if left_out(t))
