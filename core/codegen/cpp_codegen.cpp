@@ -20,7 +20,7 @@ extern const char kCpuPrelude[];
 namespace ls {
 namespace {
 
-const char* omp_reduction_op(Reduce r) { return r == Reduce::max ? "max" : r == Reduce::min ? "min" : "+"; }
+const char* omp_reduction_op(Reduce r) { return r == Reduce::max ? "max" : r == Reduce::min ? "min" : r == Reduce::prod ? "*" : "+"; }
 
 // The divisors of the floor divisions and moduli of `var` inside an index (a broadcast channel:
 // (x0 // 256) % 32).
@@ -213,8 +213,9 @@ class KernelWriter {
       inner += seg.inner;
       for (int n : seg.nodes) {
         const LoopNode& ln = p_.nodes[n];
-        if (ln.kind == LoopNode::Kind::reduction && ln.reduce != Reduce::sum && ln.reduce != Reduce::max && ln.reduce != Reduce::min)
-          return reject();
+        if (ln.kind == LoopNode::Kind::reduction && ln.reduce != Reduce::sum && ln.reduce != Reduce::max && ln.reduce != Reduce::min &&
+            ln.reduce != Reduce::prod)
+          return reject();  // an arg reduction: the row form
         bool col = false;
         if (!column_accesses(n, X, R, col)) {
           if (!seg.inner || ln.kind != LoopNode::Kind::pointwise) return reject();
@@ -424,10 +425,14 @@ class KernelWriter {
         return ln.kind == LoopNode::Kind::reduction && (ln.reduce == Reduce::max || ln.reduce == Reduce::min) &&
                (compute_dtype(ln.dtype) == DType::f32 || ln.dtype == DType::f64);
       };
+      // An arg reduction (argmax) walks its row in one plain loop, in order, its value and index
+      // two accumulators (no lanes, chunks or OpenMP reduction clause: they combine one value).
+      bool arg = false;
+      for (int n : s.nodes) arg = arg || (p_.nodes[n].kind == LoopNode::Kind::reduction && reduce_is_arg(p_.nodes[n].reduce));
       int64_t L = 0;
       for (int n : s.nodes)
-        if (fp_minmax(p_.nodes[n])) L = R >= 32 || (o_.size_generic && R >= 16) ? 16 : R >= 16 ? 8 : 0;  // size-generic: one L for most rows
-      const bool single_row = X <= 1 && parallel;
+        if (fp_minmax(p_.nodes[n]) && !arg) L = R >= 32 || (o_.size_generic && R >= 16) ? 16 : R >= 16 ? 8 : 0;  // size-generic: one L for most rows
+      const bool single_row = X <= 1 && parallel && !arg;
       const int64_t C = single_row ? std::clamp<int64_t>(R / 4096, 1, 64) : 1;  // chunks of a single row
       // A single row over all threads: chunks in lanes whatever it reduces (Clang left OpenMP's
       // `parallel for simd reduction(+:)` scalar too: a sum over 2^24, 8.6-12 ms against GCC's 1.4).
@@ -522,6 +527,11 @@ class KernelWriter {
         const std::string acc = "acc" + std::to_string(n);
         accs_[n] = acc;
         e.node = n;
+        if (reduce_is_arg(ln.reduce)) {
+          e.line(std::string(dtype_c(ln.arg_dtype)) + " " + acc + " = " + reduce_identity(ln.reduce, ln.arg_dtype) + ";");
+          e.line("int64_t " + acc + "_i = 0;");
+          continue;
+        }
         e.line(std::string(dtype_c(compute_dtype(ln.dtype))) + " " + acc + " = " + reduce_identity(ln.reduce, ln.dtype) + ";");
         clauses += std::string(" reduction(") + omp_reduction_op(ln.reduce) + ":" + acc + ")";
       }
@@ -529,7 +539,7 @@ class KernelWriter {
       // A short row's float max or min (under 16: no lanes) keeps a NaN as the lanes do: a plain
       // loop (a select that keeps a NaN is no reduction OpenMP's simd may reorder). A single row
       // too short to chunk keeps OpenMP's max, which drops a NaN that is not last.
-      bool sticky = false;
+      bool sticky = arg;
       if (!single_row)
         for (int n : s.nodes) sticky = sticky || fp_minmax(p_.nodes[n]);
       if (single_row) e.line("#pragma omp parallel for simd schedule(static)" + clauses);
@@ -555,6 +565,7 @@ class KernelWriter {
     e.node = n;
     if (ln.kind == LoopNode::Kind::reduction) {
       e.acc = accs_.at(n);
+      e.acc_index = e.acc + "_i";  // an arg reduction's index (write_nest_as)
     }
     e.line("// " + ln.name + ": " + ln.graph_node);
     std::vector<Expr> idx = pl.idx;

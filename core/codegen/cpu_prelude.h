@@ -308,3 +308,13 @@ static inline ls_f16 ls_to_f16(float f) {
   const unsigned o = u >= 0x47800000u ? (u > 0x7f800000u ? 0x7e00u : 0x7c00u) : (u < 0x38800000u ? sub : normal);
   return static_cast<ls_f16>(o | sign);
 }
+
+// Arg reductions (argmax, argmin), as Inductor's greater_or_nan and less_or_nan: whether the kept
+// candidate (a at index ia) stays against (b at ib): a NaN beats a number, then the maximum (the
+// minimum), then between equals (two NaNs too) the lower index.
+template <typename T> static inline bool ls_arg_keeps(bool max, T a, T b, int64_t ia, int64_t ib) {
+  if (a != a) return b == b || ia < ib;
+  if (b != b) return false;
+  if (a == b) return ia < ib;
+  return max ? a > b : a < b;
+}

@@ -21,7 +21,9 @@ extern const char kCudaHelpers[];
 namespace ls {
 namespace {
 
-int reduce_op(Reduce r) { return r == Reduce::max ? 1 : r == Reduce::min ? 2 : 0; }
+// The combiner code of ls_combine and the reductions built on it (cuda_prelude.h); prod's 3 is
+// defined where a source has a product (its on-demand paragraph).
+int reduce_op(Reduce r) { return r == Reduce::max ? 1 : r == Reduce::min ? 2 : r == Reduce::prod ? 3 : 0; }
 
 int64_t next_pow2(int64_t v) {
   int64_t p = 1;
@@ -137,7 +139,7 @@ class CudaKernelWriter {
       const int64_t useful = std::max<int64_t>(1, R / (int64_t(launch.block) * 8));   // >= 8 elements a thread
       launch.split = std::clamp<int64_t>(cfg.split ? cfg.split : std::min(want, useful), 1, 1024);
       launch.grid = X * launch.split;
-    } else if (X % 32 == 0 && cfg.threads_per_row == 0 && column_major(segs, X, R)) {
+    } else if (X % 32 == 0 && cfg.threads_per_row == 0 && !arg_reduction(segs) && column_major(segs, X, R)) {
       // Consecutive x are consecutive in memory and consecutive r are a row apart (a bias
       // gradient's sum over the batch): a warp takes 32 neighbouring columns, the block's warps
       // (its lanes) share their rows, and long columns are split over several blocks.
@@ -186,7 +188,7 @@ class CudaKernelWriter {
       for (int n : segs.front().nodes)
         if (p_.nodes[n].kind == LoopNode::Kind::reduction) {
           scratch_off_[n] = off;
-          off += X * launch.split * 8;
+          off += X * launch.split * 8 * (reduce_is_arg(p_.nodes[n].reduce) ? 2 : 1);  // an arg reduction's values, then its indices
         }
       counter_off_ = off;
       launch.scratch_bytes = off + X * 4;
@@ -452,6 +454,11 @@ class CudaKernelWriter {
         accs_[n] = "acc" + std::to_string(n);
         reductions.push_back(n);
         e.node = n;
+        if (reduce_is_arg(ln.reduce)) {  // its value and, beside it, its index
+          e.line(std::string(dtype_c(ln.arg_dtype)) + " " + accs_[n] + " = " + reduce_identity(ln.reduce, ln.arg_dtype, Dialect::cuda) + "; int64_t " +
+                 accs_[n] + "_i = 0;");
+          continue;
+        }
         e.line(std::string(dtype_c(compute_dtype(ln.dtype))) + " " + accs_[n] + " = " + reduce_identity(ln.reduce, ln.dtype, Dialect::cuda) + ";");
       }
       e.node = -1;
@@ -486,6 +493,10 @@ class CudaKernelWriter {
       for (int n : reductions) {
         const LoopNode& ln = p_.nodes[n];
         e.node = n;
+        if (reduce_is_arg(ln.reduce)) {
+          if (const std::string a = arg_across(ln); !a.empty()) e.line(a);
+          continue;
+        }
         e.line(accs_[n] + " = " + across(ln) + ";");
       }
       if (split_) finish_split(e, reductions);
@@ -497,13 +508,30 @@ class CudaKernelWriter {
   // The reduction of one accumulator across the threads of its row.
   std::string across(const LoopNode& ln) {
     const std::string op = std::to_string(reduce_op(ln.reduce));
+    // The identity in the accumulator's type (an integer literal is an int: an int64 sum's or
+    // product's 0 or 1 would leave the helper's type undecided).
+    std::string identity = reduce_identity(ln.reduce, ln.dtype, Dialect::cuda);
+    if (!dtype_is_float(ln.dtype)) identity = "static_cast<" + std::string(dtype_c(ln.dtype)) + ">(" + identity + ")";
     if (T_ <= 1) return accs_.at(index_of(ln));
-    if (column_) return "ls_column_reduce<" + op + ">(" + accs_.at(index_of(ln)) + ", " + reduce_identity(ln.reduce, ln.dtype, Dialect::cuda) + ")";
+    if (column_) return "ls_column_reduce<" + op + ">(" + accs_.at(index_of(ln)) + ", " + identity + ")";
     if (T_ <= 32) return "ls_warp_reduce<" + op + ", " + std::to_string(T_) + ">(" + accs_.at(index_of(ln)) + ")";
     const std::string slot = std::to_string(1 + block_reductions_++ % 2);  // alternating buffers: one barrier each
-    return "ls_block_reduce<" + op + ", " + slot + ">(" + accs_.at(index_of(ln)) + ", " + reduce_identity(ln.reduce, ln.dtype, Dialect::cuda) + ")";
+    return "ls_block_reduce<" + op + ", " + slot + ">(" + accs_.at(index_of(ln)) + ", " + identity + ")";
   }
   int index_of(const LoopNode& ln) const { return static_cast<int>(&ln - p_.nodes.data()); }
+  // An arg reduction's (value, index) across the threads of its row (never the column form).
+  std::string arg_across(const LoopNode& ln) {
+    const std::string acc = accs_.at(index_of(ln)), max = ln.reduce == Reduce::argmax ? "true" : "false";
+    if (T_ <= 1) return "";
+    if (T_ <= 32) return "ls_warp_arg_reduce<" + max + ", " + std::to_string(T_) + ">(" + acc + ", " + acc + "_i);";
+    return "ls_block_arg_reduce<" + max + ">(" + acc + ", " + acc + "_i, " + reduce_identity(ln.reduce, ln.arg_dtype, Dialect::cuda) + ");";
+  }
+  bool arg_reduction(const std::vector<KernelLoop>& segs) const {
+    for (const KernelLoop& s : segs)
+      for (int n : s.nodes)
+        if (p_.nodes[n].kind == LoopNode::Kind::reduction && reduce_is_arg(p_.nodes[n].reduce)) return true;
+    return false;
+  }
 
   // Column form as a cluster: each block's column sums in its shared memory; the first warp of
   // the cluster's first block (slice 0) combines them all, the others wait until it has read theirs.
@@ -543,9 +571,13 @@ class CudaKernelWriter {
     const std::string S = std::to_string(split_);
     for (int n : reductions) {
       const LoopNode& ln = p_.nodes[n];
-      const std::string t(dtype_c(compute_dtype(ln.dtype)));
-      e.line(t + "* ls_part" + std::to_string(n) + " = reinterpret_cast<" + t + "*>(ls_ws + " + std::to_string(scratch_off_.at(n)) + ");");
-      e.line("if (ls_rt == 0) ls_part" + std::to_string(n) + "[x0 * " + S + " + ls_slice] = " + accs_.at(n) + ";");
+      const bool arg = reduce_is_arg(ln.reduce);
+      const std::string t(dtype_c(arg ? ln.arg_dtype : compute_dtype(ln.dtype))), part = "ls_part" + std::to_string(n);
+      e.line(t + "* " + part + " = reinterpret_cast<" + t + "*>(ls_ws + " + std::to_string(scratch_off_.at(n)) + ");");
+      e.line("if (ls_rt == 0) " + part + "[x0 * " + S + " + ls_slice] = " + accs_.at(n) + ";");
+      if (!arg) continue;
+      e.line("int64_t* " + part + "_i = reinterpret_cast<int64_t*>(ls_ws + " + std::to_string(scratch_off_.at(n) + k_.numel * split_ * 8) + ");");
+      e.line("if (ls_rt == 0) " + part + "_i[x0 * " + S + " + ls_slice] = " + accs_.at(n) + "_i;");
     }
     // One counter a row (split form) or a group of 32 columns (column form).
     const std::string counter = column_ ? "ls_count[blockIdx.x / " + S + "]" : "ls_count[x0]";
@@ -561,17 +593,25 @@ class CudaKernelWriter {
     // L2, not one per reduction), then the reductions across the threads.
     for (int n : reductions) {
       const LoopNode& ln = p_.nodes[n];
-      e.line(accs_.at(n) + " = " + reduce_identity(ln.reduce, ln.dtype, Dialect::cuda) + ";");
+      if (reduce_is_arg(ln.reduce)) e.line(accs_.at(n) + " = " + reduce_identity(ln.reduce, ln.arg_dtype, Dialect::cuda) + ", " + accs_.at(n) + "_i = 0;");
+      else e.line(accs_.at(n) + " = " + reduce_identity(ln.reduce, ln.dtype, Dialect::cuda) + ";");
     }
     e.line("for (int s = ls_rt; s < " + S + "; s += " + std::to_string(T_) + ") {");
     e.indent += "    ";
     for (int n : reductions) {
       const LoopNode& ln = p_.nodes[n];
       const std::string acc = accs_.at(n), part = "ls_part" + std::to_string(n);
-      e.line(acc + " = ls_combine<" + std::to_string(reduce_op(ln.reduce)) + ">(" + acc + ", __ldcg(&" + part + "[x0 * " + S + " + s]));");
+      if (reduce_is_arg(ln.reduce))  // the slices' pairs: any order gives the first extremum (ls_arg_keeps)
+        e.line("ls_arg_combine<" + std::string(ln.reduce == Reduce::argmax ? "true" : "false") + ">(" + acc + ", " + acc + "_i, __ldcg(&" + part +
+               "[x0 * " + S + " + s]), __ldcg(&" + part + "_i[x0 * " + S + " + s]));");
+      else
+        e.line(acc + " = ls_combine<" + std::to_string(reduce_op(ln.reduce)) + ">(" + acc + ", __ldcg(&" + part + "[x0 * " + S + " + s]));");
     }
     close(e);
-    for (int n : reductions) e.line(accs_.at(n) + " = " + across(p_.nodes[n]) + ";");
+    for (int n : reductions) {
+      if (!reduce_is_arg(p_.nodes[n].reduce)) e.line(accs_.at(n) + " = " + across(p_.nodes[n]) + ";");
+      else if (const std::string a = arg_across(p_.nodes[n]); !a.empty()) e.line(a);
+    }
     e.line("if (threadIdx.x == 0) " + counter + " = 0;  // ready for the next launch");
   }
 
@@ -602,7 +642,7 @@ class CudaKernelWriter {
     const LoopNode& ln = p_.nodes[n];
     const Placement pl = place(ln, X, R);
     e.node = n;
-    if (ln.kind == LoopNode::Kind::reduction) e.acc = accs_.at(n);
+    if (ln.kind == LoopNode::Kind::reduction) e.acc = accs_.at(n), e.acc_index = accs_.at(n) + "_i";
     e.line("// " + ln.name + ": " + ln.graph_node);
     ln.run(e, pl.idx, pl.ridx);
     e.node = -1;

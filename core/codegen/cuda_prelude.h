@@ -911,3 +911,46 @@ LS_DEV void ls_set_lane(uint2& v, int j, ls_f16 h) {
   unsigned& w = j < 2 ? v.x : v.y;
   w = j & 1 ? (w & 0xffffu) | (static_cast<unsigned>(h.x) << 16) : (w & 0xffff0000u) | h.x;
 }
+
+// Arg reductions (argmax, argmin), as Inductor's greater_or_nan and less_or_nan: whether the kept
+// candidate (a at index ia) stays against (b at ib): a NaN beats a number, then the maximum (the
+// minimum), then between equals (two NaNs too) the lower index. Then the (value, index) pairs
+// reduced as the reductions above reduce values: a pair folded in, across the W lanes that share
+// a row, across the block (every thread gets the result; index 0 beside the identity where a
+// warp has no pair: it never wins against a real one, see ls_arg_keeps).
+template <typename T> LS_DEV bool ls_arg_keeps(bool max, T a, T b, int64_t ia, int64_t ib) {
+  if (a != a) return b == b || ia < ib;
+  if (b != b) return false;
+  if (a == b) return ia < ib;
+  return max ? a > b : a < b;
+}
+template <bool MAX, typename T> LS_DEV void ls_arg_combine(T& v, int64_t& i, T v2, int64_t i2) {
+  if (!ls_arg_keeps(MAX, v, v2, i, i2)) v = v2, i = i2;
+}
+template <bool MAX, int W, typename T> LS_DEV void ls_warp_arg_reduce(T& v, int64_t& i) {
+  const unsigned mask = __activemask();
+#pragma unroll
+  for (int o = W / 2; o > 0; o /= 2) ls_arg_combine<MAX>(v, i, __shfl_xor_sync(mask, v, o, W), __shfl_xor_sync(mask, i, o, W));
+}
+template <bool MAX, typename T> LS_DEV void ls_block_arg_reduce(T& v, int64_t& i, T identity) {
+  __shared__ double ls_asmem[32];
+  __shared__ int64_t ls_aidx[32];
+  T* s = reinterpret_cast<T*>(ls_asmem);
+  ls_warp_arg_reduce<MAX, 32>(v, i);
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+  __syncthreads();  // the previous reduction has read its result
+  if (lane == 0) s[w] = v, ls_aidx[w] = i;
+  __syncthreads();
+  const bool here = lane < (int)(blockDim.x >> 5);
+  v = here ? s[lane] : identity;
+  i = here ? ls_aidx[lane] : 0;
+  ls_warp_arg_reduce<MAX, 32>(v, i);
+}
+
+// Product reductions: each thread's step, and reduction op 3 of the combiners above (the warp,
+// block and column reductions, the split form's partials) as a product for the types reductions
+// accumulate in.
+template <typename T> LS_DEV T ls_prod_step(T a, T b) { return a * b; }
+template <> __device__ __forceinline__ float ls_combine<3, float>(float a, float b) { return a * b; }
+template <> __device__ __forceinline__ double ls_combine<3, double>(double a, double b) { return a * b; }
+template <> __device__ __forceinline__ int64_t ls_combine<3, int64_t>(int64_t a, int64_t b) { return a * b; }

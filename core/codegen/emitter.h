@@ -22,6 +22,7 @@ enum class Dialect : uint8_t { cpp, cuda };
 // `keep_nan` a NaN on either side sticks, as in torch and the reference interpreter; without it,
 // the plain select an OpenMP max or min reduction takes.
 inline std::string reduce_step(Reduce r, const std::string& acc, const std::string& x, bool keep_nan) {
+  if (r == Reduce::prod) return acc + " * " + x;
   if (r != Reduce::max && r != Reduce::min) return acc + " + " + x;
   const std::string op = r == Reduce::max ? " > " : " < ";
   return keep_nan ? "(" + x + " != " + x + " || " + x + op + acc + ") ? " + x + " : " + acc : acc + op + x + " ? " + acc + " : " + x;
@@ -69,6 +70,7 @@ class LoopEmitter : public OpsHandler {
   std::string indent = "    ";
   int node = -1;                 // loop node whose body is running
   std::string acc;               // accumulator of the reduction node whose body is running
+  std::string acc_index;         // an arg reduction's: the index kept beside `acc` (its value)
   std::map<std::string, std::string> pending_reduction;  // buffer@index -> accumulator
   bool nan_sticky = false;  // max/min reductions keep a NaN (the C++ lanes form)
   bool memory_stores = true;  // false while re-running a node recomputed in a later loop
@@ -208,12 +210,24 @@ class LoopEmitter : public OpsHandler {
     line("if (" + n + " < 0 || " + n + " >= " + sz + ") " + n + " = ls_index_fault(" + n + ", " + sz + ", " + std::to_string(node) + ");");
     return Expr::indirect(n, size);
   }
-  V reduction(Reduce r, DType, V v) override {
+  V reduction(Reduce r, DType t, V v) override {
     const std::string x = names_.at(v.id);
     // A NaN sticks in CUDA code and where the C++ loop needs no reduction the compiler
     // recognizes (lanes, columns, short rows); an OpenMP max keeps the plain select.
-    line(acc + " = " + reduce_step(r, acc, x, nan_sticky || dialect_ == Dialect::cuda) + ";");
+    // A CUDA product calls its step helper, so the source carries the product combiners
+    // (cuda_prelude.h: reduction op 3).
+    if (r == Reduce::prod && dialect_ == Dialect::cuda) line(acc + " = ls_prod_step(" + acc + ", " + x + ");");
+    else line(acc + " = " + reduce_step(r, acc, x, (nan_sticky || dialect_ == Dialect::cuda) && dtype_is_float(t)) + ";");
     return value(acc);
+  }
+  // An arg reduction's step: (acc, acc_index) takes the element unless it keeps its own place
+  // (ls_arg_keeps, codegen/*_prelude.h: a NaN wins, then the extremum, then the lower index), so
+  // any order of the elements, and of the partial results combined later, gives the same index.
+  V arg_reduction(Reduce r, DType, V v, V index) override {
+    const std::string x = names_.at(v.id), i = names_.at(index.id);
+    line("if (!ls_arg_keeps(" + std::string(r == Reduce::argmax ? "true" : "false") + ", " + acc + ", " + x + ", " + acc_index + ", " + i +
+         ")) " + acc + " = " + x + ", " + acc_index + " = " + i + ";");
+    return value(acc_index);
   }
   void store(const std::string& buf, const Expr& index, V v) override {
     const std::string key = buf + "[" + index.str() + "]";
@@ -223,8 +237,8 @@ class LoopEmitter : public OpsHandler {
     }
     scopes_.back()[key] = names_.at(v.id);
   }
-  void store_reduction(const std::string& buf, const Expr& index, V) override {
-    pending_reduction[buf + "[" + index.str() + "]|" + index.cpp()] = acc;
+  void store_reduction(const std::string& buf, const Expr& index, V v) override {
+    pending_reduction[buf + "[" + index.str() + "]|" + index.cpp()] = names_.at(v.id);  // acc, or an arg reduction's acc_index
   }
 
  private:
@@ -248,9 +262,22 @@ class LoopEmitter : public OpsHandler {
   int counter_ = 0;
 };
 
+// A reduction's start value in type t (an arg reduction's: its value's, beside index 0). An
+// integer max or min starts from the type's lowest or highest value (not from an infinity).
 inline std::string reduce_identity(Reduce r, DType t, Dialect d = Dialect::cpp) {
-  if (r == Reduce::max) return literal(-INFINITY, t, d);
-  if (r == Reduce::min) return literal(INFINITY, t, d);
+  const bool max = r == Reduce::max || r == Reduce::argmax, min = r == Reduce::min || r == Reduce::argmin;
+  if ((max || min) && !dtype_is_float(t)) {
+    switch (t) {
+      case DType::i64: return max ? "(-9223372036854775807LL - 1)" : "9223372036854775807LL";
+      case DType::i32: return max ? "(-2147483647 - 1)" : "2147483647";
+      case DType::u8: return max ? "0" : "255";
+      case DType::b8: return max ? "false" : "true";
+      default: break;
+    }
+  }
+  if (max) return literal(-INFINITY, t, d);
+  if (min) return literal(INFINITY, t, d);
+  if (r == Reduce::prod) return literal(1, t, d);
   return literal(0, t, d);
 }
 

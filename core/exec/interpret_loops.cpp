@@ -47,9 +47,25 @@ class EvalHandler : public OpsHandler {
     reduce_ = r;
     return v;
   }
+  V arg_reduction(Reduce r, DType, V v, V index) override {
+    reduce_ = r;
+    index_ = static_cast<int64_t>(vals_.at(index.id));
+    return v;
+  }
   void store(const std::string& b, const Expr& i, V v) override { bufs_.at(b).set(i.constant(), vals_.at(v.id)); }
   void store_reduction(const std::string& b, const Expr& i, V v) override {
     Tensor& t = bufs_.at(b);
+    if (reduce_is_arg(reduce_)) {  // the buffer holds the index; the value kept beside it, in arg_values_
+      auto [it, fresh] = arg_values_.try_emplace(b);
+      if (fresh) it->second.assign(static_cast<size_t>(t.numel()), reduce_init(reduce_));
+      double& best = it->second[static_cast<size_t>(i.constant())];
+      const double x = vals_.at(v.id);
+      if (!arg_keeps(reduce_, best, x, static_cast<int64_t>(t.get(i.constant())), index_)) {
+        best = x;
+        t.set(i.constant(), static_cast<double>(index_));
+      }
+      return;
+    }
     if (!dtype_is_half(t.dtype())) {
       t.set(i.constant(), reduce_combine(reduce_, t.get(i.constant()), vals_.at(v.id)));
       return;
@@ -70,6 +86,8 @@ class EvalHandler : public OpsHandler {
   }
   std::map<std::string, Tensor>& bufs_;
   std::map<std::string, Tensor> wide_;  // float32 accumulators of half reductions
+  std::map<std::string, std::vector<double>> arg_values_;  // arg reductions: the value beside each index
+  int64_t index_ = 0;                                      // the last arg reduction's position
   std::vector<double> vals_;
   Reduce reduce_ = Reduce::sum;
 };
@@ -108,7 +126,7 @@ std::vector<Tensor> interpret_loops(const LoopProgram& p, const std::vector<Tens
     }
     if (n.kind == LoopNode::Kind::reduction) {
       Tensor& out = bufs.at(n.buffer);
-      for (int64_t i = 0; i < out.numel(); ++i) out.set(i, reduce_init(n.reduce));
+      for (int64_t i = 0; i < out.numel(); ++i) out.set(i, reduce_is_arg(n.reduce) ? 0.0 : reduce_init(n.reduce));
       for_each_position(n.ranges, [&](const std::vector<Expr>& idx) {
         for_each_position(n.reduction_ranges, [&](const std::vector<Expr>& ridx) {
           h.reset();

@@ -17,6 +17,7 @@ class RecordingHandler : public OpsHandler {
   V math(Math, const std::vector<V>&, DType) override { return V{}; }
   Expr indirect(V, int64_t size, bool) override { return Expr::indirect(Expr::kIndirectPrefix + std::to_string(indirect_++), size); }
   V reduction(Reduce, DType, V) override { return V{}; }
+  V arg_reduction(Reduce, DType, V, V) override { return V{}; }
   void store(const std::string& b, const Expr& i, V) override { deps.writes.push_back({b, i}); }
   void store_reduction(const std::string& b, const Expr& i, V) override { deps.writes.push_back({b, i}); }
 

@@ -32,6 +32,7 @@ class CountingHandler : public OpsHandler {
     return Expr::indirect(Expr::kIndirectPrefix + std::to_string(ops), size);
   }
   V reduction(Reduce, DType, V) override { ++ops; return V{}; }
+  V arg_reduction(Reduce, DType, V, V) override { ++ops; return V{}; }
   void store(const std::string&, const Expr&, V) override {}
   void store_reduction(const std::string&, const Expr&, V) override {}
 };
@@ -53,6 +54,7 @@ class InlineHandler : public OpsHandler {
   V math(Math m, const std::vector<V>& a, DType t) override { return h_.math(m, a, t); }
   Expr indirect(V v, int64_t size, bool wrap) override { return h_.indirect(v, size, wrap); }
   V reduction(Reduce r, DType t, V v) override { return h_.reduction(r, t, v); }
+  V arg_reduction(Reduce r, DType t, V v, V i) override { return h_.arg_reduction(r, t, v, i); }
   void store(const std::string& b, const Expr& i, V v) override { h_.store(b, i, v); }
   void store_reduction(const std::string& b, const Expr& i, V v) override { h_.store_reduction(b, i, v); }
 

@@ -39,8 +39,11 @@ void LoopNode::run(OpsHandler& h, const std::vector<Expr>& idx, const std::vecto
   }
   const V v = inner(h, idx, ridx);
   const Expr out = linear_index(idx, contiguous_strides(ranges));
-  if (kind == Kind::pointwise) h.store(buffer, out, v);
-  else h.store_reduction(buffer, out, h.reduction(reduce, dtype, v));
+  if (kind == Kind::pointwise) return h.store(buffer, out, v);
+  if (!reduce_is_arg(reduce)) return h.store_reduction(buffer, out, h.reduction(reduce, dtype, v));
+  // The element's position among those reduced together: row-major over the reduction ranges.
+  const V at = h.index_expr(linear_index(ridx, contiguous_strides(reduction_ranges)), DType::i64);
+  h.store_reduction(buffer, out, h.arg_reduction(reduce, arg_dtype, v, at));
 }
 
 std::vector<Expr> LoopNode::default_vars() const {
@@ -127,6 +130,11 @@ class PrintHandler : public OpsHandler {
   }
   V reduction(Reduce r, DType t, V v) override {
     return emit("ops.reduction(" + std::string(dtype_torch(t)) + ", '" + std::string(reduce_name(r)) + "', " + name(v) + ")",
+                "reduction");
+  }
+  V arg_reduction(Reduce r, DType t, V v, V i) override {
+    return emit("ops.reduction(torch.int64, " + std::string(dtype_torch(t)) + ", '" + std::string(reduce_name(r)) + "', (" + name(v) +
+                    ", " + name(i) + "))",
                 "reduction");
   }
   void store(const std::string& b, const Expr& i, V v) override {

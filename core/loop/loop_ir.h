@@ -67,6 +67,7 @@ struct LoopNode {
   Shape reduction_ranges;  // empty for pointwise
   Reduce reduce = Reduce::none;
   DType dtype = DType::f32;
+  DType arg_dtype = DType::f32;  // argmax/argmin: the type of the values compared (dtype: the index's, int64)
   LoopBody inner;
   ExternCall ext;  // Kind::extern_kernel only
   std::string graph_node;            // the graph node it was lowered from

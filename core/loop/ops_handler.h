@@ -31,6 +31,9 @@ class OpsHandler {
   // the node, the value and the size) and reads element 0 instead of memory out of bounds.
   virtual Expr indirect(V index, int64_t size, bool wrap) = 0;
   virtual V reduction(Reduce r, DType dtype, V value) = 0;
+  // An arg reduction (argmax, argmin): `value` (of value_dtype) at `index` (int64, its position
+  // among the elements reduced together); the result is the index kept (ops/math.h: arg_keeps).
+  virtual V arg_reduction(Reduce r, DType value_dtype, V value, V index) = 0;
   virtual void store(const std::string& buffer, const Expr& index, V value) = 0;
   virtual void store_reduction(const std::string& buffer, const Expr& index, V value) = 0;
 };

@@ -53,6 +53,7 @@ class ViewCapture : public OpsHandler {
   V math(Math, const std::vector<V>&, DType) override { other = true; return V{1}; }
   Expr indirect(V, int64_t, bool) override { other = true; return Expr(0); }
   V reduction(Reduce, DType, V) override { other = true; return V{1}; }
+  V arg_reduction(Reduce, DType, V, V) override { other = true; return V{1}; }
   void store(const std::string&, const Expr&, V) override {}
   void store_reduction(const std::string&, const Expr&, V) override {}
 };
@@ -377,6 +378,120 @@ class Lowering {
     const std::string buf = add_node(n, LoopNode::Kind::pointwise, out, {}, Reduce::none, dt, body);
     readers_[id] = buffer_reader(buf, out, dt);
     realized_[id] = buf;
+    return true;
+  }
+
+  // prod, argmax/argmin and max.dim/min.dim as generated reductions, as Inductor lowers them:
+  // prod a product reduction (Reduce::prod); argmax an arg reduction (Reduce::argmax: the index
+  // of the first maximum, a NaN counting as the maximum, its node keeping the value beside the
+  // index); max.dim the pair amax and argmax over the same loads (Inductor's reduce_max), which
+  // fusion puts in one loop. Values are compared, and multiplied, in their result's compute type:
+  // integers and bools in int64 (prod of them gives int64, as PyTorch's), a half in float32.
+  struct ReductionLoops {
+    Shape ranges, rranges;  // kept dims (size 1 where keepdim), reduced dims in order
+    LoopBody body;          // the element at (idx, ridx), converted to `to`
+  };
+  static ReductionLoops reduction_loops(const Reader& in, const std::vector<int64_t>& dims, bool keep, DType to) {
+    ReductionLoops l;
+    for (int64_t d = 0; d < static_cast<int64_t>(in.shape.size()); ++d) {
+      const bool red = std::count(dims.begin(), dims.end(), d) > 0;
+      if (red) l.rranges.push_back(in.shape[d]);
+      if (!red) l.ranges.push_back(in.shape[d]);
+      else if (keep) l.ranges.push_back(1);
+    }
+    const DType from = in.dtype;
+    l.body = [in, dims, keep, from, to](OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>& ridx) {
+      std::vector<Expr> full;
+      size_t j = 0, k = 0;
+      for (int64_t d = 0; d < static_cast<int64_t>(in.shape.size()); ++d) {
+        if (std::count(dims.begin(), dims.end(), d)) {
+          full.push_back(ridx[k++]);
+          if (keep) ++j;
+        } else {
+          full.push_back(idx[j++]);
+        }
+      }
+      const V v = in.load(h, full);
+      return compute_dtype(from) == to ? v : h.math(Math::identity, {v}, to);
+    };
+    return l;
+  }
+  // A reduction node of `r` (sum, max, min, prod, argmax, argmin) over `l`, in type `acc` (an arg
+  // reduction's values), giving `out`; over one element, a pointwise node (the value, or index 0).
+  std::string add_reduction(const Node& n, const ReductionLoops& l, Reduce r, DType acc, DType out) {
+    if (numel_of(l.rranges) == 0) {  // over no element: the start value (prod's 1)
+      const double v = reduce_init(r);
+      return add_node(n, LoopNode::Kind::pointwise, l.ranges, {}, Reduce::none, out,
+                      [v, out](OpsHandler& h, const std::vector<Expr>&, const std::vector<Expr>&) { return h.constant(v, out); });
+    }
+    if (numel_of(l.rranges) == 1) {
+      const std::vector<Expr> zero(l.rranges.size(), Expr(0));
+      const LoopBody body = l.body;
+      const bool arg = reduce_is_arg(r);
+      return add_node(n, LoopNode::Kind::pointwise, l.ranges, {}, Reduce::none, out,
+                      [body, zero, arg, acc, out](OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>&) {
+                        if (arg) return h.constant(0, out);
+                        const V v = body(h, idx, zero);
+                        return acc == out ? v : h.math(Math::identity, {v}, out);
+                      });
+    }
+    std::string buf = add_node(n, LoopNode::Kind::reduction, l.ranges, l.rranges, r, reduce_is_arg(r) ? DType::i64 : acc, l.body);
+    if (reduce_is_arg(r)) p_.nodes.back().arg_dtype = acc;
+    if (!reduce_is_arg(r) && acc != out) {  // int64 max of an int32 or bool input: back to its type
+      const Reader s = buffer_reader(buf, l.ranges, acc);
+      buf = add_node(n, LoopNode::Kind::pointwise, l.ranges, {}, Reduce::none, out,
+                     [s, out](OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>&) {
+                       return h.math(Math::identity, {s.load(h, idx)}, out);
+                     });
+    }
+    return buf;
+  }
+  // The dims an argmax-family or prod node reduces: its `dim` (wrapped), else every one.
+  std::vector<int64_t> reduced_dims(const Node& n, int64_t rank) const {
+    const OpDef& op = *n.op;
+    std::vector<int64_t> dims;
+    if (rank == 0) return dims;  // a 0-d value reduces to itself
+    if (op.params.size() > 1 && op.params[1].name == "dim" && !n.args[1].is_none()) return {wrap_dim(op, n.args[1].i, rank)};
+    for (int64_t d = 0; d < rank; ++d) dims.push_back(d);
+    return dims;
+  }
+  static DType compared_type(DType t) { return dtype_is_float(t) ? compute_dtype(t) : DType::i64; }
+
+  bool lower_prod(int id) {
+    const Node& n = g_.nodes[id];
+    const Reader in = readers_[n.args[0].node];
+    const DType out = n.outs[0].dtype;
+    const ReductionLoops l = reduction_loops(in, reduced_dims(n, static_cast<int64_t>(in.shape.size())), reduction_keepdim(*n.op, n.args),
+                                             compute_dtype(out));
+    const std::string buf = add_reduction(n, l, Reduce::prod, compute_dtype(out), out);
+    readers_[id] = buffer_reader(buf, n.outs[0].shape, out);
+    realized_[id] = buf;
+    return true;
+  }
+
+  // argmax/argmin: the index; max.dim/min.dim: the values (amax, amin), then the indices.
+  bool lower_arg_reduction(int id) {
+    const Node& n = g_.nodes[id];
+    const Reader in = readers_[n.args[0].node];
+    const bool max = n.op == &op::argmax() || n.op == &op::max_dim();
+    const bool values = n.op == &op::max_dim() || n.op == &op::min_dim();
+    const DType t = compared_type(in.dtype);
+    const ReductionLoops l = reduction_loops(in, reduced_dims(n, static_cast<int64_t>(in.shape.size())), reduction_keepdim(*n.op, n.args), t);
+    std::vector<Reader> outs;
+    std::vector<std::string> bufs;
+    if (values) {
+      const DType vt = n.outs[0].dtype;
+      bufs.push_back(add_reduction(n, l, max ? Reduce::max : Reduce::min, t, vt));
+      outs.push_back(buffer_reader(bufs.back(), n.outs[0].shape, vt));
+    }
+    bufs.push_back(add_reduction(n, l, max ? Reduce::argmax : Reduce::argmin, t, DType::i64));
+    outs.push_back(buffer_reader(bufs.back(), n.outs.back().shape, DType::i64));
+    readers_[id] = outs[0];
+    realized_[id] = bufs[0];
+    if (values) {
+      outs_[id] = outs;
+      out_bufs_[id] = bufs;
+    }
     return true;
   }
 
@@ -790,6 +905,10 @@ class Lowering {
         if (n.op == &op::max_pool2d_with_indices_backward() && lower_max_pool_backward(id)) return;
         if (n.op == &op::cat() && lower_cat(id)) return;
         if (n.op == &op::gather() && lower_gather(id)) return;
+        if ((n.op == &op::prod() || n.op == &op::prod_dim()) && lower_prod(id)) return;
+        if ((n.op == &op::argmax() || n.op == &op::argmin() || n.op == &op::max_dim() || n.op == &op::min_dim()) &&
+            lower_arg_reduction(id))
+          return;
         if (n.op == &op::embedding() && lower_embedding(id)) return;
         if (n.op == &op::index_tensor() && lower_index(id)) return;
         if (n.op->name == "aten.arange.start_step" && lower_arange(id)) return;
@@ -827,6 +946,9 @@ const char* generated_form(const OpDef& op) {
   if (&op == &op::max_pool2d_with_indices_backward()) return "each input element gathers the windows that chose it";
   if (&op == &op::cat()) return "each output element reads the input its position falls in";
   if (&op == &op::gather()) return "indirect loads of the index";
+  if (&op == &op::prod() || &op == &op::prod_dim()) return "a product reduction";
+  if (&op == &op::argmax() || &op == &op::argmin()) return "an arg reduction: the first extremum's index, beside its value";
+  if (&op == &op::max_dim() || &op == &op::min_dim()) return "a max (min) reduction and an arg reduction over the same loads";
   if (&op == &op::embedding()) return "indirect loads of the rows";
   if (&op == &op::index_tensor()) return "indirect loads of the indices";
   if (op.name == "aten.arange.start_step") return "the loop index as a value (start + step * i)";

@@ -30,6 +30,8 @@ const OpDef& argmax();
 const OpDef& argmin();
 const OpDef& max_dim();
 const OpDef& min_dim();
+const OpDef& prod();      // aten.prod.default; argmax to prod: generated reductions (lower/lower.cpp)
+const OpDef& prod_dim();  // aten.prod.dim_int
 const OpDef& cumsum();
 const OpDef& sort();
 const OpDef& topk();

@@ -168,14 +168,20 @@ std::string_view reduce_name(Reduce r) {
     case Reduce::max: return "max";
     case Reduce::min: return "min";
     case Reduce::mean: return "mean";
+    case Reduce::prod: return "prod";
+    case Reduce::argmax: return "argmax";
+    case Reduce::argmin: return "argmin";
   }
   return "?";
 }
 
 double reduce_init(Reduce r) {
   switch (r) {
-    case Reduce::max: return -std::numeric_limits<double>::infinity();
-    case Reduce::min: return std::numeric_limits<double>::infinity();
+    case Reduce::max:
+    case Reduce::argmax: return -std::numeric_limits<double>::infinity();
+    case Reduce::min:
+    case Reduce::argmin: return std::numeric_limits<double>::infinity();
+    case Reduce::prod: return 1;
     default: return 0;
   }
 }
@@ -186,8 +192,18 @@ double reduce_combine(Reduce r, double acc, double v) {
     case Reduce::mean: return acc + v;
     case Reduce::max: return std::isnan(v) || v > acc ? v : acc;
     case Reduce::min: return std::isnan(v) || v < acc ? v : acc;
+    case Reduce::prod: return acc * v;
     default: return acc;
   }
+}
+
+bool reduce_is_arg(Reduce r) { return r == Reduce::argmax || r == Reduce::argmin; }
+
+bool arg_keeps(Reduce r, double a, double b, int64_t ia, int64_t ib) {
+  if (std::isnan(a)) return !std::isnan(b) || ia < ib;
+  if (std::isnan(b)) return false;
+  if (a == b) return ia < ib;
+  return r == Reduce::argmax ? a > b : a < b;
 }
 
 }  // namespace ls

@@ -23,7 +23,10 @@ enum class Math : uint8_t {
   logical_and, logical_or, logical_xor, bitwise_and, bitwise_or, bitwise_xor, remainder, fmod, atan2,
 };
 
-enum class Reduce : uint8_t { none, sum, max, min, mean };  // mean: sum, then divide by the count
+// mean: sum, then divide by the count. prod: the product. argmax/argmin (Inductor's reduction types
+// of the same names): the int64 index (row-major over the reduced dimensions) of the first
+// extremum, a NaN counting as the extremum of both (PyTorch's); its node carries the value beside it.
+enum class Reduce : uint8_t { none, sum, max, min, mean, prod, argmax, argmin };
 
 int math_arity(Math m);
 bool math_is_comparison(Math m);  // a bool result: comparisons, isnan, isinf, logical ops
@@ -31,7 +34,12 @@ std::string_view math_name(Math m);  // "sin", "add": the name Inductor's ops ha
 double eval_math(Math m, double a, double b = 0, double c = 0);
 
 std::string_view reduce_name(Reduce r);  // "sum", "max", "min"
-double reduce_init(Reduce r);
-double reduce_combine(Reduce r, double acc, double v);
+double reduce_init(Reduce r);  // argmax/argmin: the value the index starts beside (-inf, inf)
+double reduce_combine(Reduce r, double acc, double v);  // not argmax/argmin: arg_keeps
+bool reduce_is_arg(Reduce r);  // argmax or argmin
+// An arg reduction's combiner (Inductor's greater_or_nan / less_or_nan): whether candidate
+// (a, ia) stays against (b, ib): a NaN beats a number, the extremum beats the rest, and between
+// equals (two NaNs too) the lower index.
+bool arg_keeps(Reduce r, double a, double b, int64_t ia, int64_t ib);
 
 }  // namespace ls

@@ -1998,10 +1998,10 @@ class TestCpu : public QObject {
     QVERIFY(r.check.ok);
   }
 
-  // argmax/argmin, max.dim/min.dim and cumsum run typed library kernels (float32; cumsum also
-  // int64): checked against the reference interpreter's kernels on inputs with ties (the first
-  // wins), NaNs (the first NaN wins, for max and min alike), every dimension and keepdim, a
-  // flat argmin, and an int64 cumsum that wraps.
+  // argmax/argmin, max.dim/min.dim (generated arg reductions: testArgReductionsAndProdAreGeneratedCode)
+  // and cumsum (a typed library kernel, float32 and int64): checked against the reference
+  // interpreter's kernels on inputs with ties (the first wins), NaNs (the first NaN wins, for max
+  // and min alike), every dimension and keepdim, a flat argmin, and an int64 cumsum that wraps.
   void testArgExtremaAndCumsumLibraryKernels() {
     const std::string text =
         "class G(torch.nn.Module):\n"
@@ -2035,6 +2035,85 @@ class TestCpu : public QObject {
     // The NaN of line (4, 5) along the last dimension: at 1, before the one at 6.
     QCOMPARE(r.outputs[4].get(4 * 6 + 5), 1.0);
     QVERIFY(std::isnan(r.outputs[3].get(4 * 6 + 5)));
+  }
+
+  // prod, argmax/argmin and max.dim/min.dim are generated reductions (as Inductor's "prod",
+  // "argmax" and "argmin"), no library call: every output matches the reference interpreter's
+  // kernels on ties (the first index wins), NaNs (the first NaN wins, for max and min alike),
+  // rows of -inf only (index 0), int64 and bool inputs (prod of them gives int64), keepdim, a
+  // non-innermost dimension, a dimension of size 1, and a row of 100,000 elements (one row over
+  // all threads); the indices known by hand are checked too.
+  void testArgReductionsAndProdAreGeneratedCode() {
+    const std::string text =
+        "class G(torch.nn.Module):\n"
+        "    def forward(self, x: \"f32[5, 6, 7]\", n: \"i64[4, 9]\", b: \"b8[4, 9]\", big: \"f32[100000]\", ninf: \"f32[3, 8]\"):\n"
+        "        a0: \"i64[6, 7]\" = torch.ops.aten.argmax.default(x, 0)\n"
+        "        a1: \"i64[5, 1, 7]\" = torch.ops.aten.argmin.default(x, 1, True)\n"
+        "        a2: \"i64[]\" = torch.ops.aten.argmax.default(x)\n"
+        "        m = torch.ops.aten.max.dim(x, -1)\n"
+        "        m0: \"f32[5, 6]\" = m[0]\n"
+        "        m1: \"i64[5, 6]\" = m[1]\n"
+        "        k = torch.ops.aten.min.dim(x, 1, True)\n"
+        "        k0: \"f32[5, 1, 7]\" = k[0]\n"
+        "        k1: \"i64[5, 1, 7]\" = k[1]\n"
+        "        n0: \"i64[4]\" = torch.ops.aten.argmax.default(n, 1)\n"
+        "        n1: \"i64[]\" = torch.ops.aten.argmin.default(n)\n"
+        "        nm = torch.ops.aten.max.dim(n, 0)\n"
+        "        nm0: \"i64[9]\" = nm[0]\n"
+        "        nm1: \"i64[9]\" = nm[1]\n"
+        "        b0: \"i64[4]\" = torch.ops.aten.argmax.default(b, 1)\n"
+        "        b1: \"i64[9]\" = torch.ops.aten.argmin.default(b, 0)\n"
+        "        g0: \"i64[]\" = torch.ops.aten.argmax.default(big)\n"
+        "        gm = torch.ops.aten.min.dim(big, 0)\n"
+        "        gm0: \"f32[]\" = gm[0]\n"
+        "        gm1: \"i64[]\" = gm[1]\n"
+        "        f0: \"i64[3]\" = torch.ops.aten.argmax.default(ninf, 1)\n"
+        "        neg: \"f32[3, 8]\" = torch.ops.aten.neg.default(ninf)\n"
+        "        f1: \"i64[3, 1]\" = torch.ops.aten.argmin.default(neg, 1, True)\n"
+        "        v: \"f32[5, 1, 42]\" = torch.ops.aten.view.default(x, [5, 1, 42])\n"
+        "        s0: \"i64[5, 42]\" = torch.ops.aten.argmax.default(v, 1)\n"
+        "        p0: \"f32[5, 7]\" = torch.ops.aten.prod.dim_int(x, 1)\n"
+        "        p1: \"i64[]\" = torch.ops.aten.prod.default(n)\n"
+        "        p2: \"i64[4, 1]\" = torch.ops.aten.prod.dim_int(b, 1, True)\n"
+        "        p3: \"i64[9]\" = torch.ops.aten.prod.dim_int(n, 0)\n"
+        "        p4: \"f32[5, 1, 42]\" = torch.ops.aten.prod.dim_int(v, 1, True)\n"
+        "        return (a0, a1, a2, m0, m1, k0, k1, n0, n1, nm0, nm1, b0, b1, g0, gm0, gm1, f0, f1, s0, p0, p1, p2, p3, p4)\n";
+    LoadedModel m = load_graph_text(text);
+    Tensor &x = m.inputs[0], &n = m.inputs[1], &b = m.inputs[2], &big = m.inputs[3], &ninf = m.inputs[4];
+    for (int64_t e = 0; e < x.numel(); ++e) x.set(e, static_cast<double>((e * 37) % 11) - 5);  // many ties
+    x.set(3 * 42 + 7 + 2, NAN);
+    x.set(4 * 42 + 7 * 5 + 6, NAN);
+    x.set(4 * 42 + 7 * 5 + 1, NAN);
+    for (int64_t e = 0; e < n.numel(); ++e) n.set(e, static_cast<double>((e * 7) % 4 - 2));  // -2 .. 1
+    n.set(13, 2);
+    n.set(31, 2);  // column 4's maximum twice: row 1 wins
+    for (int64_t e = 0; e < b.numel(); ++e) b.set(e, (e * 3) % 4 == 1 ? 1 : 0);
+    for (int64_t e = 0; e < big.numel(); ++e) big.set(e, std::sin(0.001 * static_cast<double>(e)));
+    big.set(12345, 3);
+    big.set(99999, 3);  // the maximum twice: the first
+    big.set(777, -3);
+    big.set(88888, -3);
+    for (int64_t e = 0; e < ninf.numel(); ++e) ninf.set(e, -INFINITY);
+    PipelineOptions o;
+    o.timing_budget_ms = 1;
+    const CompileResult r = run_pipeline(m, o);
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    for (const Kernel& k : r.schedule.kernels) QVERIFY2(!k.is_extern, k.name.c_str());
+    QVERIFY(r.source.code.find("ls_arg_keeps(") != std::string::npos);
+    QCOMPARE(r.check.reference.size(), size_t(24));
+    for (const auto& c : r.check.reference) QVERIFY2(c.cmp.ok, (c.against + ": " + c.cmp.why).c_str());
+    QCOMPARE(r.outputs[2].get(0), 3.0 * 42 + 7 + 2);  // the first NaN of the whole tensor
+    QCOMPARE(r.outputs[4].get(4 * 6 + 5), 1.0);       // line (4, 5)'s first NaN, before the one at 6
+    QVERIFY(std::isnan(r.outputs[3].get(4 * 6 + 5)));
+    QCOMPARE(r.outputs[10].get(4), 1.0);                // n's column 4: 2 at rows 1 and 3
+    QCOMPARE(r.outputs[13].get(0), 12345.0);
+    QCOMPARE(r.outputs[15].get(0), 777.0);
+    QCOMPARE(r.outputs[14].get(0), -3.0);
+    for (int64_t i = 0; i < 3; ++i) QCOMPARE(r.outputs[16].get(i), 0.0);  // -inf only: index 0
+    for (int64_t i = 0; i < 3; ++i) QCOMPARE(r.outputs[17].get(i), 0.0);
+    for (int64_t i = 0; i < r.outputs[18].numel(); ++i) QCOMPARE(r.outputs[18].get(i), 0.0);  // over a size-1 dimension
+    QCOMPARE(r.outputs[20].dtype(), DType::i64);
+    QCOMPARE(r.outputs[21].dtype(), DType::i64);
   }
 
   // sort, topk and the scatters of float32 run typed library kernels: checked against the

@@ -1291,6 +1291,79 @@ void gathers_run_as_generated_kernels() {
   VERIFY2(r.error.empty() && r.check.ok, r.error);
 }
 
+// prod, argmax/argmin and max.dim/min.dim as generated CUDA reductions (Inductor's "prod",
+// "argmax", "argmin"), in every form: rows of 100,000 split over blocks (the (value, index)
+// partials combined by the row's last block), rows over a block (ls_block_arg_reduce) and over
+// part of a warp, a product down columns (the column form; an argmax there takes the row form),
+// int64 and bool inputs. NVRTC compiles them; on a GPU they match the reference interpreter on
+// ties (the first index), NaNs (the first NaN) and rows of -inf only (index 0).
+void arg_reductions_and_prod_run_as_generated_kernels() {
+  const std::string graph = R"(class GraphModule(torch.nn.Module):
+    def forward(self, big: "f32[3, 100000]", pbig: "f32[3, 100000]", mid: "f32[8, 2048]", small: "f32[16, 100]", col: "f32[1024, 64]", col2: "f32[512, 32]", n: "i64[16, 100]", b: "b8[16, 100]"):
+        a0: "i64[3]" = torch.ops.aten.argmax.default(big, 1)
+        m = torch.ops.aten.min.dim(big, 1)
+        m0: "f32[3]" = m[0]
+        m1: "i64[3]" = m[1]
+        p0: "f32[3]" = torch.ops.aten.prod.dim_int(pbig, 1)
+        a1: "i64[8, 1]" = torch.ops.aten.argmin.default(mid, 1, True)
+        k = torch.ops.aten.max.dim(mid, -1)
+        k0: "f32[8]" = k[0]
+        k1: "i64[8]" = k[1]
+        a2: "i64[16]" = torch.ops.aten.argmax.default(small, 1)
+        a3: "i64[]" = torch.ops.aten.argmin.default(small)
+        p1: "f32[64]" = torch.ops.aten.prod.dim_int(col, 0)
+        a4: "i64[32]" = torch.ops.aten.argmax.default(col2, 0)
+        a5: "i64[16]" = torch.ops.aten.argmax.default(n, 1)
+        p2: "i64[16]" = torch.ops.aten.prod.dim_int(n, 1)
+        a6: "i64[100]" = torch.ops.aten.argmin.default(b, 0)
+        p3: "i64[]" = torch.ops.aten.prod.default(b)
+        return (a0, m0, m1, p0, a1, k0, k1, a2, a3, p1, a4, a5, p2, a6, p3)
+)";
+  const std::filesystem::path file = std::filesystem::temp_directory_path() / ("ls_arg_prod_" + std::to_string(getpid()) + ".txt");
+  std::ofstream(file) << graph;
+  LoadedModel m = load_model(file.string());
+  std::filesystem::remove(file);
+  Tensor &big = m.inputs[0], &pbig = m.inputs[1], &mid = m.inputs[2], &small = m.inputs[3], &col = m.inputs[4], &col2 = m.inputs[5];
+  Tensor &n = m.inputs[6], &b = m.inputs[7];
+  for (int64_t e = 0; e < big.numel(); ++e) big.set(e, std::sin(0.001 * static_cast<double>(e)));
+  big.set(12345, 3), big.set(99999, 3), big.set(777, -3), big.set(88888, -3);  // row 0: each extremum twice
+  big.set(100000 + 50001, NAN), big.set(100000 + 70000, NAN);                  // row 1: two NaNs
+  for (int64_t e = 200000; e < 300000; ++e) big.set(e, -INFINITY);             // row 2: -inf only
+  // 2, 1/2, 1, ...: every partial product exact (a float32 product of 100,000 values near 1 is
+  // 4e-4 off the exact one in any order, as PyTorch's own)
+  for (int64_t e = 0; e < pbig.numel(); ++e) pbig.set(e, e % 3 == 0 ? 2.0 : e % 3 == 1 ? 0.5 : 1.0);
+  for (int64_t e = 0; e < mid.numel(); ++e) mid.set(e, static_cast<double>((e * 37) % 11) - 5);  // many ties
+  mid.set(3 * 2048 + 1500, NAN);
+  for (int64_t e = 0; e < small.numel(); ++e) small.set(e, static_cast<double>((e * 13) % 7));
+  small.set(5 * 100 + 60, NAN);
+  for (int64_t e = 0; e < col.numel(); ++e) col.set(e, 1 + 0.01 * std::cos(0.1 * static_cast<double>(e)));
+  for (int64_t e = 0; e < col2.numel(); ++e) col2.set(e, static_cast<double>((e * 29) % 13));
+  for (int64_t e = 0; e < n.numel(); ++e) n.set(e, static_cast<double>((e * 7) % 5) - 2);
+  for (int64_t e = 0; e < b.numel(); ++e) b.set(e, e % 3 != 0 ? 1 : 0);
+  PipelineOptions o;
+  o.device = Device::cuda;
+  o.timing_budget_ms = 20;
+  const CompileResult r = run_pipeline(m, o);
+  VERIFY2(r.error.empty(), r.error_stage + ": " + r.error);
+  VERIFY(r.stage("asm") != nullptr);
+  for (const Kernel& k : r.schedule.kernels) VERIFY2(!k.is_extern, k.name);
+  std::set<std::string> forms;
+  for (const CudaLaunch& l : r.cuda.launch) forms.insert(l.form);
+  for (const char* f : {"split", "row", "column"}) VERIFY2(forms.count(f), std::string("no kernel of the ") + f + " form");
+  for (const char* f : {"ls_arg_keeps(", "ls_block_arg_reduce<", "ls_warp_arg_reduce<", "ls_arg_combine<", "ls_prod_step(", "ls_column_reduce<3>("})
+    VERIFY2(r.source.code.find(f) != std::string::npos, std::string("the source does not call ") + f);
+  std::string why;
+  if (!CudaDriver::get(&why)) {
+    VERIFY2(r.not_run.find("needs a GPU") != std::string::npos, r.not_run);
+    return;
+  }
+  VERIFY2(r.not_run.empty(), r.not_run);
+  VERIFY2(r.check.ok, r.stage("run")->text);
+  VERIFY(r.outputs[0].get(0) == 12345 && r.outputs[0].get(1) == 50001 && r.outputs[0].get(2) == 0);
+  VERIFY(r.outputs[2].get(0) == 777 && r.outputs[2].get(1) == 50001 && r.outputs[2].get(2) == 0);
+  VERIFY(r.outputs[6].get(3) == 1500 && r.outputs[7].get(5) == 60);
+}
+
 // Kernels of the same code (the same shapes and fused ops: a model's repeated layers) compile
 // once, as Inductor defines a kernel once and calls it per layer: the second layer's kernel
 // launches the first's function with its own buffers, its source keeps its header and names the
@@ -1601,6 +1674,7 @@ int main(int argc, char** argv) {
   cases.push_back({"column clusters", column_clusters});
   cases.push_back({"new elementwise ops compile", new_elementwise_ops_compile});
   cases.push_back({"gathers run as generated kernels", gathers_run_as_generated_kernels});
+  cases.push_back({"arg reductions and prod run as generated kernels", arg_reductions_and_prod_run_as_generated_kernels});
   cases.push_back({"identical kernels compile once", identical_kernels_compile_once});
   for (const char* m : {"models/mlp", "stages/attn_block/3_core_aten.txt"})
     for (DType t : {DType::bf16, DType::f16})
