@@ -259,8 +259,8 @@ std::vector<Arg> decomp_any(GraphBuilder& b, const OpDef& op, const std::vector<
 
 // argmax/argmin (int64, dim None: the flat index) and max.dim/min.dim (values and int64 indices):
 // the first extremum; NaN counts as the extremum of both, its first occurrence wins, as in PyTorch.
-// Library kernels (extern_kernel): their reference kernel runs as the call; PyTorch has no
-// decomposition for them (Inductor lowers them as its own argmax reduction).
+// Kind extern_kernel with no decomposition (PyTorch has none): lower/lower.cpp makes them generated
+// arg reductions, as Inductor's argmax/argmin reduction types (max.dim: amax and argmax).
 template <bool Max>
 bool better(double v, double best) {
   if (std::isnan(best)) return false;
@@ -326,8 +326,8 @@ Args d_max_dim(DerivCtx& c) {
   return res;
 }
 
-// prod: a library kernel (the loop IR has no product combiner yet); integers and bools give int64
-// unless `dtype` says otherwise, as sum. The derivative (derivatives.yaml's prod_backward) as
+// prod: a product reduction of generated code (lower/lower.cpp, Inductor's "prod"); integers and
+// bools give int64 unless `dtype` says otherwise, as sum. The derivative (derivatives.yaml's prod_backward) as
 // the product of the other elements: result / x where x != 0; where x is the only zero, the
 // product of the rest; where another element is zero too, 0.
 std::vector<TensorMeta> infer_prod(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
