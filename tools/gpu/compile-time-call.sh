@@ -29,7 +29,7 @@ wait
 echo "exported at ${SECONDS}s"; cat "$dir"/_export_"${tag}"_*.txt | grep -v "^\[" | grep -iE "fail|error" | tail -n 20
 left() { local s=$((limit - SECONDS - 20)); echo $((s > 1 ? s : 1)); }
 # 1. Alone: the compile-time measurement (nothing else runs).
-python3 tools/zoo/zoo.py run --models "$dir" --cli $cli --batch "$B" --kinds pt2/cuda --jobs 1 \
+python3 tools/zoo/zoo.py run --models "$dir" --cli $cli --batch "$B" --export --kinds pt2/cuda --jobs 1 \
   --budget $(( $(left) * 45 / 100 )) --min-job-s 10 --out-json "$O/alone_$tag.json" > "$O/alone_$tag.txt" 2>&1
 echo "alone done at ${SECONDS}s: $(grep -c "'ok': True" "$O/alone_$tag.txt") ok of $(grep -c "pt2/cuda {" "$O/alone_$tag.txt")"
 # 2. The CPU column, with test_cuda beside it.
@@ -37,7 +37,7 @@ if [ "${TEST_CUDA:-0}" = 1 ]; then
   ( LS_TEST_DATA=$PWD/build-gpu/data timeout $(( $(left) - 10 )) build-gpu/tests/cuda/test_cuda > "$O/test_cuda.txt" 2>&1
     echo "test_cuda exit $? at ${SECONDS}s" >> "$O/test_cuda.txt" ) &
 fi
-python3 tools/zoo/zoo.py run --models "$dir" --cli $cli --batch "$B" --kinds pt2/cpu --jobs 4 \
+python3 tools/zoo/zoo.py run --models "$dir" --cli $cli --batch "$B" --export --kinds pt2/cpu --jobs 4 \
   --budget "$(left)" --min-job-s 15 --out-json "$O/cpu_$tag.json" > "$O/cpu_$tag.txt" 2>&1
 echo "cpu done at ${SECONDS}s: $(grep -c "'ok': True" "$O/cpu_$tag.txt") ok of $(grep -c "pt2/cpu {" "$O/cpu_$tag.txt")"
 wait
