@@ -425,15 +425,19 @@ class KernelWriter {
         return ln.kind == LoopNode::Kind::reduction && (ln.reduce == Reduce::max || ln.reduce == Reduce::min) &&
                (compute_dtype(ln.dtype) == DType::f32 || ln.dtype == DType::f64);
       };
-      // An arg reduction (argmax) walks its row in one plain loop, in order, its value and index
-      // two accumulators (no lanes, chunks or OpenMP reduction clause: they combine one value).
+      // An arg reduction (argmax) keeps a value and an index, two accumulators, combined by
+      // ls_arg_keeps (any order gives the first extremum): in lanes as a max is (its compare and
+      // select a chain from element to element otherwise: 2.5 ns an element), a single row in
+      // chunks of lanes; a short row in one plain loop (no OpenMP reduction clause takes the pair).
+      auto arg_node = [&](int n) { return p_.nodes[n].kind == LoopNode::Kind::reduction && reduce_is_arg(p_.nodes[n].reduce); };
       bool arg = false;
-      for (int n : s.nodes) arg = arg || (p_.nodes[n].kind == LoopNode::Kind::reduction && reduce_is_arg(p_.nodes[n].reduce));
+      for (int n : s.nodes) arg = arg || arg_node(n);
       int64_t L = 0;
       for (int n : s.nodes)
-        if (fp_minmax(p_.nodes[n]) && !arg) L = R >= 32 || (o_.size_generic && R >= 16) ? 16 : R >= 16 ? 8 : 0;  // size-generic: one L for most rows
-      const bool single_row = X <= 1 && parallel && !arg;
-      const int64_t C = single_row ? std::clamp<int64_t>(R / 4096, 1, 64) : 1;  // chunks of a single row
+        if (fp_minmax(p_.nodes[n]) || arg_node(n)) L = R >= 32 || (o_.size_generic && R >= 16) ? 16 : R >= 16 ? 8 : 0;  // size-generic: one L for most rows
+      const int64_t chunks = std::clamp<int64_t>(R / 4096, 1, 64);
+      const bool single_row = X <= 1 && parallel && (!arg || (chunks > 1 && R >= 32));
+      const int64_t C = single_row ? chunks : 1;  // chunks of a single row
       // A single row over all threads: chunks in lanes whatever it reduces (Clang left OpenMP's
       // `parallel for simd reduction(+:)` scalar too: a sum over 2^24, 8.6-12 ms against GCC's 1.4).
       if (single_row && C > 1 && R >= 32) L = 16;
@@ -442,19 +446,32 @@ class KernelWriter {
         if (p_.nodes[n].kind == LoopNode::Kind::reduction) reductions.push_back(n);
       // The lanes over rows [begin, end): accumulators declared, the loops, then each reduction's
       // value in acc<n> (its pending stores renamed to it).
-      auto lanes_block = [&](const std::string& begin, const std::string& end, bool tail) {
+      auto lanes_block = [&](const std::string& begin, const std::string& end, bool tail, bool function_scope) {
         // Every reduction of the loop in lanes (a sum beside a max too: a scalar sum there would be
         // a reduction per 16 elements, left scalar by Clang).
         const std::string Ls = std::to_string(L);
         for (int n : reductions) {
           const LoopNode& ln = p_.nodes[n];
-          const std::string acc = "acc" + std::to_string(n), type(dtype_c(compute_dtype(ln.dtype)));
+          const bool is_arg = reduce_is_arg(ln.reduce);
+          const DType t = is_arg ? ln.arg_dtype : compute_dtype(ln.dtype);
+          const std::string acc = "acc" + std::to_string(n), type(dtype_c(t));
           e.node = n;
           e.line(type + " " + acc + "_l[" + Ls + "];");
-          e.line("for (int64_t ls_l = 0; ls_l < " + Ls + "; ++ls_l) " + acc + "_l[ls_l] = " + reduce_identity(ln.reduce, ln.dtype) + ";");
+          if (is_arg) e.line("int64_t " + acc + "_l_i[" + Ls + "];");
+          e.line("for (int64_t ls_l = 0; ls_l < " + Ls + "; ++ls_l) " + acc + "_l[ls_l] = " + reduce_identity(ln.reduce, t) +
+                 (is_arg ? ", " + acc + "_l_i[ls_l] = 0;" : ";"));
           accs_[n] = acc + "_l[r0i]";
+          acc_index_[n] = acc + "_l_i[r0i]";
         }
         e.node = -1;
+        // The tail's r0o outlives its loop: a second one in the function's own scope (nests of
+        // single rows merged into one function) gets a block of its own.
+        const bool scoped = tail && function_scope && r0o_declared_;
+        if (tail && function_scope) r0o_declared_ = true;
+        if (scoped) {
+          e.line("{");
+          e.indent += "    ";
+        }
         if (tail) e.line("int64_t r0o = " + begin + ";");
         e.line(tail ? "for (; r0o + " + Ls + " <= " + end + "; r0o += " + Ls + ") {"
                     : "for (int64_t r0o = " + begin + "; r0o < " + end + "; r0o += " + Ls + ") {");
@@ -469,10 +486,14 @@ class KernelWriter {
         e.line("    }");
         e.line("}");
         if (tail) {
-          for (int n : reductions) accs_[n] = "acc" + std::to_string(n) + "_l[0]";
+          for (int n : reductions) accs_[n] = "acc" + std::to_string(n) + "_l[0]", acc_index_[n] = "acc" + std::to_string(n) + "_l_i[0]";
           e.line("for (int64_t r0 = r0o; r0 < " + end + "; ++r0) {");
           e.indent += "    ";
           e.run_loop_nodes(s, [&](int n) { run_node(e, n, X, R); });
+          e.indent.resize(e.indent.size() - 4);
+          e.line("}");
+        }
+        if (scoped) {
           e.indent.resize(e.indent.size() - 4);
           e.line("}");
         }
@@ -481,6 +502,16 @@ class KernelWriter {
           const LoopNode& ln = p_.nodes[n];
           const std::string acc = "acc" + std::to_string(n), lane = acc + "_l[ls_l]";
           e.node = n;
+          if (reduce_is_arg(ln.reduce)) {
+            e.line(std::string(dtype_c(ln.arg_dtype)) + " " + acc + " = " + acc + "_l[0];");
+            e.line("int64_t " + acc + "_i = " + acc + "_l_i[0];");
+            e.line("for (int64_t ls_l = 1; ls_l < " + Ls + "; ++ls_l) " + arg_step(ln, acc, lane, acc + "_l_i[ls_l]"));
+            for (auto& [key, accumulator] : e.pending_reduction)
+              if (accumulator == acc + "_l_i[r0i]" || accumulator == acc + "_l_i[0]") accumulator = acc + "_i";
+            accs_[n] = acc;
+            acc_index_[n] = acc + "_i";
+            continue;
+          }
           e.line(std::string(dtype_c(compute_dtype(ln.dtype))) + " " + acc + " = " + acc + "_l[0];");
           e.line("for (int64_t ls_l = 1; ls_l < " + Ls + "; ++ls_l) " + acc + " = " + reduce_step(ln.reduce, acc, lane, true) + ";");
           // The pending stores name the lanes as the loop did: the combined value instead.
@@ -493,21 +524,33 @@ class KernelWriter {
       if (L && single_row && C > 1) {
         const std::string Cs = std::to_string(C), Rs = std::to_string(R);
         for (int n : reductions) {
+          const LoopNode& ln = p_.nodes[n];
           e.node = n;
-          e.line(std::string(dtype_c(compute_dtype(p_.nodes[n].dtype))) + " acc" + std::to_string(n) + "_c[" + Cs + "];");
+          e.line(std::string(dtype_c(reduce_is_arg(ln.reduce) ? ln.arg_dtype : compute_dtype(ln.dtype))) + " acc" + std::to_string(n) + "_c[" + Cs + "];");
+          if (reduce_is_arg(ln.reduce)) e.line("int64_t acc" + std::to_string(n) + "_c_i[" + Cs + "];");
         }
         e.node = -1;
         e.line("#pragma omp parallel for schedule(static)");
         e.line("for (int64_t c = 0; c < " + Cs + "; ++c) {");
         e.indent += "    ";
-        lanes_block("c * " + Rs + " / " + Cs, "(c + 1) * " + Rs + " / " + Cs, true);
-        for (int n : reductions) e.line("acc" + std::to_string(n) + "_c[c] = acc" + std::to_string(n) + ";");
+        lanes_block("c * " + Rs + " / " + Cs, "(c + 1) * " + Rs + " / " + Cs, true, false);
+        for (int n : reductions) {
+          const std::string acc = "acc" + std::to_string(n);
+          e.line(acc + "_c[c] = " + acc + ";");
+          if (reduce_is_arg(p_.nodes[n].reduce)) e.line(acc + "_c_i[c] = " + acc + "_i;");
+        }
         e.indent.resize(e.indent.size() - 4);
         e.line("}");
         for (int n : reductions) {  // the chunks in order: the same value whatever the threads
           const LoopNode& ln = p_.nodes[n];
           const std::string acc = "acc" + std::to_string(n);
           e.node = n;
+          if (reduce_is_arg(ln.reduce)) {
+            e.line(std::string(dtype_c(ln.arg_dtype)) + " " + acc + " = " + acc + "_c[0];");
+            e.line("int64_t " + acc + "_i = " + acc + "_c_i[0];");
+            e.line("for (int64_t c = 1; c < " + Cs + "; ++c) " + arg_step(ln, acc, acc + "_c[c]", acc + "_c_i[c]"));
+            continue;
+          }
           e.line(std::string(dtype_c(compute_dtype(ln.dtype))) + " " + acc + " = " + acc + "_c[0];");
           e.line("for (int64_t c = 1; c < " + Cs + "; ++c) " + acc + " = " + reduce_step(ln.reduce, acc, acc + "_c[c]", true) + ";");
         }
@@ -516,7 +559,7 @@ class KernelWriter {
         continue;
       }
       if (L && !single_row) {
-        lanes_block("0", std::to_string(R), o_.size_generic || R % L != 0);
+        lanes_block("0", std::to_string(R), o_.size_generic || R % L != 0, X <= 1 && !o_.size_generic && !rows_);
         e.bind_finished_reductions(k_.writes);
         continue;
       }
@@ -530,6 +573,7 @@ class KernelWriter {
         if (reduce_is_arg(ln.reduce)) {
           e.line(std::string(dtype_c(ln.arg_dtype)) + " " + acc + " = " + reduce_identity(ln.reduce, ln.arg_dtype) + ";");
           e.line("int64_t " + acc + "_i = 0;");
+          acc_index_[n] = acc + "_i";
           continue;
         }
         e.line(std::string(dtype_c(compute_dtype(ln.dtype))) + " " + acc + " = " + reduce_identity(ln.reduce, ln.dtype) + ";");
@@ -559,13 +603,19 @@ class KernelWriter {
     }
   }
 
+  // An arg reduction's (acc, acc_i) takes the pair (v, i) unless it keeps its place.
+  static std::string arg_step(const LoopNode& ln, const std::string& acc, const std::string& v, const std::string& i) {
+    return "if (!ls_arg_keeps(" + std::string(ln.reduce == Reduce::argmax ? "true" : "false") + ", " + acc + ", " + v + ", " + acc + "_i, " + i +
+           ")) " + acc + " = " + v + ", " + acc + "_i = " + i + ";";
+  }
+
   void run_node(LoopEmitter& e, int n, int64_t X, int64_t R) {
     const LoopNode& ln = p_.nodes[n];
     const Placement pl = placement(n, X, R);
     e.node = n;
     if (ln.kind == LoopNode::Kind::reduction) {
       e.acc = accs_.at(n);
-      e.acc_index = e.acc + "_i";  // an arg reduction's index (write_nest_as)
+      if (reduce_is_arg(ln.reduce)) e.acc_index = acc_index_.at(n);
     }
     e.line("// " + ln.name + ": " + ln.graph_node);
     std::vector<Expr> idx = pl.idx;
@@ -579,11 +629,13 @@ class KernelWriter {
   const Kernel& k_;
   const CppCodegenOptions& o_;
   std::map<int, std::string> accs_;
+  std::map<int, std::string> acc_index_;  // an arg reduction's index beside accs_'s value
   std::map<std::string, Expr> subst_;  // x0 split into outer and inner loops (inner_block)
   std::set<int> transposed_;           // the column form's pointwise nodes walked rows outer (placement)
   const int64_t row_;                  // an epilogue's product row length (0: not an epilogue)
   const int64_t threshold_;            // work from which a nest runs in parallel
   bool rows_ = false;                  // writing the epilogue's rows function: x0 in [begin, end)
+  bool r0o_declared_ = false;          // a lanes tail declared r0o in the kernel function's own scope
   std::string ix_ = "int64_t";         // the outer loop's index type (write())
 };
 

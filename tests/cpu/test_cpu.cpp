@@ -2041,12 +2041,13 @@ class TestCpu : public QObject {
   // "argmax" and "argmin"), no library call: every output matches the reference interpreter's
   // kernels on ties (the first index wins), NaNs (the first NaN wins, for max and min alike),
   // rows of -inf only (index 0), int64 and bool inputs (prod of them gives int64), keepdim, a
-  // non-innermost dimension, a dimension of size 1, and a row of 100,000 elements (one row over
-  // all threads); the indices known by hand are checked too.
+  // non-innermost dimension, a dimension of size 1, rows walked in lanes (ties and NaNs in
+  // different lanes: the lower index wins), two single rows with lane tails in one function, and
+  // a row of 100,000 elements (chunks over all threads); the indices known by hand are checked too.
   void testArgReductionsAndProdAreGeneratedCode() {
     const std::string text =
         "class G(torch.nn.Module):\n"
-        "    def forward(self, x: \"f32[5, 6, 7]\", n: \"i64[4, 9]\", b: \"b8[4, 9]\", big: \"f32[100000]\", ninf: \"f32[3, 8]\"):\n"
+        "    def forward(self, x: \"f32[5, 6, 7]\", n: \"i64[4, 9]\", b: \"b8[4, 9]\", big: \"f32[100000]\", ninf: \"f32[3, 8]\", w: \"f32[6, 50]\"):\n"
         "        a0: \"i64[6, 7]\" = torch.ops.aten.argmax.default(x, 0)\n"
         "        a1: \"i64[5, 1, 7]\" = torch.ops.aten.argmin.default(x, 1, True)\n"
         "        a2: \"i64[]\" = torch.ops.aten.argmax.default(x)\n"
@@ -2077,9 +2078,16 @@ class TestCpu : public QObject {
         "        p2: \"i64[4, 1]\" = torch.ops.aten.prod.dim_int(b, 1, True)\n"
         "        p3: \"i64[9]\" = torch.ops.aten.prod.dim_int(n, 0)\n"
         "        p4: \"f32[5, 1, 42]\" = torch.ops.aten.prod.dim_int(v, 1, True)\n"
-        "        return (a0, a1, a2, m0, m1, k0, k1, n0, n1, nm0, nm1, b0, b1, g0, gm0, gm1, f0, f1, s0, p0, p1, p2, p3, p4)\n";
+        "        w0: \"i64[6]\" = torch.ops.aten.argmax.default(w, 1)\n"
+        "        wm = torch.ops.aten.min.dim(w, 1)\n"
+        "        wm0: \"f32[6]\" = wm[0]\n"
+        "        wm1: \"i64[6]\" = wm[1]\n"
+        "        w1: \"i64[]\" = torch.ops.aten.argmin.default(w)\n"
+        "        ws: \"f32[2, 50]\" = torch.ops.aten.slice.Tensor(w, 0, 0, 2)\n"
+        "        w2: \"i64[]\" = torch.ops.aten.argmax.default(ws)\n"
+        "        return (a0, a1, a2, m0, m1, k0, k1, n0, n1, nm0, nm1, b0, b1, g0, gm0, gm1, f0, f1, s0, p0, p1, p2, p3, p4, w0, wm0, wm1, w1, w2)\n";
     LoadedModel m = load_graph_text(text);
-    Tensor &x = m.inputs[0], &n = m.inputs[1], &b = m.inputs[2], &big = m.inputs[3], &ninf = m.inputs[4];
+    Tensor &x = m.inputs[0], &n = m.inputs[1], &b = m.inputs[2], &big = m.inputs[3], &ninf = m.inputs[4], &w = m.inputs[5];
     for (int64_t e = 0; e < x.numel(); ++e) x.set(e, static_cast<double>((e * 37) % 11) - 5);  // many ties
     x.set(3 * 42 + 7 + 2, NAN);
     x.set(4 * 42 + 7 * 5 + 6, NAN);
@@ -2094,13 +2102,19 @@ class TestCpu : public QObject {
     big.set(777, -3);
     big.set(88888, -3);
     for (int64_t e = 0; e < ninf.numel(); ++e) ninf.set(e, -INFINITY);
+    for (int64_t e = 0; e < w.numel(); ++e) w.set(e, std::cos(0.7 * static_cast<double>(e)));
+    w.set(2 * 50 + 37, NAN);
+    w.set(2 * 50 + 20, NAN);  // lanes 5 and 4 of 16: the first NaN, 20
+    w.set(3 * 50 + 33, 5);
+    w.set(3 * 50 + 18, 5);  // lane 1 has 33, lane 2 has 18: 18
+    w.set(4 * 50 + 49, -5);  // in the row's tail
     PipelineOptions o;
     o.timing_budget_ms = 1;
     const CompileResult r = run_pipeline(m, o);
     QVERIFY2(r.error.empty(), r.error.c_str());
     for (const Kernel& k : r.schedule.kernels) QVERIFY2(!k.is_extern, k.name.c_str());
     QVERIFY(r.source.code.find("ls_arg_keeps(") != std::string::npos);
-    QCOMPARE(r.check.reference.size(), size_t(24));
+    QCOMPARE(r.check.reference.size(), size_t(29));
     for (const auto& c : r.check.reference) QVERIFY2(c.cmp.ok, (c.against + ": " + c.cmp.why).c_str());
     QCOMPARE(r.outputs[2].get(0), 3.0 * 42 + 7 + 2);  // the first NaN of the whole tensor
     QCOMPARE(r.outputs[4].get(4 * 6 + 5), 1.0);       // line (4, 5)'s first NaN, before the one at 6
@@ -2113,6 +2127,13 @@ class TestCpu : public QObject {
     for (int64_t i = 0; i < 3; ++i) QCOMPARE(r.outputs[17].get(i), 0.0);
     for (int64_t i = 0; i < r.outputs[18].numel(); ++i) QCOMPARE(r.outputs[18].get(i), 0.0);  // over a size-1 dimension
     QCOMPARE(r.outputs[20].dtype(), DType::i64);
+    QCOMPARE(r.outputs[24].get(2), 20.0);
+    QCOMPARE(r.outputs[24].get(3), 18.0);
+    QCOMPARE(r.outputs[26].get(2), 20.0);
+    QCOMPARE(r.outputs[26].get(4), 49.0);
+    QCOMPARE(r.outputs[27].get(0), 2.0 * 50 + 20);
+    QVERIFY(r.source.code.find("_l_i[r0i]") != std::string::npos);  // arg reductions in lanes
+    QVERIFY(r.source.code.find("    {\n        int64_t r0o = 0;") != std::string::npos);  // w1's and w2's tails in one function
     QCOMPARE(r.outputs[21].dtype(), DType::i64);
   }
 
