@@ -408,6 +408,7 @@ class KernelWriter {
       else e.line("for (" + ix_ + " x0 = 0; x0 < " + std::to_string(X) + "; ++x0) {");
       e.indent += "    ";
     }
+    bool nest_r0o = false;  // a lanes tail declared r0o in this nest's scope
     for (const KernelLoop& s : segs) {
       if (!s.inner) {
         for (int n : s.nodes) run_node(e, n, X, R);
@@ -446,7 +447,7 @@ class KernelWriter {
         if (p_.nodes[n].kind == LoopNode::Kind::reduction) reductions.push_back(n);
       // The lanes over rows [begin, end): accumulators declared, the loops, then each reduction's
       // value in acc<n> (its pending stores renamed to it).
-      auto lanes_block = [&](const std::string& begin, const std::string& end, bool tail, bool function_scope) {
+      auto lanes_block = [&](const std::string& begin, const std::string& end, bool tail, bool& declared) {
         // Every reduction of the loop in lanes (a sum beside a max too: a scalar sum there would be
         // a reduction per 16 elements, left scalar by Clang).
         const std::string Ls = std::to_string(L);
@@ -464,10 +465,10 @@ class KernelWriter {
           acc_index_[n] = acc + "_l_i[r0i]";
         }
         e.node = -1;
-        // The tail's r0o outlives its loop: a second one in the function's own scope (nests of
-        // single rows merged into one function) gets a block of its own.
-        const bool scoped = tail && function_scope && r0o_declared_;
-        if (tail && function_scope) r0o_declared_ = true;
+        // The tail's r0o outlives its loop: a second one in the same scope (two r loops of a row,
+        // single rows of nests merged into one function) gets a block of its own.
+        const bool scoped = tail && declared;
+        if (tail) declared = true;
         if (scoped) {
           e.line("{");
           e.indent += "    ";
@@ -533,7 +534,8 @@ class KernelWriter {
         e.line("#pragma omp parallel for schedule(static)");
         e.line("for (int64_t c = 0; c < " + Cs + "; ++c) {");
         e.indent += "    ";
-        lanes_block("c * " + Rs + " / " + Cs, "(c + 1) * " + Rs + " / " + Cs, true, false);
+        bool chunk_r0o = false;
+        lanes_block("c * " + Rs + " / " + Cs, "(c + 1) * " + Rs + " / " + Cs, true, chunk_r0o);
         for (int n : reductions) {
           const std::string acc = "acc" + std::to_string(n);
           e.line(acc + "_c[c] = " + acc + ";");
@@ -559,7 +561,7 @@ class KernelWriter {
         continue;
       }
       if (L && !single_row) {
-        lanes_block("0", std::to_string(R), o_.size_generic || R % L != 0, X <= 1 && !o_.size_generic && !rows_);
+        lanes_block("0", std::to_string(R), o_.size_generic || R % L != 0, X <= 1 && !o_.size_generic && !rows_ ? r0o_declared_ : nest_r0o);
         e.bind_finished_reductions(k_.writes);
         continue;
       }
@@ -635,7 +637,7 @@ class KernelWriter {
   const int64_t row_;                  // an epilogue's product row length (0: not an epilogue)
   const int64_t threshold_;            // work from which a nest runs in parallel
   bool rows_ = false;                  // writing the epilogue's rows function: x0 in [begin, end)
-  bool r0o_declared_ = false;          // a lanes tail declared r0o in the kernel function's own scope
+  bool r0o_declared_ = false;          // a lanes tail declared r0o in the kernel function's own scope (nest_r0o: in a nest's)
   std::string ix_ = "int64_t";         // the outer loop's index type (write())
 };
 

@@ -435,9 +435,11 @@ class Lowering {
                         return acc == out ? v : h.math(Math::identity, {v}, out);
                       });
     }
-    std::string buf = add_node(n, LoopNode::Kind::reduction, l.ranges, l.rranges, r, reduce_is_arg(r) ? DType::i64 : acc, l.body);
+    // A half result is the node's own type (accumulated in float32, rounded where stored).
+    const DType dt = reduce_is_arg(r) ? DType::i64 : compute_dtype(out) == acc ? out : acc;
+    std::string buf = add_node(n, LoopNode::Kind::reduction, l.ranges, l.rranges, r, dt, l.body);
     if (reduce_is_arg(r)) p_.nodes.back().arg_dtype = acc;
-    if (!reduce_is_arg(r) && acc != out) {  // int64 max of an int32 or bool input: back to its type
+    if (dt != out) {  // int64 max of an int32 or bool input: back to its type
       const Reader s = buffer_reader(buf, l.ranges, acc);
       buf = add_node(n, LoopNode::Kind::pointwise, l.ranges, {}, Reduce::none, out,
                      [s, out](OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>&) {
