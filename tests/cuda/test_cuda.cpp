@@ -388,8 +388,11 @@ void run_or_say_why_not(const std::string& model, bool train) {
     const std::string& text = r.stage("asm")->text;
     const size_t at = text.find("// ---- SASS (cuobjdump -sass) ----");
     VERIFY2(at != std::string::npos, "no SASS in the asm stage");
-    for (const KernelReport& k : r.kernels)
-      if (k.kind == KernelKind::generated) VERIFY2(text.find("Function : " + k.name, at) != std::string::npos, "no SASS for " + k.name);
+    for (size_t i = 0; i < r.kernels.size(); ++i) {
+      if (r.kernels[i].kind != KernelKind::generated) continue;
+      const std::string& f = r.cuda.source.kernels.at(i).launcher;  // its own, or the kernel of the same code's
+      VERIFY2(text.find("Function : " + f, at) != std::string::npos, "no SASS for " + r.kernels[i].name + " (" + f + ")");
+    }
   }
   for (const PhaseTime& t : r.compile_phases) VERIFY2(t.name.find("cuobjdump") == std::string::npos, t.name);
   VERIFY(!r.compile_phases.empty());

@@ -1038,6 +1038,12 @@ def rmse_checks(chk):
     return out
 
 
+def all_alone(runs):
+    """Whether every pt2/cuda result ran one job at a time (zoo.py run --jobs 1)."""
+    rs = [per_model.get("pt2/cuda") for per_model in runs.values() if per_model.get("pt2/cuda")]
+    return bool(rs) and all(r.get("jobs") == 1 for r in rs)
+
+
 def compile_threads_text(runs):
     """What the compile-time column's compiles had of the machine, from the jobs each pt2/cuda
     result records (results before that field ran 6 jobs at once, 2 threads each of 16)."""
@@ -1795,7 +1801,7 @@ def write_table(exported, results, inductor, traces, args, ran_kinds=None):
         lines.append(f"Kernels on CUDA (.pt2): ours at most Inductor's launches + library calls on {len(at_most)} of {len(fewer)} "
                      f"models; geometric mean of ours / Inductor's {geomean([f[1] / f[2] for f in fewer]):.2f}.")
     lines.append("Times: the median of CUDA event timings of the whole model, batch 2; ours from `lowerscope-cli compile` "
-                 "(jobs of a batch share the GPU), Inductor's and eager's from torch.compile (default mode) in its own "
+                 "(" + ("one compile at a time, alone on the GPU" if all_alone(results) else "jobs of a batch share the GPU") + "), Inductor's and eager's from torch.compile (default mode) in its own "
                  "process. Inductor runs convolutions through cuDNN with TF32 (PyTorch's default), ours in float32 "
                  "(`--allow-tf32` not set). " + compile_threads_text(results))
     if traces:

@@ -326,6 +326,9 @@ class CudaBackend final : public Backend {
                      (l.split > 1 ? ", " + std::to_string(l.split) + " slices a " + (l.form == "column" ? "column" : "row") : "") +
                      (l.cluster ? " (a thread-block cluster)" : "") +
                      (l.vector ? ", 16-byte accesses" : "");
+    const GeneratedKernel& gk = r.cuda.source.kernels[k];
+    if (!r.schedule.kernels[k].is_extern && !gk.launcher.empty() && gk.launcher != gk.name)
+      launch += "; the code of " + gk.launcher + " (compiled once)";
     if (const auto t = r.cuda.gemm_templates.find(r.schedule.kernels[k].name); t != r.cuda.gemm_templates.end())
       launch = "max-autotune: GEMM template " + t->second.text() + ", grid " + std::to_string(l.grid) + " x " +
                      std::to_string(l.block) + " threads";
