@@ -7,4 +7,6 @@ namespace ls {
 Graph eliminate_dead_nodes(const Graph& g);
 // The same on a graph the caller gives up: its live nodes move, none is copied.
 Graph eliminate_dead_nodes(Graph&& g);
+// Which nodes an output reads, directly or through others (placeholders included only then).
+std::vector<bool> live_nodes(const Graph& g);
 }
