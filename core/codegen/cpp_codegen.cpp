@@ -193,7 +193,8 @@ class KernelWriter {
   // row-major matrix; a GELU backward before it) is walked row by row, the column form: every
   // access along x0 is contiguous (x0's coefficient 1) and r0 strides across rows, so the usual
   // order (a column per x0, r0 inner) would read one element a cache line.
-  // The column form applies to a nest with one r loop, sums, maxima or minima only, nothing stored
+  // The column form applies to a nest with one r loop (sums, products, maxima, minima, arg
+  // reductions: a (value, index) pair a column, chunks combined in order), nothing stored
   // before the loop (it would be stored once a row), every access as column_accesses wants it (a
   // pointwise node of the loop walked rows outer where that makes it so), and every value one node
   // of the nest reads from another's buffer read at the index it was written (so it is handed over
@@ -214,8 +215,8 @@ class KernelWriter {
       for (int n : seg.nodes) {
         const LoopNode& ln = p_.nodes[n];
         if (ln.kind == LoopNode::Kind::reduction && ln.reduce != Reduce::sum && ln.reduce != Reduce::max && ln.reduce != Reduce::min &&
-            ln.reduce != Reduce::prod)
-          return reject();  // an arg reduction: the row form
+            ln.reduce != Reduce::prod && !reduce_is_arg(ln.reduce))
+          return reject();
         bool col = false;
         if (!column_accesses(n, X, R, col)) {
           if (!seg.inner || ln.kind != LoopNode::Kind::pointwise) return reject();
@@ -284,6 +285,16 @@ class KernelWriter {
         e.node = n;
         if (C == 1) {
           accs_[n] = acc + "[xi]";
+          acc_index_[n] = acc + "_i[xi]";
+          continue;
+        }
+        if (reduce_is_arg(ln.reduce)) {  // the chunks' (value, index) pairs, in order
+          e.line(std::string(dtype_c(ln.arg_dtype)) + " " + acc + " = " + part + "[x0];");
+          e.line("int64_t " + acc + "_i = " + part + "_i[x0];");
+          e.line("for (int64_t c = 1; c < " + Cs + "; ++c) " +
+                 arg_step(ln, acc, part + "[c * " + Xs + " + x0]", part + "_i[c * " + Xs + " + x0]"));
+          accs_[n] = acc;
+          acc_index_[n] = acc + "_i";
           continue;
         }
         e.line(std::string(dtype_c(compute_dtype(ln.dtype))) + " " + acc + " = " + part + "[x0];");
@@ -298,6 +309,8 @@ class KernelWriter {
         for (int n : reductions)
           if (accumulator == "part" + std::to_string(n) + "[c * " + Xs + " + x0]" || accumulator == "acc" + std::to_string(n) + "[xi]")
             accumulator = accs_.at(n);
+          else if (accumulator == "part" + std::to_string(n) + "_i[c * " + Xs + " + x0]")  // an arg reduction's index
+            accumulator = acc_index_.at(n);
       e.push_scope();
       for (size_t i = 0; i < inner_seg; ++i)
         for (int n : segs[i].nodes) run_node(e, n, X, R);
@@ -311,18 +324,29 @@ class KernelWriter {
     if (C > 1) {
       e.line("// columns contiguous, rows strided: " + Cs + " chunks of rows, each walking whole rows into its sums of every column");
       for (int n : reductions) {
+        const LoopNode& ln = p_.nodes[n];
+        const bool is_arg = reduce_is_arg(ln.reduce);
+        const std::string part = "part" + std::to_string(n);
         e.node = n;
-        e.line(std::string(dtype_c(compute_dtype(p_.nodes[n].dtype))) + " part" + std::to_string(n) + "[" + std::to_string(C * X) + "];");
-        accs_[n] = "part" + std::to_string(n) + "[c * " + Xs + " + x0]";
+        e.line(std::string(dtype_c(is_arg ? ln.arg_dtype : compute_dtype(ln.dtype))) + " " + part + "[" + std::to_string(C * X) + "];");
+        if (is_arg) e.line("int64_t " + part + "_i[" + std::to_string(C * X) + "];");
+        accs_[n] = part + "[c * " + Xs + " + x0]";
+        acc_index_[n] = part + "_i[c * " + Xs + " + x0]";
       }
       e.node = -1;
       if (parallel) e.line("#pragma omp parallel for schedule(static)");
       e.line("for (int64_t c = 0; c < " + Cs + "; ++c) {");
       e.indent += "    ";
       e.line("const int64_t xb = 0, xn = " + Xs + ";");
-      for (int n : reductions)
-        e.line("for (int64_t x0 = 0; x0 < " + Xs + "; ++x0) part" + std::to_string(n) + "[c * " + Xs + " + x0] = " +
-               reduce_identity(p_.nodes[n].reduce, p_.nodes[n].dtype) + ";");
+      for (int n : reductions) {
+        const LoopNode& ln = p_.nodes[n];
+        const std::string part = "part" + std::to_string(n);
+        if (reduce_is_arg(ln.reduce))
+          e.line("for (int64_t x0 = 0; x0 < " + Xs + "; ++x0) " + part + "[c * " + Xs + " + x0] = " + reduce_identity(ln.reduce, ln.arg_dtype) +
+                 ", " + part + "_i[c * " + Xs + " + x0] = 0;");
+        else
+          e.line("for (int64_t x0 = 0; x0 < " + Xs + "; ++x0) " + part + "[c * " + Xs + " + x0] = " + reduce_identity(ln.reduce, ln.dtype) + ";");
+      }
       e.line("for (int64_t r0 = c * " + Rs + " / " + Cs + "; r0 < (c + 1) * " + Rs + " / " + Cs + "; ++r0) {");
       e.indent += "    ";
       row_body();
@@ -344,11 +368,19 @@ class KernelWriter {
     e.indent += "    ";
     e.line("const int64_t xn = " + Xs + " - xb < " + Bs + " ? " + Xs + " - xb : " + Bs + ";");
     for (int n : reductions) {
+      const LoopNode& ln = p_.nodes[n];
+      const std::string acc = "acc" + std::to_string(n);
       e.node = n;
-      e.line(std::string(dtype_c(compute_dtype(p_.nodes[n].dtype))) + " acc" + std::to_string(n) + "[" + Bs + "];");
-      e.line("for (int64_t xi = 0; xi < " + Bs + "; ++xi) acc" + std::to_string(n) + "[xi] = " +
-             reduce_identity(p_.nodes[n].reduce, p_.nodes[n].dtype) + ";");
-      accs_[n] = "acc" + std::to_string(n) + "[xi]";
+      if (reduce_is_arg(ln.reduce)) {
+        e.line(std::string(dtype_c(ln.arg_dtype)) + " " + acc + "[" + Bs + "];");
+        e.line("int64_t " + acc + "_i[" + Bs + "];");
+        e.line("for (int64_t xi = 0; xi < " + Bs + "; ++xi) " + acc + "[xi] = " + reduce_identity(ln.reduce, ln.arg_dtype) + ", " + acc + "_i[xi] = 0;");
+      } else {
+        e.line(std::string(dtype_c(compute_dtype(ln.dtype))) + " " + acc + "[" + Bs + "];");
+        e.line("for (int64_t xi = 0; xi < " + Bs + "; ++xi) " + acc + "[xi] = " + reduce_identity(ln.reduce, ln.dtype) + ";");
+      }
+      accs_[n] = acc + "[xi]";
+      acc_index_[n] = acc + "_i[xi]";
     }
     e.node = -1;
     e.line("for (int64_t r0 = 0; r0 < " + Rs + "; ++r0) {");
@@ -427,15 +459,15 @@ class KernelWriter {
                (compute_dtype(ln.dtype) == DType::f32 || ln.dtype == DType::f64);
       };
       // An arg reduction (argmax) keeps a value and an index, two accumulators, combined by
-      // ls_arg_keeps (any order gives the first extremum): in lanes as a max is (its compare and
-      // select a chain from element to element otherwise: 2.5 ns an element), a single row in
-      // chunks of lanes; a short row in one plain loop (no OpenMP reduction clause takes the pair).
-      auto arg_node = [&](int n) { return p_.nodes[n].kind == LoopNode::Kind::reduction && reduce_is_arg(p_.nodes[n].reduce); };
+      // ls_arg_keeps (any order gives the first extremum). Its rows (and a max beside it) are one
+      // plain loop: in lanes it took as long on long rows (about 1 ns an element either way, 4M
+      // floats) and up to 3x longer on short or strided ones (a max.dim over 64 channels); no
+      // OpenMP reduction clause takes the pair. A single row runs in chunks of lanes over the threads.
       bool arg = false;
-      for (int n : s.nodes) arg = arg || arg_node(n);
+      for (int n : s.nodes) arg = arg || (p_.nodes[n].kind == LoopNode::Kind::reduction && reduce_is_arg(p_.nodes[n].reduce));
       int64_t L = 0;
       for (int n : s.nodes)
-        if (fp_minmax(p_.nodes[n]) || arg_node(n)) L = R >= 32 || (o_.size_generic && R >= 16) ? 16 : R >= 16 ? 8 : 0;  // size-generic: one L for most rows
+        if (fp_minmax(p_.nodes[n]) && !arg) L = R >= 32 || (o_.size_generic && R >= 16) ? 16 : R >= 16 ? 8 : 0;  // size-generic: one L for most rows
       const int64_t chunks = std::clamp<int64_t>(R / 4096, 1, 64);
       const bool single_row = X <= 1 && parallel && (!arg || (chunks > 1 && R >= 32));
       const int64_t C = single_row ? chunks : 1;  // chunks of a single row

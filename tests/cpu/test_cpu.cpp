@@ -2041,13 +2041,14 @@ class TestCpu : public QObject {
   // "argmax" and "argmin"), no library call: every output matches the reference interpreter's
   // kernels on ties (the first index wins), NaNs (the first NaN wins, for max and min alike),
   // rows of -inf only (index 0), int64 and bool inputs (prod of them gives int64), keepdim, a
-  // non-innermost dimension, a dimension of size 1, rows walked in lanes (ties and NaNs in
-  // different lanes: the lower index wins), two single rows with lane tails in one function, and
-  // a row of 100,000 elements (chunks over all threads); the indices known by hand are checked too.
+  // non-innermost dimension (the column form), a dimension of size 1, rows of 50 (NaNs and ties
+  // 16 apart: lanes would hold them apart), a row of 100,000 elements (chunks of lanes over all
+  // threads, combined in order), and beside them maxima in lanes with tails (two single rows in one
+  // function, two r loops of a row); the indices known by hand are checked too.
   void testArgReductionsAndProdAreGeneratedCode() {
     const std::string text =
         "class G(torch.nn.Module):\n"
-        "    def forward(self, x: \"f32[5, 6, 7]\", n: \"i64[4, 9]\", b: \"b8[4, 9]\", big: \"f32[100000]\", ninf: \"f32[3, 8]\", w: \"f32[6, 50]\"):\n"
+        "    def forward(self, x: \"f32[5, 6, 7]\", n: \"i64[4, 9]\", b: \"b8[4, 9]\", big: \"f32[100000]\", ninf: \"f32[3, 8]\", w: \"f32[6, 50]\", u: \"f32[6, 50]\", z: \"f32[256, 40]\"):\n"
         "        a0: \"i64[6, 7]\" = torch.ops.aten.argmax.default(x, 0)\n"
         "        a1: \"i64[5, 1, 7]\" = torch.ops.aten.argmin.default(x, 1, True)\n"
         "        a2: \"i64[]\" = torch.ops.aten.argmax.default(x)\n"
@@ -2088,9 +2089,19 @@ class TestCpu : public QObject {
         "        wx: \"f32[6, 1]\" = torch.ops.aten.amax.default(w, [1], True)\n"
         "        wd: \"f32[6, 50]\" = torch.ops.aten.sub.Tensor(w, wx)\n"
         "        w3: \"i64[6]\" = torch.ops.aten.argmin.default(wd, 1)\n"
-        "        return (a0, a1, a2, m0, m1, k0, k1, n0, n1, nm0, nm1, b0, b1, g0, gm0, gm1, f0, f1, s0, p0, p1, p2, p3, p4, w0, wm0, wm1, w1, w2, w3)\n";
+        "        ua: \"f32[]\" = torch.ops.aten.amax.default(u)\n"
+        "        us: \"f32[2, 50]\" = torch.ops.aten.slice.Tensor(u, 0, 0, 2)\n"
+        "        ub: \"f32[]\" = torch.ops.aten.amax.default(us)\n"
+        "        ux: \"f32[6, 1]\" = torch.ops.aten.amax.default(u, [1], True)\n"
+        "        ud: \"f32[6, 50]\" = torch.ops.aten.sub.Tensor(u, ux)\n"
+        "        uy: \"f32[6]\" = torch.ops.aten.amax.default(ud, [1])\n"
+        "        z0: \"i64[40]\" = torch.ops.aten.argmax.default(z, 0)\n"
+        "        zm = torch.ops.aten.min.dim(z, 0)\n"
+        "        zm0: \"f32[40]\" = zm[0]\n"
+        "        zm1: \"i64[40]\" = zm[1]\n"
+        "        return (a0, a1, a2, m0, m1, k0, k1, n0, n1, nm0, nm1, b0, b1, g0, gm0, gm1, f0, f1, s0, p0, p1, p2, p3, p4, w0, wm0, wm1, w1, w2, w3, ua, ub, uy, z0, zm0, zm1)\n";
     LoadedModel m = load_graph_text(text);
-    Tensor &x = m.inputs[0], &n = m.inputs[1], &b = m.inputs[2], &big = m.inputs[3], &ninf = m.inputs[4], &w = m.inputs[5];
+    Tensor &x = m.inputs[0], &n = m.inputs[1], &b = m.inputs[2], &big = m.inputs[3], &ninf = m.inputs[4], &w = m.inputs[5], &z = m.inputs[7];
     for (int64_t e = 0; e < x.numel(); ++e) x.set(e, static_cast<double>((e * 37) % 11) - 5);  // many ties
     x.set(3 * 42 + 7 + 2, NAN);
     x.set(4 * 42 + 7 * 5 + 6, NAN);
@@ -2111,13 +2122,18 @@ class TestCpu : public QObject {
     w.set(3 * 50 + 33, 5);
     w.set(3 * 50 + 18, 5);  // lane 1 has 33, lane 2 has 18: 18
     w.set(4 * 50 + 49, -5);  // in the row's tail
+    for (int64_t e = 0; e < z.numel(); ++e) z.set(e, std::sin(0.3 * static_cast<double>(e)));
+    z.set(200 * 40 + 3, 7);
+    z.set(20 * 40 + 3, 7);  // column 3's maximum in chunks 12 and 1 of the column form: 20
+    z.set(250 * 40 + 5, NAN);
+    z.set(100 * 40 + 5, NAN);  // column 5's NaNs: 100
     PipelineOptions o;
     o.timing_budget_ms = 1;
     const CompileResult r = run_pipeline(m, o);
     QVERIFY2(r.error.empty(), r.error.c_str());
     for (const Kernel& k : r.schedule.kernels) QVERIFY2(!k.is_extern, k.name.c_str());
     QVERIFY(r.source.code.find("ls_arg_keeps(") != std::string::npos);
-    QCOMPARE(r.check.reference.size(), size_t(30));
+    QCOMPARE(r.check.reference.size(), size_t(36));
     for (const auto& c : r.check.reference) QVERIFY2(c.cmp.ok, (c.against + ": " + c.cmp.why).c_str());
     QCOMPARE(r.outputs[2].get(0), 3.0 * 42 + 7 + 2);  // the first NaN of the whole tensor
     QCOMPARE(r.outputs[4].get(4 * 6 + 5), 1.0);       // line (4, 5)'s first NaN, before the one at 6
@@ -2135,9 +2151,14 @@ class TestCpu : public QObject {
     QCOMPARE(r.outputs[26].get(2), 20.0);
     QCOMPARE(r.outputs[26].get(4), 49.0);
     QCOMPARE(r.outputs[27].get(0), 2.0 * 50 + 20);
-    QVERIFY(r.source.code.find("_l_i[r0i]") != std::string::npos);  // arg reductions in lanes
-    QVERIFY(r.source.code.find("    {\n        int64_t r0o = 0;") != std::string::npos);  // w1's and w2's tails in one function
-    QVERIFY(r.source.code.find("        {\n            int64_t r0o = 0;") != std::string::npos);  // wx's and w3's in one row
+    QCOMPARE(r.outputs[33].get(3), 20.0);
+    QCOMPARE(r.outputs[33].get(5), 100.0);
+    QCOMPARE(r.outputs[35].get(5), 100.0);
+    QVERIFY(r.source.code.find("columns contiguous, rows strided: 16 chunks") != std::string::npos);  // z's
+    QVERIFY(r.source.code.find("_l_i[r0i]") != std::string::npos);  // the single row's chunks: arg reductions in lanes
+    // Lanes with tails (rows of 300, 100 and 50): ua's and ub's in one function, ux's and uy's in one row.
+    QVERIFY(r.source.code.find("    {\n        int64_t r0o = 0;") != std::string::npos);
+    QVERIFY(r.source.code.find("        {\n            int64_t r0o = 0;") != std::string::npos);
     // In bfloat16: max.dim's values accumulate in float32 and round where stored, in the loop of
     // their indices.
     o.dtype = DType::bf16;
