@@ -278,3 +278,79 @@ extern "C" __global__ void ls_square_sum(const float* __restrict__ a, long long 
     atomicAdd(finite, f);
   }
 }
+// index_put (advanced indexing's store, accumulate or not) on the device, as PyTorch's CUDA
+// kernel: a thread per element of the indexing result (rank <= 8, at most 4 index tensors, each
+// broadcast over the result by its strides). The output already holds self (a device copy); each
+// element's place in it is the sum of its plain dimensions' strides and its indexed dimensions'
+// indices (wrapped where negative). Accumulation is an atomic add (f32, f64, i32, i64); a plain
+// store copies 4 or 8 bytes (repeated places: one of the writes stays, as on PyTorch's GPU). An
+// index out of range is recorded in fault[0..3] (flag, value, size, index tensor) and not stored.
+struct LsIndexPut {
+  long long shape[8], out_stride[8], val_stride[8], idx_stride[4][8], dim_stride[4], dim_size[4];
+  int rank, nidx, idx64[4];
+};
+extern "C" __global__ void ls_index_put(void* __restrict__ out, const void* __restrict__ values, const void* i0, const void* i1,
+                                        const void* i2, const void* i3, LsIndexPut d, int code, int accumulate, long long total,
+                                        long long* __restrict__ fault) {
+  const void* idx[4] = {i0, i1, i2, i3};
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (long long)gridDim.x * blockDim.x) {
+    long long rem = i, o = 0, v = 0, io[4] = {0, 0, 0, 0};
+    for (int k = d.rank - 1; k >= 0; --k) {
+      const long long p = rem % d.shape[k];
+      rem /= d.shape[k];
+      o += p * d.out_stride[k];
+      v += p * d.val_stride[k];
+      for (int j = 0; j < d.nidx; ++j) io[j] += p * d.idx_stride[j][k];
+    }
+    bool ok = true;
+    for (int j = 0; j < d.nidx && ok; ++j) {
+      long long x = d.idx64[j] ? ((const long long*)idx[j])[io[j]] : (long long)((const int*)idx[j])[io[j]];
+      const long long n = d.dim_size[j];
+      if (x < -n || x >= n) {
+        ok = false;
+        if (fault && atomicCAS((unsigned long long*)&fault[0], 0ull, 1ull) == 0ull) fault[1] = x, fault[2] = n, fault[3] = j;
+        break;
+      }
+      o += (x < 0 ? x + n : x) * d.dim_stride[j];
+    }
+    if (!ok) continue;
+    if (accumulate) {
+      if (code == 0) atomicAdd((float*)out + o, ((const float*)values)[v]);
+      else if (code == 1) atomicAdd((int*)out + o, ((const int*)values)[v]);
+      else if (code == 2) atomicAdd((unsigned long long*)out + o, ((const unsigned long long*)values)[v]);
+      else atomicAdd((double*)out + o, ((const double*)values)[v]);
+    } else if (code == 1 || code == 0) {
+      ((unsigned*)out)[o] = ((const unsigned*)values)[v];
+    } else {
+      ((unsigned long long*)out)[o] = ((const unsigned long long*)values)[v];
+    }
+  }
+}
+// Cumulative sum along a dimension (outer x n x inner), a thread per line summing in order, as
+// the reference does: x and y of codes 0 f32, 1 i32, 2 i64, 3 f64, 4 one byte (bool, uint8); a
+// float result sums in double, an integer one in int64 (wrapping).
+extern "C" __global__ void ls_cumsum(const void* __restrict__ x, void* __restrict__ y, long long outer, long long n, long long inner,
+                                     int xcode, int ycode) {
+  const long long lines = outer * inner;
+  const bool real = ycode == 0 || ycode == 3;
+  for (long long l = (long long)blockIdx.x * blockDim.x + threadIdx.x; l < lines; l += (long long)gridDim.x * blockDim.x) {
+    const long long base = (l / inner) * n * inner + l % inner;
+    double s = 0;
+    unsigned long long si = 0;
+    for (long long k = 0; k < n; ++k) {
+      const long long at = base + k * inner;
+      double dv;
+      long long iv;
+      if (xcode == 0) dv = ((const float*)x)[at], iv = (long long)dv;
+      else if (xcode == 3) dv = ((const double*)x)[at], iv = (long long)dv;
+      else if (xcode == 1) iv = ((const int*)x)[at], dv = (double)iv;
+      else if (xcode == 2) iv = ((const long long*)x)[at], dv = (double)iv;
+      else iv = ((const unsigned char*)x)[at], dv = (double)iv;
+      if (real) s += dv;
+      else si += (unsigned long long)iv;
+      if (ycode == 0) ((float*)y)[at] = (float)s;
+      else if (ycode == 3) ((double*)y)[at] = s;
+      else ((long long*)y)[at] = (long long)si;
+    }
+  }
+}

@@ -10,6 +10,7 @@
 #include "exec/extern_kernels.h"
 #include "exec/flash_attention_cuda.h"
 #include "exec/isolated_run.h"
+#include "ops/indexing.h"
 #include "ops/known_ops.h"
 
 namespace ls {
@@ -53,6 +54,103 @@ lsrt::cuda::Conv cuda_conv(const LoopProgram& p, const ExternCall& c) {
   auto i = [](int64_t v) { return static_cast<int>(v); };
   return {i(x[0]), i(x[1]), i(x[2]), i(x[3]), i(w[0]), i(w[1]), i(w[2]), i(w[3]), i(y[2]), i(y[3]), i(groups), i(st[0]), i(st[1]),
           i(pad[0]), i(pad[1]), i(dil[0]), i(dil[1]), groups == x[1] && w[1] == 1 && w[0] == x[1]};
+}
+
+// An operand as the call sees it, read as a contiguous buffer (no strides of its own, a view's
+// shape over the same elements).
+static bool plain_operand(const LoopProgram& p, const ExternCall& c, size_t input) {
+  if (input < c.strides.size() && !c.strides[input].empty()) return false;
+  return input >= c.shapes.size() || numel_of(c.shapes[input]) == numel_of(p.buffer(c.inputs.at(input)).shape);
+}
+
+static int element_code(DType t) {  // ls_index_put's and ls_cumsum's element codes
+  switch (t) {
+    case DType::f32: return 0;
+    case DType::i32: return 1;
+    case DType::i64: return 2;
+    case DType::f64: return 3;
+    case DType::b8:
+    case DType::u8: return 4;
+    default: return -1;
+  }
+}
+
+// Strides that read a tensor of shape `s` broadcast to `to` (right-aligned; 0 along broadcast dims).
+static std::vector<long long> broadcast_strides(const Shape& s, const Shape& to) {
+  std::vector<long long> st(to.size(), 0);
+  const std::vector<int64_t> own = contiguous_strides(s);
+  for (size_t k = 0; k < s.size(); ++k) {
+    const size_t d = to.size() - s.size() + k;
+    st[d] = s[k] == 1 && to[d] != 1 ? 0 : own[k];
+  }
+  return st;
+}
+
+std::optional<lsrt::cuda::IndexPut> cuda_index_put(const LoopProgram& p, const ExternCall& c, std::vector<int64_t>* indexed_dims) {
+  if (c.op != &op::index_put() || c.args.size() < 3 || !c.args[0].is_node() || !c.args[2].is_node()) return std::nullopt;
+  const DType t = p.buffer(c.outputs.at(0)).dtype;
+  const int code = element_code(t);
+  if (code < 0 || code == 4) return std::nullopt;
+  const size_t self = static_cast<size_t>(c.args[0].node), values = static_cast<size_t>(c.args[2].node);
+  if (!plain_operand(p, c, self) || !plain_operand(p, c, values) || p.buffer(c.inputs.at(values)).dtype != t) return std::nullopt;
+  std::vector<Shape> shapes;
+  std::vector<bool> wide;
+  for (const Arg& a : c.args[1].list) {
+    if (!a.is_node()) continue;
+    const size_t j = static_cast<size_t>(a.node);
+    const DType it = p.buffer(c.inputs.at(j)).dtype;
+    if (!plain_operand(p, c, j) || (it != DType::i64 && it != DType::i32)) return std::nullopt;
+    shapes.push_back(j < c.shapes.size() ? c.shapes[j] : p.buffer(c.inputs.at(j)).shape);
+    wide.push_back(it == DType::i64);
+  }
+  const Shape xs = seen_shape(p, c, 0), vs = seen_shape(p, c, 2);
+  IndexPlan plan;
+  try {
+    plan = index_plan(*c.op, xs, c.args[1], shapes);
+  } catch (const std::exception&) {
+    return std::nullopt;  // the reference kernel says what is wrong
+  }
+  if (plan.out.size() > 8 || shapes.size() > 4 || shapes.empty() || !broadcasts_to(vs, plan.out)) return std::nullopt;
+  lsrt::cuda::IndexPut r{};
+  lsrt::cuda::IndexPutPlan& d = r.d;
+  d.rank = static_cast<int>(plan.out.size());
+  d.nidx = static_cast<int>(shapes.size());
+  const std::vector<int64_t> xst = contiguous_strides(xs);
+  const size_t nb = plan.before.size(), nB = plan.bshape.size();
+  const std::vector<long long> vst = broadcast_strides(vs, plan.out);
+  for (size_t k = 0; k < plan.out.size(); ++k) {
+    d.shape[k] = plan.out[k];
+    d.out_stride[k] = k < nb ? xst[plan.before[k]] : k < nb + nB ? 0 : xst[plan.after[k - nb - nB]];
+    d.val_stride[k] = vst[k];
+  }
+  for (size_t j = 0; j < shapes.size(); ++j) {
+    const std::vector<long long> ist = broadcast_strides(shapes[j], plan.bshape);
+    for (size_t k = 0; k < nB; ++k) d.idx_stride[j][nb + k] = ist[k];
+    d.dim_stride[j] = xst[plan.indexed[j]];
+    d.dim_size[j] = xs[plan.indexed[j]];
+    d.idx64[j] = wide[j] ? 1 : 0;
+  }
+  r.total = numel_of(plan.out);
+  r.self_words = numel_of(xs) * dtype_size(t) / 4;
+  r.code = code;
+  r.accumulate = c.args.size() > 3 && c.args[3].kind == Arg::Kind::boolean && c.args[3].b;
+  if (indexed_dims) *indexed_dims = plan.indexed;
+  return r;
+}
+
+std::optional<lsrt::cuda::Cumsum> cuda_cumsum(const LoopProgram& p, const ExternCall& c) {
+  if (c.op != &op::cumsum() || !c.args[0].is_node()) return std::nullopt;
+  const size_t x = static_cast<size_t>(c.args[0].node);
+  const int xcode = element_code(p.buffer(c.inputs.at(x)).dtype), ycode = element_code(p.buffer(c.outputs.at(0)).dtype);
+  if (xcode < 0 || ycode < 0 || ycode == 1 || ycode == 4 || !plain_operand(p, c, x)) return std::nullopt;
+  const Shape s = seen_shape(p, c, 0);
+  long long outer = 1, n = 1, inner = 1;
+  if (!s.empty()) {
+    int64_t dim = c.args[1].i;
+    if (dim < 0) dim += static_cast<int64_t>(s.size());
+    for (int64_t k = 0; k < static_cast<int64_t>(s.size()); ++k) (k < dim ? outer : k == dim ? n : inner) *= s[k];
+  }
+  return lsrt::cuda::Cumsum{outer, n, inner, xcode, ycode};
 }
 
 lsrt::cuda::MaxPool cuda_max_pool(const LoopProgram& p, const ExternCall& c) {
@@ -116,6 +214,8 @@ std::string cuda_extern_how(const LoopProgram& p, const ExternCall& c, bool blas
     if (!blas) return "host (reference kernel)";
     return g.linear() ? "cuBLAS (a linear layer's backward)" : g.pointwise() ? "cuBLAS (1x1: no im2col or col2im)" : "im2col + cuBLAS + col2im";
   }
+  if (cuda_index_put(p, c)) return "index_put kernel";
+  if (cuda_cumsum(p, c)) return "cumsum kernel";
   if (c.op == &op::max_pool2d_with_indices() && p.buffer(c.inputs.at(0)).dtype == DType::f32 &&
       seen_shape(p, c, 0).size() == 4 && !c.args[5].b)
     return "pool kernel";
@@ -205,11 +305,15 @@ CudaExecutable::CudaExecutable(const LoopProgram& p, const Schedule& s, const Ge
     MatmulAlgorithm a;
     if (chosen != g.matmul_algorithms.end() && how[i] == "cuBLAS" && MatmulAlgorithm::parse(chosen->second, a)) choose_matmul(i, &a);
   }
+  if (std::count(how.begin(), how.end(), "index_put kernel")) {
+    index_put_faults_ = DeviceBuffer(d, 4 * sizeof(int64_t));
+    d.zero(index_put_faults_.ptr(), 4 * sizeof(int64_t));
+  }
   bias_kernel_ = helpers.function("ls_broadcast_bias");
   for (const char* k : {"ls_add_channel_bias", "ls_im2col", "ls_max_pool2d", "ls_copy_rows", "ls_strided_copy4",
                         "ls_attn_softmax", "ls_attn_probs", "ls_attn_rowdot", "ls_attn_dscores", "ls_col2im", "ls_channel_sum", "ls_count_mismatches", "ls_square_sum", "ls_hold",
                         "ls_grouped_conv", "ls_grouped_conv_bwd_input",
-                        "ls_grouped_conv_bwd_weight"})
+                        "ls_grouped_conv_bwd_weight", "ls_index_put", "ls_cumsum"})
     helpers_[k] = helpers.function(k);
 }
 
@@ -430,6 +534,15 @@ void CudaExecutable::device_extern(size_t k) {
     }
     return;
   }
+  if (how[k] == "index_put kernel") {  // the tensors of its index list, in order
+    const lsrt::cuda::IndexPut ip = *cuda_index_put(p_, c);
+    DevicePtr idx[4] = {0, 0, 0, 0};
+    size_t j = 0;
+    for (const Arg& a : c.args[1].list)
+      if (a.is_node()) idx[j++] = buffers_.at(c.inputs.at(static_cast<size_t>(a.node))).ptr();
+    return ip.run(g, in(0), idx, in(2), out(0), index_put_faults_.ptr());
+  }
+  if (how[k] == "cumsum kernel") return cuda_cumsum(p_, c)->run(g, in(0), out(0));
   if (c.op == &op::max_pool2d_with_indices())  // the indices, where not wanted, into scratch
     return cuda_max_pool(p_, c).run(g, in(0), out(0), c.outputs.size() > 1 ? out(1) : 0);
   const lsrt::cuda::Conv conv = cuda_conv(p_, c);
@@ -515,6 +628,18 @@ void CudaExecutable::run_bound(const std::vector<Tensor>& inputs) {
 // As CpuExecutable::check_index_faults: an index tensor's element out of range, recorded by the
 // kernel (which read element 0 instead), reported naming the kernel, the node, the value, the size.
 void CudaExecutable::check_index_faults(size_t k) {
+  if (how[k] == "index_put kernel") {  // ls_index_put's record: flag, value, size, which index tensor
+    int64_t f[4] = {0, 0, 0, 0};
+    d_.download(f, index_put_faults_.ptr(), sizeof f);
+    if (!f[0]) return;
+    d_.zero(index_put_faults_.ptr(), sizeof f);
+    std::vector<int64_t> dims;
+    cuda_index_put(p_, externs_[k]->ext, &dims);
+    const int64_t dim = f[3] >= 0 && f[3] < static_cast<int64_t>(dims.size()) ? dims[static_cast<size_t>(f[3])] : f[3];
+    throw std::out_of_range("kernel " + g_.source.kernels[k].name + " (" + externs_[k]->name + ", from node '" + externs_[k]->graph_node +
+                            "'): index " + std::to_string(f[1]) + " is out of bounds for dimension " + std::to_string(dim) +
+                            " with size " + std::to_string(f[2]));
+  }
   if (!index_faults_) return;
   int64_t f[4] = {0, 0, 0, 0};
   d_.download(f, index_faults_, sizeof f);

@@ -39,6 +39,11 @@ std::string cuda_extern_how(const LoopProgram& p, const ExternCall& c, bool blas
 // an attention operand.
 lsrt::cuda::Conv cuda_conv(const LoopProgram& p, const ExternCall& c);
 lsrt::cuda::MaxPool cuda_max_pool(const LoopProgram& p, const ExternCall& c);
+// index_put and cumsum on the device (helper kernels ls_index_put, ls_cumsum), where the element
+// types and operands allow (nullopt: the host's reference kernel runs it). `indexed_dims`: the
+// dimensions of self the index tensors index, in order (for the fault's message).
+std::optional<lsrt::cuda::IndexPut> cuda_index_put(const LoopProgram& p, const ExternCall& c, std::vector<int64_t>* indexed_dims = nullptr);
+std::optional<lsrt::cuda::Cumsum> cuda_cumsum(const LoopProgram& p, const ExternCall& c);
 lsrt::cuda::View cuda_attn_view(const AttnOperand& a);
 
 // Refuses (MemoryRefused, exec/memory_fit.h) a run whose buffers do not fit in the GPU's free
@@ -130,6 +135,7 @@ class CudaExecutable {
   CudaDriver& d_;
   std::vector<void*> functions_;           // nullptr for extern kernels
   DevicePtr index_faults_ = 0;             // ls_index_fault_state, where a kernel checks indices
+  DeviceBuffer index_put_faults_;          // ls_index_put's record of an index out of range (4 int64), where a call has one
   void check_index_faults(size_t k);
   std::vector<const LoopNode*> externs_;
   Cublas* blas_ = nullptr;              // looked up once: not on the launch path

@@ -176,6 +176,49 @@ struct MaxPool {
   }
 };
 
+// index_put on the device (the helper kernel ls_index_put): the output gets self's bytes, then
+// every element of the indexing result is stored (or added) at its place. `d` as the kernel takes
+// it (LsIndexPut); code: the element type (0 f32, 1 i32, 2 i64, 3 f64); fault: 4 int64 the kernel
+// fills where an index is out of range (0: none kept).
+struct IndexPutPlan {
+  long long shape[8], out_stride[8], val_stride[8], idx_stride[4][8], dim_stride[4], dim_size[4];
+  int rank, nidx, idx64[4];
+};
+struct IndexPut {
+  IndexPutPlan d;
+  long long total, self_words;  // result elements; self's size in 4-byte words
+  int code;
+  bool accumulate;
+  template <class Gpu>
+  void run(Gpu& g, DevPtr self, const DevPtr* idx, DevPtr values, DevPtr out, DevPtr fault) const {
+    if (self != out) {
+      long long rows = 1, words = self_words, at = 0;
+      void* copy[] = {&out, &self, &rows, &words, &words, &at};
+      g.helper_launch("ls_copy_rows", g.grid_for(words), 256, copy);
+    }
+    if (total == 0) return;
+    DevPtr i0 = idx[0], i1 = idx[1], i2 = idx[2], i3 = idx[3];
+    IndexPutPlan plan = d;
+    int c = code, acc = accumulate ? 1 : 0;
+    long long n = total;
+    void* params[] = {&out, &values, &i0, &i1, &i2, &i3, &plan, &c, &acc, &n, &fault};
+    g.helper_launch("ls_index_put", g.grid_for(total), 256, params);
+  }
+};
+
+// Cumulative sum along a dimension on the device (ls_cumsum): `lines` of n elements `inner` apart.
+struct Cumsum {
+  long long outer, n, inner;
+  int xcode, ycode;  // 0 f32, 1 i32, 2 i64, 3 f64, 4 bytes (bool, uint8)
+  template <class Gpu>
+  void run(Gpu& g, DevPtr x, DevPtr y) const {
+    long long o = outer, m = n, in = inner;
+    int a = xcode, b = ycode;
+    void* params[] = {&x, &y, &o, &m, &in, &a, &b};
+    g.helper_launch("ls_cumsum", g.grid_for(outer * inner), 256, params);
+  }
+};
+
 // One input of a concatenation: `rows` rows of src_row 4-byte words into rows of dst_row, at `at`.
 template <class Gpu>
 void copy_rows(Gpu& g, DevPtr dst, DevPtr src, long long rows, long long src_row, long long dst_row, long long at) {

@@ -537,6 +537,28 @@ class Writer {
            << ", " << at << ");\n";
         at += src_row;
       }
+    } else if (how == "index_put kernel") {
+      const lsrt::cuda::IndexPut v = *cuda_index_put(r_.loops, c);  // as the app's executor makes the call
+      auto longs = [](const long long* a, int n) {
+        std::string t = "{";
+        for (int i = 0; i < n; ++i) t += (i ? ", " : "") + std::to_string(a[i]);
+        return t + "}";
+      };
+      const lsrt::cuda::IndexPutPlan& d = v.d;
+      setup << "  const lsrt::IndexPut " << obj << "{{" << longs(d.shape, 8) << ", " << longs(d.out_stride, 8) << ", " << longs(d.val_stride, 8)
+            << ", {" << longs(d.idx_stride[0], 8) << ", " << longs(d.idx_stride[1], 8) << ", " << longs(d.idx_stride[2], 8) << ", "
+            << longs(d.idx_stride[3], 8) << "}, " << longs(d.dim_stride, 4) << ", " << longs(d.dim_size, 4) << ", " << d.rank << ", " << d.nidx
+            << ", {" << d.idx64[0] << ", " << d.idx64[1] << ", " << d.idx64[2] << ", " << d.idx64[3] << "}}, " << v.total << ", "
+            << v.self_words << ", " << v.code << ", " << tf(v.accumulate) << "};\n";
+      std::string idx;
+      for (const Arg& a : c.args[1].list)
+        if (a.is_node()) idx += (idx.empty() ? "" : ", ") + dev(c.inputs.at(static_cast<size_t>(a.node)));
+      os << "    { const lsrt::cuda::DevPtr idx[4] = {" << idx << "}; " << obj << ".run(gpu, " << in(0) << ", idx, " << in(2) << ", " << out(0)
+         << ", 0); }  // indices out of range are skipped (the app reports them)\n";
+    } else if (how == "cumsum kernel") {
+      const lsrt::cuda::Cumsum v = *cuda_cumsum(r_.loops, c);
+      setup << "  const lsrt::Cumsum " << obj << "{" << v.outer << ", " << v.n << ", " << v.inner << ", " << v.xcode << ", " << v.ycode << "};\n";
+      os << "    " << obj << ".run(gpu, " << in(0) << ", " << out(0) << ");\n";
     } else if (how == "attention kernel" || how == "flash attention kernel" || how == "attention (cuBLAS)") {
       const AttnGeom g = attn_geom(c);
       const std::string path = how == "attention kernel" ? "fused" : how == "flash attention kernel" ? "tiled" : "cublas";

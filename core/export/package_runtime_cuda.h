@@ -294,6 +294,8 @@ struct Addmm {
 using cuda::Attention;
 using cuda::Conv;
 using cuda::MaxPool;
+using cuda::IndexPut;
+using cuda::Cumsum;
 using cuda::View;
 using cuda::copy_rows;
 

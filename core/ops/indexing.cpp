@@ -14,6 +14,7 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "ops/indexing.h"
 #include "ops/rule_helpers.h"
 
 namespace ls {
@@ -68,18 +69,11 @@ Arg at_dim(int64_t dim, const Arg& index) {
 // Advanced indexing (index, index_put)
 // ---------------------------------------------------------------------------------------------
 
-// Where each dimension of the result comes from. The index tensors broadcast together to
-// `bshape`; the dimensions they index are replaced by bshape, in place where they are adjacent
-// (x[:, i, j]), at the front where a None separates them (x[i, :, j]), as NumPy and PyTorch do.
-struct IndexPlan {
-  std::vector<int64_t> indexed;        // dimensions of self with an index tensor, in order
-  Shape bshape;                        // the index tensors broadcast together
-  std::vector<int64_t> before, after;  // dimensions of self placed before / after bshape
-  Shape out;
-};
+}  // namespace
 
 // shapes: those of the list's tensors, in order (the None entries have none).
 IndexPlan index_plan(const OpDef& op, const Shape& self, const Arg& list, const std::vector<Shape>& shapes) {
+  using namespace rules;
   if (list.kind != Arg::Kind::list) bad(op, "indices must be a list of tensors or None");
   const int64_t r = static_cast<int64_t>(self.size());
   if (static_cast<int64_t>(list.list.size()) > r)
@@ -109,6 +103,8 @@ IndexPlan index_plan(const OpDef& op, const Shape& self, const Arg& list, const 
   for (int64_t d : p.after) p.out.push_back(self[d]);
   return p;
 }
+
+namespace {
 
 IndexPlan index_plan_of(const Graph& g, const OpDef& op, const TensorMeta& self, const Arg& list) {
   std::vector<Shape> shapes;

@@ -157,7 +157,7 @@ void helper_kernels_compile() {
   const std::set<std::string> entries = ptx_entries(r.ptx);
   for (const char* k : {"ls_broadcast_bias", "ls_add_channel_bias", "ls_im2col", "ls_max_pool2d", "ls_copy_rows",
                         "ls_strided_copy4", "ls_attn_softmax", "ls_attn_probs", "ls_attn_rowdot", "ls_attn_dscores", "ls_col2im",
-                        "ls_channel_sum", "ls_count_mismatches", "ls_hold",
+                        "ls_channel_sum", "ls_count_mismatches", "ls_hold", "ls_index_put", "ls_cumsum",
                         "ls_grouped_conv", "ls_grouped_conv_bwd_input", "ls_grouped_conv_bwd_weight"})
     VERIFY2(entries.count(k) == 1, std::string("no PTX entry for ") + k);
 }
@@ -1367,6 +1367,55 @@ void arg_reductions_and_prod_run_as_generated_kernels() {
   VERIFY(r.outputs[6].get(3) == 1500 && r.outputs[7].get(5) == 60);
 }
 
+// index_put (accumulating repeated and negative indices, as an embedding's backward does; a plain
+// store through two index tensors a None apart, the values broadcast) and cumsum (int64 over a row,
+// float32 down columns) run on the device as the helper kernels ls_index_put and ls_cumsum, not on
+// the host; on a GPU they match the reference interpreter, and an index out of range is reported
+// naming the kernel, its node, the value and the dimension, and the next run is correct.
+void index_put_and_cumsum_run_on_the_device() {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("ls_index_put_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string file = (dir / "model.txt").string();
+  std::ofstream(file) << R"(class GraphModule(torch.nn.Module):
+    def forward(self, x: "f32[6, 4]", i: "i64[5]", v: "f32[5, 4]", y: "f32[3, 4, 5]", a: "i64[2]", b: "i32[2]", w: "f32[4]", m: "i64[2, 8]"):
+        acc: "f32[6, 4]" = torch.ops.aten.index_put.default(x, [i], v, True)
+        put: "f32[3, 4, 5]" = torch.ops.aten.index_put.default(y, [a, None, b], w)
+        pos: "i64[2, 8]" = torch.ops.aten.cumsum.default(m, 1)
+        col: "f32[6, 4]" = torch.ops.aten.cumsum.default(acc, 0)
+        return (acc, put, pos, col)
+)";
+  LoadedModel model = load_model(file);
+  std::filesystem::remove_all(dir);
+  const int64_t is[5] = {1, 1, 3, -1, 0}, as[2] = {2, -3}, bs[2] = {4, 0};
+  for (int64_t k = 0; k < 5; ++k) model.inputs[1].set(k, static_cast<double>(is[k]));
+  for (int64_t k = 0; k < 2; ++k) model.inputs[4].set(k, static_cast<double>(as[k])), model.inputs[5].set(k, static_cast<double>(bs[k]));
+  for (int64_t k = 0; k < model.inputs[7].numel(); ++k) model.inputs[7].set(k, static_cast<double>(k % 3));
+  PipelineOptions o;
+  o.device = Device::cuda;
+  o.timing_budget_ms = 20;
+  CompileResult r = run_pipeline(model, o);
+  VERIFY2(r.error.empty(), r.error_stage + ": " + r.error);
+  std::map<std::string, int> how;
+  for (const Kernel& k : r.schedule.kernels)
+    if (k.is_extern) ++how[cuda_extern_how(r.loops, r.loops.nodes.at(k.nodes.at(0)).ext, true)];
+  VERIFY2(how["index_put kernel"] == 2 && how["cumsum kernel"] == 2 && !how.count("host (reference kernel)"),
+          std::to_string(how["index_put kernel"]) + " index_put, " + std::to_string(how["cumsum kernel"]) + " cumsum on the device");
+  std::string why;
+  if (!CudaDriver::get(&why)) {
+    VERIFY2(r.not_run.find("needs a GPU") != std::string::npos, r.not_run);
+    return;
+  }
+  VERIFY2(r.check.ok, r.stage("run")->text);
+  for (const KernelReport& k : r.kernels) VERIFY2(k.how.find("host") == std::string::npos, k.name + " ran as " + k.how);
+  model.inputs[1].set(2, 6);
+  r = run_pipeline(model, o);
+  VERIFY2(r.error.find("index 6 is out of bounds for dimension 0 with size 6") != std::string::npos, r.error);
+  VERIFY2(r.error.find("from node 'acc'") != std::string::npos, r.error);
+  model.inputs[1].set(2, -6);
+  r = run_pipeline(model, o);
+  VERIFY2(r.error.empty() && r.check.ok, r.error);
+}
+
 // Kernels of the same code (the same shapes and fused ops: a model's repeated layers) compile
 // once, as Inductor defines a kernel once and calls it per layer: the second layer's kernel
 // launches the first's function with its own buffers, its source keeps its header and names the
@@ -1679,6 +1728,7 @@ int main(int argc, char** argv) {
   cases.push_back({"gathers run as generated kernels", gathers_run_as_generated_kernels});
   cases.push_back({"arg reductions and prod run as generated kernels", arg_reductions_and_prod_run_as_generated_kernels});
   cases.push_back({"identical kernels compile once", identical_kernels_compile_once});
+  cases.push_back({"index_put and cumsum run on the device", index_put_and_cumsum_run_on_the_device});
   for (const char* m : {"models/mlp", "stages/attn_block/3_core_aten.txt"})
     for (DType t : {DType::bf16, DType::f16})
       for (bool tr : {false, true})
