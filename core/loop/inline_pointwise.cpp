@@ -39,6 +39,22 @@ class CountingHandler : public OpsHandler {
 
 using Inlined = std::map<std::string, std::shared_ptr<const LoopNode>>;
 
+// The buffers a node reads and at how many places each: (buffer id, places), sorted by id.
+using Places = std::vector<std::pair<int, int>>;
+int& places_at(Places& r, int b) {  // added at 0 places where absent
+  auto it = std::lower_bound(r.begin(), r.end(), std::make_pair(b, 0), [](const auto& x, const auto& y) { return x.first < y.first; });
+  if (it == r.end() || it->first != b) it = r.insert(it, {b, 0});
+  return it->second;
+}
+int places_in(const Places& r, int b) {
+  auto it = std::lower_bound(r.begin(), r.end(), std::make_pair(b, 0), [](const auto& x, const auto& y) { return x.first < y.first; });
+  return it == r.end() || it->first != b ? 0 : it->second;
+}
+void erase_places(Places& r, int b) {
+  auto it = std::lower_bound(r.begin(), r.end(), std::make_pair(b, 0), [](const auto& x, const auto& y) { return x.first < y.first; });
+  if (it != r.end() && it->first == b) r.erase(it);
+}
+
 // Forwards everything, but a load of an inlined buffer evaluates its producer's body there.
 class InlineHandler : public OpsHandler {
  public:
@@ -69,16 +85,22 @@ std::vector<std::pair<std::string, std::vector<std::string>>> inline_pointwise(L
   std::vector<std::pair<std::string, std::vector<std::string>>> report;
   auto inl = std::make_shared<Inlined>();
   const size_t n = p.nodes.size();
+  // Buffers by number, each name hashed once, here: every node's own and every one read.
+  std::unordered_map<std::string, int> id_of;
+  id_of.reserve(2 * n);
+  auto id = [&](const std::string& b) { return id_of.emplace(b, static_cast<int>(id_of.size())).first->second; };
+  std::vector<int> own_id(n);
+  for (size_t j = 0; j < n; ++j) own_id[j] = id(p.nodes[j].buffer);
   // Who reads each buffer, and at how many places, kept up to date as bodies change: a consumer
   // that inlines a producer reads what the producer read, at as many places more (not
   // re-extracted from the grown body: that made this pass quadratic in chains of inlined nodes).
-  std::vector<std::map<std::string, int>> reads(n);
-  std::unordered_map<std::string, std::set<size_t>> readers;  // looked up by name only, never walked
-  readers.reserve(n);
-  for (size_t j = 0; j < n; ++j) {
-    for (const MemDep& d : extract_dependencies(p.nodes[j]).reads) ++reads[j][d.buffer];
-    for (const auto& [b, k] : reads[j]) readers[b].insert(j);
-  }
+  // By buffer id, not name: string-keyed maps and sets were a fifth of this pass at 20,000 nodes.
+  std::vector<Places> reads(n);
+  for (size_t j = 0; j < n; ++j)
+    for (const MemDep& d : extract_dependencies(p.nodes[j]).reads) ++places_at(reads[j], id(d.buffer));
+  std::vector<std::set<size_t>> readers(id_of.size());
+  for (size_t j = 0; j < n; ++j)
+    for (const auto& [b, k] : reads[j]) readers[static_cast<size_t>(b)].insert(j);
   std::vector<bool> removed(n, false), wrapped(n, false);
   std::vector<int> body(n, 0);  // loads and ops of each node's body, inlined producers counted in
   std::vector<std::pair<int, int>> own(n);  // (ops, loads) of each node's body as lowered
@@ -103,7 +125,8 @@ std::vector<std::pair<std::string, std::vector<std::string>>> inline_pointwise(L
       loads = cost.loads;
     }
     if (ops > kMaxOps || loads > kMaxLoads) continue;
-    const auto& rs = readers[cand.buffer];
+    const int cand_id = own_id[i];
+    const auto& rs = readers[static_cast<size_t>(cand_id)];
     if (rs.empty()) continue;
     bool ok = true;
     for (size_t j : rs) {
@@ -113,8 +136,8 @@ std::vector<std::pair<std::string, std::vector<std::string>>> inline_pointwise(L
       ok = ok && c.kind != LoopNode::Kind::extern_kernel && c.numel() * std::max<int64_t>(c.rnumel(), 1) != cand.numel();
       // A value another phase reads is saved between the two: it must be stored.
       ok = ok && c.phase == cand.phase;
-      const auto at = reads[j].find(cand.buffer);  // the places the consumer reads it
-      ok = ok && body[j] + (at == reads[j].end() ? 0 : at->second) * body[i] <= kMaxInlinedBody;
+      // (the places the consumer reads it)
+      ok = ok && body[j] + places_in(reads[j], cand_id) * body[i] <= kMaxInlinedBody;
     }
     if (!ok) continue;
     (*inl)[cand.buffer] = std::make_shared<const LoopNode>(cand);
@@ -132,15 +155,15 @@ std::vector<std::pair<std::string, std::vector<std::string>>> inline_pointwise(L
       }
       for (const auto& o : cand.origins)
         if (!std::count(c.origins.begin(), c.origins.end(), o)) c.origins.push_back(o);
-      const int places = reads[j][cand.buffer];
+      const int places = places_at(reads[j], cand_id);
       body[j] += places * (body[i] - 1);  // each load of it becomes its body
-      reads[j].erase(cand.buffer);
+      erase_places(reads[j], cand_id);
       for (const auto& [b, k] : reads[i]) {
-        reads[j][b] += places * k;
-        readers[b].insert(j);
+        places_at(reads[j], b) += places * k;
+        readers[static_cast<size_t>(b)].insert(j);
       }
     }
-    for (const auto& [b, k] : reads[i]) readers[b].erase(i);
+    for (const auto& [b, k] : reads[i]) readers[static_cast<size_t>(b)].erase(i);
     report.emplace_back(cand.name, into);
     removed[i] = true;
   }
