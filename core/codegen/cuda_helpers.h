@@ -354,3 +354,79 @@ extern "C" __global__ void ls_cumsum(const void* __restrict__ x, void* __restric
     }
   }
 }
+// The scatter family on the device (scatter.src, scatter.value, scatter_add, scatter_reduce with
+// sum, amax or amin including self): a thread per element of the index (rank <= 8), its place in
+// the output that of its position with the index's value along `dim`; the output already holds
+// self. mode: 0 store (repeated places: one of the writes stays, as on PyTorch's GPU), 1 add,
+// 2 max, 3 min (atomics; a NaN wins, as amax/amin propagate it). src null: the scalar `value`.
+// An index out of range (negative included, as scatter takes no negative index) is recorded in
+// fault[0..3] (flag, value, size, dim) and not stored.
+struct LsScatter {
+  long long shape[8], src_stride[8], out_stride[8];
+  int rank, dim;
+  long long dim_size;
+};
+__device__ void ls_atomic_extreme(float* a, float v, bool max) {
+  unsigned* p = (unsigned*)a;
+  unsigned old = *p, assumed;
+  do {
+    assumed = old;
+    const float cur = __uint_as_float(assumed);
+    if (cur != cur || (v == v && (max ? cur >= v : cur <= v))) return;
+    old = atomicCAS(p, assumed, __float_as_uint(v));
+  } while (assumed != old);
+}
+__device__ void ls_atomic_extreme(double* a, double v, bool max) {
+  unsigned long long* p = (unsigned long long*)a;
+  unsigned long long old = *p, assumed;
+  do {
+    assumed = old;
+    const double cur = __longlong_as_double((long long)assumed);
+    if (cur != cur || (v == v && (max ? cur >= v : cur <= v))) return;
+    old = atomicCAS(p, assumed, (unsigned long long)__double_as_longlong(v));
+  } while (assumed != old);
+}
+__device__ void ls_scatter_one(float* out, long long o, float v, int mode) {
+  if (mode == 0) out[o] = v;
+  else if (mode == 1) atomicAdd(out + o, v);
+  else ls_atomic_extreme(out + o, v, mode == 2);
+}
+__device__ void ls_scatter_one(double* out, long long o, double v, int mode) {
+  if (mode == 0) out[o] = v;
+  else if (mode == 1) atomicAdd(out + o, v);
+  else ls_atomic_extreme(out + o, v, mode == 2);
+}
+__device__ void ls_scatter_one(int* out, long long o, int v, int mode) {
+  if (mode == 0) out[o] = v;
+  else if (mode == 1) atomicAdd(out + o, v);
+  else if (mode == 2) atomicMax(out + o, v);
+  else atomicMin(out + o, v);
+}
+__device__ void ls_scatter_one(long long* out, long long o, long long v, int mode) {
+  if (mode == 0) out[o] = v;
+  else if (mode == 1) atomicAdd((unsigned long long*)out + o, (unsigned long long)v);
+  else if (mode == 2) atomicMax(out + o, v);
+  else atomicMin(out + o, v);
+}
+extern "C" __global__ void ls_scatter(void* __restrict__ out, const void* __restrict__ src, const long long* __restrict__ index,
+                                      LsScatter d, double value, int code, int mode, long long total, long long* __restrict__ fault) {
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (long long)gridDim.x * blockDim.x) {
+    long long rem = i, o = 0, s = 0, at_dim = 0;
+    for (int k = d.rank - 1; k >= 0; --k) {
+      const long long p = rem % d.shape[k];
+      rem /= d.shape[k];
+      s += p * d.src_stride[k];
+      if (k != d.dim) o += p * d.out_stride[k];
+    }
+    at_dim = index[i];
+    if (at_dim < 0 || at_dim >= d.dim_size) {
+      if (fault && atomicCAS((unsigned long long*)&fault[0], 0ull, 1ull) == 0ull) fault[1] = at_dim, fault[2] = d.dim_size, fault[3] = d.dim;
+      continue;
+    }
+    o += at_dim * d.out_stride[d.dim];
+    if (code == 0) ls_scatter_one((float*)out, o, src ? ((const float*)src)[s] : (float)value, mode);
+    else if (code == 1) ls_scatter_one((int*)out, o, src ? ((const int*)src)[s] : (int)value, mode);
+    else if (code == 2) ls_scatter_one((long long*)out, o, src ? ((const long long*)src)[s] : (long long)value, mode);
+    else ls_scatter_one((double*)out, o, src ? ((const double*)src)[s] : value, mode);
+  }
+}

@@ -138,6 +138,57 @@ std::optional<lsrt::cuda::IndexPut> cuda_index_put(const LoopProgram& p, const E
   return r;
 }
 
+std::optional<lsrt::cuda::Scatter> cuda_scatter(const LoopProgram& p, const ExternCall& c) {
+  const bool value = c.op == &op::scatter_value(), add = c.op == &op::scatter_add(), reduce = c.op && c.op->name == "aten.scatter_reduce.two";
+  if (!value && !add && !reduce && c.op != &op::scatter_src()) return std::nullopt;
+  if (c.args.size() < 4 || !c.args[0].is_node() || !c.args[2].is_node()) return std::nullopt;
+  int mode = add ? 1 : 0;
+  if (reduce) {  // sum, amax, amin including self (prod, mean and include_self=False stay on the host)
+    if (c.args.size() < 5 || c.args[4].kind != Arg::Kind::string || (c.args.size() > 5 && c.args[5].kind == Arg::Kind::boolean && !c.args[5].b))
+      return std::nullopt;
+    mode = c.args[4].s == "sum" ? 1 : c.args[4].s == "amax" ? 2 : c.args[4].s == "amin" ? 3 : -1;
+    if (mode < 0) return std::nullopt;
+  }
+  const DType t = p.buffer(c.outputs.at(0)).dtype;
+  const int code = element_code(t);
+  if (code < 0 || code == 4) return std::nullopt;
+  const size_t self = static_cast<size_t>(c.args[0].node), index = static_cast<size_t>(c.args[2].node);
+  if (!plain_operand(p, c, self) || !plain_operand(p, c, index) || p.buffer(c.inputs.at(index)).dtype != DType::i64) return std::nullopt;
+  Shape src;
+  if (!value) {
+    if (!c.args[3].is_node()) return std::nullopt;
+    const size_t s = static_cast<size_t>(c.args[3].node);
+    if (!plain_operand(p, c, s) || p.buffer(c.inputs.at(s)).dtype != t) return std::nullopt;
+    src = seen_shape(p, c, 3);
+  } else if (!c.args[3].is_number()) {
+    return std::nullopt;
+  }
+  auto nonempty = [](Shape s) { return s.empty() ? Shape{1} : s; };
+  const Shape xs = nonempty(seen_shape(p, c, 0)), ix = nonempty(seen_shape(p, c, 2));
+  if (!value) src = nonempty(src);
+  if (xs.size() > 8 || ix.size() != xs.size() || (!value && src.size() != xs.size())) return std::nullopt;
+  int64_t dim = c.args[1].i;
+  if (dim < 0) dim += static_cast<int64_t>(xs.size());
+  if (dim < 0 || dim >= static_cast<int64_t>(xs.size())) return std::nullopt;
+  lsrt::cuda::Scatter r{};
+  r.d.rank = static_cast<int>(ix.size());
+  r.d.dim = static_cast<int>(dim);
+  r.d.dim_size = xs[static_cast<size_t>(dim)];
+  const std::vector<int64_t> xst = contiguous_strides(xs), sst = value ? std::vector<int64_t>(xs.size(), 0) : contiguous_strides(src);
+  for (size_t k = 0; k < ix.size(); ++k) {
+    if (ix[k] > (k == static_cast<size_t>(dim) ? ix[k] : xs[k]) || (!value && ix[k] > src[k])) return std::nullopt;  // the rule refuses it
+    r.d.shape[k] = ix[k];
+    r.d.out_stride[k] = xst[k];
+    r.d.src_stride[k] = sst[k];
+  }
+  r.total = numel_of(ix);
+  r.self_words = numel_of(xs) * dtype_size(t) / 4;
+  r.code = code;
+  r.mode = mode;
+  r.value = value ? c.args[3].number() : 0.0;
+  return r;
+}
+
 std::optional<lsrt::cuda::Cumsum> cuda_cumsum(const LoopProgram& p, const ExternCall& c) {
   if (c.op != &op::cumsum() || !c.args[0].is_node()) return std::nullopt;
   const size_t x = static_cast<size_t>(c.args[0].node);
@@ -216,6 +267,7 @@ std::string cuda_extern_how(const LoopProgram& p, const ExternCall& c, bool blas
   }
   if (cuda_index_put(p, c)) return "index_put kernel";
   if (cuda_cumsum(p, c)) return "cumsum kernel";
+  if (cuda_scatter(p, c)) return "scatter kernel";
   if (c.op == &op::max_pool2d_with_indices() && p.buffer(c.inputs.at(0)).dtype == DType::f32 &&
       seen_shape(p, c, 0).size() == 4 && !c.args[5].b)
     return "pool kernel";
@@ -305,15 +357,15 @@ CudaExecutable::CudaExecutable(const LoopProgram& p, const Schedule& s, const Ge
     MatmulAlgorithm a;
     if (chosen != g.matmul_algorithms.end() && how[i] == "cuBLAS" && MatmulAlgorithm::parse(chosen->second, a)) choose_matmul(i, &a);
   }
-  if (std::count(how.begin(), how.end(), "index_put kernel")) {
-    index_put_faults_ = DeviceBuffer(d, 4 * sizeof(int64_t));
-    d.zero(index_put_faults_.ptr(), 4 * sizeof(int64_t));
+  if (std::count(how.begin(), how.end(), "index_put kernel") || std::count(how.begin(), how.end(), "scatter kernel")) {
+    extern_faults_ = DeviceBuffer(d, 4 * sizeof(int64_t));
+    d.zero(extern_faults_.ptr(), 4 * sizeof(int64_t));
   }
   bias_kernel_ = helpers.function("ls_broadcast_bias");
   for (const char* k : {"ls_add_channel_bias", "ls_im2col", "ls_max_pool2d", "ls_copy_rows", "ls_strided_copy4",
                         "ls_attn_softmax", "ls_attn_probs", "ls_attn_rowdot", "ls_attn_dscores", "ls_col2im", "ls_channel_sum", "ls_count_mismatches", "ls_square_sum", "ls_hold",
                         "ls_grouped_conv", "ls_grouped_conv_bwd_input",
-                        "ls_grouped_conv_bwd_weight", "ls_index_put", "ls_cumsum"})
+                        "ls_grouped_conv_bwd_weight", "ls_index_put", "ls_cumsum", "ls_scatter"})
     helpers_[k] = helpers.function(k);
 }
 
@@ -352,6 +404,7 @@ void CudaExecutable::bind(const std::vector<Tensor>& inputs) {
     if (functions_[k])
       for (long long& x : sizes_) arg_ptrs_[k].push_back(&x);
   }
+  bound_ = true;  // (a model of no kernels, its outputs constants, is bound too: arg_ptrs_ is empty)
 }
 
 void CudaExecutable::step(size_t k) {
@@ -452,7 +505,7 @@ void CudaExecutable::cublas_extern(size_t k) {
 
 std::optional<MatmulProblem> CudaExecutable::matmul_problem(size_t k) const {
   if (how.at(k) != "cuBLAS" && how[k].rfind("cuBLASLt", 0) != 0) return std::nullopt;
-  if (arg_ptrs_.empty()) throw std::logic_error("the inputs are not bound yet (run or benchmark first)");
+  if (!bound_) throw std::logic_error("the inputs are not bound yet (run or benchmark first)");
   const Product m = product(k);
   if (!m.lt) return std::nullopt;
   return m.problem;
@@ -471,7 +524,7 @@ void CudaExecutable::choose_matmul(size_t k, const MatmulAlgorithm* algo) {
 }
 
 void CudaExecutable::run_step_alone(size_t k) {
-  if (arg_ptrs_.empty()) throw std::logic_error("the inputs are not bound yet (run or benchmark first)");
+  if (!bound_) throw std::logic_error("the inputs are not bound yet (run or benchmark first)");
   step(k);
   try {
     d_.synchronize();
@@ -540,9 +593,11 @@ void CudaExecutable::device_extern(size_t k) {
     size_t j = 0;
     for (const Arg& a : c.args[1].list)
       if (a.is_node()) idx[j++] = buffers_.at(c.inputs.at(static_cast<size_t>(a.node))).ptr();
-    return ip.run(g, in(0), idx, in(2), out(0), index_put_faults_.ptr());
+    return ip.run(g, in(0), idx, in(2), out(0), extern_faults_.ptr());
   }
   if (how[k] == "cumsum kernel") return cuda_cumsum(p_, c)->run(g, in(0), out(0));
+  if (how[k] == "scatter kernel")
+    return cuda_scatter(p_, c)->run(g, in(0), in(2), c.args[3].is_node() ? in(3) : 0, out(0), extern_faults_.ptr());
   if (c.op == &op::max_pool2d_with_indices())  // the indices, where not wanted, into scratch
     return cuda_max_pool(p_, c).run(g, in(0), out(0), c.outputs.size() > 1 ? out(1) : 0);
   const lsrt::cuda::Conv conv = cuda_conv(p_, c);
@@ -628,13 +683,13 @@ void CudaExecutable::run_bound(const std::vector<Tensor>& inputs) {
 // As CpuExecutable::check_index_faults: an index tensor's element out of range, recorded by the
 // kernel (which read element 0 instead), reported naming the kernel, the node, the value, the size.
 void CudaExecutable::check_index_faults(size_t k) {
-  if (how[k] == "index_put kernel") {  // ls_index_put's record: flag, value, size, which index tensor
+  if (how[k] == "index_put kernel" || how[k] == "scatter kernel") {  // the kernel's record: flag, value, size, index tensor or dim
     int64_t f[4] = {0, 0, 0, 0};
-    d_.download(f, index_put_faults_.ptr(), sizeof f);
+    d_.download(f, extern_faults_.ptr(), sizeof f);
     if (!f[0]) return;
-    d_.zero(index_put_faults_.ptr(), sizeof f);
+    d_.zero(extern_faults_.ptr(), sizeof f);
     std::vector<int64_t> dims;
-    cuda_index_put(p_, externs_[k]->ext, &dims);
+    if (how[k] == "index_put kernel") cuda_index_put(p_, externs_[k]->ext, &dims);
     const int64_t dim = f[3] >= 0 && f[3] < static_cast<int64_t>(dims.size()) ? dims[static_cast<size_t>(f[3])] : f[3];
     throw std::out_of_range("kernel " + g_.source.kernels[k].name + " (" + externs_[k]->name + ", from node '" + externs_[k]->graph_node +
                             "'): index " + std::to_string(f[1]) + " is out of bounds for dimension " + std::to_string(dim) +
@@ -658,7 +713,7 @@ struct CudaExecutable::AloneArgs {
 void CudaExecutable::alone_args(size_t k, const CudaLaunch& l, AloneArgs& a) { args_of(g_.source.kernels.at(k).args, l, a); }
 
 void CudaExecutable::args_of(const std::vector<std::string>& buffers, const CudaLaunch& l, AloneArgs& a) {
-  if (arg_ptrs_.empty()) throw std::logic_error("the inputs are not bound yet (run or benchmark first)");
+  if (!bound_) throw std::logic_error("the inputs are not bound yet (run or benchmark first)");
   for (const auto& b : buffers) a.values.push_back(buffers_.at(b).ptr());
   if (l.scratch_bytes) {
     a.scratch = std::make_unique<DeviceBuffer>(d_, static_cast<size_t>(l.scratch_bytes));
@@ -780,7 +835,7 @@ std::vector<Tensor> CudaExecutable::download_outputs() {
 
 std::string CudaExecutable::capture_graph() {
   graph_.reset();
-  if (arg_ptrs_.empty() && !functions_.empty()) return "the inputs are not bound yet (run or benchmark first)";
+  if (!bound_) return "the inputs are not bound yet (run or benchmark first)";
   for (size_t k = 0; k < how.size(); ++k)
     if (how[k] == "host (reference kernel)")
       return "kernel " + g_.source.kernels[k].name + " runs on the host (reference kernel), which a graph cannot hold";
@@ -843,7 +898,7 @@ Timings CudaExecutable::benchmark(const std::vector<Tensor>& inputs, const Timin
 }
 
 Timings CudaExecutable::benchmark_bound(const TimingOptions& o) {
-  if (arg_ptrs_.empty()) throw std::logic_error("the inputs are not bound yet (run or benchmark first)");
+  if (!bound_) throw std::logic_error("the inputs are not bound yet (run or benchmark first)");
   const size_t n = functions_.size();
   for (int w = 0; w < o.warmup; ++w)
     for (size_t k = 0; k < n; ++k) {

@@ -44,6 +44,8 @@ lsrt::cuda::MaxPool cuda_max_pool(const LoopProgram& p, const ExternCall& c);
 // dimensions of self the index tensors index, in order (for the fault's message).
 std::optional<lsrt::cuda::IndexPut> cuda_index_put(const LoopProgram& p, const ExternCall& c, std::vector<int64_t>* indexed_dims = nullptr);
 std::optional<lsrt::cuda::Cumsum> cuda_cumsum(const LoopProgram& p, const ExternCall& c);
+// scatter.src, scatter.value, scatter_add and scatter_reduce (sum, amax, amin including self) on the device (ls_scatter).
+std::optional<lsrt::cuda::Scatter> cuda_scatter(const LoopProgram& p, const ExternCall& c);
 lsrt::cuda::View cuda_attn_view(const AttnOperand& a);
 
 // Refuses (MemoryRefused, exec/memory_fit.h) a run whose buffers do not fit in the GPU's free
@@ -135,7 +137,7 @@ class CudaExecutable {
   CudaDriver& d_;
   std::vector<void*> functions_;           // nullptr for extern kernels
   DevicePtr index_faults_ = 0;             // ls_index_fault_state, where a kernel checks indices
-  DeviceBuffer index_put_faults_;          // ls_index_put's record of an index out of range (4 int64), where a call has one
+  DeviceBuffer extern_faults_;             // ls_index_put's and ls_scatter's record of an index out of range (4 int64), where a call has one
   void check_index_faults(size_t k);
   std::vector<const LoopNode*> externs_;
   Cublas* blas_ = nullptr;              // looked up once: not on the launch path
@@ -147,6 +149,7 @@ class CudaExecutable {
   std::vector<std::vector<DevicePtr>> arg_values_;
   std::vector<long long> sizes_;           // the size symbols' values (kernel arguments)
   std::vector<std::vector<void*>> arg_ptrs_;
+  bool bound_ = false;                     // bind() has run: the buffers and arguments exist
   std::unique_ptr<CudaGraph> graph_;
   std::atomic<int64_t>* progress_ = nullptr;
   int64_t started_ = 0;

@@ -206,6 +206,36 @@ struct IndexPut {
   }
 };
 
+// The scatter family on the device (ls_scatter): the output gets self's bytes, then every element
+// of the index is stored, added, or max/min-ed at its place. `d` as the kernel takes it (LsScatter);
+// code as IndexPut's; mode 0 store, 1 add, 2 max, 3 min; without src the scalar `value`.
+struct ScatterPlan {
+  long long shape[8], src_stride[8], out_stride[8];
+  int rank, dim;
+  long long dim_size;
+};
+struct Scatter {
+  ScatterPlan d;
+  long long total, self_words;  // index elements; self's size in 4-byte words
+  int code, mode;
+  double value;
+  template <class Gpu>
+  void run(Gpu& g, DevPtr self, DevPtr index, DevPtr src, DevPtr out, DevPtr fault) const {
+    if (self != out) {
+      long long rows = 1, words = self_words, at = 0;
+      void* copy[] = {&out, &self, &rows, &words, &words, &at};
+      g.helper_launch("ls_copy_rows", g.grid_for(words), 256, copy);
+    }
+    if (total == 0) return;
+    ScatterPlan plan = d;
+    double v = value;
+    int c = code, m = mode;
+    long long n = total;
+    void* params[] = {&out, &src, &index, &plan, &v, &c, &m, &n, &fault};
+    g.helper_launch("ls_scatter", g.grid_for(total), 256, params);
+  }
+};
+
 // Cumulative sum along a dimension on the device (ls_cumsum): `lines` of n elements `inner` apart.
 struct Cumsum {
   long long outer, n, inner;

@@ -555,6 +555,18 @@ class Writer {
         if (a.is_node()) idx += (idx.empty() ? "" : ", ") + dev(c.inputs.at(static_cast<size_t>(a.node)));
       os << "    { const lsrt::cuda::DevPtr idx[4] = {" << idx << "}; " << obj << ".run(gpu, " << in(0) << ", idx, " << in(2) << ", " << out(0)
          << ", 0); }  // indices out of range are skipped (the app reports them)\n";
+    } else if (how == "scatter kernel") {
+      const lsrt::cuda::Scatter v = *cuda_scatter(r_.loops, c);
+      auto longs = [](const long long* a, int n) {
+        std::string t = "{";
+        for (int i = 0; i < n; ++i) t += (i ? ", " : "") + std::to_string(a[i]);
+        return t + "}";
+      };
+      setup << "  const lsrt::Scatter " << obj << "{{" << longs(v.d.shape, 8) << ", " << longs(v.d.src_stride, 8) << ", "
+            << longs(v.d.out_stride, 8) << ", " << v.d.rank << ", " << v.d.dim << ", " << v.d.dim_size << "}, " << v.total << ", "
+            << v.self_words << ", " << v.code << ", " << v.mode << ", " << flt(v.value) << "};\n";
+      os << "    " << obj << ".run(gpu, " << in(0) << ", " << in(2) << ", " << (c.args[3].is_node() ? in(3) : "0") << ", " << out(0)
+         << ", 0);  // indices out of range are skipped (the app reports them)\n";
     } else if (how == "cumsum kernel") {
       const lsrt::cuda::Cumsum v = *cuda_cumsum(r_.loops, c);
       setup << "  const lsrt::Cumsum " << obj << "{" << v.outer << ", " << v.n << ", " << v.inner << ", " << v.xcode << ", " << v.ycode << "};\n";

@@ -157,7 +157,7 @@ void helper_kernels_compile() {
   const std::set<std::string> entries = ptx_entries(r.ptx);
   for (const char* k : {"ls_broadcast_bias", "ls_add_channel_bias", "ls_im2col", "ls_max_pool2d", "ls_copy_rows",
                         "ls_strided_copy4", "ls_attn_softmax", "ls_attn_probs", "ls_attn_rowdot", "ls_attn_dscores", "ls_col2im",
-                        "ls_channel_sum", "ls_count_mismatches", "ls_hold", "ls_index_put", "ls_cumsum",
+                        "ls_channel_sum", "ls_count_mismatches", "ls_hold", "ls_index_put", "ls_cumsum", "ls_scatter",
                         "ls_grouped_conv", "ls_grouped_conv_bwd_input", "ls_grouped_conv_bwd_weight"})
     VERIFY2(entries.count(k) == 1, std::string("no PTX entry for ") + k);
 }
@@ -1368,8 +1368,9 @@ void arg_reductions_and_prod_run_as_generated_kernels() {
 }
 
 // index_put (accumulating repeated and negative indices, as an embedding's backward does; a plain
-// store through two index tensors a None apart, the values broadcast) and cumsum (int64 over a row,
-// float32 down columns) run on the device as the helper kernels ls_index_put and ls_cumsum, not on
+// store through two index tensors a None apart, the values broadcast), cumsum (int64 over a row,
+// float32 down columns) and the scatter family (scatter_add and amax over repeated indices, a scalar,
+// an int64 src) run on the device as the helper kernels ls_index_put, ls_cumsum, ls_scatter, not on
 // the host; on a GPU they match the reference interpreter, and an index out of range is reported
 // naming the kernel, its node, the value and the dimension, and the next run is correct.
 void index_put_and_cumsum_run_on_the_device() {
@@ -1377,12 +1378,16 @@ void index_put_and_cumsum_run_on_the_device() {
   std::filesystem::create_directories(dir);
   const std::string file = (dir / "model.txt").string();
   std::ofstream(file) << R"(class GraphModule(torch.nn.Module):
-    def forward(self, x: "f32[6, 4]", i: "i64[5]", v: "f32[5, 4]", y: "f32[3, 4, 5]", a: "i64[2]", b: "i32[2]", w: "f32[4]", m: "i64[2, 8]"):
+    def forward(self, x: "f32[6, 4]", i: "i64[5]", v: "f32[5, 4]", y: "f32[3, 4, 5]", a: "i64[2]", b: "i32[2]", w: "f32[4]", m: "i64[2, 8]", j: "i64[3, 4]", u: "f32[3, 4]", k: "i64[6, 2]", q: "i64[2, 3]"):
         acc: "f32[6, 4]" = torch.ops.aten.index_put.default(x, [i], v, True)
         put: "f32[3, 4, 5]" = torch.ops.aten.index_put.default(y, [a, None, b], w)
         pos: "i64[2, 8]" = torch.ops.aten.cumsum.default(m, 1)
         col: "f32[6, 4]" = torch.ops.aten.cumsum.default(acc, 0)
-        return (acc, put, pos, col)
+        sadd: "f32[6, 4]" = torch.ops.aten.scatter_add.default(x, 0, j, u)
+        smax: "f32[6, 4]" = torch.ops.aten.scatter_reduce.two(x, 0, j, u, 'amax')
+        sval: "f32[6, 4]" = torch.ops.aten.scatter.value(x, 1, k, 2.5)
+        ssrc: "i64[2, 8]" = torch.ops.aten.scatter.src(m, 1, q, pos)
+        return (acc, put, pos, col, sadd, smax, sval, ssrc)
 )";
   LoadedModel model = load_model(file);
   std::filesystem::remove_all(dir);
@@ -1390,6 +1395,9 @@ void index_put_and_cumsum_run_on_the_device() {
   for (int64_t k = 0; k < 5; ++k) model.inputs[1].set(k, static_cast<double>(is[k]));
   for (int64_t k = 0; k < 2; ++k) model.inputs[4].set(k, static_cast<double>(as[k])), model.inputs[5].set(k, static_cast<double>(bs[k]));
   for (int64_t k = 0; k < model.inputs[7].numel(); ++k) model.inputs[7].set(k, static_cast<double>(k % 3));
+  for (int64_t k = 0; k < model.inputs[8].numel(); ++k) model.inputs[8].set(k, static_cast<double>((k * 5) % 6));  // repeats
+  for (int64_t k = 0; k < model.inputs[10].numel(); ++k) model.inputs[10].set(k, static_cast<double>((k * 3) % 4));
+  for (int64_t k = 0; k < model.inputs[11].numel(); ++k) model.inputs[11].set(k, static_cast<double>((k * 5) % 8));
   PipelineOptions o;
   o.device = Device::cuda;
   o.timing_budget_ms = 20;
@@ -1398,8 +1406,9 @@ void index_put_and_cumsum_run_on_the_device() {
   std::map<std::string, int> how;
   for (const Kernel& k : r.schedule.kernels)
     if (k.is_extern) ++how[cuda_extern_how(r.loops, r.loops.nodes.at(k.nodes.at(0)).ext, true)];
-  VERIFY2(how["index_put kernel"] == 2 && how["cumsum kernel"] == 2 && !how.count("host (reference kernel)"),
-          std::to_string(how["index_put kernel"]) + " index_put, " + std::to_string(how["cumsum kernel"]) + " cumsum on the device");
+  VERIFY2(how["index_put kernel"] == 2 && how["cumsum kernel"] == 2 && how["scatter kernel"] == 4 && !how.count("host (reference kernel)"),
+          std::to_string(how["index_put kernel"]) + " index_put, " + std::to_string(how["cumsum kernel"]) + " cumsum, " +
+              std::to_string(how["scatter kernel"]) + " scatter on the device");
   std::string why;
   if (!CudaDriver::get(&why)) {
     VERIFY2(r.not_run.find("needs a GPU") != std::string::npos, r.not_run);
@@ -1412,6 +1421,10 @@ void index_put_and_cumsum_run_on_the_device() {
   VERIFY2(r.error.find("index 6 is out of bounds for dimension 0 with size 6") != std::string::npos, r.error);
   VERIFY2(r.error.find("from node 'acc'") != std::string::npos, r.error);
   model.inputs[1].set(2, -6);
+  model.inputs[8].set(5, -1);  // scatter takes no negative index
+  r = run_pipeline(model, o);
+  VERIFY2(r.error.find("index -1 is out of bounds for dimension 0 with size 6") != std::string::npos, r.error);
+  model.inputs[8].set(5, 5);
   r = run_pipeline(model, o);
   VERIFY2(r.error.empty() && r.check.ok, r.error);
 }
