@@ -68,8 +68,12 @@ Arg decomp_relu(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
   return b.call("prims.where.default", {le, zero, a[0]});
 }
 
+// 1 / (1 + exp(-x)), an integer or bool x made float32 first (torch._refs' INT_TO_FLOAT: a bool's
+// negation as a bool, -true == true, gave sigmoid(true) = 0.27 on CUDA).
 Arg decomp_sigmoid(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
-  const Arg e = b.call("prims.exp.default", {b.call("prims.neg.default", {a[0]})});
+  Arg x = a[0];
+  if (!dtype_is_float(b.meta(x).dtype)) x = b.call("prims.convert_element_type.default", {x, Arg::of_string(std::string(dtype_torch(DType::f32)))});
+  const Arg e = b.call("prims.exp.default", {b.call("prims.neg.default", {x})});
   return b.call("prims.div.default", {Arg::of_real(1.0), b.call("prims.add.default", {e, Arg::of_real(1.0)})});
 }
 
