@@ -818,7 +818,10 @@ GeneratedCuda generate_cuda(const LoopProgram& p, const Schedule& s, const CudaC
                                size_t header = begin;  // the kernel's comment lines stay: its iteration, form, origins
                                while (header < lines.size() && lines[header].text.rfind("//", 0) == 0) ++header;
                                lines.resize(header);
-                               lines.push_back({"// the same code as " + same->second + ", which it launches with its own buffers (compiled once)"});
+                               // Its lines stand for its nodes, so that selecting one shows this kernel's header.
+                               for (size_t l = begin; l < lines.size(); ++l) lines[l].node = k.nodes.front();
+                               lines.push_back({"// the same code as " + same->second + ", which it launches with its own buffers (compiled once)",
+                                                k.nodes.front()});
                                gk.launcher = same->second;
                                return gk;
                              });
