@@ -760,7 +760,8 @@ int core_aten_coverage() {
       const char* kinds[] = {"pointwise", "reduction", "view", "composite", "library call", "getitem"};
       what = kinds[static_cast<int>(op->kind)];
       if (op->kind == ls::OpKind::composite) what += " (decomposes)";
-      if (const char* how = ls::generated_form(*op)) what = std::string("generated code (") + how + "); else a library call";
+      bool always = false;
+      if (const char* how = ls::generated_form(*op, &always)) what = std::string("generated code (") + how + ")" + (always ? "" : "; else a library call");
     } else if (auto w = why.find(name); w != why.end()) {
       what = "not an op of the table: " + std::string(w->second);
     } else {

@@ -942,8 +942,10 @@ class Lowering {
 
 LoopProgram lower_to_loops(const Graph& g) { return Lowering(g).run(); }
 
-const char* generated_form(const OpDef& op) {
+const char* generated_form(const OpDef& op, bool* always) {
   // The cases of lower_node's extern_kernel branch, in its order.
+  if (always) *always = &op == &op::prod() || &op == &op::prod_dim() || &op == &op::argmax() || &op == &op::argmin() ||
+                        &op == &op::max_dim() || &op == &op::min_dim();
   if (&op == &op::max_pool2d_with_indices()) return "windows read through index expressions";
   if (&op == &op::max_pool2d_with_indices_backward()) return "each input element gathers the windows that chose it";
   if (&op == &op::cat()) return "each output element reads the input its position falls in";

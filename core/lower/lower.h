@@ -10,6 +10,7 @@ namespace ls {
 LoopProgram lower_to_loops(const Graph& g);
 
 // For a library-kernel op that the lowering writes as generated code where it can (as Inductor
-// lowers it): how, for people ("indirect loads of the indices"); null for the others.
-const char* generated_form(const OpDef& op);
+// lowers it): how, for people ("indirect loads of the indices"); null for the others. `always`:
+// whether every call becomes generated code (the reductions), not only the forms it can write.
+const char* generated_form(const OpDef& op, bool* always = nullptr);
 }
