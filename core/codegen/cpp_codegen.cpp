@@ -248,6 +248,14 @@ class KernelWriter {
     std::vector<int> reductions;
     for (int n : segs[inner_seg].nodes)
       if (p_.nodes[n].kind == LoopNode::Kind::reduction) reductions.push_back(n);
+    // The long float sums (a column's chunk of rows over kCascadeBlock): a cascade of every
+    // column's sums; its levels (width columns each) at most 256 KiB of the thread's stack.
+    auto column_cascade = [&](int64_t rows, int64_t width) {
+      std::vector<int> out;
+      for (int n : reductions)
+        if (cascades(n, rows) && cascade_depth(rows) * width <= 65536) out.push_back(n);
+      return out;
+    };
     const bool chunked = X <= 16384;
     // Chunks: by the sizes alone (not by whether the nest runs in parallel, which hangs on the
     // machine's threads), so the sums are the same everywhere; their partials at most 128 KiB of
@@ -299,8 +307,10 @@ class KernelWriter {
         }
         e.line(std::string(dtype_c(compute_dtype(ln.dtype))) + " " + acc + " = " + part + "[x0];");
         const std::string next = part + "[c * " + Xs + " + x0]";
-        // (a max or min keeps a NaN, as the rows' walk does)
-        e.line("for (int64_t c = 1; c < " + Cs + "; ++c) " + acc + " = " + reduce_step(ln.reduce, acc, next, true) + ";");
+        // (a max or min keeps a NaN, as the rows' walk does; a long float sum's chunks were
+        // added in pairs before the loop)
+        if (!cascades(n, R))
+          e.line("for (int64_t c = 1; c < " + Cs + "; ++c) " + acc + " = " + reduce_step(ln.reduce, acc, next, true) + ";");
         accs_[n] = acc;
       }
       e.node = -1;
@@ -347,15 +357,48 @@ class KernelWriter {
         else
           e.line("for (int64_t x0 = 0; x0 < " + Xs + "; ++x0) " + part + "[c * " + Xs + " + x0] = " + reduce_identity(ln.reduce, ln.dtype) + ";");
       }
-      e.line("for (int64_t r0 = c * " + Rs + " / " + Cs + "; r0 < (c + 1) * " + Rs + " / " + Cs + "; ++r0) {");
+      const std::string lo = "c * " + Rs + " / " + Cs, hi = "(c + 1) * " + Rs + " / " + Cs;
+      const std::vector<int> cascade = column_cascade((R + C - 1) / C, X);
+      for (int n : cascade) {
+        e.node = n;
+        e.line("ls_cascade<" + Xs + ", " + std::to_string(cascade_depth((R + C - 1) / C)) + "> part" + std::to_string(n) + "_h;");
+      }
+      e.node = -1;
+      if (!cascade.empty()) {
+        e.line("for (int64_t r0b = " + lo + "; r0b < " + hi + "; r0b += " + std::to_string(kCascadeBlock) + ") {");
+        e.indent += "    ";
+        e.line("for (int64_t r0 = r0b; r0 < " + block_end("r0b", hi, false) + "; ++r0) {");
+      } else {
+        e.line("for (int64_t r0 = " + lo + "; r0 < " + hi + "; ++r0) {");
+      }
       e.indent += "    ";
       row_body();
       e.indent.resize(e.indent.size() - 4);
       e.line("}");
+      if (!cascade.empty()) {
+        for (int n : cascade) {
+          e.node = n;
+          e.line("ls_cascade_add(part" + std::to_string(n) + "_h, &part" + std::to_string(n) + "[c * " + Xs + "]);");
+        }
+        e.node = -1;
+        e.indent.resize(e.indent.size() - 4);
+        e.line("}");
+        for (int n : cascade) {
+          e.node = n;
+          e.line("ls_cascade_sum(part" + std::to_string(n) + "_h, &part" + std::to_string(n) + "[c * " + Xs + "]);");
+        }
+        e.node = -1;
+      }
       e.indent.resize(e.indent.size() - 4);
       e.line("}");
       e.line("{");
       e.indent += "    ";
+      for (int n : reductions)
+        if (cascades(n, R)) {  // a long float sum's chunks in pairs, the cascade's tree over them
+          e.node = n;
+          e.line("ls_pairwise_rows(part" + std::to_string(n) + ", " + Cs + ", " + Xs + ");");
+        }
+      e.node = -1;
       e.line("const int64_t xb = 0, xn = " + Xs + ";");
       epilogue(parallel ? "#pragma omp parallel for simd schedule(static)" : "#pragma omp simd");
       e.indent.resize(e.indent.size() - 4);
@@ -382,12 +425,37 @@ class KernelWriter {
       accs_[n] = acc + "[xi]";
       acc_index_[n] = acc + "_i[xi]";
     }
+    const std::vector<int> cascade = column_cascade(R, B);
+    for (int n : cascade) {
+      e.node = n;
+      e.line("ls_cascade<" + Bs + ", " + std::to_string(cascade_depth(R)) + "> acc" + std::to_string(n) + "_h;");
+    }
     e.node = -1;
-    e.line("for (int64_t r0 = 0; r0 < " + Rs + "; ++r0) {");
+    if (!cascade.empty()) {
+      e.line("for (int64_t r0b = 0; r0b < " + Rs + "; r0b += " + std::to_string(kCascadeBlock) + ") {");
+      e.indent += "    ";
+      e.line("for (int64_t r0 = r0b; r0 < " + block_end("r0b", Rs, R % kCascadeBlock == 0) + "; ++r0) {");
+    } else {
+      e.line("for (int64_t r0 = 0; r0 < " + Rs + "; ++r0) {");
+    }
     e.indent += "    ";
     row_body();
     e.indent.resize(e.indent.size() - 4);
     e.line("}");
+    if (!cascade.empty()) {
+      for (int n : cascade) {
+        e.node = n;
+        e.line("ls_cascade_add(acc" + std::to_string(n) + "_h, acc" + std::to_string(n) + ", xn);");
+      }
+      e.node = -1;
+      e.indent.resize(e.indent.size() - 4);
+      e.line("}");
+      for (int n : cascade) {
+        e.node = n;
+        e.line("ls_cascade_sum(acc" + std::to_string(n) + "_h, acc" + std::to_string(n) + ", xn);");
+      }
+      e.node = -1;
+    }
     epilogue("#pragma omp simd");
     e.indent.resize(e.indent.size() - 4);
     e.line("}");
@@ -479,10 +547,15 @@ class KernelWriter {
         if (p_.nodes[n].kind == LoopNode::Kind::reduction) reductions.push_back(n);
       // The lanes over rows [begin, end): accumulators declared, the loops, then each reduction's
       // value in acc<n> (its pending stores renamed to it).
-      auto lanes_block = [&](const std::string& begin, const std::string& end, bool tail, bool& declared) {
+      // `length`: the rows' (a chunk's) length, for the cascade.
+      auto lanes_block = [&](const std::string& begin, const std::string& end, int64_t length, bool tail, bool& declared) {
         // Every reduction of the loop in lanes (a sum beside a max too: a scalar sum there would be
         // a reduction per 16 elements, left scalar by Clang).
         const std::string Ls = std::to_string(L);
+        // Long float sums: the lanes loop in blocks, each block's lanes carried into the cascade.
+        std::vector<int> cascade;
+        for (int n : reductions)
+          if (cascades(n, length)) cascade.push_back(n);
         for (int n : reductions) {
           const LoopNode& ln = p_.nodes[n];
           const bool is_arg = reduce_is_arg(ln.reduce);
@@ -493,6 +566,8 @@ class KernelWriter {
           if (is_arg) e.line("int64_t " + acc + "_l_i[" + Ls + "];");
           e.line("for (int64_t ls_l = 0; ls_l < " + Ls + "; ++ls_l) " + acc + "_l[ls_l] = " + reduce_identity(ln.reduce, t) +
                  (is_arg ? ", " + acc + "_l_i[ls_l] = 0;" : ";"));
+          if (std::count(cascade.begin(), cascade.end(), n))
+            e.line("ls_cascade<" + Ls + ", " + std::to_string(cascade_depth(length)) + "> " + acc + "_h;");
           accs_[n] = acc + "_l[r0i]";
           acc_index_[n] = acc + "_l_i[r0i]";
         }
@@ -506,8 +581,21 @@ class KernelWriter {
           e.indent += "    ";
         }
         if (tail) e.line("int64_t r0o = " + begin + ";");
-        e.line(tail ? "for (; r0o + " + Ls + " <= " + end + "; r0o += " + Ls + ") {"
-                    : "for (int64_t r0o = " + begin + "; r0o < " + end + "; r0o += " + Ls + ") {");
+        std::string lanes_end = end;
+        if (!cascade.empty()) {  // blocks of kCascadeBlock (a multiple of L): lanes up to r0e
+          const std::string K = std::to_string(kCascadeBlock);
+          if (tail) {
+            e.line("while (r0o + " + Ls + " <= " + end + ") {");
+            e.line("    const int64_t r0e = " + block_end("r0o", end, false) + ";");
+          } else {
+            e.line("for (int64_t r0b = " + begin + "; r0b < " + end + "; r0b += " + K + ") {");
+            e.line("    const int64_t r0e = " + block_end("r0b", end, R % kCascadeBlock == 0) + ";");
+          }
+          e.indent += "    ";
+          lanes_end = "r0e";
+        }
+        e.line(tail ? "for (; r0o + " + Ls + " <= " + lanes_end + "; r0o += " + Ls + ") {"
+                    : "for (int64_t r0o = " + (cascade.empty() ? begin : std::string("r0b")) + "; r0o < " + lanes_end + "; r0o += " + Ls + ") {");
         e.line("    #pragma omp simd");
         e.line("    LS_INNER_LOOP");  // unrolled, Clang left the lanes scalar (a row's max and sum: 20 ms -> 2.2 for 2^24)
         e.line("    for (int64_t r0i = 0; r0i < " + Ls + "; ++r0i) {");
@@ -518,6 +606,15 @@ class KernelWriter {
         e.indent.resize(e.indent.size() - 8);
         e.line("    }");
         e.line("}");
+        if (!cascade.empty()) {
+          for (int n : cascade) {
+            e.node = n;
+            e.line("ls_cascade_add(acc" + std::to_string(n) + "_h, acc" + std::to_string(n) + "_l);");
+          }
+          e.node = -1;
+          e.indent.resize(e.indent.size() - 4);
+          e.line("}");
+        }
         if (tail) {
           for (int n : reductions) accs_[n] = "acc" + std::to_string(n) + "_l[0]", acc_index_[n] = "acc" + std::to_string(n) + "_l_i[0]";
           e.line("for (int64_t r0 = r0o; r0 < " + end + "; ++r0) {");
@@ -545,6 +642,7 @@ class KernelWriter {
             acc_index_[n] = acc + "_i";
             continue;
           }
+          if (std::count(cascade.begin(), cascade.end(), n)) e.line("ls_cascade_sum(" + acc + "_h, " + acc + "_l);");
           e.line(std::string(dtype_c(compute_dtype(ln.dtype))) + " " + acc + " = " + acc + "_l[0];");
           e.line("for (int64_t ls_l = 1; ls_l < " + Ls + "; ++ls_l) " + acc + " = " + reduce_step(ln.reduce, acc, lane, true) + ";");
           // The pending stores name the lanes as the loop did: the combined value instead.
@@ -567,7 +665,7 @@ class KernelWriter {
         e.line("for (int64_t c = 0; c < " + Cs + "; ++c) {");
         e.indent += "    ";
         bool chunk_r0o = false;
-        lanes_block("c * " + Rs + " / " + Cs, "(c + 1) * " + Rs + " / " + Cs, true, chunk_r0o);
+        lanes_block("c * " + Rs + " / " + Cs, "(c + 1) * " + Rs + " / " + Cs, (R + C - 1) / C, true, chunk_r0o);
         for (int n : reductions) {
           const std::string acc = "acc" + std::to_string(n);
           e.line(acc + "_c[c] = " + acc + ";");
@@ -585,15 +683,18 @@ class KernelWriter {
             e.line("for (int64_t c = 1; c < " + Cs + "; ++c) " + arg_step(ln, acc, acc + "_c[c]", acc + "_c_i[c]"));
             continue;
           }
+          // (a long float sum's chunks in pairs, the cascade's tree over them)
+          if (cascades(n, R)) e.line("ls_pairwise_rows(" + acc + "_c, " + Cs + ", 1);");
           e.line(std::string(dtype_c(compute_dtype(ln.dtype))) + " " + acc + " = " + acc + "_c[0];");
-          e.line("for (int64_t c = 1; c < " + Cs + "; ++c) " + acc + " = " + reduce_step(ln.reduce, acc, acc + "_c[c]", true) + ";");
+          if (!cascades(n, R))
+            e.line("for (int64_t c = 1; c < " + Cs + "; ++c) " + acc + " = " + reduce_step(ln.reduce, acc, acc + "_c[c]", true) + ";");
         }
         e.node = -1;
         e.bind_finished_reductions(k_.writes);
         continue;
       }
       if (L && !single_row) {
-        lanes_block("0", std::to_string(R), o_.size_generic || R % L != 0, X <= 1 && !o_.size_generic && !rows_ ? r0o_declared_ : nest_r0o);
+        lanes_block("0", std::to_string(R), R, o_.size_generic || R % L != 0, X <= 1 && !o_.size_generic && !rows_ ? r0o_declared_ : nest_r0o);
         e.bind_finished_reductions(k_.writes);
         continue;
       }
@@ -620,21 +721,76 @@ class KernelWriter {
       bool sticky = arg;
       if (!single_row)
         for (int n : s.nodes) sticky = sticky || fp_minmax(p_.nodes[n]);
-      if (single_row) e.line("#pragma omp parallel for simd schedule(static)" + clauses);
+      // Long float sums: the row in blocks (a single row too, on one thread: under 8192 elements
+      // here), each block's sum carried into the cascade.
+      std::vector<int> cascade;
+      for (int n : reductions)
+        if (cascades(n, R)) cascade.push_back(n);
+      const std::string Rs = std::to_string(R);
+      if (!cascade.empty()) {
+        for (int n : cascade) {
+          e.node = n;
+          e.line("ls_cascade<1, " + std::to_string(cascade_depth(R)) + "> acc" + std::to_string(n) + "_h;");
+        }
+        e.node = -1;
+        e.line("for (int64_t r0b = 0; r0b < " + Rs + "; r0b += " + std::to_string(kCascadeBlock) + ") {");
+        e.indent += "    ";
+      }
+      if (single_row && cascade.empty()) e.line("#pragma omp parallel for simd schedule(static)" + clauses);
       else if (!sticky) e.line("#pragma omp simd" + clauses);
-      e.line("for (int64_t r0 = 0; r0 < " + std::to_string(R) + "; ++r0) {");
+      if (cascade.empty()) e.line("for (int64_t r0 = 0; r0 < " + Rs + "; ++r0) {");
+      else e.line("for (int64_t r0 = r0b; r0 < " + block_end("r0b", Rs, R % kCascadeBlock == 0) + "; ++r0) {");
       e.indent += "    ";
       e.nan_sticky = sticky;
       e.run_loop_nodes(s, [&](int n) { run_node(e, n, X, R); });
       e.nan_sticky = false;
       e.indent.resize(e.indent.size() - 4);
       e.line("}");
+      if (!cascade.empty()) {
+        for (int n : cascade) {
+          e.node = n;
+          e.line("ls_cascade_add(acc" + std::to_string(n) + "_h, &acc" + std::to_string(n) + ");");
+        }
+        e.indent.resize(e.indent.size() - 4);
+        e.node = -1;
+        e.line("}");
+        for (int n : cascade) {
+          e.node = n;
+          e.line("ls_cascade_sum(acc" + std::to_string(n) + "_h, &acc" + std::to_string(n) + ");");
+        }
+        e.node = -1;
+      }
       e.bind_finished_reductions(k_.writes);
     }
     if (X > 1) {
       e.indent.resize(e.indent.size() - 4);
       e.line("}");
     }
+  }
+
+  // Cascade summation (cpu_prelude.h: ls_cascade_add): a float32 sum (a half type's too: its
+  // accumulator is float32) whose accumulator walks more than one block of kCascadeBlock elements
+  // (Inductor's chunk size: it takes CascadeSumHelper for sum reductions over more than 4096)
+  // adds a block at a time into its accumulator, then carries the block's sum up a binary tree of
+  // levels: the error grows as log(length / 4096) instead of the length (a float32 sum of 2^24
+  // values of 0.1f: see tests/cpu's testLongFloatSumsCascade). Rows at most 4096 long are
+  // unchanged. Size-generic code keeps the plain sum: its levels' count would depend on the size.
+  static constexpr int64_t kCascadeBlock = 4096;
+  bool cascades(int n, int64_t length) const {
+    const LoopNode& ln = p_.nodes[n];
+    return !o_.size_generic && ln.kind == LoopNode::Kind::reduction && ln.reduce == Reduce::sum && compute_dtype(ln.dtype) == DType::f32 &&
+           length > kCascadeBlock;
+  }
+  // The levels a cascade over `length` elements needs: blocks up to 2^D - 1 (ls_cascade).
+  static int64_t cascade_depth(int64_t length) {
+    int64_t d = 0;
+    for (int64_t blocks = (length + kCascadeBlock - 1) / kCascadeBlock; blocks > 0; blocks >>= 1) ++d;
+    return d;
+  }
+  // The end of the block that starts at `b` in a loop that ends at `end` (a number, or an expression).
+  static std::string block_end(const std::string& b, const std::string& end, bool whole_blocks) {
+    const std::string next = b + " + " + std::to_string(kCascadeBlock);
+    return whole_blocks ? next : "(" + next + " < " + end + " ? " + next + " : " + end + ")";
   }
 
   // An arg reduction's (acc, acc_i) takes the pair (v, i) unless it keeps its place.

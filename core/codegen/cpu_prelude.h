@@ -318,3 +318,35 @@ template <typename T> static inline bool ls_arg_keeps(bool max, T a, T b, int64_
   if (a == b) return ia < ib;
   return max ? a > b : a < b;
 }
+
+// ls_cascade_add, ls_cascade_sum: cascade (pairwise) summation of a float32 sum over a long
+// reduction, as PyTorch's cascade_sum and Inductor's CascadeSumHelper: the loop adds into its
+// accumulators (W of them: a row's 1, its lanes, a block's columns) a block of 4096 elements at
+// a time, then ls_cascade_add carries the block's sums up the levels (level j: the sum of 2^j
+// blocks, as the bits of a counter) and zeroes them; ls_cascade_sum adds the levels back, smallest
+// first. The error grows as log(blocks), not as the length; D levels hold 2^D - 1 blocks.
+template <int W, int D> struct ls_cascade {
+  int64_t n = 0;  // blocks added: level j holds a sum where bit j of n is set
+  float level[D][W];
+};
+template <int W, int D> static inline void ls_cascade_add(ls_cascade<W, D>& c, float* acc, int64_t w = W) {
+  int64_t j = 0;
+  for (; (c.n >> j) & 1; ++j)
+    for (int64_t i = 0; i < w; ++i) acc[i] = c.level[j][i] + acc[i];
+  for (int64_t i = 0; i < w; ++i) c.level[j][i] = acc[i], acc[i] = 0.0f;
+  ++c.n;
+}
+template <int W, int D> static inline void ls_cascade_sum(const ls_cascade<W, D>& c, float* acc, int64_t w = W) {
+  for (int64_t j = 0; j < D; ++j)
+    if ((c.n >> j) & 1)
+      for (int64_t i = 0; i < w; ++i) acc[i] = acc[i] + c.level[j][i];
+}
+
+// ls_pairwise_rows: the chunks' partial sums of a long float32 sum (rows of `width` sums each: a
+// single row's chunks, 1 a chunk; a column form's, a chunk's sums of every column) added in
+// pairs, then pairs of pairs, into row 0: the cascade's tree over the chunks.
+static inline void ls_pairwise_rows(float* part, int64_t rows, int64_t width) {
+  for (int64_t s = 1; s < rows; s *= 2)
+    for (int64_t c = 0; c + s < rows; c += 2 * s)
+      for (int64_t i = 0; i < width; ++i) part[c * width + i] = part[c * width + i] + part[(c + s) * width + i];
+}
