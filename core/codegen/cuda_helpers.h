@@ -430,3 +430,22 @@ extern "C" __global__ void ls_scatter(void* __restrict__ out, const void* __rest
     else ls_scatter_one((double*)out, o, src ? ((const double*)src)[s] : value, mode);
   }
 }
+// Half-precision convolutions run as float32 ones on the device (exec/runtime_cuda.h Conv::run_half):
+// bf16 or f16 (bf16 != 0) elements widened to float32, and float32 results rounded back to nearest even.
+extern "C" __global__ void ls_widen_half(const unsigned short* __restrict__ src, float* __restrict__ dst, long long n, int bf16) {
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+    if (bf16) {
+      ls_bf16 h;
+      h.x = src[i];
+      dst[i] = ls_float(h);
+    } else {
+      ls_f16 h;
+      h.x = src[i];
+      dst[i] = ls_float(h);
+    }
+  }
+}
+extern "C" __global__ void ls_narrow_half(const float* __restrict__ src, unsigned short* __restrict__ dst, long long n, int bf16) {
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+    dst[i] = bf16 ? ls_to_bf16(src[i]).x : ls_to_f16(src[i]).x;
+}

@@ -24,6 +24,19 @@ bool all_f32(const LoopProgram& p, const ExternCall& c) {
   return true;
 }
 
+// The one half type (bf16, f16) of every input and output of a call, else f32 (none, or mixed).
+DType one_half_type(const LoopProgram& p, const ExternCall& c) {
+  DType t = DType::f32;
+  for (const auto& names : {c.inputs, c.outputs})
+    for (const auto& b : names) {
+      if (b.empty()) continue;
+      const DType d = p.buffer(b).dtype;
+      if (!dtype_is_half(d) || (t != DType::f32 && d != t)) return DType::f32;
+      t = d;
+    }
+  return t;
+}
+
 // The shape a library call sees its tensor argument `arg` in.
 Shape seen_shape(const LoopProgram& p, const ExternCall& c, size_t arg) {
   const size_t i = static_cast<size_t>(c.args.at(arg).node);
@@ -251,19 +264,25 @@ std::string cuda_extern_how(const LoopProgram& p, const ExternCall& c, bool blas
   if (attention == "tiled") return "flash attention kernel";
   if (attention == "half") return "flash attention kernel (" + flash_half_type(p, c) + ", tensor cores)";
   if (attention == "cublas" && blas) return "attention (cuBLAS)";
-  if (c.op == &op::convolution() && f32 && !c.args[6].b && (c.output_metas.at(0).shape.size() == 4 || c.output_metas.at(0).shape.size() == 3)) {
+  // Half convolutions: the float32 forms on float32 copies made on the device (Conv::run_half).
+  const DType half = one_half_type(p, c);
+  const std::string widened = half == DType::f32 ? "" : " on float32 copies of " + std::string(dtype_short(half));
+  if (c.op == &op::convolution() && (f32 || half != DType::f32) && !c.args[6].b &&
+      (c.output_metas.at(0).shape.size() == 4 || c.output_metas.at(0).shape.size() == 3)) {
     const lsrt::cuda::Conv g = cuda_conv(p, c);
-    if (g.depthwise) return "depthwise kernel";
-    if (g.grouped()) return "grouped convolution kernel";
+    if (g.depthwise) return "depthwise kernel" + widened;
+    if (g.grouped()) return "grouped convolution kernel" + widened;
     if (!blas) return "host (reference kernel)";
-    return g.linear() ? "cuBLAS (a linear layer)" : g.pointwise() ? "cuBLAS (1x1: no im2col)" : "im2col + cuBLAS";
+    return (g.linear() ? "cuBLAS (a linear layer)" : g.pointwise() ? "cuBLAS (1x1: no im2col)" : "im2col + cuBLAS") + widened;
   }
-  if (c.op == &op::convolution_backward() && f32 && !c.args[7].b && (seen_shape(p, c, 1).size() == 4 || seen_shape(p, c, 1).size() == 3)) {
+  if (c.op == &op::convolution_backward() && (f32 || half != DType::f32) && !c.args[7].b &&
+      (seen_shape(p, c, 1).size() == 4 || seen_shape(p, c, 1).size() == 3)) {
     const lsrt::cuda::Conv g = cuda_conv(p, c);
-    if (g.depthwise) return "depthwise backward kernels";
-    if (g.grouped()) return "grouped convolution backward kernels";
+    if (g.depthwise) return "depthwise backward kernels" + widened;
+    if (g.grouped()) return "grouped convolution backward kernels" + widened;
     if (!blas) return "host (reference kernel)";
-    return g.linear() ? "cuBLAS (a linear layer's backward)" : g.pointwise() ? "cuBLAS (1x1: no im2col or col2im)" : "im2col + cuBLAS + col2im";
+    return (g.linear() ? "cuBLAS (a linear layer's backward)" : g.pointwise() ? "cuBLAS (1x1: no im2col or col2im)" : "im2col + cuBLAS + col2im") +
+           widened;
   }
   if (cuda_index_put(p, c)) return "index_put kernel";
   if (cuda_cumsum(p, c)) return "cumsum kernel";
@@ -365,7 +384,7 @@ CudaExecutable::CudaExecutable(const LoopProgram& p, const Schedule& s, const Ge
   for (const char* k : {"ls_add_channel_bias", "ls_im2col", "ls_max_pool2d", "ls_copy_rows", "ls_strided_copy4",
                         "ls_attn_softmax", "ls_attn_probs", "ls_attn_rowdot", "ls_attn_dscores", "ls_col2im", "ls_channel_sum", "ls_count_mismatches", "ls_square_sum", "ls_hold",
                         "ls_grouped_conv", "ls_grouped_conv_bwd_input",
-                        "ls_grouped_conv_bwd_weight", "ls_index_put", "ls_cumsum", "ls_scatter"})
+                        "ls_grouped_conv_bwd_weight", "ls_index_put", "ls_cumsum", "ls_scatter", "ls_widen_half", "ls_narrow_half"})
     helpers_[k] = helpers.function(k);
 }
 
@@ -601,6 +620,9 @@ void CudaExecutable::device_extern(size_t k) {
   if (c.op == &op::max_pool2d_with_indices())  // the indices, where not wanted, into scratch
     return cuda_max_pool(p_, c).run(g, in(0), out(0), c.outputs.size() > 1 ? out(1) : 0);
   const lsrt::cuda::Conv conv = cuda_conv(p_, c);
+  const DType half = one_half_type(p_, c);
+  if (c.op == &op::convolution() && half != DType::f32)
+    return conv.run_half(g, in(0), in(1), c.args[2].is_node() ? in(2) : 0, out(0), half == DType::bf16);
   if (c.op == &op::convolution()) return conv.run(g, in(0), in(1), c.args[2].is_node() ? in(2) : 0, out(0));
   // convolution_backward(grad_y, x, w, ...): the gradients its output mask wants
   const auto mask = c.args[10].list;
@@ -608,6 +630,7 @@ void CudaExecutable::device_extern(size_t k) {
     const bool wanted = i >= mask.size() || mask[i].b;
     return wanted && i < c.outputs.size() && !c.outputs[i].empty() && p_.buffer(c.outputs[i]).bytes() > 0 ? out(i) : 0;
   };
+  if (half != DType::f32) return conv.backward_half(g, in(0), in(1), in(2), grad(0), grad(1), grad(2), half == DType::bf16);
   conv.backward(g, in(0), in(1), in(2), grad(0), grad(1), grad(2));
 }
 

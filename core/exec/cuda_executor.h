@@ -30,7 +30,8 @@ namespace ls {
 // "attention (cuBLAS)", "depthwise kernel", "im2col + cuBLAS", "im2col + cuBLAS + col2im",
 // "cuBLAS (1x1: no im2col)", "cuBLAS (1x1: no im2col or col2im)", "cuBLAS (a linear layer)",
 // "cuBLAS (a linear layer's backward)", "depthwise backward kernels",
-// "pool kernel", "device copies"; or "host (reference kernel)" where we have neither a kernel
+// "pool kernel", "device copies", "index_put kernel", "scatter kernel", "cumsum kernel"; a bf16 or
+// f16 convolution's float32 form + " on float32 copies of bf16" (or f16); or "host (reference kernel)" where we have neither a kernel
 // nor cuBLAS for it (its operands copied down and the results back up). `blas`: cuBLAS loaded.
 std::string cuda_extern_how(const LoopProgram& p, const ExternCall& c, bool blas);
 

@@ -103,6 +103,46 @@ struct Conv {
     }
   }
 
+    // Half precision (bf16, f16): the operands widened to float32 on the device (scratch slots 1-6),
+  // the float32 call, its results rounded back to nearest even. The products of half values are
+  // exact in float32 and the sums float32, as PyTorch's half convolutions accumulate.
+  long long x_size() const { return static_cast<long long>(N) * C * H * W; }
+  long long w_size() const { return static_cast<long long>(O) * CG * KH * KW; }
+  long long y_size() const { return static_cast<long long>(N) * O * OH * OW; }
+  template <class Gpu>
+  static DevPtr widen(Gpu& g, int slot, DevPtr src, long long n, bool bf16) {
+    if (!src) return 0;
+    DevPtr dst = g.scratch(slot, static_cast<size_t>(n) * 4);
+    int b = bf16 ? 1 : 0;
+    void* params[] = {&src, &dst, &n, &b};
+    g.helper_launch("ls_widen_half", g.grid_for(n), 256, params);
+    return dst;
+  }
+  template <class Gpu>
+  static void narrow(Gpu& g, DevPtr src, DevPtr dst, long long n, bool bf16) {
+    if (!dst) return;
+    int b = bf16 ? 1 : 0;
+    void* params[] = {&src, &dst, &n, &b};
+    g.helper_launch("ls_narrow_half", g.grid_for(n), 256, params);
+  }
+  template <class Gpu>
+  void run_half(Gpu& g, DevPtr x, DevPtr w, DevPtr bias, DevPtr y, bool bf16) const {
+    const DevPtr xf = widen(g, 1, x, x_size(), bf16), wf = widen(g, 2, w, w_size(), bf16), bf = widen(g, 3, bias, O, bf16);
+    const DevPtr yf = g.scratch(4, static_cast<size_t>(y_size()) * 4);
+    run(g, xf, wf, bf, yf);
+    narrow(g, yf, y, y_size(), bf16);
+  }
+  template <class Gpu>
+  void backward_half(Gpu& g, DevPtr gy, DevPtr x, DevPtr w, DevPtr gx, DevPtr gw, DevPtr gb, bool bf16) const {
+    const DevPtr gyf = widen(g, 1, gy, y_size(), bf16), xf = widen(g, 2, x, x_size(), bf16), wf = widen(g, 3, w, w_size(), bf16);
+    const DevPtr gxf = gx ? g.scratch(4, static_cast<size_t>(x_size()) * 4) : 0, gwf = gw ? g.scratch(5, static_cast<size_t>(w_size()) * 4) : 0,
+                 gbf = gb ? g.scratch(6, static_cast<size_t>(O) * 4) : 0;
+    backward(g, gyf, xf, wf, gxf, gwf, gbf);
+    narrow(g, gxf, gx, x_size(), bf16);
+    narrow(g, gwf, gw, w_size(), bf16);
+    narrow(g, gbf, gb, O, bf16);
+  }
+
   // grad_b is the per-channel sum of grad_y. Depthwise and grouped(): a kernel for each of grad_x
   // (gathers) and grad_w (a block per weight). Linear and 1x1: products. Otherwise per group through
   // the same columns as the forward: grad_w as the sum over images of grad_y[n] (OG x P) @

@@ -496,16 +496,20 @@ class Writer {
               << flt(c.args[3].number()) << ", " << algo << ", \"" << k.name << "\"};\n";
         os << "    " << obj << ".run(gpu, " << out(0) << ", " << in(0) << ", " << in(ia) << ", " << in(ib) << ");\n";
       }
-    } else if (how == "depthwise kernel" || how == "im2col + cuBLAS" || how == "im2col + cuBLAS + col2im" ||
-               how == "depthwise backward kernels" || how.rfind("grouped convolution", 0) == 0 || how.rfind("cuBLAS (", 0) == 0) {
+    } else if (const std::string conv_how = how.substr(0, how.find(" on float32 copies of "));
+               conv_how == "depthwise kernel" || conv_how == "im2col + cuBLAS" || conv_how == "im2col + cuBLAS + col2im" ||
+               conv_how == "depthwise backward kernels" || conv_how.rfind("grouped convolution", 0) == 0 || conv_how.rfind("cuBLAS (", 0) == 0) {
       const bool backward = c.op == &op::convolution_backward();
+      // A half convolution: the float32 call on float32 copies (Conv::run_half, backward_half).
+      const std::string half = conv_how == how ? "" : "_half";
+      const std::string half_arg = conv_how == how ? "" : how.find("bf16") != std::string::npos ? ", true" : ", false";
       const lsrt::cuda::Conv v = cuda_conv(r_.loops, c);  // as the app's executor makes the call
       setup << "  lsrt::Conv " << obj << "{" << v.N << ", " << v.C << ", " << v.H << ", " << v.W << ", " << v.O << ", " << v.CG << ", "
             << v.KH << ", " << v.KW << ", " << v.OH << ", " << v.OW << ", " << v.G << ", " << v.sh << ", " << v.sw << ", " << v.ph << ", "
             << v.pw << ", " << v.dh << ", " << v.dw << ", " << tf(v.depthwise) << "};\n";
       if (!backward) {
-        os << "    " << obj << ".run(gpu, " << in(0) << ", " << in(1) << ", " << (c.args[2].is_node() ? in(2) : "0") << ", " << out(0)
-           << ");\n";
+        os << "    " << obj << ".run" << half << "(gpu, " << in(0) << ", " << in(1) << ", " << (c.args[2].is_node() ? in(2) : "0") << ", "
+           << out(0) << half_arg << ");\n";
       } else {
         const auto mask = c.args[10].list;
         auto grad = [&](size_t i) {
@@ -513,8 +517,8 @@ class Writer {
           return wanted && i < c.outputs.size() && !c.outputs[i].empty() && r_.loops.buffer(c.outputs[i]).bytes() > 0 ? out(i)
                                                                                                                       : "0";
         };
-        os << "    " << obj << ".backward(gpu, " << in(0) << ", " << in(1) << ", " << in(2) << ", " << grad(0) << ", " << grad(1)
-           << ", " << grad(2) << ");\n";
+        os << "    " << obj << ".backward" << half << "(gpu, " << in(0) << ", " << in(1) << ", " << in(2) << ", " << grad(0) << ", "
+           << grad(1) << ", " << grad(2) << half_arg << ");\n";
       }
     } else if (how == "pool kernel") {
       const lsrt::cuda::MaxPool v = cuda_max_pool(r_.loops, c);

@@ -157,7 +157,7 @@ void helper_kernels_compile() {
   const std::set<std::string> entries = ptx_entries(r.ptx);
   for (const char* k : {"ls_broadcast_bias", "ls_add_channel_bias", "ls_im2col", "ls_max_pool2d", "ls_copy_rows",
                         "ls_strided_copy4", "ls_attn_softmax", "ls_attn_probs", "ls_attn_rowdot", "ls_attn_dscores", "ls_col2im",
-                        "ls_channel_sum", "ls_count_mismatches", "ls_hold", "ls_index_put", "ls_cumsum", "ls_scatter",
+                        "ls_channel_sum", "ls_count_mismatches", "ls_hold", "ls_index_put", "ls_cumsum", "ls_scatter", "ls_widen_half", "ls_narrow_half",
                         "ls_grouped_conv", "ls_grouped_conv_bwd_input", "ls_grouped_conv_bwd_weight"})
     VERIFY2(entries.count(k) == 1, std::string("no PTX entry for ") + k);
 }
@@ -1429,6 +1429,50 @@ void index_put_and_cumsum_run_on_the_device() {
   VERIFY2(r.error.empty() && r.check.ok, r.error);
 }
 
+// bf16 and f16 convolutions (3x3 padded, strided 1x1, grouped, 1-D) run on the device as their
+// float32 forms on float32 copies (Conv::run_half, backward_half), not on the host, inference and
+// training; on a GPU the outputs and gradients pass the half-precision check against the reference.
+void half_convolutions_run_on_the_device() {
+  const std::string graph = R"(class GraphModule(torch.nn.Module):
+    def forward(self, x: "f32[2, 8, 12, 12]", w1: "f32[16, 8, 3, 3]", b1: "f32[16]", w2: "f32[16, 16, 1, 1]", w3: "f32[16, 4, 3, 3]", s: "f32[2, 4, 20]", w4: "f32[6, 4, 5]"):
+        c1: "f32[2, 16, 12, 12]" = torch.ops.aten.convolution.default(x, w1, b1, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)
+        r1: "f32[2, 16, 12, 12]" = torch.ops.aten.relu.default(c1)
+        c2: "f32[2, 16, 6, 6]" = torch.ops.aten.convolution.default(r1, w2, None, [2, 2], [0, 0], [1, 1], False, [0, 0], 1)
+        c3: "f32[2, 16, 6, 6]" = torch.ops.aten.convolution.default(c2, w3, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 4)
+        c4: "f32[2, 6, 16]" = torch.ops.aten.convolution.default(s, w4, None, [1], [0], [1], False, [0], 1)
+        return (c3, c4)
+)";
+  for (const DType t : {DType::bf16, DType::f16})
+    for (const bool train : {false, true}) {
+      const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("ls_half_conv_" + std::to_string(getpid()));
+      std::filesystem::create_directories(dir);
+      std::ofstream(dir / "model.txt") << graph;
+      PipelineOptions o;
+      o.device = Device::cuda;
+      o.dtype = t;
+      o.train = train;
+      o.timing_budget_ms = 20;
+      CompileResult r = run_pipeline(load_model((dir / "model.txt").string()), o);
+      std::filesystem::remove_all(dir);
+      const std::string what = std::string(dtype_short(t)) + (train ? " train" : "");
+      VERIFY2(r.error.empty(), what + ": " + r.error_stage + ": " + r.error);
+      int convs = 0;
+      for (const Kernel& k : r.schedule.kernels) {
+        if (!k.is_extern) continue;
+        const ExternCall& c = r.loops.nodes.at(k.nodes.at(0)).ext;
+        if (c.op->name.find("convolution") == std::string::npos) continue;
+        ++convs;
+        const std::string how = cuda_extern_how(r.loops, c, true);
+        VERIFY2(how.find(" on float32 copies of " + std::string(dtype_short(t))) != std::string::npos, what + ": " + k.name + " runs as " + how);
+      }
+      VERIFY2(convs >= (train ? 8 : 4), what + ": " + std::to_string(convs) + " convolution calls");
+      std::string why;
+      if (!CudaDriver::get(&why)) continue;
+      VERIFY2(r.check.ok, what + ": " + r.stage("run")->text);
+      for (const KernelReport& k : r.kernels) VERIFY2(k.how.find("host") == std::string::npos, what + ": " + k.name + " ran as " + k.how);
+    }
+}
+
 // Kernels of the same code (the same shapes and fused ops: a model's repeated layers) compile
 // once, as Inductor defines a kernel once and calls it per layer: the second layer's kernel
 // launches the first's function with its own buffers, its source keeps its header and names the
@@ -1741,6 +1785,7 @@ int main(int argc, char** argv) {
   cases.push_back({"gathers run as generated kernels", gathers_run_as_generated_kernels});
   cases.push_back({"arg reductions and prod run as generated kernels", arg_reductions_and_prod_run_as_generated_kernels});
   cases.push_back({"identical kernels compile once", identical_kernels_compile_once});
+  cases.push_back({"half convolutions run on the device", half_convolutions_run_on_the_device});
   cases.push_back({"index_put and cumsum run on the device", index_put_and_cumsum_run_on_the_device});
   for (const char* m : {"models/mlp", "stages/attn_block/3_core_aten.txt"})
     for (DType t : {DType::bf16, DType::f16})
