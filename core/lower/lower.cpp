@@ -7,6 +7,7 @@
 #include <optional>
 #include <stdexcept>
 #include <tuple>
+#include <unordered_map>
 
 #include "ops/known_ops.h"
 #include "ops/op_table.h"
@@ -84,7 +85,8 @@ std::optional<StridedView> strided_view(const Reader& r) {
 
 class Lowering {
  public:
-  explicit Lowering(const Graph& g) : g_(g), readers_(g.nodes.size()), outs_(g.nodes.size()), out_bufs_(g.nodes.size()) {}
+  explicit Lowering(const Graph& g)
+      : g_(g), readers_(g.nodes.size()), outs_(g.nodes.size()), out_bufs_(g.nodes.size()), realized_(g.nodes.size()) {}
 
   LoopProgram run() {
     // About a loop node and a buffer per graph node: reserved, so that the nodes (large, with their
@@ -105,6 +107,9 @@ class Lowering {
         throw std::runtime_error("lowering node '" + n.name + "' (" + n.op->name + "): " + e.what());
       }
     }
+    std::unordered_map<std::string, size_t> buffer_at;  // name -> index in p_.buffers (a training step has hundreds of outputs)
+    buffer_at.reserve(p_.buffers.size());
+    for (size_t b = 0; b < p_.buffers.size(); ++b) buffer_at.emplace(p_.buffers[b].name, b);
     for (int o : g_.outputs) {
       if (o < 0) {  // None: no buffer
         p_.outputs.emplace_back();
@@ -118,8 +123,12 @@ class Lowering {
         buf = add_node(g_.nodes[o], LoopNode::Kind::pointwise, r.shape, {}, Reduce::none, r.dtype,
                        [r](OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>&) { return r.load(h, idx); });
       }
-      for (LoopBuffer& b : p_.buffers)
-        if (b.name == buf) b.is_output = true;
+      if (const auto at = buffer_at.find(buf); at != buffer_at.end()) {
+        p_.buffers[at->second].is_output = true;
+      } else {  // a buffer the copy above just added
+        for (LoopBuffer& b : p_.buffers)
+          if (b.name == buf) b.is_output = true;
+      }
       p_.outputs.push_back(buf);
     }
     return std::move(p_);
@@ -617,14 +626,14 @@ class Lowering {
   // the value underneath, and whether an odd number of swaps lies between (t(t(w)) is w).
   std::pair<int, bool> matrix_source(int id) const {
     bool t = false;
-    while (!realized_.count(id)) {
+    while (realized_[id].empty()) {
       const Node& n = g_.nodes[id];
       if (n.is_placeholder() || n.op->kind != OpKind::view) break;
       // A reshape of a value stored whole is the same memory under another shape (a transpose
       // seen above it applies to the reshaped matrix); not a reshape of a view, which would move data.
       if (op::is_reshape_view(n.op)) {
         const int in = n.args[0].node;
-        if (!(realized_.count(in) || g_.nodes[in].is_placeholder())) break;
+        if (realized_[in].empty() && !g_.nodes[in].is_placeholder()) break;
         id = in;
         continue;
       }
@@ -647,7 +656,7 @@ class Lowering {
 
   // A whole, contiguous buffer holding a graph value: extern kernels take their inputs so.
   std::string realize(int id) {
-    if (auto it = realized_.find(id); it != realized_.end()) return it->second;
+    if (!realized_[id].empty()) return realized_[id];
     if (g_.nodes[id].is_placeholder()) return g_.nodes[id].name;
     const Reader r = readers_[id];
     // A view that reads a whole buffer in its own order (a flatten, a transpose undone) is that buffer.
@@ -698,7 +707,7 @@ class Lowering {
         Shape seen = g_.nodes[a.node].meta().shape;
         if (t) std::swap(seen[seen.size() - 1], seen[seen.size() - 2]);
         std::optional<StridedView> view;
-        if (may_stride && !realized_.count(src) && !g_.nodes[src].is_placeholder()) view = strided_view(readers_[src]);
+        if (may_stride && realized_[src].empty() && !g_.nodes[src].is_placeholder()) view = strided_view(readers_[src]);
         ln.ext.inputs.push_back(view ? view->buffer : realize(src));  // may add copy nodes: name this one after
         ln.ext.transposed.push_back(t);
         ln.ext.shapes.push_back(seen);
@@ -935,7 +944,7 @@ class Lowering {
   std::vector<Reader> readers_;
   std::vector<std::vector<Reader>> outs_;  // multi-output nodes: a reader per output
   std::vector<std::vector<std::string>> out_bufs_;
-  std::map<int, std::string> realized_;
+  std::vector<std::string> realized_;  // per graph node: the buffer holding its value whole, or empty
 };
 
 }  // namespace
