@@ -75,7 +75,6 @@ class CudaKernelWriter {
     return order;
   }
 
-
   // The pointwise kernel as a device function of one element x0 (cuda_element_function).
   std::string element_function(const std::string& fname, std::vector<std::string>& args) {
     if (k_.rnumel != 1 || !k_.nests.empty()) throw std::logic_error(k_.name + " is no pointwise kernel");
@@ -409,7 +408,7 @@ class CudaKernelWriter {
     if ((o_.size_generic && !row_fixed_) || split_ || column_ || R % (4 * int64_t(T_)) != 0 || R / (4 * int64_t(T_)) > 4) return 0;
     std::map<std::string, int> uses;
     std::map<std::string, std::string> buffer_of;
-    std::vector<std::string> first_use;  // the keys in the order the code loads them: the arrays are numbered so
+    std::vector<std::string> first_use;  // the keys in the order the code loads them, which numbers the arrays
     int inner = 0;
     for (size_t i = 0; i < segs.size(); ++i) {
       if (!segs[i].inner) continue;
@@ -673,7 +672,7 @@ class CudaKernelWriter {
 // numbered from node ids, which differ between layers): each local class renumbered by first
 // occurrence, so equal keys are the same code up to renaming those locals.
 std::string sharing_key(const std::vector<Emitted>& lines, size_t begin, const std::string& name) {
-  static const std::array<std::string_view, 7> locals = {"tmp", "acc", "ind", "ls_w", "ls_v", "ls_row", "ls_part"};
+  static const std::array<std::string_view, 7> locals = {"tmp", "acc", "ls_w", "ls_v", "ls_row", "ls_part", "ls_cpart"};
   auto is_id = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
   std::map<std::string, std::string, std::less<>> renamed;
   std::map<std::string_view, int> per_class;

@@ -76,7 +76,7 @@ static bool plain_operand(const LoopProgram& p, const ExternCall& c, size_t inpu
   return input >= c.shapes.size() || numel_of(c.shapes[input]) == numel_of(p.buffer(c.inputs.at(input)).shape);
 }
 
-static int element_code(DType t) {  // ls_index_put's and ls_cumsum's element codes
+static int element_code(DType t) {  // ls_index_put's, ls_scatter's and ls_cumsum's element codes
   switch (t) {
     case DType::f32: return 0;
     case DType::i32: return 1;
@@ -152,7 +152,7 @@ std::optional<lsrt::cuda::IndexPut> cuda_index_put(const LoopProgram& p, const E
 }
 
 std::optional<lsrt::cuda::Scatter> cuda_scatter(const LoopProgram& p, const ExternCall& c) {
-  const bool value = c.op == &op::scatter_value(), add = c.op == &op::scatter_add(), reduce = c.op && c.op->name == "aten.scatter_reduce.two";
+  const bool value = c.op == &op::scatter_value(), add = c.op == &op::scatter_add(), reduce = c.op == &op::scatter_reduce_two();
   if (!value && !add && !reduce && c.op != &op::scatter_src()) return std::nullopt;
   if (c.args.size() < 4 || !c.args[0].is_node() || !c.args[2].is_node()) return std::nullopt;
   int mode = add ? 1 : 0;
@@ -704,7 +704,8 @@ void CudaExecutable::run_bound(const std::vector<Tensor>& inputs) {
 }
 
 // As CpuExecutable::check_index_faults: an index tensor's element out of range, recorded by the
-// kernel (which read element 0 instead), reported naming the kernel, the node, the value, the size.
+// kernel (generated code reads element 0 instead; ls_index_put and ls_scatter skip the element),
+// reported naming the kernel, the node, the value, the size.
 void CudaExecutable::check_index_faults(size_t k) {
   if (how[k] == "index_put kernel" || how[k] == "scatter kernel") {  // the kernel's record: flag, value, size, index tensor or dim
     int64_t f[4] = {0, 0, 0, 0};

@@ -11,6 +11,7 @@
 #pragma once
 #include <algorithm>
 #include <cstddef>
+#include <limits>
 #include <string>
 
 namespace lsrt {
@@ -103,7 +104,7 @@ struct Conv {
     }
   }
 
-    // Half precision (bf16, f16): the operands widened to float32 on the device (scratch slots 1-6),
+  // Half precision (bf16, f16): the operands widened to float32 on the device (scratch slots 1-6),
   // the float32 call, its results rounded back to nearest even. The products of half values are
   // exact in float32 and the sums float32, as PyTorch's half convolutions accumulate.
   long long x_size() const { return static_cast<long long>(N) * C * H * W; }
@@ -216,6 +217,15 @@ struct MaxPool {
   }
 };
 
+// `words` 4-byte words from src to dst (an index_put's or a scatter's self into its output).
+template <class Gpu>
+void copy_words(Gpu& g, DevPtr dst, DevPtr src, long long words) {
+  if (dst == src || words == 0) return;
+  long long rows = 1, at = 0;
+  void* params[] = {&dst, &src, &rows, &words, &words, &at};
+  g.helper_launch("ls_copy_rows", g.grid_for(words), 256, params);
+}
+
 // index_put on the device (the helper kernel ls_index_put): the output gets self's bytes, then
 // every element of the indexing result is stored (or added) at its place. `d` as the kernel takes
 // it (LsIndexPut); code: the element type (0 f32, 1 i32, 2 i64, 3 f64); fault: 4 int64 the kernel
@@ -231,11 +241,7 @@ struct IndexPut {
   bool accumulate;
   template <class Gpu>
   void run(Gpu& g, DevPtr self, const DevPtr* idx, DevPtr values, DevPtr out, DevPtr fault) const {
-    if (self != out) {
-      long long rows = 1, words = self_words, at = 0;
-      void* copy[] = {&out, &self, &rows, &words, &words, &at};
-      g.helper_launch("ls_copy_rows", g.grid_for(words), 256, copy);
-    }
+    copy_words(g, out, self, self_words);
     if (total == 0) return;
     DevPtr i0 = idx[0], i1 = idx[1], i2 = idx[2], i3 = idx[3];
     IndexPutPlan plan = d;
@@ -261,11 +267,7 @@ struct Scatter {
   double value;
   template <class Gpu>
   void run(Gpu& g, DevPtr self, DevPtr index, DevPtr src, DevPtr out, DevPtr fault) const {
-    if (self != out) {
-      long long rows = 1, words = self_words, at = 0;
-      void* copy[] = {&out, &self, &rows, &words, &words, &at};
-      g.helper_launch("ls_copy_rows", g.grid_for(words), 256, copy);
-    }
+    copy_words(g, out, self, self_words);
     if (total == 0) return;
     ScatterPlan plan = d;
     double v = value;

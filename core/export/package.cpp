@@ -1,5 +1,6 @@
 #include "export/package.h"
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -44,6 +45,24 @@ std::string flt(double v) {
   os.precision(9);
   os << std::showpoint << v << "f";
   return os.str();
+}
+
+// A double exactly (17 digits), infinities and NaN spelled so that C++ reads them (a scatter's
+// scalar: -inf masks logits before a top-k).
+std::string dbl(double v) {
+  if (std::isnan(v)) return "std::numeric_limits<double>::quiet_NaN()";
+  if (std::isinf(v)) return v > 0 ? "std::numeric_limits<double>::infinity()" : "-std::numeric_limits<double>::infinity()";
+  std::ostringstream os;
+  os.precision(17);
+  os << std::showpoint << v;
+  return os.str();
+}
+
+// A C array's elements as a braced list: "{1, 2, 0}".
+std::string braced(const long long* a, int n) {
+  std::string t = "{";
+  for (int i = 0; i < n; ++i) t += (i ? ", " : "") + std::to_string(a[i]);
+  return t + "}";
 }
 
 class Writer {
@@ -543,15 +562,10 @@ class Writer {
       }
     } else if (how == "index_put kernel") {
       const lsrt::cuda::IndexPut v = *cuda_index_put(r_.loops, c);  // as the app's executor makes the call
-      auto longs = [](const long long* a, int n) {
-        std::string t = "{";
-        for (int i = 0; i < n; ++i) t += (i ? ", " : "") + std::to_string(a[i]);
-        return t + "}";
-      };
       const lsrt::cuda::IndexPutPlan& d = v.d;
-      setup << "  const lsrt::IndexPut " << obj << "{{" << longs(d.shape, 8) << ", " << longs(d.out_stride, 8) << ", " << longs(d.val_stride, 8)
-            << ", {" << longs(d.idx_stride[0], 8) << ", " << longs(d.idx_stride[1], 8) << ", " << longs(d.idx_stride[2], 8) << ", "
-            << longs(d.idx_stride[3], 8) << "}, " << longs(d.dim_stride, 4) << ", " << longs(d.dim_size, 4) << ", " << d.rank << ", " << d.nidx
+      setup << "  const lsrt::IndexPut " << obj << "{{" << braced(d.shape, 8) << ", " << braced(d.out_stride, 8) << ", " << braced(d.val_stride, 8)
+            << ", {" << braced(d.idx_stride[0], 8) << ", " << braced(d.idx_stride[1], 8) << ", " << braced(d.idx_stride[2], 8) << ", "
+            << braced(d.idx_stride[3], 8) << "}, " << braced(d.dim_stride, 4) << ", " << braced(d.dim_size, 4) << ", " << d.rank << ", " << d.nidx
             << ", {" << d.idx64[0] << ", " << d.idx64[1] << ", " << d.idx64[2] << ", " << d.idx64[3] << "}}, " << v.total << ", "
             << v.self_words << ", " << v.code << ", " << tf(v.accumulate) << "};\n";
       std::string idx;
@@ -561,14 +575,9 @@ class Writer {
          << ", 0); }  // indices out of range are skipped (the app reports them)\n";
     } else if (how == "scatter kernel") {
       const lsrt::cuda::Scatter v = *cuda_scatter(r_.loops, c);
-      auto longs = [](const long long* a, int n) {
-        std::string t = "{";
-        for (int i = 0; i < n; ++i) t += (i ? ", " : "") + std::to_string(a[i]);
-        return t + "}";
-      };
-      setup << "  const lsrt::Scatter " << obj << "{{" << longs(v.d.shape, 8) << ", " << longs(v.d.src_stride, 8) << ", "
-            << longs(v.d.out_stride, 8) << ", " << v.d.rank << ", " << v.d.dim << ", " << v.d.dim_size << "}, " << v.total << ", "
-            << v.self_words << ", " << v.code << ", " << v.mode << ", " << flt(v.value) << "};\n";
+      setup << "  const lsrt::Scatter " << obj << "{{" << braced(v.d.shape, 8) << ", " << braced(v.d.src_stride, 8) << ", "
+            << braced(v.d.out_stride, 8) << ", " << v.d.rank << ", " << v.d.dim << ", " << v.d.dim_size << "}, " << v.total << ", "
+            << v.self_words << ", " << v.code << ", " << v.mode << ", " << dbl(v.value) << "};\n";
       os << "    " << obj << ".run(gpu, " << in(0) << ", " << in(2) << ", " << (c.args[3].is_node() ? in(3) : "0") << ", " << out(0)
          << ", 0);  // indices out of range are skipped (the app reports them)\n";
     } else if (how == "cumsum kernel") {

@@ -369,6 +369,21 @@ std::string render(const Expr& e, bool cpp) {
 }
 }  // namespace
 
+// Atoms are equal when they print the same: the same variable (its range is not printed), or the
+// same division or modulus of equal operands.
+static bool same_atom(const Atom& a, const Atom& b) {
+  if (a.kind != b.kind) return false;
+  if (a.kind == Atom::Kind::var) return a.var == b.var;
+  return a.k == b.k && (a.inner == b.inner || (a.inner && b.inner && *a.inner == *b.inner));
+}
+
+bool Expr::operator==(const Expr& o) const {
+  if (constant_ != o.constant_ || terms_.size() != o.terms_.size()) return false;
+  for (size_t i = 0; i < terms_.size(); ++i)
+    if (terms_[i].coeff != o.terms_[i].coeff || !same_atom(terms_[i].atom, o.terms_[i].atom)) return false;
+  return true;
+}
+
 std::string Expr::str() const { return render(*this, false); }
 std::string Expr::cpp() const { return render(*this, true); }
 

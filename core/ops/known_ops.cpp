@@ -52,6 +52,7 @@ const OpDef& topk() { static const OpDef& d = must_find("aten.topk.default"); re
 const OpDef& scatter_src() { static const OpDef& d = must_find("aten.scatter.src"); return d; }
 const OpDef& scatter_value() { static const OpDef& d = must_find("aten.scatter.value"); return d; }
 const OpDef& scatter_add() { static const OpDef& d = must_find("aten.scatter_add.default"); return d; }
+const OpDef& scatter_reduce_two() { static const OpDef& d = must_find("aten.scatter_reduce.two"); return d; }
 const OpDef& index_tensor() { static const OpDef& d = must_find("aten.index.Tensor"); return d; }
 const OpDef& efficient_attention() {
   static const OpDef& d = must_find("aten._scaled_dot_product_efficient_attention.default");

@@ -38,6 +38,7 @@ const OpDef& topk();
 const OpDef& scatter_src();
 const OpDef& scatter_value();
 const OpDef& scatter_add();
+const OpDef& scatter_reduce_two();
 const OpDef& index_tensor();  // aten.index.Tensor
 const OpDef& efficient_attention();           // aten._scaled_dot_product_efficient_attention
 const OpDef& efficient_attention_backward();  // aten._scaled_dot_product_efficient_attention_backward

@@ -1398,6 +1398,7 @@ void index_put_and_cumsum_run_on_the_device() {
   for (int64_t k = 0; k < model.inputs[8].numel(); ++k) model.inputs[8].set(k, static_cast<double>((k * 5) % 6));  // repeats
   for (int64_t k = 0; k < model.inputs[10].numel(); ++k) model.inputs[10].set(k, static_cast<double>((k * 3) % 4));
   for (int64_t k = 0; k < model.inputs[11].numel(); ++k) model.inputs[11].set(k, static_cast<double>((k * 5) % 8));
+  model.inputs[9].set(0, std::nan(""));  // amax's NaN wins, scatter_add's NaN spreads, as in the reference
   PipelineOptions o;
   o.device = Device::cuda;
   o.timing_budget_ms = 20;
@@ -1421,6 +1422,10 @@ void index_put_and_cumsum_run_on_the_device() {
   VERIFY2(r.error.find("index 6 is out of bounds for dimension 0 with size 6") != std::string::npos, r.error);
   VERIFY2(r.error.find("from node 'acc'") != std::string::npos, r.error);
   model.inputs[1].set(2, -6);
+  model.inputs[5].set(1, 5);  // put's second index tensor indexes dimension 2, of size 5
+  r = run_pipeline(model, o);
+  VERIFY2(r.error.find("index 5 is out of bounds for dimension 2 with size 5") != std::string::npos, r.error);
+  model.inputs[5].set(1, 0);
   model.inputs[8].set(5, -1);  // scatter takes no negative index
   r = run_pipeline(model, o);
   VERIFY2(r.error.find("index -1 is out of bounds for dimension 0 with size 6") != std::string::npos, r.error);
@@ -1476,8 +1481,8 @@ void half_convolutions_run_on_the_device() {
 // Kernels of the same code (the same shapes and fused ops: a model's repeated layers) compile
 // once, as Inductor defines a kernel once and calls it per layer: the second layer's kernel
 // launches the first's function with its own buffers, its source keeps its header and names the
-// kernel it shares. A kernel that differs in one constant, or in its operands' order, keeps its
-// own code. On a GPU the model matches the reference interpreter.
+// kernel it shares. A kernel that differs in one constant, in an op, or in its operands' order,
+// keeps its own code. On a GPU the model matches the reference interpreter.
 void identical_kernels_compile_once() {
   const std::string graph = R"(class GraphModule(torch.nn.Module):
     def forward(self, x: "f32[64, 32]", w: "f32[32, 32]", b: "f32[64, 32]"):
@@ -1494,25 +1499,31 @@ void identical_kernels_compile_once() {
         m4: "f32[64, 32]" = torch.ops.aten.mm.default(s3, w)
         a4: "f32[64, 32]" = torch.ops.aten.sub.Tensor(b, m4)
         r4: "f32[64, 32]" = torch.ops.aten.relu.default(a4)
-        return (r4,)
+        m5: "f32[64, 32]" = torch.ops.aten.mm.default(r4, w)
+        a5: "f32[64, 32]" = torch.ops.aten.add.Tensor(m5, b)
+        r5: "f32[64, 32]" = torch.ops.aten.relu.default(a5)
+        s5: "f32[64, 32]" = torch.ops.aten.mul.Tensor(r5, 2.0)
+        return (s5,)
 )";
   const CompileResult r = compile_graph_text("repeated_layers", graph, DType::f32);
   VERIFY2(r.error.empty(), r.error_stage + ": " + r.error);
   std::vector<size_t> generated;
   for (size_t k = 0; k < r.schedule.kernels.size(); ++k)
     if (!r.schedule.kernels[k].is_extern) generated.push_back(k);
-  VERIFY2(generated.size() == 4, std::to_string(generated.size()) + " generated kernels");
+  VERIFY2(generated.size() == 5, std::to_string(generated.size()) + " generated kernels");
   const auto& ks = r.cuda.source.kernels;
   const GeneratedKernel &first = ks[generated[0]], &second = ks[generated[1]], &scaled = ks[generated[2]], &swapped = ks[generated[3]];
   VERIFY2(first.launcher == first.name && second.launcher == first.name, second.name + " launches " + second.launcher);
   VERIFY2(scaled.launcher == scaled.name, scaled.name + " launches " + scaled.launcher);    // relu then * 3.0
   VERIFY2(swapped.launcher == swapped.name, swapped.name + " launches " + swapped.launcher);  // b - m, not m + b
+  const GeneratedKernel& doubled = ks[generated[4]];  // relu then * 2.0: the third's code but for one constant
+  VERIFY2(doubled.launcher == doubled.name, doubled.name + " launches " + doubled.launcher);
   VERIFY(second.args != first.args);  // its own buffers
   VERIFY(r.cuda.launch[generated[1]].grid == r.cuda.launch[generated[0]].grid);
   int definitions = 0;
   for (size_t at = r.source.code.find("\nextern \"C\" __global__"); at != std::string::npos; at = r.source.code.find("\nextern \"C\" __global__", at + 1))
     ++definitions;
-  VERIFY2(definitions == 3, std::to_string(definitions) + " kernel definitions");
+  VERIFY2(definitions == 4, std::to_string(definitions) + " kernel definitions");
   std::istringstream in(r.source.code);
   std::string text, line;
   for (int l = 1; std::getline(in, line); ++l)

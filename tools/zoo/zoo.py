@@ -1054,13 +1054,13 @@ def compile_threads_text(runs):
             shares[(r.get("jobs", 6), r.get("threads", 2))] += 1
     parts = []
     for (jobs, threads), n in sorted(shares.items()):
-        parts.append(f"{n} models one compile at a time, with the CLI's defaults on all {threads} cores" if jobs == 1 else
+        parts.append(f"{n} models one compile at a time, with the CLI's own thread defaults ({threads} threads)" if jobs == 1 else
                      f"{n} models {jobs} compiles at once, {threads} threads each")
     return ("Compile times: ours " + ("; ".join(parts) or "none") +
-            "; Inductor's first call with all 16 cores (its parallel Triton compiles), alone.")
+            "; Inductor's first call with all the machine's cores (its parallel Triton compiles), alone.")
 
 
-def run_one(cli, model, folder, kind, timeout, threads, reference, shared=True):
+def run_one(cli, model, folder, kind, timeout, threads, reference, shared):
     """One compile of `model` (an unpacked .pt2 or a .onnx) as `kind`; its report goes into
     `folder`, which holds the inputs and PyTorch's outputs. A dict: ok, error, kernels, compile
     and run times, for a training step the gradients checked (or status 'timeout')."""
