@@ -389,7 +389,8 @@ class Scheduler {
         return {false, "iteration size " + std::to_string(p_.nodes[n].numel()) + " of " + p_.nodes[n].name +
                            " fits neither the kernel's " + std::to_string(x) + " nor " + std::to_string(x) + " x " + std::to_string(r)};
     }
-    auto where = [&](int n) { return &placed(n, x, r); };
+    const int64_t xm = x, rm = r;  // clang 14 captures no structured bindings
+    auto where = [&](int n) { return &placed(n, xm, rm); };
     if (opts_.coalesced && r > 1) {
       // Which way each group's r loop walks memory: consecutive r adjacent (along the rows) or
       // consecutive x adjacent (along the columns).
