@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <numeric>
 #include <set>
@@ -375,20 +376,7 @@ class KernelWriter {
       row_body();
       e.indent.resize(e.indent.size() - 4);
       e.line("}");
-      if (!cascade.empty()) {
-        for (int n : cascade) {
-          e.node = n;
-          e.line("ls_cascade_add(part" + std::to_string(n) + "_h, &part" + std::to_string(n) + "[c * " + Xs + "]);");
-        }
-        e.node = -1;
-        e.indent.resize(e.indent.size() - 4);
-        e.line("}");
-        for (int n : cascade) {
-          e.node = n;
-          e.line("ls_cascade_sum(part" + std::to_string(n) + "_h, &part" + std::to_string(n) + "[c * " + Xs + "]);");
-        }
-        e.node = -1;
-      }
+      close_cascade(e, cascade, [&](int n) { return "part" + std::to_string(n) + "_h, &part" + std::to_string(n) + "[c * " + Xs + "]"; }, true);
       e.indent.resize(e.indent.size() - 4);
       e.line("}");
       e.line("{");
@@ -442,20 +430,7 @@ class KernelWriter {
     row_body();
     e.indent.resize(e.indent.size() - 4);
     e.line("}");
-    if (!cascade.empty()) {
-      for (int n : cascade) {
-        e.node = n;
-        e.line("ls_cascade_add(acc" + std::to_string(n) + "_h, acc" + std::to_string(n) + ", xn);");
-      }
-      e.node = -1;
-      e.indent.resize(e.indent.size() - 4);
-      e.line("}");
-      for (int n : cascade) {
-        e.node = n;
-        e.line("ls_cascade_sum(acc" + std::to_string(n) + "_h, acc" + std::to_string(n) + ", xn);");
-      }
-      e.node = -1;
-    }
+    close_cascade(e, cascade, [](int n) { return "acc" + std::to_string(n) + "_h, acc" + std::to_string(n) + ", xn"; }, true);
     epilogue("#pragma omp simd");
     e.indent.resize(e.indent.size() - 4);
     e.line("}");
@@ -606,15 +581,8 @@ class KernelWriter {
         e.indent.resize(e.indent.size() - 8);
         e.line("    }");
         e.line("}");
-        if (!cascade.empty()) {
-          for (int n : cascade) {
-            e.node = n;
-            e.line("ls_cascade_add(acc" + std::to_string(n) + "_h, acc" + std::to_string(n) + "_l);");
-          }
-          e.node = -1;
-          e.indent.resize(e.indent.size() - 4);
-          e.line("}");
-        }
+        // (their ls_cascade_sum follows the tail, below)
+        close_cascade(e, cascade, [](int n) { return "acc" + std::to_string(n) + "_h, acc" + std::to_string(n) + "_l"; }, false);
         if (tail) {
           for (int n : reductions) accs_[n] = "acc" + std::to_string(n) + "_l[0]", acc_index_[n] = "acc" + std::to_string(n) + "_l_i[0]";
           e.line("for (int64_t r0 = r0o; r0 < " + end + "; ++r0) {");
@@ -746,20 +714,7 @@ class KernelWriter {
       e.nan_sticky = false;
       e.indent.resize(e.indent.size() - 4);
       e.line("}");
-      if (!cascade.empty()) {
-        for (int n : cascade) {
-          e.node = n;
-          e.line("ls_cascade_add(acc" + std::to_string(n) + "_h, &acc" + std::to_string(n) + ");");
-        }
-        e.indent.resize(e.indent.size() - 4);
-        e.node = -1;
-        e.line("}");
-        for (int n : cascade) {
-          e.node = n;
-          e.line("ls_cascade_sum(acc" + std::to_string(n) + "_h, &acc" + std::to_string(n) + ");");
-        }
-        e.node = -1;
-      }
+      close_cascade(e, cascade, [](int n) { return "acc" + std::to_string(n) + "_h, &acc" + std::to_string(n); }, true);
       e.bind_finished_reductions(k_.writes);
     }
     if (X > 1) {
@@ -776,6 +731,25 @@ class KernelWriter {
   // values of 0.1f: see tests/cpu's testLongFloatSumsCascade). Rows at most 4096 long are
   // unchanged. Size-generic code keeps the plain sum: its levels' count would depend on the size.
   static constexpr int64_t kCascadeBlock = 4096;
+  // The end of a cascade's block loop (nothing without cascades): each sum's block carried up its
+  // tree (ls_cascade_add), the block loop closed, and with `finish` each tree added back into its
+  // accumulator (ls_cascade_sum). `args`: a node's helper and accumulator arguments.
+  static void close_cascade(LoopEmitter& e, const std::vector<int>& cascade, const std::function<std::string(int)>& args, bool finish) {
+    if (cascade.empty()) return;
+    for (int n : cascade) {
+      e.node = n;
+      e.line("ls_cascade_add(" + args(n) + ");");
+    }
+    e.node = -1;
+    e.indent.resize(e.indent.size() - 4);
+    e.line("}");
+    if (!finish) return;
+    for (int n : cascade) {
+      e.node = n;
+      e.line("ls_cascade_sum(" + args(n) + ");");
+    }
+    e.node = -1;
+  }
   bool cascades(int n, int64_t length) const {
     const LoopNode& ln = p_.nodes[n];
     return !o_.size_generic && ln.kind == LoopNode::Kind::reduction && ln.reduce == Reduce::sum && compute_dtype(ln.dtype) == DType::f32 &&

@@ -68,6 +68,7 @@ void check(bool ok, const std::string& what, const char* file, int line) {
 using namespace ls;
 
 CompileResult compile_graph_text(const std::string& name, const std::string& graph, DType dtype);  // below
+LoadedModel load_graph_text(const std::string& name, const std::string& graph);                      // below
 
 namespace {
 // $LS_TEST_DATA overrides the folder (the GPU machine's copy, with .pt2 archives unpacked).
@@ -1322,10 +1323,7 @@ void arg_reductions_and_prod_run_as_generated_kernels() {
         p3: "i64[]" = torch.ops.aten.prod.default(b)
         return (a0, m0, m1, p0, a1, k0, k1, a2, a3, p1, a4, a5, p2, a6, p3)
 )";
-  const std::filesystem::path file = std::filesystem::temp_directory_path() / ("ls_arg_prod_" + std::to_string(getpid()) + ".txt");
-  std::ofstream(file) << graph;
-  LoadedModel m = load_model(file.string());
-  std::filesystem::remove(file);
+  LoadedModel m = load_graph_text("arg_prod", graph);
   Tensor &big = m.inputs[0], &pbig = m.inputs[1], &mid = m.inputs[2], &small = m.inputs[3], &col = m.inputs[4], &col2 = m.inputs[5];
   Tensor &n = m.inputs[6], &b = m.inputs[7];
   for (int64_t e = 0; e < big.numel(); ++e) big.set(e, std::sin(0.001 * static_cast<double>(e)));
@@ -1374,10 +1372,7 @@ void arg_reductions_and_prod_run_as_generated_kernels() {
 // the host; on a GPU they match the reference interpreter, and an index out of range is reported
 // naming the kernel, its node, the value and the dimension, and the next run is correct.
 void index_put_and_cumsum_run_on_the_device() {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("ls_index_put_" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
-  const std::string file = (dir / "model.txt").string();
-  std::ofstream(file) << R"(class GraphModule(torch.nn.Module):
+  LoadedModel model = load_graph_text("device_externs", R"(class GraphModule(torch.nn.Module):
     def forward(self, x: "f32[6, 4]", i: "i64[5]", v: "f32[5, 4]", y: "f32[3, 4, 5]", a: "i64[2]", b: "i32[2]", w: "f32[4]", m: "i64[2, 8]", j: "i64[3, 4]", u: "f32[3, 4]", k: "i64[6, 2]", q: "i64[2, 3]"):
         acc: "f32[6, 4]" = torch.ops.aten.index_put.default(x, [i], v, True)
         put: "f32[3, 4, 5]" = torch.ops.aten.index_put.default(y, [a, None, b], w)
@@ -1388,9 +1383,7 @@ void index_put_and_cumsum_run_on_the_device() {
         sval: "f32[6, 4]" = torch.ops.aten.scatter.value(x, 1, k, 2.5)
         ssrc: "i64[2, 8]" = torch.ops.aten.scatter.src(m, 1, q, pos)
         return (acc, put, pos, col, sadd, smax, sval, ssrc)
-)";
-  LoadedModel model = load_model(file);
-  std::filesystem::remove_all(dir);
+)");
   const int64_t is[5] = {1, 1, 3, -1, 0}, as[2] = {2, -3}, bs[2] = {4, 0};
   for (int64_t k = 0; k < 5; ++k) model.inputs[1].set(k, static_cast<double>(is[k]));
   for (int64_t k = 0; k < 2; ++k) model.inputs[4].set(k, static_cast<double>(as[k])), model.inputs[5].set(k, static_cast<double>(bs[k]));
@@ -1449,16 +1442,12 @@ void half_convolutions_run_on_the_device() {
 )";
   for (const DType t : {DType::bf16, DType::f16})
     for (const bool train : {false, true}) {
-      const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("ls_half_conv_" + std::to_string(getpid()));
-      std::filesystem::create_directories(dir);
-      std::ofstream(dir / "model.txt") << graph;
       PipelineOptions o;
       o.device = Device::cuda;
       o.dtype = t;
       o.train = train;
       o.timing_budget_ms = 20;
-      CompileResult r = run_pipeline(load_model((dir / "model.txt").string()), o);
-      std::filesystem::remove_all(dir);
+      CompileResult r = run_pipeline(load_graph_text("half_convolutions", graph), o);
       const std::string what = std::string(dtype_short(t)) + (train ? " train" : "");
       VERIFY2(r.error.empty(), what + ": " + r.error_stage + ": " + r.error);
       int convs = 0;
@@ -1614,22 +1603,31 @@ void flash_half_runs(const std::string& name, const std::string& graph, DType dt
 
 // A graph (FX text) compiled for CUDA with its weights and inputs made `dtype`; what load_model or
 // the pipeline threw, in the result's error.
-CompileResult compile_graph_text(const std::string& name, const std::string& graph, DType dtype) {
+// A graph (FX text) loaded as the app loads a file of it, with random inputs; NAME.txt names it in
+// messages.
+LoadedModel load_graph_text(const std::string& name, const std::string& graph) {
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("ls_graph_" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   const std::filesystem::path file = dir / (name + ".txt");
   std::ofstream(file) << graph;
+  struct Cleanup {
+    std::filesystem::path dir;
+    ~Cleanup() { std::filesystem::remove_all(dir); }
+  } cleanup{dir};
+  return load_model(file.string());
+}
+
+CompileResult compile_graph_text(const std::string& name, const std::string& graph, DType dtype) {
   PipelineOptions o;
   o.device = Device::cuda;
   o.dtype = dtype;
   o.timing_budget_ms = 20;
   CompileResult r;
   try {
-    r = run_pipeline(load_model(file.string()), o);
+    r = run_pipeline(load_graph_text(name, graph), o);
   } catch (const std::exception& e) {
     r.error = e.what();
   }
-  std::filesystem::remove_all(dir);
   return r;
 }
 
