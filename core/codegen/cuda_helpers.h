@@ -449,3 +449,32 @@ extern "C" __global__ void ls_narrow_half(const float* __restrict__ src, unsigne
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
     dst[i] = bf16 ? ls_to_bf16(src[i]).x : ls_to_f16(src[i]).x;
 }
+// The bias of a half-precision convolution run by cuDNN (exec/runtime_cuda.h Conv::run_dnn): per
+// channel of y (N, C, P), added in float32 and rounded to y's type, as PyTorch adds it after cuDNN.
+__device__ inline float ls_half_load(const unsigned short* p, long long i, int bf16) {
+  if (bf16) {
+    ls_bf16 h;
+    h.x = p[i];
+    return ls_float(h);
+  }
+  ls_f16 h;
+  h.x = p[i];
+  return ls_float(h);
+}
+extern "C" __global__ void ls_add_channel_bias_half(unsigned short* __restrict__ y, const unsigned short* __restrict__ b, long long C,
+                                                    long long P, long long total, int bf16) {
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (long long)gridDim.x * blockDim.x) {
+    const float v = ls_half_load(y, i, bf16) + ls_half_load(b, (i / P) % C, bf16);
+    y[i] = bf16 ? ls_to_bf16(v).x : ls_to_f16(v).x;
+  }
+}
+// Its gradient: the sum of a half grad_y (N, O, P) over images and positions in float32, a block
+// per channel, rounded once.
+extern "C" __global__ void ls_channel_sum_half(const unsigned short* __restrict__ gy, unsigned short* __restrict__ gb, int N, long long O,
+                                               long long P, int bf16) {
+  const long long o = blockIdx.x;
+  float s = 0.f;
+  for (long long i = threadIdx.x; i < N * P; i += blockDim.x) s += ls_half_load(gy, (i / P) * O * P + o * P + i % P, bf16);
+  s = ls_block_reduce<0>(s, 0.f);
+  if (threadIdx.x == 0) gb[o] = bf16 ? ls_to_bf16(s).x : ls_to_f16(s).x;
+}

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cmath>
 #include <stdexcept>
 
 #include "cuda/cublas.h"
+#include "cuda/cudnn.h"
 #include "exec/attention.h"
 #include "exec/extern_kernels.h"
 #include "exec/flash_attention_cuda.h"
@@ -67,6 +69,40 @@ lsrt::cuda::Conv cuda_conv(const LoopProgram& p, const ExternCall& c) {
   auto i = [](int64_t v) { return static_cast<int>(v); };
   return {i(x[0]), i(x[1]), i(x[2]), i(x[3]), i(w[0]), i(w[1]), i(w[2]), i(w[3]), i(y[2]), i(y[3]), i(groups), i(st[0]), i(st[1]),
           i(pad[0]), i(pad[1]), i(dil[0]), i(dil[1]), groups == x[1] && w[1] == 1 && w[0] == x[1]};
+}
+
+// The convolution of call `c` as cuDNN takes it, and the passes it runs (the forward; for the
+// backward, the gradients its output mask wants); `type` gets 0 float32, 1 bf16, 2 f16. Nothing
+// for a transposed convolution, mixed or other types, or anything but 1-D and 2-D.
+struct DnnConv {
+  ConvShape shape;
+  DType dtype = DType::f32;
+  int type = 0;
+  std::vector<ConvPass> passes;
+};
+static std::optional<DnnConv> cuda_dnn_conv(const LoopProgram& p, const ExternCall& c) {
+  const bool forward = c.op == &op::convolution(), backward = c.op == &op::convolution_backward();
+  if (!forward && !backward) return std::nullopt;
+  if (c.args.at(forward ? 6 : 7).b) return std::nullopt;  // transposed
+  const size_t rank = forward ? c.output_metas.at(0).shape.size() : seen_shape(p, c, 1).size();
+  if (rank != 3 && rank != 4) return std::nullopt;
+  DnnConv d;
+  d.dtype = one_half_type(p, c);
+  if (d.dtype == DType::f32 && !all_f32(p, c)) return std::nullopt;
+  d.type = d.dtype == DType::f32 ? 0 : d.dtype == DType::bf16 ? 1 : 2;
+  const lsrt::cuda::Conv g = cuda_conv(p, c);
+  d.shape = {g.N, g.C, g.H, g.W, g.O, g.KH, g.KW, g.OH, g.OW, g.G, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw};
+  if (forward) {
+    d.passes = {ConvPass::forward};
+  } else {
+    const auto mask = c.args.at(10).list;
+    auto wanted = [&](size_t i) {
+      return (i >= mask.size() || mask[i].b) && i < c.outputs.size() && !c.outputs[i].empty() && p.buffer(c.outputs[i]).bytes() > 0;
+    };
+    if (wanted(0)) d.passes.push_back(ConvPass::grad_input);
+    if (wanted(1)) d.passes.push_back(ConvPass::grad_filter);
+  }
+  return d;
 }
 
 // An operand as the call sees it, read as a contiguous buffer (no strides of its own, a view's
@@ -325,6 +361,7 @@ CudaExecutable::CudaExecutable(const LoopProgram& p, const Schedule& s, const Ge
   std::string why;
   blas_ = Cublas::get(&why);
   Cublas* blas = blas_;
+  if (const char* e = std::getenv("LS_CUDNN"); !e || std::string(e) != "0") dnn_ = Cudnn::get();
   for (size_t i = 0; i < g.source.kernels.size(); ++i) {
     const bool epilogue_inside = i + 1 < g.source.kernels.size() && g.source.kernels[i + 1].in_template;
     if (s.kernels.at(i).is_extern && !g.source.kernels[i].launcher.empty()) {  // max-autotune's GEMM template in its place
@@ -339,6 +376,18 @@ CudaExecutable::CudaExecutable(const LoopProgram& p, const Schedule& s, const Ge
       externs_.push_back(n);
       registers.push_back(0);
       how.push_back(cuda_extern_how(p, n->ext, blas != nullptr));
+      if (const auto dnn = dnn_ ? cuda_dnn_conv(p, n->ext) : std::nullopt) {  // cuDNN where it has an algorithm for every pass
+        std::string words;
+        for (const ConvPass pass : dnn->passes) {
+          if (!dnn_->plan(dnn->shape, dnn->dtype, pass, nullptr)) {
+            words.clear();
+            break;
+          }
+          words += std::string(words.empty() ? "" : "; ") + (pass == ConvPass::grad_input ? "input gradient " : pass == ConvPass::grad_filter ? "filter gradient " : "") +
+                   dnn_->algorithm_text(dnn->shape, dnn->dtype, pass);
+        }
+        if (!words.empty() || dnn->passes.empty()) how.back() = "cuDNN" + (dnn->type ? " " + std::string(dtype_short(dnn->dtype)) : std::string()) + ": " + words;
+      }
     } else if (g.source.kernels[i].in_template) {  // runs inside the template before it
       functions_.push_back(nullptr);
       externs_.push_back(nullptr);
@@ -384,7 +433,8 @@ CudaExecutable::CudaExecutable(const LoopProgram& p, const Schedule& s, const Ge
   for (const char* k : {"ls_add_channel_bias", "ls_im2col", "ls_max_pool2d", "ls_copy_rows", "ls_strided_copy4",
                         "ls_attn_softmax", "ls_attn_probs", "ls_attn_rowdot", "ls_attn_dscores", "ls_col2im", "ls_channel_sum", "ls_count_mismatches", "ls_square_sum", "ls_hold",
                         "ls_grouped_conv", "ls_grouped_conv_bwd_input",
-                        "ls_grouped_conv_bwd_weight", "ls_index_put", "ls_cumsum", "ls_scatter", "ls_widen_half", "ls_narrow_half"})
+                        "ls_grouped_conv_bwd_weight", "ls_index_put", "ls_cumsum", "ls_scatter", "ls_widen_half", "ls_narrow_half",
+                        "ls_add_channel_bias_half", "ls_channel_sum_half"})
     helpers_[k] = helpers.function(k);
 }
 
@@ -579,6 +629,15 @@ struct CudaExecutable::Calls {
     if (ws[slot].bytes() < bytes) ws[slot] = DeviceBuffer(e.d_, bytes);
     return ws[slot].ptr();
   }
+  void dnn_conv(const lsrt::cuda::Conv& c, int type, int pass, DevicePtr a, DevicePtr b, DevicePtr out) {
+    const ConvShape s{c.N, c.C, c.H, c.W, c.O, c.KH, c.KW, c.OH, c.OW, c.G, c.sh, c.sw, c.ph, c.pw, c.dh, c.dw};
+    const DType t = type == 0 ? DType::f32 : type == 1 ? DType::bf16 : DType::f16;
+    const ConvPass p = pass == 0 ? ConvPass::forward : pass == 1 ? ConvPass::grad_input : ConvPass::grad_filter;
+    size_t bytes = 0;
+    std::string why;
+    if (!e.dnn_->plan(s, t, p, &bytes, &why)) throw std::runtime_error(why);
+    e.dnn_->run(s, t, p, a, b, out, bytes ? scratch(7 + static_cast<size_t>(pass), bytes) : 0);
+  }
 };
 
 // Convolution (forward and backward), max pooling and cat: the prelude's helper kernels and
@@ -621,6 +680,9 @@ void CudaExecutable::device_extern(size_t k) {
     return cuda_max_pool(p_, c).run(g, in(0), out(0), c.outputs.size() > 1 ? out(1) : 0);
   const lsrt::cuda::Conv conv = cuda_conv(p_, c);
   const DType half = one_half_type(p_, c);
+  const int type = half == DType::bf16 ? 1 : half == DType::f16 ? 2 : 0;
+  const bool dnn = how[k].rfind("cuDNN", 0) == 0;
+  if (dnn && c.op == &op::convolution()) return conv.run_dnn(g, type, in(0), in(1), c.args[2].is_node() ? in(2) : 0, out(0));
   if (c.op == &op::convolution() && half != DType::f32)
     return conv.run_half(g, in(0), in(1), c.args[2].is_node() ? in(2) : 0, out(0), half == DType::bf16);
   if (c.op == &op::convolution()) return conv.run(g, in(0), in(1), c.args[2].is_node() ? in(2) : 0, out(0));
@@ -630,6 +692,7 @@ void CudaExecutable::device_extern(size_t k) {
     const bool wanted = i >= mask.size() || mask[i].b;
     return wanted && i < c.outputs.size() && !c.outputs[i].empty() && p_.buffer(c.outputs[i]).bytes() > 0 ? out(i) : 0;
   };
+  if (dnn) return conv.backward_dnn(g, type, in(0), in(1), in(2), grad(0), grad(1), grad(2));
   if (half != DType::f32) return conv.backward_half(g, in(0), in(1), in(2), grad(0), grad(1), grad(2), half == DType::bf16);
   conv.backward(g, in(0), in(1), in(2), grad(0), grad(1), grad(2));
 }

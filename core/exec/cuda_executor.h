@@ -15,6 +15,7 @@
 
 #include "codegen/cuda_codegen.h"
 #include "cuda/cublas.h"
+#include "cuda/cudnn.h"
 #include "cuda/driver.h"
 #include "exec/attention.h"
 #include "exec/executor.h"
@@ -141,6 +142,7 @@ class CudaExecutable {
   DeviceBuffer extern_faults_;             // ls_index_put's and ls_scatter's record of an index out of range (4 int64), where a call has one
   void check_index_faults(size_t k);
   std::vector<const LoopNode*> externs_;
+  Cudnn* dnn_ = nullptr;             // cuDNN, for the convolutions (LS_CUDNN=0: the forms without it)
   Cublas* blas_ = nullptr;              // looked up once: not on the launch path
   void* bias_kernel_ = nullptr;
   std::map<std::string, void*> helpers_;   // the prelude's helper kernels

@@ -30,6 +30,9 @@ using DevPtr = unsigned long long;
 //   g.gemm_bias(M, N, K, alpha, A, ta, B, tb, bias, C)   the same with a bias per column in
 //                              cuBLASLt's epilogue; false where cuBLASLt has no algorithm for it
 //   g.scratch(slot, bytes)     device memory the call may use, kept between runs
+//   g.dnn_conv(conv, type, pass, a, b, out)   (the app's executor only, where it loaded cuDNN) one
+//                              of a convolution's products by cuDNN: pass 0 y from (x, w), 1 grad_x
+//                              from (grad_y, w), 2 grad_w from (x, grad_y); type 0 float32, 1 bf16, 2 f16
 // The app's: its executor over the driver and cuBLAS it loads at run time; a package's: its Gpu
 // over the CUDA toolkit (package_runtime_cuda.h).
 
@@ -142,6 +145,33 @@ struct Conv {
     narrow(g, gxf, gx, x_size(), bf16);
     narrow(g, gwf, gw, w_size(), bf16);
     narrow(g, gbf, gb, O, bf16);
+  }
+
+  // cuDNN (the app's executor, where it loads it; a package keeps the forms above): its products in
+  // the tensors' own type (0 float32, 1 bf16, 2 f16), the bias added and its gradient summed by
+  // helper kernels in that type.
+  template <class Gpu>
+  void run_dnn(Gpu& g, int type, DevPtr x, DevPtr w, DevPtr bias, DevPtr y) const {
+    g.dnn_conv(*this, type, 0, x, w, y);
+    if (!bias) return;
+    long long OO = O, PP = P(), total = static_cast<long long>(N) * O * P();
+    if (type == 0) {
+      void* params[] = {&y, &bias, &OO, &PP, &total};
+      return g.helper_launch("ls_add_channel_bias", (total + 255) / 256, 256, params);
+    }
+    int b = type == 1 ? 1 : 0;
+    void* params[] = {&y, &bias, &OO, &PP, &total, &b};
+    g.helper_launch("ls_add_channel_bias_half", g.grid_for(total), 256, params);
+  }
+  template <class Gpu>
+  void backward_dnn(Gpu& g, int type, DevPtr gy, DevPtr x, DevPtr w, DevPtr gx, DevPtr gw, DevPtr gb) const {
+    if (gx) g.dnn_conv(*this, type, 1, gy, w, gx);
+    if (gw) g.dnn_conv(*this, type, 2, x, gy, gw);
+    if (!gb) return;
+    int n = N, b = type == 1 ? 1 : 0;
+    long long OO = O, PP = P();
+    void* params[] = {&gy, &gb, &n, &OO, &PP, &b};  // ls_channel_sum takes the first five
+    g.helper_launch(type == 0 ? "ls_channel_sum" : "ls_channel_sum_half", O, 256, params);
   }
 
   // grad_b is the per-channel sum of grad_y. Depthwise and grouped(): a kernel for each of grad_x

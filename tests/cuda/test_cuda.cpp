@@ -26,6 +26,7 @@
 #include "codegen/flash_attention_half.h"
 #include "compile/cpu_compiler.h"
 #include "cuda/cublas.h"
+#include "cuda/cudnn.h"
 #include "cuda/driver.h"
 #include "cuda/nvrtc_compiler.h"
 #include "dynamic/retarget.h"
@@ -49,6 +50,14 @@ struct Skip {
 };
 struct ExpectedFailure {
   std::string why;
+};
+// The executor's convolution forms without cuDNN (as a package, or a machine without it, runs
+// them), for the tests of those forms; cuDNN's own are convolutions_run_through_cudnn's.
+struct WithoutCudnn {
+  WithoutCudnn() { setenv("LS_CUDNN", "0", 1); }
+  ~WithoutCudnn() { unsetenv("LS_CUDNN"); }
+  WithoutCudnn(const WithoutCudnn&) = delete;
+  WithoutCudnn& operator=(const WithoutCudnn&) = delete;
 };
 int g_checks = 0;
 std::string g_expect_fail;  // set: the next failing check in this case is expected
@@ -428,6 +437,7 @@ void attention_runs_on_the_device(const std::string& model, bool train, const st
 // (not per-channel im2col and cuBLAS), strided, padded and dilated, with a bias; every output and
 // gradient against the reference interpreter's run of the joint graph.
 void depthwise_backward_runs_on_the_device() {
+  const WithoutCudnn without_cudnn;
   const CompileResult r = compile_cuda_model("stages/extra/depthwise_conv.txt", true, true);
   VERIFY2(r.error.empty(), r.error_stage + ": " + r.error);
   int backward = 0;
@@ -455,6 +465,7 @@ void depthwise_backward_runs_on_the_device() {
 // take each path of the executor (`expected`, by cuda_extern_how's words); with a GPU, every output
 // and gradient (`outputs` in all) against the reference interpreter's run of the joint graph.
 void convolutions_run_on_the_device(const std::string& model, const std::map<std::string, int>& expected, size_t outputs) {
+  const WithoutCudnn without_cudnn;
   const CompileResult r = compile_cuda_model(model, true, true);
   VERIFY2(r.error.empty(), r.error_stage + ": " + r.error);
   std::map<std::string, int> forms;
@@ -1431,6 +1442,7 @@ void index_put_and_cumsum_run_on_the_device() {
 // float32 forms on float32 copies (Conv::run_half, backward_half), not on the host, inference and
 // training; on a GPU the outputs and gradients pass the half-precision check against the reference.
 void half_convolutions_run_on_the_device() {
+  const WithoutCudnn without_cudnn;
   const std::string graph = R"(class GraphModule(torch.nn.Module):
     def forward(self, x: "f32[2, 8, 12, 12]", w1: "f32[16, 8, 3, 3]", b1: "f32[16]", w2: "f32[16, 16, 1, 1]", w3: "f32[16, 4, 3, 3]", s: "f32[2, 4, 20]", w4: "f32[6, 4, 5]"):
         c1: "f32[2, 16, 12, 12]" = torch.ops.aten.convolution.default(x, w1, b1, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)
@@ -1464,6 +1476,49 @@ void half_convolutions_run_on_the_device() {
       if (!CudaDriver::get(&why)) continue;
       VERIFY2(r.check.ok, what + ": " + r.stage("run")->text);
       for (const KernelReport& k : r.kernels) VERIFY2(k.how.find("host") == std::string::npos, what + ": " + k.name + " ran as " + k.how);
+    }
+}
+
+// With cuDNN (loaded at run time, as PyTorch's CUDA convolutions run), every convolution of a
+// model, forward and backward (3x3 padded with a bias, strided 1x1, grouped, depthwise, 1-D), runs
+// as cuDNN's products in its own type (float32; bf16 and f16 on the tensor cores), the kernel
+// table naming the algorithm of each pass; outputs and gradients against the reference interpreter.
+void convolutions_run_through_cudnn() {
+  std::string why;
+  if (!CudaDriver::get(&why)) throw Skip{"no GPU here: " + why};
+  if (!Cudnn::get(&why)) throw Skip{"no cuDNN here: " + why};
+  const std::string graph = R"(class GraphModule(torch.nn.Module):
+    def forward(self, x: "f32[2, 8, 12, 12]", w1: "f32[16, 8, 3, 3]", b1: "f32[16]", w2: "f32[16, 16, 1, 1]", w3: "f32[16, 4, 3, 3]", w5: "f32[16, 1, 3, 3]", b5: "f32[16]", s: "f32[2, 4, 20]", w4: "f32[6, 4, 5]"):
+        c1: "f32[2, 16, 12, 12]" = torch.ops.aten.convolution.default(x, w1, b1, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)
+        r1: "f32[2, 16, 12, 12]" = torch.ops.aten.relu.default(c1)
+        c2: "f32[2, 16, 6, 6]" = torch.ops.aten.convolution.default(r1, w2, None, [2, 2], [0, 0], [1, 1], False, [0, 0], 1)
+        c3: "f32[2, 16, 6, 6]" = torch.ops.aten.convolution.default(c2, w3, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 4)
+        c5: "f32[2, 16, 3, 3]" = torch.ops.aten.convolution.default(c3, w5, b5, [2, 2], [2, 2], [2, 2], False, [0, 0], 16)
+        c4: "f32[2, 6, 16]" = torch.ops.aten.convolution.default(s, w4, None, [1], [0], [1], False, [0], 1)
+        return (c5, c4)
+)";
+  for (const DType t : {DType::f32, DType::bf16, DType::f16})
+    for (const bool train : {false, true}) {
+      PipelineOptions o;
+      o.device = Device::cuda;
+      o.dtype = t;
+      o.train = train;
+      o.timing_budget_ms = 20;
+      CompileResult r = run_pipeline(load_graph_text("cudnn_convolutions", graph), o);
+      const std::string what = std::string(dtype_short(t)) + (train ? " train" : "");
+      VERIFY2(r.error.empty(), what + ": " + r.error_stage + ": " + r.error);
+      VERIFY2(r.check.ok, what + ": " + r.stage("run")->text);
+      int convs = 0;
+      for (const KernelReport& k : r.kernels) {
+        if (k.name.find("convolution") == std::string::npos) continue;
+        ++convs;
+        const std::string want = t == DType::f32 ? "cuDNN: " : "cuDNN " + std::string(dtype_short(t)) + ": ";
+        VERIFY2(k.how.rfind(want, 0) == 0, what + ": " + k.name + " ran as " + k.how);
+        if (t != DType::f32) VERIFY2(k.how.find("tensor cores") != std::string::npos, what + ": " + k.name + " ran as " + k.how);
+        if (k.name.find("backward") != std::string::npos)
+          VERIFY2(k.how.find("filter gradient") != std::string::npos, what + ": " + k.name + " ran as " + k.how);
+      }
+      VERIFY2(convs >= (train ? 10 : 5), what + ": " + std::to_string(convs) + " convolution calls");
     }
 }
 
@@ -1795,6 +1850,7 @@ int main(int argc, char** argv) {
   cases.push_back({"arg reductions and prod run as generated kernels", arg_reductions_and_prod_run_as_generated_kernels});
   cases.push_back({"identical kernels compile once", identical_kernels_compile_once});
   cases.push_back({"half convolutions run on the device", half_convolutions_run_on_the_device});
+  cases.push_back({"convolutions run through cuDNN", convolutions_run_through_cudnn});
   cases.push_back({"index_put and cumsum run on the device", index_put_and_cumsum_run_on_the_device});
   for (const char* m : {"models/mlp", "stages/attn_block/3_core_aten.txt"})
     for (DType t : {DType::bf16, DType::f16})

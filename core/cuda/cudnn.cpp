@@ -1,0 +1,327 @@
+#include "cuda/cudnn.h"
+
+#include <dlfcn.h>
+#include <link.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <sstream>
+#include <stdexcept>
+#include <type_traits>
+#include <vector>
+
+// Where cuDNN's headers are at hand, the constants and the layout declared below are checked
+// against them (the library itself is loaded at run time, headers or not).
+#if __has_include(<cudnn.h>)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+#include <cudnn.h>
+#define LOWERSCOPE_CHECK_CUDNN_HEADER 1
+#endif
+
+namespace ls {
+
+// The legacy convolution API of cuDNN 8 and 9 (cudnn_ops.h, cudnn_cnn.h, cudnn_graph.h): opaque
+// handles and descriptors are pointers, the constants are the headers' values. cuDNN 9's
+// libcudnn.so.9 is a shim that exports all of them and loads its sub-libraries itself.
+struct Cudnn::Api {
+  static constexpr int kFloat = 0, kHalf = 2, kBfloat16 = 9;           // cudnnDataType_t
+  static constexpr int kNchw = 0;                                       // CUDNN_TENSOR_NCHW
+  static constexpr int kCrossCorrelation = 1;                           // CUDNN_CROSS_CORRELATION
+  static constexpr int kDefaultMath = 0, kTensorOpMath = 1, kFmaMath = 3;  // cudnnMathType_t
+  struct Perf {  // cudnnConvolution{Fwd,BwdData,BwdFilter}AlgoPerf_t: the same layout
+    int algo;
+    int status;
+    float time;
+    size_t memory;
+    int determinism;
+    int math_type;
+    int reserved[3];
+  };
+  using Create = int (*)(void**);
+  void* lib = nullptr;
+  int (*create)(void**) = nullptr;
+  int (*set_stream)(void*, void*) = nullptr;
+  size_t (*get_version)() = nullptr;
+  const char* (*error_string)(int) = nullptr;
+  int (*create_tensor)(void**) = nullptr;
+  int (*set_tensor4d)(void*, int, int, int, int, int, int) = nullptr;
+  int (*create_filter)(void**) = nullptr;
+  int (*set_filter4d)(void*, int, int, int, int, int, int) = nullptr;
+  int (*create_conv)(void**) = nullptr;
+  int (*set_conv2d)(void*, int, int, int, int, int, int, int, int) = nullptr;
+  int (*set_group_count)(void*, int) = nullptr;
+  int (*set_math_type)(void*, int) = nullptr;
+  int (*output_dim)(void*, void*, void*, int*, int*, int*, int*) = nullptr;
+  int (*destroy_tensor)(void*) = nullptr;
+  int (*destroy_filter)(void*) = nullptr;
+  int (*destroy_conv)(void*) = nullptr;
+  // *_v7 heuristics: (handle, three descriptors in the pass's order, conv, requested, returned, perf)
+  int (*fwd_algos)(void*, void*, void*, void*, void*, int, int*, Perf*) = nullptr;
+  int (*bwd_data_algos)(void*, void*, void*, void*, void*, int, int*, Perf*) = nullptr;
+  int (*bwd_filter_algos)(void*, void*, void*, void*, void*, int, int*, Perf*) = nullptr;
+  // (handle, alpha, desc, a, desc, b, conv, algo, workspace, bytes, beta, desc, out)
+  using Run = int (*)(void*, const void*, void*, const void*, void*, const void*, void*, int, void*, size_t, const void*, void*, void*);
+  Run fwd = nullptr, bwd_data = nullptr, bwd_filter = nullptr;
+
+  std::string error(int status) const {
+    const char* s = error_string ? error_string(status) : nullptr;
+    return (s ? std::string(s) : "status") + " (" + std::to_string(status) + ")";
+  }
+  void check(int status, const char* what) const {
+    if (status != 0) throw std::runtime_error(std::string(what) + " failed: " + error(status));
+  }
+};
+
+#ifdef LOWERSCOPE_CHECK_CUDNN_HEADER
+static_assert(Cudnn::Api::kFloat == CUDNN_DATA_FLOAT && Cudnn::Api::kHalf == CUDNN_DATA_HALF && Cudnn::Api::kBfloat16 == CUDNN_DATA_BFLOAT16);
+static_assert(Cudnn::Api::kNchw == CUDNN_TENSOR_NCHW && Cudnn::Api::kCrossCorrelation == CUDNN_CROSS_CORRELATION);
+static_assert(Cudnn::Api::kDefaultMath == CUDNN_DEFAULT_MATH && Cudnn::Api::kTensorOpMath == CUDNN_TENSOR_OP_MATH &&
+              Cudnn::Api::kFmaMath == CUDNN_FMA_MATH);
+static_assert(sizeof(Cudnn::Api::Perf) == sizeof(cudnnConvolutionFwdAlgoPerf_t) &&
+              sizeof(Cudnn::Api::Perf) == sizeof(cudnnConvolutionBwdDataAlgoPerf_t) &&
+              sizeof(Cudnn::Api::Perf) == sizeof(cudnnConvolutionBwdFilterAlgoPerf_t));
+static_assert(offsetof(Cudnn::Api::Perf, memory) == offsetof(cudnnConvolutionFwdAlgoPerf_t, memory) &&
+              offsetof(Cudnn::Api::Perf, math_type) == offsetof(cudnnConvolutionFwdAlgoPerf_t, mathType));
+static_assert(CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED == 7 && CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED == 5 &&
+              CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING == 6);
+#pragma GCC diagnostic pop
+#endif
+
+// Descriptors of one problem and pass, and the algorithm the heuristic chose.
+struct Cudnn::Plan {
+  Api* api = nullptr;
+  void *x = nullptr, *y = nullptr, *w = nullptr, *conv = nullptr;
+  int algo = 0, math = 0;
+  size_t workspace = 0;
+  std::string text;
+  ~Plan() {
+    if (!api) return;
+    if (x) api->destroy_tensor(x);
+    if (y) api->destroy_tensor(y);
+    if (w) api->destroy_filter(w);
+    if (conv) api->destroy_conv(conv);
+  }
+};
+
+namespace {
+
+void* open_cudnn(std::string* which) {
+  std::vector<std::string> names;
+  if (const char* p = std::getenv("LS_CUDNN_LIBRARY"); p && *p) names.emplace_back(p);
+#ifdef LOWERSCOPE_CUDA_LIB
+  names.push_back(std::string(LOWERSCOPE_CUDA_LIB) + "/libcudnn.so.9");
+#endif
+  for (const char* n : {"libcudnn.so.9", "libcudnn.so", "/usr/local/cuda/lib64/libcudnn.so.9", "/usr/lib/x86_64-linux-gnu/libcudnn.so.9"})
+    names.emplace_back(n);
+  for (const auto& n : names)
+    if (void* lib = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+      *which = n;
+      link_map* m = nullptr;
+      if (dlinfo(lib, RTLD_DI_LINKMAP, &m) == 0 && m && m->l_name && *m->l_name) *which = m->l_name;
+      return lib;
+    }
+  return nullptr;
+}
+
+int data_type(DType t) {
+  switch (t) {
+    case DType::f32: return Cudnn::Api::kFloat;
+    case DType::bf16: return Cudnn::Api::kBfloat16;
+    case DType::f16: return Cudnn::Api::kHalf;
+    default: return -1;
+  }
+}
+
+// cudnnConvolution*Algo_t's names, by pass.
+std::string algo_name(ConvPass pass, int a) {
+  static const char* fwd[] = {"implicit GEMM", "implicit precomputed GEMM", "GEMM", "direct", "FFT", "FFT tiling", "Winograd",
+                              "Winograd nonfused"};
+  static const char* data[] = {"algo 0", "algo 1", "FFT", "FFT tiling", "Winograd", "Winograd nonfused"};
+  static const char* filter[] = {"algo 0", "algo 1", "FFT", "algo 3", "Winograd", "Winograd nonfused", "FFT tiling"};
+  const char** names = pass == ConvPass::forward ? fwd : pass == ConvPass::grad_input ? data : filter;
+  const int count = pass == ConvPass::forward ? 8 : pass == ConvPass::grad_input ? 6 : 7;
+  return a >= 0 && a < count ? names[a] : "algo " + std::to_string(a);
+}
+
+std::string bytes_text(size_t b) {
+  std::ostringstream s;
+  if (b == 0) return "no workspace";
+  s.precision(3);
+  if (b >= (size_t(1) << 20)) s << static_cast<double>(b) / (1 << 20) << " MB workspace";
+  else s << static_cast<double>(b) / 1024 << " KB workspace";
+  return s.str();
+}
+
+constexpr size_t kMaxWorkspace = size_t(512) << 20;
+
+}  // namespace
+
+Cudnn::~Cudnn() = default;
+
+Cudnn* Cudnn::get(std::string* why) {
+  static std::mutex m;
+  static std::unique_ptr<Cudnn> c;
+  static std::string error;
+  static bool tried = false;
+  std::lock_guard<std::mutex> lock(m);
+  if (!tried) {
+    tried = true;
+    std::string reason;
+    if (!CudaDriver::get(&reason)) {
+      error = reason;
+    } else {
+      auto d = std::make_unique<Cudnn>();
+      d->api_ = std::make_unique<Api>();
+      Api& a = *d->api_;
+      a.lib = open_cudnn(&d->library);
+      if (!a.lib) {
+        error = "cuDNN (libcudnn.so.9) was not found";
+      } else {
+        bool all = true;
+        auto sym = [&](auto& f, const char* name) {
+          f = reinterpret_cast<std::remove_reference_t<decltype(f)>>(dlsym(a.lib, name));
+          if (!f) {
+            all = false;
+            if (error.empty()) error = "cuDNN (" + d->library + ") lacks " + name;
+          }
+        };
+        sym(a.create, "cudnnCreate");
+        sym(a.set_stream, "cudnnSetStream");
+        sym(a.get_version, "cudnnGetVersion");
+        sym(a.error_string, "cudnnGetErrorString");
+        sym(a.create_tensor, "cudnnCreateTensorDescriptor");
+        sym(a.set_tensor4d, "cudnnSetTensor4dDescriptor");
+        sym(a.destroy_tensor, "cudnnDestroyTensorDescriptor");
+        sym(a.create_filter, "cudnnCreateFilterDescriptor");
+        sym(a.set_filter4d, "cudnnSetFilter4dDescriptor");
+        sym(a.destroy_filter, "cudnnDestroyFilterDescriptor");
+        sym(a.create_conv, "cudnnCreateConvolutionDescriptor");
+        sym(a.set_conv2d, "cudnnSetConvolution2dDescriptor");
+        sym(a.set_group_count, "cudnnSetConvolutionGroupCount");
+        sym(a.set_math_type, "cudnnSetConvolutionMathType");
+        sym(a.destroy_conv, "cudnnDestroyConvolutionDescriptor");
+        sym(a.output_dim, "cudnnGetConvolution2dForwardOutputDim");
+        sym(a.fwd_algos, "cudnnGetConvolutionForwardAlgorithm_v7");
+        sym(a.bwd_data_algos, "cudnnGetConvolutionBackwardDataAlgorithm_v7");
+        sym(a.bwd_filter_algos, "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
+        sym(a.fwd, "cudnnConvolutionForward");
+        sym(a.bwd_data, "cudnnConvolutionBackwardData");
+        sym(a.bwd_filter, "cudnnConvolutionBackwardFilter");
+        const char* tf32 = std::getenv("LS_ALLOW_TF32");
+        d->allow_tf32 = tf32 && *tf32 && std::string(tf32) != "0";
+        if (all) {
+          d->version = static_cast<int>(a.get_version());
+          if (d->version < 8000) error = "cuDNN " + std::to_string(d->version) + " is older than 8";
+          else if (const int r = a.create(&d->handle_); r != 0) error = "cudnnCreate failed: " + a.error(r);
+          else {
+            d->generation_ = CudaDriver::get()->generation();
+            c = std::move(d);
+          }
+        }
+      }
+    }
+  }
+  if (!c && why) *why = error;
+  if (c) {
+    CudaDriver* d = CudaDriver::get();
+    if (d && d->generation() != c->generation_) {  // the device was reset: the old handle died with it
+      c->generation_ = d->generation();
+      c->api_->create(&c->handle_);
+      c->stream_ = nullptr;
+    }
+  }
+  return c.get();
+}
+
+void Cudnn::use_stream() {
+  if (void* s = CudaDriver::get()->stream(); s != stream_) {
+    api_->check(api_->set_stream(handle_, s), "cudnnSetStream");
+    stream_ = s;
+  }
+}
+
+Cudnn::Plan* Cudnn::find(const ConvShape& s, DType t, ConvPass pass, std::string* why) {
+  const auto key = std::make_tuple(s, static_cast<int>(t), static_cast<int>(pass));
+  if (auto it = plans_.find(key); it != plans_.end()) return it->second.get();
+  auto fail = [&](const std::string& reason) -> Plan* {
+    if (why) *why = reason;
+    return nullptr;
+  };
+  const int dt = data_type(t);
+  if (dt < 0) return fail("cuDNN convolutions here take float32, bfloat16 or float16, not " + std::string(dtype_short(t)));
+  if (s.G < 1 || s.C % s.G != 0 || s.O % s.G != 0) return fail("the channels do not split into the groups");
+  Api& a = *api_;
+  auto p = std::make_unique<Plan>();
+  p->api = &a;
+  auto ok = [&](int status, const char* what) {
+    if (status != 0 && why) *why = std::string(what) + " failed: " + a.error(status);
+    return status == 0;
+  };
+  p->math = t == DType::f32 ? (allow_tf32 ? Api::kDefaultMath : Api::kFmaMath) : Api::kTensorOpMath;
+  if (!ok(a.create_tensor(&p->x), "cudnnCreateTensorDescriptor") || !ok(a.create_tensor(&p->y), "cudnnCreateTensorDescriptor") ||
+      !ok(a.create_filter(&p->w), "cudnnCreateFilterDescriptor") || !ok(a.create_conv(&p->conv), "cudnnCreateConvolutionDescriptor"))
+    return nullptr;
+  if (!ok(a.set_tensor4d(p->x, Api::kNchw, dt, s.N, s.C, s.H, s.W), "cudnnSetTensor4dDescriptor (input)") ||
+      !ok(a.set_tensor4d(p->y, Api::kNchw, dt, s.N, s.O, s.OH, s.OW), "cudnnSetTensor4dDescriptor (output)") ||
+      !ok(a.set_filter4d(p->w, dt, Api::kNchw, s.O, s.C / s.G, s.KH, s.KW), "cudnnSetFilter4dDescriptor") ||
+      !ok(a.set_conv2d(p->conv, s.ph, s.pw, s.sh, s.sw, s.dh, s.dw, Api::kCrossCorrelation, Api::kFloat), "cudnnSetConvolution2dDescriptor") ||
+      !ok(a.set_group_count(p->conv, s.G), "cudnnSetConvolutionGroupCount") || !ok(a.set_math_type(p->conv, p->math), "cudnnSetConvolutionMathType"))
+    return nullptr;
+  int n = 0, c = 0, h = 0, w = 0;
+  if (!ok(a.output_dim(p->conv, p->x, p->w, &n, &c, &h, &w), "cudnnGetConvolution2dForwardOutputDim")) return nullptr;
+  if (n != s.N || c != s.O || h != s.OH || w != s.OW)
+    return fail("cuDNN computes an output of " + std::to_string(h) + "x" + std::to_string(w) + ", the graph " + std::to_string(s.OH) + "x" +
+                std::to_string(s.OW));
+  Api::Perf perf[16] = {};
+  int count = 0;
+  const int r = pass == ConvPass::forward      ? a.fwd_algos(handle_, p->x, p->w, p->conv, p->y, 16, &count, perf)
+                : pass == ConvPass::grad_input ? a.bwd_data_algos(handle_, p->w, p->y, p->conv, p->x, 16, &count, perf)
+                                               : a.bwd_filter_algos(handle_, p->x, p->y, p->conv, p->w, 16, &count, perf);
+  if (!ok(r, "cuDNN's algorithm heuristic")) return nullptr;
+  const Api::Perf* chosen = nullptr;
+  for (int i = 0; i < count && !chosen; ++i)
+    if (perf[i].status == 0 && perf[i].memory <= kMaxWorkspace && (t != DType::f32 || allow_tf32 || perf[i].math_type != Api::kTensorOpMath))
+      chosen = &perf[i];
+  if (!chosen) return fail("cuDNN has no algorithm for this convolution within " + bytes_text(kMaxWorkspace));
+  p->algo = chosen->algo;
+  p->workspace = chosen->memory;
+  if (chosen->math_type != p->math && !ok(a.set_math_type(p->conv, chosen->math_type), "cudnnSetConvolutionMathType")) return nullptr;
+  p->text = algo_name(pass, p->algo) + ", " + bytes_text(p->workspace) + (chosen->math_type == Api::kTensorOpMath ? ", tensor cores" : "");
+  return plans_.emplace(key, std::move(p)).first->second.get();
+}
+
+bool Cudnn::plan(const ConvShape& s, DType t, ConvPass pass, size_t* workspace, std::string* why) {
+  const Plan* p = find(s, t, pass, why);
+  if (p && workspace) *workspace = p->workspace;
+  return p != nullptr;
+}
+
+std::string Cudnn::algorithm_text(const ConvShape& s, DType t, ConvPass pass) {
+  const Plan* p = find(s, t, pass, nullptr);
+  return p ? p->text : "";
+}
+
+void Cudnn::run(const ConvShape& s, DType t, ConvPass pass, DevicePtr a, DevicePtr b, DevicePtr out, DevicePtr workspace) {
+  std::string why;
+  Plan* p = find(s, t, pass, &why);
+  if (!p) throw std::runtime_error(why);
+  use_stream();
+  const float one = 1.f, zero = 0.f;
+  void* ws = reinterpret_cast<void*>(workspace);
+  auto ptr = [](DevicePtr d) { return reinterpret_cast<void*>(d); };
+  Api& api = *api_;
+  switch (pass) {
+    case ConvPass::forward:
+      return api.check(api.fwd(handle_, &one, p->x, ptr(a), p->w, ptr(b), p->conv, p->algo, ws, p->workspace, &zero, p->y, ptr(out)),
+                       "cudnnConvolutionForward");
+    case ConvPass::grad_input:
+      return api.check(api.bwd_data(handle_, &one, p->w, ptr(b), p->y, ptr(a), p->conv, p->algo, ws, p->workspace, &zero, p->x, ptr(out)),
+                       "cudnnConvolutionBackwardData");
+    case ConvPass::grad_filter:
+      return api.check(api.bwd_filter(handle_, &one, p->x, ptr(a), p->y, ptr(b), p->conv, p->algo, ws, p->workspace, &zero, p->w, ptr(out)),
+                       "cudnnConvolutionBackwardFilter");
+  }
+}
+
+}  // namespace ls

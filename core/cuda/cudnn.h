@@ -1,0 +1,61 @@
+// cuDNN, loaded at run time, for the convolutions behind extern kernels, as PyTorch's CUDA
+// convolutions run (cudnn.benchmark off: the library's heuristic picks each algorithm, the first
+// one whose workspace fits). NCHW tensors and [O, C/G, KH, KW] filters, as the loop IR's buffers
+// are. float32 convolutions use FMA math (no TF32) unless LS_ALLOW_TF32=1, as Lowerscope's
+// products; bf16 and f16 ones run on the tensor cores with float32 accumulation.
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+
+#include "cuda/driver.h"
+#include "tensor/dtype.h"
+
+namespace ls {
+
+// One 2-D convolution as cuDNN takes it (a 1-D one is 2-D over a height of 1).
+struct ConvShape {
+  int N = 0, C = 0, H = 0, W = 0, O = 0, KH = 0, KW = 0, OH = 0, OW = 0, G = 1;
+  int sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1;
+  auto key() const { return std::tie(N, C, H, W, O, KH, KW, OH, OW, G, sh, sw, ph, pw, dh, dw); }
+  bool operator<(const ConvShape& o) const { return key() < o.key(); }
+};
+
+// The three products of a convolution: the forward (y from x and w), the input's gradient (from
+// grad_y and w) and the filter's (from x and grad_y).
+enum class ConvPass { forward, grad_input, grad_filter };
+
+class Cudnn {
+ public:
+  static Cudnn* get(std::string* why = nullptr);  // nullptr (with the reason) when not loadable
+  // The algorithm cuDNN's heuristic gives `pass` of `s` in dtype `t` (f32, bf16 or f16) and the
+  // workspace it needs, chosen once per problem. False (with the reason) where it has none.
+  bool plan(const ConvShape& s, DType t, ConvPass pass, size_t* workspace, std::string* why = nullptr);
+  // Runs `pass` on the driver's current stream: forward y = conv(a = x, b = w); grad_input
+  // out = grad_x from (a = grad_y, b = w); grad_filter out = grad_w from (a = x, b = grad_y).
+  // `workspace` holds plan()'s bytes. Throws with cuDNN's message on failure.
+  void run(const ConvShape& s, DType t, ConvPass pass, DevicePtr a, DevicePtr b, DevicePtr out, DevicePtr workspace);
+  // "implicit precomputed GEMM, 1.2 MB workspace": what plan() chose, for the kernel table.
+  std::string algorithm_text(const ConvShape& s, DType t, ConvPass pass);
+  std::string library;       // the file it was loaded from
+  int version = 0;           // cudnnGetVersion(), e.g. 91000
+  bool allow_tf32 = false;   // LS_ALLOW_TF32, read when cuDNN is loaded
+
+  struct Api;   // the entry points used
+  struct Plan;  // descriptors and the chosen algorithm of one problem
+  ~Cudnn();
+
+ private:
+  Plan* find(const ConvShape& s, DType t, ConvPass pass, std::string* why);
+  void use_stream();
+  std::unique_ptr<Api> api_;
+  void* handle_ = nullptr;
+  void* stream_ = nullptr;
+  int generation_ = 0;
+  std::map<std::tuple<ConvShape, int, int>, std::unique_ptr<Plan>> plans_;
+};
+
+}  // namespace ls
