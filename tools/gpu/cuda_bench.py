@@ -21,7 +21,7 @@ torch.compile's first call finds CUDA, started by the eager runs before it): "co
 divides that by Inductor's first call. Copy bandwidth is measured with
 torch (a device-to-device copy of 1 GiB: read + write bytes / time).
 """
-import argparse, json, os, statistics, subprocess, sys, tempfile, time, zipfile
+import argparse, contextlib, json, os, statistics, subprocess, sys, tempfile, time, zipfile
 
 import numpy as np
 import torch
@@ -139,6 +139,7 @@ def main():
     ap.add_argument("--out")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--only", help="run only the cases whose name contains this text (or one of these, comma-separated)")
+    ap.add_argument("--keep", help="export the models into this folder and keep them (for runs of the CLI after)")
     ap.add_argument("--kernels", help="write each case's per-kernel table (ours) to this file")
     ap.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"],
                     help="bfloat16/float16: issue 34's cases, models and inputs in that dtype (model.to(dtype)); "
@@ -155,7 +156,7 @@ def main():
     copy_gbps = 2 * big.numel() * 4 / (copy_ms * 1e6)
     del big
     rows, kernel_tables = [], []
-    with tempfile.TemporaryDirectory() as tmp:
+    with (contextlib.nullcontext(args.keep) if args.keep else tempfile.TemporaryDirectory()) as tmp:
         for name, model, shapes, trainable in (half_cases(args.quick) if half else cases(args.quick)):
             if args.only and not any(o and o in name for o in args.only.split(",")):
                 continue
