@@ -12,9 +12,10 @@
 //     gradient a sum over the repeats; other sizes, and upsample_bilinear2d, are a product with a
 //     constant [out, in] matrix along each spatial dimension (its rows hold the interpolation
 //     weights of UpSample.h's source-index formulas), which mm runs.
-// grid_sampler_2d and col2im are library kernels (their reference kernels): both gather or scatter
-// through data-dependent indices, which become generated code once the table has aten.index and
-// index_put (torch._decomp writes them so).
+// grid_sampler_2d decomposes as torch._decomp writes it, gathering through aten.index.Tensor
+// (generated code: indirect loads); training differentiates that decomposition (index_put with
+// accumulate). grid_sampler_2d_backward, as Inductor's fallback, and col2im (a scatter) are
+// library kernels (their reference kernels).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -619,7 +620,7 @@ Args d_upsample(DerivCtx& c) {
 // grid_sampler_2d (GridSampler.h) and its backward
 // ---------------------------------------------------------------------------------------------
 
-enum class Interp { bilinear = 0, nearest = 1 };
+enum class Interp { bilinear = 0, nearest = 1, bicubic = 2 };
 enum class Padding { zeros = 0, border = 1, reflection = 2 };
 
 struct Sampler {
@@ -627,10 +628,11 @@ struct Sampler {
   Padding padding;
   bool align;
 };
-Sampler sampler_of(const OpDef& op, const std::vector<Arg>& a) {
+// `backward`: grid_sampler_2d_backward's reference kernel has no bicubic form.
+Sampler sampler_of(const OpDef& op, const std::vector<Arg>& a, bool backward = false) {
   const int64_t mode = a[2].i, pad = a[3].i;
-  if (mode == 2) bad(op, "bicubic interpolation is not supported");
-  if (mode < 0 || mode > 2) bad(op, "interpolation_mode must be 0 (bilinear) or 1 (nearest), got " + std::to_string(mode));
+  if (mode < 0 || mode > 2) bad(op, "interpolation_mode must be 0 (bilinear), 1 (nearest) or 2 (bicubic), got " + std::to_string(mode));
+  if (backward && mode == 2) bad(op, "bicubic interpolation is not supported by the backward kernel (training differentiates grid_sampler_2d's decomposition)");
   if (pad < 0 || pad > 2) bad(op, "padding_mode must be 0 (zeros), 1 (border) or 2 (reflection), got " + std::to_string(pad));
   return {static_cast<Interp>(mode), static_cast<Padding>(pad), a[4].b};
 }
@@ -661,17 +663,23 @@ double reflect(double c, int64_t twice_low, int64_t twice_high, double* g) {
   *g = -mult;
   return span - extra + lo;
 }
-// grid_sampler_compute_source_index_set_grad: the source coordinate and d(source)/d(grid value).
-double source_index(double c, int64_t size, const Sampler& s, double* g) {
-  double gu = 1, gc = 1, gr = 1;
-  c = unnormalize(c, size, s.align, &gu);
+// compute_coordinates: a source coordinate brought inside by the padding mode (zeros: as it is).
+double pad_coordinate(double c, int64_t size, const Sampler& s, double* g) {
+  double gc = 1, gr = 1;
   if (s.padding == Padding::border) c = clip(c, size, &gc);
   else if (s.padding == Padding::reflection) {
     c = s.align ? reflect(c, 0, 2 * (size - 1), &gr) : reflect(c, -1, 2 * size - 1, &gr);
     c = clip(c, size, &gc);
   }
+  *g = gr * gc;
+  return c;
+}
+// grid_sampler_compute_source_index_set_grad: the source coordinate and d(source)/d(grid value).
+double source_index(double c, int64_t size, const Sampler& s, double* g) {
+  double gu = 1, gp = 1;
+  c = pad_coordinate(unnormalize(c, size, s.align, &gu), size, s, &gp);
   if (!std::isfinite(c) || std::abs(c) > 1e15) c = -100.0;  // safe_downgrade_to_int_range
-  *g = gu * gr * gc;
+  *g = gu * gp;
   return c;
 }
 
@@ -684,17 +692,26 @@ std::vector<TensorMeta> infer_grid_sampler(const Graph& g, const OpDef& op, cons
   return {like(x, {x.shape[0], x.shape[1], grid.shape[1], grid.shape[2]})};
 }
 
-// One sampling point: the (up to four) input positions it reads, their weights, and the
-// derivatives of each weight with respect to the source coordinates.
+// One sampling point: the input positions it reads (bilinear up to 4, bicubic up to 16), their
+// weights, and the derivatives of each weight with respect to the source coordinates.
 struct Taps {
-  int64_t y[4], x[4];
-  double w[4], dwx[4], dwy[4];
+  int64_t y[16], x[16];
+  double w[16], dwx[16], dwy[16];
   int n = 0;
   double gx_mult = 1, gy_mult = 1;
 };
+// upsample_get_cubic_coefficients (A = -0.75) of the fraction t.
+void cubic_coefficients(double t, double c[4]) {
+  const double A = -0.75;
+  auto conv1 = [A](double x) { return ((A + 2) * x - (A + 3)) * x * x + 1; };
+  auto conv2 = [A](double x) { return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A; };
+  c[0] = conv2(t + 1);
+  c[1] = conv1(t);
+  c[2] = conv1(1 - t);
+  c[3] = conv2(2 - t);
+}
 Taps taps_of(double gx, double gy, int64_t H, int64_t W, const Sampler& s) {
   Taps t;
-  const double ix = source_index(gx, W, s, &t.gx_mult), iy = source_index(gy, H, s, &t.gy_mult);
   auto add = [&](int64_t y, int64_t x, double w, double dwx, double dwy) {
     if (y < 0 || y >= H || x < 0 || x >= W) return;
     t.y[t.n] = y;
@@ -704,6 +721,22 @@ Taps taps_of(double gx, double gy, int64_t H, int64_t W, const Sampler& s) {
     t.dwy[t.n] = dwy;
     ++t.n;
   };
+  if (s.interp == Interp::bicubic) {  // GridSampler.h: 4x4 taps around floor(source), each brought in by the padding
+    double g = 1;
+    const double ix = unnormalize(gx, W, s.align, &g), iy = unnormalize(gy, H, s.align, &g);
+    const double x0 = std::floor(ix), y0 = std::floor(iy);
+    double cx[4], cy[4];
+    cubic_coefficients(ix - x0, cx);
+    cubic_coefficients(iy - y0, cy);
+    for (int i = 0; i < 4; ++i)
+      for (int j = 0; j < 4; ++j) {
+        const double px = pad_coordinate(x0 - 1 + j, W, s, &g), py = pad_coordinate(y0 - 1 + i, H, s, &g);
+        if (!(std::abs(px) < 1e15 && std::abs(py) < 1e15)) continue;  // NaN or far outside: never in bounds
+        add(static_cast<int64_t>(py), static_cast<int64_t>(px), cy[i] * cx[j], 0, 0);
+      }
+    return t;
+  }
+  const double ix = source_index(gx, W, s, &t.gx_mult), iy = source_index(gy, H, s, &t.gy_mult);
   if (s.interp == Interp::nearest) {
     add(static_cast<int64_t>(std::nearbyint(iy)), static_cast<int64_t>(std::nearbyint(ix)), 1, 0, 0);
     return t;
@@ -734,21 +767,9 @@ std::vector<Tensor> ref_grid_sampler(const OpDef& op, const std::vector<Arg>& a,
       }
   return {y};
 }
-Args d_grid_sampler(DerivCtx& c) {
-  const Args& a = c.args;
-  Args r(5, kNone);
-  const bool gi = wants(c, 0), gg = wants(c, 1);
-  if (!gi && !gg) return r;
-  Arg mask;
-  mask.kind = Arg::Kind::list;
-  mask.list = {Arg::of_bool(gi), Arg::of_bool(gg)};
-  const Arg gb = call(c, "aten.grid_sampler_2d_backward.default", {c.grads[0], a[0], a[1], a[2], a[3], a[4], mask});
-  if (gi) r[0] = c.b.get(gb, 0);
-  if (gg) r[1] = c.b.get(gb, 1);
-  return r;
-}
 std::vector<TensorMeta> infer_grid_sampler_backward(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
   const std::vector<Arg> fwd = {a[1], a[2], a[3], a[4], a[5]};
+  sampler_of(op, fwd, true);
   const TensorMeta y = infer_grid_sampler(g, op, fwd)[0];
   if (meta_of(g, a[0]).shape != y.shape) bad(op, "grad_output has shape " + shape_str(meta_of(g, a[0]).shape) + ", expected " + shape_str(y.shape));
   return {like(meta_of(g, a[1]), meta_of(g, a[1]).shape), like(meta_of(g, a[2]), meta_of(g, a[2]).shape)};
@@ -756,7 +777,7 @@ std::vector<TensorMeta> infer_grid_sampler_backward(const Graph& g, const OpDef&
 std::vector<Tensor> ref_grid_sampler_backward(const OpDef& op, const std::vector<Arg>& a, const RefInputs& in,
                                               const std::vector<TensorMeta>& outs) {
   const Tensor &gy = in[0], &x = in[1], &grid = in[2];
-  const Sampler s = sampler_of(op, {a[1], a[2], a[3], a[4], a[5]});
+  const Sampler s = sampler_of(op, {a[1], a[2], a[3], a[4], a[5]}, true);
   const int64_t N = x.shape()[0], C = x.shape()[1], H = x.shape()[2], W = x.shape()[3], OH = grid.shape()[1], OW = grid.shape()[2];
   std::vector<double> gx(static_cast<size_t>(x.numel()), 0.0), gg(static_cast<size_t>(grid.numel()), 0.0);
   for (int64_t n = 0; n < N; ++n)
@@ -781,6 +802,134 @@ std::vector<Tensor> ref_grid_sampler_backward(const OpDef& op, const std::vector
   for (int64_t k = 0; k < tx.numel(); ++k) tx.set(k, gx[static_cast<size_t>(k)]);
   for (int64_t k = 0; k < tg.numel(); ++k) tg.set(k, gg[static_cast<size_t>(k)]);
   return {tx, tg};
+}
+
+// grid_sampler_2d as torch._decomp writes it (_grid_sampler_2d, the grid expanded over the
+// channels so that one loop over the output computes everything): source coordinates from the
+// grid (unnormalize, then the padding mode: clamp, or reflect and clamp), the taps' input values
+// gathered through aten.index.Tensor (generated code: indirect loads) and weighted. A tap outside
+// the input reads index 0 and counts as 0: where(in bounds, value * weight, 0), the reference
+// kernel's skip (PyTorch's decomposition multiplies the read by a zeroed weight, NaN for an
+// infinite value there). Half inputs compute in float32 (pw_cast_for_opmath). Training
+// differentiates this decomposition: the gathers' gradients are index_put with accumulate.
+struct GridDecomp {
+  GraphBuilder& b;
+  Sampler s;
+  Arg x, n_idx, c_idx;
+  int64_t H, W;
+  DType t;
+
+  Arg sc(const char* op, const Arg& v, double k) const { return b.call(op, {v, Arg::of_real(k)}); }
+  Arg bin(const char* op, const Arg& u, const Arg& v) const { return b.call(op, {u, v}); }
+  Arg unnormalize(const Arg& c, int64_t size) const {  // [-1, 1] to [0, size - 1] (align) or [-0.5, size - 0.5]
+    const double mul = s.align ? size * 0.5 - 0.5 : size * 0.5, ofs = size * 0.5 - 0.5;
+    return sc("aten.add.Scalar", sc("aten.mul.Scalar", c, mul), ofs);
+  }
+  // Reflects coordinates until they fall between low and high (inclusive), both given twice.
+  Arg reflect_coordinates(const Arg& c, int64_t twice_low, int64_t twice_high) const {
+    if (twice_low == twice_high)
+      return b.call("aten.full.default", {Arg::of_ints(b.meta(c).shape), Arg::of_real(0)}, {{"dtype", Arg::of_string(std::string(dtype_torch(t)))}});
+    const double lo = twice_low / 2.0, span = (twice_high - twice_low) / 2.0;
+    const Arg c2 = b.call("aten.abs.default", {sc("aten.sub.Scalar", c, lo)});
+    const Arg extra = sc("aten.fmod.Scalar", c2, span);
+    const Arg flips = b.call("aten.floor.default", {sc("aten.div.Scalar", c2, span)});
+    const Arg even = sc("aten.eq.Scalar", sc("aten.fmod.Scalar", flips, 2.0), 0.0);  // flips & 1 == 0
+    return b.call("aten.where.self", {even, sc("aten.add.Scalar", extra, lo), sc("aten.add.Scalar", b.call("aten.neg.default", {extra}), span + lo)});
+  }
+  Arg compute_coordinates(const Arg& c, int64_t size) const {
+    if (s.padding == Padding::zeros) return c;
+    const Arg r = s.padding == Padding::border ? c
+                  : s.align                     ? reflect_coordinates(c, 0, 2 * (size - 1))
+                                                : reflect_coordinates(c, -1, 2 * size - 1);
+    // clamp(r, 0, size - 1), as selects (their gradient: where.self's, clamp's own)
+    const double hi = static_cast<double>(size - 1);
+    const Arg below = b.call("aten.where.self", {sc("aten.gt.Scalar", r, hi), Arg::of_real(hi), r});
+    return b.call("aten.where.self", {sc("aten.lt.Scalar", r, 0), Arg::of_real(0), below});
+  }
+  // input[n, c, iy, ix] * w where (ix, iy) lies inside the input, else 0 (w none: a weight of 1).
+  Arg summand(const Arg& ix, const Arg& iy, const std::optional<Arg>& w) const {
+    const Arg in = bin("aten.logical_and.default", sc("aten.ge.Scalar", ix, 0),
+                       bin("aten.logical_and.default", sc("aten.lt.Scalar", ix, static_cast<double>(W)),
+                           bin("aten.logical_and.default", sc("aten.ge.Scalar", iy, 0), sc("aten.lt.Scalar", iy, static_cast<double>(H)))));
+    auto index = [&](const Arg& v) {  // inside: the coordinate as int64; outside: 0
+      const Arg safe = b.call("aten.where.self", {in, v, Arg::of_real(0)});
+      return b.call("prims.convert_element_type.default", {safe, Arg::of_string("torch.int64")});
+    };
+    Arg list;
+    list.kind = Arg::Kind::list;
+    list.list = {n_idx, c_idx, index(iy), index(ix)};
+    Arg v = b.call("aten.index.Tensor", {x, list});
+    if (w) v = bin("aten.mul.Tensor", v, *w);
+    return b.call("aten.where.self", {in, v, Arg::of_real(0)});
+  }
+  // _upsample_cubic_interp1d: the four values weighted by the cubic coefficients of t.
+  Arg cubic(const std::vector<Arg>& v, const Arg& t) const {
+    const double A = -0.75;
+    auto conv1 = [&](const Arg& x) {  // ((A + 2) * x - (A + 3)) * x * x + 1
+      const Arg p = sc("aten.sub.Scalar", sc("aten.mul.Scalar", x, A + 2), A + 3);
+      return sc("aten.add.Scalar", bin("aten.mul.Tensor", bin("aten.mul.Tensor", p, x), x), 1.0);
+    };
+    auto conv2 = [&](const Arg& x) {  // ((A * x - 5 * A) * x + 8 * A) * x - 4 * A
+      const Arg p = sc("aten.sub.Scalar", sc("aten.mul.Scalar", x, A), 5 * A);
+      return sc("aten.sub.Scalar", bin("aten.mul.Tensor", sc("aten.add.Scalar", bin("aten.mul.Tensor", p, x), 8 * A), x), 4 * A);
+    };
+    const Arg one_minus = sc("aten.add.Scalar", b.call("aten.neg.default", {t}), 1.0);
+    const Arg two_minus = sc("aten.add.Scalar", b.call("aten.neg.default", {t}), 2.0);
+    const std::vector<Arg> w = {conv2(sc("aten.add.Scalar", t, 1.0)), conv1(t), conv1(one_minus), conv2(two_minus)};
+    Arg sum = bin("aten.mul.Tensor", v[0], w[0]);
+    for (size_t k = 1; k < 4; ++k) sum = bin("aten.add.Tensor", sum, bin("aten.mul.Tensor", v[k], w[k]));
+    return sum;
+  }
+};
+
+Arg decomp_grid_sampler(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a) {
+  const TensorMeta xm = b.meta(a[0]), gm = b.meta(a[1]);
+  infer_grid_sampler(b.graph(), op, a);
+  const Sampler s = sampler_of(op, a);
+  const int64_t N = xm.shape[0], C = xm.shape[1], H = xm.shape[2], W = xm.shape[3], OH = gm.shape[1], OW = gm.shape[2];
+  const DType t = compute_dtype(xm.dtype);
+  auto to = [&](const Arg& v, DType d) {
+    return b.meta(v).dtype == d ? v : b.call("prims.convert_element_type.default", {v, Arg::of_string(std::string(dtype_torch(d)))});
+  };
+  auto iota = [&](int64_t n, const Shape& shape) {
+    const Arg r = b.call("aten.arange.start_step", {Arg::of_int(0), Arg::of_int(n), Arg::of_int(1)}, {{"dtype", Arg::of_string("torch.int64")}});
+    return reshape(b, r, shape);
+  };
+  const GridDecomp d{b, s, to(a[0], t), iota(N, {N, 1, 1, 1}), iota(C, {1, C, 1, 1}), H, W, t};
+  const Arg grid = b.call("aten.expand.default", {reshape(b, to(a[1], t), {N, 1, OH, OW, 2}), Arg::of_ints({N, C, OH, OW, 2})});
+  const Arg gx = b.call("aten.select.int", {grid, Arg::of_int(4), Arg::of_int(0)});
+  const Arg gy = b.call("aten.select.int", {grid, Arg::of_int(4), Arg::of_int(1)});
+  Arg y;
+  if (s.interp == Interp::bilinear) {
+    const Arg ix = d.compute_coordinates(d.unnormalize(gx, W), W), iy = d.compute_coordinates(d.unnormalize(gy, H), H);
+    const Arg ix_nw = b.call("aten.floor.default", {ix}), iy_nw = b.call("aten.floor.default", {iy});
+    const Arg ix_ne = d.sc("aten.add.Scalar", ix_nw, 1.0), iy_sw = d.sc("aten.add.Scalar", iy_nw, 1.0);
+    // nw: (ix_se - ix) * (iy_se - iy), ne: (ix - ix_sw) * (iy_sw - iy), sw: (ix_ne - ix) * (iy - iy_ne), se: (ix - ix_nw) * (iy - iy_nw)
+    const Arg w_nw = d.bin("aten.mul.Tensor", d.bin("aten.sub.Tensor", ix_ne, ix), d.bin("aten.sub.Tensor", iy_sw, iy));
+    const Arg w_ne = d.bin("aten.mul.Tensor", d.bin("aten.sub.Tensor", ix, ix_nw), d.bin("aten.sub.Tensor", iy_sw, iy));
+    const Arg w_sw = d.bin("aten.mul.Tensor", d.bin("aten.sub.Tensor", ix_ne, ix), d.bin("aten.sub.Tensor", iy, iy_nw));
+    const Arg w_se = d.bin("aten.mul.Tensor", d.bin("aten.sub.Tensor", ix, ix_nw), d.bin("aten.sub.Tensor", iy, iy_nw));
+    y = d.summand(ix_nw, iy_nw, w_nw);
+    y = d.bin("aten.add.Tensor", y, d.summand(ix_ne, iy_nw, w_ne));
+    y = d.bin("aten.add.Tensor", y, d.summand(ix_nw, iy_sw, w_sw));
+    y = d.bin("aten.add.Tensor", y, d.summand(ix_ne, iy_sw, w_se));
+  } else if (s.interp == Interp::nearest) {
+    const Arg ix = d.compute_coordinates(d.unnormalize(gx, W), W), iy = d.compute_coordinates(d.unnormalize(gy, H), H);
+    y = d.summand(b.call("aten.round.default", {ix}), b.call("aten.round.default", {iy}), std::nullopt);
+  } else {  // bicubic: rows of four taps interpolated along x, then the four rows along y
+    const Arg ix = d.unnormalize(gx, W), iy = d.unnormalize(gy, H);
+    const Arg ix_nw = b.call("aten.floor.default", {ix}), iy_nw = b.call("aten.floor.default", {iy});
+    const Arg tx = d.bin("aten.sub.Tensor", ix, ix_nw), ty = d.bin("aten.sub.Tensor", iy, iy_nw);
+    std::vector<Arg> rows;
+    for (int i = 0; i < 4; ++i) {
+      const Arg row_y = d.compute_coordinates(d.sc("aten.add.Scalar", iy_nw, i - 1.0), H);
+      std::vector<Arg> taps;
+      for (int j = 0; j < 4; ++j) taps.push_back(d.summand(d.compute_coordinates(d.sc("aten.add.Scalar", ix_nw, j - 1.0), W), row_y, std::nullopt));
+      rows.push_back(d.cubic(taps, tx));
+    }
+    y = d.cubic(rows, ty);
+  }
+  return to(y, xm.dtype);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -991,9 +1140,9 @@ void add_resampling_ops(std::vector<OpDef>& t) {
            "upsample_bilinear2d_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, bool align_corners, float? "
            "scales_h=None, float? scales_w=None) -> Tensor",
            kAten, infer_upsample_backward, ref_upsample_backward, single<decomp_upsample_backward>),
-      ext("aten.grid_sampler_2d.default",
-          "grid_sampler_2d(Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool align_corners) -> Tensor", kCore,
-          infer_grid_sampler, ref_grid_sampler, nullptr, d_grid_sampler),
+      comp("aten.grid_sampler_2d.default",
+           "grid_sampler_2d(Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool align_corners) -> Tensor", kCore,
+           infer_grid_sampler, ref_grid_sampler, single<decomp_grid_sampler>),
       // Not in torch.Tag.core: Inductor runs it as a fallback kernel. Marked Core ATen here so the
       // level checks take it for what it is, a library kernel kept at every level.
       ext("aten.grid_sampler_2d_backward.default",
