@@ -1,6 +1,7 @@
 // cuDNN, loaded at run time, for the convolutions behind extern kernels, as PyTorch's CUDA
-// convolutions run (cudnn.benchmark off: the library's heuristic picks each algorithm, the first
-// one whose workspace fits). NCHW tensors and [O, C/G, KH, KW] filters, as the loop IR's buffers
+// convolutions run: through cuDNN's graph (backend) API, an execution plan per problem made once
+// from the heuristic's first engine that builds and whose workspace fits (cudnn.benchmark off),
+// else through the legacy calls (LS_CUDNN_LEGACY=1 forces them). NCHW tensors and [O, C/G, KH, KW] filters, as the loop IR's buffers
 // are. float32 convolutions use FMA math (no TF32) unless LS_ALLOW_TF32=1, as Lowerscope's
 // products; bf16 and f16 ones run on the tensor cores with float32 accumulation.
 // SPDX-License-Identifier: GPL-3.0-or-later
@@ -50,6 +51,7 @@ class Cudnn {
 
  private:
   Plan* find(const ConvShape& s, DType t, ConvPass pass, std::string* why);
+  bool backend_plan(Plan& p, const ConvShape& s, DType t, ConvPass pass, std::string* why);  // the graph API's execution plan
   void use_stream();
   std::unique_ptr<Api> api_;
   void* handle_ = nullptr;

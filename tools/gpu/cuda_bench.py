@@ -21,7 +21,7 @@ torch.compile's first call finds CUDA, started by the eager runs before it): "co
 divides that by Inductor's first call. Copy bandwidth is measured with
 torch (a device-to-device copy of 1 GiB: read + write bytes / time).
 """
-import argparse, contextlib, json, os, statistics, subprocess, sys, tempfile, time, zipfile
+import argparse, contextlib, copy, json, os, statistics, subprocess, sys, tempfile, time, zipfile
 
 import numpy as np
 import torch
@@ -177,6 +177,19 @@ def main():
                         m.zero_grad(set_to_none=True)
                         for i, x in enumerate(xg):
                             np.save(os.path.join(folder, f"grad_in{i}.npy"), x.grad.float().cpu().numpy())
+                    # The yardstick of torch._dynamo's accuracy check: the same model and inputs in
+                    # float64, against which our RMSE may be 3x PyTorch's own in this dtype (an
+                    # elementwise check of a deep net's bf16 input gradient fails PyTorch's own
+                    # runs in another order too).
+                    m64 = copy.deepcopy(m).double()
+                    with torch.no_grad():
+                        np.save(os.path.join(folder, "out64.npy"), m64(*[x.double() for x in xs]).cpu().numpy())
+                    if trainable:
+                        xg = [x.double().requires_grad_(True) for x in xs]
+                        m64(*xg).sum().backward()
+                        for i, x in enumerate(xg):
+                            np.save(os.path.join(folder, f"grad64_in{i}.npy"), x.grad.cpu().numpy())
+                    del m64
                 else:
                     with torch.no_grad():
                         expected = model(*xs_cpu)
@@ -207,6 +220,10 @@ def main():
                         cs, _ = torch_side(m, xs, False, dynamic=False)
                 grads = ",".join(os.path.join(folder, f"grad_in{i}.npy") for i in range(len(xs)))
                 extra = ["--no-reference"] + (["--train", "--expect-grads", grads] if train else [])
+                if half:
+                    extra += ["--expect64", os.path.join(folder, "out64.npy")]
+                    if train:
+                        extra += ["--expect-grads64", ",".join(os.path.join(folder, f"grad64_in{i}.npy") for i in range(len(xs)))]
                 if half and any(k and k in name for k in args.skip_ours.split(",")):
                     o = oms = rep = started_ms = None
                     status = "not run (--skip-ours)"
