@@ -37,6 +37,27 @@ class CountingHandler : public OpsHandler {
   void store_reduction(const std::string&, const Expr&, V) override {}
 };
 
+// Both at once, for the first pass over the nodes: the counts, and the reads as
+// extract_dependencies records them (each buffer and index once). One run of every body, not two.
+class CountingRecorder : public CountingHandler {
+ public:
+  std::vector<MemDep> reads;
+  V load(const std::string& b, const Expr& i) override {
+    CountingHandler::load(b, i);
+    for (const MemDep& d : reads)
+      if (d.buffer == b && d.index == i) return V{};
+    reads.push_back({b, i});
+    return V{};
+  }
+  Expr indirect(V v, int64_t size, bool wrap) override {  // counted; named as extract_dependencies names it
+    CountingHandler::indirect(v, size, wrap);
+    return Expr::indirect(Expr::kIndirectPrefix + std::to_string(indirect_++), size);
+  }
+
+ private:
+  int indirect_ = 0;
+};
+
 using Inlined = std::map<std::string, std::shared_ptr<const LoopNode>>;
 
 // The buffers a node reads and at how many places each: (buffer id, places), sorted by id.
@@ -96,20 +117,19 @@ std::vector<std::pair<std::string, std::vector<std::string>>> inline_pointwise(L
   // re-extracted from the grown body: that made this pass quadratic in chains of inlined nodes).
   // By buffer id, not name: string-keyed maps and sets were a fifth of this pass at 20,000 nodes.
   std::vector<Places> reads(n);
-  for (size_t j = 0; j < n; ++j)
-    for (const MemDep& d : extract_dependencies(p.nodes[j]).reads) ++places_at(reads[j], id(d.buffer));
+  std::vector<int> body(n, 0);  // loads and ops of each node's body, inlined producers counted in
+  std::vector<std::pair<int, int>> own(n);  // (ops, loads) of each node's body as lowered
+  for (size_t j = 0; j < n; ++j) {
+    CountingRecorder c;
+    p.nodes[j].run(c, p.nodes[j].default_vars(), p.nodes[j].default_rvars());
+    for (const MemDep& d : c.reads) ++places_at(reads[j], id(d.buffer));
+    body[j] = c.ops + c.loads;
+    own[j] = {c.ops, c.loads};
+  }
   std::vector<std::set<size_t>> readers(id_of.size());
   for (size_t j = 0; j < n; ++j)
     for (const auto& [b, k] : reads[j]) readers[static_cast<size_t>(b)].insert(j);
   std::vector<bool> removed(n, false), wrapped(n, false);
-  std::vector<int> body(n, 0);  // loads and ops of each node's body, inlined producers counted in
-  std::vector<std::pair<int, int>> own(n);  // (ops, loads) of each node's body as lowered
-  for (size_t j = 0; j < n; ++j) {
-    CountingHandler c;
-    p.nodes[j].run(c, p.nodes[j].default_vars(), p.nodes[j].default_rvars());
-    body[j] = c.ops + c.loads;
-    own[j] = {c.ops, c.loads};
-  }
   // Last to first: when a producer's turn comes, the nodes it feeds through inlined ones are
   // already its readers.
   for (size_t i = n; i-- > 0;) {

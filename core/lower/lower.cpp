@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
 #include <tuple>
+#include <type_traits>
 #include <unordered_map>
 
 #include "ops/known_ops.h"
@@ -15,16 +17,43 @@
 namespace ls {
 namespace {
 
+// A reader's load: a closure over the handler, shared by its copies. A reader is copied into the
+// body of every node that reads it (a pointwise node's operands), and copying the closure with
+// its captured buffer name and strides was most of the lowering's allocations.
+class LoadFn {
+ public:
+  LoadFn() = default;
+  template <class F, class = std::enable_if_t<!std::is_same_v<std::decay_t<F>, LoadFn>>>
+  LoadFn(F f) : fn_(std::make_shared<const Impl<F>>(std::move(f))) {}  // NOLINT: a lambda converts implicitly
+  V operator()(OpsHandler& h, const std::vector<Expr>& idx) const {
+    if (!fn_) throw std::logic_error("lowering: a value's reader was released before its last reader");
+    return fn_->call(h, idx);
+  }
+  explicit operator bool() const { return fn_ != nullptr; }
+
+ private:
+  struct Base {
+    virtual ~Base() = default;
+    virtual V call(OpsHandler& h, const std::vector<Expr>& idx) const = 0;
+  };
+  template <class F>
+  struct Impl final : Base {
+    explicit Impl(F x) : f(std::move(x)) {}
+    V call(OpsHandler& h, const std::vector<Expr>& idx) const override { return f(h, idx); }
+    F f;
+  };
+  std::shared_ptr<const Base> fn_;
+};
+
 // How to read a graph value at a position: a define-by-run reader over the handler.
 struct Reader {
-  std::function<V(OpsHandler&, const std::vector<Expr>&)> load;
+  LoadFn load;
   Shape shape;
   DType dtype;
 };
 
 Reader buffer_reader(const std::string& name, const Shape& shape, DType dtype) {
-  const Shape strides = contiguous_strides(shape);
-  return {[name, strides](OpsHandler& h, const std::vector<Expr>& idx) { return h.load(name, linear_index(idx, strides)); },
+  return {[name, strides = contiguous_strides(shape)](OpsHandler& h, const std::vector<Expr>& idx) { return h.load(name, linear_index(idx, strides)); },
           shape, dtype};
 }
 
@@ -93,6 +122,7 @@ class Lowering {
     // bodies and provenance) are not moved again each time the vectors grow.
     p_.nodes.reserve(g_.nodes.size());
     p_.buffers.reserve(g_.nodes.size());
+    const std::vector<int> last = last_reads();
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       const Node& n = g_.nodes[i];
       if (n.is_placeholder()) {
@@ -106,10 +136,16 @@ class Lowering {
       } catch (const std::invalid_argument& e) {
         throw std::runtime_error("lowering node '" + n.name + "' (" + n.op->name + "): " + e.what());
       }
+      // The readers of values nothing later reads are released now, while they are at hand, not
+      // all together at the end (a third of the stage on a chain of 20,000 was that teardown).
+      for (const Arg& a : n.args) release_read(a, static_cast<int>(i), last);
     }
-    std::unordered_map<std::string, size_t> buffer_at;  // name -> index in p_.buffers (a training step has hundreds of outputs)
-    buffer_at.reserve(p_.buffers.size());
-    for (size_t b = 0; b < p_.buffers.size(); ++b) buffer_at.emplace(p_.buffers[b].name, b);
+    // name -> index in p_.buffers (a training step has hundreds of outputs; a few are found from the back)
+    std::unordered_map<std::string, size_t> buffer_at;
+    if (g_.outputs.size() > 8) {
+      buffer_at.reserve(p_.buffers.size());
+      for (size_t b = 0; b < p_.buffers.size(); ++b) buffer_at.emplace(p_.buffers[b].name, b);
+    }
     for (int o : g_.outputs) {
       if (o < 0) {  // None: no buffer
         p_.outputs.emplace_back();
@@ -125,7 +161,7 @@ class Lowering {
       }
       if (const auto at = buffer_at.find(buf); at != buffer_at.end()) {
         p_.buffers[at->second].is_output = true;
-      } else {  // a buffer the copy above just added
+      } else {  // a buffer the copy above just added, or no map
         for (LoopBuffer& b : p_.buffers)
           if (b.name == buf) b.is_output = true;
       }
@@ -135,6 +171,40 @@ class Lowering {
   }
 
  private:
+  // Per graph node, the last node whose lowering reads its reader (INT_MAX: the end, for outputs;
+  // -1: none). A library call reads the values under the views of its operands too (a transposed
+  // or reshaped matrix is passed as the buffer under it).
+  std::vector<int> last_reads() const {
+    std::vector<int> last(g_.nodes.size(), -1);
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      const Node& n = g_.nodes[i];
+      if (n.is_placeholder()) continue;
+      const bool library = n.op->kind == OpKind::extern_kernel;
+      for (const Arg& a : n.args) mark_read(a, static_cast<int>(i), library, last);
+    }
+    for (int o : g_.outputs)
+      if (o >= 0) last[o] = std::numeric_limits<int>::max();
+    return last;
+  }
+  void mark_read(const Arg& a, int by, bool library, std::vector<int>& last) const {
+    if (a.is_node()) {
+      for (int id = a.node;;) {
+        last[id] = std::max(last[id], by);
+        const Node& v = g_.nodes[id];
+        if (!library || v.is_placeholder() || v.op->kind != OpKind::view || v.args.empty() || !v.args[0].is_node()) break;
+        id = v.args[0].node;
+      }
+    }
+    for (const Arg& x : a.list) mark_read(x, by, library, last);
+  }
+  void release_read(const Arg& a, int by, const std::vector<int>& last) {
+    if (a.is_node() && last[a.node] == by) {
+      readers_[a.node] = Reader{};
+      std::vector<Reader>().swap(outs_[a.node]);
+    }
+    for (const Arg& x : a.list) release_read(x, by, last);
+  }
+
   // Max pooling as generated code (a maximum over the window's loads), as Inductor lowers it. A
   // window tap that can fall outside the input (padding, ceil_mode's last window) is masked: it
   // loads at an index kept inside the plane and counts as -inf where it lies outside, as PyTorch's
@@ -815,7 +885,7 @@ class Lowering {
         const DType out = m.dtype;
         // Integer and bool operands of float math are converted first (int64 / int64 is a true
         // division, as PyTorch's type promotion makes it); a select's condition stays bool.
-        auto body = [ins, alpha, math, out, compute](OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>&) {
+        auto body = [ins = std::move(ins), alpha, math, out, compute](OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>&) {
           std::vector<V> vals;
           for (size_t k = 0; k < ins.size(); ++k) {
             const Reader& r = ins[k];
@@ -827,7 +897,7 @@ class Lowering {
           if (alpha != 1.0) vals[1] = h.math(Math::mul, {vals[1], h.constant(alpha, compute)}, compute);
           return h.math(math, vals, out);
         };
-        const std::string buf = add_node(n, LoopNode::Kind::pointwise, m.shape, {}, Reduce::none, out, body);
+        const std::string buf = add_node(n, LoopNode::Kind::pointwise, m.shape, {}, Reduce::none, out, std::move(body));
         readers_[id] = buffer_reader(buf, m.shape, out);
         realized_[id] = buf;
         return;

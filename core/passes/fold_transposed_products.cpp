@@ -16,6 +16,25 @@ bool is_2d_transpose(const Node& n) {
   return p.size() == 2 && (p[0] == 1 || p[0] == -1);
 }
 
+// Whether some node is a 2-D transpose of a product read by nothing else (what the pass folds).
+bool any_fold(const Graph& g) {
+  std::vector<int> uses;
+  for (const Node& n : g.nodes) {
+    if (!is_2d_transpose(n)) continue;
+    const Node& mm = g.nodes[n.args[0].node];
+    if (mm.is_placeholder() || mm.op != &op::mm()) continue;
+    if (uses.empty()) {  // counted once, at the first candidate
+      uses.assign(g.nodes.size(), 0);
+      for (const Node& x : g.nodes)
+        for (int a : node_inputs(x)) ++uses[a];
+      for (int o : g.outputs)
+        if (o >= 0) ++uses[o];
+    }
+    if (uses[n.args[0].node] == 1) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 Graph fold_transposed_products(const Graph& g) {
@@ -58,6 +77,15 @@ Graph fold_transposed_products(const Graph& g) {
   }
   for (int o : g.outputs) out.outputs.push_back(o < 0 ? -1 : map[o]);
   Graph r = eliminate_dead_nodes(std::move(out));
+  verify(r);
+  return r;
+}
+
+Graph fold_transposed_products(Graph&& g) {
+  if (any_fold(g)) return fold_transposed_products(static_cast<const Graph&>(g));
+  // Nothing folds: the copy above would be this graph, node for node (no node added, so no name
+  // taken by one), its dead nodes removed and checked as there.
+  Graph r = eliminate_dead_nodes(std::move(g));
   verify(r);
   return r;
 }

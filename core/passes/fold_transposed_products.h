@@ -7,4 +7,7 @@
 
 namespace ls {
 Graph fold_transposed_products(const Graph& g);
+// The same for a graph the caller gives up: returned as it is (its dead nodes removed) where no
+// product folds, instead of copied node by node (half the core_aten stage on a chain of 40,000).
+Graph fold_transposed_products(Graph&& g);
 }

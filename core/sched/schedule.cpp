@@ -52,6 +52,50 @@ struct Group {
 // How many later readers of one buffer each reader is tried with for horizontal fusion.
 constexpr size_t kMaxHorizontalPartners = 64;
 
+// A set of group pairs (a < b, packed in 64 bits): open addressing in one array, sized once per
+// fusion round. (An std::unordered_set allocated a node per pair, tens of thousands a round, and
+// its look-ups missed the cache more as the graph grew.)
+class PairSet {
+ public:
+  explicit PairSet(size_t n) {
+    size_t cap = 16;
+    while (cap < 2 * n + 2) cap *= 2;
+    slots_.assign(cap, kEmpty);
+  }
+  static uint64_t key(int a, int b) { return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b); }
+  // Whether the pair was new (then it is in the set).
+  bool insert(uint64_t k) {
+    if (2 * (count_ + 1) > slots_.size()) grow();
+    for (size_t i = slot(k);; i = (i + 1) & (slots_.size() - 1)) {
+      if (slots_[i] == k) return false;
+      if (slots_[i] == kEmpty) {
+        slots_[i] = k;
+        ++count_;
+        return true;
+      }
+    }
+  }
+  bool contains(uint64_t k) const {
+    for (size_t i = slot(k);; i = (i + 1) & (slots_.size() - 1)) {
+      if (slots_[i] == k) return true;
+      if (slots_[i] == kEmpty) return false;
+    }
+  }
+
+ private:
+  static constexpr uint64_t kEmpty = ~uint64_t{0};  // no pair of group ids (each below 2^31)
+  size_t slot(uint64_t k) const { return static_cast<size_t>((k * 0x9E3779B97F4A7C15ull) >> 20) & (slots_.size() - 1); }
+  void grow() {
+    std::vector<uint64_t> old = std::move(slots_);
+    slots_.assign(old.size() * 2, kEmpty);
+    count_ = 0;
+    for (uint64_t k : old)
+      if (k != kEmpty) insert(k);
+  }
+  std::vector<uint64_t> slots_;
+  size_t count_ = 0;
+};
+
 class Scheduler {
  public:
   Scheduler(const LoopProgram& p, const ScheduleOptions& o) : p_(p), opts_(o) {
@@ -346,7 +390,7 @@ class Scheduler {
     pl.where.idx = {};
     pl.where.ridx = {};
     pl.read_producers.reserve(pl.deps.reads.size());
-    for (const MemDep& rd : pl.deps.reads) pl.read_producers.push_back(producer_of(rd.buffer));
+    for (const MemDep& rd : pl.deps.reads) pl.read_producers.push_back(read_producer(n, rd.buffer));
     at.push_back(std::move(pl));
     return at.back();
   }
@@ -584,14 +628,12 @@ class Scheduler {
     for (int round = 0; round < 64; ++round) {
       struct Cand { int a, b; int64_t bytes; int distance; };
       std::vector<Cand> cands;
-      std::unordered_set<uint64_t> seen;  // group pairs (a < b) already candidates through an edge
-      seen.reserve(edges_.size());
-      auto pair_key = [](int a, int b) { return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b); };
+      PairSet seen(edges_.size());  // group pairs (a < b) already candidates through an edge
       for (const auto& e : edges_) {
         int a = group_of_[e.producer], b = group_of_[e.consumer];
         if (a == b) continue;
         if (a > b) std::swap(a, b);
-        if (!seen.insert(pair_key(a, b)).second) continue;
+        if (!seen.insert(PairSet::key(a, b))) continue;
         cands.push_back({a, b, shared_bytes(a, b), std::abs(e.consumer - e.producer)});
       }
       // Horizontal candidates: groups that read the same buffer (found through the buffers'
@@ -619,7 +661,7 @@ class Scheduler {
         const size_t count = static_cast<size_t>(first_reader[b + 1] - first_reader[b]);
         for (size_t i = 0; i < count; ++i)
           for (size_t j = i + 1; j < count && j <= i + kMaxHorizontalPartners; ++j)
-            if (!seen.count(pair_key(gs[i], gs[j]))) horizontal.push_back({gs[i], gs[j]});
+            if (!seen.contains(PairSet::key(gs[i], gs[j]))) horizontal.push_back({gs[i], gs[j]});
       }
       std::sort(horizontal.begin(), horizontal.end());
       horizontal.erase(std::unique(horizontal.begin(), horizontal.end()), horizontal.end());
@@ -661,6 +703,13 @@ class Scheduler {
   int producer_of_id(int id) const {
     return static_cast<size_t>(id) < producer_by_id_.size() ? producer_by_id_[static_cast<size_t>(id)] : -1;
   }
+  // The producer of a buffer node n reads: found among the node's own reads (a few ids, their names
+  // compared), not hashed again for every placement.
+  int read_producer(int n, const std::string& buffer) const {
+    for (int id : node_read_ids_[static_cast<size_t>(n)])
+      if (*buffer_ids_[static_cast<size_t>(id)] == buffer) return producer_of_id(id);
+    return producer_of(buffer);
+  }
   // LoopProgram::producer without its shared index: every buffer a node reads or writes has an id.
   int producer_of(const std::string& buffer) const {
     const auto it = buffer_id_of_.find(buffer);
@@ -668,7 +717,14 @@ class Scheduler {
   }
   mutable std::vector<const LoopBuffer*> buffer_by_id_;  // id -> its LoopBuffer, nullptr until asked
   const LoopBuffer& buffer_of(int id) const {
-    if (buffer_by_id_.size() != buffer_ids_.size()) buffer_by_id_.assign(buffer_ids_.size(), nullptr);
+    if (buffer_by_id_.size() != buffer_ids_.size()) {
+      // Filled in one walk over the buffers (the first of each name, as LoopProgram::buffer finds),
+      // rather than a look-up in the program's index per id as they are asked.
+      buffer_by_id_.assign(buffer_ids_.size(), nullptr);
+      for (const LoopBuffer& lb : p_.buffers)
+        if (const auto it = buffer_id_of_.find(lb.name); it != buffer_id_of_.end() && !buffer_by_id_[static_cast<size_t>(it->second)])
+          buffer_by_id_[static_cast<size_t>(it->second)] = &lb;
+    }
     const LoopBuffer*& b = buffer_by_id_[static_cast<size_t>(id)];
     if (!b) b = &p_.buffer(*buffer_ids_[static_cast<size_t>(id)]);
     return *b;
