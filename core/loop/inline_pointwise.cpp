@@ -6,6 +6,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "loop/buffer_ids.h"
 #include "loop/dependencies.h"
 
 namespace ls {
@@ -107,9 +108,9 @@ std::vector<std::pair<std::string, std::vector<std::string>>> inline_pointwise(L
   auto inl = std::make_shared<Inlined>();
   const size_t n = p.nodes.size();
   // Buffers by number, each name hashed once, here: every node's own and every one read.
-  std::unordered_map<std::string, int> id_of;
+  BufferIds id_of;
   id_of.reserve(2 * n);
-  auto id = [&](const std::string& b) { return id_of.emplace(b, static_cast<int>(id_of.size())).first->second; };
+  auto id = [&](const std::string& b) { return id_of.add(b).first; };
   std::vector<int> own_id(n);
   for (size_t j = 0; j < n; ++j) own_id[j] = id(p.nodes[j].buffer);
   // Who reads each buffer, and at how many places, kept up to date as bodies change: a consumer
@@ -130,11 +131,17 @@ std::vector<std::pair<std::string, std::vector<std::string>>> inline_pointwise(L
   for (size_t j = 0; j < n; ++j)
     for (const auto& [b, k] : reads[j]) readers[static_cast<size_t>(b)].insert(j);
   std::vector<bool> removed(n, false), wrapped(n, false);
+  // Whether each node's own buffer is an output (the first buffer of its name, as
+  // LoopProgram::buffer finds it), from one walk over the buffers rather than a look-up per node.
+  std::vector<int8_t> output_id(id_of.size(), -1);  // -1: no buffer of that name seen yet
+  for (const LoopBuffer& b : p.buffers)
+    if (const int k = id_of.find(b.name); k >= 0 && output_id[static_cast<size_t>(k)] < 0) output_id[static_cast<size_t>(k)] = b.is_output;
   // Last to first: when a producer's turn comes, the nodes it feeds through inlined ones are
   // already its readers.
   for (size_t i = n; i-- > 0;) {
     const LoopNode& cand = p.nodes[i];
-    if (cand.kind != LoopNode::Kind::pointwise || p.buffer(cand.buffer).is_output) continue;
+    if (cand.kind != LoopNode::Kind::pointwise) continue;
+    if (const int8_t o = output_id[static_cast<size_t>(own_id[i])]; o < 0 ? p.buffer(cand.buffer).is_output : o > 0) continue;
     // Its body as counted above, unless it has since been given producers to inline (then counted
     // again: running every body a second time was a sixth of this pass at 20,000 nodes).
     auto [ops, loads] = own[i];

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "loop/buffer_ids.h"
 #include "loop/dependencies.h"
 #include "ir/index.h"
 
@@ -10,27 +11,53 @@ namespace ls {
 namespace {
 
 // Node c's value is read only from memory: by library calls or in another phase (or nobody).
-bool only_memory_readers(const LoopProgram& p, const std::vector<Dependencies>& deps, size_t c) {
+// readers: the nodes that read c's buffer, in node order.
+bool only_memory_readers(const LoopProgram& p, const std::vector<size_t>& readers, size_t c) {
   const LoopNode& n = p.nodes[c];
-  for (size_t u = 0; u < p.nodes.size(); ++u) {
+  for (size_t u : readers) {
     if (u == c || p.nodes[u].kind == LoopNode::Kind::extern_kernel || p.nodes[u].phase != n.phase) continue;
-    for (const MemDep& d : deps[u].reads)
-      if (d.buffer == n.buffer) return false;
+    return false;
   }
   return true;
+}
+
+// A node the pass may reorder (more tests follow in the pass itself).
+bool may_reorder(const LoopProgram& p, const LoopNode& n) {
+  return n.kind == LoopNode::Kind::pointwise && n.ranges.size() >= 2 && n.iter_order.empty() && !p.buffer(n.buffer).is_output;
 }
 
 }  // namespace
 
 std::vector<std::string> reorder_for_column_reductions(LoopProgram& p) {
   std::vector<std::string> done;
+  // Nothing to reorder (no pointwise node of two dims or more): no body is run. (Every body was
+  // run, and its reads kept, for graphs of one-dimensional values too.)
+  if (std::none_of(p.nodes.begin(), p.nodes.end(), [&](const LoopNode& n) { return may_reorder(p, n); })) return done;
   std::vector<Dependencies> deps;
+  deps.reserve(p.nodes.size());
   for (const LoopNode& n : p.nodes) deps.push_back(extract_dependencies(n));
+  // Who reads each buffer (by id), in node order: a candidate's readers are found there, not by
+  // a walk over every node's reads (once per candidate and dimension, and again per reader).
+  BufferIds ids;
+  ids.reserve(p.nodes.size());
+  std::vector<std::vector<size_t>> readers;
+  for (size_t u = 0; u < p.nodes.size(); ++u)
+    for (const MemDep& d : deps[u].reads) {
+      const auto [b, added] = ids.add(d.buffer);
+      if (added) readers.emplace_back();
+      std::vector<size_t>& r = readers[static_cast<size_t>(b)];
+      if (r.empty() || r.back() != u) r.push_back(u);
+    }
+  static const std::vector<size_t> kNone;
+  auto readers_of = [&](const std::string& buffer) -> const std::vector<size_t>& {
+    const int b = ids.find(buffer);
+    return b < 0 ? kNone : readers[static_cast<size_t>(b)];
+  };
   // Last to first: a producer is decided after its readers, so a chain of pointwise nodes feeding
   // the reduction (a mask, then the masked gradient) is reordered as a whole.
   for (size_t ni = p.nodes.size(); ni-- > 0;) {
     LoopNode& n = p.nodes[ni];
-    if (n.kind != LoopNode::Kind::pointwise || n.ranges.size() < 2 || !n.iter_order.empty() || p.buffer(n.buffer).is_output) continue;
+    if (!may_reorder(p, n)) continue;
     // Kept dim j outer (N = its size), the others (B in all) inner, in their order: the last dim
     // first (a bias gradient), then any other (a per-channel sum over N, H, W).
     const int k = static_cast<int>(n.ranges.size());
@@ -51,11 +78,10 @@ std::vector<std::string> reorder_for_column_reductions(LoopProgram& p) {
       const Expr writes = extract_dependencies(t, at, {}).writes.at(0).index;
       bool any = false, all = true;
       std::vector<size_t> along;  // same-shape pointwise readers that only memory reads: they turn with it
-      for (size_t c = 0; c < p.nodes.size() && all; ++c) {
+      for (size_t c : readers_of(n.buffer)) {
+        if (!all) break;
         const LoopNode& rd = p.nodes[c];
-        bool reads = false;
-        for (const MemDep& d : deps[c].reads) reads = reads || d.buffer == n.buffer;
-        if (!reads || rd.kind == LoopNode::Kind::extern_kernel) continue;
+        if (rd.kind == LoopNode::Kind::extern_kernel) continue;
         // A reduction over B with one result per kept index, or a node already reordered to
         // iterate the same way, reading exactly what the reordered node writes in the same iteration.
         const bool column_reduction = rd.kind == LoopNode::Kind::reduction && rd.numel() == N && rd.rnumel() == B;
@@ -65,7 +91,7 @@ std::vector<std::string> reorder_for_column_reductions(LoopProgram& p) {
         // runs in is free, so it turns with this node (a BatchNorm's input gradient, computed
         // beside the per-channel sums that read the same masked gradient).
         const bool free_order = rd.kind == LoopNode::Kind::pointwise && rd.iter_order.empty() && rd.ranges == n.ranges &&
-                                rd.phase == n.phase && only_memory_readers(p, deps, c);
+                                rd.phase == n.phase && only_memory_readers(p, readers_of(rd.buffer), c);
         if (!column_reduction && !reordered && !free_order) {
           all = false;
           break;

@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "loop/buffer_ids.h"
 #include "loop/dependencies.h"
 #include "ops/known_ops.h"
 #include "ops/op_table.h"
@@ -101,7 +102,7 @@ class Scheduler {
   Scheduler(const LoopProgram& p, const ScheduleOptions& o) : p_(p), opts_(o) {
     const size_t n = p.nodes.size();
     groups_.reserve(n);
-    buffer_id_of_.reserve(n);  // grown once, not rehashed again and again
+    buffer_ids_.reserve(2 * n);
     for (size_t i = 0; i < n; ++i) {
       groups_.push_back({{static_cast<int>(i)}});
       group_of_.push_back(static_cast<int>(i));
@@ -157,7 +158,7 @@ class Scheduler {
       EdgeDecision d;
       d.producer = e.producer;
       d.consumer = e.consumer;
-      d.buffer = *buffer_ids_[static_cast<size_t>(e.buffer)];
+      d.buffer = buffer_ids_.name(e.buffer);
       const int gp = group_of_[e.producer], gc = group_of_[e.consumer];
       if (gp == gc) d.verdict = {true, "fused"};
       else if (!opts_.fusion) d.verdict = {false, "fusion is off"};
@@ -688,13 +689,8 @@ class Scheduler {
   }
 
   // Buffers as numbers (ids into buffer_ids_), so fusion's candidate search compares integers.
-  int buffer_id(const std::string& name) {
-    const auto [it, added] = buffer_id_of_.emplace(name, static_cast<int>(buffer_ids_.size()));
-    if (added) buffer_ids_.push_back(&it->first);
-    return it->second;
-  }
-  std::unordered_map<std::string, int> buffer_id_of_;
-  std::vector<const std::string*> buffer_ids_;
+  int buffer_id(const std::string& name) { return buffer_ids_.add(name).first; }
+  BufferIds buffer_ids_;
   std::vector<int> producer_by_id_;              // id -> the first node writing it, -1 for none
   void set_producer(int id, int node) {
     if (producer_by_id_.size() <= static_cast<size_t>(id)) producer_by_id_.resize(static_cast<size_t>(id) + 1, -1);
@@ -707,13 +703,13 @@ class Scheduler {
   // compared), not hashed again for every placement.
   int read_producer(int n, const std::string& buffer) const {
     for (int id : node_read_ids_[static_cast<size_t>(n)])
-      if (*buffer_ids_[static_cast<size_t>(id)] == buffer) return producer_of_id(id);
+      if (buffer_ids_.name(id) == buffer) return producer_of_id(id);
     return producer_of(buffer);
   }
   // LoopProgram::producer without its shared index: every buffer a node reads or writes has an id.
   int producer_of(const std::string& buffer) const {
-    const auto it = buffer_id_of_.find(buffer);
-    return it == buffer_id_of_.end() ? -1 : producer_of_id(it->second);
+    const int id = buffer_ids_.find(buffer);
+    return id < 0 ? -1 : producer_of_id(id);
   }
   mutable std::vector<const LoopBuffer*> buffer_by_id_;  // id -> its LoopBuffer, nullptr until asked
   const LoopBuffer& buffer_of(int id) const {
@@ -722,11 +718,11 @@ class Scheduler {
       // rather than a look-up in the program's index per id as they are asked.
       buffer_by_id_.assign(buffer_ids_.size(), nullptr);
       for (const LoopBuffer& lb : p_.buffers)
-        if (const auto it = buffer_id_of_.find(lb.name); it != buffer_id_of_.end() && !buffer_by_id_[static_cast<size_t>(it->second)])
-          buffer_by_id_[static_cast<size_t>(it->second)] = &lb;
+        if (const int id = buffer_ids_.find(lb.name); id >= 0 && !buffer_by_id_[static_cast<size_t>(id)])
+          buffer_by_id_[static_cast<size_t>(id)] = &lb;
     }
     const LoopBuffer*& b = buffer_by_id_[static_cast<size_t>(id)];
-    if (!b) b = &p_.buffer(*buffer_ids_[static_cast<size_t>(id)]);
+    if (!b) b = &p_.buffer(buffer_ids_.name(id));
     return *b;
   }
   std::vector<int> node_write_id_;               // node -> its buffer's id
@@ -795,7 +791,7 @@ class Scheduler {
     for (int n : g.nodes) written.insert(p_.nodes[n].buffer);
     for (int n : g.nodes) {
       for (int id : node_read_ids_[static_cast<size_t>(n)])
-        if (!written.count(*buffer_ids_[static_cast<size_t>(id)])) reads.insert(*buffer_ids_[static_cast<size_t>(id)]);
+        if (!written.count(buffer_ids_.name(id))) reads.insert(buffer_ids_.name(id));
       for (const auto& o : p_.nodes[n].origins) origins.insert(o);
     }
     k.reads.assign(reads.begin(), reads.end());
@@ -884,8 +880,8 @@ class Scheduler {
     std::vector<bool> removed_id(buffer_ids_.size(), false);
     for (const Kernel& k : s.kernels)
       for (const auto& r : k.removed) {
-        const auto id = buffer_id_of_.find(r);
-        if (id != buffer_id_of_.end()) removed_id[static_cast<size_t>(id->second)] = true;
+        const int id = buffer_ids_.find(r);
+        if (id >= 0) removed_id[static_cast<size_t>(id)] = true;
         s.memory.removed.push_back(r);
       }
     std::sort(s.memory.removed.begin(), s.memory.removed.end());
@@ -904,7 +900,7 @@ class Scheduler {
     std::vector<std::vector<int>> dies_in(s.kernels.size());
     for (size_t id = 0; id < last.size(); ++id)
       if (last[id] >= 0) dies_in[static_cast<size_t>(last[id])].push_back(static_cast<int>(id));
-    auto by_name = [&](int a, int b) { return *buffer_ids_[static_cast<size_t>(a)] < *buffer_ids_[static_cast<size_t>(b)]; };
+    auto by_name = [&](int a, int b) { return buffer_ids_.name(a) < buffer_ids_.name(b); };
     for (auto& ids : dies_in) std::sort(ids.begin(), ids.end(), by_name);
     std::map<int64_t, std::deque<int>> free_by_size;
     for (size_t k = 0; k < s.kernels.size(); ++k) {
@@ -913,7 +909,7 @@ class Scheduler {
         if (b.is_output) continue;
         auto it = free_by_size.find(b.bytes());
         if (it == free_by_size.end() || it->second.empty()) continue;
-        s.memory.reuses.emplace_back(w, *buffer_ids_[static_cast<size_t>(it->second.front())]);
+        s.memory.reuses.emplace_back(w, buffer_ids_.name(it->second.front()));
         it->second.pop_front();
       }
       for (const int id : dies_in[k])
