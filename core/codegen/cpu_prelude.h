@@ -350,3 +350,76 @@ static inline void ls_pairwise_rows(float* part, int64_t rows, int64_t width) {
     for (int64_t c = 0; c + s < rows; c += 2 * s)
       for (int64_t i = 0; i < width; ++i) part[c * width + i] = part[c * width + i] + part[(c + s) * width + i];
 }
+
+// philox(seed, offset, index): 53 random bits of an element, Philox4x32-10 keyed by the seed, the
+// counter the index and the offset (ops/philox.h, the reference this copy must equal bit for bit).
+static inline int64_t ls_philox(int64_t seed, int64_t offset, int64_t index) {
+  unsigned int c0 = (unsigned int)index, c1 = (unsigned int)((unsigned long long)index >> 32), c2 = (unsigned int)offset,
+               c3 = (unsigned int)((unsigned long long)offset >> 32), k0 = (unsigned int)seed,
+               k1 = (unsigned int)((unsigned long long)seed >> 32);
+  for (int r = 0; r < 10; ++r) {
+    const unsigned long long p0 = 0xD2511F53ull * c0, p1 = 0xCD9E8D57ull * c2;
+    const unsigned int h0 = (unsigned int)(p0 >> 32), l0 = (unsigned int)p0, h1 = (unsigned int)(p1 >> 32), l1 = (unsigned int)p1;
+    c0 = h1 ^ c1 ^ k0;
+    c1 = l1;
+    c2 = h0 ^ c3 ^ k1;
+    c3 = l0;
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+  return (int64_t)((unsigned long long)c0 | ((unsigned long long)(c1 & 0x1FFFFFu) << 32));
+}
+
+// rand: a uniform float in [0, 1) from the top 24 of the 53 bits.
+static inline float ls_rand(int64_t b) { return (float)((double)((unsigned long long)b >> 29) * 0x1p-24); }
+
+// rand_f64: a uniform double in [0, 1) from the 53 bits.
+static inline double ls_rand_f64(int64_t b) { return (double)b * 0x1p-53; }
+
+// randn: Box-Muller in double, log and cos as ops/philox.h's polynomials (every multiply-add an fma).
+static inline double ls_randn(int64_t b) {
+  const double u1 = (double)(((unsigned long long)b & 0xFFFFFFFFull) + 1) * 0x1p-32;
+  int e = 0;
+  double m = __builtin_frexp(u1, &e);
+  if (m < 0.70710678118654752) m = m * 2.0, e = e - 1;
+  const double f = m - 1.0, s = f / (2.0 + f), s2 = s * s;
+  double p = 2.0 / 21.0;
+  p = __builtin_fma(p, s2, 2.0 / 19.0);
+  p = __builtin_fma(p, s2, 2.0 / 17.0);
+  p = __builtin_fma(p, s2, 2.0 / 15.0);
+  p = __builtin_fma(p, s2, 2.0 / 13.0);
+  p = __builtin_fma(p, s2, 2.0 / 11.0);
+  p = __builtin_fma(p, s2, 2.0 / 9.0);
+  p = __builtin_fma(p, s2, 2.0 / 7.0);
+  p = __builtin_fma(p, s2, 2.0 / 5.0);
+  p = __builtin_fma(p, s2, 2.0 / 3.0);
+  p = __builtin_fma(p, s2, 2.0);
+  const double log_u1 = __builtin_fma((double)e, 0.69314718055994531, s * p);
+  const unsigned long long j = (unsigned long long)b >> 32, q = j >> 19, r = j & 0x7FFFFull;
+  const bool fold = r > 0x40000ull, want_cos = (q & 1) == 0;
+  const double t = (double)(fold ? 0x80000ull - r : r) * 0x1p-19 * 1.5707963267948966, t2 = t * t;
+  double v;
+  if (want_cos != fold) {
+    double c = -1.0 / 6402373705728000.0;
+    c = __builtin_fma(c, t2, 1.0 / 20922789888000.0);
+    c = __builtin_fma(c, t2, -1.0 / 87178291200.0);
+    c = __builtin_fma(c, t2, 1.0 / 479001600.0);
+    c = __builtin_fma(c, t2, -1.0 / 3628800.0);
+    c = __builtin_fma(c, t2, 1.0 / 40320.0);
+    c = __builtin_fma(c, t2, -1.0 / 720.0);
+    c = __builtin_fma(c, t2, 1.0 / 24.0);
+    c = __builtin_fma(c, t2, -0.5);
+    v = __builtin_fma(t2, c, 1.0);
+  } else {
+    double c = 1.0 / 355687428096000.0;
+    c = __builtin_fma(c, t2, -1.0 / 1307674368000.0);
+    c = __builtin_fma(c, t2, 1.0 / 6227020800.0);
+    c = __builtin_fma(c, t2, -1.0 / 39916800.0);
+    c = __builtin_fma(c, t2, 1.0 / 362880.0);
+    c = __builtin_fma(c, t2, -1.0 / 5040.0);
+    c = __builtin_fma(c, t2, 1.0 / 120.0);
+    c = __builtin_fma(c, t2, -1.0 / 6.0);
+    v = __builtin_fma(t * t2, c, t);
+  }
+  return __builtin_sqrt(-2.0 * log_u1) * (q == 1 || q == 2 ? -v : v);
+}

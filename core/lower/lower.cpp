@@ -13,6 +13,7 @@
 
 #include "ops/known_ops.h"
 #include "ops/op_table.h"
+#include "ops/philox.h"
 
 namespace ls {
 namespace {
@@ -691,6 +692,30 @@ class Lowering {
     return true;
   }
 
+  // rand and randn as generated code (Inductor's ops.rand / ops.randn over a seed): each element
+  // draws from Philox with the reference kernel's seed and offset (ops/philox.h) and its own
+  // row-major index, so the values equal the reference's bit for bit and the draw fuses into
+  // what reads it (dropout's mask into its multiply).
+  bool lower_random(int id) {
+    const Node& n = g_.nodes[id];
+    const Shape shape = n.outs[0].shape;
+    const DType out = n.outs[0].dtype;
+    const bool normal = n.op == &op::randn();
+    const double offset = static_cast<double>(philox::stream_offset(normal ? "randn" : "rand", shape));
+    const Math draw = normal ? Math::randn : out == DType::f64 ? Math::rand_f64 : Math::rand;
+    const Shape strides = contiguous_strides(shape);
+    auto body = [strides, out, offset, draw](OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>&) {
+      const V index = h.index_expr(linear_index(idx, strides), DType::i64);
+      const V seed = h.constant(static_cast<double>(philox::kSeed), DType::i64);
+      const V bits = h.math(Math::philox, {seed, h.constant(offset, DType::i64), index}, DType::i64);
+      return h.math(draw, {bits}, out);
+    };
+    const std::string buf = add_node(n, LoopNode::Kind::pointwise, shape, {}, Reduce::none, out, body);
+    readers_[id] = buffer_reader(buf, shape, out);
+    realized_[id] = buf;
+    return true;
+  }
+
   // The node a permutation view swaps the last two dimensions of (identity elsewhere), or -1.
   // A matrix operand seen through permutations that swap its last two dims or change nothing:
   // the value underneath, and whether an odd number of swaps lies between (t(t(w)) is w).
@@ -885,11 +910,17 @@ class Lowering {
         const DType out = m.dtype;
         // Integer and bool operands of float math are converted first (int64 / int64 is a true
         // division, as PyTorch's type promotion makes it); a select's condition stays bool.
-        auto body = [ins = std::move(ins), alpha, math, out, compute](OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>&) {
+        // Operands with no dimension of size 1: read at the node's own index when of its rank (the
+        // broadcast index would be a copy of it, made at every run of the body by every pass).
+        std::vector<uint8_t> whole(ins.size());
+        for (size_t k = 0; k < ins.size(); ++k) whole[k] = std::count(ins[k].shape.begin(), ins[k].shape.end(), 1) == 0;
+        auto body = [ins = std::move(ins), whole = std::move(whole), alpha, math, out, compute](OpsHandler& h, const std::vector<Expr>& idx,
+                                                                                                const std::vector<Expr>&) {
           std::vector<V> vals;
+          vals.reserve(ins.size());
           for (size_t k = 0; k < ins.size(); ++k) {
             const Reader& r = ins[k];
-            V v = r.load(h, broadcast_index(r.shape, idx));
+            V v = whole[k] && r.shape.size() == idx.size() ? r.load(h, idx) : r.load(h, broadcast_index(r.shape, idx));
             if (dtype_is_float(compute) && !dtype_is_float(r.dtype) && !(math == Math::where && k == 0))
               v = h.math(Math::identity, {v}, compute);
             vals.push_back(v);
@@ -993,6 +1024,7 @@ class Lowering {
         if (n.op == &op::embedding() && lower_embedding(id)) return;
         if (n.op == &op::index_tensor() && lower_index(id)) return;
         if (n.op->name == "aten.arange.start_step" && lower_arange(id)) return;
+        if ((n.op == &op::rand() || n.op == &op::randn()) && lower_random(id)) return;
         lower_extern(id);
         return;
       case OpKind::getitem: {
@@ -1035,6 +1067,7 @@ const char* generated_form(const OpDef& op, bool* always) {
   if (&op == &op::embedding()) return "indirect loads of the rows";
   if (&op == &op::index_tensor()) return "indirect loads of the indices";
   if (op.name == "aten.arange.start_step") return "the loop index as a value (start + step * i)";
+  if (&op == &op::rand() || &op == &op::randn()) return "Philox of the seed, the op's offset and the element's index";
   return nullptr;
 }
 

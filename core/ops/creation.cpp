@@ -6,16 +6,21 @@
 // converting each element (Inductor's ops.constant and ops.to_dtype). arange is declared as a
 // library kernel (its reference runs where a graph is interpreted), and lower.cpp's lower_arange
 // makes it generated code: the loop index as a value (Inductor's ops.index_expr), so a range
-// fuses into what reads it (position ids, causal masks). rand, randn and randperm are
-// library kernels drawing from a counter-based generator whose seed is fixed per op and shape:
-// reproducible from run to run and identical between the reference interpreter and compiled
-// code (PyTorch's stateful generator is not modelled; two calls of one shape draw the same values).
+// fuses into what reads it (position ids, causal masks). rand and randn draw from Philox4x32-10
+// (ops/philox.h) as a function of (seed, the op's offset, the element's index): declared as
+// library kernels (their reference kernels the truth), lowered by lower.cpp's lower_random to
+// generated code that computes the same function (Inductor's ops.rand / ops.randn), so a draw
+// fuses into what reads it (dropout's mask into its multiply) and equals the reference bit for
+// bit. The seed is fixed and the offset comes from the op and its shape: reproducible from run to
+// run (PyTorch's stateful generator is not modelled; two calls of one shape draw the same values).
+// randperm is a library kernel over a splitmix64 stream.
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <numeric>
 #include <optional>
 
+#include "ops/philox.h"
 #include "ops/rule_helpers.h"
 
 namespace ls {
@@ -247,10 +252,8 @@ Arg decomp_arange(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// rand, randn, randperm: a counter-based generator (splitmix64 of seed and position)
+// rand, randn: Philox4x32-10 (ops/philox.h); randperm: a splitmix64 stream
 // ---------------------------------------------------------------------------------------------
-
-constexpr uint64_t kSeed = 0x5eed;
 
 uint64_t mix64(uint64_t z) {
   z += 0x9e3779b97f4a7c15ULL;
@@ -258,23 +261,25 @@ uint64_t mix64(uint64_t z) {
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
   return z ^ (z >> 31);
 }
-// The stream of one op and shape: FNV-1a over its name and sizes, mixed with the seed.
+// randperm's stream: FNV-1a over its name and sizes, mixed with the seed.
 uint64_t stream_of(std::string_view what, const Shape& shape) {
   uint64_t h = 0xcbf29ce484222325ULL;
   auto eat = [&h](uint64_t v) { h = (h ^ v) * 0x100000001b3ULL; };
   for (char c : what) eat(static_cast<unsigned char>(c));
   for (int64_t d : shape) eat(static_cast<uint64_t>(d));
-  return mix64(h ^ kSeed);
+  return mix64(h ^ philox::kSeed);
 }
-// Uniform in [0, 1) with the precision of the dtype (24 bits for float32: never rounds up to 1).
-double uniform_at(uint64_t stream, uint64_t i, DType t) {
-  const uint64_t r = mix64(stream ^ mix64(i));
-  return t == DType::f32 ? static_cast<double>(r >> 40) * 0x1.0p-24 : static_cast<double>(r >> 11) * 0x1.0p-53;
-}
+double uniform_at(uint64_t stream, uint64_t i) { return static_cast<double>(mix64(stream ^ mix64(i)) >> 11) * 0x1.0p-53; }
+
+// aten.rand's values for this dtype and shape: 24 random bits (float32, the half types; exact in
+// float32, so rounding to a half type is the only rounding) or 53 (float64).
 Tensor draw_uniform(DType t, const Shape& shape) {
   Tensor y(t, shape);
-  const uint64_t s = stream_of("rand", shape);
-  for (int64_t i = 0; i < y.numel(); ++i) y.set(i, uniform_at(s, static_cast<uint64_t>(i), t));
+  const uint64_t off = philox::stream_offset("rand", shape);
+  for (int64_t i = 0; i < y.numel(); ++i) {
+    const uint64_t b = philox::bits(philox::kSeed, off, static_cast<uint64_t>(i));
+    y.set(i, t == DType::f64 ? philox::uniform_f64(b) : static_cast<double>(philox::uniform_f32(b)));
+  }
   return y;
 }
 
@@ -286,14 +291,14 @@ std::vector<TensorMeta> infer_random(const Graph&, const OpDef& op, const std::v
 std::vector<Tensor> ref_rand(const OpDef&, const std::vector<Arg>&, const RefInputs&, const std::vector<TensorMeta>& outs) {
   return {draw_uniform(outs[0].dtype, outs[0].shape)};
 }
-// Box-Muller over two uniforms a position.
+// Box-Muller in double (philox::normal), rounded to the dtype (through float32 for the half
+// types, as generated code computes them).
 std::vector<Tensor> ref_randn(const OpDef&, const std::vector<Arg>&, const RefInputs&, const std::vector<TensorMeta>& outs) {
   Tensor y(outs[0].dtype, outs[0].shape);
-  const uint64_t s = stream_of("randn", outs[0].shape);
+  const uint64_t off = philox::stream_offset("randn", outs[0].shape);
   for (int64_t i = 0; i < y.numel(); ++i) {
-    const double u1 = 1.0 - uniform_at(s, 2 * static_cast<uint64_t>(i), DType::f64);  // (0, 1]
-    const double u2 = uniform_at(s, 2 * static_cast<uint64_t>(i) + 1, DType::f64);
-    y.set(i, std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2));
+    const double z = philox::normal(philox::bits(philox::kSeed, off, static_cast<uint64_t>(i)));
+    y.set(i, y.dtype() == DType::f64 ? z : static_cast<double>(static_cast<float>(z)));
   }
   return {y};
 }
@@ -313,7 +318,7 @@ std::vector<Tensor> ref_randperm(const OpDef&, const std::vector<Arg>& a, const 
   std::iota(p.begin(), p.end(), 0);
   const uint64_t s = stream_of("randperm", {n});
   for (int64_t i = n - 1; i > 0; --i) {
-    const auto j = static_cast<int64_t>(uniform_at(s, static_cast<uint64_t>(i), DType::f64) * static_cast<double>(i + 1));
+    const auto j = static_cast<int64_t>(uniform_at(s, static_cast<uint64_t>(i)) * static_cast<double>(i + 1));
     std::swap(p[i], p[std::min(j, i)]);
   }
   Tensor y(outs[0].dtype, outs[0].shape);

@@ -42,6 +42,8 @@ const OpDef& scatter_reduce_two();
 const OpDef& index_tensor();  // aten.index.Tensor
 const OpDef& efficient_attention();           // aten._scaled_dot_product_efficient_attention
 const OpDef& efficient_attention_backward();  // aten._scaled_dot_product_efficient_attention_backward
+const OpDef& rand();   // aten.rand.default: generated code drawing from Philox (lower/lower.cpp, ops/philox.h)
+const OpDef& randn();  // aten.randn.default
 
 // Views and the ops passes build graphs with.
 const OpDef& view();

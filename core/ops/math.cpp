@@ -3,10 +3,13 @@
 #include <cmath>
 #include <limits>
 
+#include "ops/philox.h"
+
 namespace ls {
 
 int math_arity(Math m) {
-  if (m == Math::where) return 3;
+  if (m == Math::where || m == Math::philox) return 3;
+  if (m >= Math::rand) return 1;
   if (m >= Math::logical_and) return 2;
   if (m >= Math::floor) return 1;
   if (m >= Math::add) return 2;
@@ -84,6 +87,10 @@ std::string_view math_name(Math m) {
     case Math::remainder: return "remainder";
     case Math::fmod: return "fmod";
     case Math::atan2: return "atan2";
+    case Math::philox: return "philox";
+    case Math::rand: return "rand";
+    case Math::rand_f64: return "rand_f64";
+    case Math::randn: return "randn";
   }
   return "?";
 }
@@ -157,6 +164,11 @@ double eval_math(Math m, double a, double b, double c) {
     }
     case Math::fmod: return std::fmod(a, b);
     case Math::atan2: return std::atan2(a, b);
+    case Math::philox:  // seed, offset and index are integers below 2^53, the result 53 bits: exact in doubles
+      return static_cast<double>(philox::bits(static_cast<uint64_t>(a), static_cast<uint64_t>(b), static_cast<uint64_t>(c)));
+    case Math::rand: return philox::uniform_f32(static_cast<uint64_t>(a));
+    case Math::rand_f64: return philox::uniform_f64(static_cast<uint64_t>(a));
+    case Math::randn: return philox::normal(static_cast<uint64_t>(a));
   }
   return 0;
 }

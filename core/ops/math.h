@@ -21,6 +21,10 @@ enum class Math : uint8_t {
   isnan, isinf, logical_not, bitwise_not,
   // binary
   logical_and, logical_or, logical_xor, bitwise_and, bitwise_or, bitwise_xor, remainder, fmod, atan2,
+  // Random numbers (ops/philox.h): philox(seed, offset, index), ternary, the 53 random bits of an
+  // element (an int64); then, unary on those bits, rand (uniform in [0, 1) with float32's 24
+  // bits), rand_f64 (53 bits) and randn (standard normal, Box-Muller in double).
+  philox, rand, rand_f64, randn,
 };
 
 // mean: sum, then divide by the count. prod: the product. argmax/argmin (Inductor's reduction types

@@ -365,6 +365,8 @@ class TestCore : public QObject {
         {op::index_tensor, "aten.index.Tensor"},
         {op::efficient_attention, "aten._scaled_dot_product_efficient_attention.default"},
         {op::efficient_attention_backward, "aten._scaled_dot_product_efficient_attention_backward.default"},
+        {op::rand, "aten.rand.default"},
+        {op::randn, "aten.randn.default"},
         {op::view, "aten.view.default"},
         {op::permute, "aten.permute.default"},
         {op::detach, "aten.detach.default"},

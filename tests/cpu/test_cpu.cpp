@@ -22,6 +22,7 @@
 #include "export/package.h"
 #include "frontend/load_model.h"
 #include "ops/builder.h"
+#include "ops/philox.h"
 #include "pipeline/pipeline.h"
 #include "../inductor_counts.h"
 #include "report/html_report.h"
@@ -2427,6 +2428,57 @@ class TestCpu : public QObject {
     QVERIFY2(again.error.empty(), again.error.c_str());
     for (size_t o = 0; o < 4; ++o)
       for (int64_t i = 0; i < n; i += 997) QCOMPARE(again.outputs[o].get(i), r.outputs[o].get(i));
+  }
+
+  // rand, randn and dropout's mask as generated code (ops/philox.h): the compiled values equal
+  // the reference kernels' bit for bit, in float32 and float64 (rand's 24 and 53 bits, randn's
+  // Box-Muller in double with its own log and cos), and no kernel is a library call (the mask's
+  // draw fuses into the dropout's multiply). The shared Philox: another seed or offset gives
+  // other numbers, and its log and cos polynomials are within 1e-15 of the C library's (whose
+  // cos argument, 2 pi j 2^-21, rounds too).
+  void testRandomOpsGeneratedEqualReference() {
+    const std::string graph =
+        "class G(torch.nn.Module):\n"
+        "    def forward(self, x: \"f32[3000]\"):\n"
+        "        u: \"f32[3000]\" = torch.ops.aten.rand.default([3000])\n"
+        "        z: \"f32[3000]\" = torch.ops.aten.randn.default([3000])\n"
+        "        u64: \"f64[5, 600]\" = torch.ops.aten.rand.default([5, 600], dtype = torch.float64)\n"
+        "        z64: \"f64[5, 600]\" = torch.ops.aten.randn.default([5, 600], dtype = torch.float64)\n"
+        "        native_dropout = torch.ops.aten.native_dropout.default(x, 0.4, True)\n"
+        "        out: \"f32[3000]\" = native_dropout[0]\n"
+        "        mask: \"b8[3000]\" = native_dropout[1];  native_dropout = None\n"
+        "        return (u, z, u64, z64, out, mask)\n";
+    Tensor x(DType::f32, {3000});
+    for (int64_t i = 0; i < 3000; ++i) x.set(i, 0.5 + 0.001 * static_cast<double>(i));
+    const CompileResult r = compile_graph_text(graph, {x}, false);
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    QVERIFY2(r.check.ok, r.stage("run")->text.c_str());
+    QCOMPARE(r.reference_outputs.size(), size_t(6));
+    for (size_t o : {0, 1, 2, 3, 5})  // the draws and the mask; the dropped-out values round in float32 (the reference in double)
+      for (int64_t i = 0; i < r.outputs[o].numel(); ++i)
+        QVERIFY2(r.outputs[o].get(i) == r.reference_outputs[o].get(i),
+                 ("output " + std::to_string(o) + " element " + std::to_string(i) + ": " + std::to_string(r.outputs[o].get(i)) + " vs " +
+                  std::to_string(r.reference_outputs[o].get(i))).c_str());
+    const std::string code = r.stage("source")->text;
+    QVERIFY(code.find("ls_philox(") != std::string::npos && code.find("ls_randn(") != std::string::npos &&
+            code.find("ls_rand_f64(") != std::string::npos);
+    for (const auto& k : r.schedule.kernels) QVERIFY2(!k.is_extern, k.name.c_str());
+    // The generator itself.
+    const uint64_t off = philox::stream_offset("rand", {3000});
+    int same_seed = 0, same_offset = 0;
+    for (uint64_t i = 0; i < 1000; ++i) {
+      same_seed += philox::bits(philox::kSeed, off, i) == philox::bits(philox::kSeed + 1, off, i);
+      same_offset += philox::bits(philox::kSeed, off, i) == philox::bits(philox::kSeed, off + 1, i);
+      QCOMPARE(philox::bits(7, off, i), philox::bits(7, off, i));
+    }
+    QCOMPARE(same_seed, 0);
+    QCOMPARE(same_offset, 0);
+    for (int k = 1; k <= 4096; ++k) {
+      const double u = k / 4096.0 * 0.999;
+      QVERIFY2(std::abs(philox::log_unit(u) - std::log(u)) <= 4e-16 * std::max(1.0, std::abs(std::log(u))), std::to_string(u).c_str());
+    }
+    for (uint64_t j = 0; j < (1u << 21); j += 997)
+      QVERIFY2(std::abs(philox::cos_turn21(j) - std::cos(2 * M_PI * static_cast<double>(j) / (1 << 21))) < 1e-15, std::to_string(j).c_str());
   }
 };
 
