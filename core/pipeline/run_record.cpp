@@ -6,6 +6,7 @@
 #include <iomanip>
 #include <sstream>
 
+#include "autodiff/joint.h"
 #include "interp/reference.h"
 #include "passes/convert_dtype.h"
 
@@ -141,7 +142,12 @@ std::vector<Tensor> reference64_outputs(const CompileResult& r, const std::vecto
   try {
     std::vector<Tensor> in;
     for (const Tensor& t : r.train ? user_inputs : r.model.inputs) in.push_back(dtype_is_float(t.dtype()) ? cast(t, DType::f64) : t);
-    return run_reference(convert_float_dtype(r.train ? r.training.joint.graph : r.aten, DType::f64), in);
+    // A training step's: the joint graph of the ATen graph in float64 (torch._dynamo's
+    // cast_to_fp64(model), forward and backward), not the half joint graph converted: the casts its
+    // derivative rules and decompositions wrote (a batch norm's statistics in float32, its result
+    // back to bfloat16) carry their dtype and would round the float64 run to half after each.
+    const Graph aten64 = convert_float_dtype(r.aten, DType::f64);
+    return run_reference(r.train ? build_joint(aten64).graph : aten64, in);
   } catch (const std::exception&) {
     return {};  // no float64 form (an op that refuses float64): the elementwise check alone
   }

@@ -24,7 +24,8 @@ std::vector<Tensor> reference_outputs(const CompileResult& r, const std::vector<
 
 // Whether the graph the reference runs (the ATen graph, or the joint graph) computes in bfloat16
 // or float16 anywhere; then reference64_outputs: that graph's outputs in float64, inputs
-// converted (empty where an op has no float64 form).
+// converted (empty where an op has no float64 form); a training step's from the joint graph of the
+// float64 ATen graph, as torch._dynamo runs the model in float64 forward and backward.
 bool computes_in_half(const CompileResult& r);
 std::vector<Tensor> reference64_outputs(const CompileResult& r, const std::vector<Tensor>& user_inputs);
 
