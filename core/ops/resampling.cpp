@@ -14,8 +14,9 @@
 //     weights of UpSample.h's source-index formulas), which mm runs.
 // grid_sampler_2d decomposes as torch._decomp writes it, gathering through aten.index.Tensor
 // (generated code: indirect loads); training differentiates that decomposition (index_put with
-// accumulate). grid_sampler_2d_backward, as Inductor's fallback, and col2im (a scatter) are
-// library kernels (their reference kernels).
+// accumulate). grid_sampler_2d_backward (in graphs that call it) decomposes as its reference
+// kernel computes it, into the same gathers and index_put. col2im (a scatter) is a library
+// kernel (its reference kernel).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -846,21 +847,59 @@ struct GridDecomp {
     const Arg below = b.call("aten.where.self", {sc("aten.gt.Scalar", r, hi), Arg::of_real(hi), r});
     return b.call("aten.where.self", {sc("aten.lt.Scalar", r, 0), Arg::of_real(0), below});
   }
-  // input[n, c, iy, ix] * w where (ix, iy) lies inside the input, else 0 (w none: a weight of 1).
-  Arg summand(const Arg& ix, const Arg& iy, const std::optional<Arg>& w) const {
-    const Arg in = bin("aten.logical_and.default", sc("aten.ge.Scalar", ix, 0),
-                       bin("aten.logical_and.default", sc("aten.lt.Scalar", ix, static_cast<double>(W)),
-                           bin("aten.logical_and.default", sc("aten.ge.Scalar", iy, 0), sc("aten.lt.Scalar", iy, static_cast<double>(H)))));
-    auto index = [&](const Arg& v) {  // inside: the coordinate as int64; outside: 0
+  // Whether (ix, iy) lies inside the input.
+  Arg inside(const Arg& ix, const Arg& iy) const {
+    return bin("aten.logical_and.default", sc("aten.ge.Scalar", ix, 0),
+               bin("aten.logical_and.default", sc("aten.lt.Scalar", ix, static_cast<double>(W)),
+                   bin("aten.logical_and.default", sc("aten.ge.Scalar", iy, 0), sc("aten.lt.Scalar", iy, static_cast<double>(H)))));
+  }
+  // The index list [n, c, iy, ix] of the taps, the coordinates as int64 where inside, else 0.
+  Arg indices(const Arg& in, const Arg& ix, const Arg& iy) const {
+    auto index = [&](const Arg& v) {
       const Arg safe = b.call("aten.where.self", {in, v, Arg::of_real(0)});
       return b.call("prims.convert_element_type.default", {safe, Arg::of_string("torch.int64")});
     };
     Arg list;
     list.kind = Arg::Kind::list;
     list.list = {n_idx, c_idx, index(iy), index(ix)};
-    Arg v = b.call("aten.index.Tensor", {x, list});
+    return list;
+  }
+  // input[n, c, iy, ix] * w where (ix, iy) lies inside the input, else 0 (w none: a weight of 1).
+  Arg summand(const Arg& ix, const Arg& iy, const std::optional<Arg>& w) const {
+    const Arg in = inside(ix, iy);
+    Arg v = b.call("aten.index.Tensor", {x, indices(in, ix, iy)});
     if (w) v = bin("aten.mul.Tensor", v, *w);
     return b.call("aten.where.self", {in, v, Arg::of_real(0)});
+  }
+  // A source coordinate and what its derivative with respect to the grid value is made of
+  // (grid_sampler_compute_source_index_set_grad): the unnormalization's factor, reflection's
+  // sign (negated where `flip`) and clamping's 0 at and beyond the borders (none outside `keep`).
+  struct Source {
+    Arg coord;
+    std::optional<Arg> keep, flip;
+    double factor;
+  };
+  Source source_with_grad(const Arg& g, int64_t size) const {
+    const double factor = s.align ? (size - 1) / 2.0 : size / 2.0;
+    const Arg u = unnormalize(g, size);
+    if (s.padding == Padding::zeros) return {u, std::nullopt, std::nullopt, factor};
+    const double hi = static_cast<double>(size - 1);
+    auto inner = [&](const Arg& c) { return bin("aten.logical_and.default", sc("aten.gt.Scalar", c, 0), sc("aten.lt.Scalar", c, hi)); };
+    if (s.padding == Padding::border) return {compute_coordinates(u, size), inner(u), std::nullopt, factor};
+    const int64_t twice_low = s.align ? 0 : -1, twice_high = s.align ? 2 * (size - 1) : 2 * size - 1;
+    if (twice_low == twice_high) return {compute_coordinates(u, size), std::nullopt, std::nullopt, 0.0};
+    const double lo = twice_low / 2.0, span = (twice_high - twice_low) / 2.0;
+    const Arg c = sc("aten.sub.Scalar", u, lo);
+    const Arg flips = b.call("aten.floor.default", {sc("aten.div.Scalar", b.call("aten.abs.default", {c}), span)});
+    const Arg odd = sc("aten.ne.Scalar", sc("aten.fmod.Scalar", flips, 2.0), 0.0);
+    const Arg r = reflect_coordinates(u, twice_low, twice_high);
+    return {compute_coordinates(u, size), inner(r), bin("aten.logical_xor.default", sc("aten.lt.Scalar", c, 0), odd), factor};
+  }
+  // g times d(source)/d(grid value).
+  Arg times_grad(Arg g, const Source& src) const {
+    if (src.flip) g = b.call("aten.where.self", {*src.flip, b.call("aten.neg.default", {g}), g});
+    if (src.keep) g = b.call("aten.where.self", {*src.keep, g, Arg::of_real(0)});
+    return sc("aten.mul.Scalar", g, src.factor);
   }
   // _upsample_cubic_interp1d: the four values weighted by the cubic coefficients of t.
   Arg cubic(const std::vector<Arg>& v, const Arg& t) const {
@@ -930,6 +969,70 @@ Arg decomp_grid_sampler(GraphBuilder& b, const OpDef& op, const std::vector<Arg>
     y = d.cubic(rows, ty);
   }
   return to(y, xm.dtype);
+}
+
+// grid_sampler_2d_backward as its reference kernel computes it (GridSampler.h's backward),
+// bilinear and nearest, on the grid as given ([N, 1, H_out, W_out] against the channels): each
+// tap's share of grad_output accumulated into the input's gradient by index_put; the grid's
+// gradient the sum over channels of grad_output times the taps' values times their weights'
+// derivatives, times d(source)/d(grid). PyTorch has no decomposition (Inductor calls ATen's
+// kernel); this one makes an exported training graph's backward device code.
+std::vector<Arg> decomp_grid_sampler_backward(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a) {
+  infer_grid_sampler_backward(b.graph(), op, a);
+  const std::vector<Arg> fwd = {a[1], a[2], a[3], a[4], a[5]};
+  const Sampler s = sampler_of(op, fwd, true);
+  const TensorMeta xm = b.meta(a[1]), gm = b.meta(a[2]);
+  const int64_t N = xm.shape[0], C = xm.shape[1], H = xm.shape[2], W = xm.shape[3], OH = gm.shape[1], OW = gm.shape[2];
+  const DType t = compute_dtype(xm.dtype);
+  auto to = [&](const Arg& v, DType d) {
+    return b.meta(v).dtype == d ? v : b.call("prims.convert_element_type.default", {v, Arg::of_string(std::string(dtype_torch(d)))});
+  };
+  auto iota = [&](int64_t n, const Shape& shape) {
+    const Arg r = b.call("aten.arange.start_step", {Arg::of_int(0), Arg::of_int(n), Arg::of_int(1)}, {{"dtype", Arg::of_string("torch.int64")}});
+    return reshape(b, r, shape);
+  };
+  auto zeros = [&](const Shape& shape) {
+    return b.call("aten.full.default", {Arg::of_ints(shape), Arg::of_real(0)}, {{"dtype", Arg::of_string(std::string(dtype_torch(t)))}});
+  };
+  const GridDecomp d{b, s, to(a[1], t), iota(N, {N, 1, 1, 1}), iota(C, {1, C, 1, 1}), H, W, t};
+  const Arg go = to(a[0], t);
+  const Arg grid = reshape(b, to(a[2], t), {N, 1, OH, OW, 2});
+  const GridDecomp::Source sx = d.source_with_grad(b.call("aten.select.int", {grid, Arg::of_int(4), Arg::of_int(0)}), W);
+  const GridDecomp::Source sy = d.source_with_grad(b.call("aten.select.int", {grid, Arg::of_int(4), Arg::of_int(1)}), H);
+  Arg grad_input = zeros(xm.shape);
+  // Adds w * grad_output (w none: 1) into the input's gradient at (ix, iy); returns the input's value there (0 outside).
+  auto tap = [&](const Arg& ix, const Arg& iy, const std::optional<Arg>& w) {
+    const Arg in = d.inside(ix, iy), list = d.indices(in, ix, iy);
+    const Arg share = b.call("aten.where.self", {in, w ? d.bin("aten.mul.Tensor", go, *w) : go, Arg::of_real(0)});
+    grad_input = b.call("aten.index_put.default", {grad_input, list, share, Arg::of_bool(true)});
+    return b.call("aten.where.self", {in, b.call("aten.index.Tensor", {d.x, list}), Arg::of_real(0)});
+  };
+  Arg grad_grid;
+  if (s.interp == Interp::bilinear) {
+    const Arg ix = sx.coord, iy = sy.coord;
+    const Arg ix_nw = b.call("aten.floor.default", {ix}), iy_nw = b.call("aten.floor.default", {iy});
+    const Arg ix_ne = d.sc("aten.add.Scalar", ix_nw, 1.0), iy_sw = d.sc("aten.add.Scalar", iy_nw, 1.0);
+    const Arg east = d.bin("aten.sub.Tensor", ix, ix_nw), west = d.bin("aten.sub.Tensor", ix_ne, ix);  // the weights along x
+    const Arg south = d.bin("aten.sub.Tensor", iy, iy_nw), north = d.bin("aten.sub.Tensor", iy_sw, iy);
+    const Arg v_nw = tap(ix_nw, iy_nw, d.bin("aten.mul.Tensor", west, north));
+    const Arg v_ne = tap(ix_ne, iy_nw, d.bin("aten.mul.Tensor", east, north));
+    const Arg v_sw = tap(ix_nw, iy_sw, d.bin("aten.mul.Tensor", west, south));
+    const Arg v_se = tap(ix_ne, iy_sw, d.bin("aten.mul.Tensor", east, south));
+    // d(value)/d(ix) = (ne - nw) * north + (se - sw) * south; d(value)/d(iy) = (sw - nw) * west + (se - ne) * east
+    const Arg dx = d.bin("aten.add.Tensor", d.bin("aten.mul.Tensor", d.bin("aten.sub.Tensor", v_ne, v_nw), north),
+                         d.bin("aten.mul.Tensor", d.bin("aten.sub.Tensor", v_se, v_sw), south));
+    const Arg dy = d.bin("aten.add.Tensor", d.bin("aten.mul.Tensor", d.bin("aten.sub.Tensor", v_sw, v_nw), west),
+                         d.bin("aten.mul.Tensor", d.bin("aten.sub.Tensor", v_se, v_ne), east));
+    auto over_channels = [&](const Arg& dv, const GridDecomp::Source& src) {  // [N, 1, OH, OW] -> [N, OH, OW, 1]
+      const Arg sum = b.call("aten.sum.dim_IntList", {d.bin("aten.mul.Tensor", go, dv), Arg::of_ints({1}), Arg::of_bool(true)});
+      return reshape(b, d.times_grad(sum, src), {N, OH, OW, 1});
+    };
+    grad_grid = cat(b, {over_channels(dx, sx), over_channels(dy, sy)}, 3);
+  } else {  // nearest: the grid's gradient is 0
+    tap(b.call("aten.round.default", {sx.coord}), b.call("aten.round.default", {sy.coord}), std::nullopt);
+    grad_grid = zeros(gm.shape);
+  }
+  return {to(grad_input, xm.dtype), to(grad_grid, gm.dtype)};
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1143,12 +1246,12 @@ void add_resampling_ops(std::vector<OpDef>& t) {
       comp("aten.grid_sampler_2d.default",
            "grid_sampler_2d(Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool align_corners) -> Tensor", kCore,
            infer_grid_sampler, ref_grid_sampler, single<decomp_grid_sampler>),
-      // Not in torch.Tag.core: Inductor runs it as a fallback kernel. Marked Core ATen here so the
-      // level checks take it for what it is, a library kernel kept at every level.
-      ext("aten.grid_sampler_2d_backward.default",
-          "grid_sampler_2d_backward(Tensor grad_output, Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool "
-          "align_corners, bool[2] output_mask) -> (Tensor, Tensor)",
-          kCore, infer_grid_sampler_backward, ref_grid_sampler_backward),
+      // Not in torch.Tag.core: Inductor runs it as a fallback kernel; here it decomposes (index_put
+      // with accumulate, gathers), as its reference kernel computes it.
+      comp("aten.grid_sampler_2d_backward.default",
+           "grid_sampler_2d_backward(Tensor grad_output, Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool "
+           "align_corners, bool[2] output_mask) -> (Tensor, Tensor)",
+           kAten, infer_grid_sampler_backward, ref_grid_sampler_backward, decomp_grid_sampler_backward),
       ext("aten.col2im.default",
           "col2im(Tensor self, SymInt[2] output_size, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor",
           kCore, infer_col2im, ref_col2im, nullptr, d_col2im),
