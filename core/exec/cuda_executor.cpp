@@ -73,14 +73,17 @@ lsrt::cuda::Conv cuda_conv(const LoopProgram& p, const ExternCall& c) {
 
 // The convolution of call `c` as cuDNN takes it, and the passes it runs (the forward; for the
 // backward, the gradients its output mask wants); `type` gets 0 float32, 1 bf16, 2 f16. Nothing
-// for a transposed convolution, mixed or other types, or anything but 1-D and 2-D.
+// for a transposed convolution, mixed or other types, or anything but 1-D and 2-D; nor where the
+// forms without cuDNN were measured faster on the H200 (the zoo at batch 2, tools/zoo/results.md):
+// float32 without TF32 (cuDNN's FMA engines: ResNet-50 2.3 -> 5.7 ms, RegNetY 1.1 -> 9.1 ms), and
+// depthwise and many-group convolutions (our direct kernels).
 struct DnnConv {
   ConvShape shape;
   DType dtype = DType::f32;
   int type = 0;
   std::vector<ConvPass> passes;
 };
-static std::optional<DnnConv> cuda_dnn_conv(const LoopProgram& p, const ExternCall& c) {
+static std::optional<DnnConv> cuda_dnn_conv(const LoopProgram& p, const ExternCall& c, bool allow_tf32) {
   const bool forward = c.op == &op::convolution(), backward = c.op == &op::convolution_backward();
   if (!forward && !backward) return std::nullopt;
   if (c.args.at(forward ? 6 : 7).b) return std::nullopt;  // transposed
@@ -90,7 +93,9 @@ static std::optional<DnnConv> cuda_dnn_conv(const LoopProgram& p, const ExternCa
   d.dtype = one_half_type(p, c);
   if (d.dtype == DType::f32 && !all_f32(p, c)) return std::nullopt;
   d.type = d.dtype == DType::f32 ? 0 : d.dtype == DType::bf16 ? 1 : 2;
+  if (d.type == 0 && !allow_tf32) return std::nullopt;
   const lsrt::cuda::Conv g = cuda_conv(p, c);
+  if (g.depthwise || g.grouped()) return std::nullopt;
   d.shape = {g.N, g.C, g.H, g.W, g.O, g.KH, g.KW, g.OH, g.OW, g.G, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw};
   if (forward) {
     d.passes = {ConvPass::forward};
@@ -376,7 +381,7 @@ CudaExecutable::CudaExecutable(const LoopProgram& p, const Schedule& s, const Ge
       externs_.push_back(n);
       registers.push_back(0);
       how.push_back(cuda_extern_how(p, n->ext, blas != nullptr));
-      if (const auto dnn = dnn_ ? cuda_dnn_conv(p, n->ext) : std::nullopt) {  // cuDNN where it has an algorithm for every pass
+      if (const auto dnn = dnn_ ? cuda_dnn_conv(p, n->ext, dnn_->allow_tf32) : std::nullopt) {  // cuDNN where it has an algorithm for every pass
         std::string words;
         for (const ConvPass pass : dnn->passes) {
           if (!dnn_->plan(dnn->shape, dnn->dtype, pass, nullptr)) {
