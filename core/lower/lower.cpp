@@ -912,15 +912,16 @@ class Lowering {
         // division, as PyTorch's type promotion makes it); a select's condition stays bool.
         // Operands with no dimension of size 1: read at the node's own index when of its rank (the
         // broadcast index would be a copy of it, made at every run of the body by every pass).
-        std::vector<uint8_t> whole(ins.size());
-        for (size_t k = 0; k < ins.size(); ++k) whole[k] = std::count(ins[k].shape.begin(), ins[k].shape.end(), 1) == 0;
-        auto body = [ins = std::move(ins), whole = std::move(whole), alpha, math, out, compute](OpsHandler& h, const std::vector<Expr>& idx,
-                                                                                                const std::vector<Expr>&) {
+        uint64_t whole = 0;  // bit k: operand k (of the first 64)
+        for (size_t k = 0; k < ins.size() && k < 64; ++k)
+          if (std::count(ins[k].shape.begin(), ins[k].shape.end(), 1) == 0) whole |= uint64_t{1} << k;
+        auto body = [ins = std::move(ins), whole, alpha, math, out, compute](OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>&) {
           std::vector<V> vals;
           vals.reserve(ins.size());
           for (size_t k = 0; k < ins.size(); ++k) {
             const Reader& r = ins[k];
-            V v = whole[k] && r.shape.size() == idx.size() ? r.load(h, idx) : r.load(h, broadcast_index(r.shape, idx));
+            const bool own = k < 64 && (whole >> k & 1) && r.shape.size() == idx.size();
+            V v = own ? r.load(h, idx) : r.load(h, broadcast_index(r.shape, idx));
             if (dtype_is_float(compute) && !dtype_is_float(r.dtype) && !(math == Math::where && k == 0))
               v = h.math(Math::identity, {v}, compute);
             vals.push_back(v);

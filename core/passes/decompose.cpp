@@ -14,18 +14,15 @@ namespace {
 
 // Ops whose decompositions PyTorch runs in float32 for half inputs (torch._decomp's and _refs'
 // computation dtype): normalizations, softmax, variances and the like, whose statistics and
-// intermediate buffers would lose precision as bf16, and the pointwise ones torch._decomp writes
-// with pw_cast_for_opmath (hardsigmoid, hardswish and their backward ops: x + 3 in bf16 lost bits
-// wherever a step's value was stored). Their half operands are converted first and their results
-// back to the node's types; products and views keep the half type.
+// intermediate buffers would lose precision as bf16. Their half operands are converted first and
+// their results back to the node's types; products and views keep the half type.
 bool in_float32(const OpDef& op, const GraphBuilder& b, const std::vector<Arg>& args) {
   static const std::set<std::string, std::less<>> kOps = {
       "_softmax", "_log_softmax", "_softmax_backward_data", "_log_softmax_backward_data", "softmax", "log_softmax",
       "native_layer_norm", "native_layer_norm_backward", "layer_norm", "native_group_norm", "native_group_norm_backward",
       "group_norm", "native_batch_norm", "_native_batch_norm_legit", "_native_batch_norm_legit_no_training",
       "_native_batch_norm_legit_functional", "native_batch_norm_backward", "batch_norm", "instance_norm", "rms_norm",
-      "var", "std", "var_mean", "std_mean", "logsumexp", "gelu", "gelu_backward", "mse_loss", "mse_loss_backward",
-      "hardsigmoid", "hardsigmoid_backward", "hardswish", "hardswish_backward"};
+      "var", "std", "var_mean", "std_mean", "logsumexp", "gelu", "gelu_backward", "mse_loss", "mse_loss_backward"};
   if (!kOps.count(op.base_name())) return false;
   for (const Arg& a : args) {
     if (a.is_node() && dtype_is_half(b.meta(a).dtype)) return true;
@@ -187,6 +184,8 @@ Graph decompose(const Graph& g, unsigned target) {
   // round's graph is the next one's input, given up: its nodes move rather than copy.
   bool changed = false;
   Graph cur = sweep(g, live_nodes(g), [&](int i) { return keep(g.nodes[i]); }, what, changed);
+  // A first round that expanded nothing left the dead nodes out and made none: nothing to remove.
+  const bool expanded = changed;
   for (int round = 1; round < 16 && changed; ++round) {
     // A graph whose every node stays comes out of a sweep as it went in (the same nodes, ids and
     // names): the sweep that would only confirm it is skipped (40% of the prims stage in the chain
@@ -199,7 +198,7 @@ Graph decompose(const Graph& g, unsigned target) {
     cur = sweep(cur, {}, [&](int i) { return keep(cur.nodes[i]); }, what, changed);
   }
   if (changed) throw std::runtime_error(std::string("decomposition to ") + level_name(target) + " did not settle after 16 rounds");
-  cur = eliminate_dead_nodes(std::move(cur));
+  if (expanded) cur = eliminate_dead_nodes(std::move(cur));
   verify(cur);
   return cur;
 }

@@ -48,7 +48,12 @@ bool same_index(const Expr& a, const Expr& b) { return built_alike(a, b) || a ==
 struct Group {
   std::vector<int> nodes;  // sorted
   bool alive = true;
+  // Its first reduction and first library call (-1: none), kept through merges: fusion's
+  // candidates ask for them pair by pair, and a scan of the group's nodes touched every node
+  // of both groups again for each candidate.
+  int reduction = -1, extern_node = -1;
 };
+int first_of(int a, int b) { return a < 0 ? b : b < 0 ? a : std::min(a, b); }
 
 // How many later readers of one buffer each reader is tried with for horizontal fusion.
 constexpr size_t kMaxHorizontalPartners = 64;
@@ -105,6 +110,10 @@ class Scheduler {
     buffer_ids_.reserve(2 * n);
     for (size_t i = 0; i < n; ++i) {
       groups_.push_back({{static_cast<int>(i)}});
+      if (p.nodes[i].kind == LoopNode::Kind::reduction) groups_.back().reduction = static_cast<int>(i);
+      if (p.nodes[i].kind == LoopNode::Kind::extern_kernel) groups_.back().extern_node = static_cast<int>(i);
+      node_numel_.push_back(p.nodes[i].numel());
+      node_rnumel_.push_back(p.nodes[i].rnumel());
       group_of_.push_back(static_cast<int>(i));
     }
     group_buffers_.resize(groups_.size());
@@ -131,7 +140,15 @@ class Scheduler {
       reads.erase(std::unique(reads.begin(), reads.end()), reads.end());
       node_read_ids_.push_back(std::move(reads));
     }
+    // Each id's buffer and size, from one walk over the buffers (the first of each name, as
+    // LoopProgram::buffer finds it), not looked up one by one as fusion's candidates ask.
+    buffer_by_id_.assign(buffer_ids_.size(), nullptr);
     buffer_bytes_.assign(buffer_ids_.size(), -1);
+    for (const LoopBuffer& lb : p.buffers)
+      if (const int id = buffer_ids_.find(lb.name); id >= 0 && !buffer_by_id_[static_cast<size_t>(id)]) {
+        buffer_by_id_[static_cast<size_t>(id)] = &lb;
+        buffer_bytes_[static_cast<size_t>(id)] = lb.bytes();
+      }
     out_edges_.resize(n);
     for (size_t e = 0; e < edges_.size(); ++e) out_edges_[static_cast<size_t>(edges_[e].producer)].push_back(static_cast<int>(e));
     // edges_ lists each node's reads in node order: node i's are edges_[first_in_[i], first_in_[i + 1]).
@@ -185,6 +202,13 @@ class Scheduler {
   mutable int stamp_ = 0;
 
   // The (numel, rnumel) a group iterates: that of its reduction if it has one.
+  std::vector<int64_t> node_numel_, node_rnumel_;  // node -> numel(), rnumel()
+  // iteration() of a group's nodes, or of two groups' together, from their first reductions.
+  std::pair<int64_t, int64_t> iteration_of(int first_node, int reduction) const {
+    if (reduction >= 0) return {node_numel_[static_cast<size_t>(reduction)], node_rnumel_[static_cast<size_t>(reduction)]};
+    return {node_numel_[static_cast<size_t>(first_node)], 1};
+  }
+  std::pair<int64_t, int64_t> group_iteration(int g) const { return iteration_of(groups_[g].nodes[0], groups_[g].reduction); }
   std::pair<int64_t, int64_t> iteration(const std::vector<int>& nodes) const {
     for (int n : nodes)
       if (p_.nodes[n].kind == LoopNode::Kind::reduction) return {p_.nodes[n].numel(), p_.nodes[n].rnumel()};
@@ -362,11 +386,7 @@ class Scheduler {
     ord_[static_cast<size_t>(gone)] = pool[at++];
   }
 
-  const LoopNode* extern_in(int g) const {
-    for (int n : groups_[g].nodes)
-      if (p_.nodes[n].kind == LoopNode::Kind::extern_kernel) return &p_.nodes[n];
-    return nullptr;
-  }
+  const LoopNode* extern_in(int g) const { return groups_[g].extern_node >= 0 ? &p_.nodes[groups_[g].extern_node] : nullptr; }
 
   // A node placed in a kernel of iteration (x, r), and its accesses there: both depend on the
   // node and (x, r) alone, so fusion's many candidate pairs work them out once.
@@ -414,15 +434,15 @@ class Scheduler {
     merged.reserve(size);
     std::merge(groups_[ga].nodes.begin(), groups_[ga].nodes.end(), groups_[gb].nodes.begin(), groups_[gb].nodes.end(),
                std::back_inserter(merged));
-    const auto [xa, ra] = iteration(groups_[ga].nodes);
-    const auto [xb, rb] = iteration(groups_[gb].nodes);
-    const bool red_a = ra > 1 || has_reduction(groups_[ga].nodes), red_b = rb > 1 || has_reduction(groups_[gb].nodes);
+    const auto [xa, ra] = group_iteration(ga);
+    const auto [xb, rb] = group_iteration(gb);
+    const bool red_a = ra > 1 || groups_[ga].reduction >= 0, red_b = rb > 1 || groups_[gb].reduction >= 0;
     if (red_a && red_b && (xa != xb || ra != rb))
       return {false, "reductions of different shapes (" + std::to_string(xa) + " x " + std::to_string(ra) + " vs " +
                          std::to_string(xb) + " x " + std::to_string(rb) + ")"};
     if (!red_a && !red_b && xa != xb)
       return {false, "different iteration sizes (" + std::to_string(xa) + " vs " + std::to_string(xb) + ")"};
-    const auto [x, r] = iteration(merged);
+    const auto [x, r] = iteration_of(merged[0], first_of(groups_[ga].reduction, groups_[gb].reduction));
     // Every node of a group fits the group's own iteration (a single node its own; a fused group
     // the one can_fuse checked when it formed), so only a group whose iteration is not the merged
     // one has its nodes placed here. (Placing every node of both groups for every candidate pair,
@@ -610,6 +630,8 @@ class Scheduler {
     const auto mid = static_cast<std::ptrdiff_t>(na.size());
     na.insert(na.end(), groups_[gb].nodes.begin(), groups_[gb].nodes.end());
     std::inplace_merge(na.begin(), na.begin() + mid, na.end());
+    groups_[ga].reduction = first_of(groups_[ga].reduction, groups_[gb].reduction);
+    groups_[ga].extern_node = first_of(groups_[ga].extern_node, groups_[gb].extern_node);
     groups_[gb].alive = false;
     groups_[gb].nodes.clear();
     merge_edges(ga, gb);
@@ -711,16 +733,8 @@ class Scheduler {
     const int id = buffer_ids_.find(buffer);
     return id < 0 ? -1 : producer_of_id(id);
   }
-  mutable std::vector<const LoopBuffer*> buffer_by_id_;  // id -> its LoopBuffer, nullptr until asked
+  mutable std::vector<const LoopBuffer*> buffer_by_id_;  // id -> its LoopBuffer (nullptr: none, asked by name)
   const LoopBuffer& buffer_of(int id) const {
-    if (buffer_by_id_.size() != buffer_ids_.size()) {
-      // Filled in one walk over the buffers (the first of each name, as LoopProgram::buffer finds),
-      // rather than a look-up in the program's index per id as they are asked.
-      buffer_by_id_.assign(buffer_ids_.size(), nullptr);
-      for (const LoopBuffer& lb : p_.buffers)
-        if (const int id = buffer_ids_.find(lb.name); id >= 0 && !buffer_by_id_[static_cast<size_t>(id)])
-          buffer_by_id_[static_cast<size_t>(id)] = &lb;
-    }
     const LoopBuffer*& b = buffer_by_id_[static_cast<size_t>(id)];
     if (!b) b = &p_.buffer(buffer_ids_.name(id));
     return *b;
