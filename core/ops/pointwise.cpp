@@ -105,6 +105,19 @@ std::vector<Arg> decomp_clamp(GraphBuilder& b, const OpDef&, const std::vector<A
   if (!a[2].is_none()) x = b.call("prims.minimum.default", {x, bound(a[2])});
   return {x};
 }
+// derivatives.yaml: clamp's self: clamp_backward(grad, self, min, max), the gradient where
+// min <= self <= max (either bound absent: that side open), zero elsewhere.
+Args d_clamp(DerivCtx& c) {
+  const Arg &x = c.args[0], &lo = c.args[1], &hi = c.args[2];
+  Arg inside;
+  if (!lo.is_none()) inside = call(c, "aten.ge.Scalar", {x, lo});
+  if (!hi.is_none()) {
+    const Arg le = call(c, "aten.le.Scalar", {x, hi});
+    inside = inside.is_node() ? call(c, "aten.logical_and.default", {inside, le}) : le;
+  }
+  if (!inside.is_node()) return one(c.grads[0], 3);
+  return one(call(c, "aten.where.self", {inside, c.grads[0], num(0.0)}), 3);
+}
 std::vector<Tensor> ref_clamp(const OpDef&, const std::vector<Arg>& a, const RefInputs& in, const std::vector<TensorMeta>& outs) {
   Tensor y(outs[0].dtype, outs[0].shape);
   for (int64_t i = 0; i < y.numel(); ++i) {
@@ -977,7 +990,7 @@ void add_pointwise_ops(std::vector<OpDef>& t) {
       {.name = "aten.hardswish.default", .schema = "hardswish(Tensor self) -> Tensor", .kind = OpKind::pointwise, .levels = kAten,
        .math = Math::hardswish, .decompose = decomp_hardsigmoid, .derivative = d_hardswish},
       comp("aten.clamp.default", "clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor", kCore, infer_clamp, ref_clamp,
-           decomp_clamp),
+           decomp_clamp, d_clamp),
       comp("aten.leaky_relu.default", "leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor", kCore, same_as<0>,
            ref_leaky_relu, decomp_leaky_relu, d_leaky_relu),
       comp("aten.clamp_min.default", "clamp_min(Tensor self, Scalar min) -> Tensor", kAten, infer_clamp_one<true>, ref_clamp_one<true>,

@@ -221,6 +221,7 @@ const std::map<std::string, Sample>& samples() {
     m["aten.diagonal.default"] = with_args("aten.diagonal.default", {{2, 3, 4}}, {Arg::of_int(-1), Arg::of_int(2), Arg::of_int(0)});
     m["aten.flip.default"] = with_args("aten.flip.default", {{2, 3}}, {ints({0, -1})});
     m["aten.repeat.default"] = with_args("aten.repeat.default", {{2, 3}}, {ints({2, 1, 2})});
+    m["aten.clamp.default"] = with_args("aten.clamp.default", {{2, 3}}, {num(-0.3), num(0.4)});
     m["aten.clamp_min.default"] = with_args("aten.clamp_min.default", {{2, 3}}, {num(0.1)});
     m["aten.clamp_max.default"] = with_args("aten.clamp_max.default", {{2, 3}}, {num(-0.2)});
     // select (gradient through select_scatter), embedding (embedding_dense_backward, a row used
