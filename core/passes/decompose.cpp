@@ -14,15 +14,18 @@ namespace {
 
 // Ops whose decompositions PyTorch runs in float32 for half inputs (torch._decomp's and _refs'
 // computation dtype): normalizations, softmax, variances and the like, whose statistics and
-// intermediate buffers would lose precision as bf16. Their half operands are converted first and
-// their results back to the node's types; products and views keep the half type.
+// intermediate buffers would lose precision as bf16, and the pointwise ones torch._decomp writes
+// with pw_cast_for_opmath (hardsigmoid, hardswish and their backward ops: x + 3 in bf16 lost bits
+// wherever a step's value was stored). Their half operands are converted first and their results
+// back to the node's types; products and views keep the half type.
 bool in_float32(const OpDef& op, const GraphBuilder& b, const std::vector<Arg>& args) {
   static const std::set<std::string, std::less<>> kOps = {
       "_softmax", "_log_softmax", "_softmax_backward_data", "_log_softmax_backward_data", "softmax", "log_softmax",
       "native_layer_norm", "native_layer_norm_backward", "layer_norm", "native_group_norm", "native_group_norm_backward",
       "group_norm", "native_batch_norm", "_native_batch_norm_legit", "_native_batch_norm_legit_no_training",
       "_native_batch_norm_legit_functional", "native_batch_norm_backward", "batch_norm", "instance_norm", "rms_norm",
-      "var", "std", "var_mean", "std_mean", "logsumexp", "gelu", "gelu_backward", "mse_loss", "mse_loss_backward"};
+      "var", "std", "var_mean", "std_mean", "logsumexp", "gelu", "gelu_backward", "mse_loss", "mse_loss_backward",
+      "hardsigmoid", "hardsigmoid_backward", "hardswish", "hardswish_backward"};
   if (!kOps.count(op.base_name())) return false;
   for (const Arg& a : args) {
     if (a.is_node() && dtype_is_half(b.meta(a).dtype)) return true;
