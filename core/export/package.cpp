@@ -3,10 +3,9 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <set>
 #include <sstream>
-
-#include <regex>
 
 #include "autodiff/joint.h"
 #include "cuda/cublas.h"
@@ -346,6 +345,40 @@ class Writer {
 
   // The runner's head: its includes and declarations, then main() up to its options (the package
   // folder, --repeat N).
+  // Out-of-range indices (issue 32): the generated kernels record the first one (flag, value, size,
+  // loop-IR node) in ls_index_fault_state and read element 0 instead; ls_index_put and ls_scatter
+  // record theirs (flag, value, size, index tensor or dimension) in the buffer the call is given
+  // and skip the element. The runner's first, checked run reads the record after each kernel and
+  // stops with the app's message, naming the kernel, its node, the value and the size.
+  bool may_fault() const { return r_.source.code.find("ls_index_fault(") != std::string::npos; }
+  // The nodes the generated code names in its ls_index_fault calls, as the app's message names them.
+  std::string fault_nodes() const {
+    std::ostringstream os;
+    static const std::regex call(R"(ls_index_fault\([^;]*?,\s*(\d+)\))");
+    std::set<int64_t> seen;
+    for (auto it = std::sregex_iterator(r_.source.code.begin(), r_.source.code.end(), call); it != std::sregex_iterator(); ++it) {
+      const int64_t n = std::stoll((*it)[1]);
+      if (n < 0 || n >= static_cast<int64_t>(r_.loops.nodes.size()) || !seen.insert(n).second) continue;
+      os << (seen.size() > 1 ? ", " : "") << "{" << n << ", " << quoted(" (" + r_.loops.nodes[n].name + ", from node '" + r_.loops.nodes[n].graph_node + "')") << "}";
+    }
+    return "static const std::map<long long, std::string> fault_nodes = {" + os.str() + "};\n"
+           "static std::string fault_node(long long n) {\n"
+           "  const auto it = fault_nodes.find(n);\n"
+           "  return it == fault_nodes.end() ? std::string() : it->second;\n"
+           "}\n"
+           "// A kernel's record of an index out of range (flag, value, size, ...): the error, as the app words it.\n"
+           "static void index_fault(const long long f[4], const std::string& where, long long dim = -1) {\n"
+           "  if (!f[0]) return;\n"
+           "  throw std::out_of_range(where + \": index \" + std::to_string(f[1]) + \" is out of bounds for dimension\" +\n"
+           "                          (dim >= 0 ? \" \" + std::to_string(dim) : std::string()) + \" with size \" + std::to_string(f[2]));\n"
+           "}\n";
+  }
+  static std::string quoted(const std::string& t) {
+    std::string q = "\"";
+    for (char ch : t) q += ch == '"' || ch == '\\' ? std::string("\\") + ch : std::string(1, ch);
+    return q + "\"";
+  }
+
   static std::string main_head(const std::string& declarations, int repeat) {
     return "//   run_model [--repeat N] [PACKAGE_DIR]   reads PACKAGE_DIR/data, writes PACKAGE_DIR/outputs\n"
            "#include \"runtime.h\"\n\n" + declarations + "\nint main(int argc, char** argv) try {\n"
@@ -407,7 +440,12 @@ class Writer {
       for (size_t i = 0; i < g.args.size(); ++i) body << (i ? ", " : "") << var(g.args[i]) << ".data()";
       if (!r_.dynamic.symbols.empty()) body << (g.args.empty() ? "" : ", ") << "sizes";  // a dynamic compile's size symbols, last
       body << "}; " << g.launcher << "(a); }\n";
+      if (may_fault())
+        body << "    if (ls_index_fault_state[0]) { const long long f[4] = {ls_index_fault_state[0], ls_index_fault_state[1], "
+                "ls_index_fault_state[2], ls_index_fault_state[3]}; ls_index_fault_state[0] = 0; index_fault(f, \"kernel "
+             << g.name << "\" + fault_node(f[3])); }\n";
     }
+    if (may_fault()) decl << "extern \"C\" int64_t ls_index_fault_state[4];  // kernels.cpp's (cpu_prelude.h)\n" << fault_nodes();
     for (const auto& in : r_.loops.inputs) var(in);
     for (const auto& o : r_.loops.outputs)
       if (!o.empty()) var(o);
@@ -571,15 +609,24 @@ class Writer {
       std::string idx;
       for (const Arg& a : c.args[1].list)
         if (a.is_node()) idx += (idx.empty() ? "" : ", ") + dev(c.inputs.at(static_cast<size_t>(a.node)));
+      std::vector<int64_t> dims;
+      cuda_index_put(r_.loops, c, &dims);
+      std::string dl;
+      for (int64_t d : dims) dl += (dl.empty() ? "" : ", ") + std::to_string(d);
       os << "    { const lsrt::cuda::DevPtr idx[4] = {" << idx << "}; " << obj << ".run(gpu, " << in(0) << ", idx, " << in(2) << ", " << out(0)
-         << ", 0); }  // indices out of range are skipped (the app reports them)\n";
+         << ", call_faults); }\n"
+         << "    if (checked) { long long f[4]; cu_check(cuMemcpyDtoH(f, call_faults, sizeof f), \"the index record\"); const long long dims[] = {"
+         << (dl.empty() ? "-1" : dl) << "}; index_fault(f, " << quoted("kernel " + k.name + " (" + node.name + ", from node '" + node.graph_node + "')")
+         << ", f[3] >= 0 && f[3] < " << std::max<size_t>(dims.size(), 1) << " ? dims[f[3]] : f[3]); }\n";
     } else if (how == "scatter kernel") {
       const lsrt::cuda::Scatter v = *cuda_scatter(r_.loops, c);
       setup << "  const lsrt::Scatter " << obj << "{{" << braced(v.d.shape, 8) << ", " << braced(v.d.src_stride, 8) << ", "
             << braced(v.d.out_stride, 8) << ", " << v.d.rank << ", " << v.d.dim << ", " << v.d.dim_size << "}, " << v.total << ", "
             << v.self_words << ", " << v.code << ", " << v.mode << ", " << dbl(v.value) << "};\n";
       os << "    " << obj << ".run(gpu, " << in(0) << ", " << in(2) << ", " << (c.args[3].is_node() ? in(3) : "0") << ", " << out(0)
-         << ", 0);  // indices out of range are skipped (the app reports them)\n";
+         << ", call_faults);\n"
+         << "    if (checked) { long long f[4]; cu_check(cuMemcpyDtoH(f, call_faults, sizeof f), \"the index record\"); index_fault(f, "
+         << quoted("kernel " + k.name + " (" + node.name + ", from node '" + node.graph_node + "')") << ", f[3]); }\n";
     } else if (how == "cumsum kernel") {
       const lsrt::cuda::Cumsum v = *cuda_cumsum(r_.loops, c);
       setup << "  const lsrt::Cumsum " << obj << "{" << v.outer << ", " << v.n << ", " << v.inner << ", " << v.xcode << ", " << v.ycode << "};\n";
@@ -630,6 +677,10 @@ class Writer {
         for (size_t i = 0; i < sizes.size(); ++i) args += ", &size" + std::to_string(i);
         body << "    { void* a[] = {" << args << "}; gpu.launch(f_" << g.name << ", " << l.grid << ", " << l.block << ", a, \"" << g.name
              << "\"); }\n";
+        if (may_fault())
+          body << "    if (checked && fault_state) { long long f[4]; cu_check(cuMemcpyDtoH(f, fault_state, sizeof f), \"the index record\"); "
+                  "if (f[0]) { gpu.zero(fault_state, sizeof f); index_fault(f, \"kernel "
+               << g.name << "\" + fault_node(f[3])); } }\n";
       }
       body << "    if (checked) gpu.sync(\"" << kr.name << " (" << (kr.is_extern ? r_.loops.nodes.at(kr.nodes.at(0)).ext.op->name : "generated")
            << ")\");\n";
@@ -641,10 +692,16 @@ class Writer {
     os << "// Generated by Lowerscope from " << r_.model.path << " (" << r_.compiler << "):\n"
        << "// the model's kernels (kernels.cu, as kernels.ptx or kernels.cubin) and library calls (runtime.h) in\n"
        << "// schedule order, on the GPU.\n"
-       << main_head("", 100)
+       << main_head(may_fault() ? fault_nodes() : "", 100)
        << "  const auto t_load = std::chrono::steady_clock::now();\n"
        << "  lsrt::Gpu gpu;\n"
        << "  CUmodule kernels = gpu.load(dir, \"kernels\");\n  gpu.load_helpers(dir);\n"
+       << "  CUdeviceptr call_faults = gpu.alloc(4 * sizeof(long long));  // ls_index_put's and ls_scatter's record of a bad index\n"
+       << "  gpu.zero(call_faults, 4 * sizeof(long long));\n"
+       << (may_fault() ? "  CUdeviceptr fault_state = 0;  // the generated kernels' record (cuda_prelude.h)\n"
+                         "  size_t fault_bytes = 0;\n"
+                         "  if (cuModuleGetGlobal(&fault_state, &fault_bytes, kernels, \"ls_index_fault_state\") == CUDA_SUCCESS) gpu.zero(fault_state, fault_bytes);\n"
+                       : "")
        << (r_.cuda.attention_source.empty() ? "" : "  gpu.load_attention(dir);\n") << functions.str();
     std::set<std::string> host(r_.loops.inputs.begin(), r_.loops.inputs.end());
     for (const auto& o : r_.loops.outputs)

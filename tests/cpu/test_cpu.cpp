@@ -1924,6 +1924,26 @@ class TestCpu : public QObject {
     ids.set(2, -3);
     r = run_pipeline(m, o);
     QVERIFY2(r.error.find("index -3 is out of bounds") != std::string::npos, r.error.c_str());
+    // An exported package's runner stops there too, with the app's words: compiled on good ids,
+    // run on a bad one (its data/ file rewritten), it exits non-zero naming the kernel and the node.
+    ids.set(2, 0);
+    r = run_pipeline(m, o);
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    QTemporaryDir dir;
+    const std::string pkg = dir.filePath("package").toStdString();
+    export_package(r, pkg);
+    ids.set(7, 12);
+    save_npy(pkg + "/data/" + r.loops.inputs.at(1) + ".npy", ids);
+    ids.set(7, 0);
+    std::string said;
+    try {
+      build_and_run_package(QString::fromStdString(pkg));
+    } catch (const std::exception& e) {
+      said = e.what();
+    }
+    QVERIFY2(said.find("run_model") != std::string::npos, ("the runner did not fail: " + said).c_str());
+    QVERIFY2(said.find("index 12 is out of bounds for dimension with size 12") != std::string::npos, said.c_str());
+    QVERIFY2(said.find("from node 'embedding'") != std::string::npos, said.c_str());
   }
 
   // aten.index.Tensor as generated code: index tensors broadcast together, placed where the
