@@ -468,6 +468,60 @@ extern "C" __global__ void ls_add_channel_bias_half(unsigned short* __restrict__
     y[i] = bf16 ? ls_to_bf16(v).x : ls_to_f16(v).x;
   }
 }
+// sort, and topk with sorted=True, along a line of n <= 4096 elements (float32, bf16, f16): a
+// block per line, (value, position) pairs in shared memory ordered by a bitonic network over the
+// next power of two, as the reference kernel's stable sort orders them (NaN above every number,
+// equal values by position); the first k written, values copied bit for bit from the input.
+// Lines: element (o, j, i) at (o * n + j) * inner + i; the outputs (o, j, i) at (o * k + j) * inner + i.
+__device__ inline bool ls_sort_before(float x, int xi, float y, int yi, int descending) {
+  if (xi < 0) return false;  // padding goes last
+  if (yi < 0) return true;
+  const bool xn = x != x, yn = y != y;
+  if (xn != yn) return descending ? xn : yn;
+  if (!xn && x != y) return descending ? x > y : x < y;
+  return xi < yi;
+}
+extern "C" __global__ void ls_sort_lines(const void* __restrict__ x, void* __restrict__ vals, long long* __restrict__ idx, long long n,
+                                         long long inner, long long k, int pow2, int code, int descending) {
+  extern __shared__ float ls_sort_key[];
+  int* pos = (int*)(ls_sort_key + pow2);
+  const long long line = blockIdx.x, o = line / inner, i = line % inner, in_base = o * n * inner + i, out_base = o * k * inner + i;
+  for (int j = threadIdx.x; j < pow2; j += blockDim.x) {
+    if (j < n) {
+      const long long at = in_base + (long long)j * inner;
+      ls_sort_key[j] = code == 0 ? ((const float*)x)[at] : ls_half_load((const unsigned short*)x, at, code == 1);
+      pos[j] = j;
+    } else {
+      ls_sort_key[j] = 0.f;
+      pos[j] = -1;
+    }
+  }
+  __syncthreads();
+  for (int size = 2; size <= pow2; size <<= 1)
+    for (int stride = size >> 1; stride > 0; stride >>= 1) {
+      for (int t = threadIdx.x; t < pow2 / 2; t += blockDim.x) {
+        const int a = 2 * stride * (t / stride) + t % stride, b = a + stride;
+        const bool up = (a & size) == 0;  // this run ends up in order; the other in reverse, for the next merge
+        const bool out_of_order = up ? ls_sort_before(ls_sort_key[b], pos[b], ls_sort_key[a], pos[a], descending)
+                                     : ls_sort_before(ls_sort_key[a], pos[a], ls_sort_key[b], pos[b], descending);
+        if (out_of_order) {
+          const float kv = ls_sort_key[a];
+          ls_sort_key[a] = ls_sort_key[b];
+          ls_sort_key[b] = kv;
+          const int pv = pos[a];
+          pos[a] = pos[b];
+          pos[b] = pv;
+        }
+      }
+      __syncthreads();
+    }
+  for (int j = threadIdx.x; j < k; j += blockDim.x) {
+    const long long from = in_base + (long long)pos[j] * inner, to = out_base + (long long)j * inner;
+    if (code == 0) ((float*)vals)[to] = ((const float*)x)[from];
+    else ((unsigned short*)vals)[to] = ((const unsigned short*)x)[from];
+    idx[to] = pos[j];
+  }
+}
 // Its gradient: the sum of a half grad_y (N, O, P) over images and positions in float32, a block
 // per channel, rounded once.
 extern "C" __global__ void ls_channel_sum_half(const unsigned short* __restrict__ gy, unsigned short* __restrict__ gb, int N, long long O,

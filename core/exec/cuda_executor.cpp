@@ -258,6 +258,24 @@ std::optional<lsrt::cuda::Cumsum> cuda_cumsum(const LoopProgram& p, const Extern
   return lsrt::cuda::Cumsum{outer, n, inner, xcode, ycode};
 }
 
+std::optional<lsrt::cuda::SortLines> cuda_sort(const LoopProgram& p, const ExternCall& c) {
+  const bool sort = c.op == &op::sort(), topk = c.op == &op::topk();
+  if ((!sort && !topk) || !c.args[0].is_node()) return std::nullopt;
+  if (topk && !c.args.at(4).b) return std::nullopt;  // unsorted: the reference's order is nth_element's
+  const size_t x = static_cast<size_t>(c.args[0].node);
+  const DType t = p.buffer(c.inputs.at(x)).dtype;
+  if ((t != DType::f32 && t != DType::bf16 && t != DType::f16) || !plain_operand(p, c, x)) return std::nullopt;
+  const Shape s = seen_shape(p, c, 0);
+  int64_t dim = c.args.at(sort ? 1 : 2).i;
+  if (dim < 0) dim += static_cast<int64_t>(s.size());
+  long long outer = 1, n = 1, inner = 1;
+  for (int64_t d = 0; d < static_cast<int64_t>(s.size()); ++d) (d < dim ? outer : d == dim ? n : inner) *= s[static_cast<size_t>(d)];
+  if (n > lsrt::cuda::SortLines::kMaxN) return std::nullopt;
+  const long long k = sort ? n : c.args.at(1).i;
+  const int code = t == DType::f32 ? 0 : t == DType::bf16 ? 1 : 2;
+  return lsrt::cuda::SortLines{outer, n, inner, k, code, sort ? (c.args.at(2).b ? 1 : 0) : (c.args.at(3).b ? 1 : 0)};
+}
+
 lsrt::cuda::MaxPool cuda_max_pool(const LoopProgram& p, const ExternCall& c) {
   const Shape x = seen_shape(p, c, 0);
   const Shape& y = c.output_metas.at(0).shape;
@@ -327,6 +345,7 @@ std::string cuda_extern_how(const LoopProgram& p, const ExternCall& c, bool blas
   }
   if (cuda_index_put(p, c)) return "index_put kernel";
   if (cuda_cumsum(p, c)) return "cumsum kernel";
+  if (cuda_sort(p, c)) return "sort kernel";
   if (cuda_scatter(p, c)) return "scatter kernel";
   if (c.op == &op::max_pool2d_with_indices() && p.buffer(c.inputs.at(0)).dtype == DType::f32 &&
       seen_shape(p, c, 0).size() == 4 && !c.args[5].b)
@@ -439,7 +458,7 @@ CudaExecutable::CudaExecutable(const LoopProgram& p, const Schedule& s, const Ge
                         "ls_attn_softmax", "ls_attn_probs", "ls_attn_rowdot", "ls_attn_dscores", "ls_col2im", "ls_channel_sum", "ls_count_mismatches", "ls_square_sum", "ls_hold",
                         "ls_grouped_conv", "ls_grouped_conv_bwd_input",
                         "ls_grouped_conv_bwd_weight", "ls_index_put", "ls_cumsum", "ls_scatter", "ls_widen_half", "ls_narrow_half",
-                        "ls_add_channel_bias_half", "ls_channel_sum_half"})
+                        "ls_add_channel_bias_half", "ls_channel_sum_half", "ls_sort_lines"})
     helpers_[k] = helpers.function(k);
 }
 
@@ -679,6 +698,7 @@ void CudaExecutable::device_extern(size_t k) {
     return ip.run(g, in(0), idx, in(2), out(0), extern_faults_.ptr());
   }
   if (how[k] == "cumsum kernel") return cuda_cumsum(p_, c)->run(g, in(0), out(0));
+  if (how[k] == "sort kernel") return cuda_sort(p_, c)->run(g, in(0), out(0), out(1));
   if (how[k] == "scatter kernel")
     return cuda_scatter(p_, c)->run(g, in(0), in(2), c.args[3].is_node() ? in(3) : 0, out(0), extern_faults_.ptr());
   if (c.op == &op::max_pool2d_with_indices())  // the indices, where not wanted, into scratch

@@ -46,6 +46,8 @@ lsrt::cuda::MaxPool cuda_max_pool(const LoopProgram& p, const ExternCall& c);
 // dimensions of self the index tensors index, in order (for the fault's message).
 std::optional<lsrt::cuda::IndexPut> cuda_index_put(const LoopProgram& p, const ExternCall& c, std::vector<int64_t>* indexed_dims = nullptr);
 std::optional<lsrt::cuda::Cumsum> cuda_cumsum(const LoopProgram& p, const ExternCall& c);
+// sort, and topk with sorted=True, on the device: float32, bf16 and f16 lines of at most 4096, a plain input.
+std::optional<lsrt::cuda::SortLines> cuda_sort(const LoopProgram& p, const ExternCall& c);
 // scatter.src, scatter.value, scatter_add and scatter_reduce (sum, amax, amin including self) on the device (ls_scatter).
 std::optional<lsrt::cuda::Scatter> cuda_scatter(const LoopProgram& p, const ExternCall& c);
 lsrt::cuda::View cuda_attn_view(const AttnOperand& a);

@@ -321,6 +321,24 @@ struct Cumsum {
   }
 };
 
+// sort, and topk with sorted=True, on the device (the helper kernel ls_sort_lines): a block of
+// threads per line of n <= kMaxN elements, the first k of each written. code: 0 float32, 1 bf16, 2 f16.
+struct SortLines {
+  static constexpr long long kMaxN = 4096;  // (value, position) pairs of the next power of two: 32 KB of shared memory
+  long long outer, n, inner, k;
+  int code, descending;
+  template <class Gpu>
+  void run(Gpu& g, DevPtr x, DevPtr vals, DevPtr idx) const {
+    if (outer * inner == 0 || k == 0) return;
+    int pow2 = 1;
+    while (pow2 < n) pow2 <<= 1;
+    long long nn = n, in = inner, kk = k;
+    int c = code, d = descending, p = pow2;
+    void* params[] = {&x, &vals, &idx, &nn, &in, &kk, &p, &c, &d};
+    g.helper_launch("ls_sort_lines", outer * inner, std::min(512, std::max(32, pow2 / 2)), params, static_cast<unsigned>(pow2) * 8u);
+  }
+};
+
 // One input of a concatenation: `rows` rows of src_row 4-byte words into rows of dst_row, at `at`.
 template <class Gpu>
 void copy_rows(Gpu& g, DevPtr dst, DevPtr src, long long rows, long long src_row, long long dst_row, long long at) {

@@ -627,6 +627,11 @@ class Writer {
          << ", call_faults);\n"
          << "    if (checked) { long long f[4]; cu_check(cuMemcpyDtoH(f, call_faults, sizeof f), \"the index record\"); index_fault(f, "
          << quoted("kernel " + k.name + " (" + node.name + ", from node '" + node.graph_node + "')") << ", f[3]); }\n";
+    } else if (how == "sort kernel") {
+      const lsrt::cuda::SortLines v = *cuda_sort(r_.loops, c);
+      setup << "  const lsrt::SortLines " << obj << "{" << v.outer << ", " << v.n << ", " << v.inner << ", " << v.k << ", " << v.code << ", "
+            << v.descending << "};\n";
+      os << "    " << obj << ".run(gpu, " << in(0) << ", " << out(0) << ", " << out(1) << ");\n";
     } else if (how == "cumsum kernel") {
       const lsrt::cuda::Cumsum v = *cuda_cumsum(r_.loops, c);
       setup << "  const lsrt::Cumsum " << obj << "{" << v.outer << ", " << v.n << ", " << v.inner << ", " << v.xcode << ", " << v.ycode << "};\n";

@@ -296,6 +296,7 @@ using cuda::Conv;
 using cuda::MaxPool;
 using cuda::IndexPut;
 using cuda::Cumsum;
+using cuda::SortLines;
 using cuda::Scatter;
 using cuda::View;
 using cuda::copy_rows;

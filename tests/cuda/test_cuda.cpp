@@ -1531,6 +1531,55 @@ void convolutions_run_through_cudnn() {
     }
 }
 
+// sort and topk (sorted) run on the device as ls_sort_lines, not as the reference kernel on the
+// host: along the last dimension and an inner one, ascending and descending, with ties (x rounded
+// to halves) and NaN (the log of negative numbers), in float32 and bf16; on a GPU the values and
+// indices match the reference interpreter's stable sort exactly. topk with sorted=False stays on
+// the host (its order is nth_element's).
+void sort_and_topk_run_on_the_device() {
+  const std::string graph = R"(class GraphModule(torch.nn.Module):
+    def forward(self, x: "f32[6, 37, 5]"):
+        h: "f32[6, 37, 5]" = torch.ops.aten.mul.Tensor(x, 2.0)
+        t: "f32[6, 37, 5]" = torch.ops.aten.round.default(h)
+        l: "f32[6, 37, 5]" = torch.ops.aten.log.default(x)
+        s = torch.ops.aten.sort.default(t, -1, True)
+        sv: "f32[6, 37, 5]" = s[0]
+        si: "i64[6, 37, 5]" = s[1]
+        u = torch.ops.aten.sort.default(l, 1)
+        uv: "f32[6, 37, 5]" = u[0]
+        ui: "i64[6, 37, 5]" = u[1]
+        k = torch.ops.aten.topk.default(x, 4, 1)
+        kv: "f32[6, 4, 5]" = k[0]
+        ki: "i64[6, 4, 5]" = k[1]
+        m = torch.ops.aten.topk.default(x, 2, -1, False)
+        mv: "f32[6, 37, 2]" = m[0]
+        mi: "i64[6, 37, 2]" = m[1]
+        n = torch.ops.aten.topk.default(x, 3, 1, True, False)
+        nv: "f32[6, 3, 5]" = n[0]
+        return (sv, si, uv, ui, kv, ki, mv, mi, nv)
+)";
+  for (const DType t : {DType::f32, DType::bf16}) {
+    PipelineOptions o;
+    o.device = Device::cuda;
+    o.dtype = t;
+    o.timing_budget_ms = 20;
+    CompileResult r = run_pipeline(load_graph_text("sort_topk", graph), o);
+    const std::string what(dtype_short(t));
+    VERIFY2(r.error.empty(), what + ": " + r.error_stage + ": " + r.error);
+    int on_device = 0, on_host = 0;
+    for (const Kernel& k : r.schedule.kernels) {
+      if (!k.is_extern) continue;
+      const ExternCall& c = r.loops.nodes.at(k.nodes.at(0)).ext;
+      const std::string how = cuda_extern_how(r.loops, c, true);
+      (how == "sort kernel" ? on_device : on_host) += 1;
+    }
+    VERIFY2(on_device == 4 && on_host == 1, what + ": " + std::to_string(on_device) + " sorts on the device, " + std::to_string(on_host) + " not");
+    std::string why;
+    if (!CudaDriver::get(&why)) continue;
+    VERIFY2(r.check.ok, what + ": " + r.stage("run")->text);
+  }
+}
+
 // Kernels of the same code (the same shapes and fused ops: a model's repeated layers) compile
 // once, as Inductor defines a kernel once and calls it per layer: the second layer's kernel
 // launches the first's function with its own buffers, its source keeps its header and names the
@@ -1860,6 +1909,7 @@ int main(int argc, char** argv) {
   cases.push_back({"identical kernels compile once", identical_kernels_compile_once});
   cases.push_back({"half convolutions run on the device", half_convolutions_run_on_the_device});
   cases.push_back({"convolutions run through cuDNN", convolutions_run_through_cudnn});
+  cases.push_back({"sort and topk run on the device", sort_and_topk_run_on_the_device});
   cases.push_back({"index_put and cumsum run on the device", index_put_and_cumsum_run_on_the_device});
   for (const char* m : {"models/mlp", "stages/attn_block/3_core_aten.txt"})
     for (DType t : {DType::bf16, DType::f16})
