@@ -78,6 +78,13 @@ struct Values {
   }
 };
 
+// Whether target is "torch.ops." + name already (a node that stays keeps it without a new string).
+bool is_target(const std::string& target, const std::string& name) {
+  constexpr std::string_view kPrefix = "torch.ops.";
+  return target.size() == kPrefix.size() + name.size() && target.compare(0, kPrefix.size(), kPrefix) == 0 &&
+         target.compare(kPrefix.size(), name.size(), name) == 0;
+}
+
 Arg remap(const Arg& a, const Values& map) {
   if (a.is_node()) return map.value(static_cast<size_t>(a.node));
   if (a.kind == Arg::Kind::list) {
@@ -129,7 +136,7 @@ Graph sweep(G& g, const std::vector<bool>& live, const std::function<bool(int)>&
     if (keep(static_cast<int>(i))) {
       Node c = take(g.nodes[i]);  // n is not read past this point
       c.args = std::move(args);
-      if (!c.is_placeholder() && c.op->kind != OpKind::getitem) c.target = "torch.ops." + c.op->name;
+      if (!c.is_placeholder() && c.op->kind != OpKind::getitem && !is_target(c.target, c.op->name)) c.target = "torch.ops." + c.op->name;
       if (b.taken(c.name)) c.name = b.fresh_name(c.is_placeholder() ? c.name : std::string(c.op->base_name()));
       map.first[i] = Arg::of_node(out.add(std::move(c)));
       continue;

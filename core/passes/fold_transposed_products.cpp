@@ -35,6 +35,23 @@ bool any_fold(const Graph& g) {
   return false;
 }
 
+// Whether every node is read by a later one or is an output (or a placeholder): then no node is
+// dead (the last dead node of a graph in topological order would have only live readers).
+bool none_dead(const Graph& g) {
+  std::vector<char> read(g.nodes.size(), 0);
+  auto mark = [&](const Arg& a, auto& self) -> void {
+    if (a.is_node()) read[static_cast<size_t>(a.node)] = 1;
+    for (const Arg& x : a.list) self(x, self);
+  };
+  for (const Node& n : g.nodes)
+    for (const Arg& a : n.args) mark(a, mark);
+  for (int o : g.outputs)
+    if (o >= 0) read[static_cast<size_t>(o)] = 1;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (!read[i] && !g.nodes[i].is_placeholder()) return false;
+  return true;
+}
+
 }  // namespace
 
 Graph fold_transposed_products(const Graph& g) {
@@ -84,7 +101,9 @@ Graph fold_transposed_products(const Graph& g) {
 Graph fold_transposed_products(Graph&& g) {
   if (any_fold(g)) return fold_transposed_products(static_cast<const Graph&>(g));
   // Nothing folds: the copy above would be this graph, node for node (no node added, so no name
-  // taken by one), its dead nodes removed and checked as there.
+  // taken by one), its dead nodes removed and checked as there. A graph with none dead is the one
+  // it was given, checked where it was made (decompose verifies what it returns): not walked again.
+  if (none_dead(g)) return std::move(g);
   Graph r = eliminate_dead_nodes(std::move(g));
   verify(r);
   return r;
