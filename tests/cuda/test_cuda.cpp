@@ -1534,8 +1534,9 @@ void convolutions_run_through_cudnn() {
 // sort and topk (sorted) run on the device as ls_sort_lines, not as the reference kernel on the
 // host: along the last dimension and an inner one, ascending and descending, with ties (x rounded
 // to halves) and NaN (the log of negative numbers), in float32 and bf16; on a GPU the values and
-// indices match the reference interpreter's stable sort exactly. topk with sorted=False stays on
-// the host (its order is nth_element's).
+// indices match the reference interpreter's stable sort exactly (topk's indices in float32, where
+// its random inputs have no ties). topk with sorted=False stays on the host (its order is
+// nth_element's).
 void sort_and_topk_run_on_the_device() {
   const std::string graph = R"(class GraphModule(torch.nn.Module):
     def forward(self, x: "f32[6, 37, 5]"):
@@ -1563,7 +1564,12 @@ void sort_and_topk_run_on_the_device() {
     o.device = Device::cuda;
     o.dtype = t;
     o.timing_budget_ms = 20;
-    CompileResult r = run_pipeline(load_graph_text("sort_topk", graph), o);
+    // In bf16 a line of x has equal values now and then, and topk's order of ties is unspecified
+    // (the reference's is std::nth_element's, PyTorch's differs by device): its indices are
+    // checked in float32 only.
+    std::string text = graph;
+    if (t != DType::f32) text.replace(text.find("return (sv, si, uv, ui, kv, ki, mv, mi, nv)"), 43, "return (sv, si, uv, ui, kv, mv, nv)");
+    CompileResult r = run_pipeline(load_graph_text("sort_topk", text), o);
     const std::string what(dtype_short(t));
     VERIFY2(r.error.empty(), what + ": " + r.error_stage + ": " + r.error);
     int on_device = 0, on_host = 0;
