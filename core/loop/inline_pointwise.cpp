@@ -72,6 +72,16 @@ int places_in(const Places& r, int b) {
   auto it = std::lower_bound(r.begin(), r.end(), std::make_pair(b, 0), [](const auto& x, const auto& y) { return x.first < y.first; });
   return it == r.end() || it->first != b ? 0 : it->second;
 }
+// A sorted list of node indices, kept without repeats (a reader list per buffer: a std::set per
+// buffer allocated a node per reader).
+void add_sorted(std::vector<size_t>& v, size_t x) {
+  const auto it = std::lower_bound(v.begin(), v.end(), x);
+  if (it == v.end() || *it != x) v.insert(it, x);
+}
+void erase_sorted(std::vector<size_t>& v, size_t x) {
+  const auto it = std::lower_bound(v.begin(), v.end(), x);
+  if (it != v.end() && *it == x) v.erase(it);
+}
 void erase_places(Places& r, int b) {
   auto it = std::lower_bound(r.begin(), r.end(), std::make_pair(b, 0), [](const auto& x, const auto& y) { return x.first < y.first; });
   if (it != r.end() && it->first == b) r.erase(it);
@@ -127,9 +137,9 @@ std::vector<std::pair<std::string, std::vector<std::string>>> inline_pointwise(L
     body[j] = c.ops + c.loads;
     own[j] = {c.ops, c.loads};
   }
-  std::vector<std::set<size_t>> readers(id_of.size());
+  std::vector<std::vector<size_t>> readers(id_of.size());  // sorted
   for (size_t j = 0; j < n; ++j)
-    for (const auto& [b, k] : reads[j]) readers[static_cast<size_t>(b)].insert(j);
+    for (const auto& [b, k] : reads[j]) readers[static_cast<size_t>(b)].push_back(j);  // j ascending
   std::vector<bool> removed(n, false), wrapped(n, false);
   // Whether each node's own buffer is an output (the first buffer of its name, as
   // LoopProgram::buffer finds it), from one walk over the buffers rather than a look-up per node.
@@ -169,7 +179,7 @@ std::vector<std::pair<std::string, std::vector<std::string>>> inline_pointwise(L
     if (!ok) continue;
     (*inl)[cand.buffer] = std::make_shared<const LoopNode>(cand);
     std::vector<std::string> into;
-    const std::set<size_t> consumers = rs;
+    const std::vector<size_t> consumers = rs;
     for (size_t j : consumers) {
       LoopNode& c = p.nodes[j];
       into.push_back(c.name);
@@ -187,10 +197,10 @@ std::vector<std::pair<std::string, std::vector<std::string>>> inline_pointwise(L
       erase_places(reads[j], cand_id);
       for (const auto& [b, k] : reads[i]) {
         places_at(reads[j], b) += places * k;
-        readers[static_cast<size_t>(b)].insert(j);
+        add_sorted(readers[static_cast<size_t>(b)], j);
       }
     }
-    for (const auto& [b, k] : reads[i]) readers[static_cast<size_t>(b)].erase(i);
+    for (const auto& [b, k] : reads[i]) erase_sorted(readers[static_cast<size_t>(b)], i);
     report.emplace_back(cand.name, into);
     removed[i] = true;
   }

@@ -149,8 +149,16 @@ class Scheduler {
         buffer_by_id_[static_cast<size_t>(id)] = &lb;
         buffer_bytes_[static_cast<size_t>(id)] = lb.bytes();
       }
-    out_edges_.resize(n);
-    for (size_t e = 0; e < edges_.size(); ++e) out_edges_[static_cast<size_t>(edges_[e].producer)].push_back(static_cast<int>(e));
+    // Each node's out-edges, in edge order: out_edges_[first_out_[i], first_out_[i + 1]) (one
+    // array counted out by producer, not a vector per node).
+    first_out_.assign(n + 1, 0);
+    for (const Edge& e : edges_) ++first_out_[static_cast<size_t>(e.producer) + 1];
+    for (size_t i = 0; i < n; ++i) first_out_[i + 1] += first_out_[i];
+    out_edges_.resize(edges_.size());
+    {
+      std::vector<int> fill(first_out_.begin(), first_out_.end() - 1);
+      for (size_t e = 0; e < edges_.size(); ++e) out_edges_[static_cast<size_t>(fill[static_cast<size_t>(edges_[e].producer)]++)] = static_cast<int>(e);
+    }
     // edges_ lists each node's reads in node order: node i's are edges_[first_in_[i], first_in_[i + 1]).
     first_in_.assign(n + 1, 0);
     for (const Edge& e : edges_) ++first_in_[static_cast<size_t>(e.consumer) + 1];
@@ -191,7 +199,7 @@ class Scheduler {
     int producer, consumer;
     int buffer;  // its id (buffer_ids_): twelve bytes an edge, which fusion's rounds walk again and again
   };
-  std::vector<std::vector<int>> out_edges_;  // node -> the edges it produces (indices into edges_)
+  std::vector<int> out_edges_, first_out_;  // node i's out-edges (indices into edges_): out_edges_[first_out_[i], first_out_[i + 1])
   std::vector<int> first_in_;                // node -> its first edge in edges_ (sorted by consumer)
   // Group-level edges, sorted and without repeats: group -> the groups that read what it writes,
   // and the reverse. Built once, then kept up to date by merge() at the cost of the two groups'
@@ -813,8 +821,8 @@ class Scheduler {
     for (int n : g.nodes) {
       const std::string& buf = p_.nodes[n].buffer;
       bool outside = buffer_of(node_write_id_[static_cast<size_t>(n)]).is_output;
-      for (int ei : out_edges_[static_cast<size_t>(n)]) {
-        const Edge& e = edges_[static_cast<size_t>(ei)];
+      for (int k_out = first_out_[static_cast<size_t>(n)]; k_out < first_out_[static_cast<size_t>(n) + 1]; ++k_out) {
+        const Edge& e = edges_[static_cast<size_t>(out_edges_[static_cast<size_t>(k_out)])];
         if (group_of_[e.consumer] != group_of_[n]) outside = true;
         // A value read by a later inner loop of this kernel also needs memory (registers do not
         // survive from one loop to the next).
