@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdlib>
+#include <filesystem>
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
@@ -157,21 +158,54 @@ struct Cudnn::Plan {
 
 namespace {
 
+// The folders a Python environment keeps PyTorch's cuDNN in (the nvidia-cudnn wheel's
+// site-packages/nvidia/cudnn/lib): the active virtual environment's or conda environment's, and the
+// user's own site-packages.
+std::vector<std::string> python_cudnn_dirs() {
+  namespace fs = std::filesystem;
+  std::vector<std::string> dirs;
+  std::vector<fs::path> prefixes;
+  for (const char* var : {"VIRTUAL_ENV", "CONDA_PREFIX"})
+    if (const char* p = std::getenv(var); p && *p) prefixes.emplace_back(fs::path(p) / "lib");
+  if (const char* home = std::getenv("HOME"); home && *home) prefixes.emplace_back(fs::path(home) / ".local" / "lib");
+  std::error_code ec;
+  for (const fs::path& lib : prefixes) {
+    if (fs::exists(lib / "libcudnn.so.9", ec)) dirs.push_back(lib.string());  // conda's own package
+    for (fs::directory_iterator it(lib, ec), end; !ec && it != end; it.increment(ec))
+      if (it->path().filename().string().rfind("python3", 0) == 0) {
+        const fs::path d = it->path() / "site-packages" / "nvidia" / "cudnn" / "lib";
+        if (fs::exists(d / "libcudnn.so.9", ec)) dirs.push_back(d.string());
+      }
+  }
+  return dirs;
+}
+
+// libcudnn.so.9 (cuDNN 9's shim, which loads its sub-libraries by name when first needed): from
+// LS_CUDNN_LIBRARY, the toolkit CMake found, the loader's path, /usr/local/cuda, Debian's folder,
+// or a Python environment's PyTorch. From a folder off the loader's path, its sub-libraries are
+// loaded first (globally, as PyTorch preloads them), so that the shim finds them by name.
 void* open_cudnn(std::string* which) {
-  std::vector<std::string> names;
-  if (const char* p = std::getenv("LS_CUDNN_LIBRARY"); p && *p) names.emplace_back(p);
+  std::vector<std::pair<std::string, std::string>> names;  // (file, its folder where off the loader's path)
+  if (const char* p = std::getenv("LS_CUDNN_LIBRARY"); p && *p)
+    names.emplace_back(p, std::filesystem::path(p).parent_path().string());
 #ifdef LOWERSCOPE_CUDA_LIB
-  names.push_back(std::string(LOWERSCOPE_CUDA_LIB) + "/libcudnn.so.9");
+  names.emplace_back(std::string(LOWERSCOPE_CUDA_LIB) + "/libcudnn.so.9", "");
 #endif
   for (const char* n : {"libcudnn.so.9", "libcudnn.so", "/usr/local/cuda/lib64/libcudnn.so.9", "/usr/lib/x86_64-linux-gnu/libcudnn.so.9"})
-    names.emplace_back(n);
-  for (const auto& n : names)
-    if (void* lib = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL)) {
-      *which = n;
+    names.emplace_back(n, "");
+  for (const std::string& d : python_cudnn_dirs()) names.emplace_back(d + "/libcudnn.so.9", d);
+  for (const auto& [file, folder] : names) {
+    if (!folder.empty())
+      for (const char* sub : {"libcudnn_graph.so.9", "libcudnn_engines_precompiled.so.9", "libcudnn_engines_runtime_compiled.so.9",
+                              "libcudnn_heuristic.so.9", "libcudnn_ops.so.9", "libcudnn_cnn.so.9", "libcudnn_adv.so.9"})
+        dlopen((folder + "/" + sub).c_str(), RTLD_NOW | RTLD_GLOBAL);  // absent ones are the shim's to report
+    if (void* lib = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+      *which = file;
       link_map* m = nullptr;
       if (dlinfo(lib, RTLD_DI_LINKMAP, &m) == 0 && m && m->l_name && *m->l_name) *which = m->l_name;
       return lib;
     }
+  }
   return nullptr;
 }
 
@@ -227,7 +261,7 @@ Cudnn* Cudnn::get(std::string* why) {
       Api& a = *d->api_;
       a.lib = open_cudnn(&d->library);
       if (!a.lib) {
-        error = "cuDNN (libcudnn.so.9) was not found";
+        error = "cuDNN (libcudnn.so.9) was found neither on the loader's path, nor in /usr/local/cuda, nor in a Python environment's PyTorch (LS_CUDNN_LIBRARY names the file)";
       } else {
         bool all = true;
         auto sym = [&](auto& f, const char* name) {
