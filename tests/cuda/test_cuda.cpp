@@ -877,6 +877,45 @@ std::string package_of_builds_and_runs(const CompileResult& r, bool train, const
   return run_log.str();
 }
 
+// A CUDA package whose runner checks indices builds: one with a generated gather (embedding:
+// ls_index_fault_state read after its kernel) and ls_index_put's record, and one whose only
+// checked call is ls_index_put (its runner has index_fault without the generated kernels' node
+// table), with a sort on the device. (Their runners did not compile: an unqualified cu_check, and
+// index_fault missing where no generated kernel checks an index.) With a GPU, both run and match.
+void packages_with_index_checks_build() {
+  const std::string head = R"(class GraphModule(torch.nn.Module):
+    def forward(self, w: "f32[12, 4]", v: "f32[5, 4]"):
+        a: "f32[5]" = torch.ops.aten.sum.dim_IntList(v, [1])
+        b: "f32[5]" = torch.ops.aten.abs.default(a)
+        c: "f32[5]" = torch.ops.aten.mul.Scalar(b, 3.0)
+        d: "f32[5]" = torch.ops.aten.remainder.Scalar(c, 12)
+        idx: "i64[5]" = torch.ops.prims.convert_element_type.default(d, torch.int64)
+)";
+  const std::string gather = head + R"(        embedding: "f32[5, 4]" = torch.ops.aten.embedding.default(w, idx)
+        y: "f32[12, 4]" = torch.ops.aten.index_put.default(w, [idx], embedding, True)
+        return (y, embedding)
+)";
+  const std::string put = head + R"(        y: "f32[12, 4]" = torch.ops.aten.index_put.default(w, [idx], v, True)
+        s = torch.ops.aten.sort.default(v, -1, True)
+        sv: "f32[5, 4]" = s[0]
+        si: "i64[5, 4]" = s[1]
+        return (y, sv, si)
+)";
+  for (const auto* text : {&gather, &put}) {
+    PipelineOptions o;
+    o.device = Device::cuda;
+    o.timing_budget_ms = 20;
+    const CompileResult r = run_pipeline(load_graph_text("index_checks", *text), o);
+    VERIFY2(r.error.empty(), r.error_stage + ": " + r.error);
+    const bool generated = text == &gather;
+    VERIFY2((r.source.code.find("ls_index_fault(") != std::string::npos) == generated, r.source.code);
+    std::vector<std::string> calls = {"index_fault(f, \"kernel extern_index_put"};
+    if (generated) calls.push_back("fault_node(f[3])");
+    else calls.push_back("lsrt::SortLines");
+    package_of_builds_and_runs(r, false, calls);
+  }
+}
+
 // A CUDA package carries max-autotune's cuBLASLt choices: each product's algorithm (here the last
 // of cuBLASLt's list, not its heuristic's first, so that carrying it shows) is written into the
 // runner as its words, checked there by cuBLASLt and used; the outputs match the reference
@@ -1963,6 +2002,7 @@ int main(int argc, char** argv) {
     cases.push_back({"dynamic shapes " + c.model, [=] { dynamic_shapes_reuse_the_cuda_kernels(c); }});
   // Packages: convolution and addmm (cuBLASLt's bias), a training step's convolution backward,
   // attention's fused kernels forward and backward, and its tiled ones for long sequences.
+  cases.push_back({"packages with index checks build", packages_with_index_checks_build});
   cases.push_back({"package models/cifar_net", [] { package_builds_and_runs("models/cifar_net", false, {"lsrt::Conv", "lsrt::Addmm"}); }});
   cases.push_back({"package models/res_block train", [] { package_builds_and_runs("models/res_block", true, {".backward(gpu"}); }});
   cases.push_back({"package attn_block train", [] {
