@@ -318,10 +318,18 @@ Cudnn* Cudnn::get(std::string* why) {
   if (!c && why) *why = error;
   if (c) {
     CudaDriver* d = CudaDriver::get();
-    if (d && d->generation() != c->generation_) {  // the device was reset: the old handle died with it
-      c->generation_ = d->generation();
-      c->api_->create(&c->handle_);
+    if (d && d->generation() != c->generation_) {  // the device was reset: the old handle died with it,
+      // and so did every execution plan (finalized with that handle, its engine's kernels loaded in
+      // that context) and variant pack: made again, with the new handle, when next asked for.
+      c->plans_.clear();
       c->stream_ = nullptr;
+      void* handle = nullptr;
+      if (const int r = c->api_->create(&handle); r != 0) {  // tried again at the next call
+        if (why) *why = "cudnnCreate after the device reset failed: " + c->api_->error(r);
+        return nullptr;
+      }
+      c->handle_ = handle;
+      c->generation_ = d->generation();
     }
   }
   return c.get();
@@ -533,24 +541,32 @@ void Cudnn::run(const ConvShape& s, DType t, ConvPass pass, DevicePtr a, DeviceP
     }
     // A variant pack per call site's pointers (layers of one shape share the plan), made once.
     const std::array<DevicePtr, 4> key{ptrs[0], ptrs[1], ptrs[2], workspace};
-    void*& pack = p->packs[key];
-    if (!pack) {
-      if (p->packs.size() > 256) {  // rebound buffers leave stale packs behind: start again
-        for (const auto& kv : p->packs)
-          if (kv.second) api.b_destroy(kv.second);
+    auto it = p->packs.find(key);
+    if (it == p->packs.end()) {
+      if (p->packs.size() >= 256) {  // rebound buffers leave stale packs behind: start again
+        for (const auto& kv : p->packs) api.b_destroy(kv.second);
         p->packs.clear();
-        return run(s, t, pass, a, b, out, workspace);
       }
+      void* pack = nullptr;
       api.check(api.b_create(Api::kVariantPackDesc, &pack), "cudnnBackendCreateDescriptor (variant pack)");
       void* data[3] = {reinterpret_cast<void*>(ptrs[0]), reinterpret_cast<void*>(ptrs[1]), reinterpret_cast<void*>(ptrs[2])};
       const int64_t uids[3] = {1, 2, 3};
       void* ws = reinterpret_cast<void*>(workspace);
-      api.check(api.b_set(pack, Api::kAttrPackPointers, Api::kTypeVoidPtr, 3, data), "variant pack pointers");
-      api.check(api.b_set(pack, Api::kAttrPackUids, Api::kTypeInt64, 3, uids), "variant pack ids");
-      api.check(api.b_set(pack, Api::kAttrPackWorkspace, Api::kTypeVoidPtr, 1, &ws), "variant pack workspace");
-      api.check(api.b_finalize(pack), "cudnnBackendFinalize (variant pack)");
+      std::string failed;
+      auto ok = [&](int status, const char* what) {
+        if (status != 0) failed = std::string(what) + " failed: " + api.error(status);
+        return status == 0;
+      };
+      if (!ok(api.b_set(pack, Api::kAttrPackPointers, Api::kTypeVoidPtr, 3, data), "variant pack pointers") ||
+          !ok(api.b_set(pack, Api::kAttrPackUids, Api::kTypeInt64, 3, uids), "variant pack ids") ||
+          !ok(api.b_set(pack, Api::kAttrPackWorkspace, Api::kTypeVoidPtr, 1, &ws), "variant pack workspace") ||
+          !ok(api.b_finalize(pack), "cudnnBackendFinalize (variant pack)")) {
+        api.b_destroy(pack);  // not kept: the next call would execute an unfinished pack
+        throw std::runtime_error(failed);
+      }
+      it = p->packs.emplace(key, pack).first;
     }
-    return api.check(api.b_execute(handle_, p->exec, pack), "cudnnBackendExecute");
+    return api.check(api.b_execute(handle_, p->exec, it->second), "cudnnBackendExecute");
   }
   const float one = 1.f, zero = 0.f;
   void* ws = reinterpret_cast<void*>(workspace);
