@@ -345,8 +345,9 @@ void Cudnn::use_stream() {
 Cudnn::Plan* Cudnn::find(const ConvShape& s, DType t, ConvPass pass, std::string* why) {
   const auto key = std::make_tuple(s, static_cast<int>(t), static_cast<int>(pass));
   if (auto it = plans_.find(key); it != plans_.end()) return it->second.get();
+  std::string graph_api;  // why the graph API built no plan, told where the legacy calls fail too
   auto fail = [&](const std::string& reason) -> Plan* {
-    if (why) *why = reason;
+    if (why) *why = reason + graph_api;
     return nullptr;
   };
   const int dt = data_type(t);
@@ -356,7 +357,7 @@ Cudnn::Plan* Cudnn::find(const ConvShape& s, DType t, ConvPass pass, std::string
   auto p = std::make_unique<Plan>();
   p->api = &a;
   auto ok = [&](int status, const char* what) {
-    if (status != 0 && why) *why = std::string(what) + " failed: " + a.error(status);
+    if (status != 0 && why) *why = std::string(what) + " failed: " + a.error(status) + graph_api;
     return status == 0;
   };
   p->math = t == DType::f32 ? (allow_tf32 ? Api::kDefaultMath : Api::kFmaMath) : Api::kTensorOpMath;
@@ -377,7 +378,7 @@ Cudnn::Plan* Cudnn::find(const ConvShape& s, DType t, ConvPass pass, std::string
   if (a.backend()) {
     std::string backend_why;
     if (backend_plan(*p, s, t, pass, &backend_why)) return plans_.emplace(key, std::move(p)).first->second.get();
-    if (why) *why = backend_why;  // kept where the legacy calls have no algorithm either
+    graph_api = " (the graph API: " + backend_why + ")";
   }
   Api::Perf perf[16] = {};
   int count = 0;
@@ -533,7 +534,7 @@ void Cudnn::run(const ConvShape& s, DType t, ConvPass pass, DevicePtr a, DeviceP
   use_stream();
   Api& api = *api_;
   if (p->exec) {  // the graph API: pointers by tensor id (1 input, 2 filter, 3 output side)
-    DevicePtr ptrs[3];
+    DevicePtr ptrs[3] = {0, 0, 0};
     switch (pass) {
       case ConvPass::forward: ptrs[0] = a, ptrs[1] = b, ptrs[2] = out; break;
       case ConvPass::grad_input: ptrs[0] = out, ptrs[1] = b, ptrs[2] = a; break;
