@@ -1625,6 +1625,47 @@ void sort_and_topk_run_on_the_device() {
   }
 }
 
+// ls_sort_lines at the sizes its network changes form: lines of 4096 (the largest on the device;
+// 2048 pairs, 4 a thread of a 512-thread block) and 2048 descending, a power of two, lines of one
+// element, and 4097 (on the host), in float32 and float16 (ties: the stable order's indices); on a
+// GPU, values and indices equal the reference's.
+void sort_of_long_lines_runs_on_the_device() {
+  const std::string graph = R"(class GraphModule(torch.nn.Module):
+    def forward(self, x: "f32[3, 4096]", y: "f32[2, 2048]", z: "f32[4, 1]", u: "f32[2, 4097]"):
+        a = torch.ops.aten.sort.default(x, -1)
+        av: "f32[3, 4096]" = a[0]
+        ai: "i64[3, 4096]" = a[1]
+        b = torch.ops.aten.sort.default(y, -1, True)
+        bv: "f32[2, 2048]" = b[0]
+        bi: "i64[2, 2048]" = b[1]
+        c = torch.ops.aten.sort.default(z)
+        cv: "f32[4, 1]" = c[0]
+        ci: "i64[4, 1]" = c[1]
+        d = torch.ops.aten.sort.default(u)
+        dv: "f32[2, 4097]" = d[0]
+        return (av, ai, bv, bi, cv, ci, dv)
+)";
+  for (const DType t : {DType::f32, DType::f16}) {
+    PipelineOptions o;
+    o.device = Device::cuda;
+    o.dtype = t;
+    o.timing_budget_ms = 20;
+    CompileResult r = run_pipeline(load_graph_text("long_sorts", graph), o);
+    const std::string what(dtype_short(t));
+    VERIFY2(r.error.empty(), what + ": " + r.error_stage + ": " + r.error);
+    int on_device = 0, on_host = 0;
+    for (const Kernel& k : r.schedule.kernels) {
+      if (!k.is_extern) continue;
+      const ExternCall& c = r.loops.nodes.at(k.nodes.at(0)).ext;
+      (cuda_extern_how(r.loops, c, true) == "sort kernel" ? on_device : on_host) += 1;
+    }
+    VERIFY2(on_device == 3 && on_host == 1, what + ": " + std::to_string(on_device) + " sorts on the device, " + std::to_string(on_host) + " not");
+    std::string why;
+    if (!CudaDriver::get(&why)) continue;
+    VERIFY2(r.check.ok, what + ": " + r.stage("run")->text);
+  }
+}
+
 // Kernels of the same code (the same shapes and fused ops: a model's repeated layers) compile
 // once, as Inductor defines a kernel once and calls it per layer: the second layer's kernel
 // launches the first's function with its own buffers, its source keeps its header and names the
@@ -1955,6 +1996,7 @@ int main(int argc, char** argv) {
   cases.push_back({"half convolutions run on the device", half_convolutions_run_on_the_device});
   cases.push_back({"convolutions run through cuDNN", convolutions_run_through_cudnn});
   cases.push_back({"sort and topk run on the device", sort_and_topk_run_on_the_device});
+  cases.push_back({"sort of long lines runs on the device", sort_of_long_lines_runs_on_the_device});
   cases.push_back({"index_put and cumsum run on the device", index_put_and_cumsum_run_on_the_device});
   for (const char* m : {"models/mlp", "stages/attn_block/3_core_aten.txt"})
     for (DType t : {DType::bf16, DType::f16})
