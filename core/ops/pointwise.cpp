@@ -206,13 +206,29 @@ Args d_rsqrt(DerivCtx& c) {  // d/dx x^-1/2 = -1/2 y^3
   const Arg y3 = call(c, "aten.pow.Tensor_Scalar", {c.out(0), num(3.0)});
   return one(call(c, "aten.mul.Tensor", {call(c, "aten.mul.Tensor", {c.grads[0], y3}), num(-0.5)}), 1);
 }
+// tanh's and sigmoid's derivatives are one op in PyTorch (tanh_backward, sigmoid_backward:
+// pw_cast_for_opmath, float32 math for half operands, rounded once): half g and y are widened
+// here, the steps run in float32 and the result is rounded back (float32 graphs unchanged).
+DType half_pair(DerivCtx& c, const Arg& g, const Arg& y) {
+  const DType t = c.b.meta(y).dtype;
+  return g.is_node() && dtype_is_half(t) && c.b.meta(g).dtype == t ? t : DType::f32;
+}
+Arg widen(DerivCtx& c, const Arg& a, DType half) {
+  return half == DType::f32 ? a : call(c, "prims.convert_element_type.default", {a, Arg::of_string(std::string(dtype_torch(DType::f32)))});
+}
+Arg narrow(DerivCtx& c, const Arg& a, DType half) {
+  return half == DType::f32 ? a : call(c, "prims.convert_element_type.default", {a, Arg::of_string(std::string(dtype_torch(half)))});
+}
 Args d_tanh(DerivCtx& c) {  // g (1 - y^2)
-  const Arg gy = call(c, "aten.mul.Tensor", {c.grads[0], c.out(0)});
-  return one(call(c, "aten.sub.Tensor", {c.grads[0], call(c, "aten.mul.Tensor", {gy, c.out(0)})}), 1);
+  const DType h = half_pair(c, c.grads[0], c.out(0));
+  const Arg g = widen(c, c.grads[0], h), y = widen(c, c.out(0), h);
+  const Arg gy = call(c, "aten.mul.Tensor", {g, y});
+  return one(narrow(c, call(c, "aten.sub.Tensor", {g, call(c, "aten.mul.Tensor", {gy, y})}), h), 1);
 }
 Args d_sigmoid(DerivCtx& c) {  // g y (1 - y)
-  const Arg y = c.out(0);
-  return one(call(c, "aten.mul.Tensor", {c.grads[0], call(c, "aten.sub.Tensor", {y, call(c, "aten.mul.Tensor", {y, y})})}), 1);
+  const DType h = half_pair(c, c.grads[0], c.out(0));
+  const Arg g = widen(c, c.grads[0], h), y = widen(c, c.out(0), h);
+  return one(narrow(c, call(c, "aten.mul.Tensor", {g, call(c, "aten.sub.Tensor", {y, call(c, "aten.mul.Tensor", {y, y})})}), h), 1);
 }
 Args d_reciprocal(DerivCtx& c) {  // -g y^2
   const Arg gy = call(c, "aten.mul.Tensor", {c.grads[0], c.out(0)});

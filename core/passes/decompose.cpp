@@ -25,7 +25,13 @@ bool in_float32(const OpDef& op, const GraphBuilder& b, const std::vector<Arg>& 
       "group_norm", "native_batch_norm", "_native_batch_norm_legit", "_native_batch_norm_legit_no_training",
       "_native_batch_norm_legit_functional", "native_batch_norm_backward", "batch_norm", "instance_norm", "rms_norm",
       "var", "std", "var_mean", "std_mean", "logsumexp", "gelu", "gelu_backward", "mse_loss", "mse_loss_backward",
-      "hardsigmoid", "hardsigmoid_backward", "hardswish", "hardswish_backward"};
+      "hardsigmoid", "hardsigmoid_backward", "hardswish", "hardswish_backward",
+      // torch._decomp's pw_cast_for_opmath (silu, silu_backward, elu_backward, leaky_relu_backward,
+      // hardtanh_backward, threshold_backward) and torch._refs' elementwise_type_promotion_wrapper
+      // (sigmoid, softplus, elu, mish, addcmul, addcdiv compute in the computation dtype): one
+      // rounding, at the result, as eager's kernels
+      "sigmoid", "silu", "silu_backward", "elu", "elu_backward", "softplus", "mish", "leaky_relu_backward",
+      "hardtanh_backward", "threshold_backward", "addcmul", "addcdiv"};
   if (!kOps.count(op.base_name())) return false;
   for (const Arg& a : args) {
     if (a.is_node() && dtype_is_half(b.meta(a).dtype)) return true;
