@@ -141,6 +141,7 @@ class LoopEmitter : public OpsHandler {
       line("auto " + v + " = ls_float(" + std::string(t == DType::bf16 ? "ls_to_bf16" : "ls_to_f16") + "(static_cast<float>(" + s(0) + ")));");
       return value(v);
     }
+    const DType out_t = t;
     t = compute_dtype(t);
     std::string e;
     switch (m) {
@@ -196,6 +197,15 @@ class LoopEmitter : public OpsHandler {
     if (dialect_ == Dialect::cpp && t == DType::b8 && m == Math::identity) e = "static_cast<bool>(" + e + ")";
     if (dialect_ == Dialect::cpp && t == DType::b8 && e.size() < 160) return value("(" + e + ")");
     const std::string v = fresh();
+    // A half-typed op computes in float32 and rounds its value to its type, as eager (and the
+    // unfused code, which stores it) does, also where its value stays in a register: a value the
+    // backward recomputes then equals the one the forward stored, which the saved statistics of a
+    // norm were computed from (Inductor's emulate_precision_casts). Without it ViT's bf16 training
+    // step had gradients of bf16 rounding noise where eager's are float32 noise.
+    if (dtype_is_half(out_t)) {
+      line("auto " + v + " = ls_float(" + std::string(out_t == DType::bf16 ? "ls_to_bf16" : "ls_to_f16") + "(static_cast<float>(" + e + ")));");
+      return value(v);
+    }
     line("auto " + v + " = static_cast<" + std::string(dtype_c(t)) + ">(" + e + ");");
     return value(v);
   }
