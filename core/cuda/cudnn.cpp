@@ -321,6 +321,7 @@ Cudnn* Cudnn::get(std::string* why) {
     if (d && d->generation() != c->generation_) {  // the device was reset: the old handle died with it,
       // and so did every execution plan (finalized with that handle, its engine's kernels loaded in
       // that context) and variant pack: made again, with the new handle, when next asked for.
+      std::lock_guard<std::mutex> plans(c->mutex_);
       c->plans_.clear();
       c->stream_ = nullptr;
       void* handle = nullptr;
@@ -517,17 +518,20 @@ bool Cudnn::backend_plan(Plan& p, const ConvShape& s, DType t, ConvPass pass, st
 }
 
 bool Cudnn::plan(const ConvShape& s, DType t, ConvPass pass, size_t* workspace, std::string* why) {
+  std::lock_guard<std::mutex> lock(mutex_);
   const Plan* p = find(s, t, pass, why);
   if (p && workspace) *workspace = p->workspace;
   return p != nullptr;
 }
 
 std::string Cudnn::algorithm_text(const ConvShape& s, DType t, ConvPass pass) {
+  std::lock_guard<std::mutex> lock(mutex_);
   const Plan* p = find(s, t, pass, nullptr);
   return p ? p->text : "";
 }
 
 void Cudnn::run(const ConvShape& s, DType t, ConvPass pass, DevicePtr a, DevicePtr b, DevicePtr out, DevicePtr workspace) {
+  std::lock_guard<std::mutex> lock(mutex_);
   std::string why;
   Plan* p = find(s, t, pass, &why);
   if (!p) throw std::runtime_error(why);

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <tuple>
 
@@ -58,6 +59,7 @@ class Cudnn {
   void* stream_ = nullptr;
   int generation_ = 0;
   std::map<std::tuple<ConvShape, int, int>, std::unique_ptr<Plan>> plans_;
+  std::mutex mutex_;  // plan, algorithm_text and run (compiles of the app's panels run on threads of their own)
 };
 
 }  // namespace ls

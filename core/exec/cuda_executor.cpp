@@ -385,7 +385,12 @@ CudaExecutable::CudaExecutable(const LoopProgram& p, const Schedule& s, const Ge
   std::string why;
   blas_ = Cublas::get(&why);
   Cublas* blas = blas_;
-  if (const char* e = std::getenv("LS_CUDNN"); !e || std::string(e) != "0") dnn_ = Cudnn::get();
+  // cuDNN is loaded for the first convolution it would run (LS_CUDNN=0: never); float32 ones only
+  // where TF32 is allowed (LS_ALLOW_TF32, as cuBLAS and cuDNN read it).
+  const char* no_dnn = std::getenv("LS_CUDNN");
+  const bool want_dnn = !no_dnn || std::string(no_dnn) != "0";
+  const char* tf32_env = std::getenv("LS_ALLOW_TF32");
+  const bool tf32 = tf32_env && *tf32_env && std::string(tf32_env) != "0";
   for (size_t i = 0; i < g.source.kernels.size(); ++i) {
     const bool epilogue_inside = i + 1 < g.source.kernels.size() && g.source.kernels[i + 1].in_template;
     if (s.kernels.at(i).is_extern && !g.source.kernels[i].launcher.empty()) {  // max-autotune's GEMM template in its place
@@ -400,17 +405,25 @@ CudaExecutable::CudaExecutable(const LoopProgram& p, const Schedule& s, const Ge
       externs_.push_back(n);
       registers.push_back(0);
       how.push_back(cuda_extern_how(p, n->ext, blas != nullptr));
-      if (const auto dnn = dnn_ ? cuda_dnn_conv(p, n->ext, dnn_->allow_tf32) : std::nullopt) {  // cuDNN where it has an algorithm for every pass
+      const auto dnn = want_dnn ? cuda_dnn_conv(p, n->ext, tf32) : std::nullopt;
+      if (dnn && !dnn_) dnn_ = Cudnn::get();
+      if (dnn && dnn_ && !dnn->passes.empty()) {  // cuDNN where it has an algorithm for every pass
         std::string words;
+        size_t most = 0;
         for (const ConvPass pass : dnn->passes) {
-          if (!dnn_->plan(dnn->shape, dnn->dtype, pass, nullptr)) {
+          size_t bytes = 0;
+          if (!dnn_->plan(dnn->shape, dnn->dtype, pass, &bytes)) {
             words.clear();
             break;
           }
+          most = std::max(most, bytes);
           words += std::string(words.empty() ? "" : "; ") + (pass == ConvPass::grad_input ? "input gradient " : pass == ConvPass::grad_filter ? "filter gradient " : "") +
                    dnn_->algorithm_text(dnn->shape, dnn->dtype, pass);
         }
-        if (!words.empty() || dnn->passes.empty()) how.back() = "cuDNN" + (dnn->type ? " " + std::string(dtype_short(dnn->dtype)) : std::string()) + ": " + words;
+        if (!words.empty()) {
+          how.back() = "cuDNN" + (dnn->type ? " " + std::string(dtype_short(dnn->dtype)) : std::string()) + ": " + words;
+          dnn_workspace_bytes_ = std::max(dnn_workspace_bytes_, most);
+        }
       }
     } else if (g.source.kernels[i].in_template) {  // runs inside the template before it
       functions_.push_back(nullptr);
@@ -660,7 +673,10 @@ struct CudaExecutable::Calls {
     size_t bytes = 0;
     std::string why;
     if (!e.dnn_->plan(s, t, p, &bytes, &why)) throw std::runtime_error(why);
-    e.dnn_->run(s, t, p, a, b, out, bytes ? scratch(7 + static_cast<size_t>(pass), bytes) : 0);
+    // One workspace for every cuDNN call of the model (they run one after another on one stream),
+    // of the largest size any needs, made at the first.
+    if (bytes && e.dnn_workspace_.bytes() < bytes) e.dnn_workspace_ = DeviceBuffer(e.d_, std::max(bytes, e.dnn_workspace_bytes_));
+    e.dnn_->run(s, t, p, a, b, out, bytes ? e.dnn_workspace_.ptr() : 0);
   }
 };
 

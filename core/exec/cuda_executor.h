@@ -145,6 +145,8 @@ class CudaExecutable {
   void check_index_faults(size_t k);
   std::vector<const LoopNode*> externs_;
   Cudnn* dnn_ = nullptr;             // cuDNN, for the convolutions (LS_CUDNN=0: the forms without it)
+  size_t dnn_workspace_bytes_ = 0;   // the most any of its calls needs
+  DeviceBuffer dnn_workspace_;       // shared by its calls
   Cublas* blas_ = nullptr;              // looked up once: not on the launch path
   void* bias_kernel_ = nullptr;
   std::map<std::string, void*> helpers_;   // the prelude's helper kernels
