@@ -67,6 +67,9 @@ void require_same_batch(const OpDef& op, const Shape& q, const Shape& k, const S
 std::vector<TensorMeta> infer_sdpa(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
   refuse_dropout(op, a[op.name == "aten._scaled_dot_product_efficient_attention.default" ? 5 : 4]);
   const TensorMeta &q = meta_of(g, a[0]), &k0 = meta_of(g, a[1]), &v0 = meta_of(g, a[2]);
+  if (q.dtype != k0.dtype || q.dtype != v0.dtype)  // PyTorch's validate_sdpa_input
+    bad(op, "Expected query, key, and value to have the same dtype, but got query.dtype: " + std::string(dtype_torch(q.dtype)) +
+                " key.dtype: " + std::string(dtype_torch(k0.dtype)) + " and value.dtype: " + std::string(dtype_torch(v0.dtype)) + " instead.");
   if (op.name == "aten._scaled_dot_product_efficient_attention.default") require_same_batch(op, q.shape, k0.shape, v0.shape);
   const int64_t rep = gqa_repeats(op, a, q.shape, k0.shape, v0.shape);
   TensorMeta k = k0, v = v0;

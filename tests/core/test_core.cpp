@@ -519,6 +519,33 @@ class TestCore : public QObject {
       }
   }
 
+  // scaled_dot_product_attention refuses query, key and value of different dtypes, as PyTorch's
+  // validate_sdpa_input does (it took the query's type). hf_falcon and hf_gptj --dtype bfloat16:
+  // their float32 export froze `.to(x.dtype)` as float32, so q and k came out float32 beside a bf16 v.
+  void testAttentionRefusesMixedDtypes() {
+    const std::string text =
+        "class GraphModule(torch.nn.Module):\n"
+        "    def forward(self, q: \"f32[1, 2, 4, 8]\", k: \"f32[1, 2, 4, 8]\", v: \"bf16[1, 2, 4, 8]\"):\n"
+        "        o: \"f32[1, 2, 4, 8]\" = torch.ops.aten.scaled_dot_product_attention.default(q, k, v)\n"
+        "        return (o,)\n";
+    const std::filesystem::path path =
+        std::filesystem::temp_directory_path() / ("ls_core_sdpa_mixed_" + std::to_string(std::random_device{}()) + ".txt");
+    std::ofstream(path) << text;
+    std::string why;
+    try {
+      LoadedModel m = load_model(path.string());
+      PipelineOptions o;
+      o.run = false;
+      why = run_pipeline(m, o).error;
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
+    std::filesystem::remove(path);
+    QVERIFY2(why.find("Expected query, key, and value to have the same dtype, but got query.dtype: torch.float32 key.dtype: torch.float32 and "
+                      "value.dtype: torch.bfloat16") != std::string::npos,
+             why.c_str());
+  }
+
   void testReferenceMatchesPyTorch_data() {
     QTest::addColumn<QString>("graph");
     QTest::addColumn<int>("inputs");
