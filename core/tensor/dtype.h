@@ -7,8 +7,10 @@
 
 namespace ls {
 
-// bf16 and f16 are storage types: math on them runs in float32 (the reference interpreter rounds
-// at each op's output, as eager PyTorch does; generated code rounds at stores, as Inductor does).
+// bf16 and f16 are storage types: math on them runs in float32, rounded to the type at each op's
+// output, as eager PyTorch does: in the reference interpreter, and in generated code at every half
+// op even where the value stays in a register (Inductor's emulate_precision_casts), so that what the
+// backward recomputes equals what the forward stored.
 enum class DType : uint8_t { f32, f64, i64, i32, b8, u8, bf16, f16 };
 
 std::string_view dtype_short(DType t);  // "f32", as FX annotations print it
