@@ -670,13 +670,10 @@ struct CudaExecutable::Calls {
     const ConvShape s{c.N, c.C, c.H, c.W, c.O, c.KH, c.KW, c.OH, c.OW, c.G, c.sh, c.sw, c.ph, c.pw, c.dh, c.dw};
     const DType t = type == 0 ? DType::f32 : type == 1 ? DType::bf16 : DType::f16;
     const ConvPass p = pass == 0 ? ConvPass::forward : pass == 1 ? ConvPass::grad_input : ConvPass::grad_filter;
-    size_t bytes = 0;
-    std::string why;
-    if (!e.dnn_->plan(s, t, p, &bytes, &why)) throw std::runtime_error(why);
     // One workspace for every cuDNN call of the model (they run one after another on one stream),
-    // of the largest size any needs, made at the first.
-    if (bytes && e.dnn_workspace_.bytes() < bytes) e.dnn_workspace_ = DeviceBuffer(e.d_, std::max(bytes, e.dnn_workspace_bytes_));
-    e.dnn_->run(s, t, p, a, b, out, bytes ? e.dnn_workspace_.ptr() : 0);
+    // of the largest size the constructor's plans need, made at the first call.
+    if (e.dnn_workspace_.bytes() < e.dnn_workspace_bytes_) e.dnn_workspace_ = DeviceBuffer(e.d_, e.dnn_workspace_bytes_);
+    e.dnn_->run(s, t, p, a, b, out, e.dnn_workspace_.ptr());
   }
 };
 
