@@ -1570,6 +1570,28 @@ void convolutions_run_through_cudnn() {
     }
 }
 
+// A graph of sorts compiled for CUDA in dtype t: `device` of its library calls run as the sort
+// kernel and `host` not; on a GPU, the run matches the reference interpreter.
+void sorts_run_as_planned(const std::string& name, const std::string& graph, DType t, int device, int host) {
+  PipelineOptions o;
+  o.device = Device::cuda;
+  o.dtype = t;
+  o.timing_budget_ms = 20;
+  CompileResult r = run_pipeline(load_graph_text(name, graph), o);
+  const std::string what = name + " " + std::string(dtype_short(t));
+  VERIFY2(r.error.empty(), what + ": " + r.error_stage + ": " + r.error);
+  int on_device = 0, on_host = 0;
+  for (const Kernel& k : r.schedule.kernels) {
+    if (!k.is_extern) continue;
+    const ExternCall& c = r.loops.nodes.at(k.nodes.at(0)).ext;
+    (cuda_extern_how(r.loops, c, true) == "sort kernel" ? on_device : on_host) += 1;
+  }
+  VERIFY2(on_device == device && on_host == host, what + ": " + std::to_string(on_device) + " sorts on the device, " + std::to_string(on_host) + " not");
+  std::string why;
+  if (!CudaDriver::get(&why)) return;
+  VERIFY2(r.check.ok, what + ": " + r.stage("run")->text);
+}
+
 // sort and topk (sorted) run on the device as ls_sort_lines, not as the reference kernel on the
 // host: along the last dimension and an inner one, ascending and descending, with ties (x rounded
 // to halves) and NaN (the log of negative numbers), in float32 and bf16; on a GPU the values and
@@ -1599,29 +1621,12 @@ void sort_and_topk_run_on_the_device() {
         return (sv, si, uv, ui, kv, ki, mv, mi, nv)
 )";
   for (const DType t : {DType::f32, DType::bf16}) {
-    PipelineOptions o;
-    o.device = Device::cuda;
-    o.dtype = t;
-    o.timing_budget_ms = 20;
     // In bf16 a line of x has equal values now and then, and topk's order of ties is unspecified
     // (the reference's is std::nth_element's, PyTorch's differs by device): its indices are
     // checked in float32 only.
     std::string text = graph;
     if (t != DType::f32) text.replace(text.find("return (sv, si, uv, ui, kv, ki, mv, mi, nv)"), 43, "return (sv, si, uv, ui, kv, mv, nv)");
-    CompileResult r = run_pipeline(load_graph_text("sort_topk", text), o);
-    const std::string what(dtype_short(t));
-    VERIFY2(r.error.empty(), what + ": " + r.error_stage + ": " + r.error);
-    int on_device = 0, on_host = 0;
-    for (const Kernel& k : r.schedule.kernels) {
-      if (!k.is_extern) continue;
-      const ExternCall& c = r.loops.nodes.at(k.nodes.at(0)).ext;
-      const std::string how = cuda_extern_how(r.loops, c, true);
-      (how == "sort kernel" ? on_device : on_host) += 1;
-    }
-    VERIFY2(on_device == 4 && on_host == 1, what + ": " + std::to_string(on_device) + " sorts on the device, " + std::to_string(on_host) + " not");
-    std::string why;
-    if (!CudaDriver::get(&why)) continue;
-    VERIFY2(r.check.ok, what + ": " + r.stage("run")->text);
+    sorts_run_as_planned("sort_topk", text, t, 4, 1);
   }
 }
 
@@ -1645,25 +1650,7 @@ void sort_of_long_lines_runs_on_the_device() {
         dv: "f32[2, 4097]" = d[0]
         return (av, ai, bv, bi, cv, ci, dv)
 )";
-  for (const DType t : {DType::f32, DType::f16}) {
-    PipelineOptions o;
-    o.device = Device::cuda;
-    o.dtype = t;
-    o.timing_budget_ms = 20;
-    CompileResult r = run_pipeline(load_graph_text("long_sorts", graph), o);
-    const std::string what(dtype_short(t));
-    VERIFY2(r.error.empty(), what + ": " + r.error_stage + ": " + r.error);
-    int on_device = 0, on_host = 0;
-    for (const Kernel& k : r.schedule.kernels) {
-      if (!k.is_extern) continue;
-      const ExternCall& c = r.loops.nodes.at(k.nodes.at(0)).ext;
-      (cuda_extern_how(r.loops, c, true) == "sort kernel" ? on_device : on_host) += 1;
-    }
-    VERIFY2(on_device == 3 && on_host == 1, what + ": " + std::to_string(on_device) + " sorts on the device, " + std::to_string(on_host) + " not");
-    std::string why;
-    if (!CudaDriver::get(&why)) continue;
-    VERIFY2(r.check.ok, what + ": " + r.stage("run")->text);
-  }
+  for (const DType t : {DType::f32, DType::f16}) sorts_run_as_planned("long_sorts", graph, t, 3, 1);
 }
 
 // Kernels of the same code (the same shapes and fused ops: a model's repeated layers) compile
