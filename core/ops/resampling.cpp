@@ -921,19 +921,24 @@ struct GridDecomp {
   }
 };
 
+// The grid sampler decompositions' pieces: v in type d (as it is where it has it), and 0 .. n-1
+// as int64 viewed in `shape` (the batch's or the channel's index, broadcast against the grid).
+static Arg grid_convert(GraphBuilder& b, const Arg& v, DType d) {
+  return b.meta(v).dtype == d ? v : b.call("prims.convert_element_type.default", {v, Arg::of_string(std::string(dtype_torch(d)))});
+}
+static Arg grid_iota(GraphBuilder& b, int64_t n, const Shape& shape) {
+  const Arg r = b.call("aten.arange.start_step", {Arg::of_int(0), Arg::of_int(n), Arg::of_int(1)}, {{"dtype", Arg::of_string("torch.int64")}});
+  return reshape(b, r, shape);
+}
+
 Arg decomp_grid_sampler(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a) {
   const TensorMeta xm = b.meta(a[0]), gm = b.meta(a[1]);
   infer_grid_sampler(b.graph(), op, a);
   const Sampler s = sampler_of(op, a);
   const int64_t N = xm.shape[0], C = xm.shape[1], H = xm.shape[2], W = xm.shape[3], OH = gm.shape[1], OW = gm.shape[2];
   const DType t = compute_dtype(xm.dtype);
-  auto to = [&](const Arg& v, DType d) {
-    return b.meta(v).dtype == d ? v : b.call("prims.convert_element_type.default", {v, Arg::of_string(std::string(dtype_torch(d)))});
-  };
-  auto iota = [&](int64_t n, const Shape& shape) {
-    const Arg r = b.call("aten.arange.start_step", {Arg::of_int(0), Arg::of_int(n), Arg::of_int(1)}, {{"dtype", Arg::of_string("torch.int64")}});
-    return reshape(b, r, shape);
-  };
+  auto to = [&b](const Arg& v, DType d) { return grid_convert(b, v, d); };
+  auto iota = [&b](int64_t n, const Shape& shape) { return grid_iota(b, n, shape); };
   const GridDecomp d{b, s, to(a[0], t), iota(N, {N, 1, 1, 1}), iota(C, {1, C, 1, 1}), H, W, t};
   const Arg grid = b.call("aten.expand.default", {reshape(b, to(a[1], t), {N, 1, OH, OW, 2}), Arg::of_ints({N, C, OH, OW, 2})});
   const Arg gx = b.call("aten.select.int", {grid, Arg::of_int(4), Arg::of_int(0)});
@@ -984,13 +989,8 @@ std::vector<Arg> decomp_grid_sampler_backward(GraphBuilder& b, const OpDef& op, 
   const TensorMeta xm = b.meta(a[1]), gm = b.meta(a[2]);
   const int64_t N = xm.shape[0], C = xm.shape[1], H = xm.shape[2], W = xm.shape[3], OH = gm.shape[1], OW = gm.shape[2];
   const DType t = compute_dtype(xm.dtype);
-  auto to = [&](const Arg& v, DType d) {
-    return b.meta(v).dtype == d ? v : b.call("prims.convert_element_type.default", {v, Arg::of_string(std::string(dtype_torch(d)))});
-  };
-  auto iota = [&](int64_t n, const Shape& shape) {
-    const Arg r = b.call("aten.arange.start_step", {Arg::of_int(0), Arg::of_int(n), Arg::of_int(1)}, {{"dtype", Arg::of_string("torch.int64")}});
-    return reshape(b, r, shape);
-  };
+  auto to = [&b](const Arg& v, DType d) { return grid_convert(b, v, d); };
+  auto iota = [&b](int64_t n, const Shape& shape) { return grid_iota(b, n, shape); };
   auto zeros = [&](const Shape& shape) {
     return b.call("aten.full.default", {Arg::of_ints(shape), Arg::of_real(0)}, {{"dtype", Arg::of_string(std::string(dtype_torch(t)))}});
   };
