@@ -447,7 +447,10 @@ class KernelWriter {
       transposed_.clear();
       return;
     }
-    int64_t I = R == 1 && X > 1 ? inner_block(nest) : 0;
+    // A scatter's nest is a plain loop, parallel or not: no simd lanes (two lanes may store to one
+    // element; its adds are `omp atomic`), no inner blocks.
+    const bool scatter = std::any_of(nest.nodes.begin(), nest.nodes.end(), [&](int n) { return p_.nodes[n].kind == LoopNode::Kind::scatter; });
+    int64_t I = R == 1 && X > 1 && !scatter ? inner_block(nest) : 0;
     if (rows_ && I && row_ % I != 0) I = 0;  // blocks of rows are not whole inner blocks: the flat loop
     if (I) {
       const Expr xo = Expr::var("x0o", X / I), xi = Expr::var("x0i", I);
@@ -477,7 +480,11 @@ class KernelWriter {
       return;
     }
     if (X > 1) {
-      if (R == 1) e.line(outer("#pragma omp parallel for simd schedule(static)", "#pragma omp simd"));
+      if (R == 1 && scatter) {
+        if (parallel_outer) e.line("#pragma omp parallel for schedule(static)");
+      } else if (R == 1) {
+        e.line(outer("#pragma omp parallel for simd schedule(static)", "#pragma omp simd"));
+      }
       else if (const std::string p = outer("#pragma omp parallel for schedule(static)", ""); !p.empty()) e.line(p);
       if (rows_) e.line("for (int64_t x0 = begin; x0 < end; ++x0) {");
       else e.line("for (" + ix_ + " x0 = 0; x0 < " + std::to_string(X) + "; ++x0) {");

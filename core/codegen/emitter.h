@@ -218,6 +218,8 @@ class LoopEmitter : public OpsHandler {
     line("int64_t " + n + " = static_cast<int64_t>(" + names_.at(v.id) + ");");
     if (wrap) line("if (" + n + " < 0) " + n + " += " + sz + ";");
     line("if (" + n + " < 0 || " + n + " >= " + sz + ") " + n + " = ls_index_fault(" + n + ", " + sz + ", " + std::to_string(node) + ");");
+    const std::string d = "static_cast<int64_t>(" + names_.at(v.id) + ")";
+    in_range_[n] = d + " >= " + (wrap ? "-" + sz : std::string("0")) + " && " + d + " < " + sz;  // (for a scatter's store)
     return Expr::indirect(n, size);
   }
   V reduction(Reduce r, DType t, V v) override {
@@ -247,6 +249,22 @@ class LoopEmitter : public OpsHandler {
     }
     scopes_.back()[key] = names_.at(v.id);
   }
+  // A scatter's store: skipped where an indirect index of it was out of range (its fault is
+  // recorded, and it stands at 0); an add is atomic (parallel iterations may hit one element).
+  void scatter_store(const std::string& buf, const Expr& index, V v, StoreMode mode, DType t) override {
+    if (!memory_stores || !in_memory_.count(buf)) return;
+    std::string guard;
+    for (const std::string& var : index.vars())
+      if (auto r = in_range_.find(var); r != in_range_.end()) guard += (guard.empty() ? "" : " && ") + r->second;
+    const std::string at = ptrs_.at(buf) + "[" + index.cpp() + "]", x = "static_cast<" + std::string(dtype_c(t)) + ">(" + names_.at(v.id) + ")";
+    std::vector<std::string> body;
+    if (mode == StoreMode::set) body = {at + " = " + stored(buf, names_.at(v.id)) + ";"};
+    else if (dialect_ == Dialect::cuda) body = {"atomicAdd(&" + at + ", " + x + ");"};
+    else body = {"#pragma omp atomic", at + " += " + x + ";"};
+    if (!guard.empty()) line("if (" + guard + ") {");
+    for (const std::string& b : body) line((guard.empty() ? "" : "    ") + b);
+    if (!guard.empty()) line("}");
+  }
   void store_reduction(const std::string& buf, const Expr& index, V v) override {
     pending_reduction[buf + "[" + index.str() + "]|" + index.cpp()] = names_.at(v.id);  // acc, or an arg reduction's acc_index
   }
@@ -263,6 +281,7 @@ class LoopEmitter : public OpsHandler {
     return std::string(h->second == DType::bf16 ? "ls_to_bf16" : "ls_to_f16") + "(static_cast<float>(" + v + "))";
   }
   std::map<std::string, DType> halves_;
+  std::map<std::string, std::string> in_range_;  // indirect index -> its value lies in range (before the fault's 0)
   std::map<std::string, std::string> ptrs_;
   std::set<std::string> in_memory_;
   Dialect dialect_;

@@ -53,6 +53,13 @@ class EvalHandler : public OpsHandler {
     return v;
   }
   void store(const std::string& b, const Expr& i, V v) override { bufs_.at(b).set(i.constant(), vals_.at(v.id)); }
+  // (an index out of range threw in `indirect`: nothing is stored)
+  void scatter_store(const std::string& b, const Expr& i, V v, StoreMode mode, DType) override {
+    Tensor& t = bufs_.at(b);
+    if (!i.is_constant() || i.constant() < 0 || i.constant() >= t.numel())
+      throw std::out_of_range("loop interpreter: a scatter into " + b + " at " + i.str() + " is out of bounds");
+    t.set(i.constant(), mode == StoreMode::atomic_add ? t.get(i.constant()) + vals_.at(v.id) : vals_.at(v.id));
+  }
   void store_reduction(const std::string& b, const Expr& i, V v) override {
     Tensor& t = bufs_.at(b);
     if (reduce_is_arg(reduce_)) {  // the buffer holds the index; the value kept beside it, in arg_values_

@@ -20,6 +20,12 @@ class RecordingHandler : public OpsHandler {
   V arg_reduction(Reduce, DType, V, V) override { return V{}; }
   void store(const std::string& b, const Expr& i, V) override { deps.writes.push_back({b, i}); }
   void store_reduction(const std::string& b, const Expr& i, V) override { deps.writes.push_back({b, i}); }
+  // A scatter reads the buffer it stores into as well: it keeps (or adds to) what the node that
+  // filled it wrote, so it depends on that node.
+  void scatter_store(const std::string& b, const Expr& i, V v, StoreMode, DType) override {
+    load(b, i);
+    store(b, i, v);
+  }
 
  private:
   int indirect_ = 0;

@@ -105,6 +105,7 @@ class InlineHandler : public OpsHandler {
   V arg_reduction(Reduce r, DType t, V v, V i) override { return h_.arg_reduction(r, t, v, i); }
   void store(const std::string& b, const Expr& i, V v) override { h_.store(b, i, v); }
   void store_reduction(const std::string& b, const Expr& i, V v) override { h_.store_reduction(b, i, v); }
+  void scatter_store(const std::string& b, const Expr& i, V v, StoreMode m, DType t) override { h_.scatter_store(b, i, v, m, t); }
 
  private:
   OpsHandler& h_;
@@ -171,6 +172,8 @@ std::vector<std::pair<std::string, std::vector<std::string>>> inline_pointwise(L
       // Only into generated code of another iteration size (a broadcast or a window read), which
       // fusion could not put in one loop with the producer.
       ok = ok && c.kind != LoopNode::Kind::extern_kernel && c.numel() * std::max<int64_t>(c.rnumel(), 1) != cand.numel();
+      // A scatter's buffer is filled first (the copy of self), then scattered into: both stay.
+      ok = ok && !(c.kind == LoopNode::Kind::scatter && c.buffer == cand.buffer);
       // A value another phase reads is saved between the two: it must be stored.
       ok = ok && c.phase == cand.phase;
       // (the places the consumer reads it)

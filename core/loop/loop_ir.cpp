@@ -26,6 +26,10 @@ void LoopNode::run(OpsHandler& h, const std::vector<Expr>& idx, const std::vecto
     for (const auto& b : ext.outputs) h.store(b, Expr(0), V{});
     return;
   }
+  if (kind == Kind::scatter) {  // the body stores, through the indices it loads
+    inner(h, idx, ridx);
+    return;
+  }
   if (!iter_order.empty()) {  // the body and the buffer see the buffer's own order
     std::vector<Expr> bidx(idx.size());
     Shape shape(ranges.size());
@@ -140,6 +144,10 @@ class PrintHandler : public OpsHandler {
   void store(const std::string& b, const Expr& i, V v) override {
     os << "        ops.store('" << b << "', " << i.str() << ", " << name(v) << ")\n";
   }
+  void scatter_store(const std::string& b, const Expr& i, V v, StoreMode mode, DType) override {
+    os << "        ops.store('" << b << "', " << i.str() << ", " << name(v) << (mode == StoreMode::atomic_add ? ", mode='atomic_add'" : "")
+       << ")\n";
+  }
   void store_reduction(const std::string& b, const Expr& i, V v) override {
     os << "        ops.store_reduction('" << b << "', " << i.str() << ", " << name(v) << ")\n";
   }
@@ -173,8 +181,9 @@ std::string print_loop_node(const LoopProgram& p, const LoopNode& n) {
     return os.str();
   }
   const LoopBuffer& b = p.buffer(n.buffer);
-  os << n.name << ": " << (n.kind == LoopNode::Kind::pointwise ? "Pointwise" : "Reduction") << " -> " << n.buffer
-     << "  # from " << n.graph_node << "\n";
+  os << n.name << ": "
+     << (n.kind == LoopNode::Kind::pointwise ? "Pointwise" : n.kind == LoopNode::Kind::scatter ? "Scatter (mutates)" : "Reduction")
+     << " -> " << n.buffer << "  # from " << n.graph_node << "\n";
   os << n.name << ".layout = FixedLayout('" << p.device << "', " << dtype_torch(b.dtype) << ", size=" << shape_str(b.shape)
      << ", stride=" << shape_str(contiguous_strides(b.shape)) << ")\n";
   os << n.name << ".sizes = (" << shape_str(n.ranges) << ", " << shape_str(n.reduction_ranges) << ")\n";
@@ -232,7 +241,7 @@ std::string loop_blocks_to_dot(const LoopProgram& p) {
     size_t pointwise = 0, reductions = 0, externs = 0;
     for (size_t i = from; i < to; ++i) {
       const LoopNode::Kind k = p.nodes[i].kind;
-      (k == LoopNode::Kind::pointwise ? pointwise : k == LoopNode::Kind::reduction ? reductions : externs) += 1;
+      (k == LoopNode::Kind::pointwise || k == LoopNode::Kind::scatter ? pointwise : k == LoopNode::Kind::reduction ? reductions : externs) += 1;
     }
     os << "  \"b" << b << "\" [id=\"" << p.nodes[from].name << "\", fillcolor=\"" << (reductions ? "#fde8d8" : "#eef3fb")
        << "\", label=\"" << p.nodes[from].name << " .. " << p.nodes[to - 1].name << "\\n" << to - from << " loop nodes: "
@@ -258,8 +267,13 @@ std::string loop_program_to_dot(const LoopProgram& p) {
       box.emplace(b.name, static_cast<int>(ids.size()));
       ids.push_back(b.name);
     }
-  for (const LoopNode& n : p.nodes) {
-    box.emplace(n.buffer, static_cast<int>(ids.size()));
+  // A scatter's box is its own (named by the node: it writes the buffer another node's box
+  // holds); the nodes after it read the buffer from it.
+  std::vector<int> own_box(p.nodes.size());
+  auto dot_name = [](const LoopNode& n) { return n.kind == LoopNode::Kind::scatter ? n.name : n.buffer; };
+  for (size_t i = 0; i < p.nodes.size(); ++i) {
+    const LoopNode& n = p.nodes[i];
+    own_box[i] = n.kind == LoopNode::Kind::scatter ? static_cast<int>(ids.size()) : box.emplace(n.buffer, static_cast<int>(ids.size())).first->second;
     ids.push_back(n.name);
   }
   struct Read {
@@ -267,14 +281,22 @@ std::string loop_program_to_dot(const LoopProgram& p) {
   };
   std::vector<Read> reads;
   std::vector<std::pair<int, int>> edges;  // (box read, box reading), one per read
-  for (const LoopNode& n : p.nodes)
+  std::map<std::string, int> scattered;    // buffer -> the box of the last scatter into it so far
+  for (size_t i = 0; i < p.nodes.size(); ++i) {
+    const LoopNode& n = p.nodes[i];
     for (const MemDep& d : extract_dependencies(n).reads) {
-      // A buffer neither an input nor written by a loop node gets the box Graphviz makes for it.
-      const int from = box.emplace(d.buffer, static_cast<int>(ids.size())).first->second;
-      if (from == static_cast<int>(ids.size())) ids.push_back(d.buffer);
-      reads.push_back({d.buffer, n.buffer, n.kind != LoopNode::Kind::extern_kernel ? d.index.str() : ""});
-      edges.emplace_back(from, box.at(n.buffer));
+      int from;
+      if (auto s = scattered.find(d.buffer); s != scattered.end()) {
+        from = s->second;
+      } else {  // a buffer neither an input nor written by a loop node gets the box Graphviz makes for it
+        from = box.emplace(d.buffer, static_cast<int>(ids.size())).first->second;
+        if (from == static_cast<int>(ids.size())) ids.push_back(d.buffer);
+      }
+      reads.push_back({d.buffer, dot_name(n), n.kind != LoopNode::Kind::extern_kernel ? d.index.str() : ""});
+      edges.emplace_back(from, own_box[i]);
     }
+    if (n.kind == LoopNode::Kind::scatter) scattered[n.buffer] = own_box[i];
+  }
   const std::vector<bool> as_ref = long_edges(ids.size(), edges);
   std::vector<std::vector<size_t>> refs_at(ids.size());
   for (size_t e = 0; e < edges.size(); ++e)
@@ -287,17 +309,20 @@ std::string loop_program_to_dot(const LoopProgram& p) {
     if (b.is_input)
       os << "  \"" << b.name << "\" [id=\"" << b.name << "\", fillcolor=\"#e6f4ea\", label=\"" << b.name << "\\n"
          << dtype_short(b.dtype) << shape_str(b.shape) << "\"];\n";
-  for (const LoopNode& n : p.nodes) {
+  for (size_t i = 0; i < p.nodes.size(); ++i) {
+    const LoopNode& n = p.nodes[i];
     const bool ext = n.kind == LoopNode::Kind::extern_kernel;
-    os << "  \"" << n.buffer << "\" [id=\"" << n.name << "\", fillcolor=\""
+    os << "  \"" << dot_name(n) << "\" [id=\"" << n.name << "\", fillcolor=\""
        << (ext ? "#fff4cc" : n.kind == LoopNode::Kind::reduction ? "#fde8d8" : "#eef3fb") << "\", label=\"" << n.name << " -> "
        << n.buffer << "\\n"
        << (ext ? "Extern " + std::string(n.ext.op->base_name())
-               : n.kind == LoopNode::Kind::reduction ? "Reduction " + std::string(reduce_name(n.reduce)) : "Pointwise")
+               : n.kind == LoopNode::Kind::reduction ? "Reduction " + std::string(reduce_name(n.reduce))
+               : n.kind == LoopNode::Kind::scatter   ? "Scatter into " + n.buffer
+                                                     : "Pointwise")
        << "\\n" << shape_str(n.ranges);
     if (!n.reduction_ranges.empty()) os << " x " << shape_str(n.reduction_ranges);
     os << "\\nfrom " << n.graph_node << "\"];\n";
-    ref_lines(box.at(n.buffer));
+    ref_lines(own_box[i]);
   }
   for (size_t e = 0; e < reads.size(); ++e) {
     const Read& r = reads[e];

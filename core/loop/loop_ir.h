@@ -56,7 +56,11 @@ bool is_attention(const OpDef* op);           // the forward op (nullptr: false)
 bool is_attention_backward(const OpDef* op);  // its backward
 
 struct LoopNode {
-  enum class Kind : uint8_t { pointwise, reduction, extern_kernel };
+  // scatter: Inductor's Scatter, a mutation. It iterates the index (or the values), and its body
+  // stores through indices read from data (OpsHandler::scatter_store) into `buffer`, which an
+  // earlier node of the program filled (the copy of self): it writes the buffer that node wrote,
+  // after it and before any reader. Never inlined, never fused with another node.
+  enum class Kind : uint8_t { pointwise, reduction, extern_kernel, scatter };
   std::string name;    // "op0"
   std::string buffer;  // the buffer it writes
   Kind kind = Kind::pointwise;
@@ -116,7 +120,7 @@ struct LoopProgram {
   std::string device = "cpu";       // what the buffers live on, as Inductor's FixedLayout names it
 
   const LoopBuffer& buffer(const std::string& name) const;
-  int producer(const std::string& buffer) const;  // node index, -1 for inputs
+  int producer(const std::string& buffer) const;  // node index, -1 for inputs (the first writer: a scatter writes after it)
 
   // The two look-ups above in constant time on programs of any size (internal to them).
   NameIndex buffer_index, producer_index;

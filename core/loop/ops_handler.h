@@ -10,6 +10,10 @@
 
 namespace ls {
 
+// How a scatter stores (Inductor's ops.store mode): `set` overwrites the element, `atomic_add`
+// adds to it, atomically where iterations run in parallel (duplicate indices all count).
+enum class StoreMode : uint8_t { set, atomic_add };
+
 // A value inside a loop body; what it stands for is up to the handler that made it.
 struct V {
   int id = -1;
@@ -36,6 +40,16 @@ class OpsHandler {
   virtual V arg_reduction(Reduce r, DType value_dtype, V value, V index) = 0;
   virtual void store(const std::string& buffer, const Expr& index, V value) = 0;
   virtual void store_reduction(const std::string& buffer, const Expr& index, V value) = 0;
+  // A scatter's store (a LoopNode of Kind::scatter: scatter, scatter_add, index_put), into a
+  // buffer an earlier node filled, at an index that may hold indirect indices: an index out of
+  // range (recorded by `indirect`) skips the store, never writes element 0 or out of bounds. The
+  // default reads and writes the element one iteration at a time (handlers that do not run in
+  // parallel), and reads it also under `set`: whoever records memory accesses sees that the
+  // node depends on what filled the buffer before it. `dtype` is the buffer's.
+  virtual void scatter_store(const std::string& buffer, const Expr& index, V value, StoreMode mode, DType dtype) {
+    const V old = load(buffer, index);
+    store(buffer, index, mode == StoreMode::atomic_add ? math(Math::add, {old, value}, dtype) : value);
+  }
 };
 
 }  // namespace ls

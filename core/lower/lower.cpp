@@ -668,6 +668,133 @@ class Lowering {
     return true;
   }
 
+  // The scatter family and index_put as generated code, as Inductor lowers them (lowering.py:
+  // scatter_, scatter_add, scatter_reduce_ with reduce "sum", index_put_impl_): the result's
+  // buffer is filled with a copy of self (a pointwise node), then a scatter node (Kind::scatter)
+  // iterating the index (index_put: the indexing result's shape) stores each element through the
+  // indices it loads into that same buffer, overwriting it or adding to it (atomically: duplicate
+  // indices all count). An index out of range records its fault (naming the node, the value and
+  // the size) and skips its store. Adds of int64, bool and the halves stay library calls: Inductor
+  // falls back for int64 and bool (needs_fallback_due_to_atomic_add_limitations, and
+  // use_scatter_fallback for a sum into int64 or bool), and for bfloat16 below sm_90; a half's
+  // add is no atomic our generated C++ has.
+  static bool adds_atomically(DType t) { return t == DType::f32 || t == DType::f64 || t == DType::i32; }
+  // The copy of self that a scatter stores into (its own buffer, whatever self's reader is).
+  std::string scatter_target(const Node& n, const Reader& self) {
+    return add_node(n, LoopNode::Kind::pointwise, self.shape, {}, Reduce::none, n.outs[0].dtype,
+                    [self](OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>&) { return self.load(h, idx); });
+  }
+  // A scatter node: `body` stores into `buf` (OpsHandler::scatter_store) at each position of `ranges`.
+  void add_scatter(const Node& gn, const std::string& buf, const Shape& ranges, DType dtype, LoopBody body) {
+    if (numel_of(ranges) == 0) return;  // nothing stored: the copy is the result
+    LoopNode n;
+    n.name = "op" + std::to_string(p_.nodes.size());
+    n.buffer = buf;
+    n.kind = LoopNode::Kind::scatter;
+    n.ranges = ranges;
+    n.dtype = dtype;
+    n.inner = std::move(body);
+    n.graph_node = gn.name;
+    n.origins = gn.origins;
+    n.phase = gn.phase;
+    p_.nodes.push_back(std::move(n));
+  }
+
+  // scatter(self, dim, index, src | value), scatter_add, scatter_reduce(..., "sum", include_self):
+  // out[i with dim d replaced by index[i]] = src[i] (or value), or += it. Without include_self the
+  // positions the index hits are first set to 0 (a scatter of zeros, as Inductor does).
+  bool lower_scatter(int id) {
+    const Node& n = g_.nodes[id];
+    const bool reduce = n.op == &op::scatter_reduce_two();
+    if (reduce && (n.args.size() < 5 || n.args[4].kind != Arg::Kind::string || n.args[4].s != "sum")) return false;
+    const bool add = reduce || n.op == &op::scatter_add();
+    const bool include_self = !reduce || n.args.size() < 6 || n.args[5].b;
+    const bool value = !n.args[3].is_node();
+    const Reader self = readers_[n.args[0].node], index = readers_[n.args[2].node];
+    const Reader src = value ? Reader{} : readers_[n.args[3].node];
+    const DType dt = n.outs[0].dtype;
+    if (!self.load || !index.load || (!value && !src.load) || dtype_is_float(index.dtype) || (add && !adds_atomically(dt))) return false;
+    const int64_t r = static_cast<int64_t>(self.shape.size());
+    if (r == 0 || numel_of(self.shape) == 0 || static_cast<int64_t>(index.shape.size()) != r ||
+        (!value && static_cast<int64_t>(src.shape.size()) != r))
+      return false;
+    const int64_t d = n.args[1].i < 0 ? n.args[1].i + r : n.args[1].i;
+    const int64_t size = self.shape[d];
+    const double v = value ? n.args[3].number() : 0.0;
+    const Shape strides = contiguous_strides(self.shape);
+    const std::string buf = scatter_target(n, self);
+    auto scatter = [=](bool zeros, StoreMode mode) {
+      return [=](OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>&) {
+        std::vector<Expr> at = idx;
+        at[d] = h.indirect(index.load(h, idx), size, false);
+        const V x = zeros ? h.constant(0, dt) : value ? h.constant(v, dt) : src.load(h, idx);
+        h.scatter_store(buf, linear_index(at, strides), x, mode, dt);
+        return V{};
+      };
+    };
+    if (!include_self) add_scatter(n, buf, index.shape, dt, scatter(true, StoreMode::set));
+    add_scatter(n, buf, index.shape, dt, scatter(false, add ? StoreMode::atomic_add : StoreMode::set));
+    readers_[id] = buffer_reader(buf, self.shape, dt);
+    realized_[id] = buf;
+    return true;
+  }
+
+  // index_put(self, indices, values, accumulate): the positions index.Tensor reads (lower_index)
+  // take the values, broadcast to the indexing result's shape, or add them (accumulate). A
+  // negative index counts from the end. Boolean masks stay a library call, as in lower_index.
+  bool lower_index_put(int id) {
+    const Node& n = g_.nodes[id];
+    const Reader self = readers_[n.args[0].node], values = readers_[n.args[2].node];
+    const bool accumulate = n.args.size() > 3 && n.args[3].b;
+    const DType dt = n.outs[0].dtype;
+    if (!self.load || !values.load || (accumulate && !adds_atomically(dt))) return false;
+    const int64_t r = static_cast<int64_t>(self.shape.size());
+    const std::vector<Arg>& list = n.args[1].list;
+    if (r == 0 || list.empty() || static_cast<int64_t>(list.size()) > r) return false;
+    std::vector<int64_t> dims;  // the indexed dimensions
+    std::vector<Reader> ix;
+    Shape b;
+    for (size_t k = 0; k < list.size(); ++k) {
+      if (!list[k].is_node()) continue;
+      const Reader& i = readers_[list[k].node];
+      if (!i.load || dtype_is_float(i.dtype) || i.dtype == DType::b8 || i.dtype == DType::u8 || self.shape[k] == 0) return false;
+      b = ix.empty() ? i.shape : broadcast_shapes(b, i.shape);
+      dims.push_back(static_cast<int64_t>(k));
+      ix.push_back(i);
+    }
+    if (dims.empty()) return false;
+    const bool adjacent = dims.back() - dims.front() + 1 == static_cast<int64_t>(dims.size());
+    const int64_t at = adjacent ? dims.front() : 0;  // where B's dims sit in the indexing result
+    const int64_t nb = static_cast<int64_t>(b.size());
+    Shape rest;  // the dims not indexed, in order
+    for (int64_t d = 0; d < r; ++d)
+      if (!std::count(dims.begin(), dims.end(), d)) rest.push_back(self.shape[d]);
+    Shape ranges(rest.begin(), rest.begin() + at);
+    ranges.insert(ranges.end(), b.begin(), b.end());
+    ranges.insert(ranges.end(), rest.begin() + at, rest.end());
+    if (values.shape.size() > ranges.size()) return false;
+    const Shape in_shape = self.shape, strides = contiguous_strides(self.shape);
+    const std::string buf = scatter_target(n, self);
+    const StoreMode mode = accumulate ? StoreMode::atomic_add : StoreMode::set;
+    add_scatter(n, buf, ranges, dt, [=](OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>&) {
+      const std::vector<Expr> bidx(idx.begin() + at, idx.begin() + at + nb);
+      std::vector<Expr> dst(static_cast<size_t>(r));
+      for (size_t k = 0; k < dims.size(); ++k)
+        dst[dims[k]] = h.indirect(ix[k].load(h, broadcast_index(ix[k].shape, bidx)), in_shape[dims[k]], true);
+      int64_t o = 0;  // the result's other dims, in order, around B
+      for (int64_t d = 0; d < r; ++d) {
+        if (std::count(dims.begin(), dims.end(), d)) continue;
+        if (o == at) o += nb;
+        dst[d] = idx[o++];
+      }
+      h.scatter_store(buf, linear_index(dst, strides), values.load(h, broadcast_index(values.shape, idx)), mode, dt);
+      return V{};
+    });
+    readers_[id] = buffer_reader(buf, self.shape, dt);
+    realized_[id] = buf;
+    return true;
+  }
+
   // arange(start, end, step) as generated code (Inductor's ops.index_expr): element i is
   // start + step * i, in int64 for an integer range and in double for a float one (then rounded
   // to the range's type, as ATen's CPU kernel computes it in its accumulate type).
@@ -1024,6 +1151,10 @@ class Lowering {
           return;
         if (n.op == &op::embedding() && lower_embedding(id)) return;
         if (n.op == &op::index_tensor() && lower_index(id)) return;
+        if ((n.op == &op::scatter_src() || n.op == &op::scatter_value() || n.op == &op::scatter_add() || n.op == &op::scatter_reduce_two()) &&
+            lower_scatter(id))
+          return;
+        if (n.op == &op::index_put() && lower_index_put(id)) return;
         if (n.op->name == "aten.arange.start_step" && lower_arange(id)) return;
         if ((n.op == &op::rand() || n.op == &op::randn()) && lower_random(id)) return;
         lower_extern(id);
@@ -1067,6 +1198,15 @@ const char* generated_form(const OpDef& op, bool* always) {
   if (&op == &op::max_dim() || &op == &op::min_dim()) return "a max (min) reduction and an arg reduction over the same loads";
   if (&op == &op::embedding()) return "indirect loads of the rows";
   if (&op == &op::index_tensor()) return "indirect loads of the indices";
+  if (&op == &op::scatter_src() || &op == &op::scatter_value())
+    return "a copy of self, then a scatter: stores through the index (index and src loads, an indirect store)";
+  if (&op == &op::scatter_add()) return "a copy of self, then a scatter: atomic adds through the index (f32, f64, i32; else a library call)";
+  if (&op == &op::scatter_reduce_two())
+    return "reduce='sum': a copy of self (zeros where the index hits, without include_self), then atomic adds through the index "
+           "(f32, f64, i32); other reduces are library calls";
+  if (&op == &op::index_put())
+    return "a copy of self, then a scatter: stores through the indices, atomic adds with accumulate (f32, f64, i32; else a library "
+           "call); boolean masks are library calls";
   if (op.name == "aten.arange.start_step") return "the loop index as a value (start + step * i)";
   if (&op == &op::rand() || &op == &op::randn()) return "Philox of the seed, the op's offset and the element's index";
   return nullptr;

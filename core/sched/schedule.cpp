@@ -136,6 +136,9 @@ class Scheduler {
         const int prod = producer_of_id(reads.back());
         if (prod >= 0) edges_.push_back({prod, static_cast<int>(i), reads.back()});
       }
+      // A scatter writes a buffer after the node that filled it: the nodes after it read the
+      // buffer from it (it runs after that node and before them).
+      if (p.nodes[i].kind == LoopNode::Kind::scatter) producer_by_id_[static_cast<size_t>(node_write_id_[i])] = static_cast<int>(i);
       std::sort(reads.begin(), reads.end());
       reads.erase(std::unique(reads.begin(), reads.end()), reads.end());
       node_read_ids_.push_back(std::move(reads));
@@ -438,6 +441,10 @@ class Scheduler {
     for (int g : {ga, gb})
       if (const LoopNode* e = extern_in(g))
         return {false, "extern kernel " + e->ext.op->name + " is a library call: generated code cannot be fused into it"};
+    for (int g : {ga, gb})
+      if (scatters(groups_[g].nodes))
+        return {false, "a scatter stores through indices read from data into a buffer another kernel filled: it runs alone, "
+                       "after that kernel and before the buffer's readers"};
     std::vector<int> merged;
     merged.reserve(size);
     std::merge(groups_[ga].nodes.begin(), groups_[ga].nodes.end(), groups_[gb].nodes.begin(), groups_[gb].nodes.end(),
@@ -567,7 +574,7 @@ class Scheduler {
     for (size_t k = 1; k < ks.size(); ++k) {
       Kernel& e = ks[k];
       const Kernel& g = ks[k - 1];
-      if (!g.is_extern || e.is_extern || e.rnumel != 1 || !e.nests.empty() || e.phase != g.phase) continue;
+      if (!g.is_extern || e.is_extern || e.rnumel != 1 || !e.nests.empty() || e.phase != g.phase || scatters(e.nodes)) continue;
       const ExternCall& c = p_.nodes[g.nodes.at(0)].ext;
       if (!op::is_gemm(c.op) || c.outputs.size() != 1) continue;
       const LoopBuffer& product = p_.buffer(c.outputs[0]);
@@ -598,6 +605,7 @@ class Scheduler {
     std::vector<Kernel> out;
     for (Kernel& k : ks) {
       if (!out.empty() && !k.is_extern && !out.back().is_extern && !out.back().epilogue && out.back().phase == k.phase &&
+          !scatters(k.nodes) && !scatters(out.back().nodes) &&
           static_cast<int>(out.back().loop_nests().size()) < opts_.max_loop_nests && share_buffers(out.back(), k)) {
         Kernel& g = out.back();
         if (g.nests.empty()) g.nests = g.loop_nests();
@@ -624,6 +632,10 @@ class Scheduler {
     for (const auto& r : b.reads)
       if (std::count(a.reads.begin(), a.reads.end(), r) || std::count(a.writes.begin(), a.writes.end(), r)) return true;
     return false;
+  }
+
+  bool scatters(const std::vector<int>& nodes) const {
+    return std::any_of(nodes.begin(), nodes.end(), [&](int n) { return p_.nodes[n].kind == LoopNode::Kind::scatter; });
   }
 
   bool has_reduction(const std::vector<int>& nodes) const {
@@ -820,7 +832,8 @@ class Scheduler {
     std::vector<KernelLoop> loops;  // the kernel's loops, worked out on first need
     for (int n : g.nodes) {
       const std::string& buf = p_.nodes[n].buffer;
-      bool outside = buffer_of(node_write_id_[static_cast<size_t>(n)]).is_output;
+      // (a scatter's buffer is in memory: the kernel that filled it wrote it there)
+      bool outside = buffer_of(node_write_id_[static_cast<size_t>(n)]).is_output || p_.nodes[n].kind == LoopNode::Kind::scatter;
       for (int k_out = first_out_[static_cast<size_t>(n)]; k_out < first_out_[static_cast<size_t>(n) + 1]; ++k_out) {
         const Edge& e = edges_[static_cast<size_t>(out_edges_[static_cast<size_t>(k_out)])];
         if (group_of_[e.consumer] != group_of_[n]) outside = true;
@@ -885,7 +898,7 @@ class Scheduler {
       for (size_t k = 0; k < count; ++k) {
         for (int n : steps(k)) {
           const int id = node_write_id_[static_cast<size_t>(n)];
-          if (!skip[static_cast<size_t>(id)]) live += bytes_of(id);
+          if (!skip[static_cast<size_t>(id)] && p_.nodes[n].kind != LoopNode::Kind::scatter) live += bytes_of(id);  // (a scatter's is live)
         }
         best = std::max(best, live);
         for (int n : steps(k)) {
@@ -928,7 +941,7 @@ class Scheduler {
     for (size_t k = 0; k < s.kernels.size(); ++k) {
       for (const auto& w : s.kernels[k].writes) {
         const LoopBuffer& b = p_.buffer(w);
-        if (b.is_output) continue;
+        if (b.is_output || scatters(s.kernels[k].nodes)) continue;  // (a scatter writes a buffer placed already)
         auto it = free_by_size.find(b.bytes());
         if (it == free_by_size.end() || it->second.empty()) continue;
         s.memory.reuses.emplace_back(w, buffer_ids_.name(it->second.front()));
