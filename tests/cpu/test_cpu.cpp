@@ -2019,31 +2019,33 @@ class TestCpu : public QObject {
   }
 
   // index_put of whole rows (embedding_dense_backward's form: one index tensor on dimension 0,
-  // float32) runs as a library call on rows split over the threads by columns: accumulated in
-  // index order with repeated and negative indices, or written (the last write of a repeated
-  // index stays); checked against loops written here. An index out of range is named.
+  // float32) as generated code (a copy of x, then a scatter over the values' rows, parallel
+  // over the threads): accumulated with repeated and negative indices (atomic adds), or written
+  // (indices without repeats: PyTorch leaves the winner of a repeated index unspecified);
+  // checked against loops written here. An index out of range is named, with its node.
   void testIndexPutRows() {
     const int64_t V = 37, R = 6604, n = 10;  // rows long enough to be split between threads
-    Tensor x(DType::f32, {V, R}), v(DType::f32, {2, 5, R}), idx(DType::i64, {2, 5});
-    const int64_t iv[n] = {3, -1, 3, 0, 36, 3, 7, -37, 12, 3};
-    for (int64_t k = 0; k < n; ++k) idx.set(k, iv[k]);
+    Tensor x(DType::f32, {V, R}), v(DType::f32, {2, 5, R}), idx(DType::i64, {2, 5}), once(DType::i64, {2, 5});
+    const int64_t iv[n] = {3, -1, 3, 0, 36, 3, 7, -37, 12, 3}, ov[n] = {3, -1, 4, 0, 35, 5, 7, -30, 12, 2};
+    for (int64_t k = 0; k < n; ++k) idx.set(k, iv[k]), once.set(k, ov[k]);
     for (int64_t e = 0; e < x.numel(); ++e) x.set(e, 0.25 * static_cast<double>(e % 11) - 1);
     for (int64_t e = 0; e < v.numel(); ++e) v.set(e, 0.125 * static_cast<double>((e * 7) % 13) - 0.5);
     const std::string text =
         "class G(torch.nn.Module):\n"
-        "    def forward(self, x: \"f32[37, 6604]\", v: \"f32[2, 5, 6604]\", idx: \"i64[2, 5]\"):\n"
+        "    def forward(self, x: \"f32[37, 6604]\", v: \"f32[2, 5, 6604]\", idx: \"i64[2, 5]\", once: \"i64[2, 5]\"):\n"
         "        acc: \"f32[37, 6604]\" = torch.ops.aten.index_put.default(x, [idx], v, True)\n"
-        "        put: \"f32[37, 6604]\" = torch.ops.aten.index_put.default(x, [idx], v)\n"
+        "        put: \"f32[37, 6604]\" = torch.ops.aten.index_put.default(x, [once], v)\n"
         "        return (acc, put)\n";
-    CompileResult r = compile_graph_text(text, {x, v, idx}, false);
+    CompileResult r = compile_graph_text(text, {x, v, idx, once}, false);
     QVERIFY2(r.error.empty(), r.error.c_str());
+    for (const Kernel& k : r.schedule.kernels) QVERIFY2(!k.is_extern, k.name.c_str());
     std::vector<float> acc(static_cast<size_t>(V * R)), put(acc.size());
     for (int64_t e = 0; e < V * R; ++e) acc[e] = put[e] = static_cast<float>(x.get(e));
     for (int64_t k = 0; k < n; ++k) {
-      const int64_t row = iv[k] < 0 ? iv[k] + V : iv[k];
+      const int64_t row = iv[k] < 0 ? iv[k] + V : iv[k], orow = ov[k] < 0 ? ov[k] + V : ov[k];
       for (int64_t j = 0; j < R; ++j) {
-        acc[row * R + j] += static_cast<float>(v.get(k * R + j));
-        put[row * R + j] = static_cast<float>(v.get(k * R + j));
+        acc[row * R + j] += static_cast<float>(v.get(k * R + j));  // (sums of these values are exact in any order)
+        put[orow * R + j] = static_cast<float>(v.get(k * R + j));
       }
     }
     for (int64_t e = 0; e < V * R; ++e) {
@@ -2051,8 +2053,70 @@ class TestCpu : public QObject {
       QCOMPARE(static_cast<float>(r.outputs[1].get(e)), put[e]);
     }
     idx.set(4, 37);
-    r = compile_graph_text(text, {x, v, idx}, false);
-    QVERIFY2(r.error.find("index 37 is out of bounds for dimension 0 with size 37") != std::string::npos, r.error.c_str());
+    r = compile_graph_text(text, {x, v, idx, once}, false);
+    QVERIFY2(r.error.find("index 37 is out of bounds for dimension with size 37") != std::string::npos, r.error.c_str());
+    QVERIFY2(r.error.find("node 'acc'") != std::string::npos, r.error.c_str());
+  }
+
+  // The scatter family and index_put as generated code (Inductor's Scatter: a copy of self, then
+  // a loop over the index storing through it), no library call: scatter_add and index_put with
+  // accumulate sum repeated indices (atomic adds over the threads), scatter_reduce "sum" without
+  // self starts the hit positions from 0, scatter.value and index_put overwrite, a negative
+  // index_put index counts from the end; checked against loops written here. An index out of
+  // range records its fault and skips its store: the run fails naming the node, the value and
+  // the size, and no element outside the buffer (nor element 0) is written.
+  void testScattersAreGeneratedCode() {
+    const int64_t N = 4096, C = 64, M = 3000;  // M * C elements: enough for the loops to run in parallel
+    Tensor y(DType::f32, {N, C}), s(DType::f32, {M, C}), i(DType::i64, {M, C}), rows(DType::i64, {M});
+    for (int64_t e = 0; e < y.numel(); ++e) y.set(e, 0.5 * static_cast<double>(e % 7) - 1.5);
+    for (int64_t e = 0; e < s.numel(); ++e) s.set(e, 0.25 * static_cast<double>((e * 5) % 9) - 1);
+    for (int64_t e = 0; e < i.numel(); ++e) i.set(e, (e * 37 + e / 11) % 1000);  // each hit 3 times or so
+    for (int64_t k = 0; k < M; ++k) rows.set(k, k % 2 ? (k * 7) % N : -1 - (k * 13) % N);  // negative: from the end
+    const std::string text =
+        "class G(torch.nn.Module):\n"
+        "    def forward(self, y: \"f32[4096, 64]\", s: \"f32[3000, 64]\", i: \"i64[3000, 64]\", rows: \"i64[3000]\"):\n"
+        "        add: \"f32[4096, 64]\" = torch.ops.aten.scatter_add.default(y, 0, i, s)\n"
+        "        red: \"f32[4096, 64]\" = torch.ops.aten.scatter_reduce.two(y, 0, i, s, 'sum', include_self = False)\n"
+        "        val: \"f32[4096, 64]\" = torch.ops.aten.scatter.value(y, 0, i, 2.5)\n"
+        "        acc: \"f32[4096, 64]\" = torch.ops.aten.index_put.default(y, [rows], s, True)\n"
+        "        return (add, red, val, acc)\n";
+    CompileResult r = compile_graph_text(text, {y, s, i, rows}, false);
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    QVERIFY2(r.check.ok, "the run differs from the reference interpreter");
+    int scatters = 0;
+    for (const Kernel& k : r.schedule.kernels) {
+      QVERIFY2(!k.is_extern, k.name.c_str());
+      for (int n : k.nodes) scatters += r.loops.nodes[n].kind == LoopNode::Kind::scatter;
+    }
+    QCOMPARE(scatters, 5);  // red: zeros, then the adds
+    QVERIFY(r.source.code.find("#pragma omp atomic") != std::string::npos);
+    std::vector<double> add(static_cast<size_t>(N * C)), red(add.size()), val(add.size()), acc(add.size());
+    std::vector<bool> hit(add.size(), false);
+    for (int64_t e = 0; e < N * C; ++e) add[e] = red[e] = val[e] = acc[e] = y.get(e);
+    for (int64_t e = 0; e < M * C; ++e) {
+      const int64_t to = static_cast<int64_t>(i.get(e)) * C + e % C;
+      add[to] += s.get(e);
+      red[to] = hit[to] ? red[to] + s.get(e) : s.get(e);
+      hit[to] = true;
+      val[to] = 2.5;
+      const int64_t row = static_cast<int64_t>(rows.get(e / C));
+      acc[(row < 0 ? row + N : row) * C + e % C] += s.get(e);
+    }
+    for (int64_t e = 0; e < N * C; ++e) {  // sums of these values are exact in float32, in any order
+      QCOMPARE(r.outputs[0].get(e), add[e]);
+      QCOMPARE(r.outputs[1].get(e), red[e]);
+      QCOMPARE(r.outputs[2].get(e), val[e]);
+      QCOMPARE(r.outputs[3].get(e), acc[e]);
+    }
+    i.set(100, N + 5);
+    r = compile_graph_text(text, {y, s, i, rows}, false);
+    QVERIFY2(r.error.find("index 4101 is out of bounds for dimension with size 4096") != std::string::npos, r.error.c_str());
+    QVERIFY2(r.error.find("from node 'add'") != std::string::npos, r.error.c_str());
+    i.set(100, 0);
+    rows.set(7, -N - 1);
+    r = compile_graph_text(text, {y, s, i, rows}, false);
+    QVERIFY2(r.error.find("is out of bounds for dimension with size 4096") != std::string::npos, r.error.c_str());
+    QVERIFY2(r.error.find("from node 'acc'") != std::string::npos, r.error.c_str());
   }
 
   // Max pooling with padding, ceil_mode and dilation (with and without a stride beside it), and its
@@ -2297,11 +2361,12 @@ class TestCpu : public QObject {
     QCOMPARE(r.outputs[21].dtype(), DType::i64);
   }
 
-  // sort, topk and the scatters of float32 run typed library kernels: checked against the
-  // reference interpreter's kernels on lines with ties and NaNs (sort stable both ways, topk's
-  // indices as PyTorch's CPU kernel picks them, in both of its algorithms), scatters along inner
-  // and outer dimensions with repeated indices (the last write stays, adds in order), an index
-  // smaller than self, and an index out of range named.
+  // sort and topk run typed library kernels, the scatters generated code (a copy, then a loop
+  // storing through the index): checked against the reference interpreter's kernels on lines
+  // with ties and NaNs (sort stable both ways, topk's indices as PyTorch's CPU kernel picks them,
+  // in both of its algorithms), scatters along inner and outer dimensions with repeated indices
+  // (too few to run in parallel: the last write stays, adds in order), an index smaller than
+  // self, and an index out of range named with its node.
   void testSortTopkScatterLibraryKernels() {
     const std::string text =
         "class G(torch.nn.Module):\n"
@@ -2342,7 +2407,8 @@ class TestCpu : public QObject {
     QCOMPARE(r.outputs[1].get(1), 77.0);
     i.set(7, 4);  // in range along dimension 1 (size 7), not along 0 (size 4)
     r = run_pipeline(m, o);
-    QVERIFY2(r.error.find("index 4 is out of bounds for dimension 0 with size 4") != std::string::npos, r.error.c_str());
+    QVERIFY2(r.error.find("index 4 is out of bounds for dimension with size 4") != std::string::npos, r.error.c_str());
+    QVERIFY2(r.error.find("node 'c2'") != std::string::npos, r.error.c_str());
   }
 
   // Integer powers as PyTorch's powi (exact, wrapping; a negative exponent gives 0 but for bases

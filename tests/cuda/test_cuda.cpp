@@ -880,7 +880,7 @@ std::string package_of_builds_and_runs(const CompileResult& r, bool train, const
 // A CUDA package whose runner checks indices builds: one with a generated gather (embedding:
 // ls_index_fault_state read after its kernel) and ls_index_put's record, and one whose only
 // checked call is ls_index_put (its runner has index_fault without the generated kernels' node
-// table), with a sort on the device. (Their runners did not compile: an unqualified cu_check, and
+// table), with a sort on the device. (The index_put adds int64: a float32 one is generated code.) (Their runners did not compile: an unqualified cu_check, and
 // index_fault missing where no generated kernel checks an index.) With a GPU, both run and match.
 void packages_with_index_checks_build() {
   const std::string head = R"(class GraphModule(torch.nn.Module):
@@ -890,12 +890,15 @@ void packages_with_index_checks_build() {
         c: "f32[5]" = torch.ops.aten.mul.Scalar(b, 3.0)
         d: "f32[5]" = torch.ops.aten.remainder.Scalar(c, 12)
         idx: "i64[5]" = torch.ops.prims.convert_element_type.default(d, torch.int64)
+        wi: "i64[12, 4]" = torch.ops.prims.convert_element_type.default(w, torch.int64)
 )";
   const std::string gather = head + R"(        embedding: "f32[5, 4]" = torch.ops.aten.embedding.default(w, idx)
-        y: "f32[12, 4]" = torch.ops.aten.index_put.default(w, [idx], embedding, True)
+        ei: "i64[5, 4]" = torch.ops.prims.convert_element_type.default(embedding, torch.int64)
+        y: "i64[12, 4]" = torch.ops.aten.index_put.default(wi, [idx], ei, True)
         return (y, embedding)
 )";
-  const std::string put = head + R"(        y: "f32[12, 4]" = torch.ops.aten.index_put.default(w, [idx], v, True)
+  const std::string put = head + R"(        vi: "i64[5, 4]" = torch.ops.prims.convert_element_type.default(v, torch.int64)
+        y: "i64[12, 4]" = torch.ops.aten.index_put.default(wi, [idx], vi, True)
         s = torch.ops.aten.sort.default(v, -1, True)
         sv: "f32[5, 4]" = s[0]
         si: "i64[5, 4]" = s[1]
@@ -1416,14 +1419,16 @@ void arg_reductions_and_prod_run_as_generated_kernels() {
 }
 
 // index_put (accumulating repeated and negative indices, as an embedding's backward does; a plain
-// store through two index tensors a None apart, the values broadcast), cumsum (int64 over a row,
-// float32 down columns) and the scatter family (scatter_add and amax over repeated indices, a scalar,
-// an int64 src) run on the device as the helper kernels ls_index_put, ls_cumsum, ls_scatter, not on
-// the host; on a GPU they match the reference interpreter, and an index out of range is reported
-// naming the kernel, its node, the value and the dimension, and the next run is correct.
+// store through two index tensors a None apart, the values broadcast) and the scatter family
+// (scatter_add over repeated indices, a scalar, an int64 src) as generated kernels (atomicAdd
+// where they add), the adds Inductor leaves to ATen (index_put accumulating int64, scatter_reduce
+// amax) and cumsum (int64 over a row, float32 down columns) on the device as the helper kernels
+// ls_index_put, ls_scatter, ls_cumsum, not on the host; on a GPU they match the reference
+// interpreter, and an index out of range is reported naming the kernel, its node, the value and
+// the size, and the next run is correct.
 void index_put_and_cumsum_run_on_the_device() {
   LoadedModel model = load_graph_text("device_externs", R"(class GraphModule(torch.nn.Module):
-    def forward(self, x: "f32[6, 4]", i: "i64[5]", v: "f32[5, 4]", y: "f32[3, 4, 5]", a: "i64[2]", b: "i32[2]", w: "f32[4]", m: "i64[2, 8]", j: "i64[3, 4]", u: "f32[3, 4]", k: "i64[6, 2]", q: "i64[2, 3]"):
+    def forward(self, x: "f32[6, 4]", i: "i64[5]", v: "f32[5, 4]", y: "f32[3, 4, 5]", a: "i64[2]", b: "i32[2]", w: "f32[4]", m: "i64[2, 8]", j: "i64[3, 4]", u: "f32[3, 4]", k: "i64[6, 2]", q: "i64[2, 3]", n: "i64[2]"):
         acc: "f32[6, 4]" = torch.ops.aten.index_put.default(x, [i], v, True)
         put: "f32[3, 4, 5]" = torch.ops.aten.index_put.default(y, [a, None, b], w)
         pos: "i64[2, 8]" = torch.ops.aten.cumsum.default(m, 1)
@@ -1432,7 +1437,8 @@ void index_put_and_cumsum_run_on_the_device() {
         smax: "f32[6, 4]" = torch.ops.aten.scatter_reduce.two(x, 0, j, u, 'amax')
         sval: "f32[6, 4]" = torch.ops.aten.scatter.value(x, 1, k, 2.5)
         ssrc: "i64[2, 8]" = torch.ops.aten.scatter.src(m, 1, q, pos)
-        return (acc, put, pos, col, sadd, smax, sval, ssrc)
+        iacc: "i64[6, 2]" = torch.ops.aten.index_put.default(k, [j], n, True)
+        return (acc, put, pos, col, sadd, smax, sval, ssrc, iacc)
 )");
   const int64_t is[5] = {1, 1, 3, -1, 0}, as[2] = {2, -3}, bs[2] = {4, 0};
   for (int64_t k = 0; k < 5; ++k) model.inputs[1].set(k, static_cast<double>(is[k]));
@@ -1450,9 +1456,13 @@ void index_put_and_cumsum_run_on_the_device() {
   std::map<std::string, int> how;
   for (const Kernel& k : r.schedule.kernels)
     if (k.is_extern) ++how[cuda_extern_how(r.loops, r.loops.nodes.at(k.nodes.at(0)).ext, true)];
-  VERIFY2(how["index_put kernel"] == 2 && how["cumsum kernel"] == 2 && how["scatter kernel"] == 4 && !how.count("host (reference kernel)"),
+  VERIFY2(how["index_put kernel"] == 1 && how["cumsum kernel"] == 2 && how["scatter kernel"] == 1 && !how.count("host (reference kernel)"),
           std::to_string(how["index_put kernel"]) + " index_put, " + std::to_string(how["cumsum kernel"]) + " cumsum, " +
               std::to_string(how["scatter kernel"]) + " scatter on the device");
+  int scatters = 0;  // acc, put, sadd, sval, ssrc
+  for (const LoopNode& ln : r.loops.nodes) scatters += ln.kind == LoopNode::Kind::scatter;
+  VERIFY2(scatters == 5, std::to_string(scatters) + " scatter loop nodes");
+  VERIFY(r.source.code.find("atomicAdd(&") != std::string::npos);
   std::string why;
   if (!CudaDriver::get(&why)) {
     VERIFY2(r.not_run.find("needs a GPU") != std::string::npos, r.not_run);
@@ -1462,16 +1472,17 @@ void index_put_and_cumsum_run_on_the_device() {
   for (const KernelReport& k : r.kernels) VERIFY2(k.how.find("host") == std::string::npos, k.name + " ran as " + k.how);
   model.inputs[1].set(2, 6);
   r = run_pipeline(model, o);
-  VERIFY2(r.error.find("index 6 is out of bounds for dimension 0 with size 6") != std::string::npos, r.error);
+  VERIFY2(r.error.find("index 6 is out of bounds for dimension with size 6") != std::string::npos, r.error);
   VERIFY2(r.error.find("from node 'acc'") != std::string::npos, r.error);
   model.inputs[1].set(2, -6);
   model.inputs[5].set(1, 5);  // put's second index tensor indexes dimension 2, of size 5
   r = run_pipeline(model, o);
-  VERIFY2(r.error.find("index 5 is out of bounds for dimension 2 with size 5") != std::string::npos, r.error);
+  VERIFY2(r.error.find("index 5 is out of bounds for dimension with size 5") != std::string::npos, r.error);
+  VERIFY2(r.error.find("from node 'put'") != std::string::npos, r.error);
   model.inputs[5].set(1, 0);
-  model.inputs[8].set(5, -1);  // scatter takes no negative index
+  model.inputs[8].set(5, -1);  // scatter takes no negative index (sadd's, generated, and smax's, the library's; iacc wraps it)
   r = run_pipeline(model, o);
-  VERIFY2(r.error.find("index -1 is out of bounds for dimension 0 with size 6") != std::string::npos, r.error);
+  VERIFY2(r.error.find("index -1 is out of bounds for dimension") != std::string::npos && r.error.find("with size 6") != std::string::npos, r.error);
   model.inputs[8].set(5, 5);
   r = run_pipeline(model, o);
   VERIFY2(r.error.empty() && r.check.ok, r.error);
