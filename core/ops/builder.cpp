@@ -1,5 +1,7 @@
 #include "ops/builder.h"
 
+#include <algorithm>
+#include <functional>
 #include <set>
 #include <stdexcept>
 
@@ -9,9 +11,41 @@ namespace ls {
 
 GraphBuilder::GraphBuilder(Graph& g) : g_(g) {}
 
-bool GraphBuilder::taken(const std::string& name) {
-  for (; named_ < g_.nodes.size(); ++named_) names_.insert(g_.nodes[named_].name);  // nodes added since
-  return names_.count(name) > 0;
+namespace {
+uint64_t name_hash(std::string_view s) { return std::hash<std::string_view>{}(s); }
+}  // namespace
+
+void GraphBuilder::index_new_nodes() {
+  const size_t n = g_.nodes.size();
+  if (named_ > n) {  // nodes removed since: index them all again
+    slots_.clear();
+    named_ = 0;
+  }
+  if (named_ == n) return;
+  // Sized for the graph's reserved capacity, so a sweep that reserves its nodes never rehashes.
+  if (slots_.size() < 2 * n) {
+    size_t cap = 64;
+    while (cap < 2 * std::max(n, g_.nodes.capacity())) cap *= 2;
+    slots_.assign(cap, Slot{});
+    named_ = 0;  // rehashed from the names, not the old slots (a 32-bit hash keeps no position bits)
+  }
+  const size_t mask = slots_.size() - 1;
+  for (; named_ < n; ++named_) {
+    const uint64_t h = name_hash(g_.nodes[named_].name);
+    size_t k = h & mask;
+    while (slots_[k].node) k = (k + 1) & mask;
+    slots_[k] = Slot{static_cast<uint32_t>(h >> 32), static_cast<uint32_t>(named_ + 1)};
+  }
+}
+
+bool GraphBuilder::taken(std::string_view name) {
+  index_new_nodes();
+  if (slots_.empty()) return false;
+  const uint64_t h = name_hash(name);
+  const size_t mask = slots_.size() - 1;
+  for (size_t k = h & mask; slots_[k].node; k = (k + 1) & mask)
+    if (slots_[k].hash == static_cast<uint32_t>(h >> 32) && g_.nodes[slots_[k].node - 1].name == name) return true;
+  return false;
 }
 
 std::string GraphBuilder::fresh_name(std::string_view base) {
