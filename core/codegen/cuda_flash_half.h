@@ -4,8 +4,8 @@
 // use (LS_FLASH_HALF_FWD / LS_FLASH_HALF_BWD at the end). Self-contained: no system header, no
 // prelude name; needs sm_80 or newer (an older GPU traps).
 //
-// Forward: a block of 4 warps takes 64 query rows of one (batch, head), 16 a warp, its Q
-// fragments in registers; it walks the keys 64 at a time, S = Q K^T on the tensor cores, an online
+// Forward: a block of 4 warps takes 128 query rows of one (batch, head), 32 a warp (two m16
+// tiles, so each K and V fragment read from shared memory feeds two mma); it walks the keys 64 at a time, S = Q K^T on the tensor cores, an online
 // softmax in the log2 domain (row maximum over the 4 lanes of a quad), P rounded to the storage
 // type as the A operand of P V (the accumulator layout of two score tiles is an A fragment). V's
 // tile is fetched (cp.async) while the scores are made, the next K tile while P V runs. Output
@@ -25,8 +25,12 @@ struct LsFhView {
   long long sb, sh, sl, se;
 };
 
-#define LS_FH_BM 64  // query rows a forward block takes (16 a warp), and a backward query tile
+#define LS_FH_BM 64  // a backward query tile
 #define LS_FH_BN 64  // keys a forward step takes, and a backward block's keys (16 a warp)
+#ifndef LS_FH_FWD_MT
+#define LS_FH_FWD_MT 2  // m16 tiles of queries a forward warp takes
+#endif
+#define LS_FH_FWD_BM (64 * LS_FH_FWD_MT)  // query rows a forward block (4 warps) takes
 #define LS_FH_INF __int_as_float(0x7f800000)
 
 template <int KIND> struct LsFhType;  // 0: bfloat16, 1: float16
@@ -162,6 +166,17 @@ static __device__ __forceinline__ void ls_fh_store(const unsigned short* s, unsi
   }
 }
 
+// 2^x as the hardware's approximation (ex2.approx.ftz: a couple of ulp; 2^-inf = 0), as
+// FlashAttention-2's exp2f under --use_fast_math: P is rounded to 16 bits before it is used.
+static __device__ __forceinline__ float ls_fh_exp2(float x) {
+#ifdef LS_FH_LIBM_EXP2
+  return exp2f(x);
+#else
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+#endif
+}
 static __device__ __forceinline__ float ls_fh_quad_max(float x) {
   x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
   return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
@@ -171,99 +186,123 @@ static __device__ __forceinline__ float ls_fh_quad_sum(float x) {
   return x + __shfl_xor_sync(0xffffffffu, x, 2);
 }
 
-// Dynamic shared memory of the forward: Q, K and V tiles of 64 rows.
+// Dynamic shared memory of the forward: a Q tile of LS_FH_FWD_BM rows, K and V tiles of
+// LS_FH_BN rows. Each warp takes LS_FH_FWD_MT m16 tiles of queries (32 rows): every K and V
+// fragment read from shared memory feeds that many mma, and Q's fragments are read again for
+// each key block instead of living in registers (FlashAttention-2's 128 x 64 block of 4 warps).
 template <int KIND, int D>
 static __device__ __forceinline__ void ls_fh_fwd(const unsigned short* q, const unsigned short* k, const unsigned short* v, unsigned short* o,
                                                  float* lse, LsFhView qs, LsFhView ks, LsFhView vs, LsFhView os, long long H,
                                                  long long group, long long L, long long S, float scale_log2, int causal) {
 #if __CUDA_ARCH__ >= 800
   typedef LsFhType<KIND> T;
-  constexpr int DP = (D + 15) / 16 * 16, LDS = DP + 8, NT = DP / 8;
+  constexpr int DP = (D + 15) / 16 * 16, LDS = DP + 8, NT = DP / 8, MT = LS_FH_FWD_MT, BM = LS_FH_FWD_BM;
   extern __shared__ __align__(16) unsigned short ls_fh_shared[];
-  unsigned short *sQ = ls_fh_shared, *sK = sQ + LS_FH_BM * LDS, *sV = sK + LS_FH_BN * LDS;
-  const long long mtiles = (L + LS_FH_BM - 1) / LS_FH_BM;
+  unsigned short *sQ = ls_fh_shared, *sK = sQ + BM * LDS, *sV = sK + LS_FH_BN * LDS;
+  const long long mtiles = (L + BM - 1) / BM;
   const long long bh = blockIdx.x / mtiles;
   const long long mt = mtiles - 1 - blockIdx.x % mtiles;  // the longest (causal) tiles first
   const long long b = bh / H, h = bh % H, hk = h / group;
-  const long long m0 = mt * LS_FH_BM;
+  const long long m0 = mt * BM;
   const unsigned short* qb = q + b * qs.sb + h * qs.sh;
   const unsigned short* kb = k + b * ks.sb + hk * ks.sh;
   const unsigned short* vb = v + b * vs.sb + hk * vs.sh;
   const bool qvec = ls_fh_vec(qb, qs), kvec = ls_fh_vec(kb, ks), vvec = ls_fh_vec(vb, vs);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
-  const long long kend = causal ? min(S, m0 + LS_FH_BM) : S;  // keys this tile sees
+  const int wr = warp * 16 * MT;  // this warp's first row in the tile
+  const long long kend = causal ? min(S, m0 + BM) : S;  // keys this tile sees
   const int nblocks = static_cast<int>((kend + LS_FH_BN - 1) / LS_FH_BN);
 
-  ls_fh_load<KIND, D, DP, LDS, LS_FH_BM, 128>(sQ, qb, qs, m0, L, qvec);
+  ls_fh_load<KIND, D, DP, LDS, BM, 128>(sQ, qb, qs, m0, L, qvec);
   if (nblocks > 0) ls_fh_load<KIND, D, DP, LDS, LS_FH_BN, 128>(sK, kb, ks, 0, S, kvec);
   ls_fh_cp_commit();
   ls_fh_cp_wait();
   __syncthreads();
-  unsigned qf[DP / 16][4];
-#pragma unroll
-  for (int kk = 0; kk < DP / 16; ++kk) ls_fh_a<LDS>(qf[kk], sQ, warp * 16, kk * 16);
 
-  float acc[NT][4];
+  float acc[MT][NT][4];
 #pragma unroll
-  for (int n = 0; n < NT; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.f;
-  float mrow[2] = {-LS_FH_INF, -LS_FH_INF}, lrow[2] = {0.f, 0.f};
-  const long long row[2] = {m0 + warp * 16 + g, m0 + warp * 16 + g + 8};
+  for (int t = 0; t < MT; ++t)
+#pragma unroll
+    for (int n = 0; n < NT; ++n) acc[t][n][0] = acc[t][n][1] = acc[t][n][2] = acc[t][n][3] = 0.f;
+  float mrow[MT][2], lrow[MT][2];
+#pragma unroll
+  for (int t = 0; t < MT; ++t)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      mrow[t][r] = -LS_FH_INF;
+      lrow[t][r] = 0.f;
+    }
 
   for (int j = 0; j < nblocks; ++j) {
     const long long n0 = static_cast<long long>(j) * LS_FH_BN;
     ls_fh_load<KIND, D, DP, LDS, LS_FH_BN, 128>(sV, vb, vs, n0, S, vvec);
     ls_fh_cp_commit();
-    float sc[LS_FH_BN / 8][4];
+    float sc[MT][LS_FH_BN / 8][4];
 #pragma unroll
-    for (int n = 0; n < LS_FH_BN / 8; ++n) sc[n][0] = sc[n][1] = sc[n][2] = sc[n][3] = 0.f;
+    for (int t = 0; t < MT; ++t)
+#pragma unroll
+      for (int n = 0; n < LS_FH_BN / 8; ++n) sc[t][n][0] = sc[t][n][1] = sc[t][n][2] = sc[t][n][3] = 0.f;
 #pragma unroll
     for (int kk = 0; kk < DP / 16; ++kk) {
+      unsigned qf[MT][4];
+#pragma unroll
+      for (int t = 0; t < MT; ++t) ls_fh_a<LDS>(qf[t], sQ, wr + t * 16, kk * 16);
 #pragma unroll
       for (int np = 0; np < LS_FH_BN / 16; ++np) {
         unsigned bf[4];
         ls_fh_b_nk<LDS>(bf, sK, np * 16, kk * 16);
-        T::mma(sc[2 * np], qf[kk], bf[0], bf[1]);
-        T::mma(sc[2 * np + 1], qf[kk], bf[2], bf[3]);
+#pragma unroll
+        for (int t = 0; t < MT; ++t) {
+          T::mma(sc[t][2 * np], qf[t], bf[0], bf[1]);
+          T::mma(sc[t][2 * np + 1], qf[t], bf[2], bf[3]);
+        }
       }
     }
     // scaled into the log2 domain; keys past S and (causal) past the row masked
-    const bool edge = n0 + LS_FH_BN > S || (causal && n0 + LS_FH_BN - 1 > m0);
+    const bool edge = n0 + LS_FH_BN > S || (causal && n0 + LS_FH_BN - 1 > m0 + wr);
+    const int krem = static_cast<int>(min(S - n0, static_cast<long long>(LS_FH_BN)));  // keys of this block below S
+    const int kdiag = static_cast<int>(max(min(m0 + wr - n0, static_cast<long long>(LS_FH_BN)), -4096LL));  // row - key offset of the warp's first row
 #pragma unroll
-    for (int n = 0; n < LS_FH_BN / 8; ++n)
+    for (int t = 0; t < MT; ++t) {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        float x = sc[n][e] * scale_log2;
-        if (edge) {
-          const long long key = n0 + n * 8 + 2 * c + (e & 1);
-          if (key >= S || (causal && key > row[e >> 1])) x = -LS_FH_INF;
+      for (int n = 0; n < LS_FH_BN / 8; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          float x = sc[t][n][e] * scale_log2;
+          if (edge) {
+            // key n0 + kr, against S and the row m0 + wr + t * 16 + g + 8 * (e >> 1) (within int: a
+            // block's keys and rows)
+            const int kr = n * 8 + 2 * c + (e & 1);
+            if (kr >= krem || (causal && kr > kdiag + t * 16 + g + 8 * (e >> 1))) x = -LS_FH_INF;
+          }
+          sc[t][n][e] = x;
         }
-        sc[n][e] = x;
+      float alpha[2];
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        float mx = mrow[t][r];
+#pragma unroll
+        for (int n = 0; n < LS_FH_BN / 8; ++n) mx = fmaxf(mx, fmaxf(sc[t][n][2 * r], sc[t][n][2 * r + 1]));
+        mx = ls_fh_quad_max(mx);
+        const float use = mx == -LS_FH_INF ? 0.f : mx;  // a row with no key yet: nothing to rescale
+        alpha[r] = ls_fh_exp2(mrow[t][r] - use);
+        mrow[t][r] = mx;
+        float sum = 0.f;
+#pragma unroll
+        for (int n = 0; n < LS_FH_BN / 8; ++n) {
+          sc[t][n][2 * r] = ls_fh_exp2(sc[t][n][2 * r] - use);
+          sc[t][n][2 * r + 1] = ls_fh_exp2(sc[t][n][2 * r + 1] - use);
+          sum += sc[t][n][2 * r] + sc[t][n][2 * r + 1];
+        }
+        lrow[t][r] = lrow[t][r] * alpha[r] + sum;  // this lane's part; the quad's parts are summed at the end
       }
-    float alpha[2];
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float mx = mrow[r];
-#pragma unroll
-      for (int n = 0; n < LS_FH_BN / 8; ++n) mx = fmaxf(mx, fmaxf(sc[n][2 * r], sc[n][2 * r + 1]));
-      mx = ls_fh_quad_max(mx);
-      const float use = mx == -LS_FH_INF ? 0.f : mx;  // a row with no key yet: nothing to rescale
-      alpha[r] = exp2f(mrow[r] - use);
-      mrow[r] = mx;
-      float sum = 0.f;
-#pragma unroll
-      for (int n = 0; n < LS_FH_BN / 8; ++n) {
-        sc[n][2 * r] = exp2f(sc[n][2 * r] - use);
-        sc[n][2 * r + 1] = exp2f(sc[n][2 * r + 1] - use);
-        sum += sc[n][2 * r] + sc[n][2 * r + 1];
+      for (int n = 0; n < NT; ++n) {
+        acc[t][n][0] *= alpha[0];
+        acc[t][n][1] *= alpha[0];
+        acc[t][n][2] *= alpha[1];
+        acc[t][n][3] *= alpha[1];
       }
-      lrow[r] = lrow[r] * alpha[r] + sum;  // this lane's part; the quad's parts are summed at the end
-    }
-#pragma unroll
-    for (int n = 0; n < NT; ++n) {
-      acc[n][0] *= alpha[0];
-      acc[n][1] *= alpha[0];
-      acc[n][2] *= alpha[1];
-      acc[n][3] *= alpha[1];
     }
     ls_fh_cp_wait();  // V
     __syncthreads();  // every warp is past its scores: K's tile may be replaced
@@ -271,35 +310,49 @@ static __device__ __forceinline__ void ls_fh_fwd(const unsigned short* q, const 
     ls_fh_cp_commit();
 #pragma unroll
     for (int kk = 0; kk < LS_FH_BN / 16; ++kk) {
-      unsigned pa[4] = {T::pack(sc[2 * kk][0], sc[2 * kk][1]), T::pack(sc[2 * kk][2], sc[2 * kk][3]), T::pack(sc[2 * kk + 1][0], sc[2 * kk + 1][1]),
-                        T::pack(sc[2 * kk + 1][2], sc[2 * kk + 1][3])};
+      unsigned pa[MT][4];
+#pragma unroll
+      for (int t = 0; t < MT; ++t) {
+        pa[t][0] = T::pack(sc[t][2 * kk][0], sc[t][2 * kk][1]);
+        pa[t][1] = T::pack(sc[t][2 * kk][2], sc[t][2 * kk][3]);
+        pa[t][2] = T::pack(sc[t][2 * kk + 1][0], sc[t][2 * kk + 1][1]);
+        pa[t][3] = T::pack(sc[t][2 * kk + 1][2], sc[t][2 * kk + 1][3]);
+      }
 #pragma unroll
       for (int dp = 0; dp < DP / 16; ++dp) {
         unsigned bf[4];
         ls_fh_b_kn<LDS>(bf, sV, kk * 16, dp * 16);
-        T::mma(acc[2 * dp], pa, bf[0], bf[1]);
-        T::mma(acc[2 * dp + 1], pa, bf[2], bf[3]);
+#pragma unroll
+        for (int t = 0; t < MT; ++t) {
+          T::mma(acc[t][2 * dp], pa[t], bf[0], bf[1]);
+          T::mma(acc[t][2 * dp + 1], pa[t], bf[2], bf[3]);
+        }
       }
     }
     ls_fh_cp_wait();  // the next K
     __syncthreads();  // every warp is past P V: V's tile may be replaced
   }
   // O = acc / l, staged in Q's tile (this warp's rows), then out through its view
-  float inv[2];
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const float l = ls_fh_quad_sum(lrow[r]);
-    inv[r] = l > 0.f ? 1.f / l : 0.f;
-    if (c == 0 && row[r] < L) lse[bh * L + row[r]] = l > 0.f ? (mrow[r] + log2f(l)) * 0.69314718055994531f : -LS_FH_INF;
+  for (int t = 0; t < MT; ++t) {
+    float inv[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const float l = ls_fh_quad_sum(lrow[t][r]);
+      inv[r] = l > 0.f ? 1.f / l : 0.f;
+      const long long row = m0 + wr + t * 16 + g + 8 * r;
+      if (c == 0 && row < L) lse[bh * L + row] = l > 0.f ? (mrow[t][r] + log2f(l)) * 0.69314718055994531f : -LS_FH_INF;
+    }
+#pragma unroll
+    for (int n = 0; n < NT; ++n)
+#pragma unroll
+      for (int r = 0; r < 2; ++r)
+        *reinterpret_cast<unsigned*>(sQ + (wr + t * 16 + g + 8 * r) * LDS + n * 8 + 2 * c) =
+            T::pack(acc[t][n][2 * r] * inv[r], acc[t][n][2 * r + 1] * inv[r]);
   }
-#pragma unroll
-  for (int n = 0; n < NT; ++n)
-#pragma unroll
-    for (int r = 0; r < 2; ++r)
-      *reinterpret_cast<unsigned*>(sQ + (warp * 16 + g + 8 * r) * LDS + n * 8 + 2 * c) = T::pack(acc[n][2 * r] * inv[r], acc[n][2 * r + 1] * inv[r]);
   __syncthreads();
   unsigned short* ob = o + b * os.sb + h * os.sh;
-  ls_fh_store<D, DP, LDS, LS_FH_BM, 128>(sQ, ob, os, m0, L, ls_fh_vec(ob, os));
+  ls_fh_store<D, DP, LDS, BM, 128>(sQ, ob, os, m0, L, ls_fh_vec(ob, os));
 #else
   __trap();  // mma.sync m16n8k16 on 16-bit types needs sm_80
 #endif
@@ -415,7 +468,7 @@ static __device__ __forceinline__ void ls_fh_bwd(const unsigned short* go, const
         for (int e = 0; e < 4; ++e) {
           const int qi = n * 8 + 2 * c + (e & 1);
           const long long kj = key[e >> 1];
-          float p = exp2f(st[n][e] * scale_log2 - sL[qi]);
+          float p = ls_fh_exp2(st[n][e] * scale_log2 - sL[qi]);
           if (kj >= S || (causal && kj > m0 + qi)) p = 0.f;
           st[n][e] = p;
           dpt[n][e] = p * (dpt[n][e] - sD[qi]);
@@ -494,7 +547,7 @@ static __device__ __forceinline__ void ls_fh_bwd(const unsigned short* go, const
 }
 
 // The kernels of one (type, head size): NAME is bf16 or f16, KIND its LsFhType. Dynamic shared
-// memory (the launcher's, exec/flash_attention_cuda.h): forward 3 x 64 x (DP + 8) halves,
+// memory (the launcher's, exec/flash_attention_cuda.h): forward (LS_FH_FWD_BM + 2 x 64) x (DP + 8) halves,
 // backward 4 x 64 x (DP + 8) + 64 x 72 halves + 128 floats, DP the head size rounded up to 16.
 #define LS_FLASH_HALF_FWD(NAME, KIND, D)                                                                                       \
   extern "C" __global__ void __launch_bounds__(128) ls_flash_half_fwd_##NAME##_##D(                                          \

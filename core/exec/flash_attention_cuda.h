@@ -20,8 +20,9 @@ struct FlashHalf {
   std::string type;  // "bf16" or "f16"
 
   static constexpr float kLog2e = 1.4426950408889634f;
+  static constexpr long long kForwardRows = 128;  // a forward block's queries: LS_FH_FWD_BM
   long long padded() const { return (D + 15) / 16 * 16 + 8; }  // a shared tile's row, in halves
-  unsigned forward_shared() const { return static_cast<unsigned>(3 * 64 * padded() * 2); }
+  unsigned forward_shared() const { return static_cast<unsigned>((kForwardRows + 2 * 64) * padded() * 2); }
   unsigned backward_shared() const { return static_cast<unsigned>((4 * 64 * padded() + 64 * 72) * 2 + 128 * 4); }
   std::string name(const char* part) const { return std::string("ls_flash_half_") + part + "_" + type + "_" + std::to_string(D); }
   // The kernels one direction launches.
@@ -39,7 +40,7 @@ struct FlashHalf {
     float sl2 = scale * kLog2e;
     int c = causal;
     void* params[] = {&qa, &ka, &va, &oa, &lse, &qs, &ks, &vs, &os, &HH, &G, &LL, &SS, &sl2, &c};
-    g.helper_launch(name("fwd"), B * H * ((L + 63) / 64), 128, params, forward_shared());
+    g.helper_launch(name("fwd"), B * H * ((L + kForwardRows - 1) / kForwardRows), 128, params, forward_shared());
   }
 
   // dq, dk, dv from grad_out, q, k, v, the forward's output and log-sum-exp; D and the float32

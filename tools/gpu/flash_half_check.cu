@@ -78,7 +78,7 @@ static Kernels kernels(int kind, int D) {
   K(128)
 #undef K
 }
-static size_t fwd_smem(int D) { return 3 * 64 * ((D + 15) / 16 * 16 + 8) * 2; }
+static size_t fwd_smem(int D) { return (LS_FH_FWD_BM + 2 * 64) * ((D + 15) / 16 * 16 + 8) * 2; }
 static size_t bwd_smem(int D) { return (4 * 64 * ((D + 15) / 16 * 16 + 8) + 64 * 72) * 2 + 128 * 4; }
 
 struct Case {
@@ -177,7 +177,7 @@ static bool run_case(const Case& c, std::mt19937& rng) {
   CK(cudaFuncSetAttribute(kk.fwd, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)fwd_smem(D)));
   CK(cudaFuncSetAttribute(kk.bwd, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bwd_smem(D)));
   const float sl2 = (float)(scale * 1.4426950408889634);
-  const long long mt = (L + 63) / 64, nt = (S + 63) / 64, rows = (long long)B * H * L;
+  const long long mt = (L + LS_FH_FWD_BM - 1) / LS_FH_FWD_BM, nt = (S + 63) / 64, rows = (long long)B * H * L;
   kk.fwd<<<B * H * mt, 128, fwd_smem(D)>>>(dq_, dk_, dv_, dout, dlse, qs, ks, ks, os, H, group, L, S, sl2, c.causal);
   CK(cudaGetLastError());
   kk.pre<<<(rows + 7) / 8, 256>>>(dgo, dout, drow, dqacc, gs, os, H, L, rows);
@@ -248,7 +248,7 @@ static void timing(int B, int H, int Hk, int L, int D, int causal) {
   float fms = 0, bms = 0;
   for (int it = 0; it < 12; ++it) {
     cudaEventRecord(a);
-    kk.fwd<<<B * H * ((L + 63) / 64), 128, fwd_smem(D)>>>(q, k, v, o, lse, qs, ks, ks, qs, H, H / Hk, L, L, scale * 1.4427f, causal);
+    kk.fwd<<<B * H * ((L + LS_FH_FWD_BM - 1) / LS_FH_FWD_BM), 128, fwd_smem(D)>>>(q, k, v, o, lse, qs, ks, ks, qs, H, H / Hk, L, L, scale * 1.4427f, causal);
     cudaEventRecord(b2);
     kk.pre<<<(rows + 7) / 8, 256>>>(go, o, drow, acc, qs, qs, H, L, rows);
     kk.bwd<<<B * Hk * ((L + 63) / 64), 128, bwd_smem(D)>>>(go, q, k, v, lse, drow, acc, dk, dv, qs, qs, ks, ks, H, H / Hk, L, L, scale, causal);
@@ -275,8 +275,10 @@ int main() {
       {2, 4, 2, 100, 100, 64, 1, 1, 1},  {1, 2, 1, 129, 129, 128, 1, 1, 0}, {1, 2, 2, 66, 66, 64, 1, 0, 2}, {1, 3, 3, 200, 200, 128, 1, 0, 1},
   };
   bool ok = true;
-  for (const Case& c : cases) ok = run_case(c, rng) && ok;
-  std::printf(ok ? "all cases ok\n" : "SOME CASES FAILED\n");
+  if (!std::getenv("FHC_TIMING_ONLY")) {  // (under a profiler: the timing's launches alone)
+    for (const Case& c : cases) ok = run_case(c, rng) && ok;
+    std::printf(ok ? "all cases ok\n" : "SOME CASES FAILED\n");
+  }
   timing(4, 16, 16, 2048, 128, 1);
   timing(4, 16, 4, 2048, 128, 1);
   timing(16, 8, 8, 512, 64, 1);
