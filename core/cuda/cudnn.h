@@ -6,12 +6,15 @@
 // products; bf16 and f16 ones run on the tensor cores with float32 accumulation.
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
+#include <array>
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "cuda/driver.h"
 #include "tensor/dtype.h"
@@ -24,6 +27,20 @@ struct ConvShape {
   int sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1;
   auto key() const { return std::tie(N, C, H, W, O, KH, KW, OH, OW, G, sh, sw, ph, pw, dh, dw); }
   bool operator<(const ConvShape& o) const { return key() < o.key(); }
+};
+
+// One scaled-dot-product attention as cuDNN's fused flash attention takes it, PyTorch's
+// cuDNN attention on the H100: q [B, H, L, D], k and v [B, Hk, S, D] (grouped-query attention:
+// H a multiple of Hk), the output [B, H, L, D], each through its element strides (batch, head,
+// row, element); the log-sum-exp [B, H, L] float32 contiguous. Causal masks key j for query i
+// where j > i (top-left, as PyTorch's is_causal). The backward's gradients are contiguous.
+struct SdpaShape {
+  int64_t B = 0, H = 0, Hk = 0, L = 0, S = 0, D = 0;
+  bool causal = false;
+  float scale = 1.f;
+  std::array<int64_t, 4> q{}, k{}, v{}, o{}, grad_out{};  // grad_out: the backward's
+  auto key() const { return std::tie(B, H, Hk, L, S, D, causal, scale, q, k, v, o, grad_out); }
+  bool operator<(const SdpaShape& x) const { return key() < x.key(); }
 };
 
 // The three products of a convolution: the forward (y from x and w), the input's gradient (from
@@ -42,6 +59,16 @@ class Cudnn {
   void run(const ConvShape& s, DType t, ConvPass pass, DevicePtr a, DevicePtr b, DevicePtr out, DevicePtr workspace);
   // "implicit precomputed GEMM, 1.2 MB workspace": what plan() chose, for the kernel table.
   std::string algorithm_text(const ConvShape& s, DType t, ConvPass pass);
+
+  // Attention (bf16 or f16) through cuDNN's fused flash attention, forward or backward: the
+  // execution plan's workspace and its words for the kernel table, made once per problem. False
+  // (with the reason) where this cuDNN builds none.
+  bool sdpa_plan(const SdpaShape& s, DType t, bool backward, size_t* workspace, std::string* text, std::string* why = nullptr);
+  // out and the log-sum-exp from q, k, v.
+  void sdpa_forward(const SdpaShape& s, DType t, DevicePtr q, DevicePtr k, DevicePtr v, DevicePtr out, DevicePtr lse, DevicePtr workspace);
+  // dq, dk, dv from grad_out, q, k, v, the forward's output and log-sum-exp.
+  void sdpa_backward(const SdpaShape& s, DType t, DevicePtr grad_out, DevicePtr q, DevicePtr k, DevicePtr v, DevicePtr out, DevicePtr lse,
+                     DevicePtr dq, DevicePtr dk, DevicePtr dv, DevicePtr workspace);
   std::string library;       // the file it was loaded from
   int version = 0;           // cudnnGetVersion(), e.g. 91000
   bool allow_tf32 = false;   // LS_ALLOW_TF32, read when cuDNN is loaded
@@ -53,12 +80,20 @@ class Cudnn {
  private:
   Plan* find(const ConvShape& s, DType t, ConvPass pass, std::string* why);
   bool backend_plan(Plan& p, const ConvShape& s, DType t, ConvPass pass, std::string* why);  // the graph API's execution plan
+  // The execution plan of an operation graph made for p: the heuristic's first engine (mode
+  // `heur_mode`) that builds and fits, refusing reduced-precision accumulation (and, for float32
+  // without TF32, tensor cores).
+  bool engine_plan(Plan& p, void* graph, DType t, int heur_mode, const char* what, std::string* why);
+  Plan* find_sdpa(const SdpaShape& s, DType t, bool backward, std::string* why);
+  void execute(Plan& p, const std::vector<int64_t>& uids, const std::vector<void*>& pointers, DevicePtr workspace);
   void use_stream();
   std::unique_ptr<Api> api_;
   void* handle_ = nullptr;
   void* stream_ = nullptr;
   int generation_ = 0;
   std::map<std::tuple<ConvShape, int, int>, std::unique_ptr<Plan>> plans_;
+  std::map<std::tuple<SdpaShape, int, bool>, std::unique_ptr<Plan>> sdpa_plans_;  // null: none builds (why in sdpa_refused_)
+  std::map<std::tuple<SdpaShape, int, bool>, std::string> sdpa_refused_;
   std::mutex mutex_;  // plan, algorithm_text and run (compiles of the app's panels run on threads of their own)
 };
 

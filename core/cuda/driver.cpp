@@ -38,6 +38,7 @@ struct CudaDriver::Api {
   int (*cuMemcpyDtoH)(void*, DevicePtr, size_t);
   int (*cuMemcpyDtoD)(DevicePtr, DevicePtr, size_t);
   int (*cuMemsetD8)(DevicePtr, unsigned char, size_t);
+  int (*cuMemsetD8Async)(DevicePtr, unsigned char, size_t, void*);
   int (*cuEventCreate)(void**, unsigned);
   int (*cuEventRecord)(void*, void*);
   int (*cuEventSynchronize)(void*);
@@ -177,6 +178,7 @@ void CudaDriver::init() {
   resolve(a.lib, a.cuMemcpyDtoH, "cuMemcpyDtoH_v2", missing);
   resolve(a.lib, a.cuMemcpyDtoD, "cuMemcpyDtoD_v2", missing);
   resolve(a.lib, a.cuMemsetD8, "cuMemsetD8_v2", missing);
+  resolve(a.lib, a.cuMemsetD8Async, "cuMemsetD8Async", missing);
   resolve(a.lib, a.cuEventCreate, "cuEventCreate", missing);
   resolve(a.lib, a.cuEventRecord, "cuEventRecord", missing);
   resolve(a.lib, a.cuEventSynchronize, "cuEventSynchronize", missing);
@@ -285,6 +287,7 @@ void CudaDriver::upload(DevicePtr dst, const void* src, size_t n) { check(api_->
 void CudaDriver::download(void* dst, DevicePtr src, size_t n) { check(api_->cuMemcpyDtoH(dst, src, n), "cuMemcpyDtoH"); }
 void CudaDriver::copy(DevicePtr dst, DevicePtr src, size_t n) { check(api_->cuMemcpyDtoD(dst, src, n), "cuMemcpyDtoD"); }
 void CudaDriver::zero(DevicePtr dst, size_t n) { check(api_->cuMemsetD8(dst, 0, n), "cuMemsetD8"); }
+void CudaDriver::zero_async(DevicePtr dst, size_t n) { check(api_->cuMemsetD8Async(dst, 0, n, stream_), "cuMemsetD8Async"); }
 void CudaDriver::synchronize() { check(api_->cuCtxSynchronize(), "cuCtxSynchronize"); }
 
 void CudaDriver::launch(void* f, int64_t grid, int block, void** params, const char* name) {

@@ -57,6 +57,7 @@ class CudaDriver {
   void download(void* dst, DevicePtr src, size_t bytes);
   void copy(DevicePtr dst, DevicePtr src, size_t bytes);
   void zero(DevicePtr dst, size_t bytes);
+  void zero_async(DevicePtr dst, size_t bytes);  // on the stream, in order with the launches
   void synchronize();
   void launch(void* function, int64_t grid, int block, void** params, const char* name);
   // With `shared` bytes of dynamic shared memory (above 48 KB the function is opted in first).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cmath>
 #include <stdexcept>
@@ -297,6 +298,42 @@ static FlashHalf flash_half(const LoopProgram& p, const ExternCall& c) {
           static_cast<float>(geom.scale), flash_half_type(p, c)};
 }
 
+// A bf16/f16 attention call as cuDNN's fused flash attention takes it (the operands through their
+// views: unit element strides, 16-byte aligned rows and starts, one head size), with the element
+// offsets of q, k, v, out (grad_out, q, k, v, out for the backward); nullopt where it cannot.
+struct DnnAttention {
+  SdpaShape shape;
+  DType dtype;
+  std::vector<int64_t> offsets;
+};
+static std::optional<DnnAttention> cuda_dnn_attention(const LoopProgram& p, const ExternCall& c) {
+  const AttnGeom geom = attn_geom(c);
+  if (geom.E != geom.Ev) return std::nullopt;
+  const bool bwd = is_attention_backward(c.op);
+  const FlashHalf h = flash_half(p, c);
+  DnnAttention a{{}, h.type == "f16" ? DType::f16 : DType::bf16, {}};
+  SdpaShape& s = a.shape;
+  s.B = geom.B, s.H = geom.H, s.Hk = geom.H / h.group, s.L = geom.L, s.S = geom.S, s.D = geom.E;
+  s.causal = geom.causal;
+  s.scale = static_cast<float>(geom.scale);
+  auto take = [&](const AttnOperand& o, std::array<int64_t, 4>& st) {
+    if (o.se != 1 || o.sb % 8 || o.sh % 8 || o.sl % 8 || o.offset % 8) return false;
+    st = {o.sb, o.sh, o.sl, o.se};
+    a.offsets.push_back(o.offset);
+    return true;
+  };
+  auto operand = [&](size_t arg) {
+    const size_t i = static_cast<size_t>(c.args.at(arg).node);
+    return attn_operand(c, i, c.shapes.at(i));
+  };
+  const bool ok = bwd ? take(operand(0), s.grad_out) && take(operand(1), s.q) && take(operand(2), s.k) && take(operand(3), s.v) &&
+                            take(operand(5), s.o)
+                      : take(operand(0), s.q) && take(operand(1), s.k) && take(operand(2), s.v) &&
+                            take(attn_output(geom, attention_output_heads_inner(c)), s.o);
+  if (!ok) return std::nullopt;
+  return a;
+}
+
 // A matrix multiply whose operands and result are all of one half type, run by cuBLASLt on the
 // tensor cores: addmm only with a per-column bias added unscaled (its epilogue).
 bool half_matmul(const LoopProgram& p, const ExternCall& c) {
@@ -425,6 +462,19 @@ CudaExecutable::CudaExecutable(const LoopProgram& p, const Schedule& s, const Ge
           dnn_workspace_bytes_ = std::max(dnn_workspace_bytes_, most);
         }
       }
+      if (want_dnn && how.back().rfind("flash attention kernel (", 0) == 0) {  // bf16/f16 attention: cuDNN's, as PyTorch's
+        if (const auto att = cuda_dnn_attention(p, n->ext)) {
+          if (!dnn_) dnn_ = Cudnn::get();
+          size_t bytes = 0;
+          std::string text, why;
+          if (dnn_ && dnn_->sdpa_plan(att->shape, att->dtype, is_attention_backward(n->ext.op), &bytes, &text, &why)) {
+            how.back() = "cuDNN attention (" + std::string(dtype_short(att->dtype)) + "): " + text;
+            dnn_workspace_bytes_ = std::max(dnn_workspace_bytes_, bytes);
+          } else if (const char* dbg = std::getenv("LS_CUDNN_DEBUG"); dbg && *dbg == '1') {  // why the kernel of our own runs
+            std::fprintf(stderr, "cuDNN attention for %s: %s\n", n->name.c_str(), dnn_ ? why.c_str() : "cuDNN not loaded");
+          }
+        }
+      }
     } else if (g.source.kernels[i].in_template) {  // runs inside the template before it
       functions_.push_back(nullptr);
       externs_.push_back(nullptr);
@@ -527,7 +577,7 @@ void CudaExecutable::step(size_t k) {
     if (how[k] == "cuBLAS" || how[k].rfind("cuBLASLt", 0) == 0) cublas_extern(k);
     else if (how[k] == "host (reference kernel)") host_extern(k);
     else if (how[k] == "attention kernel" || how[k] == "flash attention kernel" || how[k] == "attention (cuBLAS)") attention_extern(k);
-    else if (how[k].rfind("flash attention kernel (", 0) == 0) attention_extern(k);
+    else if (how[k].rfind("flash attention kernel (", 0) == 0 || how[k].rfind("cuDNN attention (", 0) == 0) attention_extern(k);
     else device_extern(k);
   } catch (const std::exception& e) {
     throw std::runtime_error("extern kernel " + externs_[k]->ext.op->name + " (" + externs_[k]->graph_node + "): " + e.what());
@@ -753,6 +803,17 @@ void CudaExecutable::attention_extern(size_t k) {
     return cuda_attn_view(attn_operand(c, i, c.shapes.at(i)));
   };
   auto out = [&](size_t i) { return buffers_.at(c.outputs.at(i)).ptr(); };
+  if (how[k].rfind("cuDNN attention (", 0) == 0) {  // cuDNN's fused flash attention
+    const auto att = cuda_dnn_attention(p_, c);
+    if (!att) throw std::runtime_error("attention call '" + externs_[k]->name + "' no longer fits cuDNN's attention");
+    if (dnn_workspace_.bytes() < dnn_workspace_bytes_) dnn_workspace_ = DeviceBuffer(d_, dnn_workspace_bytes_);
+    auto at = [&](size_t arg, size_t j) { return ptr(arg) + static_cast<DevicePtr>(att->offsets.at(j) * 2); };
+    if (!is_attention_backward(c.op))
+      return dnn_->sdpa_forward(att->shape, att->dtype, at(0, 0), at(1, 1), at(2, 2), out(0) + static_cast<DevicePtr>(att->offsets.at(3) * 2), out(1),
+                                dnn_workspace_.ptr());
+    return dnn_->sdpa_backward(att->shape, att->dtype, at(0, 0), at(1, 1), at(2, 2), at(3, 3), at(5, 4), ptr(6), out(0), out(1), out(2),
+                               dnn_workspace_.ptr());
+  }
   if (how[k].rfind("flash attention kernel (", 0) == 0) {  // bf16/f16 on the tensor cores
     const FlashHalf h = flash_half(p_, c);
     if (!is_attention_backward(c.op))

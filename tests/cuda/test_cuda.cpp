@@ -1754,8 +1754,23 @@ void flash_half_kernels_compile() {
 // A bf16/f16 model with attention (graph text, float32 weights made `dtype` as model.to(dtype)):
 // its attention calls run as the FlashAttention-2 kernels where `flash` (else the math form: a
 // mask), the attention module has their instances, and on a GPU the outputs (and with `train` the
-// gradients) match the reference interpreter within the half type's tolerance.
-void flash_half_runs(const std::string& name, const std::string& graph, DType dtype, bool train, bool flash) {
+// gradients) match the reference interpreter within the half type's tolerance. With `dnn` they run
+// on cuDNN's fused attention where cuDNN loads (PyTorch's choice on the H100); without, LS_CUDNN=0
+// keeps them on our kernels.
+void flash_half_runs(const std::string& name, const std::string& graph, DType dtype, bool train, bool flash, bool dnn) {
+  struct Env {  // LS_CUDNN=0 for the run, as it was after
+    std::string old;
+    bool had = false, set = false;
+    explicit Env(bool off) : set(off) {
+      if (const char* v = std::getenv("LS_CUDNN")) old = v, had = true;
+      if (off) setenv("LS_CUDNN", "0", 1);
+    }
+    ~Env() {
+      if (!set) return;
+      if (had) setenv("LS_CUDNN", old.c_str(), 1);
+      else unsetenv("LS_CUDNN");
+    }
+  } env(!dnn);
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("ls_flash_half_" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   const std::filesystem::path file = dir / (name + ".txt");
@@ -1791,11 +1806,16 @@ void flash_half_runs(const std::string& name, const std::string& graph, DType dt
   VERIFY2(r.not_run.empty(), r.not_run);
   VERIFY2(r.check.ok, r.stage("run")->text);
   VERIFY(r.check.precision == dtype && !r.check.reference.empty());
+  const bool on_dnn = dnn && flash && Cudnn::get() != nullptr && (!std::getenv("LS_CUDNN") || std::string(std::getenv("LS_CUDNN")) != "0");
+  int ran = 0;
   for (const KernelReport& k : r.kernels) {
-    if (k.name.find("attention") == std::string::npos) continue;
+    if (k.name.find("efficient_attention") == std::string::npos) continue;
     VERIFY2(k.how.find("host") == std::string::npos, k.name + " ran on the host: " + k.how);
-    if (flash) VERIFY2(k.how == how, k.name + " ran as " + k.how);
+    if (on_dnn) VERIFY2(k.how.rfind("cuDNN attention (" + type + "): engine ", 0) == 0, k.name + " ran as " + k.how);
+    else if (flash) VERIFY2(k.how == how, k.name + " ran as " + k.how);
+    ++ran;
   }
+  VERIFY2(ran == calls, std::to_string(ran) + " attention kernels ran");
 }
 
 // A graph (FX text) compiled for CUDA with its weights and inputs made `dtype`; what load_model or
@@ -2071,8 +2091,10 @@ int main(int argc, char** argv) {
     for (DType t : {DType::bf16, DType::f16})
       for (bool tr : {false, true}) {
         const std::string n = ng.first, g = ng.second;  // no structured binding: clang 14 cannot capture one
-        cases.push_back({"flash attention in half precision " + n + " " + std::string(dtype_short(t)) + (tr ? " train" : ""),
-                         [=] { flash_half_runs(n, g, t, tr, n != "masked"); }});
+        for (bool dnn : {false, true})
+          cases.push_back({std::string(dnn ? "cuDNN attention " : "flash attention in half precision ") + n + " " + std::string(dtype_short(t)) +
+                               (tr ? " train" : ""),
+                           [=] { flash_half_runs(n, g, t, tr, n != "masked", dnn); }});
       }
   // The kernel worker: the same run as in this process; faults, hangs and a model too large
   // survived there. The in-process fault last: it loses this process's CUDA for good.
