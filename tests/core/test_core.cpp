@@ -1087,7 +1087,8 @@ class TestCore : public QObject {
                           "stages/layernorm_gelu/3_core_aten.txt", "stages/cifar_net/3_core_aten.txt", "stages/attn_block/3_core_aten.txt",
                           "stages/res_block/2_aot_forward_0.txt", "stages/mobilenet_v3_small/3_core_aten.txt",
                           "stages/mlp/2_aot_backward_0.txt", "stages/layernorm_gelu/2_aot_backward_0.txt",
-                          "stages/res_block/2_aot_backward_0.txt"})
+                          "stages/res_block/2_aot_backward_0.txt", "stages/op_scatter/scatter_add.txt", "stages/op_scatter/index_put.txt",
+                          "stages/op_scatter/embedding_dense_backward.txt"})
       QTest::newRow(g) << g;
   }
   void testLoopInterpreter() {
