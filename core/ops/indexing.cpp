@@ -4,10 +4,13 @@
 // std::invalid_argument naming the op, the index and the size, in PyTorch's words ("index 12 is
 // out of bounds for dimension 0 with size 10"). index and index_put wrap negative indices, as
 // PyTorch's advanced indexing does; index_select, gather and the scatters reject them, as
-// PyTorch's kernels do. index, index_put and the scatters are library kernels (extern_kernel)
-// with distinct entries, as PyTorch keeps them; the composites decompose as torch._refs /
-// torch._decomp write them: index_select into index, select_scatter and slice_scatter into where
-// over position masks, embedding_dense_backward into index_put with accumulate.
+// PyTorch's kernels do. index, index_put and the scatters are extern_kernel entries, as PyTorch
+// keeps them; lowering makes generated code of them where Inductor does (lower/lower.cpp: index
+// as indirect loads; scatter, scatter_add, scatter_reduce "sum" and index_put as a copy of self
+// and a scatter loop node), and runs the rest as library calls. The composites decompose as
+// torch._refs / torch._decomp write them: index_select into index, select_scatter and
+// slice_scatter into where over position masks, embedding_dense_backward into index_put with
+// accumulate (so an embedding's backward is generated code).
 #include <algorithm>
 #include <cmath>
 #include <limits>
