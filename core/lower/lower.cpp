@@ -677,7 +677,9 @@ class Lowering {
   // the size) and skips its store. Adds of int64, bool and the halves stay library calls: Inductor
   // falls back for int64 and bool (needs_fallback_due_to_atomic_add_limitations, and
   // use_scatter_fallback for a sum into int64 or bool), and for bfloat16 below sm_90; a half's
-  // add is no atomic our generated C++ has.
+  // add is no atomic our generated C++ has. (Inductor's C++ backend also leaves scatter_reduce
+  // "sum" to ATen by default on several threads, cpp.fallback_scatter_reduce_sum, for the cost of
+  // its atomic adds; here it is generated code on both devices, as with that option off.)
   static bool adds_atomically(DType t) { return t == DType::f32 || t == DType::f64 || t == DType::i32; }
   // The copy of self that a scatter stores into (its own buffer, whatever self's reader is).
   std::string scatter_target(const Node& n, const Reader& self) {
