@@ -1200,15 +1200,12 @@ const char* generated_form(const OpDef& op, bool* always) {
   if (&op == &op::max_dim() || &op == &op::min_dim()) return "a max (min) reduction and an arg reduction over the same loads";
   if (&op == &op::embedding()) return "indirect loads of the rows";
   if (&op == &op::index_tensor()) return "indirect loads of the indices";
-  if (&op == &op::scatter_src() || &op == &op::scatter_value())
-    return "a copy of self, then a scatter: stores through the index (index and src loads, an indirect store)";
-  if (&op == &op::scatter_add()) return "a copy of self, then a scatter: atomic adds through the index (f32, f64, i32; else a library call)";
+  if (&op == &op::scatter_src() || &op == &op::scatter_value()) return "a copy of self, then a scatter storing through the index";
+  if (&op == &op::scatter_add()) return "a copy of self, then a scatter of atomic adds through the index (f32, f64, i32)";
   if (&op == &op::scatter_reduce_two())
-    return "reduce='sum': a copy of self (zeros where the index hits, without include_self), then atomic adds through the index "
-           "(f32, f64, i32); other reduces are library calls";
+    return "reduce='sum' (f32, f64, i32): a copy of self, zeros where the index hits without include_self, then a scatter of atomic adds";
   if (&op == &op::index_put())
-    return "a copy of self, then a scatter: stores through the indices, atomic adds with accumulate (f32, f64, i32; else a library "
-           "call); boolean masks are library calls";
+    return "a copy of self, then a scatter storing through the indices, atomic adds with accumulate (f32, f64, i32); not boolean masks";
   if (op.name == "aten.arange.start_step") return "the loop index as a value (start + step * i)";
   if (&op == &op::rand() || &op == &op::randn()) return "Philox of the seed, the op's offset and the element's index";
   return nullptr;
