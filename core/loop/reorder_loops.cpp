@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "loop/buffer_ids.h"
 #include "loop/dependencies.h"
@@ -152,6 +153,47 @@ std::vector<std::string> restore_unfused_orders(LoopProgram& p, const std::vecto
     }
     for (size_t i = 0; i < k.size(); ++i)
       if (!kept[i].iter_order.empty()) done.push_back(kept[i].name);
+  }
+  return done;
+}
+
+std::vector<std::string> restore_orders_in_row_kernels(LoopProgram& p, const std::vector<std::vector<int>>& row_kernels) {
+  std::vector<std::string> done;
+  for (const std::vector<int>& k : row_kernels) {
+    // The reordered nodes of the kernel go back together, where their values stay among them: they
+    // read nothing the kernel's other nodes make, the others read nothing of theirs, and all have
+    // one shape (then each reads the others where they write). Their own order is the kernel's
+    // rows: coalesced.
+    std::set<std::string> turned, rest;
+    Shape shape;
+    bool one_shape = true;
+    for (int n : k) {
+      const LoopNode& ln = p.nodes[n];
+      if (ln.iter_order.empty() || ln.kind != LoopNode::Kind::pointwise) {
+        rest.insert(ln.buffer);
+        continue;
+      }
+      Shape own(ln.ranges.size());
+      for (size_t i = 0; i < ln.iter_order.size(); ++i) own[static_cast<size_t>(ln.iter_order[i])] = ln.ranges[i];
+      if (turned.empty()) shape = own;
+      one_shape = one_shape && own == shape;
+      turned.insert(ln.buffer);
+    }
+    if (turned.empty() || !one_shape) continue;
+    bool apart = true;
+    for (int n : k) {
+      const bool in_turned = turned.count(p.nodes[n].buffer) > 0;
+      for (const MemDep& r : extract_dependencies(p.nodes[n]).reads)
+        apart = apart && !(in_turned ? rest : turned).count(r.buffer);
+    }
+    if (!apart) continue;
+    for (int n : k) {
+      LoopNode& ln = p.nodes[n];
+      if (!turned.count(ln.buffer)) continue;
+      ln.ranges = shape;
+      ln.iter_order.clear();
+      done.push_back(ln.name);
+    }
   }
   return done;
 }

@@ -18,4 +18,9 @@ std::vector<std::string> reorder_for_column_reductions(LoopProgram& p);
 // turned order only cost strided stores (uncoalesced on CUDA: 13% of copy bandwidth). Returns the
 // names of the nodes restored.
 std::vector<std::string> restore_unfused_orders(LoopProgram& p, const std::vector<std::vector<int>>& pointwise_kernels);
+// The same for reordered nodes the scheduler put in a row-reduction kernel (its nodes in
+// `row_kernels`) whose values no other node of the kernel shares: there the turned order read
+// and wrote across the rows (a normalization's recomputed output beside its input gradient: 17%
+// of copy bandwidth on the H200). Returns the names of the nodes restored.
+std::vector<std::string> restore_orders_in_row_kernels(LoopProgram& p, const std::vector<std::vector<int>>& row_kernels);
 }

@@ -162,10 +162,11 @@ void fuse(Compile& c) {
     if (c.o.fusion) inlined = inline_pointwise(r.loops);
     if (c.o.fusion) reordered = reorder_for_column_reductions(r.loops);
     Schedule sched = schedule(r.loops, c.backend.schedule_options(c.o));
-    std::vector<std::vector<int>> pointwise;
+    std::vector<std::vector<int>> pointwise, rows;
     for (const Kernel& k : sched.kernels)
-      if (!k.is_extern && k.rnumel == 1 && k.nests.empty()) pointwise.push_back(k.nodes);
+      if (!k.is_extern && k.nests.empty()) (k.rnumel == 1 ? pointwise : rows).push_back(k.nodes);
     restored = restore_unfused_orders(r.loops, pointwise);
+    for (std::string& n : restore_orders_in_row_kernels(r.loops, rows)) restored.push_back(std::move(n));
     return sched;
   });
   if (!c.o.record) return;
