@@ -360,8 +360,10 @@ class CudaKernelWriter {
     for (const VectorAccess& a : plan.loads) {
       if (auto row = row_regs_.find(a.key); row != row_regs_.end()) {
         const std::string slot = row->second + "[ls_i]";
-        if (row_loaded_.insert(a.key).second) e.line(slot + " = *reinterpret_cast<const float4*>(" + a.at + ");");
-        loads[a.key] = "ls_lane(" + slot + ", ls_j)";
+        const DType t = p_.buffer(a.buffer).dtype;
+        const std::string type = dtype_is_half(t) ? "uint2" : "float4";
+        if (row_loaded_.insert(a.key).second) e.line(slot + " = *reinterpret_cast<const " + type + "*>(" + a.at + ");");
+        loads[a.key] = dtype_is_half(t) ? "ls_float(ls_lane_" + std::string(dtype_short(t)) + "(" + slot + ", ls_j))" : "ls_lane(" + slot + ", ls_j)";
         continue;
       }
       const std::string v = "ls_v" + std::to_string(count++);
@@ -397,7 +399,7 @@ class CudaKernelWriter {
   // The persistent row form: a row short enough that each thread holds at most 4 groups of it
   // (R % (4 T) == 0), walked by more than one r loop (LayerNorm: the mean, the variance, the
   // output), keeps each buffer those loops read at the same place in registers (float4 arrays,
-  // the loops fully unrolled), so it is read from memory once instead of once per loop. Returns
+  // uint2 ones of 4 halves for bf16/f16, the loops fully unrolled), so it is read from memory once instead of once per loop. Returns
   // the groups each thread holds (0: the looped form).
   int64_t plan_row_registers(LoopEmitter& e, const std::vector<KernelLoop>& segs, const std::vector<std::optional<VectorPlan>>& plans,
                              int64_t R) {
@@ -424,10 +426,12 @@ class CudaKernelWriter {
     for (const std::string& key : first_use) {
       const int n = uses[key];
       const std::string& buf = buffer_of[key];
-      if (n < 2 || std::count(k_.writes.begin(), k_.writes.end(), buf) || p_.buffer(buf).dtype != DType::f32) continue;
+      const DType t = p_.buffer(buf).dtype;
+      if (n < 2 || std::count(k_.writes.begin(), k_.writes.end(), buf) || (t != DType::f32 && !dtype_is_half(t))) continue;
       const std::string name = "ls_row" + std::to_string(row_regs_.size());
       row_regs_[key] = name;
-      e.line("float4 " + name + "[" + std::to_string(groups) + "];  // " + key + ": this thread's part of the row, read once");
+      e.line(std::string(dtype_is_half(t) ? "uint2 " : "float4 ") + name + "[" + std::to_string(groups) +
+             "];  // " + key + ": this thread's part of the row, read once");
     }
     return row_regs_.empty() ? 0 : groups;
   }
