@@ -108,6 +108,31 @@ T take(T& x) { return std::move(x); }
 template <class T>
 T take(const T& x) { return x; }
 
+// A node that stays, with its arguments remapped: moved out of a graph given up; copied out of one
+// kept, but for the arguments it is given instead (copying them only to drop them was a heap block
+// and a copy of every argument for every node of the Core ATen stage).
+Node stay(Node& n, std::vector<Arg> args) {
+  Node c = std::move(n);
+  c.args = std::move(args);
+  return c;
+}
+Node stay(const Node& n, std::vector<Arg> args) {
+  static_assert(sizeof(void*) != 8 || sizeof(Node) == 256, "a field added to Node: copy it here too");
+  Node c;
+  c.name = n.name;
+  c.target = n.target;
+  c.op = n.op;
+  c.args = std::move(args);
+  c.outs = n.outs;
+  c.stack = n.stack;
+  c.origins = n.origins;
+  c.input_kind = n.input_kind;
+  c.param_name = n.param_name;
+  c.module_path = n.module_path;
+  c.phase = n.phase;
+  return c;
+}
+
 // One sweep: every node outside the target level is replaced by its rule's expansion. A getitem
 // of a decomposed multi-output node becomes the matching value of the expansion.
 // G: Graph (given up: the nodes that stay move out of g) or const Graph (they are copied).
@@ -140,8 +165,7 @@ Graph sweep(G& g, const std::vector<bool>& live, const std::function<bool(int)>&
     args.reserve(n.args.size());
     for (const Arg& a : n.args) args.push_back(remap(a, map));
     if (keep(static_cast<int>(i))) {
-      Node c = take(g.nodes[i]);  // n is not read past this point
-      c.args = std::move(args);
+      Node c = stay(g.nodes[i], std::move(args));  // n is not read past this point
       if (!c.is_placeholder() && c.op->kind != OpKind::getitem && !is_target(c.target, c.op->name)) c.target = "torch.ops." + c.op->name;
       if (b.taken(c.name)) c.name = b.fresh_name(c.is_placeholder() ? c.name : std::string(c.op->base_name()));
       map.first[i] = Arg::of_node(out.add(std::move(c)));

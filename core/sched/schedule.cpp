@@ -29,22 +29,6 @@ std::string fmt_bytes(int64_t b) {
   return os.str();
 }
 
-// Whether two indices are built alike (the same terms, coefficients, variables, divisors and
-// constant): then their text, which Expr's == compares, is the same too. Checked first, the text is
-// printed only for indices built differently. (Printing both was 15% of the scheduler's
-// instructions in the chain of 2,500, where nearly every index compared is equal.)
-bool built_alike(const Expr& a, const Expr& b) {
-  if (a.constant() != b.constant() || a.terms().size() != b.terms().size()) return false;
-  for (size_t i = 0; i < a.terms().size(); ++i) {
-    const Expr::Term &x = a.terms()[i], &y = b.terms()[i];
-    if (x.coeff != y.coeff || x.atom.kind != y.atom.kind || x.atom.var != y.atom.var || x.atom.k != y.atom.k) return false;
-    if ((x.atom.inner == nullptr) != (y.atom.inner == nullptr)) return false;
-    if (x.atom.inner && x.atom.inner != y.atom.inner && !built_alike(*x.atom.inner, *y.atom.inner)) return false;
-  }
-  return true;
-}
-bool same_index(const Expr& a, const Expr& b) { return built_alike(a, b) || a == b; }
-
 struct Group {
   std::vector<int> nodes;  // sorted
   bool alive = true;
@@ -166,6 +150,25 @@ class Scheduler {
     first_in_.assign(n + 1, 0);
     for (const Edge& e : edges_) ++first_in_[static_cast<size_t>(e.consumer) + 1];
     for (size_t i = 0; i < n; ++i) first_in_[i + 1] += first_in_[i];
+    // The buffers more than one node reads, each with its readers in node order:
+    // shared_readers_[shared_first_[k], shared_first_[k + 1]) (horizontal fusion's candidates).
+    {
+      std::vector<int> readers_of(buffer_ids_.size(), 0);
+      for (const auto& reads : node_read_ids_)
+        for (int id : reads) ++readers_of[static_cast<size_t>(id)];
+      std::vector<int> slot(buffer_ids_.size(), -1);
+      shared_first_.push_back(0);
+      for (size_t id = 0; id < readers_of.size(); ++id)
+        if (readers_of[id] > 1) {
+          slot[id] = static_cast<int>(shared_first_.size()) - 1;
+          shared_first_.push_back(shared_first_.back() + readers_of[id]);
+        }
+      shared_readers_.resize(static_cast<size_t>(shared_first_.back()));
+      std::vector<int> fill(shared_first_.begin(), shared_first_.end() - 1);
+      for (size_t i = 0; i < n; ++i)
+        for (int id : node_read_ids_[i])
+          if (slot[static_cast<size_t>(id)] >= 0) shared_readers_[static_cast<size_t>(fill[static_cast<size_t>(slot[static_cast<size_t>(id)])]++)] = static_cast<int>(i);
+    }
     placed_.resize(n);
     init_order();
   }
@@ -204,6 +207,7 @@ class Scheduler {
   };
   std::vector<int> out_edges_, first_out_;  // node i's out-edges (indices into edges_): out_edges_[first_out_[i], first_out_[i + 1])
   std::vector<int> first_in_;                // node -> its first edge in edges_ (sorted by consumer)
+  std::vector<int> shared_first_, shared_readers_;  // the buffers read by several nodes: their readers
   // Group-level edges, sorted and without repeats: group -> the groups that read what it writes,
   // and the reverse. Built once, then kept up to date by merge() at the cost of the two groups'
   // neighbours (rebuilding them after every merge made fusion quadratic in the graph).
@@ -399,34 +403,99 @@ class Scheduler {
 
   const LoopNode* extern_in(int g) const { return groups_[g].extern_node >= 0 ? &p_.nodes[groups_[g].extern_node] : nullptr; }
 
-  // A node placed in a kernel of iteration (x, r), and its accesses there: both depend on the
-  // node and (x, r) alone, so fusion's many candidate pairs work them out once.
+  // A node placed in a kernel of iteration (x, r), and what can_fuse reads of its accesses there:
+  // both depend on the node and (x, r) alone, so fusion's many candidate pairs work them out once.
+  // Only that is kept, with no heap block of its own: its indices interned (index_id), its reads
+  // in one array (its Dependencies, kept per node with their buffer names and Exprs, were a third
+  // of the scheduler's memory, and freeing them at its end missed the cache on every node).
   struct Placed {
-    int64_t x = 0, r = 0;
-    Placement where;
-    Dependencies deps;
-    std::vector<int> read_producers;  // deps.reads[i]'s producer (producer_of), -1 for none
+    int64_t x = -1, r = 0;  // x < 0: not placed yet
+    bool ok = false, inner = false;
+    int rows = 0, cols = 0;  // ScheduleOptions::coalesced: its accesses whose r walks along rows, along columns
+    int write = -1;          // the index of its first write (index_id; -1: it writes nothing)
+    int first_read = 0, num_reads = 0;  // its reads of buffers a node writes: placed_reads_[first_read, + num_reads)
   };
-  // Kept by node (nearly every node is placed at one iteration only, its own), not in a hash map
-  // keyed by (node, x, r): can_fuse looks up many nodes per candidate pair.
+  struct PlacedRead {
+    int producer;  // the node that writes the buffer (producer_of)
+    int buffer;    // its id
+    int index;     // index_id, in the order the body reads them
+  };
+  // Kept by node: nearly every node is placed at one iteration only, its own, kept in one flat
+  // array; a node's other placements, rare, in a deque (references to them stay valid).
   const Placed& placed(int n, int64_t x, int64_t r) const {
-    std::vector<Placed>& at = placed_[static_cast<size_t>(n)];
-    for (const Placed& pl : at)
-      if (pl.x == x && pl.r == r) return pl;
-    Placed pl;
+    Placed* slot = &placed_[static_cast<size_t>(n)];
+    if (slot->x == x && slot->r == r) return *slot;
+    if (slot->x >= 0) {
+      std::deque<Placed>& more = more_placed_[n];
+      for (const Placed& pl : more)
+        if (pl.x == x && pl.r == r) return pl;
+      slot = &more.emplace_back();
+    }
+    Placed& pl = *slot;
     pl.x = x;
     pl.r = r;
-    pl.where = place(p_.nodes[n], x, r);
-    if (pl.where.ok) pl.deps = extract_dependencies(p_.nodes[n], pl.where.idx, pl.where.ridx);
-    // Only ok and inner are read from here on: the index expressions are not kept for every node.
-    pl.where.idx = {};
-    pl.where.ridx = {};
-    pl.read_producers.reserve(pl.deps.reads.size());
-    for (const MemDep& rd : pl.deps.reads) pl.read_producers.push_back(read_producer(n, rd.buffer));
-    at.push_back(std::move(pl));
-    return at.back();
+    const Placement where = place(p_.nodes[n], x, r);
+    pl.ok = where.ok;
+    pl.inner = where.inner;
+    if (!where.ok) return pl;
+    const Dependencies deps = extract_dependencies(p_.nodes[n], where.idx, where.ridx);
+    if (!deps.writes.empty()) pl.write = index_id(deps.writes[0].index);
+    pl.first_read = static_cast<int>(placed_reads_.size());
+    for (const MemDep& rd : deps.reads) {
+      const int id = read_id(n, rd.buffer);
+      const int prod = id < 0 ? -1 : producer_of_id(id);
+      if (prod >= 0) placed_reads_.push_back({prod, id, index_id(rd.index)});
+    }
+    pl.num_reads = static_cast<int>(placed_reads_.size()) - pl.first_read;
+    if (opts_.coalesced)
+      for (const auto* list : {&deps.reads, &deps.writes})
+        for (const MemDep& m : *list) {
+          if (!m.index.depends_on("r0")) continue;
+          if (m.index.coefficient("r0") == 1) ++pl.rows;
+          else if (m.index.coefficient("x0") == 1) ++pl.cols;
+        }
+    return pl;
   }
-  mutable std::vector<std::vector<Placed>> placed_;  // node -> its placements asked so far
+  mutable std::vector<Placed> placed_;                               // node -> its first placement asked
+  mutable std::unordered_map<int, std::deque<Placed>> more_placed_;  // node -> its others
+  mutable std::vector<PlacedRead> placed_reads_;
+
+  // Index expressions interned by structure: equal ids exactly where Expr's == holds, so
+  // placements compare ids (open addressing over (hash, id + 1); each distinct index kept once).
+  static uint64_t mix(uint64_t h, uint64_t v) { return (h ^ (v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2))) * 0xff51afd7ed558ccdull; }
+  static uint64_t expr_hash(const Expr& e) {
+    uint64_t h = mix(0, static_cast<uint64_t>(e.constant()));
+    for (const Expr::Term& t : e.terms()) {  // as Expr's ==: a variable by its name, a division by its divisor and operand
+      h = mix(mix(h, static_cast<uint64_t>(t.coeff)), static_cast<uint64_t>(t.atom.kind));
+      if (t.atom.kind == Atom::Kind::var) h = mix(h, std::hash<std::string>{}(t.atom.var));
+      else h = mix(mix(h, static_cast<uint64_t>(t.atom.k)), t.atom.inner ? expr_hash(*t.atom.inner) : 0);
+    }
+    return h;
+  }
+  int index_id(const Expr& e) const {
+    if (2 * (exprs_.size() + 1) > expr_slots_.size()) {
+      std::vector<std::pair<uint64_t, int>> old = std::move(expr_slots_);
+      expr_slots_.assign(std::max<size_t>(64, 2 * old.size()), {0, 0});
+      for (const auto& s : old)
+        if (s.second) insert_slot(s);
+    }
+    const uint64_t h = expr_hash(e);
+    const size_t mask = expr_slots_.size() - 1;
+    size_t k = h & mask;
+    for (; expr_slots_[k].second; k = (k + 1) & mask)
+      if (expr_slots_[k].first == h && exprs_[static_cast<size_t>(expr_slots_[k].second - 1)] == e) return expr_slots_[k].second - 1;
+    exprs_.push_back(e);
+    expr_slots_[k] = {h, static_cast<int>(exprs_.size())};
+    return static_cast<int>(exprs_.size()) - 1;
+  }
+  void insert_slot(const std::pair<uint64_t, int>& s) const {
+    const size_t mask = expr_slots_.size() - 1;
+    size_t k = s.first & mask;
+    while (expr_slots_[k].second) k = (k + 1) & mask;
+    expr_slots_[k] = s;
+  }
+  mutable std::vector<Expr> exprs_;                         // index_id -> the index
+  mutable std::vector<std::pair<uint64_t, int>> expr_slots_;  // a power of two, at most half full
 
   FusionVerdict can_fuse(int ga, int gb) const {
     if (ga > gb) std::swap(ga, gb);
@@ -465,7 +534,7 @@ class Scheduler {
     const bool a_fits = xa == x && ra == r, b_fits = xb == x && rb == r;
     for (int n : merged) {
       if (group_of_[static_cast<size_t>(n)] == ga ? a_fits : b_fits) continue;
-      if (!placed(n, x, r).where.ok)
+      if (!placed(n, x, r).ok)
         return {false, "iteration size " + std::to_string(p_.nodes[n].numel()) + " of " + p_.nodes[n].name +
                            " fits neither the kernel's " + std::to_string(x) + " nor " + std::to_string(x) + " x " + std::to_string(r)};
     }
@@ -477,14 +546,10 @@ class Scheduler {
       auto walk = [&](int g) {
         int rows = 0, cols = 0;
         for (int n : groups_[g].nodes) {
-          if (!where(n)->where.inner) continue;
-          const Dependencies& d = where(n)->deps;
-          for (const auto* list : {&d.reads, &d.writes})
-            for (const MemDep& m : *list) {
-              if (!m.index.depends_on("r0")) continue;
-              if (m.index.coefficient("r0") == 1) ++rows;
-              else if (m.index.coefficient("x0") == 1) ++cols;
-            }
+          const Placed& pl = *where(n);
+          if (!pl.inner) continue;
+          rows += pl.rows;
+          cols += pl.cols;
         }
         return rows && !cols ? 1 : cols && !rows ? 2 : 0;
       };
@@ -505,19 +570,21 @@ class Scheduler {
       }
       if (!crosses) continue;
       const Placed& pc = placed(c, x, r);
-      for (size_t k = 0; k < pc.deps.reads.size(); ++k) {
-        const MemDep& rd = pc.deps.reads[k];
-        const int prod = pc.read_producers[k];
-        if (prod < 0) continue;
+      for (int k = pc.first_read; k < pc.first_read + pc.num_reads; ++k) {
+        const PlacedRead rd = placed_reads_[static_cast<size_t>(k)];  // (a copy: placing the producer may grow the array)
+        const int prod = rd.producer;
         const int gp = group_of_[static_cast<size_t>(prod)];
         if ((gp != ga && gp != gb) || gp == gc) continue;
         const LoopNode& pn = p_.nodes[prod];
-        const Dependencies& pd = where(prod)->deps;
-        if (!same_index(pd.writes.at(0).index, rd.index))
-          return {false, p_.nodes[c].name + " reads " + rd.buffer + " at " + rd.index.str() + " but " + pn.name +
-                             " writes it at " + pd.writes[0].index.str() + ": values from other iterations are needed"};
-        if (where(prod)->where.inner && !pc.where.inner && pn.kind == LoopNode::Kind::pointwise)
-          return {false, p_.nodes[c].name + " iterates " + std::to_string(x) + " but reads " + rd.buffer +
+        const Placed& pp = *where(prod);
+        if (pp.write < 0) throw std::logic_error("scheduler: " + pn.name + " writes no buffer");
+        const std::string& buffer = buffer_ids_.name(rd.buffer);
+        if (pp.write != rd.index)
+          return {false, p_.nodes[c].name + " reads " + buffer + " at " + exprs_[static_cast<size_t>(rd.index)].str() + " but " +
+                             pn.name + " writes it at " + exprs_[static_cast<size_t>(pp.write)].str() +
+                             ": values from other iterations are needed"};
+        if (pp.inner && !pc.inner && pn.kind == LoopNode::Kind::pointwise)
+          return {false, p_.nodes[c].name + " iterates " + std::to_string(x) + " but reads " + buffer +
                              ", which has one value per reduction element"};
       }
     }
@@ -666,6 +733,14 @@ class Scheduler {
     b = GroupBuffers{};
   }
 
+  // can_fuse's first refusal: the two groups hold more nodes than one kernel may. Groups only grow,
+  // so a pair refused so at the start of a round is refused all round: such pairs are not made
+  // candidates at all (their shared bytes worked out and sorted only to be skipped; in the later
+  // rounds, most of them).
+  bool too_large(int a, int b) const {
+    return groups_[a].nodes.size() + groups_[b].nodes.size() > static_cast<size_t>(opts_.max_fusion_size);
+  }
+
   // Greedy fusion by score, as Inductor's scheduler: bytes saved first, then graph distance.
   void fuse() {
     for (int round = 0; round < 64; ++round) {
@@ -676,35 +751,27 @@ class Scheduler {
         int a = group_of_[e.producer], b = group_of_[e.consumer];
         if (a == b) continue;
         if (a > b) std::swap(a, b);
-        if (!seen.insert(PairSet::key(a, b))) continue;
+        if (!seen.insert(PairSet::key(a, b)) || too_large(a, b)) continue;
         cands.push_back({a, b, shared_bytes(a, b), std::abs(e.consumer - e.producer)});
       }
-      // Horizontal candidates: groups that read the same buffer (found through the buffers'
-      // readers, in pair order).
-      // Buffer b's readers, in group order, are readers[first_reader[b], first_reader[b + 1]): one
-      // array counted out by buffer, not a vector per buffer (tens of thousands of them a round).
-      std::vector<int> first_reader(buffer_ids_.size() + 1, 0), readers;
-      for (size_t g = 0; g < groups_.size(); ++g)
-        if (groups_[g].alive)
-          for (int b : buffers_of(static_cast<int>(g)).reads) ++first_reader[static_cast<size_t>(b) + 1];
-      for (size_t b = 0; b < buffer_ids_.size(); ++b) first_reader[b + 1] += first_reader[b];
-      readers.resize(static_cast<size_t>(first_reader.back()));
-      {
-        std::vector<int> fill(first_reader.begin(), first_reader.end() - 1);
-        for (size_t g = 0; g < groups_.size(); ++g)
-          if (groups_[g].alive)
-            for (int b : buffers_of(static_cast<int>(g)).reads) readers[static_cast<size_t>(fill[static_cast<size_t>(b)]++)] = static_cast<int>(g);
-      }
-      // Each reader is paired with the next kMaxHorizontalPartners readers only, in node order, as
+      // Horizontal candidates: groups that read the same buffer, found through the buffers read by
+      // more than one node (shared_readers_, listed once; a group reads what its nodes read). (Every
+      // group's reads counted out by buffer at every round walked the whole graph again, to find none
+      // in a chain.)
+      // Each reader is paired with the next kMaxHorizontalPartners readers only, in group order, as
       // Inductor bounds its pairwise attempts (max_fusion_buffer_group_pairwise_attempts = 64):
       // a buffer read by thousands of branches would otherwise make every pair a candidate.
       std::vector<std::pair<int, int>> horizontal;
-      for (size_t b = 0; b < buffer_ids_.size(); ++b) {
-        const int* gs = readers.data() + first_reader[b];
-        const size_t count = static_cast<size_t>(first_reader[b + 1] - first_reader[b]);
+      std::vector<int> gs;
+      for (size_t sb = 0; sb + 1 < shared_first_.size(); ++sb) {
+        gs.clear();
+        for (int k = shared_first_[sb]; k < shared_first_[sb + 1]; ++k) gs.push_back(group_of_[static_cast<size_t>(shared_readers_[static_cast<size_t>(k)])]);
+        std::sort(gs.begin(), gs.end());
+        gs.erase(std::unique(gs.begin(), gs.end()), gs.end());
+        const size_t count = gs.size();
         for (size_t i = 0; i < count; ++i)
           for (size_t j = i + 1; j < count && j <= i + kMaxHorizontalPartners; ++j)
-            if (!seen.contains(PairSet::key(gs[i], gs[j]))) horizontal.push_back({gs[i], gs[j]});
+            if (!too_large(gs[i], gs[j]) && !seen.contains(PairSet::key(gs[i], gs[j]))) horizontal.push_back({gs[i], gs[j]});
       }
       std::sort(horizontal.begin(), horizontal.end());
       horizontal.erase(std::unique(horizontal.begin(), horizontal.end()), horizontal.end());
@@ -720,7 +787,7 @@ class Scheduler {
         if (!groups_[c.a].alive || !groups_[c.b].alive) continue;
         // can_fuse's first refusal, without writing its reason: most candidates of the later
         // rounds meet it, and only the final edges' verdicts are shown.
-        if (groups_[c.a].nodes.size() + groups_[c.b].nodes.size() > static_cast<size_t>(opts_.max_fusion_size)) continue;
+        if (too_large(c.a, c.b)) continue;
         if (can_fuse(c.a, c.b).ok) {
           merge(c.a, c.b);
           merged = true;
@@ -743,10 +810,11 @@ class Scheduler {
   }
   // The producer of a buffer node n reads: found among the node's own reads (a few ids, their names
   // compared), not hashed again for every placement.
-  int read_producer(int n, const std::string& buffer) const {
+  // The id of a buffer node n reads (-1: none).
+  int read_id(int n, const std::string& buffer) const {
     for (int id : node_read_ids_[static_cast<size_t>(n)])
-      if (buffer_ids_.name(id) == buffer) return producer_of_id(id);
-    return producer_of(buffer);
+      if (buffer_ids_.name(id) == buffer) return id;
+    return buffer_ids_.find(buffer);
   }
   // LoopProgram::producer without its shared index: every buffer a node reads or writes has an id.
   int producer_of(const std::string& buffer) const {
@@ -821,12 +889,19 @@ class Scheduler {
       return k;
     }
     std::tie(k.numel, k.rnumel) = iteration(g.nodes);
-    std::set<std::string> written, reads, origins;
-    for (int n : g.nodes) written.insert(p_.nodes[n].buffer);
+    // The buffers it reads that it does not write, and its origins, each in name order once:
+    // sorted vectors (std::sets of strings were a heap block per name, per kernel).
+    std::vector<std::string_view> written, reads, origins;
+    for (int n : g.nodes) written.push_back(p_.nodes[n].buffer);
+    std::sort(written.begin(), written.end());
     for (int n : g.nodes) {
       for (int id : node_read_ids_[static_cast<size_t>(n)])
-        if (!written.count(buffer_ids_.name(id))) reads.insert(buffer_ids_.name(id));
-      for (const auto& o : p_.nodes[n].origins) origins.insert(o);
+        if (!std::binary_search(written.begin(), written.end(), std::string_view(buffer_ids_.name(id)))) reads.push_back(buffer_ids_.name(id));
+      for (const auto& o : p_.nodes[n].origins) origins.push_back(o);
+    }
+    for (auto* names : {&reads, &origins}) {
+      std::sort(names->begin(), names->end());
+      names->erase(std::unique(names->begin(), names->end()), names->end());
     }
     k.reads.assign(reads.begin(), reads.end());
     std::vector<KernelLoop> loops;  // the kernel's loops, worked out on first need
@@ -940,7 +1015,8 @@ class Scheduler {
     std::map<int64_t, std::deque<int>> free_by_size;
     for (size_t k = 0; k < s.kernels.size(); ++k) {
       for (const auto& w : s.kernels[k].writes) {
-        const LoopBuffer& b = p_.buffer(w);
+        const int wid = buffer_ids_.find(w);  // (by id: LoopProgram::buffer would build its name index)
+        const LoopBuffer& b = wid >= 0 ? buffer_of(wid) : p_.buffer(w);
         if (b.is_output || scatters(s.kernels[k].nodes)) continue;  // (a scatter writes a buffer placed already)
         auto it = free_by_size.find(b.bytes());
         if (it == free_by_size.end() || it->second.empty()) continue;
@@ -962,23 +1038,32 @@ class Scheduler {
 
 }  // namespace
 
+namespace {
+// place(n, numel, rnumel).inner, without building the indices.
+bool runs_inner(const LoopNode& n, int64_t numel, int64_t rnumel) {
+  if (numel <= 0 || rnumel <= 0) return place(n, numel, rnumel).inner;  // (which refuses the empty range)
+  if (n.kind == LoopNode::Kind::reduction) return n.numel() == numel && n.rnumel() == rnumel;
+  return rnumel > 1 && n.numel() == numel * rnumel;
+}
+}  // namespace
+
 std::vector<KernelLoop> kernel_loops(const LoopProgram& p, const std::vector<int>& nodes, int64_t numel, int64_t rnumel) {
   std::vector<KernelLoop> loops;
   std::set<std::string> reduced_in_current;
   std::map<std::string, int> inner_pointwise;  // buffer -> the pointwise r-loop node computing it
   for (int n : nodes) {
-    const Placement pl = place(p.nodes[n], numel, rnumel);
-    bool needs_new = loops.empty() || loops.back().inner != pl.inner;
-    if (pl.inner && !needs_new)
+    const bool inner = runs_inner(p.nodes[n], numel, rnumel);
+    bool needs_new = loops.empty() || loops.back().inner != inner;
+    if (inner && !needs_new)
       for (const auto& d : extract_dependencies(p.nodes[n]).reads)
         if (reduced_in_current.count(d.buffer)) needs_new = true;
     if (needs_new) {
-      loops.push_back({pl.inner, {}, {}});
+      loops.push_back({inner, {}, {}});
       reduced_in_current.clear();
     }
     loops.back().nodes.push_back(n);
     if (p.nodes[n].kind == LoopNode::Kind::reduction) reduced_in_current.insert(p.nodes[n].buffer);
-    else if (pl.inner) inner_pointwise[p.nodes[n].buffer] = n;
+    else if (inner) inner_pointwise[p.nodes[n].buffer] = n;
   }
   // A pointwise value an r loop reads from an earlier r loop is recomputed there from what that
   // loop read (as Inductor's loop bodies do), instead of going through memory: a softmax reads
