@@ -315,6 +315,7 @@ class CudaKernelWriter {
   };
   struct VectorPlan {
     std::vector<VectorAccess> loads, stores;
+    std::vector<VectorAccess> broadcasts;  // one element for the group's lanes: loaded once before them (at: the element)
   };
   std::optional<VectorPlan> vector_plan(const std::vector<int>& nodes, const std::set<int>& recomputed, const std::string& var,
                                         int64_t extent, int64_t X, int64_t R) const {
@@ -340,6 +341,13 @@ class CudaKernelWriter {
           // float32 as float4; halves as 4 lanes of 8 bytes (uint2)
           if (p_.buffer(m.buffer).dtype != DType::f32 && !dtype_is_half(p_.buffer(m.buffer).dtype)) return std::nullopt;
           const Expr e = m.index.substitute(lanes), e0 = e.substitute(lane0);
+          // One element for the group's 4 lanes (a channel's statistic over an NCHW tensor whose
+          // planes are a multiple of 4): a scalar load, as a broadcast.
+          if (!write && e == e0) {
+            const DType t = p_.buffer(m.buffer).dtype;
+            if (t == DType::f32 || dtype_is_half(t)) plan.broadcasts.push_back({key, m.buffer, ptrs_.at(m.buffer) + "[" + e0.cpp() + "]"});
+            continue;
+          }
           if (e - e0 != j || e0.constant() % 4 != 0) return std::nullopt;
           for (const Expr::Term& t : e0.terms())
             if (t.coeff % 4 != 0) return std::nullopt;
@@ -375,6 +383,12 @@ class CudaKernelWriter {
       }
       e.line("const float4 " + v + " = *reinterpret_cast<const float4*>(" + a.at + ");");
       loads[a.key] = "ls_lane(" + v + ", ls_j)";
+    }
+    for (const VectorAccess& a : plan.broadcasts) {
+      if (loads.count(a.key)) continue;
+      const std::string v = "ls_v" + std::to_string(count++);
+      e.line("const float " + v + " = " + (dtype_is_half(p_.buffer(a.buffer).dtype) ? "ls_float(" + a.at + ")" : a.at) + ";");
+      loads[a.key] = v;
     }
     for (const VectorAccess& a : plan.stores) {
       const std::string v = "ls_w" + std::to_string(count++);
