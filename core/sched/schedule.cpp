@@ -678,15 +678,19 @@ class Scheduler {
         if (g.nests.empty()) g.nests = g.loop_nests();
         g.nests.push_back({k.nodes, k.numel, k.rnumel});
         g.nodes.insert(g.nodes.end(), k.nodes.begin(), k.nodes.end());
-        std::set<std::string> writes(g.writes.begin(), g.writes.end()), reads(g.reads.begin(), g.reads.end()),
-            origins(g.origins.begin(), g.origins.end());
-        writes.insert(k.writes.begin(), k.writes.end());
-        reads.insert(k.reads.begin(), k.reads.end());
-        origins.insert(k.origins.begin(), k.origins.end());
-        for (const auto& w : writes) reads.erase(w);
-        g.writes.assign(writes.begin(), writes.end());
-        g.reads.assign(reads.begin(), reads.end());
-        g.origins.assign(origins.begin(), origins.end());
+        // Each list in name order, once, its reads without what it writes (sorted vectors: std::sets
+        // of the strings were rebuilt from the whole kernel's lists at every nest added).
+        auto sorted_names = [](std::vector<std::string> a, const std::vector<std::string>& b) {
+          a.insert(a.end(), b.begin(), b.end());
+          std::sort(a.begin(), a.end());
+          a.erase(std::unique(a.begin(), a.end()), a.end());
+          return a;
+        };
+        g.writes = sorted_names(std::move(g.writes), k.writes);
+        std::vector<std::string> reads = sorted_names(std::move(g.reads), k.reads);
+        g.reads.clear();
+        std::set_difference(reads.begin(), reads.end(), g.writes.begin(), g.writes.end(), std::back_inserter(g.reads));
+        g.origins = sorted_names(std::move(g.origins), k.origins);
         g.removed.insert(g.removed.end(), k.removed.begin(), k.removed.end());
         continue;
       }
@@ -763,7 +767,9 @@ class Scheduler {
       // a buffer read by thousands of branches would otherwise make every pair a candidate.
       std::vector<std::pair<int, int>> horizontal;
       std::vector<int> gs;
+      int giving = 0;  // buffers that gave pairs: one gives them in order, once each
       for (size_t sb = 0; sb + 1 < shared_first_.size(); ++sb) {
+        const size_t before = horizontal.size();
         gs.clear();
         for (int k = shared_first_[sb]; k < shared_first_[sb + 1]; ++k) gs.push_back(group_of_[static_cast<size_t>(shared_readers_[static_cast<size_t>(k)])]);
         std::sort(gs.begin(), gs.end());
@@ -772,9 +778,12 @@ class Scheduler {
         for (size_t i = 0; i < count; ++i)
           for (size_t j = i + 1; j < count && j <= i + kMaxHorizontalPartners; ++j)
             if (!too_large(gs[i], gs[j]) && !seen.contains(PairSet::key(gs[i], gs[j]))) horizontal.push_back({gs[i], gs[j]});
+        giving += horizontal.size() > before;
       }
-      std::sort(horizontal.begin(), horizontal.end());
-      horizontal.erase(std::unique(horizontal.begin(), horizontal.end()), horizontal.end());
+      if (giving > 1) {
+        std::sort(horizontal.begin(), horizontal.end());
+        horizontal.erase(std::unique(horizontal.begin(), horizontal.end()), horizontal.end());
+      }
       for (const auto& [a, b] : horizontal) {
         const int64_t bytes = shared_bytes(a, b);
         if (bytes > 0) cands.push_back({a, b, bytes, b - a});
