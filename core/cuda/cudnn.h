@@ -43,6 +43,11 @@ struct SdpaShape {
   bool operator<(const SdpaShape& x) const { return key() < x.key(); }
 };
 
+// Why cuDNN `version`'s fused flash attention cannot take this problem in type `t` (its forward,
+// or with `backward` its backward), before any graph is built; "" where it may (cuDNN's engines
+// still decide).
+std::string sdpa_unsupported(const SdpaShape& s, DType t, bool backward, int version);
+
 // The three products of a convolution: the forward (y from x and w), the input's gradient (from
 // grad_y and w) and the filter's (from x and grad_y).
 enum class ConvPass { forward, grad_input, grad_filter };

@@ -300,6 +300,19 @@ size_t dq_accum_bytes(const SdpaShape& s) { return static_cast<size_t>(s.B * s.H
 
 }  // namespace
 
+std::string sdpa_unsupported(const SdpaShape& s, DType t, bool backward, int version) {
+  if (half_type(t) < 0) return "cuDNN attention here takes bfloat16 or float16";
+  if (version < 90000) return "cuDNN " + std::to_string(version) + " is older than 9.0";
+  if (s.Hk <= 0 || s.H % s.Hk != 0 || s.D % 8 != 0 || s.D > 128 || s.L < 1 || s.S < 1)
+    return "cuDNN's flash attention takes head sizes of multiples of 8 up to 128, and query heads a multiple of the key heads";
+  // cuDNN before 9.5.1 reads the output's gradient with the output's strides (PyTorch's
+  // run_cudnn_SDP_bprop copies grad_output to the output's layout there): other strides would be
+  // read wrongly, not refused.
+  if (backward && version < 90501 && s.grad_out != s.o)
+    return "cuDNN " + std::to_string(version) + " (before 9.5.1) takes the output's gradient only with the output's strides";
+  return "";
+}
+
 Cudnn::Plan* Cudnn::find_sdpa(const SdpaShape& s, DType t, bool backward, std::string* why) {
   const auto key = std::make_tuple(s, static_cast<int>(t), backward);
   if (auto it = sdpa_plans_.find(key); it != sdpa_plans_.end()) return it->second.get();
@@ -312,12 +325,9 @@ Cudnn::Plan* Cudnn::find_sdpa(const SdpaShape& s, DType t, bool backward, std::s
     if (why) *why = reason;
     return nullptr;
   };
-  const int dt = half_type(t);
-  if (dt < 0) return refuse("cuDNN attention here takes bfloat16 or float16");
   if (!api_->backend()) return refuse("this cuDNN has no graph API");
-  if (version < 90000) return refuse("cuDNN " + std::to_string(version) + " is older than 9.0");
-  if (s.Hk <= 0 || s.H % s.Hk != 0 || s.D % 8 != 0 || s.D > 128 || s.L < 1 || s.S < 1)
-    return refuse("cuDNN's flash attention takes head sizes of multiples of 8 up to 128, and query heads a multiple of the key heads");
+  if (const std::string no = sdpa_unsupported(s, t, backward, version); !no.empty()) return refuse(no);
+  const int dt = half_type(t);
   auto p = std::make_unique<Plan>();
   p->api = api_.get();
   p->values = {s.scale, std::numeric_limits<float>::lowest(), 1.f, 0.f};

@@ -1751,6 +1751,36 @@ void flash_half_kernels_compile() {
   }
 }
 
+// What cuDNN's fused attention is refused before a graph is built (no GPU needed): types, head
+// sizes, grouped-query heads, and before cuDNN 9.5.1 an output gradient whose strides are not the
+// output's (that cuDNN reads it with the output's strides: wrong gradients, not a refusal).
+void cudnn_attention_limits() {
+  SdpaShape s;
+  s.B = 2, s.H = 8, s.Hk = 2, s.L = 128, s.S = 96, s.D = 64;
+  s.q = s.o = {8 * 128 * 64, 128 * 64, 64, 1};
+  s.k = s.v = {2 * 96 * 64, 96 * 64, 64, 1};
+  s.grad_out = s.o;
+  VERIFY(sdpa_unsupported(s, DType::bf16, false, 90100).empty());
+  VERIFY(sdpa_unsupported(s, DType::f16, true, 90100).empty());
+  VERIFY(!sdpa_unsupported(s, DType::f32, false, 90100).empty());
+  VERIFY(!sdpa_unsupported(s, DType::bf16, false, 8907).empty());
+  SdpaShape odd = s;
+  odd.Hk = 3;
+  VERIFY(!sdpa_unsupported(odd, DType::bf16, false, 90100).empty());
+  odd = s;
+  odd.D = 60;
+  VERIFY(!sdpa_unsupported(odd, DType::bf16, true, 90100).empty());
+  // the output written heads inner ([B, L, H, D] in memory), its gradient contiguous
+  SdpaShape heads_inner = s;
+  heads_inner.o = {128 * 8 * 64, 64, 8 * 64, 1};
+  VERIFY(sdpa_unsupported(heads_inner, DType::bf16, false, 90100).empty());  // the forward reads no gradient
+  VERIFY2(sdpa_unsupported(heads_inner, DType::bf16, true, 90100).find("9.5.1") != std::string::npos,
+          sdpa_unsupported(heads_inner, DType::bf16, true, 90100));
+  VERIFY(sdpa_unsupported(heads_inner, DType::bf16, true, 90501).empty());
+  heads_inner.grad_out = heads_inner.o;
+  VERIFY(sdpa_unsupported(heads_inner, DType::bf16, true, 90100).empty());
+}
+
 // A bf16/f16 model with attention (graph text, float32 weights made `dtype` as model.to(dtype)):
 // its attention calls run as the FlashAttention-2 kernels where `flash` (else the math form: a
 // mask), the attention module has their instances, and on a GPU the outputs (and with `train` the
@@ -2013,6 +2043,7 @@ int main(int argc, char** argv) {
   cases.push_back({"identical kernels compile once", identical_kernels_compile_once});
   cases.push_back({"half convolutions run on the device", half_convolutions_run_on_the_device});
   cases.push_back({"convolutions run through cuDNN", convolutions_run_through_cudnn});
+  cases.push_back({"cuDNN attention's limits", cudnn_attention_limits});
   cases.push_back({"sort and topk run on the device", sort_and_topk_run_on_the_device});
   cases.push_back({"sort of long lines runs on the device", sort_of_long_lines_runs_on_the_device});
   cases.push_back({"index_put and cumsum run on the device", index_put_and_cumsum_run_on_the_device});
