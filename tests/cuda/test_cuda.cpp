@@ -31,6 +31,7 @@
 #include "cuda/nvrtc_compiler.h"
 #include "dynamic/retarget.h"
 #include "exec/cuda_executor.h"
+#include "exec/flash_attention_cuda.h"
 #include "exec/isolated_run.h"
 #include "exec/memory_fit.h"
 #include "export/package.h"
@@ -1732,6 +1733,11 @@ void identical_kernels_compile_once() {
 // with NVRTC for sm_80 and sm_90 to PTX with the tensor-core instructions and to a cubin (no GPU
 // needed).
 void flash_half_kernels_compile() {
+  // The launcher's grid gives a forward block FlashHalf::kForwardRows queries: the kernel's
+  // LS_FH_FWD_BM (64 x LS_FH_FWD_MT), or rows would go uncomputed.
+  const std::string mt = "#define LS_FH_FWD_MT " + std::to_string(FlashHalf::kForwardRows / 64) + " ";
+  VERIFY2(FlashHalf::kForwardRows % 64 == 0 && flash_half_device_source().find(mt) != std::string::npos,
+          "the forward launcher's " + std::to_string(FlashHalf::kForwardRows) + " rows a block are not the kernel's LS_FH_FWD_BM");
   std::string src = "// flash attention in half precision\n" + flash_half_device_source();
   for (int d = 8; d <= 128; d += 8)
     for (const char* t : {"bf16", "f16"})
