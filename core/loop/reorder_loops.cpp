@@ -27,6 +27,13 @@ bool may_reorder(const LoopProgram& p, const LoopNode& n) {
   return n.kind == LoopNode::Kind::pointwise && n.ranges.size() >= 2 && n.iter_order.empty() && !p.buffer(n.buffer).is_output;
 }
 
+// A reordered node's ranges in its own order (those of the tensor it makes).
+Shape own_shape(const LoopNode& n) {
+  Shape own(n.ranges.size());
+  for (size_t i = 0; i < n.iter_order.size(); ++i) own[static_cast<size_t>(n.iter_order[i])] = n.ranges[i];
+  return own;
+}
+
 }  // namespace
 
 std::vector<std::string> reorder_for_column_reductions(LoopProgram& p) {
@@ -130,9 +137,7 @@ std::vector<std::string> restore_unfused_orders(LoopProgram& p, const std::vecto
     for (int n : k) {
       LoopNode& ln = p.nodes[n];
       if (ln.iter_order.empty()) continue;
-      Shape own(ln.ranges.size());
-      for (size_t i = 0; i < ln.iter_order.size(); ++i) own[static_cast<size_t>(ln.iter_order[i])] = ln.ranges[i];
-      ln.ranges = own;
+      ln.ranges = own_shape(ln);
       ln.iter_order.clear();
     }
     // Inside the kernel every node runs at x over its own ranges: a value read from a node of the
@@ -173,8 +178,7 @@ std::vector<std::string> restore_orders_in_row_kernels(LoopProgram& p, const std
         rest.insert(ln.buffer);
         continue;
       }
-      Shape own(ln.ranges.size());
-      for (size_t i = 0; i < ln.iter_order.size(); ++i) own[static_cast<size_t>(ln.iter_order[i])] = ln.ranges[i];
+      const Shape own = own_shape(ln);
       if (turned.empty()) shape = own;
       one_shape = one_shape && own == shape;
       turned.insert(ln.buffer);
