@@ -308,8 +308,10 @@ class CudaKernelWriter {
   // or write along var moves as one float4 a group; the body runs once per lane ls_j (unrolled,
   // so the lanes are registers). Possible when every such access moves one element a step and
   // starts each group on a 16-byte boundary (kernel arguments are whole allocations, which the
-  // driver aligns to 256 bytes); accesses that stay put along var (a broadcast) stay scalar.
-  // Otherwise nullopt: the scalar loop.
+  // driver aligns to 256 bytes); accesses that stay put along var (a broadcast) stay scalar, and
+  // a read that moves along var but is one element for the group's 4 lanes (its index equal at
+  // every lane once simplified: a channel's statistic over NCHW planes that are a multiple of 4)
+  // is loaded once before the lanes. Otherwise nullopt: the scalar loop.
   struct VectorAccess {
     std::string key, buffer, at;  // the emitter's key, the buffer, the address of the group's first element
   };
@@ -344,8 +346,7 @@ class CudaKernelWriter {
           // One element for the group's 4 lanes (a channel's statistic over an NCHW tensor whose
           // planes are a multiple of 4): a scalar load, as a broadcast.
           if (!write && e == e0) {
-            const DType t = p_.buffer(m.buffer).dtype;
-            if (t == DType::f32 || dtype_is_half(t)) plan.broadcasts.push_back({key, m.buffer, ptrs_.at(m.buffer) + "[" + e0.cpp() + "]"});
+            plan.broadcasts.push_back({key, m.buffer, ptrs_.at(m.buffer) + "[" + e0.cpp() + "]"});
             continue;
           }
           if (e - e0 != j || e0.constant() % 4 != 0) return std::nullopt;
