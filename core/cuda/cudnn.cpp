@@ -393,7 +393,6 @@ bool Cudnn::engine_plan(Plan& p, void* graph, DType t, int heur_mode, const char
   return false;
 }
 
-
 bool Cudnn::plan(const ConvShape& s, DType t, ConvPass pass, size_t* workspace, std::string* why) {
   std::lock_guard<std::mutex> lock(mutex_);
   const Plan* p = find(s, t, pass, why);
