@@ -145,7 +145,7 @@ struct Cudnn::Plan {
   std::vector<void*> owned;
   void* exec = nullptr;
   std::map<std::vector<void*>, void*> packs;  // variant packs by their pointers (the workspace's last)
-  std::array<float, 4> values{};               // the values of by-value scalars (the variant pack points at them)
+  std::array<float, 3> values{};               // the values of by-value scalars (the variant pack points at them)
   ~Plan() {
     if (!api) return;
     for (const auto& kv : packs) api->b_destroy(kv.second);

@@ -58,9 +58,9 @@ enum Uid : int64_t { kQ = 1, kK, kV, kO, kStats, kDO, kDQ, kDK, kDV, kDQAccum, k
 
 // An operation graph under construction: every descriptor belongs to the plan (destroyed with
 // it); the first failure is kept and every later step does nothing.
-class GraphBuilder {
+class OpGraphBuilder {
  public:
-  GraphBuilder(Cudnn::Api& a, Cudnn::Plan& p) : a_(a), p_(p) {}
+  OpGraphBuilder(Cudnn::Api& a, Cudnn::Plan& p) : a_(a), p_(p) {}
   std::string error;
   std::vector<void*> ops;
 
@@ -182,7 +182,7 @@ Dims strides_of(const std::array<int64_t, 4>& s) { return {s[0], s[1], s[2], s[3
 Dims transposed(const std::array<int64_t, 4>& s) { return {s[0], s[1], s[3], s[2]}; }  // [.., rows, cols] read as [.., cols, rows]
 
 // S = Q K^T * scale, causal-masked: the scores both graphs start from ([B, H, L, S], float32).
-void* scores(GraphBuilder& g, const SdpaShape& s, void* q, void* kt, void* scale, void* neg_inf) {
+void* scores(OpGraphBuilder& g, const SdpaShape& s, void* q, void* kt, void* scale, void* neg_inf) {
   const Dims full{s.B, s.H, s.L, s.S}, fs{s.H * s.L * s.S, s.L * s.S, s.S, 1};
   void* qk = g.virt(Cudnn::Api::kFloat, full, fs);
   g.matmul(q, kt, qk);
@@ -201,7 +201,7 @@ void* scores(GraphBuilder& g, const SdpaShape& s, void* q, void* kt, void* scale
 }
 
 // The forward: O = softmax(S) V and the log-sum-exp max + log(sum exp(S - max)).
-void forward_graph(GraphBuilder& g, const SdpaShape& s, int dt) {
+void forward_graph(OpGraphBuilder& g, const SdpaShape& s, int dt) {
   void* q = g.tensor(dt, {s.B, s.H, s.L, s.D}, strides_of(s.q), kQ);
   void* kt = g.tensor(dt, {s.B, s.Hk, s.D, s.S}, transposed(s.k), kK);
   void* v = g.tensor(dt, {s.B, s.Hk, s.S, s.D}, strides_of(s.v), kV);
@@ -229,7 +229,7 @@ void forward_graph(GraphBuilder& g, const SdpaShape& s, int dt) {
 // dS = P (dP - rowsum(dO * O)) * scale, dK = dS^T Q, dQ = dS K (accumulated in float32 in the
 // workspace, F16x16-reordered, then copied out). Grouped-query attention: dK and dV per query
 // head, summed over each group.
-void backward_graph(GraphBuilder& g, const SdpaShape& s, int dt) {
+void backward_graph(OpGraphBuilder& g, const SdpaShape& s, int dt) {
   const int F = Cudnn::Api::kFloat;
   const int64_t B = s.B, H = s.H, Hk = s.Hk, L = s.L, S = s.S, D = s.D;
   void* q = g.tensor(dt, {B, H, L, D}, strides_of(s.q), kQ);
@@ -330,8 +330,8 @@ Cudnn::Plan* Cudnn::find_sdpa(const SdpaShape& s, DType t, bool backward, std::s
   const int dt = half_type(t);
   auto p = std::make_unique<Plan>();
   p->api = api_.get();
-  p->values = {s.scale, std::numeric_limits<float>::lowest(), 1.f, 0.f};
-  GraphBuilder g(*api_, *p);
+  p->values = {s.scale, std::numeric_limits<float>::lowest(), 1.f};  // kScale, kNegInf, kOne
+  OpGraphBuilder g(*api_, *p);
   if (backward) backward_graph(g, s, dt);
   else forward_graph(g, s, dt);
   void* graph = g.graph(handle_);
