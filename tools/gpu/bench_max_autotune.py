@@ -2,7 +2,7 @@
 """max-autotune on the GPU machine: Lowerscope's --mode max-autotune against
 torch.compile(mode="max-autotune"), side by side in one run, CUDA events, median after warm-up.
 
-    python3 tools/gpu/bench_max_autotune.py --cli build-gpu/app/lowerscope-cli [--out results.md] [--only TEXT]
+    python3 tools/gpu/bench_max_autotune.py --cli build-gpu/app/lowerscope-cli [--out results.md] [--only TEXT] [--dtype bfloat16]
 
 Per case: torch.compile default; mode="max-autotune" (Inductor tunes its Triton kernels and, for
 matrix multiplies, cuBLAS against Triton templates, then replays the model as a CUDA graph) with
@@ -12,7 +12,7 @@ fresh cache: every kernel's candidates timed), our compile time including the tu
 many kernels tuning changed (from the autotune stage's note). The check compares our output with
 PyTorch's.
 """
-import argparse, os, re, sys, tempfile
+import argparse, copy, os, re, sys, tempfile
 
 import numpy as np
 import torch
@@ -37,9 +37,9 @@ def cases():
     yield "transformer block 16x512x512", Attn(512, 8), [(16, 512, 512)]  # last: Inductor tunes it for minutes
 
 
-def ours(cli, folder, mode):
+def ours(cli, folder, mode, extra=()):
     """cuda_bench's compile of the folder, in this mode; the tuning summary from the report's mode note."""
-    ms, compile_ms, status, r = cuda_bench.ours(cli, folder, ["--no-reference", "--mode", mode])
+    ms, compile_ms, status, r = cuda_bench.ours(cli, folder, ["--no-reference", "--mode", mode] + list(extra))
     m = re.search(r"max-autotune: (\d+) kernel\(s\) tuned in (\d+) ms \((\d+) NVRTC modules.*?\), (\d+) run faster",
                   (r or {}).get("mode_note", ""))
     if m:
@@ -57,7 +57,10 @@ def main():
     ap.add_argument("--cli", required=True)
     ap.add_argument("--out")
     ap.add_argument("--only", help="only the cases whose name contains one of these texts (comma-separated)")
+    ap.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"],
+                    help="model.to(dtype) and inputs in it (half types: PyTorch's CUDA outputs and a float64 yardstick, as cuda_bench.py)")
     a = ap.parse_args()
+    dt = getattr(torch, a.dtype)
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp())  # a fresh cache: Inductor tunes for real
     dev = torch.device("cuda")
     tmp = tempfile.mkdtemp()
@@ -65,20 +68,28 @@ def main():
     for name, model, shapes in cases():
         if a.only and not any(o in name for o in a.only.split(",")):
             continue
-        model = model.eval()
-        xs_cpu = [torch.randn(*s) for s in shapes]
+        model = model.eval().to(dt)
+        xs_cpu = [torch.randn(*s).to(dt) for s in shapes]
         folder = os.path.join(tmp, re.sub(r"\W", "_", name))
         with torch.no_grad():
             export_case(model, xs_cpu, folder)
-            np.save(os.path.join(folder, "out.npy"), model(*xs_cpu).numpy())
+            if dt == torch.float32:
+                np.save(os.path.join(folder, "out.npy"), model(*xs_cpu).numpy())
         m = model.to(dev)
         xs = [x.to(dev) for x in xs_cpu]
+        if dt != torch.float32:  # PyTorch's CUDA outputs in that dtype, and the float64 yardstick
+            with torch.no_grad():
+                np.save(os.path.join(folder, "out.npy"), m(*xs).float().cpu().numpy())
+                m64 = copy.deepcopy(m).double()
+                np.save(os.path.join(folder, "out64.npy"), m64(*[x.double() for x in xs]).cpu().numpy())
+                del m64
         with torch.no_grad():
             d, _ = cuda_bench.torch_side(m, xs, False, mode="default")
             ma, ma_first = cuda_bench.torch_side(m, xs, False, mode="max-autotune")
             mn, _ = cuda_bench.torch_side(m, xs, False, mode="max-autotune-no-cudagraphs")
-        o, _, _ = ours(a.cli, folder, "default")
-        ot, otms, status = ours(a.cli, folder, "max-autotune")
+        extra = [] if dt == torch.float32 else ["--expect64", os.path.join(folder, "out64.npy")]
+        o, _, _ = ours(a.cli, folder, "default", extra)
+        ot, otms, status = ours(a.cli, folder, "max-autotune", extra)
         rows.append((name, d, ma, mn, o, ot, ma_first, otms, status))
         print(rows[-1], flush=True)
         write_table(rows, a.out)  # after every case: a time limit keeps the rows so far
