@@ -66,6 +66,43 @@ std::vector<Expr> broadcast_index(const Shape& in, const std::vector<Expr>& idx)
   return r;
 }
 
+// Advanced indexing's positions (index.Tensor, index_put): the index tensors (None: a whole
+// dimension) broadcast to one shape B; the indexing result holds B in place of the indexed
+// dimensions where those are adjacent, else in front (NumPy's rule). Each position loads its
+// index from every index tensor (a negative one counted from the end, as PyTorch's).
+struct AdvancedIndex {
+  std::vector<int64_t> dims;  // the indexed dimensions
+  std::vector<Reader> ix;     // their index tensors
+  Shape b, self;              // B; the indexed tensor's shape
+  int64_t at = 0;             // where B's dims sit in the result
+
+  Shape result() const {
+    Shape rest;  // the dims not indexed, in order
+    for (int64_t d = 0; d < static_cast<int64_t>(self.size()); ++d)
+      if (!std::count(dims.begin(), dims.end(), d)) rest.push_back(self[static_cast<size_t>(d)]);
+    Shape out(rest.begin(), rest.begin() + at);
+    out.insert(out.end(), b.begin(), b.end());
+    out.insert(out.end(), rest.begin() + at, rest.end());
+    return out;
+  }
+  // The position in self of the result's position idx.
+  std::vector<Expr> position(OpsHandler& h, const std::vector<Expr>& idx) const {
+    const int64_t nb = static_cast<int64_t>(b.size()), r = static_cast<int64_t>(self.size());
+    const std::vector<Expr> bidx(idx.begin() + at, idx.begin() + at + nb);
+    std::vector<Expr> src(static_cast<size_t>(r));
+    for (size_t k = 0; k < dims.size(); ++k)
+      src[dims[k]] = h.indirect(ix[k].load(h, broadcast_index(ix[k].shape, bidx)), self[static_cast<size_t>(dims[k])], true);
+    int64_t o = 0;  // the result's other dims, in order, around B
+    for (int64_t d = 0; d < r; ++d) {
+      if (std::count(dims.begin(), dims.end(), d)) continue;
+      if (o == at) o += nb;
+      src[d] = idx[o++];
+    }
+    return src;
+  }
+};
+
+
 // Records the one load a view reader makes; anything else means it is not a plain view.
 class ViewCapture : public OpsHandler {
  public:
@@ -602,49 +639,38 @@ class Lowering {
     return true;
   }
 
-  // index.Tensor(self, indices): advanced indexing. The index tensors (None: a whole dimension)
-  // broadcast to one shape B; the output holds B in place of the indexed dimensions where those
-  // are adjacent, else in front (NumPy's rule). Each position loads its index from every index
-  // tensor (a negative one counted from the end, as PyTorch's) and the source there. Boolean
-  // masks (a data-dependent shape) stay a library call.
+  // The advanced indexing of self by an index list (integer tensors; None: a whole dimension), or
+  // nullopt where it is not generated code (boolean or uint8 masks: a data-dependent shape).
+  std::optional<AdvancedIndex> advanced_index(const Reader& self, const std::vector<Arg>& list) const {
+    const int64_t r = static_cast<int64_t>(self.shape.size());
+    if (r == 0 || list.empty() || static_cast<int64_t>(list.size()) > r) return std::nullopt;
+    AdvancedIndex a;
+    a.self = self.shape;
+    for (size_t k = 0; k < list.size(); ++k) {
+      if (!list[k].is_node()) continue;
+      const Reader& i = readers_[list[k].node];
+      if (!i.load || dtype_is_float(i.dtype) || i.dtype == DType::b8 || i.dtype == DType::u8 || self.shape[k] == 0) return std::nullopt;
+      a.b = a.ix.empty() ? i.shape : broadcast_shapes(a.b, i.shape);
+      a.dims.push_back(static_cast<int64_t>(k));
+      a.ix.push_back(i);
+    }
+    if (a.dims.empty()) return std::nullopt;
+    const bool adjacent = a.dims.back() - a.dims.front() + 1 == static_cast<int64_t>(a.dims.size());
+    a.at = adjacent ? a.dims.front() : 0;
+    return a;
+  }
+
+  // index.Tensor(self, indices): advanced indexing (AdvancedIndex): each position of the result
+  // reads self where its indices point.
   bool lower_index(int id) {
     const Node& n = g_.nodes[id];
     const Reader self = readers_[n.args[0].node];
     if (!self.load) return false;
-    const int64_t r = static_cast<int64_t>(self.shape.size());
-    const std::vector<Arg>& list = n.args[1].list;
-    if (list.empty() || static_cast<int64_t>(list.size()) > r) return false;
-    std::vector<int64_t> dims;  // the indexed dimensions
-    std::vector<Reader> ix;
-    Shape b;
-    for (size_t k = 0; k < list.size(); ++k) {
-      if (!list[k].is_node()) continue;
-      const Reader& i = readers_[list[k].node];
-      if (!i.load || dtype_is_float(i.dtype) || i.dtype == DType::b8 || self.shape[k] == 0) return false;
-      b = ix.empty() ? i.shape : broadcast_shapes(b, i.shape);
-      dims.push_back(static_cast<int64_t>(k));
-      ix.push_back(i);
-    }
-    if (dims.empty()) return false;
-    const bool adjacent = dims.back() - dims.front() + 1 == static_cast<int64_t>(dims.size());
-    const int64_t at = adjacent ? dims.front() : 0;  // where B's dims sit in the output
-    const int64_t nb = static_cast<int64_t>(b.size());
+    const auto a = advanced_index(self, n.args[1].list);
+    if (!a) return false;
     const Shape& out = n.outs[0].shape;
-    if (static_cast<int64_t>(out.size()) != r - static_cast<int64_t>(dims.size()) + nb) return false;
-    const Shape in_shape = self.shape;
-    auto body = [self, ix, dims, at, nb, r, in_shape](OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>&) {
-      const std::vector<Expr> bidx(idx.begin() + at, idx.begin() + at + nb);
-      std::vector<Expr> src(static_cast<size_t>(r));
-      for (size_t k = 0; k < dims.size(); ++k)
-        src[dims[k]] = h.indirect(ix[k].load(h, broadcast_index(ix[k].shape, bidx)), in_shape[dims[k]], true);
-      int64_t o = 0;  // the output's other dims, in order, around B
-      for (int64_t d = 0; d < r; ++d) {
-        if (std::count(dims.begin(), dims.end(), d)) continue;
-        if (o == at) o += nb;
-        src[d] = idx[o++];
-      }
-      return self.load(h, src);
-    };
+    if (a->result() != out) return false;
+    auto body = [self, a = *a](OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>&) { return self.load(h, a.position(h, idx)); };
     const std::string buf = add_node(n, LoopNode::Kind::pointwise, out, {}, Reduce::none, n.outs[0].dtype, body);
     readers_[id] = buffer_reader(buf, out, n.outs[0].dtype);
     realized_[id] = buf;
@@ -750,45 +776,15 @@ class Lowering {
     const bool accumulate = n.args.size() > 3 && n.args[3].b;
     const DType dt = n.outs[0].dtype;
     if (!self.load || !values.load || (accumulate && !adds_atomically(dt))) return false;
-    const int64_t r = static_cast<int64_t>(self.shape.size());
-    const std::vector<Arg>& list = n.args[1].list;
-    if (r == 0 || list.empty() || static_cast<int64_t>(list.size()) > r) return false;
-    std::vector<int64_t> dims;  // the indexed dimensions
-    std::vector<Reader> ix;
-    Shape b;
-    for (size_t k = 0; k < list.size(); ++k) {
-      if (!list[k].is_node()) continue;
-      const Reader& i = readers_[list[k].node];
-      if (!i.load || dtype_is_float(i.dtype) || i.dtype == DType::b8 || i.dtype == DType::u8 || self.shape[k] == 0) return false;
-      b = ix.empty() ? i.shape : broadcast_shapes(b, i.shape);
-      dims.push_back(static_cast<int64_t>(k));
-      ix.push_back(i);
-    }
-    if (dims.empty()) return false;
-    const bool adjacent = dims.back() - dims.front() + 1 == static_cast<int64_t>(dims.size());
-    const int64_t at = adjacent ? dims.front() : 0;  // where B's dims sit in the indexing result
-    const int64_t nb = static_cast<int64_t>(b.size());
-    Shape rest;  // the dims not indexed, in order
-    for (int64_t d = 0; d < r; ++d)
-      if (!std::count(dims.begin(), dims.end(), d)) rest.push_back(self.shape[d]);
-    Shape ranges(rest.begin(), rest.begin() + at);
-    ranges.insert(ranges.end(), b.begin(), b.end());
-    ranges.insert(ranges.end(), rest.begin() + at, rest.end());
+    const auto a = advanced_index(self, n.args[1].list);
+    if (!a) return false;
+    const Shape ranges = a->result();
     if (values.shape.size() > ranges.size()) return false;
-    const Shape in_shape = self.shape, strides = contiguous_strides(self.shape);
+    const Shape strides = contiguous_strides(self.shape);
     const std::string buf = scatter_target(n, self);
     const StoreMode mode = accumulate ? StoreMode::atomic_add : StoreMode::set;
-    add_scatter(n, buf, ranges, dt, [=](OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>&) {
-      const std::vector<Expr> bidx(idx.begin() + at, idx.begin() + at + nb);
-      std::vector<Expr> dst(static_cast<size_t>(r));
-      for (size_t k = 0; k < dims.size(); ++k)
-        dst[dims[k]] = h.indirect(ix[k].load(h, broadcast_index(ix[k].shape, bidx)), in_shape[dims[k]], true);
-      int64_t o = 0;  // the result's other dims, in order, around B
-      for (int64_t d = 0; d < r; ++d) {
-        if (std::count(dims.begin(), dims.end(), d)) continue;
-        if (o == at) o += nb;
-        dst[d] = idx[o++];
-      }
+    add_scatter(n, buf, ranges, dt, [=, a = *a](OpsHandler& h, const std::vector<Expr>& idx, const std::vector<Expr>&) {
+      const std::vector<Expr> dst = a.position(h, idx);
       h.scatter_store(buf, linear_index(dst, strides), values.load(h, broadcast_index(values.shape, idx)), mode, dt);
       return V{};
     });
