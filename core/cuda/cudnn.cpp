@@ -263,17 +263,9 @@ Cudnn::Plan* Cudnn::find(const ConvShape& s, DType t, ConvPass pass, std::string
 
 bool Cudnn::backend_plan(Plan& p, const ConvShape& s, DType t, ConvPass pass, std::string* why) {
   Api& a = *api_;
-  std::string step;
-  auto ok = [&](int status, const char* what) {
-    if (status != 0 && why) *why = std::string(what) + " failed: " + a.error(status);
-    return status == 0;
-  };
-  auto make = [&](int type, const char* what) -> void* {
-    void* d = nullptr;
-    if (!ok(a.b_create(type, &d), what)) return nullptr;
-    p.owned.push_back(d);
-    return d;
-  };
+  const PlanSteps steps{a, p, why};
+  auto ok = [&](int status, const char* what) { return steps.ok(status, what); };
+  auto make = [&](int type, const char* what) { return steps.make(type, what); };
   const int dt = data_type(t);
   // Tensors by unique id: 1 the input (or its gradient), 2 the filter (or its gradient), 3 the
   // output (or its gradient); contiguous NCHW, 16-byte aligned (every buffer starts on 256 bytes).
@@ -331,16 +323,9 @@ bool Cudnn::backend_plan(Plan& p, const ConvShape& s, DType t, ConvPass pass, st
 
 bool Cudnn::engine_plan(Plan& p, void* graph, DType t, int heur_mode, const char* what, std::string* why) {
   Api& a = *api_;
-  auto ok = [&](int status, const char* step) {
-    if (status != 0 && why) *why = std::string(step) + " failed: " + a.error(status);
-    return status == 0;
-  };
-  auto make = [&](int type, const char* step) -> void* {
-    void* d = nullptr;
-    if (!ok(a.b_create(type, &d), step)) return nullptr;
-    p.owned.push_back(d);
-    return d;
-  };
+  const PlanSteps steps{a, p, why};
+  auto ok = [&](int status, const char* step) { return steps.ok(status, step); };
+  auto make = [&](int type, const char* step) { return steps.make(type, step); };
   void* heur = make(Api::kEngineHeurDesc, "cudnnBackendCreateDescriptor (heuristic)");
   if (!heur || !ok(a.b_set(heur, Api::kAttrHeurGraph, Api::kTypeDescriptor, 1, &graph), "heuristic graph") ||
       !ok(a.b_set(heur, Api::kAttrHeurMode, Api::kTypeHeurMode, 1, &heur_mode), "heuristic mode") ||

@@ -80,6 +80,7 @@ class Cudnn {
 
   struct Api;   // the entry points used
   struct Plan;  // descriptors and the chosen algorithm of one problem
+  struct PlanSteps;  // the helpers that build a plan's descriptors
   ~Cudnn();
 
  private:

@@ -158,4 +158,22 @@ struct Cudnn::Plan {
 };
 
 
+// The steps of building a plan's backend descriptors: ok() keeps the first failure's words in
+// *why; make() creates a descriptor the plan owns (destroyed with it).
+struct Cudnn::PlanSteps {
+  Api& a;
+  Plan& p;
+  std::string* why;
+  bool ok(int status, const char* what) const {
+    if (status != 0 && why) *why = std::string(what) + " failed: " + a.error(status);
+    return status == 0;
+  }
+  void* make(int type, const char* what) const {
+    void* d = nullptr;
+    if (!ok(a.b_create(type, &d), what)) return nullptr;
+    p.owned.push_back(d);
+    return d;
+  }
+};
+
 }  // namespace ls

@@ -258,16 +258,17 @@ void backward_graph(OpGraphBuilder& g, const SdpaShape& s, int dt) {
   g.pointwise(kSub, sc, stats, centered);
   void* p = g.virt(F, full, fs);
   g.pointwise(kExp, centered, nullptr, p);
+  // a key/value head's gradient: the product per query head, summed over each group (GQA)
+  auto per_key_head = [&](void* a, void* b, void* grad) {
+    if (H == Hk) return g.matmul(a, b, grad);
+    void* heads = g.virt(dt, {B, H, S, D}, {H * S * D, S * D, D, 1});
+    g.matmul(a, b, heads);
+    g.reduction(kReduceAdd, heads, grad);
+  };
   // dV = P^T dO
   void* pt = g.virt(dt, {B, H, S, L}, {H * L * S, L * S, 1, S});
   g.reshape(p, pt);
-  if (H == Hk) {
-    g.matmul(pt, dout, dv);
-  } else {
-    void* dv_heads = g.virt(dt, {B, H, S, D}, {H * S * D, S * D, D, 1});
-    g.matmul(pt, dout, dv_heads);
-    g.reduction(kReduceAdd, dv_heads, dv);
-  }
+  per_key_head(pt, dout, dv);
   // dS = P (dP - softmax_sum) * scale, dP = dO V^T
   void* dp = g.virt(F, full, fs);
   g.matmul(dout, vt, dp);
@@ -282,13 +283,7 @@ void backward_graph(OpGraphBuilder& g, const SdpaShape& s, int dt) {
   // dK = dS^T Q
   void* dst = g.virt(dt, {B, H, S, L}, {H * L * S, L * S, 1, S});
   g.reshape(ds, dst);
-  if (H == Hk) {
-    g.matmul(dst, q, dk);
-  } else {
-    void* dk_heads = g.virt(dt, {B, H, S, D}, {H * S * D, S * D, D, 1});
-    g.matmul(dst, q, dk_heads);
-    g.reduction(kReduceAdd, dk_heads, dk);
-  }
+  per_key_head(dst, q, dk);
   // dQ = dS K
   void* k = g.virt(dt, {B, Hk, S, D}, strides_of(s.k));
   g.reshape(kt, k);
