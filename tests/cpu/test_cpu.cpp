@@ -1600,28 +1600,26 @@ class TestCpu : public QObject {
   // kernel; there it goes back to its own order (reads and writes along the rows, not across
   // them: on CUDA 17% of copy bandwidth the other way), and the step still matches the reference.
   void testRowKernelsKeepTheirRows() {
-    const std::string path = QDir::temp().filePath("ls_rms_rows.txt").toStdString();
-    {
-      std::ofstream f(path);
-      f << "class G(torch.nn.Module):\n    def forward(self, w: \"bf16[64]\", W: \"bf16[16, 64]\", x: \"bf16[2, 8, 64]\"):\n"
-           "        h: \"f32[2, 8, 64]\" = torch.ops.aten._to_copy.default(x, dtype = torch.float32)\n"
-           "        p: \"f32[2, 8, 64]\" = torch.ops.aten.pow.Tensor_Scalar(h, 2)\n"
-           "        m: \"f32[2, 8, 1]\" = torch.ops.aten.mean.dim(p, [-1], True)\n"
-           "        a: \"f32[2, 8, 1]\" = torch.ops.aten.add.Tensor(m, 1e-06)\n"
-           "        r: \"f32[2, 8, 1]\" = torch.ops.aten.rsqrt.default(a)\n"
-           "        hm: \"f32[2, 8, 64]\" = torch.ops.aten.mul.Tensor(h, r)\n"
-           "        hc: \"bf16[2, 8, 64]\" = torch.ops.aten._to_copy.default(hm, dtype = torch.bfloat16)\n"
-           "        y: \"bf16[2, 8, 64]\" = torch.ops.aten.mul.Tensor(w, hc)\n"
-           "        z: \"bf16[2, 8, 16]\" = torch.ops.aten.linear.default(y, W)\n"
-           "        return (z,)\n";
-    }
+    const std::string text =
+        "class G(torch.nn.Module):\n    def forward(self, w: \"bf16[64]\", W: \"bf16[16, 64]\", x: \"bf16[2, 8, 64]\"):\n"
+        "        h: \"f32[2, 8, 64]\" = torch.ops.aten._to_copy.default(x, dtype = torch.float32)\n"
+        "        p: \"f32[2, 8, 64]\" = torch.ops.aten.pow.Tensor_Scalar(h, 2)\n"
+        "        m: \"f32[2, 8, 1]\" = torch.ops.aten.mean.dim(p, [-1], True)\n"
+        "        a: \"f32[2, 8, 1]\" = torch.ops.aten.add.Tensor(m, 1e-06)\n"
+        "        r: \"f32[2, 8, 1]\" = torch.ops.aten.rsqrt.default(a)\n"
+        "        hm: \"f32[2, 8, 64]\" = torch.ops.aten.mul.Tensor(h, r)\n"
+        "        hc: \"bf16[2, 8, 64]\" = torch.ops.aten._to_copy.default(hm, dtype = torch.bfloat16)\n"
+        "        y: \"bf16[2, 8, 64]\" = torch.ops.aten.mul.Tensor(w, hc)\n"
+        "        z: \"bf16[2, 8, 16]\" = torch.ops.aten.linear.default(y, W)\n"
+        "        return (z,)\n";
+    const LoadedModel model = load_graph_text(text);
     for (Device d : {Device::cpu, Device::cuda}) {
       PipelineOptions o;
       o.train = true;
       o.device = d;
       o.run = d == Device::cpu;
       o.timing_budget_ms = 5;
-      const CompileResult r = run_pipeline(load_model(path), o);
+      const CompileResult r = run_pipeline(model, o);
       QVERIFY2(r.error.empty(), r.error.c_str());
       if (d == Device::cpu) QVERIFY2(r.check.ok, r.stage("run")->text.c_str());
       int rows = 0;
