@@ -1239,6 +1239,11 @@ std::string schedule_kernels_to_dot(const LoopProgram& p, const Schedule& s) { r
 
 std::string schedule_to_dot(const LoopProgram& p, const Schedule& s) {
   if (p.nodes.size() > kClusteredScheduleNodes) return kernels_to_dot(p, s);
+  // A loop node's key in the drawing: its buffer's name, or its own where an earlier node wrote
+  // that buffer (a scatter into the copy of self it mutates: one key would put both in one box).
+  std::vector<std::string> key(p.nodes.size());
+  std::set<std::string> drawn;
+  for (size_t i = 0; i < p.nodes.size(); ++i) key[i] = drawn.insert(p.nodes[i].buffer).second ? p.nodes[i].buffer : p.nodes[i].name;
   std::ostringstream os;
   os << "digraph S {\n  rankdir=TB; compound=true; node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\", fontsize=10];\n";
   for (const LoopBuffer& b : p.buffers)
@@ -1266,28 +1271,31 @@ std::string schedule_to_dot(const LoopProgram& p, const Schedule& s) {
     for (int n : kr.nodes) {
       const LoopNode& ln = p.nodes[n];
       const bool removed = std::count(kr.removed.begin(), kr.removed.end(), ln.buffer) > 0;
-      os << "    \"" << ln.buffer << "\" [id=\"" << ln.name << "\", fillcolor=\""
+      os << "    \"" << key[static_cast<size_t>(n)] << "\" [id=\"" << ln.name << "\", fillcolor=\""
          << (ln.kind == LoopNode::Kind::reduction ? "#fde8d8" : "#eef3fb") << "\"" << (removed ? ", style=\"rounded,filled,dashed\"" : "")
-         << ", label=\"" << ln.name << " " << (ln.kind == LoopNode::Kind::reduction ? std::string(reduce_name(ln.reduce)) : "pointwise")
+         << ", label=\"" << ln.name << " "
+         << (ln.kind == LoopNode::Kind::reduction ? std::string(reduce_name(ln.reduce)) : ln.kind == LoopNode::Kind::scatter ? "scatter" : "pointwise")
          << "\\n" << ln.graph_node << "\"];\n";
     }
     os << "  }\n";
   }
   // Edges from the inputs, grouped by input in the buffers' order: each node's reads found once
   // (a walk of its body), not once per input.
-  std::map<std::string, std::vector<std::string>> readers;  // input -> reading nodes' buffers
+  std::map<std::string, std::vector<std::string>> readers;  // input -> reading nodes' keys
   for (const auto& b : p.buffers)
     if (b.is_input) readers[b.name];
   for (const Kernel& kr : s.kernels)
     for (int n : kr.nodes)
       for (const auto& d : extract_dependencies(p.nodes[n]).reads)
-        if (auto it = readers.find(d.buffer); it != readers.end()) it->second.push_back(p.nodes[n].buffer);
+        if (auto it = readers.find(d.buffer); it != readers.end()) it->second.push_back(key[static_cast<size_t>(n)]);
   for (const auto& b : p.buffers)
     if (b.is_input)
       for (const std::string& reader : readers[b.name]) os << "  \"" << b.name << "\" -> \"" << reader << "\";\n";
   const std::vector<int> kernel_of = kernels_of_nodes(p, s);
   for (const EdgeDecision& e : s.edges) {
-    os << "  \"" << e.buffer << "\" -> \"" << p.nodes[e.consumer].buffer << "\"";
+    // from the producer's node (an extern's other outputs: their points, by buffer)
+    const std::string& from = e.producer >= 0 && p.nodes[e.producer].buffer == e.buffer ? key[static_cast<size_t>(e.producer)] : e.buffer;
+    os << "  \"" << from << "\" -> \"" << key[static_cast<size_t>(e.consumer)] << "\"";
     if (runs_as_epilogue(s, kernel_of, e)) {
       os << " [color=\"#2e7d32\", fontcolor=\"#2e7d32\", fontsize=8, style=dashed, label=\"epilogue\", tooltip=\"runs inside the "
             "matrix multiply: on the CPU on each block of its rows, on CUDA in its GEMM template\"]";

@@ -14,6 +14,8 @@
 #include <thread>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "backend/backend.h"
 #include "compile/cpu_compiler.h"
 #include "compile/split_source.h"
@@ -2114,6 +2116,47 @@ class TestCpu : public QObject {
   // index_put index counts from the end; checked against loops written here. An index out of
   // range records its fault and skips its store: the run fails naming the node, the value and
   // the size, and no element outside the buffer (nor element 0) is written.
+  // The fused stage's drawing of scatters: a scatter writes the buffer its copy of self wrote, and
+  // keyed by buffer both were one Graphviz node, the scatter's kernel an empty cluster (the app
+  // then showed "Cannot read Graphviz's layout"). Every loop node is drawn once, under a key of its
+  // own, and Graphviz lays out every kernel's cluster with its nodes.
+  void testScatterKernelsDrawnApart() {
+    PipelineOptions o;
+    o.run = false;
+    const CompileResult r = run_pipeline(load_model(data("stages/op_scatter/index_put.txt")), o);
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    int scatters = 0;
+    for (const LoopNode& n : r.loops.nodes) scatters += n.kind == LoopNode::Kind::scatter;
+    QVERIFY(scatters > 0);
+    const std::string& dot = r.stage("fused")->dot;
+    const std::regex decl("\\n\\s+\"([^\"]+)\" \\[id=\"([^\"]+)\"");
+    std::set<std::string> keys;
+    std::map<std::string, int> drawn;
+    for (auto it = std::sregex_iterator(dot.begin(), dot.end(), decl); it != std::sregex_iterator(); ++it) {
+      QVERIFY2(keys.insert((*it)[1]).second, ("two nodes under the key " + (*it)[1].str()).c_str());
+      ++drawn[(*it)[2]];
+    }
+    for (const Kernel& k : r.schedule.kernels)
+      if (!k.is_extern)
+        for (int n : k.nodes) QVERIFY2(drawn[r.loops.nodes[n].name] == 1, r.loops.nodes[n].name.c_str());
+    // Graphviz itself: no cluster left without nodes
+    QTemporaryDir dir;
+    const QString in = dir.filePath("fused.dot"), out = dir.filePath("fused.json");
+    std::ofstream(in.toStdString()) << dot;
+    QProcess dotp;
+    dotp.start("dot", {"-Tjson", in, "-o", out});
+    QVERIFY(dotp.waitForFinished(60000) && dotp.exitCode() == 0);
+    const nlohmann::json layout = nlohmann::json::parse(std::ifstream(out.toStdString()));
+    int clusters = 0;
+    for (const auto& obj : layout.at("objects")) {
+      const std::string name = obj.at("name");
+      if (name.rfind("cluster_", 0) != 0) continue;
+      ++clusters;
+      QVERIFY2(obj.contains("nodes") && !obj.at("nodes").empty(), ("a kernel's cluster without nodes: " + name).c_str());
+    }
+    QVERIFY(clusters > scatters);
+  }
+
   void testScattersAreGeneratedCode() {
     const int64_t N = 4096, C = 64, M = 3000;  // M * C elements: enough for the loops to run in parallel
     Tensor y(DType::f32, {N, C}), s(DType::f32, {M, C}), i(DType::i64, {M, C}), rows(DType::i64, {M});
