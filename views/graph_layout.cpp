@@ -36,7 +36,8 @@ LaidOutGraph parse_dot_json(const QByteArray& data) {
   g.bounds = QRectF(0, 0, b.width(), h);
   std::vector<QPointF> centers;
   for (const auto& o : j.value("objects", nlohmann::json::array())) {
-    if (o.contains("nodes") || o.contains("bb")) {  // a subgraph: clusters have a bb
+    // A subgraph: clusters have a bb, one without nodes has neither (nothing to draw).
+    if (o.contains("nodes") || o.contains("bb") || o.value("name", std::string()).rfind("cluster", 0) == 0) {
       if (!o.contains("bb")) continue;
       LaidOutGraph::Cluster c;
       c.id = QString::fromStdString(o.value("id", o.value("name", std::string())));

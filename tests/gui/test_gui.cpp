@@ -995,7 +995,8 @@ class TestGui : public QObject {
   void testDotJsonParsing() {
     const QByteArray json = R"({"bb":"0,0,100,200","objects":[
       {"_gvid":0,"name":"cluster_0","bb":"10,10,90,150","label":"k0","nodes":[1]},
-      {"_gvid":1,"name":"n0","id":"a","label":"a\\nf32[4]","pos":"50,100","width":"1","height":"0.5"}],
+      {"_gvid":1,"name":"n0","id":"a","label":"a\\nf32[4]","pos":"50,100","width":"1","height":"0.5"},
+      {"_gvid":2,"name":"cluster_1","label":"an empty kernel"}],
       "edges":[{"tail":1,"head":1,"pos":"e,50,20 50,80 50,60 50,40 50,30","label":"why","lp":"60,50"}]})";
     const LaidOutGraph g = parse_dot_json(json);
     QCOMPARE(g.nodes.size(), 1);
