@@ -889,3 +889,6 @@ GeneratedCuda generate_cuda(const LoopProgram& p, const Schedule& s, const CudaC
 }
 
 }  // namespace ls
+  if (stages > 0)
+    return "tile " + std::to_string(bm) + "x" + std::to_string(bn) + ", " + std::to_string(tm) + "x" + std::to_string(tn) + " warps, k by " +
+           std::to_string(bk) + ", " + std::to_string(stages) + " stages (tensor cores)";

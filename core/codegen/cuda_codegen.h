@@ -40,9 +40,13 @@ struct KernelConfig {
 // where it beats the library with its epilogue fused): a BM x BN tile of the product a block of
 // 256 threads, TM x TN outputs a thread (strided, so a warp's stores are coalesced), K in steps
 // of BK through shared memory (codegen/cuda_gemm_template.h).
+// A bfloat16/float16 product takes the tensor-core template instead (codegen/cuda_gemm_half.h):
+// tm x tn warps a block, each (bm / tm) x (bn / tn) of the tile in mma.sync m16n8k16 tiles, K by
+// bk through `stages` shared buffers filled with cp.async.
 struct CudaGemmConfig {
   int bm = 64, bn = 64, tm = 4, tn = 4, bk = 16;
-  std::string text() const;  // "tile 64x64, 4x4 a thread, k by 16"
+  int stages = 0;            // > 0: the tensor-core template (tm x tn warps); 0: float32
+  std::string text() const;  // "tile 64x64, 4x4 a thread, k by 16" / "tile 128x128, 2x2 warps, k by 32, 3 stages (tensor cores)"
   bool operator==(const CudaGemmConfig&) const = default;
 };
 

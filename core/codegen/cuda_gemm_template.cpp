@@ -2,14 +2,17 @@
 
 #include <algorithm>
 #include <sstream>
+#include <stdexcept>
 
 #include "ops/known_ops.h"
 #include "ops/op_table.h"
 
+extern const char kCudaGemmHalf[];
+
 namespace ls {
 namespace {
 
-bool is_f32(const LoopProgram& p, const std::string& b) { return p.buffer(b).dtype == DType::f32; }
+bool is_half(DType t) { return t == DType::bf16 || t == DType::f16; }
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -28,20 +31,25 @@ std::optional<CudaGemmProblem> cuda_gemm_problem(const LoopProgram& p, const Sch
     const size_t i = input(arg);
     return (i >= c.strides.size() || c.strides[i].empty()) && (i >= c.offsets.size() || c.offsets[i] == 0);
   };
+  // Every operand float32 (the SIMT template), or every one bfloat16 / float16 (the tensor cores').
+  const DType t = p.buffer(c.outputs[0]).dtype;
+  if (t != DType::f32 && !is_half(t)) return std::nullopt;
   for (size_t arg : {ia, ib})
-    if (!c.args.at(arg).is_node() || !plain(arg) || shape(arg).size() != 2 || !is_f32(p, c.inputs.at(input(arg)))) return std::nullopt;
-  if (!is_f32(p, c.outputs[0])) return std::nullopt;
+    if (!c.args.at(arg).is_node() || !plain(arg) || shape(arg).size() != 2 || p.buffer(c.inputs.at(input(arg))).dtype != t) return std::nullopt;
   CudaGemmProblem g;
+  g.dtype = t;
   g.ta = transposed_operand(c, ia), g.tb = transposed_operand(c, ib);
   const Shape a = shape(ia), b = shape(ib);
   g.M = a[g.ta ? 1 : 0], g.K = a[g.ta ? 0 : 1], g.N = b[g.tb ? 0 : 1];
   if (g.M * g.N != numel_of(p.buffer(c.outputs[0]).shape) || g.M <= 0 || g.N <= 0 || g.K <= 0) return std::nullopt;
+  // The tensor-core template copies 16 bytes at a time along each operand's contiguous size.
+  if (is_half(t) && (g.K % 8 != 0 || (g.ta && g.M % 8 != 0) || (!g.tb && g.N % 8 != 0))) return std::nullopt;
   g.a = c.inputs.at(input(ia)), g.b = c.inputs.at(input(ib)), g.c = c.outputs[0];
   if (addmm) {
     if (!c.args[0].is_node() || !plain(0) || c.args[3].number() != 1.0 || c.args[4].number() != 1.0) return std::nullopt;
     const Shape bias = shape(0);
     const bool row = bias.size() == 1 ? bias[0] == g.N : bias.size() == 2 && bias[0] == 1 && bias[1] == g.N;
-    if (!row || !is_f32(p, c.inputs.at(input(0)))) return std::nullopt;
+    if (!row || p.buffer(c.inputs.at(input(0))).dtype != t) return std::nullopt;
     g.bias = c.inputs.at(input(0));
   }
   if (k + 1 < s.kernels.size() && s.kernels[k + 1].epilogue) {
@@ -54,6 +62,16 @@ std::optional<CudaGemmProblem> cuda_gemm_problem(const LoopProgram& p, const Sch
 }
 
 std::vector<CudaGemmConfig> cuda_gemm_candidates(const CudaGemmProblem& g) {
+  if (is_half(g.dtype)) {
+    // bm, bn, warps along M and N, bk, stages: each ring of shared tiles within 48 KB.
+    const std::vector<CudaGemmConfig> tensor_cores = {{128, 128, 2, 2, 32, 3}, {128, 256, 2, 4, 32, 2}, {256, 128, 4, 2, 32, 2},
+                                                      {64, 128, 2, 2, 32, 4},  {128, 64, 2, 2, 32, 4},  {64, 64, 2, 2, 32, 4},
+                                                      {64, 64, 2, 2, 64, 3},   {32, 64, 1, 2, 64, 3}};
+    std::vector<CudaGemmConfig> out;
+    for (const CudaGemmConfig& c : tensor_cores)
+      if (c.bm <= std::max<int64_t>(32, 2 * g.M) && c.bn <= std::max<int64_t>(64, 2 * g.N)) out.push_back(c);
+    return out;
+  }
   const std::vector<CudaGemmConfig> all = {
       {16, 16, 1, 1, 16}, {16, 32, 1, 2, 16}, {32, 32, 2, 2, 16}, {64, 64, 4, 4, 16}, {128, 64, 8, 4, 8}, {64, 128, 4, 8, 8}, {128, 128, 8, 8, 8}};
   std::vector<CudaGemmConfig> out;
@@ -62,10 +80,63 @@ std::vector<CudaGemmConfig> cuda_gemm_candidates(const CudaGemmProblem& g) {
   return out;
 }
 
+namespace {
+
+// The tensor-core template (codegen/cuda_gemm_half.h, once a module): a kernel calling ls_gh_gemm
+// with the sizes, the tile, the operands' orientation and the epilogue's element function.
+void half_template(const CudaGemmProblem& g, const CudaGemmConfig& c, const std::string& function, const std::string& epilogue_call,
+                   const std::string& epilogue_params, const std::string& epilogue_text, const std::string& epilogue_name,
+                   CudaGemmSource& out) {
+  const int warps = c.tm * c.tn;
+  out.launch.form = "gemm template";
+  out.launch.block = warps * 32;
+  out.launch.grid = ceil_div(g.M, c.bm) * ceil_div(g.N, c.bn);
+  std::ostringstream os;
+  os << kCudaGemmHalf << epilogue_text;
+  os << "// " << function << ": GEMM template on the tensor cores for the product " << g.c << " (" << g.M << "x" << g.K << " @ " << g.K << "x"
+     << g.N << (g.bias.empty() ? "" : " + bias") << ", " << dtype_torch(g.dtype).substr(6) << "), " << c.text() << ", grid " << out.launch.grid
+     << " x block " << out.launch.block << (epilogue_name.empty() ? "" : ", then the epilogue " + epilogue_name + " on each element") << "\n";
+  os << "extern \"C\" __global__ void __launch_bounds__(" << out.launch.block << ") " << function
+     << "(const unsigned short* __restrict__ ls_a, const unsigned short* __restrict__ ls_b"
+     << (g.bias.empty() ? "" : ", const unsigned short* __restrict__ ls_bias") << ", unsigned short* __restrict__ ls_c" << epilogue_params << ") {\n";
+  os << "    ls_gh_gemm<" << (g.dtype == DType::f16 ? 1 : 0) << ", " << c.bm << ", " << c.bn << ", " << c.bk << ", " << c.tm << ", " << c.tn << ", "
+     << c.stages << ", " << (g.ta ? "true" : "false") << ", " << (g.tb ? "true" : "false") << ", " << (g.bias.empty() ? "false" : "true") << ", "
+     << g.M << ", " << g.N << ", " << g.K << ">(ls_a, ls_b, " << (g.bias.empty() ? "nullptr" : "ls_bias") << ", ls_c, [&](long long ls_at) {"
+     << (epilogue_call.empty() ? "" : " " + epilogue_call + " ") << "});\n}\n";
+  out.text = os.str();
+}
+
+}  // namespace
+
 CudaGemmSource cuda_gemm_template(const LoopProgram& p, const Schedule& s, const CudaGemmProblem& g, const CudaGemmConfig& c,
                                   const CudaCodegenOptions& o, const std::string& function) {
   CudaGemmSource out;
   out.function = function;
+  if (c.stages > 0) {
+    if (!is_half(g.dtype)) throw std::logic_error(function + ": the tensor-core template takes bfloat16 or float16, not " + std::string(dtype_torch(g.dtype)));
+    std::string call, params, text, name;
+    std::vector<std::string> epilogue_args;
+    if (g.epilogue >= 0) {
+      const Kernel& e = s.kernels.at(static_cast<size_t>(g.epilogue));
+      name = e.name;
+      const std::string fname = function + "_epilogue";
+      text = cuda_element_function(p, e, o, fname, epilogue_args);
+      call = fname + "(ls_at";
+      for (size_t i = 0; i < epilogue_args.size(); ++i) {
+        const bool write = std::count(e.writes.begin(), e.writes.end(), epilogue_args[i]) > 0;
+        const std::string arg = "ls_e" + std::to_string(i);
+        params += std::string(", ") + (write ? "" : "const ") + std::string(dtype_c(p.buffer(epilogue_args[i]).dtype)) + "* " + arg;
+        call += ", " + arg;
+      }
+      call += ");";
+    }
+    half_template(g, c, function, call, params, text, name, out);
+    out.args = {g.a, g.b};
+    if (!g.bias.empty()) out.args.push_back(g.bias);
+    out.args.push_back(g.c);
+    out.args.insert(out.args.end(), epilogue_args.begin(), epilogue_args.end());
+    return out;
+  }
   const int TX = c.bn / c.tn, TY = c.bm / c.tm, T = TX * TY;
   const int64_t col_blocks = ceil_div(g.N, c.bn);
   out.launch.form = "gemm template";

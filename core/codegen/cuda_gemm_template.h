@@ -17,14 +17,16 @@ namespace ls {
 // value per column), A stored K x M where ta, B stored N x K where tb; its buffers; `epilogue`:
 // the index of the kernel that runs inside it (-1: none).
 struct CudaGemmProblem {
+  DType dtype = DType::f32;  // every operand's: float32 (the SIMT template), bfloat16 or float16 (the tensor cores')
   int64_t M = 0, N = 0, K = 0;
   bool ta = false, tb = false;
   std::string a, b, bias, c;  // bias empty: mm
   int epilogue = -1;
 };
 
-// Where a template can compute kernel k: float32 2-D mm, or addmm whose bias is a row of N added
-// unscaled (alpha = beta = 1); nullopt otherwise. The next kernel rides along as its epilogue
+// Where a template can compute kernel k: a 2-D mm, or addmm whose bias is a row of N added
+// unscaled (alpha = beta = 1), every operand float32, or every one bfloat16 or float16 with K and
+// the contiguous sizes multiples of 8; nullopt otherwise. The next kernel rides along as its epilogue
 // where the schedule marked it (Kernel::epilogue) and it writes no buffer it reads.
 std::optional<CudaGemmProblem> cuda_gemm_problem(const LoopProgram& p, const Schedule& s, size_t k);
 

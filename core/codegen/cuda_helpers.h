@@ -246,14 +246,20 @@ extern "C" __global__ void ls_hold(long long ns) {
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   } while ((long long)(t - t0) < ns);
 }
+// Element i of a float buffer of kind 0 (float32), 1 (bfloat16) or 2 (float16), widened exactly.
+LS_DEV float ls_float_of_kind(const void* p, long long i, int kind) {
+  if (kind == 1) return ls_float(static_cast<const ls_bf16*>(p)[i]);
+  if (kind == 2) return ls_float(static_cast<const ls_f16*>(p)[i]);
+  return static_cast<const float*>(p)[i];
+}
 // max-autotune's check of a candidate kernel against the heuristic's output, on the device: counts
 // the elements that differ by more than atol + rtol * max(|expected|, rms), as compare() does on
-// the host (NaN matches NaN, an infinity itself).
-extern "C" __global__ void ls_count_mismatches(const float* __restrict__ a, const float* __restrict__ b, long long n, double atol,
-                                               double rtol, double rms, unsigned* __restrict__ count) {
+// the host (NaN matches NaN, an infinity itself). Both buffers of one kind (ls_float_of_kind).
+extern "C" __global__ void ls_count_mismatches(const void* __restrict__ a, const void* __restrict__ b, long long n, double atol,
+                                               double rtol, double rms, unsigned* __restrict__ count, int kind) {
   unsigned bad = 0;
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
-    const float x = a[i], y = b[i];
+    const float x = ls_float_of_kind(a, i, kind), y = ls_float_of_kind(b, i, kind);
     const bool same = (x != x && y != y) || (isinf(x) && x == y);
     const double d = fabs((double)x - (double)y);
     if (!same && (d != d || d > atol + rtol * fmax(fabs((double)y), rms))) ++bad;
@@ -261,14 +267,14 @@ extern "C" __global__ void ls_count_mismatches(const float* __restrict__ a, cons
   bad = ls_warp_reduce<0, 32>(bad);
   if ((threadIdx.x & 31) == 0 && bad) atomicAdd(count, bad);
 }
-// The sum of squares and the count of the finite elements of a float32 buffer (max-autotune's
-// rms under compare()'s tolerance, without downloading the buffer).
-extern "C" __global__ void ls_square_sum(const float* __restrict__ a, long long n, double* __restrict__ sum,
-                                         unsigned long long* __restrict__ finite) {
+// The sum of squares and the count of the finite elements of a float buffer (max-autotune's rms
+// under compare()'s tolerance, without downloading the buffer).
+extern "C" __global__ void ls_square_sum(const void* __restrict__ a, long long n, double* __restrict__ sum,
+                                         unsigned long long* __restrict__ finite, int kind) {
   double s = 0;
   unsigned long long f = 0;
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
-    const float x = a[i];
+    const float x = ls_float_of_kind(a, i, kind);
     if (isfinite(x)) s += (double)x * x, ++f;
   }
   s = ls_warp_reduce<0, 32>(s);

@@ -965,13 +965,27 @@ double CudaExecutable::median_between_events(const std::function<void()>& launch
 }
 
 long long CudaExecutable::mismatches(const std::string& buffer, DevicePtr expected, double rms, Tolerance tol) {
+namespace {
+// The helpers' float kinds (cuda_helpers.h ls_float_of_kind): 0 float32, 1 bfloat16, 2 float16.
+int float_kind(const std::string& what, const std::string& buffer, DType t) {
+  if (t == DType::f32) return 0;
+  if (t == DType::bf16) return 1;
+  if (t == DType::f16) return 2;
+  throw std::invalid_argument(what + ": " + buffer + " is " + std::string(dtype_torch(t)) + ", not a float type");
+}
+}  // namespace
+
   const LoopBuffer& b = p_.buffer(buffer);
-  if (b.dtype != DType::f32) throw std::invalid_argument("mismatches: " + buffer + " is not float32");
+  int kind = float_kind("mismatches", buffer, b.dtype);
+  if (kind != 0) {  // a half buffer: at least its type's tolerance (two roundings of one sum may differ by an ulp)
+    const Tolerance t = tolerance_for(b.dtype);
+    tol.rtol = std::max(tol.rtol, t.rtol), tol.atol = std::max(tol.atol, t.atol);
+  }
   DeviceBuffer count(d_, 4);
   d_.zero(count.ptr(), 4);
   DevicePtr a = buffers_.at(buffer).ptr(), e = expected, c = count.ptr();
   long long n = numel_of(b.shape);
-  void* params[] = {&a, &e, &n, &tol.atol, &tol.rtol, &rms, &c};
+  void* params[] = {&a, &e, &n, &tol.atol, &tol.rtol, &rms, &c, &kind};
   d_.launch(helpers_.at("ls_count_mismatches"), grid_for(n), 256, params, "ls_count_mismatches");
   unsigned got = 0;
   d_.synchronize();
@@ -981,12 +995,12 @@ long long CudaExecutable::mismatches(const std::string& buffer, DevicePtr expect
 
 double CudaExecutable::rms(const std::string& buffer) {
   const LoopBuffer& b = p_.buffer(buffer);
-  if (b.dtype != DType::f32) throw std::invalid_argument("rms: " + buffer + " is not float32");
+  int kind = float_kind("rms", buffer, b.dtype);
   DeviceBuffer acc(d_, 16);
   d_.zero(acc.ptr(), 16);
   DevicePtr a = buffers_.at(buffer).ptr(), sum = acc.ptr(), finite = acc.ptr() + 8;
   long long n = numel_of(b.shape);
-  void* params[] = {&a, &n, &sum, &finite};
+  void* params[] = {&a, &n, &sum, &finite, &kind};
   d_.launch(helpers_.at("ls_square_sum"), grid_for(n), 256, params, "ls_square_sum");
   struct {
     double sum;

@@ -109,10 +109,11 @@ class CudaExecutable {
   double time_step_alone(size_t k, const TimingOptions& o);  // its median time alone
   Tensor download(const std::string& buffer);  // a bound buffer's contents
   DevicePtr device_ptr(const std::string& buffer) const { return buffers_.at(buffer).ptr(); }
-  // The elements of a bound float32 buffer that differ from `expected` (a device copy of as many
-  // elements) beyond compare()'s tolerance, counted on the device.
+  // The elements of a bound float buffer (float32, bfloat16 or float16) that differ from `expected`
+  // (a device copy of as many elements) beyond compare()'s tolerance, counted on the device; a half
+  // buffer gets at least its type's tolerance (tolerance_for).
   long long mismatches(const std::string& buffer, DevicePtr expected, double rms, Tolerance tol = {});
-  double rms(const std::string& buffer);  // a bound float32 buffer's root mean square over its finite elements
+  double rms(const std::string& buffer);  // a bound float buffer's root mean square over its finite elements
 
   // per kernel: "generated", "cuBLAS", "cuBLASLt: algorithm 21, tile 128x64, ..." (max-autotune's
   // choice), "template" / "template+epilogue" (a GEMM template in a library call's place, with the

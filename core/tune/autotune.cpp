@@ -30,12 +30,12 @@ using Clock = std::chrono::steady_clock;
 
 // The cache entry: one line per tuned kernel, "name block unroll threads_per_row split", one per
 // matrix multiply given a cuBLASLt algorithm, "matmul name <MatmulAlgorithm::serialize>", and one
-// per matrix multiply written as a GEMM template, "template name bm bn tm tn bk".
+// per matrix multiply written as a GEMM template, "template name bm bn tm tn bk stages".
 std::string serialize(const CudaCodegenOptions& o) {
   std::ostringstream os;
   for (const auto& [name, c] : o.configs) os << name << ' ' << c.block << ' ' << c.unroll << ' ' << c.threads_per_row << ' ' << c.split << '\n';
   for (const auto& [name, a] : o.matmul_algorithms) os << "matmul " << name << ' ' << a << '\n';
-  for (const auto& [name, t] : o.gemm_templates) os << "template " << name << ' ' << t.bm << ' ' << t.bn << ' ' << t.tm << ' ' << t.tn << ' ' << t.bk << '\n';
+  for (const auto& [name, t] : o.gemm_templates) os << "template " << name << ' ' << t.bm << ' ' << t.bn << ' ' << t.tm << ' ' << t.tn << ' ' << t.bk << ' ' << t.stages << '\n';
   return os.str();
 }
 
@@ -48,7 +48,10 @@ void deserialize(const std::string& text, CudaCodegenOptions& o) {
     if (name == "template") {
       std::string kernel;
       CudaGemmConfig t;
-      if (is >> kernel >> t.bm >> t.bn >> t.tm >> t.tn >> t.bk) o.gemm_templates[kernel] = t;
+      if (is >> kernel >> t.bm >> t.bn >> t.tm >> t.tn >> t.bk) {
+        if (!(is >> t.stages)) t.stages = 0;  // an entry written before the tensor-core template
+        o.gemm_templates[kernel] = t;
+      }
       continue;
     }
     if (name == "matmul") {
@@ -413,10 +416,11 @@ AutotuneResult autotune_cuda(const LoopProgram& p, const Schedule& s, const Cuda
       exe.run_alone(e, epilogue_f, heuristic.launch[e]);
       for (const std::string& w : s.kernels[e].writes) {
         const LoopBuffer& b = p.buffer(w);
-        if (b.dtype != DType::f32) unfit = "the epilogue writes " + w + ", not float32";
+        const bool floating = b.dtype == DType::f32 || b.dtype == DType::bf16 || b.dtype == DType::f16;  // what mismatches() compares
+        if (!floating) unfit = "the epilogue writes " + w + ", " + std::string(dtype_torch(b.dtype)) + " (not a float type)";
         epilogue_want.emplace_back(d, static_cast<size_t>(b.bytes()));
-        if (b.dtype == DType::f32 && b.bytes()) d.copy(epilogue_want.back().ptr(), exe.device_ptr(w), static_cast<size_t>(b.bytes()));
-        epilogue_rms.push_back(b.dtype == DType::f32 ? exe.rms(w) : 0.0);
+        if (floating && b.bytes()) d.copy(epilogue_want.back().ptr(), exe.device_ptr(w), static_cast<size_t>(b.bytes()));
+        epilogue_rms.push_back(floating ? exe.rms(w) : 0.0);
       }
       epilogue_ms = exe.time_alone(e, epilogue_f, heuristic.launch[e], alone);
     }

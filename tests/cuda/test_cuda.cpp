@@ -583,6 +583,73 @@ void gemm_templates_run_in_place_of_cublas(const std::string& model, bool train)
   VERIFY2(inside == epilogues, std::to_string(inside));
 }
 
+// max-autotune's tensor-core GEMM templates (bfloat16 and float16, codegen/cuda_gemm_half.h) in the
+// products' place, every tile of cuda_gemm_candidates in turn: sizes off the tiles' multiples (M
+// 200; K 96 and 160 against k steps of 32 and 64; N 40 and 24), operands stored either way (the
+// linear layers' transposed weights, a plain right operand, a training step's products of
+// transposed activations), bias rows, the ReLU after the first product as its epilogue. Every
+// template is in the PTX; with a GPU every output (and gradient) matches the reference interpreter
+// within the type's tolerance and the products report a template.
+void gemm_half_templates(DType t, bool train) {
+  const std::string graph =
+      "class G(torch.nn.Module):\n"
+      "    def forward(self, x: \"f32[200, 96]\", w1: \"f32[160, 96]\", b1: \"f32[160]\", w2: \"f32[40, 160]\", b2: \"f32[40]\", "
+      "w3: \"f32[160, 24]\"):\n"
+      "        t1: \"f32[96, 160]\" = torch.ops.aten.permute.default(w1, [1, 0])\n"
+      "        h: \"f32[200, 160]\" = torch.ops.aten.addmm.default(b1, x, t1)\n"
+      "        r: \"f32[200, 160]\" = torch.ops.aten.relu.default(h)\n"
+      "        t2: \"f32[160, 40]\" = torch.ops.aten.permute.default(w2, [1, 0])\n"
+      "        o: \"f32[200, 40]\" = torch.ops.aten.addmm.default(b2, r, t2)\n"
+      "        m: \"f32[200, 24]\" = torch.ops.aten.mm.default(r, w3)\n"
+      "        return (o, m)\n";
+  const std::string what = std::string(dtype_short(t)) + (train ? " train" : "");
+  PipelineOptions o;
+  o.device = Device::cuda;
+  o.dtype = t;
+  o.train = train;
+  o.timing_budget_ms = 20;
+  const CompileResult first = run_pipeline(load_graph_text("gemm_half", graph), o);
+  VERIFY2(first.error.empty(), what + ": " + first.error_stage + ": " + first.error);
+  std::vector<std::pair<std::string, std::vector<CudaGemmConfig>>> products;
+  size_t most = 0;
+  bool ta = false, tb = false, plain_b = false;
+  for (size_t k = 0; k < first.schedule.kernels.size(); ++k) {
+    const std::optional<CudaGemmProblem> g = cuda_gemm_problem(first.loops, first.schedule, k);
+    if (!g) continue;
+    VERIFY2(g->dtype == t, what + ": " + first.schedule.kernels[k].name);
+    const std::vector<CudaGemmConfig> tiles = cuda_gemm_candidates(*g);
+    VERIFY2(!tiles.empty() && tiles[0].stages > 0, what + ": " + first.schedule.kernels[k].name);
+    ta = ta || g->ta, tb = tb || g->tb, plain_b = plain_b || !g->tb;
+    most = std::max(most, tiles.size());
+    products.emplace_back(first.schedule.kernels[k].name, tiles);
+  }
+  VERIFY2(products.size() >= (train ? 6u : 3u), what + ": " + std::to_string(products.size()) + " products take a template");
+  VERIFY2(tb && plain_b && (ta || !train), what);
+  std::string why;
+  const bool gpu = CudaDriver::get(&why) != nullptr;
+  for (size_t turn = 0; turn < most; ++turn) {
+    PipelineOptions ot = o;
+    for (size_t i = 0; i < products.size(); ++i) ot.cuda_gemm_templates[products[i].first] = products[i].second[(turn + i) % products[i].second.size()];
+    const CompileResult r = run_pipeline(load_graph_text("gemm_half", graph), ot);
+    const std::string at = what + ", turn " + std::to_string(turn);
+    VERIFY2(r.error.empty(), at + ": " + r.error_stage + ": " + r.error);
+    for (size_t k = 0; k < r.schedule.kernels.size(); ++k) {
+      const auto chosen = ot.cuda_gemm_templates.find(r.schedule.kernels[k].name);
+      if (chosen == ot.cuda_gemm_templates.end()) continue;
+      const GeneratedKernel& gk = r.cuda.source.kernels[k];
+      VERIFY2(gk.launcher == r.schedule.kernels[k].name + "_template", at + ": " + gk.launcher);
+      VERIFY2(r.stage("asm")->text.find(gk.launcher) != std::string::npos, at + ": no PTX for " + gk.launcher);
+      VERIFY2(r.cuda.launch[k].block == chosen->second.tm * chosen->second.tn * 32, at);
+    }
+    VERIFY2(r.cuda.source.code.find("ls_gh_gemm<") != std::string::npos, at);
+    if (!gpu) continue;
+    VERIFY2(r.check.ok && !r.check.reference.empty(), at + ": " + r.stage("run")->text);
+    int templates = 0;
+    for (const KernelReport& k : r.kernels) templates += k.how.rfind("template", 0) == 0;
+    VERIFY2(templates == static_cast<int>(products.size()), at + ": " + std::to_string(templates) + " templates ran");
+  }
+}
+
 // Size-generic (dynamic) code keeps the persistent row form where a weight fixes the row length
 // (CudaCodegenOptions::fixed_buffers): LayerNorm's rows held in registers, as in static code, and
 // the same threads a row; without it the rows are read once per loop. Both compile to PTX.
@@ -2139,6 +2206,10 @@ int main(int argc, char** argv) {
   cases.push_back({"worker matches in-process attn_block train", [] { worker_matches_in_process("stages/attn_block/3_core_aten.txt", true, "default", false); }});
   cases.push_back({"worker matches in-process models/res_block reduce-overhead", [] { worker_matches_in_process("models/res_block/model.pt2", false, "reduce-overhead", false); }});
   cases.push_back({"worker matches in-process models/mlp max-autotune", [] { worker_matches_in_process("models/mlp/model.pt2", false, "max-autotune", false); }});
+  for (DType t : {DType::bf16, DType::f16})
+    for (bool train : {false, true})
+      cases.push_back({std::string("GEMM templates on the tensor cores ") + std::string(dtype_short(t)) + (train ? " train" : ""),
+                       [=] { gemm_half_templates(t, train); }});
   cases.push_back({"worker matches in-process dynamic softmax", [] { worker_matches_in_process("models/softmax/model.pt2", false, "default", true); }});
   cases.push_back({"worker refuses a model too large", worker_refuses_a_model_too_large});
   cases.push_back({"worker reads the plan", worker_reads_the_plan});

@@ -34,6 +34,8 @@ def cases():
     for name in ("mlp", "attn_block", "res_block"):
         model, shape = fx[name]
         yield name, model, [shape]
+    # An LLM's MLP at a serving size (GEMM-bound): Linear 2048 -> 8192, GELU, Linear 8192 -> 2048 on 4096 tokens.
+    yield "ffn 4096x2048x8192", torch.nn.Sequential(torch.nn.Linear(2048, 8192), torch.nn.GELU(), torch.nn.Linear(8192, 2048)), [(4096, 2048)]
     yield "transformer block 16x512x512", Attn(512, 8), [(16, 512, 512)]  # last: Inductor tunes it for minutes
 
 
