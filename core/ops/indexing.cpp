@@ -398,6 +398,34 @@ std::vector<Tensor> ref_scatter_reduce(const OpDef& op, const std::vector<Arg>& 
     }
   return {y};
 }
+// The deprecated scatter.reduce / scatter.value_reduce (reduce='add' | 'multiply'), as Inductor's
+// scatter_ lowers them: scatter_reduce.two with 'sum' / 'prod' and include_self; a value is a
+// tensor of index's shape filled with it (full_like(index, value) in self's dtype).
+std::string scatter_mode(const OpDef& op, const Arg& r) {
+  if (r.kind == Arg::Kind::string && r.s == "add") return "sum";
+  if (r.kind == Arg::Kind::string && r.s == "multiply") return "prod";
+  bad(op, "reduce argument must be either add or multiply, got " + (r.kind == Arg::Kind::string ? r.s : std::string("?")));
+}
+std::vector<TensorMeta> infer_scatter_old_reduce(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  scatter_mode(op, a[4]);
+  return infer_scatter(g, op, a);
+}
+std::vector<Tensor> ref_scatter_old_reduce(const OpDef& op, const std::vector<Arg>& a, const RefInputs& in, const std::vector<TensorMeta>& outs) {
+  const bool add = scatter_mode(op, a[4]) == "sum";
+  const Tensor& x = in[0];
+  Tensor y = copy_of(x, outs[0].dtype, x.shape());
+  const bool value = !a[3].is_node();
+  for_each_scatter(op, x.shape(), a[1].i, in[2], value ? in[2].shape() : in[3].shape(), [&](int64_t to, int64_t from) {
+    const double v = value ? a[3].number() : in[3].get(from);
+    y.set(to, add ? y.get(to) + v : y.get(to) * v);
+  });
+  return {y};
+}
+Arg decomp_scatter_old_reduce(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a) {
+  const Arg src = a[3].is_node() ? a[3] : full(b, b.meta(a[2]).shape, b.meta(a[0]).dtype, a[3].number());
+  return b.call("aten.scatter_reduce.two", {a[0], a[1], a[2], src, Arg::of_string(scatter_mode(op, a[4]))},
+                {{"include_self", Arg::of_bool(true)}});
+}
 // scatter_reduce_backward (torch/csrc/autograd/FunctionsManual.cpp), each reduction as PyTorch
 // writes it; prod handles zeros in self and single zeros in src as PyTorch does.
 Args d_scatter_reduce(DerivCtx& c) {
@@ -817,6 +845,24 @@ std::vector<Tensor> ref_sort(const OpDef& op, const std::vector<Arg>& a, const R
   sort_lines(x, d, a[2].b, lines_of(x.shape(), d).n, v, i);
   return {v, i};
 }
+// sort.stable(self, *, stable, dim, descending): our sort is stable whatever `stable` says (PyTorch's
+// CPU sort is too), so it is sort.default: the same library kernel, by decomposition.
+std::vector<TensorMeta> infer_sort_stable(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  const TensorMeta& x = meta_of(g, a[0]);
+  wrap_dim(op, a[2].i, static_cast<int64_t>(x.shape.size()));
+  return {like(x, x.dtype, x.shape), like(x, DType::i64, x.shape)};
+}
+std::vector<Tensor> ref_sort_stable(const OpDef& op, const std::vector<Arg>& a, const RefInputs& in, const std::vector<TensorMeta>& outs) {
+  const Tensor& x = in[0];
+  const int64_t d = wrap_dim(op, a[2].i, x.dim());
+  Tensor v(outs[0].dtype, outs[0].shape), i(outs[1].dtype, outs[1].shape);
+  sort_lines(x, d, a[3].b, lines_of(x.shape(), d).n, v, i);
+  return {v, i};
+}
+std::vector<Arg> decomp_sort_stable(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
+  const Arg s = b.call("aten.sort.default", {a[0], a[2], a[3]});
+  return {b.get(s, 0), b.get(s, 1)};
+}
 std::vector<TensorMeta> infer_topk(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
   const TensorMeta& x = meta_of(g, a[0]);
   const int64_t d = wrap_dim(op, a[2].i, static_cast<int64_t>(x.shape.size()));
@@ -905,6 +951,11 @@ void add_indexing_ops(std::vector<OpDef>& t) {
       ext("aten.scatter_reduce.two",
           "scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor", kCore,
           infer_scatter_reduce, ref_scatter_reduce, nullptr, d_scatter_reduce),
+      comp("aten.scatter.reduce", "scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor", kAten,
+           infer_scatter_old_reduce, ref_scatter_old_reduce, single<decomp_scatter_old_reduce>),
+      comp("aten.scatter.value_reduce",
+           "scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor", kAten,
+           infer_scatter_old_reduce, ref_scatter_old_reduce, single<decomp_scatter_old_reduce>),
       comp("aten.select_scatter.default", "select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor", kCore,
            infer_select_scatter, ref_select_scatter, single<decomp_select_scatter>, d_select_scatter),
       comp("aten.slice_scatter.default",
@@ -923,6 +974,9 @@ void add_indexing_ops(std::vector<OpDef>& t) {
           kCore, infer_embedding_bag, ref_embedding_bag),
       ext("aten.sort.default", "sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)", kCore, infer_sort,
           ref_sort, nullptr, d_value_selecting),
+      comp("aten.sort.stable",
+           "sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)", kAten,
+           infer_sort_stable, ref_sort_stable, decomp_sort_stable),
       ext("aten.topk.default",
           "topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)", kCore,
           infer_topk, ref_topk, nullptr, d_value_selecting),

@@ -389,8 +389,37 @@ Arg decomp_logical_binary(GraphBuilder& b, const OpDef& op, const std::vector<Ar
   return b.call(prim, {broadcast_to(b, as_bool(b, a[0]), shape), broadcast_to(b, as_bool(b, a[1]), shape)});
 }
 
+// round.decimals: x rounded half to even at 10^-decimals, as PyTorch's CPU kernel
+// (round_decimals_kernel) computes it in the op math type: decimals >= 0: nearbyint(x * 10^d) / 10^d;
+// decimals < 0: nearbyint(x / 10^-d) * 10^-d. Floating types only ("round_cpu" not implemented for
+// integers). The decomposition is the same two steps around aten.round.default.
+std::vector<TensorMeta> infer_round_decimals(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  const TensorMeta& x = meta_of(g, a[0]);
+  if (!dtype_is_float(x.dtype)) bad(op, "\"round_cpu\" not implemented for " + std::string(dtype_short(x.dtype)) + " (decimals need a floating point input)");
+  return {like(x, x.shape)};
+}
+template <class T>
+T round_at(T x, int64_t decimals) {
+  const T p = static_cast<T>(std::pow(10.0, static_cast<double>(decimals < 0 ? -decimals : decimals)));
+  return decimals < 0 ? std::nearbyint(x / p) * p : std::nearbyint(x * p) / p;
+}
+std::vector<Tensor> ref_round_decimals(const OpDef&, const std::vector<Arg>& a, const RefInputs& in, const std::vector<TensorMeta>& outs) {
+  Tensor y(outs[0].dtype, outs[0].shape);
+  const int64_t d = a[1].i;
+  for (int64_t i = 0; i < y.numel(); ++i)  // float64 in double; float32 and the half types in float (their op math type)
+    y.set(i, y.dtype() == DType::f64 ? round_at<double>(in[0].get(i), d) : round_at<float>(static_cast<float>(in[0].get(i)), d));
+  return {y};
+}
+Arg decomp_round_decimals(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
+  const int64_t d = a[1].i;
+  if (d == 0) return b.call("aten.round.default", {a[0]});
+  const Arg p = Arg::of_real(std::pow(10.0, static_cast<double>(d < 0 ? -d : d)));
+  const Arg scaled = b.call(d < 0 ? "aten.div.Scalar" : "aten.mul.Scalar", {a[0], p});
+  return b.call(d < 0 ? "aten.mul.Scalar" : "aten.div.Scalar", {b.call("aten.round.default", {scaled}), p});
+}
+
 // Derivatives as derivatives.yaml gives them. Rounding and sign: zeros_like(grad).
-Args d_zero(DerivCtx& c) { return one(zeros(c, shape_of(c, c.args[0]), c.b.meta(c.args[0]).dtype), 1); }
+Args d_zero(DerivCtx& c) { return one(zeros(c, shape_of(c, c.args[0]), c.b.meta(c.args[0]).dtype), c.op.params.size()); }
 Args d_log1p(DerivCtx& c) { return one(call(c, "aten.div.Tensor", {c.grads[0], call(c, "aten.add.Tensor", {c.args[0], num(1.0)})}), 1); }
 Args d_expm1(DerivCtx& c) { return one(call(c, "aten.mul.Tensor", {c.grads[0], call(c, "aten.add.Tensor", {c.out(0), num(1.0)})}), 1); }
 template <int Base>  // grad / (x * ln(base))
@@ -963,6 +992,8 @@ void add_pointwise_ops(std::vector<OpDef>& t) {
       pointwise_aten("aten.where.self", "where.self(Tensor condition, Tensor self, Tensor other) -> Tensor", Math::where, d_where),
       // Rounding and sign (integers unchanged), float functions (INT_TO_FLOAT), predicates (bool)
       unary_aten("floor", Math::floor, d_zero), unary_aten("ceil", Math::ceil, d_zero), unary_aten("round", Math::round, d_zero),
+      comp("aten.round.decimals", "round.decimals(Tensor self, *, int decimals) -> Tensor", kAten, infer_round_decimals,
+           ref_round_decimals, single<decomp_round_decimals>, d_zero),
       unary_aten("trunc", Math::trunc, d_zero), unary_aten("sign", Math::sign, d_zero),
       with_infer(unary_aten("log1p", Math::log1p, d_log1p), infer_int_to_float),
       with_infer(unary_aten("expm1", Math::expm1, d_expm1), infer_int_to_float),

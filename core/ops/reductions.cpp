@@ -145,6 +145,29 @@ Args d_amax(DerivCtx& c) {
   return one(call(c, "aten.mul.Tensor", {g, hit}), c.op.params.size());
 }
 
+// max.default/min.default: the extremum of every element, a 0-d tensor of the input's dtype (NaN
+// propagates, as amax's). Inductor lowers them as amax/amin over every dimension; the decomposition
+// is the prims reduction. An empty input has no extremum (PyTorch: "Expected reduction dim to be
+// specified for input.numel() == 0").
+std::vector<TensorMeta> infer_full_extremum(const Graph& g, const OpDef& op, const std::vector<Arg>& a) {
+  const TensorMeta& x = meta_of(g, a[0]);
+  if (numel_of(x.shape) == 0)
+    bad(op, "Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.");
+  return {like(x, x.dtype, {})};
+}
+// derivatives.yaml: evenly_distribute_backward(grad, self, result): the gradient shared evenly
+// among the elements equal to the result (NaNs too where the result is NaN):
+// mask = (self == result) | (isnan(self) & isnan(result)); grad / mask.sum() * mask.
+Args d_evenly_distribute(DerivCtx& c) {
+  const Arg& x = c.args[0];
+  const Arg y = c.out(0);
+  const Arg both_nan = call(c, "aten.logical_and.default", {call(c, "aten.isnan.default", {x}), call(c, "aten.isnan.default", {y})});
+  const Arg hit = call(c, "aten.logical_or.default", {call(c, "aten.eq.Tensor", {x, y}), both_nan});
+  const Arg mask = call(c, "aten.where.self", {hit, num(1.0), num(0.0)});
+  const Arg count = call(c, "aten.sum.dim_IntList", {mask, Arg::none(), Arg::of_bool(false)});
+  return one(call(c, "aten.mul.Tensor", {mask, call(c, "aten.div.Tensor", {c.grads[0], count})}), c.op.params.size());
+}
+
 // ---- any, argmax/argmin, max/min.dim, prod, var, cumsum (Core ATen, issue 32) ----------------
 
 // The dimensions a `dim` argument names: one int, a list, or None (every dimension), wrapped,
@@ -699,6 +722,11 @@ OpDef reduction_op(const char* name, const char* schema, Reduce r, unsigned lv, 
   return {.name = name, .schema = schema, .kind = OpKind::reduction, .levels = lv, .reduce = r, .decompose = d, .derivative = der};
 }
 
+OpDef with_infer(OpDef o, InferFn infer) {
+  o.infer = infer;
+  return o;
+}
+
 }  // namespace
 
 void add_reduction_ops(std::vector<OpDef>& t) {
@@ -717,6 +745,10 @@ void add_reduction_ops(std::vector<OpDef>& t) {
                    d_amax),
       reduction_op("aten.amin.default", "amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor", Reduce::min, kCore,
                    d_amax),
+      with_infer(reduction_op("aten.max.default", "max(Tensor self) -> Tensor", Reduce::max, kAten, d_evenly_distribute),
+                 infer_full_extremum),
+      with_infer(reduction_op("aten.min.default", "min(Tensor self) -> Tensor", Reduce::min, kAten, d_evenly_distribute),
+                 infer_full_extremum),
       comp("aten.any.default", "any(Tensor self) -> Tensor", kCore, infer_any, ref_any, decomp_any),
       comp("aten.any.dim", "any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor", kCore, infer_any, ref_any, decomp_any),
       comp("aten.any.dims", "any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor", kCore, infer_any, ref_any,

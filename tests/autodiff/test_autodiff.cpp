@@ -138,6 +138,11 @@ const std::map<std::string, Sample>& samples() {
     m["aten.mean.dim"] = with_args("aten.mean.dim", {{2, 3}}, {ints({0}), Arg::of_bool(true)});
     m["aten.amax.default"] = with_args("aten.amax.default", {{2, 4}}, {ints({1})});
     m["aten.amin.default"] = with_args("aten.amin.default", {{2, 4}}, {ints({0}), Arg::of_bool(true)});
+    m["aten.max.default"] = with_args("aten.max.default", {{2, 4}}, {});  // evenly_distribute_backward
+    m["aten.min.default"] = with_args("aten.min.default", {{3}}, {});
+    m["aten.round.decimals"] = {{{2, 3}}, {}, [](GraphBuilder& b, const std::vector<Arg>& x) {  // zero gradient
+                                  return std::vector<Arg>{b.call("aten.round.decimals", {x[0]}, {{"decimals", Arg::of_int(1)}})};
+                                }};
     m["aten.view.default"] = with_args("aten.view.default", {{2, 3}}, {ints({3, 2})});
     m["aten._unsafe_view.default"] = with_args("aten._unsafe_view.default", {{2, 3}}, {ints({6})});
     m["aten.reshape.default"] = with_args("aten.reshape.default", {{2, 3}}, {ints({3, 2})});
