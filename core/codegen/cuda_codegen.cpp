@@ -6,6 +6,7 @@
 #include <climits>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -13,6 +14,7 @@
 #include "codegen/emitter.h"
 #include "codegen/flash_attention_half.h"
 #include "loop/dependencies.h"
+#include "ops/known_ops.h"
 #include "ops/op_table.h"
 
 extern const char kCudaPrelude[];
@@ -121,15 +123,18 @@ class CudaKernelWriter {
     if (R == 1 && !cfg.unroll) {
       std::vector<int> nodes;
       for (const KernelLoop& s : segs) nodes.insert(nodes.end(), s.nodes.begin(), s.nodes.end());
-      pointwise_vector = vector_plan(nodes, {}, "x0", X, X, R);
+      pointwise_vector = vector_plan(nodes, {}, "x0", X, X, R, 4);
+      // Only 16-bit buffers move: groups of 8 (16 bytes of halves) where they fit.
+      if (pointwise_vector && pointwise_vector->all_half)
+        if (std::optional<VectorPlan> wide = vector_plan(nodes, {}, "x0", X, X, R, 8)) pointwise_vector = wide, lanes_ = 8;
     }
     if (R == 1) {
       launch.form = "pointwise";
       launch.block = block_;
       launch.threads_per_row = 1;
-      const int64_t per_block = int64_t(block_) * (pointwise_vector ? 4 : unroll_);
+      const int64_t per_block = int64_t(block_) * (pointwise_vector ? lanes_ : unroll_);
       launch.grid = (X + per_block - 1) / per_block;
-      launch.vector = pointwise_vector ? 4 : 0;
+      launch.vector = pointwise_vector ? lanes_ : 0;
     } else if (splittable && R >= 16384 && X < 2 * o_.sm_count && cfg.threads_per_row == 0) {
       launch.form = "split";
       launch.block = 512;
@@ -212,13 +217,14 @@ class CudaKernelWriter {
     e.push_scope();
     const std::string Xs = std::to_string(X), Rs = std::to_string(R);
     if (launch.form == "pointwise" && pointwise_vector) {
-      // 4 consecutive elements a thread, moved as one 16-byte access per buffer (X % 4 == 0).
-      e.line("const " + idx_ + " ls_g = (" + idx_ + ")blockIdx.x * " + std::to_string(block_) +
-             " + threadIdx.x;  // elements 4 * ls_g .. 4 * ls_g + 3");
-      const bool tail = o_.size_generic || (X / 4) % block_ != 0;
+      // W (lanes_) consecutive elements a thread, moved as one 16-byte access per buffer (X % W == 0).
+      const std::string W = std::to_string(lanes_);
+      e.line("const " + idx_ + " ls_g = (" + idx_ + ")blockIdx.x * " + std::to_string(block_) + " + threadIdx.x;  // elements " + W +
+             " * ls_g .. " + W + " * ls_g + " + std::to_string(lanes_ - 1));
+      const bool tail = o_.size_generic || (X / lanes_) % block_ != 0;
       if (tail) {
-        // Size-generic code bounds 4 * ls_g by X itself: its numbers must be polynomials of the sizes.
-        e.line(o_.size_generic ? "if (4 * ls_g < " + Xs + ") {" : "if (ls_g < " + std::to_string(X / 4) + ") {");
+        // Size-generic code bounds W * ls_g by X itself: its numbers must be polynomials of the sizes.
+        e.line(o_.size_generic ? "if (" + W + " * ls_g < " + Xs + ") {" : "if (ls_g < " + std::to_string(X / lanes_) + ") {");
         e.indent += "    ";
       }
       emit_vector_loop(e, *pointwise_vector, "x0", [&] {
@@ -292,7 +298,7 @@ class CudaKernelWriter {
     e.pop_scope();
     e.node = -1;
     e.lines.push_back({"}"});
-    if (vectorized_) launch.vector = 4;
+    if (vectorized_) launch.vector = lanes_;
     out.insert(out.end(), e.lines.begin(), e.lines.end());
     return gk;
   }
@@ -304,8 +310,9 @@ class CudaKernelWriter {
   }
 
   // 16-byte accesses along `var` (x0 in the pointwise form, r0 in an r loop): the loop takes
-  // groups of 4 consecutive values, var = 4 * ls_g + ls_j, and each float32 buffer its nodes read
-  // or write along var moves as one float4 a group; the body runs once per lane ls_j (unrolled,
+  // groups of W consecutive values, var = W * ls_g + ls_j, and each buffer its nodes read or write
+  // along var moves as one access a group (W = 4: float32 as a float4, halves as a uint2; W = 8 where
+  // only halves move: a uint4, 16 bytes as the float4s); the body runs once per lane ls_j (unrolled,
   // so the lanes are registers). Possible when every such access moves one element a step and
   // starts each group on a 16-byte boundary (kernel arguments are whole allocations, which the
   // driver aligns to 256 bytes); accesses that stay put along var (a broadcast) stay scalar, and
@@ -318,12 +325,15 @@ class CudaKernelWriter {
   struct VectorPlan {
     std::vector<VectorAccess> loads, stores;
     std::vector<VectorAccess> broadcasts;  // one element for the group's lanes: loaded once before them (at: the element)
+    bool all_half = true;                  // every load and store is bfloat16/float16 (groups of 8 fit 16 bytes)
   };
+  // W lanes a group: 4 (float32 as float4, halves as uint2), or 8 where every buffer that moves is
+  // a half type (uint4: 16 bytes of halves, as Inductor's bf16 kernels load).
   std::optional<VectorPlan> vector_plan(const std::vector<int>& nodes, const std::set<int>& recomputed, const std::string& var,
-                                        int64_t extent, int64_t X, int64_t R) const {
-    if (extent < 4 || extent % 4 != 0) return std::nullopt;
-    const Expr j = Expr::var("ls_j", 4);
-    const std::map<std::string, Expr> lanes = {{var, Expr::var("ls_g", extent / 4) * 4 + j}}, lane0 = {{"ls_j", Expr(0)}};
+                                        int64_t extent, int64_t X, int64_t R, int W) const {
+    if (extent < W || extent % W != 0) return std::nullopt;
+    const Expr j = Expr::var("ls_j", W);
+    const std::map<std::string, Expr> lanes = {{var, Expr::var("ls_g", extent / W) * W + j}}, lane0 = {{"ls_j", Expr(0)}};
     const std::set<std::string> reads(k_.reads.begin(), k_.reads.end()), writes(k_.writes.begin(), k_.writes.end());
     VectorPlan plan;
     std::set<std::string> seen;
@@ -340,8 +350,9 @@ class CudaKernelWriter {
           if (!m.index.depends_on(var)) continue;                      // one element for the group
           const std::string key = m.buffer + "[" + m.index.str() + "]";
           if (!seen.insert((write ? "w:" : "r:") + key).second) continue;
-          // float32 as float4; halves as 4 lanes of 8 bytes (uint2)
-          if (p_.buffer(m.buffer).dtype != DType::f32 && !dtype_is_half(p_.buffer(m.buffer).dtype)) return std::nullopt;
+          // float32 as float4; halves as 4 lanes of 8 bytes (uint2) or 8 of 16 (uint4)
+          const DType bt = p_.buffer(m.buffer).dtype;
+          if (bt != DType::f32 && !dtype_is_half(bt)) return std::nullopt;
           const Expr e = m.index.substitute(lanes), e0 = e.substitute(lane0);
           // One element for the group's 4 lanes (a channel's statistic over an NCHW tensor whose
           // planes are a multiple of 4): a scalar load, as a broadcast.
@@ -349,9 +360,11 @@ class CudaKernelWriter {
             plan.broadcasts.push_back({key, m.buffer, ptrs_.at(m.buffer) + "[" + e0.cpp() + "]"});
             continue;
           }
-          if (e - e0 != j || e0.constant() % 4 != 0) return std::nullopt;
+          if (W == 8 && !dtype_is_half(bt)) return std::nullopt;  // float32 moves 4 a group
+          if (e - e0 != j || e0.constant() % W != 0) return std::nullopt;
           for (const Expr::Term& t : e0.terms())
-            if (t.coeff % 4 != 0) return std::nullopt;
+            if (t.coeff % W != 0) return std::nullopt;
+          plan.all_half = plan.all_half && dtype_is_half(bt);
           (write ? plan.stores : plan.loads).push_back({key, m.buffer, "&" + ptrs_.at(m.buffer) + "[" + e0.cpp() + "]"});
         }
     }
@@ -366,19 +379,20 @@ class CudaKernelWriter {
     std::map<std::string, std::string> loads, stores;
     std::vector<std::string> after;
     int count = 0;
+    const std::string half_type = lanes_ == 8 ? "uint4" : "uint2";  // a group of halves
     for (const VectorAccess& a : plan.loads) {
       if (auto row = row_regs_.find(a.key); row != row_regs_.end()) {
         const std::string slot = row->second + "[ls_i]";
         const DType t = p_.buffer(a.buffer).dtype;
-        const std::string type = dtype_is_half(t) ? "uint2" : "float4";
+        const std::string type = dtype_is_half(t) ? half_type : "float4";
         if (row_loaded_.insert(a.key).second) e.line(slot + " = *reinterpret_cast<const " + type + "*>(" + a.at + ");");
         loads[a.key] = dtype_is_half(t) ? "ls_float(ls_lane_" + std::string(dtype_short(t)) + "(" + slot + ", ls_j))" : "ls_lane(" + slot + ", ls_j)";
         continue;
       }
       const std::string v = "ls_v" + std::to_string(count++);
       const DType t = p_.buffer(a.buffer).dtype;
-      if (dtype_is_half(t)) {  // 4 halves in 8 bytes, each widened to float
-        e.line("const uint2 " + v + " = *reinterpret_cast<const uint2*>(" + a.at + ");");
+      if (dtype_is_half(t)) {  // 4 halves in 8 bytes or 8 in 16, each widened to float
+        e.line("const " + half_type + " " + v + " = *reinterpret_cast<const " + half_type + "*>(" + a.at + ");");
         loads[a.key] = "ls_float(ls_lane_" + std::string(dtype_short(t)) + "(" + v + ", ls_j))";
         continue;
       }
@@ -393,7 +407,7 @@ class CudaKernelWriter {
     }
     for (const VectorAccess& a : plan.stores) {
       const std::string v = "ls_w" + std::to_string(count++);
-      const std::string type = dtype_is_half(p_.buffer(a.buffer).dtype) ? "uint2" : "float4";
+      const std::string type = dtype_is_half(p_.buffer(a.buffer).dtype) ? half_type : "float4";
       e.line(type + " " + v + ";");
       stores[a.key] = v;
       after.push_back("*reinterpret_cast<" + type + "*>(" + a.at + ") = " + v + ";");
@@ -401,9 +415,9 @@ class CudaKernelWriter {
     e.vector_loads = loads;
     e.vector_stores = stores;
     e.line("#pragma unroll");
-    e.line("for (int ls_j = 0; ls_j < 4; ++ls_j) {");
+    e.line("for (int ls_j = 0; ls_j < " + std::to_string(lanes_) + "; ++ls_j) {");
     e.indent += "    ";
-    e.line("const " + idx_ + " " + var + " = 4 * ls_g + ls_j;");
+    e.line("const " + idx_ + " " + var + " = " + std::to_string(lanes_) + " * ls_g + ls_j;");
     body();
     close(e);
     e.vector_loads.clear();
@@ -422,7 +436,7 @@ class CudaKernelWriter {
     row_loaded_.clear();
     // Not in size-generic code (the groups a thread holds are a quotient of the row length), unless
     // a weight fixes the row's length.
-    if ((o_.size_generic && !row_fixed_) || split_ || column_ || R % (4 * int64_t(T_)) != 0 || R / (4 * int64_t(T_)) > 4) return 0;
+    if ((o_.size_generic && !row_fixed_) || split_ || column_ || R % (lanes_ * int64_t(T_)) != 0 || R / (lanes_ * int64_t(T_)) > 4) return 0;
     std::map<std::string, int> uses;
     std::map<std::string, std::string> buffer_of;
     std::vector<std::string> first_use;  // the keys in the order the code loads them, which numbers the arrays
@@ -437,7 +451,7 @@ class CudaKernelWriter {
       }
     }
     if (inner < 2) return 0;
-    const int64_t groups = R / (4 * int64_t(T_));
+    const int64_t groups = R / (lanes_ * int64_t(T_));
     for (const std::string& key : first_use) {
       const int n = uses[key];
       const std::string& buf = buffer_of[key];
@@ -445,7 +459,7 @@ class CudaKernelWriter {
       if (n < 2 || std::count(k_.writes.begin(), k_.writes.end(), buf) || (t != DType::f32 && !dtype_is_half(t))) continue;
       const std::string name = "ls_row" + std::to_string(row_regs_.size());
       row_regs_[key] = name;
-      e.line(std::string(dtype_is_half(t) ? "uint2 " : "float4 ") + name + "[" + std::to_string(groups) +
+      e.line(std::string(dtype_is_half(t) ? (lanes_ == 8 ? "uint4 " : "uint2 ") : "float4 ") + name + "[" + std::to_string(groups) +
              "];  // " + key + ": this thread's part of the row, read once");
     }
     return row_regs_.empty() ? 0 : groups;
@@ -454,8 +468,22 @@ class CudaKernelWriter {
   void emit_segments(LoopEmitter& e, const std::vector<KernelLoop>& segs, int64_t X, int64_t R) {
     const std::string guard = T_ > 1 ? "ls_rt == 0" : "";
     std::vector<std::optional<VectorPlan>> plans(segs.size());
+    bool any = false, all_half = true;
     for (size_t i = 0; i < segs.size(); ++i)
-      if (segs[i].inner && !column_) plans[i] = vector_plan(segs[i].nodes, segs[i].recomputed, "r0", R, X, R);
+      if (segs[i].inner && !column_) {
+        plans[i] = vector_plan(segs[i].nodes, segs[i].recomputed, "r0", R, X, R, 4);
+        any = any || plans[i];
+        all_half = all_half && (!plans[i] || plans[i]->all_half);
+      }
+    // Every loop of the row moves only halves: groups of 8 (16 bytes) where each loop's plan holds
+    // at that width (one width for the kernel: the loops share the row's groups).
+    if (any && all_half) {
+      std::vector<std::optional<VectorPlan>> wide(segs.size());
+      bool fits = true;
+      for (size_t i = 0; i < segs.size() && fits; ++i)
+        if (plans[i]) fits = (wide[i] = vector_plan(segs[i].nodes, segs[i].recomputed, "r0", R, X, R, 8)).has_value();
+      if (fits) plans = std::move(wide), lanes_ = 8;
+    }
     const int64_t row_groups = plan_row_registers(e, segs, plans, R);
     for (size_t si = 0; si < segs.size(); ++si) {
       const KernelLoop& s = segs[si];
@@ -493,10 +521,11 @@ class CudaKernelWriter {
         emit_vector_loop(e, *vec, "r0", [&] { e.run_loop_nodes(s, [&](int n) { run_node(e, n, X, R); }); });
         close(e);
       } else if (vec) {
-        // Groups of 4 consecutive r, each buffer that moves along r moved 16 bytes at a time.
+        // Groups of 4 (8) consecutive r, each buffer that moves along r moved 16 (halves in 4s: 8) bytes at a time.
         vectorized_ = true;
         e.line("#pragma unroll 2");  // two groups' loads in flight per thread
-        const std::string bound = o_.size_generic ? "4 * ls_g < " + std::to_string(R) : "ls_g < " + std::to_string(R / 4);
+        const std::string bound =
+            o_.size_generic ? std::to_string(lanes_) + " * ls_g < " + std::to_string(R) : "ls_g < " + std::to_string(R / lanes_);
         e.line("for (" + idx_ + " ls_g = " + start + "; " + bound + "; ls_g += " + step + ") {");
         e.indent += "    ";
         emit_vector_loop(e, *vec, "r0", [&] { e.run_loop_nodes(s, [&](int n) { run_node(e, n, X, R); }); });
@@ -672,6 +701,7 @@ class CudaKernelWriter {
   std::string idx_ = "int64_t";
   std::map<std::string, std::string> ptrs_;  // buffer -> its parameter
   bool vectorized_ = false;                  // an r loop moves 16 bytes at a time
+  int lanes_ = 4;                            // elements a vector group: 4, or 8 where only halves move
   int block_reductions_ = 0;                 // ls_block_reduce calls so far (their buffers alternate)
   std::map<std::string, std::string> row_regs_;  // persistent row form: load key -> its float4 array
   std::set<std::string> row_loaded_;             // those already loaded
@@ -737,6 +767,160 @@ std::string launch_key(const CudaLaunch& l) {
   return l.form + " " + std::to_string(l.grid) + " " + std::to_string(l.block) + " " + std::to_string(l.threads_per_row) + " " +
          std::to_string(l.split) + " " + std::to_string(l.scratch_bytes) + " " + std::to_string(l.vector) + " " +
          std::to_string(l.cluster) + "\n";
+}
+
+// ---- scans (cumsum), as Inductor generates them on CUDA (ir.Scan) ----------------------------
+
+// A cumulative sum along one dimension of a whole buffer: lines of n elements `inner` apart, the
+// sums in the accumulator type PyTorch's CUDA kernel uses (float for float32 and the half types,
+// double for float64; integer results wrap in 64 bits), each element rounded once on its store.
+struct ScanPlan {
+  int64_t outer = 1, n = 1, inner = 1;
+  DType x = DType::f32, y = DType::f32;
+  int64_t lines() const { return outer * inner; }
+};
+std::optional<ScanPlan> scan_plan(const LoopProgram& p, const ExternCall& c) {
+  if (c.op != &op::cumsum() || c.inputs.size() != 1 || c.outputs.size() != 1 || !c.args.at(0).is_node()) return std::nullopt;
+  if (!c.transposed.empty() && c.transposed[0]) return std::nullopt;
+  if (!c.strides.empty() && !c.strides[0].empty()) return std::nullopt;
+  ScanPlan s;
+  s.x = p.buffer(c.inputs[0]).dtype;
+  s.y = p.buffer(c.outputs[0]).dtype;
+  if (s.y == DType::b8 || s.y == DType::u8) return std::nullopt;  // a bool or uint8 sum: the library kernel
+  const Shape shape = c.shapes.empty() ? p.buffer(c.inputs[0]).shape : c.shapes[0];
+  if (!shape.empty()) {
+    int64_t dim = c.args.at(1).i;
+    if (dim < 0) dim += static_cast<int64_t>(shape.size());
+    if (dim < 0 || dim >= static_cast<int64_t>(shape.size())) return std::nullopt;
+    for (int64_t k = 0; k < static_cast<int64_t>(shape.size()); ++k) (k < dim ? s.outer : k == dim ? s.n : s.inner) *= shape[k];
+  }
+  if (s.lines() == 0 || s.n == 0) return std::nullopt;
+  return s;
+}
+
+// The element type a scan kernel's pointer has (halves as their 16 bits).
+const char* scan_ctype(DType t) {
+  switch (t) {
+    case DType::f32: return "float";
+    case DType::f64: return "double";
+    case DType::i64: return "long long";
+    case DType::i32: return "int";
+    case DType::b8: return "bool";
+    case DType::u8: return "unsigned char";
+    case DType::bf16:
+    case DType::f16: return "unsigned short";
+  }
+  return "float";
+}
+// An element of type t (expression e) as the accumulator type acc (halves widened exactly; an
+// integer sum of floats takes each truncated, as the conversion to the result type does first).
+std::string scan_load(DType t, const std::string& e, const std::string& acc) {
+  std::string v = e;
+  if (t == DType::bf16) v = "__uint_as_float(static_cast<unsigned>(" + e + ") << 16)";
+  if (t == DType::f16) v = "ls_scan_f16_float(" + e + ")";
+  if (acc == "unsigned long long" && t != DType::b8 && t != DType::u8) return "static_cast<unsigned long long>(static_cast<long long>(" + v + "))";
+  return "static_cast<" + acc + ">(" + v + ")";
+}
+// The accumulator's value v stored as type t.
+std::string scan_store(DType t, const std::string& v) {
+  if (t == DType::bf16) return "ls_scan_bf16(" + v + ")";
+  if (t == DType::f16) return "ls_scan_f16(" + v + ")";
+  return "static_cast<" + std::string(scan_ctype(t)) + ">(" + v + ")";
+}
+
+// The kernel: where lines are long or few, a block per line (grid-stride over lines), the line
+// read in chunks of a block's width: each warp scans its 32 values with shuffles, warp 0 scans the
+// warps' totals, and the running prefix of the chunks before is carried to the next chunk; where
+// lines are many and `inner` apart (a scan down columns), a thread per line walks it in order,
+// neighbouring threads reading neighbouring columns (coalesced).
+std::string scan_kernel(const std::string& name, const ScanPlan& s, int sm_count, CudaLaunch& launch) {
+  const bool integral = !dtype_is_float(s.y);
+  const std::string acc = integral ? "unsigned long long" : s.y == DType::f64 ? "double" : "float";
+  const std::string xt = scan_ctype(s.x), yt = scan_ctype(s.y);
+  const std::string N = std::to_string(s.n) + "LL", INNER = std::to_string(s.inner) + "LL", LINES = std::to_string(s.lines()) + "LL";
+  const bool columns = s.inner >= 32 && s.lines() >= 4096;
+  std::ostringstream os;
+  os << "// " << name << ": cumsum as a generated scan: " << s.lines() << " line(s) of " << s.n << ", " << s.inner << " apart; "
+     << (columns ? "a thread per line (columns)" : "a block per line, warp-shuffle scans, the prefix carried across chunks") << "; "
+     << dtype_short(s.x) << " -> " << dtype_short(s.y) << ", summed in " << (integral ? "int64" : acc) << "\n";
+  // Half conversions (the prelude's are written only where generated kernels call them), each
+  // once a source.
+  auto helper = [&](bool want, const char* guard, const char* text) {
+    if (want) os << "#ifndef " << guard << "\n#define " << guard << "\n" << text << "\n#endif\n";
+  };
+  helper(s.x == DType::f16, "LS_SCAN_F16_FLOAT",
+         "static __device__ __forceinline__ float ls_scan_f16_float(unsigned short h) { float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h)); return f; }");
+  helper(s.y == DType::f16, "LS_SCAN_F16",
+         "static __device__ __forceinline__ unsigned short ls_scan_f16(float f) { unsigned short r; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(r) : \"f\"(f)); return r; }");
+  helper(s.y == DType::bf16, "LS_SCAN_BF16",
+         "static __device__ __forceinline__ unsigned short ls_scan_bf16(float f) { unsigned short r; asm(\"cvt.rn.bf16.f32 %0, %1;\" : \"=h\"(r) : \"f\"(f)); return r; }");
+  if (columns) {
+    const int block = 256;
+    launch = CudaLaunch{"scan"};
+    launch.block = block;
+    launch.grid = std::clamp<int64_t>((s.lines() + block - 1) / block, 1, int64_t(sm_count) * 32);
+    os << "extern \"C\" __global__ void __launch_bounds__(" << block << ") " << name << "(const " << xt << "* __restrict__ in_ptr0, " << yt
+       << "* __restrict__ out_ptr0) {\n"
+       << "  for (long long ls_line = (long long)blockIdx.x * " << block << " + threadIdx.x; ls_line < " << LINES
+       << "; ls_line += (long long)gridDim.x * " << block << ") {\n"
+       << "    const long long ls_base = (ls_line / " << INNER << ") * " << N << " * " << INNER << " + ls_line % " << INNER << ";\n"
+       << "    " << acc << " ls_acc = 0;\n"
+       << "    for (long long ls_k = 0; ls_k < " << N << "; ++ls_k) {\n"
+       << "      const long long ls_at = ls_base + ls_k * " << INNER << ";\n"
+       << "      ls_acc += " << scan_load(s.x, "in_ptr0[ls_at]", acc) << ";\n"
+       << "      out_ptr0[ls_at] = " << scan_store(s.y, "ls_acc") << ";\n"
+       << "    }\n"
+       << "  }\n"
+       << "}\n";
+    return os.str();
+  }
+  int block = 32;
+  while (block < s.n && block < 1024) block *= 2;
+  const int warps = block / 32;
+  launch = CudaLaunch{"scan"};
+  launch.block = block;
+  launch.grid = std::clamp<int64_t>(s.lines(), 1, int64_t(sm_count) * std::max(1, 2048 / block) * 4);
+  const std::string A = acc;
+  os << "extern \"C\" __global__ void __launch_bounds__(" << block << ") " << name << "(const " << xt << "* __restrict__ in_ptr0, " << yt
+     << "* __restrict__ out_ptr0) {\n"
+     << (warps > 1 ? "  __shared__ " + A + " ls_warp_sum[" + std::to_string(warps) + "];\n" : std::string())
+     << "  const int ls_lane = threadIdx.x & 31, ls_warp = threadIdx.x >> 5;\n"
+     << "  for (long long ls_line = blockIdx.x; ls_line < " << LINES << "; ls_line += gridDim.x) {\n"
+     << "    const long long ls_base = (ls_line / " << INNER << ") * " << N << " * " << INNER << " + ls_line % " << INNER << ";\n"
+     << "    " << A << " ls_carry = 0;  // the sum of the chunks before\n"
+     << "    for (long long ls_k0 = 0; ls_k0 < " << N << "; ls_k0 += " << block << ") {\n"
+     << "      const long long ls_k = ls_k0 + threadIdx.x;\n"
+     << "      " << A << " ls_v = ls_k < " << N << " ? " << scan_load(s.x, "in_ptr0[ls_base + ls_k * " + INNER + "]", A) << " : static_cast<" << A << ">(0);\n"
+     << "#pragma unroll\n"
+     << "      for (int ls_o = 1; ls_o < 32; ls_o <<= 1) {  // the warp's inclusive scan\n"
+     << "        const " << A << " ls_t = __shfl_up_sync(0xffffffffu, ls_v, ls_o);\n"
+     << "        if (ls_lane >= ls_o) ls_v += ls_t;\n"
+     << "      }\n";
+  if (warps > 1) {
+    os << "      if (ls_lane == 31) ls_warp_sum[ls_warp] = ls_v;\n"
+       << "      __syncthreads();\n"
+       << "      if (ls_warp == 0) {  // the warps' totals, scanned\n"
+       << "        " << A << " ls_w = ls_lane < " << warps << " ? ls_warp_sum[ls_lane] : static_cast<" << A << ">(0);\n"
+       << "#pragma unroll\n"
+       << "        for (int ls_o = 1; ls_o < " << warps << "; ls_o <<= 1) {\n"
+       << "          const " << A << " ls_t = __shfl_up_sync(0xffffffffu, ls_w, ls_o);\n"
+       << "          if (ls_lane >= ls_o) ls_w += ls_t;\n"
+       << "        }\n"
+       << "        if (ls_lane < " << warps << ") ls_warp_sum[ls_lane] = ls_w;\n"
+       << "      }\n"
+       << "      __syncthreads();\n"
+       << "      const " << A << " ls_before = ls_carry + (ls_warp > 0 ? ls_warp_sum[ls_warp - 1] : static_cast<" << A << ">(0));\n"
+       << "      if (ls_k < " << N << ") out_ptr0[ls_base + ls_k * " << INNER << "] = " << scan_store(s.y, "ls_before + ls_v") << ";\n"
+       << "      ls_carry += ls_warp_sum[" << warps - 1 << "];\n"
+       << "      __syncthreads();  // the totals are read before the next chunk writes them\n";
+  } else {
+    os << "      if (ls_k < " << N << ") out_ptr0[ls_base + ls_k * " << INNER << "] = " << scan_store(s.y, "ls_carry + ls_v") << ";\n"
+       << "      ls_carry += __shfl_sync(0xffffffffu, ls_v, 31);\n";
+  }
+  os << "    }\n"
+     << "  }\n"
+     << "}\n";
+  return os.str();
 }
 
 }  // namespace
@@ -817,6 +1001,9 @@ std::string cuda_element_function(const LoopProgram& p, const Kernel& k, const C
 }
 
 std::string CudaGemmConfig::text() const {
+  if (stages > 0)
+    return "tile " + std::to_string(bm) + "x" + std::to_string(bn) + ", " + std::to_string(tm) + "x" + std::to_string(tn) + " warps, k by " +
+           std::to_string(bk) + ", " + std::to_string(stages) + " stages (tensor cores)";
   return "tile " + std::to_string(bm) + "x" + std::to_string(bn) + ", " + std::to_string(tm) + "x" + std::to_string(tn) + " a thread, k by " +
          std::to_string(bk);
 }
@@ -865,6 +1052,25 @@ GeneratedCuda generate_cuda(const LoopProgram& p, const Schedule& s, const CudaC
     g.launch[k] = t.launch;
     if (problem->epilogue >= 0) g.source.kernels[static_cast<size_t>(problem->epilogue)].in_template = true;
   }
+  // cumsum as a generated scan (Inductor's ir.Scan on CUDA), after the kernels: each library
+  // call it takes gets its kernel's lines and a launcher, as a GEMM template does. Size-generic
+  // code keeps the library kernel (the scan's sizes are written into its code).
+  for (size_t k = 0; k < s.kernels.size() && !o.size_generic; ++k) {
+    if (!s.kernels[k].is_extern || !g.source.kernels[k].launcher.empty()) continue;
+    const std::optional<ScanPlan> plan = scan_plan(p, p.nodes.at(s.kernels[k].nodes.at(0)).ext);
+    if (!plan) continue;
+    const ExternCall& c = p.nodes.at(s.kernels[k].nodes.at(0)).ext;
+    GeneratedKernel& gk = g.source.kernels[k];
+    gk.launcher = s.kernels[k].name + "_scan";
+    const std::string text = scan_kernel(gk.launcher, *plan, o.sm_count, g.launch[k]);
+    const int line = static_cast<int>(std::count(g.source.code.begin(), g.source.code.end(), '\n'));
+    g.source.code += "\n";
+    gk.first_line = line + 2;
+    gk.args = {c.inputs[0], c.outputs[0]};
+    g.source.code += text;
+    gk.last_line = static_cast<int>(std::count(g.source.code.begin(), g.source.code.end(), '\n'));
+    for (int l = gk.first_line; l <= gk.last_line; ++l) gk.line_nodes.emplace_back(l, s.kernels[k].nodes.at(0));
+  }
   // The index-fault record the prelude declares (extern), defined once, after every kernel: a
   // source cut into parts (nvJitLink) has it in its last part only.
   if (g.source.code.find("ls_index_fault(") != std::string::npos) g.source.code += "\n__device__ int64_t ls_index_fault_state[4];\n";
@@ -889,6 +1095,3 @@ GeneratedCuda generate_cuda(const LoopProgram& p, const Schedule& s, const CudaC
 }
 
 }  // namespace ls
-  if (stages > 0)
-    return "tile " + std::to_string(bm) + "x" + std::to_string(bn) + ", " + std::to_string(tm) + "x" + std::to_string(tn) + " warps, k by " +
-           std::to_string(bk) + ", " + std::to_string(stages) + " stages (tensor cores)";

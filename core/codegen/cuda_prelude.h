@@ -889,6 +889,15 @@ LS_DEV void ls_set_lane(uint2& v, int j, ls_bf16 h) {
   unsigned& w = j < 2 ? v.x : v.y;
   w = j & 1 ? (w & 0xffffu) | (static_cast<unsigned>(h.x) << 16) : (w & 0xffff0000u) | h.x;
 }
+// Lanes of a 16-byte access (8 halves: a group of 8 elements, where only halves move).
+LS_DEV ls_bf16 ls_lane_bf16(const uint4& v, int j) {
+  const unsigned w = j < 2 ? v.x : j < 4 ? v.y : j < 6 ? v.z : v.w;
+  return ls_bf16{static_cast<unsigned short>(j & 1 ? w >> 16 : w & 0xffffu)};
+}
+LS_DEV void ls_set_lane(uint4& v, int j, ls_bf16 h) {
+  unsigned& w = j < 2 ? v.x : j < 4 ? v.y : j < 6 ? v.z : v.w;
+  w = j & 1 ? (w & 0xffffu) | (static_cast<unsigned>(h.x) << 16) : (w & 0xffff0000u) | h.x;
+}
 
 // ls_f16: IEEE half. A load widens it exactly (ls_float); a store rounds to nearest even
 // (ls_to_f16), as __float2half_rn.
@@ -909,6 +918,14 @@ LS_DEV ls_f16 ls_lane_f16(const uint2& v, int j) {
 }
 LS_DEV void ls_set_lane(uint2& v, int j, ls_f16 h) {
   unsigned& w = j < 2 ? v.x : v.y;
+  w = j & 1 ? (w & 0xffffu) | (static_cast<unsigned>(h.x) << 16) : (w & 0xffff0000u) | h.x;
+}
+LS_DEV ls_f16 ls_lane_f16(const uint4& v, int j) {
+  const unsigned w = j < 2 ? v.x : j < 4 ? v.y : j < 6 ? v.z : v.w;
+  return ls_f16{static_cast<unsigned short>(j & 1 ? w >> 16 : w & 0xffffu)};
+}
+LS_DEV void ls_set_lane(uint4& v, int j, ls_f16 h) {
+  unsigned& w = j < 2 ? v.x : j < 4 ? v.y : j < 6 ? v.z : v.w;
   w = j & 1 ? (w & 0xffffu) | (static_cast<unsigned>(h.x) << 16) : (w & 0xffff0000u) | h.x;
 }
 

@@ -435,7 +435,8 @@ CudaExecutable::CudaExecutable(const LoopProgram& p, const Schedule& s, const Ge
       functions_.push_back(f);
       externs_.push_back(&p.nodes.at(s.kernels[i].nodes.at(0)));
       registers.push_back(d.registers(f));
-      how.push_back(epilogue_inside ? "template+epilogue" : "template");
+      // (or cumsum's generated scan, codegen/cuda_codegen.cpp: a kernel of the model's module too)
+      how.push_back(g.launch.at(i).form == "scan" ? "generated scan" : epilogue_inside ? "template+epilogue" : "template");
     } else if (s.kernels.at(i).is_extern) {
       const LoopNode* n = &p.nodes.at(s.kernels[i].nodes.at(0));
       functions_.push_back(nullptr);
@@ -964,7 +965,6 @@ double CudaExecutable::median_between_events(const std::function<void()>& launch
   return median_of(times);
 }
 
-long long CudaExecutable::mismatches(const std::string& buffer, DevicePtr expected, double rms, Tolerance tol) {
 namespace {
 // The helpers' float kinds (cuda_helpers.h ls_float_of_kind): 0 float32, 1 bfloat16, 2 float16.
 int float_kind(const std::string& what, const std::string& buffer, DType t) {
@@ -975,6 +975,7 @@ int float_kind(const std::string& what, const std::string& buffer, DType t) {
 }
 }  // namespace
 
+long long CudaExecutable::mismatches(const std::string& buffer, DevicePtr expected, double rms, Tolerance tol) {
   const LoopBuffer& b = p_.buffer(buffer);
   int kind = float_kind("mismatches", buffer, b.dtype);
   if (kind != 0) {  // a half buffer: at least its type's tolerance (two roundings of one sum may differ by an ulp)

@@ -117,7 +117,8 @@ class CudaExecutable {
 
   // per kernel: "generated", "cuBLAS", "cuBLASLt: algorithm 21, tile 128x64, ..." (max-autotune's
   // choice), "template" / "template+epilogue" (a GEMM template in a library call's place, with the
-  // next kernel inside it), "epilogue" (that kernel), "host (reference kernel)", ...
+  // next kernel inside it), "epilogue" (that kernel), "generated scan" (cumsum's scan kernel in its
+  // library call's place), "host (reference kernel)", ...
   std::vector<std::string> how;
   std::vector<int> registers;    // per generated kernel, from the driver (0 for others)
 

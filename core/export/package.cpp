@@ -143,8 +143,10 @@ class Writer {
   // Every library call must run on the GPU as the app runs it: a call the app sends to the host
   // (its reference kernel) has no place in a package.
   void check_cuda() const {
-    for (const Kernel& k : r_.schedule.kernels) {
-      if (!k.is_extern) continue;
+    for (size_t i = 0; i < r_.schedule.kernels.size(); ++i) {
+      const Kernel& k = r_.schedule.kernels[i];
+      // A library call written as a generated kernel (a GEMM template, cumsum's scan) runs on the GPU.
+      if (!k.is_extern || (i < r_.cuda.source.kernels.size() && !r_.cuda.source.kernels[i].launcher.empty())) continue;
       const LoopNode& n = r_.loops.nodes.at(k.nodes.at(0));
       if (cuda_extern_how(r_.loops, n.ext, true) == "host (reference kernel)")
         throw std::runtime_error("the CUDA package runtime has no " + n.ext.op->name + " (kernel " + k.name + ", node " + n.graph_node +

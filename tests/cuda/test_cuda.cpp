@@ -1491,7 +1491,8 @@ void arg_reductions_and_prod_run_as_generated_kernels() {
 // (scatter_add over repeated indices, a scalar, an int64 src) as generated kernels (atomicAdd
 // where they add), the adds Inductor leaves to ATen (index_put accumulating int64, scatter_reduce
 // amax) and cumsum (int64 over a row, float32 down columns) on the device as the helper kernels
-// ls_index_put, ls_scatter, ls_cumsum, not on the host; on a GPU they match the reference
+// ls_index_put, ls_scatter and cumsum's generated scan (cumsum_runs_as_a_generated_scan; ls_cumsum
+// where none is generated), not on the host; on a GPU they match the reference
 // interpreter, and an index out of range is reported naming the kernel, its node, the value and
 // the size, and the next run is correct.
 void index_put_and_cumsum_run_on_the_device() {
@@ -2056,6 +2057,55 @@ void attention_dropout_is_refused() {
   }
 }
 
+// cumsum as a generated scan (Inductor's ir.Scan on CUDA), not the helper ls_cumsum: float32 rows
+// longer than a block (1024 threads: the running prefix carried across chunks), bfloat16 (summed
+// in float32, each element rounded once), int64 and int32 inputs (int64 results), a non-last
+// dimension with few columns (a block per strided line) and with many (a thread per column), and
+// a pointwise producer before it. Every cumsum kernel has the scan's launch and code, the source
+// compiles with NVRTC, and on a GPU every output matches the reference interpreter.
+void cumsum_runs_as_a_generated_scan() {
+  LoadedModel model = load_graph_text("scans", "class GraphModule(torch.nn.Module):\n"
+      "    def forward(self, x: \"f32[4, 3000]\", h: \"bf16[8, 700]\", i: \"i64[5, 2500]\", j: \"i32[6, 40]\", y: \"f32[3, 1500, 5]\", c: \"f32[64, 4096]\", z: \"f32[2, 2049]\"):\n"
+      "        a: \"f32[4, 3000]\" = torch.ops.aten.cumsum.default(x, 1)\n"
+      "        b: \"bf16[8, 700]\" = torch.ops.aten.cumsum.default(h, -1)\n"
+      "        d: \"i64[5, 2500]\" = torch.ops.aten.cumsum.default(i, 1)\n"
+      "        e: \"i64[6, 40]\" = torch.ops.aten.cumsum.default(j, 1)\n"
+      "        f: \"f32[3, 1500, 5]\" = torch.ops.aten.cumsum.default(y, 1)\n"
+      "        g: \"f32[64, 4096]\" = torch.ops.aten.cumsum.default(c, 0)\n"
+      "        s: \"f32[2, 2049]\" = torch.ops.aten.sin.default(z)\n"
+      "        t: \"f32[2, 2049]\" = torch.ops.aten.mul.Tensor(s, 2.0)\n"
+      "        u: \"f32[2, 2049]\" = torch.ops.aten.cumsum.default(t, 1)\n"
+      "        return (a, b, d, e, f, g, u)\n");
+  for (Tensor& t : model.inputs)  // values of one sign (no cancellation to 0 against float32's rounding), integers of both
+    for (int64_t k = 0; k < t.numel(); ++k)
+      t.set(k, dtype_is_float(t.dtype()) ? 0.25 + static_cast<double>((k * 7919) % 1000) / 1000.0 : static_cast<double>((k * 37) % 11) - 5);
+  PipelineOptions o;
+  o.device = Device::cuda;
+  o.timing_budget_ms = 20;
+  CompileResult r = run_pipeline(model, o);
+  VERIFY2(r.error.empty(), r.error_stage + ": " + r.error);
+  int scans = 0;
+  for (size_t k = 0; k < r.schedule.kernels.size(); ++k) {
+    const Kernel& kr = r.schedule.kernels[k];
+    if (!kr.is_extern || r.loops.nodes.at(kr.nodes.at(0)).ext.op->name != "aten.cumsum.default") continue;
+    ++scans;
+    VERIFY2(r.cuda.launch.at(k).form == "scan", kr.name + " launches as " + r.cuda.launch.at(k).form);
+    VERIFY2(!r.cuda.source.kernels.at(k).launcher.empty(), kr.name + " has no generated kernel");
+  }
+  VERIFY2(scans == 7, std::to_string(scans) + " cumsum kernels");
+  VERIFY(r.source.code.find("__shfl_up_sync") != std::string::npos);   // the block-per-line form
+  VERIFY(r.source.code.find("a thread per line (columns)") != std::string::npos);  // c: 4096 columns
+  std::string why;
+  if (!CudaDriver::get(&why)) {
+    VERIFY2(r.not_run.find("needs a GPU") != std::string::npos, r.not_run);
+    return;
+  }
+  VERIFY2(r.check.ok, r.stage("run")->text);
+  int generated = 0;
+  for (const KernelReport& k : r.kernels) generated += k.how == "generated scan";
+  VERIFY2(generated == 7, std::to_string(generated) + " kernels ran as the generated scan");
+}
+
 // The graphs: causal at head size 64 with sequences no multiple of the 64-row tiles and q, k, v
 // read in place from [B, L, H, D] (transposed views); grouped-query attention (8 query heads over
 // 2) at head size 128; head size 40 (a multiple of 8, padded to 48), not causal, with a scale; a
@@ -2120,6 +2170,7 @@ int main(int argc, char** argv) {
   cases.push_back({"sort and topk run on the device", sort_and_topk_run_on_the_device});
   cases.push_back({"sort of long lines runs on the device", sort_of_long_lines_runs_on_the_device});
   cases.push_back({"index_put and cumsum run on the device", index_put_and_cumsum_run_on_the_device});
+  cases.push_back({"cumsum runs as a generated scan", cumsum_runs_as_a_generated_scan});
   for (const char* m : {"models/mlp", "stages/attn_block/3_core_aten.txt"})
     for (DType t : {DType::bf16, DType::f16})
       for (bool tr : {false, true})
@@ -2155,6 +2206,10 @@ int main(int argc, char** argv) {
     const bool t = mt.second;
     cases.push_back({std::string("GEMM templates ") + m + (t ? " train" : ""), [=] { gemm_templates_run_in_place_of_cublas(m, t); }});
   }
+  for (DType t : {DType::bf16, DType::f16})
+    for (bool train : {false, true})
+      cases.push_back({std::string("GEMM templates on the tensor cores ") + std::string(dtype_short(t)) + (train ? " train" : ""),
+                       [=] { gemm_half_templates(t, train); }});
   // layer norm + GELU: batch and sequence dynamic, the normalized size fixed by the weights; the
   // softmax: rows and row length dynamic, while the row length stays in 342-682 (the threads a row
   // of 512's) and a multiple of 4 (the rows' 16-byte accesses).
@@ -2206,10 +2261,6 @@ int main(int argc, char** argv) {
   cases.push_back({"worker matches in-process attn_block train", [] { worker_matches_in_process("stages/attn_block/3_core_aten.txt", true, "default", false); }});
   cases.push_back({"worker matches in-process models/res_block reduce-overhead", [] { worker_matches_in_process("models/res_block/model.pt2", false, "reduce-overhead", false); }});
   cases.push_back({"worker matches in-process models/mlp max-autotune", [] { worker_matches_in_process("models/mlp/model.pt2", false, "max-autotune", false); }});
-  for (DType t : {DType::bf16, DType::f16})
-    for (bool train : {false, true})
-      cases.push_back({std::string("GEMM templates on the tensor cores ") + std::string(dtype_short(t)) + (train ? " train" : ""),
-                       [=] { gemm_half_templates(t, train); }});
   cases.push_back({"worker matches in-process dynamic softmax", [] { worker_matches_in_process("models/softmax/model.pt2", false, "default", true); }});
   cases.push_back({"worker refuses a model too large", worker_refuses_a_model_too_large});
   cases.push_back({"worker reads the plan", worker_reads_the_plan});
