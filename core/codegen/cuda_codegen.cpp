@@ -163,7 +163,12 @@ class CudaKernelWriter {
       // either side share the code), and equals the static next_pow2(R/8) over two thirds of each
       // range (384, 512, 600, 1000, 1024, 1500; 640 or 1300 get half the static threads).
       const bool generic_row = o_.size_generic && !row_fixed_;
-      const int64_t heuristic = generic_row ? prev_pow2(std::max<int64_t>(1, R * 3 / 16)) : next_pow2((R + 7) / 8);
+      // A kernel that reads and writes only halves takes 16 elements a thread (two 16-byte groups,
+      // the bytes a thread holds in flight at float32's 8), so twice the rows share an SM.
+      bool halves = true;
+      for (const auto* list : {&k_.reads, &k_.writes})
+        for (const std::string& b : *list) halves = halves && dtype_is_half(p_.buffer(b).dtype);
+      const int64_t heuristic = generic_row ? prev_pow2(std::max<int64_t>(1, R * 3 / 16)) : next_pow2((R + (halves ? 15 : 7)) / (halves ? 16 : 8));
       const int64_t t = cfg.threads_per_row ? cfg.threads_per_row : std::min<int64_t>(1024, heuristic);
       launch.threads_per_row = static_cast<int>(std::max<int64_t>(1, t));
       launch.block = launch.threads_per_row > 32 ? launch.threads_per_row : 256;
