@@ -111,6 +111,8 @@ class CudaKernelWriter {
 
     for (const std::string& b : k_.reads)
       row_fixed_ = row_fixed_ || (R > 1 && o_.fixed_buffers.count(b) && numel_of(p_.buffer(b).shape) == R);
+    for (const auto* list : {&k_.reads, &k_.writes})
+      for (const std::string& b : *list) halves_only_ = halves_only_ && dtype_is_half(p_.buffer(b).dtype);
     // The form.
     int inner_segs = 0;
     for (const KernelLoop& s : segs) inner_segs += s.inner;
@@ -165,9 +167,7 @@ class CudaKernelWriter {
       const bool generic_row = o_.size_generic && !row_fixed_;
       // A kernel that reads and writes only halves takes 16 elements a thread (two 16-byte groups,
       // the bytes a thread holds in flight at float32's 8), so twice the rows share an SM.
-      bool halves = true;
-      for (const auto* list : {&k_.reads, &k_.writes})
-        for (const std::string& b : *list) halves = halves && dtype_is_half(p_.buffer(b).dtype);
+      const bool halves = halves_only_;
       const int64_t heuristic = generic_row ? prev_pow2(std::max<int64_t>(1, R * 3 / 16)) : next_pow2((R + (halves ? 15 : 7)) / (halves ? 16 : 8));
       const int64_t t = cfg.threads_per_row ? cfg.threads_per_row : std::min<int64_t>(1024, heuristic);
       launch.threads_per_row = static_cast<int>(std::max<int64_t>(1, t));
@@ -208,6 +208,7 @@ class CudaKernelWriter {
     const std::string cluster_dims = cluster_ ? "__cluster_dims__(" + std::to_string(launch.split) + ", 1, 1) " : "";
 
     LoopEmitter e(ptrs_, std::set<std::string>(k_.writes.begin(), k_.writes.end()), p_, Dialect::cuda);
+    e.fast_exp = halves_only_;
     std::string origins;
     for (const auto& o : k_.origins) origins += (origins.empty() ? "" : ", ") + o;
     e.lines.push_back({"// " + k_.name + ": iteration (" + std::to_string(X) + ", " + std::to_string(R) + "), " + launch.form +
@@ -707,6 +708,7 @@ class CudaKernelWriter {
   std::map<std::string, std::string> ptrs_;  // buffer -> its parameter
   bool vectorized_ = false;                  // an r loop moves 16 bytes at a time
   int lanes_ = 4;                            // elements a vector group: 4, or 8 where only halves move
+  bool halves_only_ = true;                  // every buffer the kernel reads or writes is bf16/f16
   int block_reductions_ = 0;                 // ls_block_reduce calls so far (their buffers alternate)
   std::map<std::string, std::string> row_regs_;  // persistent row form: load key -> its float4 array
   std::set<std::string> row_loaded_;             // those already loaded

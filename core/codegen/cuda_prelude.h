@@ -9,6 +9,13 @@ LS_DEV double ls_sin(double x) { return sin(x); }
 LS_DEV float ls_cos(float x) { return cosf(x); }
 LS_DEV double ls_cos(double x) { return cos(x); }
 LS_DEV float ls_exp(float x) { return expf(x); }
+// exp as 2^(x log2 e) with the SFU's ex2.approx (Triton's tl.exp): for kernels whose results are
+// rounded to bf16/f16, where its few-ulp float32 error does not show.
+LS_DEV float ls_exp_fast(float x) {
+  float y;
+  asm("ex2.approx.f32 %0, %1;" : "=f"(y) : "f"(x * 1.4426950408889634f));
+  return y;
+}
 LS_DEV double ls_exp(double x) { return exp(x); }
 LS_DEV float ls_log(float x) { return logf(x); }
 LS_DEV double ls_log(double x) { return log(x); }

@@ -74,6 +74,9 @@ class LoopEmitter : public OpsHandler {
   std::map<std::string, std::string> pending_reduction;  // buffer@index -> accumulator
   bool nan_sticky = false;  // max/min reductions keep a NaN (the C++ lanes form)
   bool memory_stores = true;  // false while re-running a node recomputed in a later loop
+  // CUDA kernels whose every buffer is bf16/f16: float32 exp as ex2.approx (ls_exp_fast), as
+  // Triton's tl.exp; its error (a few float32 ulps) vanishes in the half result's rounding.
+  bool fast_exp = false;
   std::string store_guard;  // a condition every store to memory waits on (CUDA: one thread per row stores)
   // CUDA 16-byte accesses: a load of buffer[index] (key "buffer[index]") that reads a lane of a
   // float4 loaded before the lane loop (its value: the text given), and a store that sets a lane
@@ -145,6 +148,9 @@ class LoopEmitter : public OpsHandler {
     t = compute_dtype(t);
     std::string e;
     switch (m) {
+      case Math::exp:
+        e = std::string(fast_exp && t == DType::f32 ? "ls_exp_fast(" : "ls_exp(") + s(0) + ")";
+        break;
       case Math::neg: e = "-" + s(0); break;
       case Math::identity: e = s(0); break;
       case Math::add: e = s(0) + " + " + s(1); break;
