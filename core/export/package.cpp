@@ -538,7 +538,42 @@ class Writer {
       os << "    if (!gpu.gemm_lt(" << B << ", " << M << ", " << N << ", " << K << ", " << tf(ta) << ", " << tf(tb) << ", " << M * K << ", "
          << K * N << ", " << M * N << ", 1.f, " << in(ia) << ", " << in(ib) << ", 0, " << out(0) << ", " << algo << ", \"" << k.name << "\")) " << sgemm << "\n";
     };
-    if (how == "cuBLAS" && c.op == &op::bmm()) {
+    // bf16/f16 products: cuBLASLt only, as the app's executor runs them (mm, bmm, and addmm whose
+    // bias is an unscaled row, in cuBLASLt's bias epilogue), with max-autotune's algorithm where it
+    // chose one.
+    if (how.rfind("cuBLASLt (", 0) == 0) {
+      const DType t = r_.loops.buffer(c.outputs.at(0)).dtype;
+      const std::string type = t == DType::bf16 ? "CUDA_R_16BF" : t == DType::f16 ? "CUDA_R_16F" : "";
+      if (type.empty()) throw std::runtime_error(k.name + ": the package runtime has no " + std::string(dtype_torch(t)) + " product");
+      const bool bmm = c.op == &op::bmm(), addmm = c.op == &op::addmm();
+      const size_t ia = addmm ? 1 : 0, ib = addmm ? 2 : 1;
+      const bool ta = transposed_operand(c, ia), tb = transposed_operand(c, ib);
+      const Shape a = shape(ia), b = shape(ib);
+      const int64_t B = bmm ? a[0] : 1, M = a[bmm ? (ta ? 2 : 1) : (ta ? 1 : 0)], K = a[bmm ? (ta ? 1 : 2) : (ta ? 0 : 1)],
+                    N = b[bmm ? (tb ? 1 : 2) : (tb ? 0 : 1)];
+      std::string bias = "0";
+      float alpha = 1.f;
+      if (addmm) {
+        const Shape bs = shape(0);
+        const bool row_vector = bs.size() == 1 ? bs[0] == N : bs.size() == 2 && bs[0] == 1 && bs[1] == N;
+        if (!row_vector || c.args[3].number() != 1.0)
+          throw std::runtime_error(k.name + ": the package runtime has no half addmm whose bias is not an unscaled row (node " + node.graph_node + ")");
+        bias = in(0);
+        alpha = static_cast<float>(c.args[4].number());
+      }
+      std::string chosen_algo = "nullptr";
+      if (const auto it = r_.cuda.matmul_algorithms.find(k.name); it != r_.cuda.matmul_algorithms.end() && MatmulAlgorithm::parse(it->second, chosen)) {
+        chosen_algo = "algo_" + k.name;
+        setup << "  // " << k.name << ": max-autotune's cuBLASLt algorithm: " << chosen.text << "\n"
+              << "  static const unsigned long long " << chosen_algo << "[8] = {";
+        for (size_t i = 0; i < 8; ++i) setup << (i ? ", " : "") << "0x" << std::hex << chosen.data[i] << std::dec << "ull";
+        setup << "};\n";
+      }
+      os << "    if (!gpu.gemm_lt(" << B << ", " << M << ", " << N << ", " << K << ", " << tf(ta) << ", " << tf(tb) << ", " << M * K << ", "
+         << K * N << ", " << M * N << ", " << flt(alpha) << ", " << in(ia) << ", " << in(ib) << ", " << bias << ", " << out(0) << ", "
+         << chosen_algo << ", \"" << k.name << "\", " << type << "))\n"
+         << "      throw std::runtime_error(\"" << k.name << ": cuBLASLt has no algorithm for this " << dtype_short(t) << " product\");\n";
+    } else if (how == "cuBLAS" && c.op == &op::bmm()) {
       const bool ta = transposed_operand(c, 0), tb = transposed_operand(c, 1);
       const Shape a = shape(0), b = shape(1);
       const int64_t B = a[0], M = a[ta ? 2 : 1], K = a[ta ? 1 : 2], N = b[tb ? 1 : 2];

@@ -176,11 +176,12 @@ class Gpu {
   // epilogue where `bias`), b < batch, each operand `s*` elements after the one before; through
   // cuBLASLt with `algo` (a cublasLtMatmulAlgo_t's words, as the app's max-autotune chose it), or
   // its heuristic's first where null or where cuBLASLt finds `algo` does not fit this GPU (said
-  // once on stderr). False where cuBLASLt has no algorithm for it.
+  // once on stderr). False where cuBLASLt has no algorithm for it. Operands and result of `type`
+  // (CUDA_R_32F, or CUDA_R_16BF / CUDA_R_16F: half products accumulate and scale in float32).
   bool gemm_lt(long long batch, long long M, long long N, long long K, bool ta, bool tb, long long sa, long long sb, long long sc,
                float alpha, CUdeviceptr A, CUdeviceptr B, CUdeviceptr bias, CUdeviceptr C, const unsigned long long* algo = nullptr,
-               const char* what = "a product") {
-    Plan& pl = plans_[{batch, M, N, K, ta, tb, sa, sb, sc, bias != 0}];
+               const char* what = "a product", cudaDataType_t type = CUDA_R_32F) {
+    Plan& pl = plans_[{batch, M, N, K, ta, tb, sa, sb, sc, bias != 0, static_cast<int>(type)}];
     if (!pl.tried) {
       pl.tried = true;
       const cublasOperation_t opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N, opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -201,11 +202,11 @@ class Gpu {
               cublasLtMatmulDescSetAttribute(pl.desc, CUBLASLT_MATMUL_DESC_TRANSA, &opb, sizeof opb) == CUBLAS_STATUS_SUCCESS &&
               cublasLtMatmulDescSetAttribute(pl.desc, CUBLASLT_MATMUL_DESC_TRANSB, &opa, sizeof opa) == CUBLAS_STATUS_SUCCESS &&
               cublasLtMatmulDescSetAttribute(pl.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue) == CUBLAS_STATUS_SUCCESS &&
-              cublasLtMatrixLayoutCreate(&pl.a, CUDA_R_32F, tb ? K : N, tb ? N : K, tb ? K : N) == CUBLAS_STATUS_SUCCESS &&
+              cublasLtMatrixLayoutCreate(&pl.a, type, tb ? K : N, tb ? N : K, tb ? K : N) == CUBLAS_STATUS_SUCCESS &&
               batched(pl.a, sb) &&
-              cublasLtMatrixLayoutCreate(&pl.b, CUDA_R_32F, ta ? M : K, ta ? K : M, ta ? M : K) == CUBLAS_STATUS_SUCCESS &&
+              cublasLtMatrixLayoutCreate(&pl.b, type, ta ? M : K, ta ? K : M, ta ? M : K) == CUBLAS_STATUS_SUCCESS &&
               batched(pl.b, sa) &&
-              cublasLtMatrixLayoutCreate(&pl.c, CUDA_R_32F, N, M, N) == CUBLAS_STATUS_SUCCESS && batched(pl.c, sc) &&
+              cublasLtMatrixLayoutCreate(&pl.c, type, N, M, N) == CUBLAS_STATUS_SUCCESS && batched(pl.c, sc) &&
               cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS &&
               cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws) == CUBLAS_STATUS_SUCCESS &&
               cublasLtMatmulAlgoGetHeuristic(lt_, pl.desc, pl.a, pl.b, pl.c, pl.c, pref, 1, &h, &found) == CUBLAS_STATUS_SUCCESS &&
@@ -264,7 +265,7 @@ class Gpu {
   std::vector<CUdeviceptr> allocations_;
   std::vector<std::pair<CUdeviceptr, size_t>> scratch_;
   std::map<std::string, CUfunction> functions_;
-  std::map<std::tuple<long long, long long, long long, long long, bool, bool, long long, long long, long long, bool>, Plan> plans_;
+  std::map<std::tuple<long long, long long, long long, long long, bool, bool, long long, long long, long long, bool, int>, Plan> plans_;
 };
 
 // addmm: y = beta * bias + alpha * A @ B, the bias one value, a row of N, a column of M or [M, N]

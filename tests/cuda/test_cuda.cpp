@@ -932,17 +932,33 @@ std::string package_of_builds_and_runs(const CompileResult& r, bool train, const
   for (size_t i = 0; i < r.reference_outputs.size() && i < r.loops.outputs.size(); ++i) {
     if (r.loops.outputs[i].empty() || !r.reference_outputs[i].defined()) continue;
     const Tensor got = load_npy(pkg + "/outputs/out" + std::to_string(i) + ".npy");
-    const Comparison c = compare(got, r.reference_outputs[i]);
+    const Comparison c = compare(got, r.reference_outputs[i], tolerance_for(r.check.precision));
     VERIFY2(c.ok, "out" + std::to_string(i) + " against the reference interpreter: " + c.why);
     ++compared;
   }
   VERIFY(compared > (train ? 1 : 0));
   if (!r.model.expected.empty()) {
-    const Comparison c = compare(load_npy(pkg + "/outputs/out0.npy"), r.model.expected[0]);
+    const Comparison c = compare(load_npy(pkg + "/outputs/out0.npy"), r.model.expected[0], tolerance_for(r.check.precision));
     VERIFY2(c.ok, "out0 against PyTorch's out.npy: " + c.why);
   }
   std::filesystem::remove_all(pkg);
   return run_log.str();
+}
+
+// A bf16/f16 model's CUDA package: its products (the MLP's addmm with their bias rows; a training
+// step's mm of transposed operands) go to cuBLASLt in the half type, as the app's executor runs
+// them (the package refused them before: "no aten.mm.default"); it builds, and with a GPU its
+// outputs match the reference interpreter within the type's tolerance.
+void half_package_builds_and_runs(DType t, bool train) {
+  PipelineOptions o;
+  o.device = Device::cuda;
+  o.dtype = t;
+  o.train = train;
+  o.timing_budget_ms = 20;
+  const CompileResult r = run_pipeline(load_model(data("models/mlp")), o);
+  VERIFY2(r.error.empty(), r.error_stage + ": " + r.error);
+  VERIFY(r.check.reference.empty() || r.check.precision == t);  // the check ran (a GPU) in that precision
+  package_of_builds_and_runs(r, train, {"gpu.gemm_lt(", t == DType::bf16 ? "CUDA_R_16BF))" : "CUDA_R_16F))"});
 }
 
 // A CUDA package whose runner checks indices builds: one with a generated gather (embedding:
@@ -2237,6 +2253,9 @@ int main(int argc, char** argv) {
                      package_builds_and_runs("stages/extra/conv_forms.txt", true, {"(cuBLAS (a linear layer))", ".backward(gpu"});
                    }});
   cases.push_back({"package carries max-autotune's cuBLASLt algorithms", package_carries_matmul_algorithms});
+  for (DType t : {DType::bf16, DType::f16})
+    for (bool train : {false, true})
+      cases.push_back({std::string("package half ") + std::string(dtype_short(t)) + (train ? " train" : ""), [=] { half_package_builds_and_runs(t, train); }});
   cases.push_back({"package attention long train", [] {
                      package_builds_and_runs("stages/extra/attention_long.txt", true, {"lsrt::Attention::tiled", ".backward(gpu"});
                    }});
