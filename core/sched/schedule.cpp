@@ -36,6 +36,7 @@ struct Group {
   // candidates ask for them pair by pair, and a scan of the group's nodes touched every node
   // of both groups again for each candidate.
   int reduction = -1, extern_node = -1;
+  bool scatter = false;  // it holds a scatter (kept through merges, as the two above)
 };
 int first_of(int a, int b) { return a < 0 ? b : b < 0 ? a : std::min(a, b); }
 
@@ -90,17 +91,27 @@ class Scheduler {
  public:
   Scheduler(const LoopProgram& p, const ScheduleOptions& o) : p_(p), opts_(o) {
     const size_t n = p.nodes.size();
+    bool any_scatter = false;
     groups_.reserve(n);
+    for (auto* v : {&node_numel_, &node_rnumel_}) v->reserve(n);
+    group_of_.reserve(n);
+    node_kind_.reserve(n);
+    node_phase_.reserve(n);
     buffer_ids_.reserve(2 * n);
     for (size_t i = 0; i < n; ++i) {
       groups_.push_back({{static_cast<int>(i)}});
       if (p.nodes[i].kind == LoopNode::Kind::reduction) groups_.back().reduction = static_cast<int>(i);
       if (p.nodes[i].kind == LoopNode::Kind::extern_kernel) groups_.back().extern_node = static_cast<int>(i);
+      groups_.back().scatter = p.nodes[i].kind == LoopNode::Kind::scatter;
+      any_scatter = any_scatter || groups_.back().scatter;
+      node_kind_.push_back(p.nodes[i].kind);
+      node_phase_.push_back(p.nodes[i].phase);
       node_numel_.push_back(p.nodes[i].numel());
       node_rnumel_.push_back(p.nodes[i].rnumel());
       group_of_.push_back(static_cast<int>(i));
     }
     group_buffers_.resize(groups_.size());
+    group_size_.assign(groups_.size(), 1);
     // Buffer -> the first node writing it (LoopProgram::producer, indexed by buffer id).
     node_write_id_.reserve(n);
     for (size_t i = 0; i < n; ++i) {
@@ -110,9 +121,16 @@ class Scheduler {
     }
     // Each node's reads, as ids and as edges from their producers. Its dependencies are dropped as
     // soon as they are read: kept for every node, they were most of the scheduler's memory.
+    // A node and a producer it reads of its own iteration are placed there at once (fusion asks for
+    // those placements first; placed() keeps them): run here, the bodies are still in the cache
+    // that this walk just brought them into. Asked later, in fusion's order, each run missed the
+    // cache once the program outgrew it (the fused stage's per-node cost grew with the graph).
+    // Not where a scatter re-points a buffer's producer later in the walk (placed() reads producers).
     node_read_ids_.reserve(n);
+    placed_.resize(n);
     for (size_t i = 0; i < n; ++i) {
       const Dependencies deps = extract_dependencies(p.nodes[i]);
+      const size_t first_edge = edges_.size();
       std::vector<int> reads;
       reads.reserve(deps.reads.size());
       for (const MemDep& d : deps.reads) {
@@ -126,6 +144,14 @@ class Scheduler {
       std::sort(reads.begin(), reads.end());
       reads.erase(std::unique(reads.begin(), reads.end()), reads.end());
       node_read_ids_.push_back(std::move(reads));
+      if (any_scatter) continue;
+      for (size_t e = first_edge; e < edges_.size(); ++e) {
+        const int prod = edges_[e].producer;
+        if (prod < static_cast<int>(i) && same_iteration(prod, static_cast<int>(i))) {
+          placed(prod, node_numel_[static_cast<size_t>(prod)], node_rnumel_[static_cast<size_t>(prod)]);
+          placed(static_cast<int>(i), node_numel_[i], node_rnumel_[i]);
+        }
+      }
     }
     // Each id's buffer and size, from one walk over the buffers (the first of each name, as
     // LoopProgram::buffer finds it), not looked up one by one as fusion's candidates ask.
@@ -169,7 +195,6 @@ class Scheduler {
         for (int id : node_read_ids_[i])
           if (slot[static_cast<size_t>(id)] >= 0) shared_readers_[static_cast<size_t>(fill[static_cast<size_t>(slot[static_cast<size_t>(id)])]++)] = static_cast<int>(i);
     }
-    placed_.resize(n);
     init_order();
   }
 
@@ -218,6 +243,17 @@ class Scheduler {
 
   // The (numel, rnumel) a group iterates: that of its reduction if it has one.
   std::vector<int64_t> node_numel_, node_rnumel_;  // node -> numel(), rnumel()
+  std::vector<LoopNode::Kind> node_kind_;          // node -> kind (fusion reads them without the nodes)
+  std::vector<Phase> node_phase_;                  // node -> phase
+  // Two generated, non-scatter nodes of one iteration: fused, both are placed at it.
+  bool same_iteration(int a, int b) const {
+    auto generated = [&](int n) {
+      const LoopNode::Kind k = node_kind_[static_cast<size_t>(n)];
+      return k == LoopNode::Kind::pointwise || k == LoopNode::Kind::reduction;
+    };
+    return generated(a) && generated(b) && node_numel_[static_cast<size_t>(a)] == node_numel_[static_cast<size_t>(b)] &&
+           node_rnumel_[static_cast<size_t>(a)] == node_rnumel_[static_cast<size_t>(b)];
+  }
   // iteration() of a group's nodes, or of two groups' together, from their first reductions.
   std::pair<int64_t, int64_t> iteration_of(int first_node, int reduction) const {
     if (reduction >= 0) return {node_numel_[static_cast<size_t>(reduction)], node_rnumel_[static_cast<size_t>(reduction)]};
@@ -503,7 +539,7 @@ class Scheduler {
     if (size > static_cast<size_t>(opts_.max_fusion_size))
       return {false, "the kernel would hold " + std::to_string(size) + " nodes, more than max_fusion_size " +
                          std::to_string(opts_.max_fusion_size) + " (as Inductor's)"};
-    const Phase pa = p_.nodes[groups_[ga].nodes[0]].phase, pb = p_.nodes[groups_[gb].nodes[0]].phase;
+    const Phase pa = node_phase_[static_cast<size_t>(groups_[ga].nodes[0])], pb = node_phase_[static_cast<size_t>(groups_[gb].nodes[0])];
     if (pa != pb)
       return {false, std::string(phase_name(pa)) + " and " + phase_name(pb) +
                          " are separate graphs: the later one runs afterwards, reading what the earlier one saved"};
@@ -511,7 +547,7 @@ class Scheduler {
       if (const LoopNode* e = extern_in(g))
         return {false, "extern kernel " + e->ext.op->name + " is a library call: generated code cannot be fused into it"};
     for (int g : {ga, gb})
-      if (scatters(groups_[g].nodes))
+      if (groups_[g].scatter)
         return {false, "a scatter stores through indices read from data into a buffer another kernel filled: it runs alone, "
                        "after that kernel and before the buffer's readers"};
     std::vector<int> merged;
@@ -583,7 +619,7 @@ class Scheduler {
           return {false, p_.nodes[c].name + " reads " + buffer + " at " + exprs_[static_cast<size_t>(rd.index)].str() + " but " +
                              pn.name + " writes it at " + exprs_[static_cast<size_t>(pp.write)].str() +
                              ": values from other iterations are needed"};
-        if (pp.inner && !pc.inner && pn.kind == LoopNode::Kind::pointwise)
+        if (pp.inner && !pc.inner && node_kind_[static_cast<size_t>(prod)] == LoopNode::Kind::pointwise)
           return {false, p_.nodes[c].name + " iterates " + std::to_string(x) + " but reads " + buffer +
                              ", which has one value per reduction element"};
       }
@@ -680,11 +716,18 @@ class Scheduler {
         g.nodes.insert(g.nodes.end(), k.nodes.begin(), k.nodes.end());
         // Each list in name order, once, its reads without what it writes (sorted vectors: std::sets
         // of the strings were rebuilt from the whole kernel's lists at every nest added).
+        // (The group's lists are sorted after its first nest added; the kernel's are merged in, not
+        // the whole list sorted again at every nest.)
         auto sorted_names = [](std::vector<std::string> a, const std::vector<std::string>& b) {
-          a.insert(a.end(), b.begin(), b.end());
-          std::sort(a.begin(), a.end());
-          a.erase(std::unique(a.begin(), a.end()), a.end());
-          return a;
+          if (!std::is_sorted(a.begin(), a.end())) std::sort(a.begin(), a.end());
+          std::vector<std::string> add(b);
+          if (!std::is_sorted(add.begin(), add.end())) std::sort(add.begin(), add.end());
+          std::vector<std::string> u;
+          u.reserve(a.size() + add.size());
+          std::merge(std::make_move_iterator(a.begin()), std::make_move_iterator(a.end()), std::make_move_iterator(add.begin()),
+                     std::make_move_iterator(add.end()), std::back_inserter(u));
+          u.erase(std::unique(u.begin(), u.end()), u.end());
+          return u;
         };
         g.writes = sorted_names(std::move(g.writes), k.writes);
         std::vector<std::string> reads = sorted_names(std::move(g.reads), k.reads);
@@ -723,7 +766,10 @@ class Scheduler {
     std::inplace_merge(na.begin(), na.begin() + mid, na.end());
     groups_[ga].reduction = first_of(groups_[ga].reduction, groups_[gb].reduction);
     groups_[ga].extern_node = first_of(groups_[ga].extern_node, groups_[gb].extern_node);
+    groups_[ga].scatter = groups_[ga].scatter || groups_[gb].scatter;
     groups_[gb].alive = false;
+    group_size_[static_cast<size_t>(ga)] += group_size_[static_cast<size_t>(gb)];
+    group_size_[static_cast<size_t>(gb)] = 0;
     groups_[gb].nodes.clear();
     merge_edges(ga, gb);
     GroupBuffers& a = group_buffers_[static_cast<size_t>(ga)];
@@ -742,21 +788,78 @@ class Scheduler {
   // candidates at all (their shared bytes worked out and sorted only to be skipped; in the later
   // rounds, most of them).
   bool too_large(int a, int b) const {
-    return groups_[a].nodes.size() + groups_[b].nodes.size() > static_cast<size_t>(opts_.max_fusion_size);
+    return group_size_[static_cast<size_t>(a)] + group_size_[static_cast<size_t>(b)] > opts_.max_fusion_size;
+  }
+  // Each group's node count, 0 once merged into another: what the rounds ask of every candidate
+  // (alive, too_large), in one array of ints rather than in the groups themselves.
+  std::vector<int> group_size_;
+
+  struct Cand {
+    int a, b;
+    int64_t bytes;
+    int distance;
+    int order;  // its place in the list as made: the ties' order
+  };
+  // Bytes saved first (most first), then distance, ties in the order made (std::stable_sort's
+  // order) by counting: each candidate's slot is the rank of its bytes among the round's distinct
+  // values and its distance, and one stable pass puts every candidate in its slot (a linear pass
+  // where the slots are few: the stable sort of the wide graph's million candidates a round was
+  // the stage's largest n log n step). Where there would be more slots than candidates, the sort.
+  static void sort_candidates(std::vector<Cand>& cands) {
+    const size_t n = cands.size();
+    if (n < 2) return;
+    std::vector<int64_t> values;  // the distinct byte counts, most first
+    {
+      std::unordered_set<int64_t> seen;
+      int64_t last = cands[0].bytes;
+      seen.insert(last);
+      values.push_back(last);
+      for (const Cand& c : cands)
+        if (c.bytes != last && seen.insert(last = c.bytes).second) values.push_back(c.bytes);
+    }
+    std::sort(values.begin(), values.end(), std::greater<int64_t>());
+    int max_distance = 0;
+    for (const Cand& c : cands) max_distance = std::max(max_distance, c.distance);
+    const size_t per_rank = static_cast<size_t>(max_distance) + 1;
+    if (values.size() > n / per_rank) {  // (values.size() x per_rank slots > n)
+      std::stable_sort(cands.begin(), cands.end(), [](const Cand& x, const Cand& y) {
+        return x.bytes != y.bytes ? x.bytes > y.bytes : x.distance < y.distance;
+      });
+      return;
+    }
+    std::vector<uint32_t> slot(n);
+    std::vector<size_t> start(values.size() * per_rank + 1, 0);
+    {
+      int64_t last = values[0];
+      size_t rank = 0;
+      for (size_t i = 0; i < n; ++i) {
+        const Cand& c = cands[i];
+        if (c.bytes != last) {
+          last = c.bytes;
+          rank = static_cast<size_t>(std::lower_bound(values.begin(), values.end(), last, std::greater<int64_t>()) - values.begin());
+        }
+        slot[i] = static_cast<uint32_t>(rank * per_rank + static_cast<size_t>(c.distance));
+        ++start[slot[i] + 1];
+      }
+    }
+    for (size_t s = 1; s < start.size(); ++s) start[s] += start[s - 1];
+    std::vector<Cand> sorted(n);
+    for (size_t i = 0; i < n; ++i) sorted[start[slot[i]]++] = cands[i];
+    cands.swap(sorted);
   }
 
   // Greedy fusion by score, as Inductor's scheduler: bytes saved first, then graph distance.
   void fuse() {
     for (int round = 0; round < 64; ++round) {
-      struct Cand { int a, b; int64_t bytes; int distance; };
       std::vector<Cand> cands;
+      cands.reserve(edges_.size());
       PairSet seen(edges_.size());  // group pairs (a < b) already candidates through an edge
       for (const auto& e : edges_) {
         int a = group_of_[e.producer], b = group_of_[e.consumer];
         if (a == b) continue;
         if (a > b) std::swap(a, b);
         if (!seen.insert(PairSet::key(a, b)) || too_large(a, b)) continue;
-        cands.push_back({a, b, shared_bytes(a, b), std::abs(e.consumer - e.producer)});
+        cands.push_back({a, b, shared_bytes(a, b), std::abs(e.consumer - e.producer), static_cast<int>(cands.size())});
       }
       // Horizontal candidates: groups that read the same buffer, found through the buffers read by
       // more than one node (shared_readers_, listed once; a group reads what its nodes read). (Every
@@ -784,16 +887,15 @@ class Scheduler {
         std::sort(horizontal.begin(), horizontal.end());
         horizontal.erase(std::unique(horizontal.begin(), horizontal.end()), horizontal.end());
       }
+      cands.reserve(cands.size() + horizontal.size());
       for (const auto& [a, b] : horizontal) {
         const int64_t bytes = shared_bytes(a, b);
-        if (bytes > 0) cands.push_back({a, b, bytes, b - a});
+        if (bytes > 0) cands.push_back({a, b, bytes, b - a, static_cast<int>(cands.size())});
       }
-      std::stable_sort(cands.begin(), cands.end(), [](const Cand& x, const Cand& y) {
-        return x.bytes != y.bytes ? x.bytes > y.bytes : x.distance < y.distance;
-      });
+      sort_candidates(cands);
       bool merged = false;
       for (const Cand& c : cands) {
-        if (!groups_[c.a].alive || !groups_[c.b].alive) continue;
+        if (!group_size_[static_cast<size_t>(c.a)] || !group_size_[static_cast<size_t>(c.b)]) continue;
         // can_fuse's first refusal, without writing its reason: most candidates of the later
         // rounds meet it, and only the final edges' verdicts are shown.
         if (too_large(c.a, c.b)) continue;
@@ -876,6 +978,18 @@ class Scheduler {
   mutable std::vector<GroupBuffers> group_buffers_;
 
   int64_t shared_bytes(int a, int b) const {
+    // Two single nodes (every group of the first round): their own lists, sorted already, instead
+    // of a pair of heap vectors built per group (a round over the wide graph's readers asks for a
+    // million such pairs).
+    if (group_size_[static_cast<size_t>(a)] == 1 && group_size_[static_cast<size_t>(b)] == 1) {
+      const int na = groups_[a].nodes[0], nb = groups_[b].nodes[0];
+      const int wa = node_write_id_[static_cast<size_t>(na)];
+      const std::vector<int>& ra = node_read_ids_[static_cast<size_t>(na)];
+      int64_t bytes = 0;
+      for (int buf : node_read_ids_[static_cast<size_t>(nb)])
+        if (buf == wa || std::binary_search(ra.begin(), ra.end(), buf)) bytes += bytes_of(buf);
+      return bytes;
+    }
     const GroupBuffers& ga = buffers_of(a);
     int64_t bytes = 0;
     for (int buf : buffers_of(b).reads)
