@@ -15,6 +15,8 @@
 // contiguous sizes multiples of 8 and their starts 16-byte aligned (cuda_gemm_problem checks).
 // Self-contained: no system header, no prelude name; needs sm_80 (an older GPU traps). Written once
 // into a module however many templates it holds (the guard below).
+// C is not __restrict__: the epilogue reads the element just stored through its own pointer to
+// the same buffer (C99 restrict would let the compiler move that load above the store).
 #ifndef LS_GEMM_HALF_DEFINED
 #define LS_GEMM_HALF_DEFINED
 
@@ -89,7 +91,7 @@ template <int L> static __device__ __forceinline__ int ls_gh_at(int r, int c) {
 
 template <int KIND, int BM, int BN, int BK, int WM, int WN, int STAGES, bool TA, bool TB, bool BIAS, int M, int N, int K, typename Epilogue>
 static __device__ __forceinline__ void ls_gh_gemm(const unsigned short* __restrict__ A, const unsigned short* __restrict__ B,
-                                                  const unsigned short* __restrict__ bias, unsigned short* __restrict__ C, Epilogue epilogue) {
+                                                  const unsigned short* __restrict__ bias, unsigned short* C, Epilogue epilogue) {
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
   using T = LsGhType<KIND>;
   constexpr int THREADS = WM * WN * 32;

@@ -96,9 +96,10 @@ void half_template(const CudaGemmProblem& g, const CudaGemmConfig& c, const std:
   os << "// " << function << ": GEMM template on the tensor cores for the product " << g.c << " (" << g.M << "x" << g.K << " @ " << g.K << "x"
      << g.N << (g.bias.empty() ? "" : " + bias") << ", " << dtype_torch(g.dtype).substr(6) << "), " << c.text() << ", grid " << out.launch.grid
      << " x block " << out.launch.block << (epilogue_name.empty() ? "" : ", then the epilogue " + epilogue_name + " on each element") << "\n";
+  // ls_c without __restrict__: the epilogue reads its elements through its own parameter (ls_e*).
   os << "extern \"C\" __global__ void __launch_bounds__(" << out.launch.block << ") " << function
      << "(const unsigned short* __restrict__ ls_a, const unsigned short* __restrict__ ls_b"
-     << (g.bias.empty() ? "" : ", const unsigned short* __restrict__ ls_bias") << ", unsigned short* __restrict__ ls_c" << epilogue_params << ") {\n";
+     << (g.bias.empty() ? "" : ", const unsigned short* __restrict__ ls_bias") << ", unsigned short* ls_c" << epilogue_params << ") {\n";
   os << "    ls_gh_gemm<" << (g.dtype == DType::f16 ? 1 : 0) << ", " << c.bm << ", " << c.bn << ", " << c.bk << ", " << c.tm << ", " << c.tn << ", "
      << c.stages << ", " << (g.ta ? "true" : "false") << ", " << (g.tb ? "true" : "false") << ", " << (g.bias.empty() ? "false" : "true") << ", "
      << g.M << ", " << g.N << ", " << g.K << ">(ls_a, ls_b, " << (g.bias.empty() ? "nullptr" : "ls_bias") << ", ls_c, [&](long long ls_at) {"

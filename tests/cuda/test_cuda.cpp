@@ -587,9 +587,11 @@ void gemm_templates_run_in_place_of_cublas(const std::string& model, bool train)
 // products' place, every tile of cuda_gemm_candidates in turn: sizes off the tiles' multiples (M
 // 200; K 96 and 160 against k steps of 32 and 64; N 40 and 24), operands stored either way (the
 // linear layers' transposed weights, a plain right operand, a training step's products of
-// transposed activations), bias rows, the ReLU after the first product as its epilogue. Every
-// template is in the PTX; with a GPU every output (and gradient) matches the reference interpreter
-// within the type's tolerance and the products report a template.
+// transposed activations), bias rows, the ReLU after the first product (its own kernel: the
+// scheduler marks epilogues after float32 products only; the epilogue inside a half template is
+// forced and compiled below). Every template is in the PTX; with a GPU every output (and
+// gradient) matches the reference interpreter within the type's tolerance and the products
+// report a template.
 void gemm_half_templates(DType t, bool train) {
   const std::string graph =
       "class G(torch.nn.Module):\n"
@@ -625,6 +627,35 @@ void gemm_half_templates(DType t, bool train) {
   }
   VERIFY2(products.size() >= (train ? 6u : 3u), what + ": " + std::to_string(products.size()) + " products take a template");
   VERIFY2(tb && plain_b && (ta || !train), what);
+  {
+    // The epilogue inside a half template (forced here: the scheduler marks epilogues after
+    // float32 products only): the pointwise kernel after a product reads the product's elements
+    // back through its own parameter, so the template's ls_c is not __restrict__ (restrict would
+    // let the compiler load an element before the template stored it), and the module compiles.
+    Schedule s = first.schedule;
+    CudaCodegenOptions co;
+    std::string launcher;
+    for (size_t k = 0; k + 1 < s.kernels.size() && launcher.empty(); ++k) {
+      if (!s.kernels[k].is_extern || s.kernels[k + 1].is_extern) continue;
+      s.kernels[k + 1].epilogue = true;
+      const std::optional<CudaGemmProblem> g = cuda_gemm_problem(first.loops, s, k);
+      if (!g || g->epilogue < 0) {
+        s.kernels[k + 1].epilogue = false;
+        continue;
+      }
+      co.gemm_templates[s.kernels[k].name] = cuda_gemm_candidates(*g).back();
+      launcher = s.kernels[k].name + "_template";
+    }
+    VERIFY2(!launcher.empty(), what + ": no product with a pointwise kernel after it");
+    const std::string code = generate_cuda(first.loops, s, co).source.code;
+    VERIFY2(code.find(launcher + "_epilogue(ls_at") != std::string::npos, what + ": the template does not call its epilogue");
+    const size_t head = code.find(" " + launcher + "(");
+    VERIFY2(head != std::string::npos, what + ": no " + launcher);
+    const std::string params = code.substr(head, code.find('{', head) - head);
+    VERIFY2(params.find("unsigned short* ls_c") != std::string::npos && params.find("__restrict__ ls_c") == std::string::npos, params);
+    const std::string ptx = compile_cuda(code, CudaCompileOptions{90, false, "off"}).ptx;
+    VERIFY2(ptx.find(launcher) != std::string::npos, what + ": no PTX for " + launcher);
+  }
   std::string why;
   const bool gpu = CudaDriver::get(&why) != nullptr;
   for (size_t turn = 0; turn < most; ++turn) {
