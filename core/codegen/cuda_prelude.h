@@ -72,7 +72,7 @@ template <int OP, typename T> LS_DEV T ls_combine(T a, T b) {
 template <int OP, int W, typename T> LS_DEV T ls_warp_reduce(T v) {
   const unsigned mask = __activemask();
 #pragma unroll
-  for (int o = W / 2; o > 0; o /= 2) v = ls_combine<OP>(v, __shfl_xor_sync(mask, v, o, W));
+  for (int o = W / 2; o > 0; o /= 2) v = ls_combine<OP, T>(v, static_cast<T>(__shfl_xor_sync(mask, v, o, W)));  // a bool shuffles as an int
   return v;
 }
 // Across the whole block (one row per block); every thread gets the result. Each warp's result
@@ -954,7 +954,7 @@ template <bool MAX, typename T> LS_DEV void ls_arg_combine(T& v, int64_t& i, T v
 template <bool MAX, int W, typename T> LS_DEV void ls_warp_arg_reduce(T& v, int64_t& i) {
   const unsigned mask = __activemask();
 #pragma unroll
-  for (int o = W / 2; o > 0; o /= 2) ls_arg_combine<MAX>(v, i, __shfl_xor_sync(mask, v, o, W), __shfl_xor_sync(mask, i, o, W));
+  for (int o = W / 2; o > 0; o /= 2) ls_arg_combine<MAX, T>(v, i, static_cast<T>(__shfl_xor_sync(mask, v, o, W)), __shfl_xor_sync(mask, i, o, W));
 }
 template <bool MAX, typename T> LS_DEV void ls_block_arg_reduce(T& v, int64_t& i, T identity) {
   __shared__ double ls_asmem[32];

@@ -31,7 +31,8 @@ namespace {
 namespace fs = std::filesystem;
 
 // The runtime's dtype code: numpy's without the byte order ("f4", "b1").
-std::string npy_dtype(DType t) { return descr_of(t).substr(1); }
+// The runtime's name of a dtype (lsrt::Buffer): numpy's, and "bf16", which .npy lacks.
+std::string npy_dtype(DType t) { return t == DType::bf16 ? "bf16" : descr_of(t).substr(1); }
 
 std::string dims(const Shape& s) {
   std::string t = "{";

@@ -19,7 +19,8 @@
 namespace lsrt {
 
 // A buffer: contiguous elements of one dtype, as numpy spells it: "f4" float32, "f8", "i8" int64,
-// "i4", "b1" bool, "u1".
+// "i4", "b1" bool, "u1", "f2" float16; and "bf16", which .npy lacks: two bytes an element here,
+// float32 in its files (as Lowerscope writes them; exact both ways for bfloat16's values).
 struct Buffer {
   std::string name, dtype;
   std::vector<int64_t> shape;
@@ -32,7 +33,9 @@ struct Buffer {
     for (int64_t d : shape) n *= d;
     return n;
   }
-  int64_t itemsize() const { return dtype.at(1) - '0'; }
+  int64_t itemsize() const { return dtype == "bf16" ? 2 : dtype.at(1) - '0'; }
+  // The dtype of its .npy files.
+  std::string file_dtype() const { return dtype == "bf16" ? "f4" : dtype; }
   void* data() { return bytes.data(); }
   float* f32() { return reinterpret_cast<float*>(bytes.data()); }
 };
@@ -47,6 +50,43 @@ inline std::string shape_text(const std::vector<int64_t>& s) {
 inline std::string without_spaces(std::string s) {
   s.erase(std::remove(s.begin(), s.end(), ' '), s.end());
   return s;
+}
+
+// bfloat16 <-> float32 (round to nearest even, NaN kept quiet), and float16 -> float32.
+inline uint16_t bf16_of(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);
+  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+inline float float_of_bf16(uint16_t h) {
+  const uint32_t u = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+inline float float_of_f16(uint16_t h) {
+  const uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
+  float f;
+  if (exp == 0) {  // zero or subnormal: man * 2^-24
+    f = std::ldexp(static_cast<float>(man), -24);
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    u |= sign;
+    std::memcpy(&f, &u, 4);
+    return f;
+  }
+  const uint32_t u = sign | (exp == 31 ? 0x7f800000u | (man << 13) : ((exp + 112u) << 23) | (man << 13));
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+// Element k of a floating-point buffer as a double.
+inline double element(const Buffer& b, int64_t k) {
+  const unsigned char* p = b.bytes.data() + k * b.itemsize();
+  if (b.dtype == "f4") return *reinterpret_cast<const float*>(p);
+  if (b.dtype == "f8") return *reinterpret_cast<const double*>(p);
+  if (b.dtype == "bf16") return float_of_bf16(*reinterpret_cast<const uint16_t*>(p));
+  return float_of_f16(*reinterpret_cast<const uint16_t*>(p));
 }
 
 // Reads an .npy file into `b`, which must have the same dtype and shape.
@@ -66,18 +106,24 @@ inline void load_npy(const std::string& path, Buffer& b) {
   }
   std::string header(hlen, ' ');
   f.read(header.data(), hlen);
-  const std::string want_dtype = "'<" + b.dtype + "'", want_dtype_bool = "'|" + b.dtype + "'";
+  const std::string want_dtype = "'<" + b.file_dtype() + "'", want_dtype_bool = "'|" + b.file_dtype() + "'";
   if (header.find(want_dtype) == std::string::npos && header.find(want_dtype_bool) == std::string::npos)
-    throw std::runtime_error(path + ": expected dtype " + b.dtype + ", header " + header);
+    throw std::runtime_error(path + ": expected dtype " + b.file_dtype() + ", header " + header);
   if (without_spaces(header).find("'fortran_order':False") == std::string::npos) throw std::runtime_error(path + ": Fortran order is not supported");
   if (without_spaces(header).find("'shape':" + without_spaces(shape_text(b.shape))) == std::string::npos)
     throw std::runtime_error(path + ": expected shape " + shape_text(b.shape) + ", header " + header);
-  f.read(reinterpret_cast<char*>(b.bytes.data()), static_cast<std::streamsize>(b.bytes.size()));
+  if (b.dtype == "bf16") {  // float32 in the file, rounded as torch's .to(torch.bfloat16)
+    std::vector<float> wide(static_cast<size_t>(b.numel()));
+    f.read(reinterpret_cast<char*>(wide.data()), static_cast<std::streamsize>(wide.size() * 4));
+    for (size_t k = 0; k < wide.size(); ++k) reinterpret_cast<uint16_t*>(b.bytes.data())[k] = bf16_of(wide[k]);
+  } else {
+    f.read(reinterpret_cast<char*>(b.bytes.data()), static_cast<std::streamsize>(b.bytes.size()));
+  }
   if (!f) throw std::runtime_error(path + ": file too short");
 }
 
 inline void save_npy(const std::string& path, const Buffer& b) {
-  std::string header = "{'descr': '" + std::string(b.itemsize() == 1 ? "|" : "<") + b.dtype +
+  std::string header = "{'descr': '" + std::string(b.itemsize() == 1 ? "|" : "<") + b.file_dtype() +
                        "', 'fortran_order': False, 'shape': " + shape_text(b.shape) + ", }";
   while ((10 + header.size() + 1) % 64) header += ' ';
   header += '\n';
@@ -87,21 +133,31 @@ inline void save_npy(const std::string& path, const Buffer& b) {
   const uint16_t h = static_cast<uint16_t>(header.size());
   f.write(reinterpret_cast<const char*>(&h), 2);
   f << header;
-  f.write(reinterpret_cast<const char*>(b.bytes.data()), static_cast<std::streamsize>(b.bytes.size()));
+  if (b.dtype == "bf16") {
+    std::vector<float> wide(static_cast<size_t>(b.numel()));
+    for (size_t k = 0; k < wide.size(); ++k) wide[k] = float_of_bf16(reinterpret_cast<const uint16_t*>(b.bytes.data())[k]);
+    f.write(reinterpret_cast<const char*>(wide.data()), static_cast<std::streamsize>(wide.size() * 4));
+  } else {
+    f.write(reinterpret_cast<const char*>(b.bytes.data()), static_cast<std::streamsize>(b.bytes.size()));
+  }
 }
 
-// Compares `got` with the expected file, as Lowerscope's check does: |a - b| <= 1e-4 + 1e-3 * |b|.
+// Compares `got` with the expected file, as Lowerscope's check does: |a - b| <= atol + rtol * |b|,
+// with 1e-4 and 1e-3 for float32 and float64, and PyTorch's assert_close tolerances for float16
+// (1e-5, 1e-3) and bfloat16 (1e-5, 1.6e-2). Other dtypes must match exactly.
 inline bool check_against(const std::string& path, Buffer& got, double& max_err) {
   Buffer want(got.name, got.dtype, got.shape);
   load_npy(path, want);
   max_err = 0;
   bool ok = true;
-  if (got.dtype != "f4") return std::memcmp(got.bytes.data(), want.bytes.data(), got.bytes.size()) == 0;
+  const bool floating = got.dtype == "f4" || got.dtype == "f8" || got.dtype == "f2" || got.dtype == "bf16";
+  if (!floating) return std::memcmp(got.bytes.data(), want.bytes.data(), got.bytes.size()) == 0;
+  const double atol = got.itemsize() == 2 ? 1e-5 : 1e-4, rtol = got.dtype == "bf16" ? 1.6e-2 : 1e-3;
   for (int64_t i = 0; i < got.numel(); ++i) {
-    const double a = got.f32()[i], b = want.f32()[i], e = std::fabs(a - b);
+    const double a = element(got, i), b = element(want, i), e = std::fabs(a - b);
     if (std::isnan(a) != std::isnan(b)) ok = false;
     if (!std::isnan(e)) max_err = std::max(max_err, e);
-    if (e > 1e-4 + 1e-3 * std::fabs(b)) ok = false;
+    if (e > atol + rtol * std::fabs(b)) ok = false;
   }
   return ok;
 }
