@@ -166,9 +166,12 @@ class CudaKernelWriter {
       // range (384, 512, 600, 1000, 1024, 1500; 640 or 1300 get half the static threads).
       const bool generic_row = o_.size_generic && !row_fixed_;
       // A kernel that reads and writes only halves takes 16 elements a thread (two 16-byte groups,
-      // the bytes a thread holds in flight at float32's 8), so twice the rows share an SM.
+      // the bytes a thread holds in flight at float32's 8), so twice the rows share an SM; from
+      // rows of 4,096 up, 32 (four groups, 128 threads a row): softmax at 16384x4096 in bf16 ran
+      // at 86% of copy with 256 threads a row and 92% with 128 (tools/gpu/softmax_half_variants.cu).
       const bool halves = halves_only_;
-      const int64_t heuristic = generic_row ? prev_pow2(std::max<int64_t>(1, R * 3 / 16)) : next_pow2((R + (halves ? 15 : 7)) / (halves ? 16 : 8));
+      const int64_t per_thread = !halves ? 8 : R >= 4096 ? 32 : 16;
+      const int64_t heuristic = generic_row ? prev_pow2(std::max<int64_t>(1, R * 3 / 16)) : next_pow2((R + per_thread - 1) / per_thread);
       const int64_t t = cfg.threads_per_row ? cfg.threads_per_row : std::min<int64_t>(1024, heuristic);
       launch.threads_per_row = static_cast<int>(std::max<int64_t>(1, t));
       launch.block = launch.threads_per_row > 32 ? launch.threads_per_row : 256;
@@ -208,7 +211,7 @@ class CudaKernelWriter {
     const std::string cluster_dims = cluster_ ? "__cluster_dims__(" + std::to_string(launch.split) + ", 1, 1) " : "";
 
     LoopEmitter e(ptrs_, std::set<std::string>(k_.writes.begin(), k_.writes.end()), p_, Dialect::cuda);
-    e.fast_exp = halves_only_;
+    e.fast_exp = e.fast_div = halves_only_;
     std::string origins;
     for (const auto& o : k_.origins) origins += (origins.empty() ? "" : ", ") + o;
     e.lines.push_back({"// " + k_.name + ": iteration (" + std::to_string(X) + ", " + std::to_string(R) + "), " + launch.form +

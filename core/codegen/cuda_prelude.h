@@ -16,6 +16,13 @@ LS_DEV float ls_exp_fast(float x) {
   asm("ex2.approx.f32 %0, %1;" : "=f"(y) : "f"(x * 1.4426950408889634f));
   return y;
 }
+// a / b as div.full.f32 (Triton's float32 `/`: 2 ulps, a reciprocal and a multiply) where
+// ls_exp_fast is used, instead of IEEE division's subroutine.
+LS_DEV float ls_div_fast(float a, float b) {
+  float q;
+  asm("div.full.f32 %0, %1, %2;" : "=f"(q) : "f"(a), "f"(b));
+  return q;
+}
 LS_DEV double ls_exp(double x) { return exp(x); }
 LS_DEV float ls_log(float x) { return logf(x); }
 LS_DEV double ls_log(double x) { return log(x); }

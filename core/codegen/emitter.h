@@ -77,6 +77,10 @@ class LoopEmitter : public OpsHandler {
   // CUDA kernels whose every buffer is bf16/f16: float32 exp as ex2.approx (ls_exp_fast), as
   // Triton's tl.exp; its error (a few float32 ulps) vanishes in the half result's rounding.
   bool fast_exp = false;
+  // ... and float32 division as div.full.f32 (ls_div_fast), as Triton's `/` for float32: IEEE
+  // division is a subroutine of some twenty instructions, which held softmax at 16384x4096 in bf16
+  // to 45% of copy bandwidth (86% with div.full, tools/gpu/softmax_half_variants.cu).
+  bool fast_div = false;
   std::string store_guard;  // a condition every store to memory waits on (CUDA: one thread per row stores)
   // CUDA 16-byte accesses: a load of buffer[index] (key "buffer[index]") that reads a lane of a
   // float4 loaded before the lane loop (its value: the text given), and a store that sets a lane
@@ -156,7 +160,7 @@ class LoopEmitter : public OpsHandler {
       case Math::add: e = s(0) + " + " + s(1); break;
       case Math::sub: e = s(0) + " - " + s(1); break;
       case Math::mul: e = s(0) + " * " + s(1); break;
-      case Math::div: e = s(0) + " / " + s(1); break;
+      case Math::div: e = fast_div && t == DType::f32 ? "ls_div_fast(" + s(0) + ", " + s(1) + ")" : s(0) + " / " + s(1); break;
       case Math::lt: e = s(0) + " < " + s(1); break;
       case Math::le: e = s(0) + " <= " + s(1); break;
       case Math::gt: e = s(0) + " > " + s(1); break;
