@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <stdexcept>
 
+#include "ir/copy_nodes.h"
 #include "ops/builder.h"
 #include "ops/op_table.h"
 #include "passes/eliminate_dead_nodes.h"
@@ -85,7 +86,7 @@ struct Values {
 };
 
 // Whether target is "torch.ops." + name already (a node that stays keeps it without a new string).
-bool is_target(const std::string& target, const std::string& name) {
+bool is_op_target(const std::string& target, const std::string& name) {
   constexpr std::string_view kPrefix = "torch.ops.";
   return target.size() == kPrefix.size() + name.size() && target.compare(0, kPrefix.size(), kPrefix) == 0 &&
          target.compare(kPrefix.size(), name.size(), name) == 0;
@@ -133,6 +134,25 @@ Node stay(const Node& n, std::vector<Arg> args) {
   return c;
 }
 
+// What a sweep learnt of its output on the way, each node looked at once, just made (still in the
+// cache), so that nothing walks the output again only to find it: on graphs too large for the
+// cache each such walk was a pass over memory, and the stage grew faster than the graph.
+struct SweepInfo {
+  // stays(node): whether a node stays in a sweep of the output (null: not asked).
+  const std::function<bool(const Node&)>* stays = nullptr;
+  size_t reserve = 0;     // nodes to reserve in the output (0: as many as the input has)
+  bool all_stay = true;   // every node of the output stays (asked of those the expansions made)
+  bool none_dead = true;  // every node of the output but the placeholders is read by a node or returned
+};
+
+void mark_read(const Arg& a, std::vector<char>& read) {
+  auto mark = [&](const Arg& x) {
+    if (x.is_node() && x.node >= 0 && static_cast<size_t>(x.node) < read.size()) read[static_cast<size_t>(x.node)] = 1;
+  };
+  mark(a);
+  for (const Arg& x : a.list) mark(x);
+}
+
 // One sweep: every node outside the target level is replaced by its rule's expansion. A getitem
 // of a decomposed multi-output node becomes the matching value of the expansion.
 // G: Graph (given up: the nodes that stay move out of g) or const Graph (they are copied).
@@ -140,12 +160,16 @@ Node stay(const Node& n, std::vector<Arg> args) {
 // eliminate_dead_nodes leaves them), empty for all; keep(i): node i stays as it is (asked before
 // node i moves; only expanded nodes are read afterwards); what: the target, for messages.
 template <class G>
-Graph sweep(G& g, const std::vector<bool>& live, const std::function<bool(int)>& keep, const std::string& what, bool& changed) {
+Graph sweep(G& g, const std::vector<bool>& live, const std::function<bool(int)>& keep, const std::string& what, bool& changed,
+            SweepInfo& info) {
   Graph out;
   out.name = g.name;
   out.tuple_output = g.tuple_output;
   out.weights = take(g.weights);
-  out.nodes.reserve(g.nodes.size());
+  out.nodes.reserve(std::max(info.reserve, g.nodes.size()));
+  info.all_stay = info.none_dead = true;
+  std::vector<char> read;  // node k of out is read by a later node
+  read.reserve(out.nodes.capacity());
   GraphBuilder b(out);
   Values map(g.nodes.size());
   std::vector<bool> expanded(g.nodes.size(), false);
@@ -166,9 +190,11 @@ Graph sweep(G& g, const std::vector<bool>& live, const std::function<bool(int)>&
     for (const Arg& a : n.args) args.push_back(remap(a, map));
     if (keep(static_cast<int>(i))) {
       Node c = stay(g.nodes[i], std::move(args));  // n is not read past this point
-      if (!c.is_placeholder() && c.op->kind != OpKind::getitem && !is_target(c.target, c.op->name)) c.target = "torch.ops." + c.op->name;
+      if (!c.is_placeholder() && c.op->kind != OpKind::getitem && !is_op_target(c.target, c.op->name)) c.target = "torch.ops." + c.op->name;
       if (b.taken(c.name)) c.name = b.fresh_name(c.is_placeholder() ? c.name : std::string(c.op->base_name()));
+      for (const Arg& a : c.args) mark_read(a, read);
       map.first[i] = Arg::of_node(out.add(std::move(c)));
+      read.push_back(0);
       continue;
     }
     if (!n.op->decompose)
@@ -177,6 +203,7 @@ Graph sweep(G& g, const std::vector<bool>& live, const std::function<bool(int)>&
     b.stack = n.stack;
     b.module_path = n.module_path;
     b.phase = n.phase;
+    const size_t made = out.nodes.size();
     try {
       std::vector<Arg> vals = in_float32(*n.op, b, args) ? decompose_in_float32(b, n, args) : n.op->decompose(b, *n.op, args);
       // A decomposition whose result comes out in another type (a where of two Python numbers is
@@ -193,6 +220,12 @@ Graph sweep(G& g, const std::vector<bool>& live, const std::function<bool(int)>&
     }
     expanded[i] = true;
     changed = true;
+    read.resize(out.nodes.size(), 0);
+    for (size_t k = made; k < out.nodes.size(); ++k) {
+      const Node& x = out.nodes[k];
+      for (const Arg& a : x.args) mark_read(a, read);
+      if (info.stays && info.all_stay && !(*info.stays)(x)) info.all_stay = false;
+    }
   }
   for (int o : g.outputs) {
     if (o < 0) {
@@ -202,7 +235,9 @@ Graph sweep(G& g, const std::vector<bool>& live, const std::function<bool(int)>&
     const Arg& a = map.value(static_cast<size_t>(o));
     if (!a.is_node()) throw std::runtime_error("graph output '" + g.nodes[o].name + "' decomposed to a constant");
     out.outputs.push_back(a.node);
+    mark_read(a, read);
   }
+  for (size_t k = 0; info.none_dead && k < out.nodes.size(); ++k) info.none_dead = read[k] || out.nodes[k].is_placeholder();
   return out;
 }
 
@@ -222,23 +257,60 @@ Graph decompose(const Graph& g, unsigned target) {
   // The first round reads the caller's graph, its dead nodes left out (not a copy of the graph
   // without them: that copy was 6% of decompose's time in the chain of 20,000); each later
   // round's graph is the next one's input, given up: its nodes move rather than copy.
+  const std::vector<bool> live = live_nodes(g);
+  // A graph already at the target level, none of its nodes dead (the Core ATen stage of a graph
+  // of Core ATen ops): the sweep would copy it node for node, the same ids, arguments and names
+  // (a name is renamed there only where an earlier node has it, and verify finds that here), the
+  // targets spelled as there. Copied so, without the sweep's map of values, its arguments rebuilt
+  // and its table of names (the stage's time grew faster than the graph with them: each is a
+  // pass over memory that no longer fits the cache). Where verify finds something wrong with the
+  // copy, the sweep runs after all, so that what it does with such a graph stays as it was.
+  bool all_stay = true;
+  for (size_t i = 0; all_stay && i < g.nodes.size(); ++i) all_stay = keep(g.nodes[i]) && (live[i] || g.nodes[i].is_placeholder());
+  if (all_stay) {
+    Graph copy;
+    copy.name = g.name;
+    copy.tuple_output = g.tuple_output;
+    copy.weights = g.weights;
+    copy.outputs = g.outputs;
+    copy_nodes(g, copy, [](Node& c) {
+      if (!c.is_placeholder() && c.op->kind != OpKind::getitem && !is_op_target(c.target, c.op->name))
+        c.target = "torch.ops." + c.op->name;
+    });
+    try {
+      verify(copy);
+      return copy;
+    } catch (const std::logic_error&) {
+    }
+  }
   bool changed = false;
-  Graph cur = sweep(g, live_nodes(g), [&](int i) { return keep(g.nodes[i]); }, what, changed);
+  const std::function<bool(const Node&)> stays = keep;
+  SweepInfo info;
+  info.stays = &stays;
+  // A prims expansion of a pointwise op is two or three nodes (sigmoid: 1 / (1 + exp(-x))): the
+  // output reserved for that, so that it is not moved node by node into a larger block midway.
+  if (target == level::prims) info.reserve = 3 * g.nodes.size();
+  Graph cur = sweep(g, live, [&](int i) { return keep(g.nodes[i]); }, what, changed, info);
   // A first round that expanded nothing left the dead nodes out and made none: nothing to remove.
   const bool expanded = changed;
   for (int round = 1; round < 16 && changed; ++round) {
     // A graph whose every node stays comes out of a sweep as it went in (the same nodes, ids and
     // names): the sweep that would only confirm it is skipped (40% of the prims stage in the chain
     // of 20,000, spent moving every node and hashing every name once more).
-    if (std::all_of(cur.nodes.begin(), cur.nodes.end(), keep)) {
+    // (The sweep asked each node it made, as it made it: every node stays.)
+    if (info.all_stay) {
       changed = false;
       break;
     }
     changed = false;
-    cur = sweep(cur, {}, [&](int i) { return keep(cur.nodes[i]); }, what, changed);
+    info.reserve = 0;
+    cur = sweep(cur, {}, [&](int i) { return keep(cur.nodes[i]); }, what, changed, info);
   }
   if (changed) throw std::runtime_error(std::string("decomposition to ") + level_name(target) + " did not settle after 16 rounds");
-  if (expanded) cur = eliminate_dead_nodes(std::move(cur));
+  // Where every node but the placeholders is read by another or returned, none is dead (the last
+  // dead node would be read only by dead nodes after it): eliminate_dead_nodes would leave the
+  // graph as it is, after two walks over it.
+  if (expanded && !info.none_dead) cur = eliminate_dead_nodes(std::move(cur));
   verify(cur);
   return cur;
 }
@@ -252,7 +324,8 @@ Graph decompose_if(const Graph& g, const std::function<std::vector<bool>(const G
       const Node& n = cur.nodes[i];
       return n.is_placeholder() || n.op->kind == OpKind::getitem || !marked.at(i);
     };
-    cur = sweep(cur, {}, keep, "(needed: it has no derivative rule)", changed);
+    SweepInfo info;
+    cur = sweep(cur, {}, keep, "(needed: it has no derivative rule)", changed, info);
     if (!changed) return cur;
   }
   throw std::runtime_error("expanding ops without derivative rules did not settle after 16 rounds");

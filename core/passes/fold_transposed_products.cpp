@@ -35,18 +35,16 @@ bool any_fold(const Graph& g) {
   return false;
 }
 
+// Marks the nodes an argument reads (itself, and the nodes in its lists).
+void mark_read(const Arg& a, std::vector<char>& read) {
+  if (a.is_node()) read[static_cast<size_t>(a.node)] = 1;
+  for (const Arg& x : a.list) mark_read(x, read);
+}
+
 // Whether every node is read by a later one or is an output (or a placeholder): then no node is
 // dead (the last dead node of a graph in topological order would have only live readers).
-bool none_dead(const Graph& g) {
-  std::vector<char> read(g.nodes.size(), 0);
-  auto mark = [&](const Arg& a, auto& self) -> void {
-    if (a.is_node()) read[static_cast<size_t>(a.node)] = 1;
-    for (const Arg& x : a.list) self(x, self);
-  };
-  for (const Node& n : g.nodes)
-    for (const Arg& a : n.args) mark(a, mark);
-  for (int o : g.outputs)
-    if (o >= 0) read[static_cast<size_t>(o)] = 1;
+// read: the nodes the graph's nodes and outputs read.
+bool none_dead(const Graph& g, const std::vector<char>& read) {
   for (size_t i = 0; i < g.nodes.size(); ++i)
     if (!read[i] && !g.nodes[i].is_placeholder()) return false;
   return true;
@@ -99,11 +97,25 @@ Graph fold_transposed_products(const Graph& g) {
 }
 
 Graph fold_transposed_products(Graph&& g) {
-  if (any_fold(g)) return fold_transposed_products(static_cast<const Graph&>(g));
+  // One walk finds both whether some node is a 2-D transpose of a product (only then are the
+  // uses counted, by any_fold) and which nodes are read (none_dead's question): on a graph too
+  // large for the cache, each walk read every node from memory.
+  std::vector<char> read(g.nodes.size(), 0);
+  bool transposed_product = false;
+  for (const Node& n : g.nodes) {
+    for (const Arg& a : n.args) mark_read(a, read);
+    if (!transposed_product && is_2d_transpose(n)) {
+      const Node& mm = g.nodes[n.args[0].node];
+      transposed_product = !mm.is_placeholder() && mm.op == &op::mm();
+    }
+  }
+  if (transposed_product && any_fold(g)) return fold_transposed_products(static_cast<const Graph&>(g));
   // Nothing folds: the copy above would be this graph, node for node (no node added, so no name
   // taken by one), its dead nodes removed and checked as there. A graph with none dead is the one
   // it was given, checked where it was made (decompose verifies what it returns): not walked again.
-  if (none_dead(g)) return std::move(g);
+  for (int o : g.outputs)
+    if (o >= 0) read[static_cast<size_t>(o)] = 1;
+  if (none_dead(g, read)) return std::move(g);
   Graph r = eliminate_dead_nodes(std::move(g));
   verify(r);
   return r;

@@ -1336,6 +1336,70 @@ class TestCore : public QObject {
       found = found || (!e.verdict.ok && e.verdict.reason.find(reason.toStdString()) != std::string::npos);
     QVERIFY2(found, print_schedule(p, s).c_str());
   }
+
+  // Issue 37: decompose copies a graph already at its level node by node instead of sweeping it,
+  // and leaves eliminate_dead_nodes out where its sweep saw every node read. Checked against the
+  // sweep itself (decompose_if with nothing selected: every node stays, as decompose's sweep keeps
+  // it) and against eliminate_dead_nodes run on the result: node for node the same graph, with a
+  // name repeated in the input (the sweep renames it: the copy must not keep it), a dead node (the
+  // sweep leaves it out), and prims expansions.
+  void testDecomposeCopiesGraphAtItsLevel() {
+    auto same = [](const Graph& a, const Graph& b) {
+      if (a.nodes.size() != b.nodes.size() || a.outputs != b.outputs || print_readable(a) != print_readable(b)) return false;
+      for (size_t i = 0; i < a.nodes.size(); ++i) {
+        const Node& x = a.nodes[i];
+        const Node& y = b.nodes[i];
+        if (x.name != y.name || x.target != y.target || x.op != y.op || x.origins != y.origins || x.stack != y.stack ||
+            x.module_path != y.module_path || x.phase != y.phase || node_inputs(x) != node_inputs(y) || x.outs.size() != y.outs.size())
+          return false;
+        for (size_t k = 0; k < x.outs.size(); ++k)
+          if (x.outs[k].annotation() != y.outs[k].annotation()) return false;
+      }
+      return true;
+    };
+    auto swept = [](const Graph& g) { return decompose_if(g, [](const Graph& h) { return std::vector<bool>(h.nodes.size(), false); }); };
+    const std::string head =
+        "class G(torch.nn.Module):\n"
+        "    def forward(self, x: \"f32[16]\", y: \"f32[16]\"):\n";
+    // Every node Core ATen and read: copied, equal to the sweep's graph.
+    const Graph aten = normalize_to_aten(import_fx_text(head +
+        "        relu: \"f32[16]\" = torch.ops.aten.relu.default(x)\n"
+        "        neg: \"f32[16]\" = torch.ops.aten.neg.default(relu)\n"
+        "        sigmoid: \"f32[16]\" = torch.ops.aten.sigmoid.default(y)\n"
+        "        add: \"f32[16]\" = torch.ops.aten.add.Tensor(neg, sigmoid)\n"
+        "        return (add, relu)\n"));
+    const Graph core = decompose(aten, level::core_aten);
+    QVERIFY(same(core, swept(aten)));
+    QVERIFY(same(core, aten));
+    // A name repeated: the sweep renames the second node, and so must decompose.
+    Graph twice = aten;
+    twice.nodes[static_cast<size_t>(twice.find("neg"))].name = "relu";
+    const Graph renamed = decompose(twice, level::core_aten);
+    QVERIFY(same(renamed, swept(twice)));
+    QVERIFY(renamed.nodes[2].name == "relu" && renamed.nodes[3].name != "relu");
+    verify(renamed);
+    // A dead node: the sweep leaves it out.
+    const Graph with_dead = normalize_to_aten(import_fx_text(head +
+        "        relu: \"f32[16]\" = torch.ops.aten.relu.default(x)\n"
+        "        unused: \"f32[16]\" = torch.ops.aten.neg.default(y)\n"
+        "        return (relu,)\n"));
+    const Graph no_dead = decompose(with_dead, level::core_aten);
+    QVERIFY(same(no_dead, eliminate_dead_nodes(swept(with_dead))));
+    QCOMPARE(no_dead.find("unused"), -1);
+    // prims: sigmoid and relu expand; every node made is read, and eliminate_dead_nodes finds
+    // nothing to remove in the result.
+    const Graph prims = decompose(core, level::prims);
+    QVERIFY(prims.nodes.size() > core.nodes.size());
+    QVERIFY(same(prims, eliminate_dead_nodes(Graph(prims))));
+    // A dead node in a graph that expands: left out, and nothing dead in the result either.
+    const Graph dead_after = normalize_to_aten(import_fx_text(head +
+        "        sigmoid: \"f32[16]\" = torch.ops.aten.sigmoid.default(x)\n"
+        "        unused: \"f32[16]\" = torch.ops.aten.sigmoid.default(sigmoid)\n"
+        "        return (sigmoid,)\n"));
+    const Graph dead_prims = decompose(dead_after, level::prims);
+    QVERIFY(same(dead_prims, eliminate_dead_nodes(Graph(dead_prims))));
+    QVERIFY(same(dead_prims, decompose(decompose(dead_after, level::core_aten), level::prims)));
+  }
 };
 
 QTEST_GUILESS_MAIN(TestCore)
