@@ -72,6 +72,70 @@ __global__ void __launch_bounds__(256) g0(const ls_bf16* __restrict__ in_ptr0, l
   }
 }
 
+// ---- G1: the generated kernel after 058f276 (div.full, 128 threads a row, 4 uint4 a thread), and
+// three changes to it, one at a time: its loads in a loop of their own before the max (SPLIT), the
+// rows' reductions as row_reduce below (OWNRED), one rounding to bf16 at the end instead of two
+// (ONEROUND).
+__device__ __forceinline__ float div_full(float a, float b);
+template <int OP, int T, int RPB, int SLOT> __device__ __forceinline__ float row_reduce(float v);
+template <bool SPLIT, bool OWNRED, bool ONEROUND>
+__global__ void __launch_bounds__(128) g1(const ls_bf16* __restrict__ in_ptr0, ls_bf16* __restrict__ out_ptr0) {
+  const int ls_rt = threadIdx.x;
+  const int x0 = blockIdx.x;
+  uint4 ls_row0[4];
+  float acc2 = (-__int_as_float(0x7f800000));
+  if (SPLIT) {
+#pragma unroll
+    for (int ls_i = 0; ls_i < 4; ++ls_i) ls_row0[ls_i] = *reinterpret_cast<const uint4*>(&in_ptr0[4096 * x0 + 8 * (ls_rt + ls_i * 128)]);
+  }
+#pragma unroll
+  for (int ls_i = 0; ls_i < 4; ++ls_i) {
+    const int ls_g = ls_rt + ls_i * 128;
+    if (!SPLIT) ls_row0[ls_i] = *reinterpret_cast<const uint4*>(&in_ptr0[4096 * x0 + 8 * ls_g]);
+#pragma unroll
+    for (int ls_j = 0; ls_j < 8; ++ls_j) {
+      auto tmp0 = ls_float(ls_lane_bf16(ls_row0[ls_i], ls_j));
+      auto tmp1 = ls_float(ls_to_bf16(static_cast<float>(tmp0 * 0.125f)));
+      auto tmp2 = static_cast<float>(tmp1);
+      acc2 = (tmp2 != tmp2 || tmp2 > acc2) ? tmp2 : acc2;
+    }
+  }
+  acc2 = OWNRED ? row_reduce<1, 128, 1, 0>(acc2) : lsp::ls_block_reduce<1, 1>(acc2, (-__int_as_float(0x7f800000)));
+  float acc5 = 0.0f;
+#pragma unroll
+  for (int ls_i = 0; ls_i < 4; ++ls_i) {
+#pragma unroll
+    for (int ls_j = 0; ls_j < 8; ++ls_j) {
+      auto tmp3 = ls_float(ls_lane_bf16(ls_row0[ls_i], ls_j));
+      auto tmp4 = ls_float(ls_to_bf16(static_cast<float>(tmp3 * 0.125f)));
+      auto tmp6 = static_cast<float>(tmp4 - acc2);
+      auto tmp7 = static_cast<float>(ls_exp_fast(tmp6));
+      acc5 = acc5 + tmp7;
+    }
+  }
+  acc5 = OWNRED ? row_reduce<0, 128, 1, 1>(acc5) : lsp::ls_block_reduce<0, 2>(acc5, 0.0f);
+#pragma unroll
+  for (int ls_i = 0; ls_i < 4; ++ls_i) {
+    const int ls_g = ls_rt + ls_i * 128;
+    uint4 ls_w0;
+#pragma unroll
+    for (int ls_j = 0; ls_j < 8; ++ls_j) {
+      auto tmp8 = ls_float(ls_lane_bf16(ls_row0[ls_i], ls_j));
+      auto tmp9 = ls_float(ls_to_bf16(static_cast<float>(tmp8 * 0.125f)));
+      auto tmp11 = static_cast<float>(tmp9 - acc2);
+      auto tmp12 = static_cast<float>(ls_exp_fast(tmp11));
+      auto tmp13 = static_cast<float>(lsp::ls_div_fast(tmp12, acc5));
+      if (ONEROUND) {
+        ls_set_lane(ls_w0, ls_j, ls_to_bf16(tmp13));
+      } else {
+        auto tmp14 = ls_float(ls_to_bf16(static_cast<float>(tmp13)));
+        ls_set_lane(ls_w0, ls_j, ls_to_bf16(static_cast<float>(tmp14)));
+      }
+    }
+    *reinterpret_cast<uint4*>(&out_ptr0[4096 * x0 + 8 * ls_g]) = ls_w0;
+  }
+}
+
 // ---- the variants: T threads a row, V uint4 (8 elements) a thread, RPB rows a block --------------
 __device__ __forceinline__ float div_full(float a, float b) {
   float q;
@@ -188,6 +252,12 @@ int main() {
     std::snprintf(check, sizeof check, "max %d ulp", max_ulp(out, ref, n));
     row(name, bytes, tm.ms([&](int) { k<<<grid, block>>>(in, out); }), check);
   };
+  run("G1 generated after 058f276 (128/row, div.full)", g1<false, false, false>, R, 128);
+  run("G1 + loads first", g1<true, false, false>, R, 128);
+  run("G1 + row_reduce", g1<false, true, false>, R, 128);
+  run("G1 + one rounding", g1<false, false, true>, R, 128);
+  run("G1 + all three", g1<true, true, true>, R, 128);
+  run("128/row, 4 uint4, div.full (no keep)", var<128, 4, 1, true, false, false>, R, 128);
   run("G0 as variant: 256/row, 2 uint4, IEEE /", var<256, 2, 1, false, false, false>, R, 256);
   run("256/row, 2 uint4, div.full", var<256, 2, 1, true, false, false>, R, 256);
   run("256/row, 2 uint4, div.full, keep exp", var<256, 2, 1, true, true, false>, R, 256);
