@@ -2,7 +2,7 @@
 # Builds everything and runs all tests (ctest: core, import, cpu, gui on the offscreen platform,
 # autodiff, cuda: NVRTC compiles every fixture to PTX here, and runs it where there is a GPU),
 # then builds everything again with clang, AddressSanitizer and UBSan (build-fuzz/) and runs the
-# whole suite there too, with the parsers' fuzz corpus replayed (tests/sanitizer_options.cpp: the
+# suite there too (not the zoo or the CUDA tests: see below), with the parsers' fuzz corpus replayed (tests/sanitizer_options.cpp: the
 # sanitizers' options and suppressions).
 set -euo pipefail
 cd "$(dirname "$0")/.."
