@@ -1174,13 +1174,32 @@ std::vector<KernelLoop> kernel_loops(const LoopProgram& p, const std::vector<int
   std::vector<KernelLoop> loops;
   std::set<std::string> reduced_in_current;
   std::map<std::string, int> inner_pointwise;  // buffer -> the pointwise r-loop node computing it
+  // x nodes met while an r loop is open wait until it closes (they run after it), so that an r
+  // node after them that reads neither them nor a reduction of the loop joins it: a LayerNorm
+  // backward's bias sums, their casts, then the residual's gradient and its own sum are one loop,
+  // not two (one loop can be split over many blocks; two ran on 16 blocks, 0.30 ms of the bf16
+  // transformer block's 0.89 ms training step).
+  std::vector<int> waiting;
+  std::set<std::string> written_waiting;
+  auto flush = [&] {
+    if (waiting.empty()) return;
+    loops.push_back({false, waiting, {}});
+    waiting.clear();
+    written_waiting.clear();
+  };
   for (int n : nodes) {
     const bool inner = runs_inner(p.nodes[n], numel, rnumel);
+    if (!inner && !loops.empty() && loops.back().inner) {
+      waiting.push_back(n);
+      written_waiting.insert(p.nodes[n].buffer);
+      continue;
+    }
     bool needs_new = loops.empty() || loops.back().inner != inner;
     if (inner && !needs_new)
       for (const auto& d : extract_dependencies(p.nodes[n]).reads)
-        if (reduced_in_current.count(d.buffer)) needs_new = true;
+        if (reduced_in_current.count(d.buffer) || written_waiting.count(d.buffer)) needs_new = true;
     if (needs_new) {
+      flush();
       loops.push_back({inner, {}, {}});
       reduced_in_current.clear();
     }
@@ -1188,6 +1207,7 @@ std::vector<KernelLoop> kernel_loops(const LoopProgram& p, const std::vector<int
     if (p.nodes[n].kind == LoopNode::Kind::reduction) reduced_in_current.insert(p.nodes[n].buffer);
     else if (inner) inner_pointwise[p.nodes[n].buffer] = n;
   }
+  flush();
   // A pointwise value an r loop reads from an earlier r loop is recomputed there from what that
   // loop read (as Inductor's loop bodies do), instead of going through memory: a softmax reads
   // its input twice and writes only its result.
