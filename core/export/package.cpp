@@ -128,7 +128,8 @@ class Writer {
       for (size_t a = 0; a < c.args.size(); ++a) {
         // Attention's backward also takes the forward's random-number state (int64), which it does not read.
         if (!c.args[a].is_node() || (is_attention_backward(c.op) && (a == 7 || a == 8))) continue;
-        if (r_.loops.buffer(c.inputs.at(static_cast<size_t>(c.args[a].node))).dtype != DType::f32)
+        const DType t = r_.loops.buffer(c.inputs.at(static_cast<size_t>(c.args[a].node))).dtype;
+        if (t != DType::f32 && !(matmul && dtype_is_half(t)))  // half products: widened (extern_call)
           throw std::runtime_error(name + " on non-float32 operands (kernel " + k.name + ")");
       }
     }
@@ -250,14 +251,27 @@ class Writer {
     return os.str();
   }
 
-  // One library call, its geometry written out as constants.
+  // One library call, its geometry written out as constants. A product of bf16/f16 buffers runs
+  // on their float32 copies, its result rounded into its buffer once (as the app's CPU executor
+  // and PyTorch compute them).
   std::string extern_call(const Kernel& k) {
     const ExternCall& c = r_.loops.nodes.at(k.nodes.at(0)).ext;
     std::ostringstream os;
     os << "    // " << k.name << ": " << c.op->name << "\n";
-    auto in = [&](size_t arg) { return ptr(c.inputs.at(static_cast<size_t>(c.args.at(arg).node))); };
+    std::map<std::string, std::string> wide;  // half buffer -> its float32 copy's variable
+    std::ostringstream copies;                // their declarations, before the call
+    auto widen = [&](const std::string& buffer) {
+      if (!dtype_is_half(r_.loops.buffer(buffer).dtype)) return ptr(buffer);
+      auto [it, fresh] = wide.emplace(buffer, "w" + std::to_string(wide.size()));
+      if (fresh) copies << "    std::vector<float> " << it->second << " = lsrt::widened(" << var(buffer) << ");\n";
+      return it->second + ".data()";
+    };
+    auto in = [&](size_t arg) { return widen(c.inputs.at(static_cast<size_t>(c.args.at(arg).node))); };
     auto shape = [&](size_t arg) { return c.shapes.at(static_cast<size_t>(c.args.at(arg).node)); };
-    const std::string out = ptr(c.outputs.at(0));
+    const bool half_out = dtype_is_half(r_.loops.buffer(c.outputs.at(0)).dtype);
+    if (half_out) copies << "    std::vector<float> wy(" << numel_of(r_.loops.buffer(c.outputs.at(0)).shape) << ");\n";
+    const std::string out = half_out ? std::string("wy.data()") : ptr(c.outputs.at(0));
+
     // max-autotune's cut of a matrix multiply (CPU), passed to the runtime's sgemm.
     std::string cut;
     if (const auto found = r_.gemm_cuts.find(k.name); found != r_.gemm_cuts.end()) {
@@ -336,7 +350,9 @@ class Writer {
          << ", " << pad[0] << ", " << pad[1] << ", " << dil[0] << ", " << dil[1] << "}.run(" << in(0) << ", " << in(1) << ", "
          << (c.args[2].is_node() ? in(2) : std::string("nullptr")) << ", " << out << ");\n";
     }
-    return os.str();
+    if (wide.empty() && !half_out) return os.str();
+    if (half_out) os << "    lsrt::narrow_into(wy, " << var(c.outputs.at(0)) << ");\n";
+    return "    {\n" + copies.str() + os.str() + "    }\n";  // the copies' scope
   }
 
   // Buffer variables in the order they were named (b0, b1, ...).

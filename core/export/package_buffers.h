@@ -80,6 +80,23 @@ inline float float_of_f16(uint16_t h) {
   std::memcpy(&f, &u, 4);
   return f;
 }
+// float32 -> float16, round to nearest even (subnormals, overflow to infinity, NaN kept quiet).
+inline uint16_t f16_of(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint32_t sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
+  if (ax > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);
+  if (ax >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // 65520 and up: infinity
+  if (ax < 0x38800000u) {                                              // below 2^-14: a subnormal (or zero)
+    float mag;
+    std::memcpy(&mag, &ax, 4);
+    return static_cast<uint16_t>(sign | static_cast<uint32_t>(std::nearbyint(mag * 16777216.0f)));
+  }
+  uint32_t h = (((ax >> 23) - 112u) << 10) | ((ax & 0x7fffffu) >> 13);
+  const uint32_t rest = ax & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;  // a carry may reach the exponent: still right
+  return static_cast<uint16_t>(sign | h);
+}
 // Element k of a floating-point buffer as a double.
 inline double element(const Buffer& b, int64_t k) {
   const unsigned char* p = b.bytes.data() + k * b.itemsize();
@@ -87,6 +104,18 @@ inline double element(const Buffer& b, int64_t k) {
   if (b.dtype == "f8") return *reinterpret_cast<const double*>(p);
   if (b.dtype == "bf16") return float_of_bf16(*reinterpret_cast<const uint16_t*>(p));
   return float_of_f16(*reinterpret_cast<const uint16_t*>(p));
+}
+
+// A half buffer's elements as float32 (library calls compute in float32, as PyTorch's do for
+// bfloat16 and float16 on the CPU), and float32 results rounded back into a half buffer.
+inline std::vector<float> widened(const Buffer& b) {
+  std::vector<float> w(static_cast<size_t>(b.numel()));
+  for (size_t k = 0; k < w.size(); ++k) w[k] = static_cast<float>(element(b, static_cast<int64_t>(k)));
+  return w;
+}
+inline void narrow_into(const std::vector<float>& w, Buffer& b) {
+  uint16_t* h = reinterpret_cast<uint16_t*>(b.bytes.data());
+  for (size_t k = 0; k < w.size(); ++k) h[k] = b.dtype == "bf16" ? bf16_of(w[k]) : f16_of(w[k]);
 }
 
 // Reads an .npy file into `b`, which must have the same dtype and shape.

@@ -23,6 +23,7 @@
 #include "interp/reference.h"
 #include "loop/dependencies.h"
 #include "export/package.h"
+#include "export/package_buffers.h"
 #include "frontend/load_model.h"
 #include "ops/builder.h"
 #include "ops/philox.h"
@@ -188,10 +189,12 @@ class TestCpu : public QObject {
     QTest::newRow("mlp with its SGD update") << "models/mlp/model.pt2" << 0.1 << "lsrt::addmm" << 10 << false << QString();
     // bfloat16 buffers: two bytes an element in the runner, float32 in the package's .npy files
     // (which have no bfloat16: the CUDA runner's upload overran its buffer, twice its size);
-    // float16 as numpy's f2. (The CPU runtime's library calls take float32 only: a half product
-    // is refused at export, by name.)
+    // float16 as numpy's f2. The MLP's half products run on float32 copies, rounded once (they
+    // were refused at export: "aten.addmm.default on non-float32 operands").
     QTest::newRow("softmax step in bfloat16") << "stages/softmax/3_core_aten.txt" << 0.0 << "\"bf16\", {" << 2 << false << "bfloat16";
     QTest::newRow("softmax step in float16") << "stages/softmax/3_core_aten.txt" << 0.0 << "\"f2\", {" << 2 << false << "float16";
+    QTest::newRow("mlp step in bfloat16") << "models/mlp/model.pt2" << 0.0 << "lsrt::widened(" << 6 << false << "bfloat16";
+    QTest::newRow("mlp step in float16") << "models/mlp/model.pt2" << 0.0 << "lsrt::narrow_into(wy" << 6 << false << "float16";
     // kernels compiled with dynamic shapes take the sizes they run at, after their buffers
     // depthwise convolutions computed directly (strided, padded with a bias, dilated), forward and backward
     QTest::newRow("depthwise convolutions") << "stages/extra/depthwise_conv.txt" << 0.0 << "lsrt::Conv" << 6 << false << QString();
@@ -730,6 +733,11 @@ class TestCpu : public QObject {
         QVERIFY2(bf16_bits_to_float(b) == want || (std::isinf(want) && bf16_bits_to_float(b) == want),
                  (std::to_string(f) + " -> " + std::to_string(bf16_bits_to_float(b))).c_str());
       }
+      // The package runtime's own conversions (export/package_buffers.h: a package has no
+      // Lowerscope) agree with these.
+      if (!std::isnan(f)) QCOMPARE(lsrt::bf16_of(f), b);
+      else QVERIFY(std::isnan(lsrt::float_of_bf16(lsrt::bf16_of(f))));
+      if (f16c && !std::isnan(f)) QVERIFY2(lsrt::f16_of(f) == hardware_f16(f), std::to_string(f).c_str());
       // float16
       if (f16c) {
         const uint16_t mine = float_to_f16_bits(f), hw = hardware_f16(f);
@@ -741,6 +749,8 @@ class TestCpu : public QObject {
     // Every float16 widens as the hardware widens it.
     for (uint32_t h = 0; f16c && h < 0x10000; ++h) {
       const float mine = f16_bits_to_float(static_cast<uint16_t>(h)), hw = hardware_f16_to_float(static_cast<uint16_t>(h));
+      const float rt = lsrt::float_of_f16(static_cast<uint16_t>(h));
+      QVERIFY((std::isnan(rt) && std::isnan(hw)) || rt == hw);
       QVERIFY(mine == hw || (std::isnan(mine) && std::isnan(hw)));
     }
     // Generated code: x -> half -> float32, compared bit for bit with Tensor's conversions.
