@@ -309,7 +309,7 @@ class TestIsolation : public QObject {
     QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
     cli.setProcessEnvironment(env);
     cli.start(LS_CLI, {"compile", QString(LS_SAMPLES) + "/sincos", "--quiet"});
-    QVERIFY(cli.waitForFinished(120000));
+    QVERIFY(cli.waitForFinished(600000));
     qunsetenv("LOWERSCOPE_MEMORY_AVAILABLE");
     QCOMPARE(cli.exitStatus(), QProcess::NormalExit);
     QCOMPARE(cli.exitCode(), 2);
@@ -325,7 +325,7 @@ class TestIsolation : public QObject {
     env.insert("LOWERSCOPE_FAULT", "segv:cpp_fused_add_cos_pow_sin_0");
     cli.setProcessEnvironment(env);
     cli.start(LS_CLI, {"compile", QString(LS_SAMPLES) + "/sincos", "--quiet"});
-    QVERIFY(cli.waitForFinished(120000));
+    QVERIFY(cli.waitForFinished(600000));
     QCOMPARE(cli.exitStatus(), QProcess::NormalExit);
     QCOMPARE(cli.exitCode(), 3);
     const QByteArray why = cli.readAllStandardError();
@@ -336,7 +336,7 @@ class TestIsolation : public QObject {
     for (const QStringList& args : {QStringList{"--in-process", "compile", QString(LS_SAMPLES) + "/sincos", "--quiet"},
                                     QStringList{"compile", QString(LS_SAMPLES) + "/mse_loss", "--train", "--quiet"}}) {
       cli.start(LS_CLI, args);
-      QVERIFY(cli.waitForFinished(120000));
+      QVERIFY(cli.waitForFinished(600000));
       QVERIFY2(cli.exitCode() == 0, cli.readAllStandardError().constData());
     }
   }
