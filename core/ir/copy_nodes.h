@@ -23,6 +23,16 @@ inline void prefetch_node_inner_blocks(const Node& n) {
   for (const std::string& o : n.origins) __builtin_prefetch(o.data());
 }
 
+// A graph with `g`'s name, outputs, output form and weights, and no nodes yet (for copy_nodes).
+inline Graph without_nodes(const Graph& g) {
+  Graph out;
+  out.name = g.name;
+  out.tuple_output = g.tuple_output;
+  out.weights = g.weights;
+  out.outputs = g.outputs;
+  return out;
+}
+
 // Appends a copy of each node of `from` to `to` (reserved for them), calling each(copy) on it.
 template <class F>
 void copy_nodes(const Graph& from, Graph& to, F&& each) {

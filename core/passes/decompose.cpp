@@ -268,11 +268,7 @@ Graph decompose(const Graph& g, unsigned target) {
   bool all_stay = true;
   for (size_t i = 0; all_stay && i < g.nodes.size(); ++i) all_stay = keep(g.nodes[i]) && (live[i] || g.nodes[i].is_placeholder());
   if (all_stay) {
-    Graph copy;
-    copy.name = g.name;
-    copy.tuple_output = g.tuple_output;
-    copy.weights = g.weights;
-    copy.outputs = g.outputs;
+    Graph copy = without_nodes(g);
     copy_nodes(g, copy, [](Node& c) {
       if (!c.is_placeholder() && c.op->kind != OpKind::getitem && !is_op_target(c.target, c.op->name))
         c.target = "torch.ops." + c.op->name;

@@ -22,11 +22,7 @@ Graph normalize_to_aten(const Graph& g) {
   // Copied node by node, each target set as it is copied (not the graph copied whole and then
   // walked again: on a graph too large for the cache that second walk read every node from
   // memory once more).
-  Graph out;
-  out.name = g.name;
-  out.tuple_output = g.tuple_output;
-  out.weights = g.weights;
-  out.outputs = g.outputs;
+  Graph out = without_nodes(g);
   copy_nodes(g, out, [](Node& n) {
     if (n.is_placeholder()) return;
     if (n.op == &op::missing())
