@@ -10,6 +10,7 @@
 #include <numeric>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 
 #include "codegen/emitter.h"
@@ -54,6 +55,8 @@ class KernelWriter {
     auto add_arg = [&](const std::string& buf, bool write) {
       const std::string ptr = write ? "out_ptr" + std::to_string(n_out++) : "in_ptr" + std::to_string(n_in++);
       ptrs[buf] = ptr;
+      if (dtype_is_complex(p_.buffer(buf).dtype))  // lower/lower.cpp keeps complex values on library and host calls
+        throw std::logic_error("complex tensors are not supported by generated C++ kernels (" + buf + " of " + k_.name + ")");
       const std::string type = std::string(dtype_c(p_.buffer(buf).dtype));
       params += std::string(params.empty() ? "" : ", ") + (write ? "" : "const ") + type + "* __restrict " + ptr;
       casts += std::string(casts.empty() ? "" : ", ") + "static_cast<" + (write ? "" : "const ") + type + "*>(a[" +

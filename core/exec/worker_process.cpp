@@ -701,7 +701,7 @@ namespace {
 
 // A tensor's bytes from a plan's type and shape; false where the shape is negative or overflows.
 bool bytes_of(DType t, const Shape& shape, uint64_t& bytes) {
-  if (static_cast<int>(t) > static_cast<int>(DType::f16)) return false;  // no type of ours
+  if (static_cast<int>(t) > static_cast<int>(DType::c128)) return false;  // no type of ours
   uint64_t n = static_cast<uint64_t>(dtype_size(t));
   for (int64_t d : shape)
     if (d < 0 || __builtin_mul_overflow(n, static_cast<uint64_t>(d), &n)) return false;

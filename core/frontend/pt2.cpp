@@ -178,6 +178,8 @@ DType scalar_type(const Reader& r, const json& j, const std::string& where) {
     case 6: return DType::f16;
     case 7: return DType::f32;
     case 8: return DType::f64;
+    case 10: return DType::c64;   // ScalarType COMPLEXFLOAT
+    case 11: return DType::c128;  // COMPLEXDOUBLE
     case 12: return DType::b8;
     case 13: return DType::bf16;
     default: r.fail(where, "element type code " + std::to_string(j.get<int64_t>()) + " is not supported");

@@ -454,7 +454,8 @@ Arg f_adaptive_avg_pool3d(TorchLowering& b, const PyArgs& a) { return adaptive_a
 
 double finfo_eps(DType t) {
   switch (t) {
-    case DType::f64: return 2.220446049250313e-16;
+    case DType::f64:
+    case DType::c128: return 2.220446049250313e-16;
     case DType::bf16: return 0.0078125;
     case DType::f16: return 0.0009765625;
     default: return 1.1920928955078125e-07;
@@ -1045,6 +1046,8 @@ const char* scalar_type_name(DType t) {
     case DType::u8: return "Byte";
     case DType::bf16: return "BFloat16";
     case DType::f16: return "Half";
+    case DType::c64: return "ComplexFloat";
+    case DType::c128: return "ComplexDouble";
   }
   return "?";
 }

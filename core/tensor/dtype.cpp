@@ -20,6 +20,10 @@ constexpr Info kInfo[] = {
     {DType::u8, "u8", "torch.uint8", "uint8_t", 1, false, 1},
     {DType::bf16, "bf16", "torch.bfloat16", "ls_bf16", 2, true, 4},
     {DType::f16, "f16", "torch.float16", "ls_f16", 2, true, 4},
+    // No C element type: generated code never takes complex buffers (lower/lower.cpp keeps them
+    // on library and host paths); the library calls see std::complex<float> (<double>).
+    {DType::c64, "c64", "torch.complex64", "std::complex<float>", 8, false, 7},
+    {DType::c128, "c128", "torch.complex128", "std::complex<double>", 16, false, 8},
 };
 const Info& info(DType t) { return kInfo[static_cast<int>(t)]; }
 }  // namespace
@@ -43,13 +47,19 @@ std::optional<DType> dtype_from_name(std::string_view s) {
       {"float32", DType::f32}, {"float", DType::f32},    {"float64", DType::f64}, {"double", DType::f64},
       {"int64", DType::i64},   {"long", DType::i64},     {"int32", DType::i32},   {"int", DType::i32},
       {"bool", DType::b8},     {"uint8", DType::u8},     {"bfloat16", DType::bf16}, {"float16", DType::f16},
-      {"half", DType::f16}};
+      {"half", DType::f16},      {"complex64", DType::c64}, {"cfloat", DType::c64}, {"complex128", DType::c128},
+      {"cdouble", DType::c128}};
   for (const auto& [name, t] : kNames)
     if (name == s) return t;
   return std::nullopt;
 }
 
 DType promote(DType a, DType b) {
+  if (dtype_is_complex(a) || dtype_is_complex(b)) {  // the complex type of the parts' promotion
+    const DType pa = dtype_is_complex(a) ? real_dtype(a) : dtype_is_float(a) ? a : DType::f32;
+    const DType pb = dtype_is_complex(b) ? real_dtype(b) : dtype_is_float(b) ? b : DType::f32;
+    return complex_dtype(promote(pa, pb));
+  }
   if (a != b && dtype_is_half(a) && dtype_is_half(b)) return DType::f32;
   return info(a).rank >= info(b).rank ? a : b;
 }

@@ -20,7 +20,9 @@ DType parse_descr(const std::string& path, const std::string& d) {
   if (d == "|b1") return DType::b8;
   if (d == "|u1") return DType::u8;
   if (d == "<f2") return DType::f16;
-  fail(path, "element type '" + d + "' is not supported (f2, f4, f8, i8, i4, b1, u1 are; bfloat16 is given as f4)");
+  if (d == "<c8") return DType::c64;
+  if (d == "<c16") return DType::c128;
+  fail(path, "element type '" + d + "' is not supported (f2, f4, f8, c8, c16, i8, i4, b1, u1 are; bfloat16 is given as f4)");
 }
 
 }  // namespace
@@ -35,6 +37,8 @@ std::string descr_of(DType t) {
     case DType::u8: return "|u1";
     case DType::f16: return "<f2";
     case DType::bf16: return "<f4";  // .npy has no bfloat16: written as float32 (exactly)
+    case DType::c64: return "<c8";
+    case DType::c128: return "<c16";
   }
   return "";
 }

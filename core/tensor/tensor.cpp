@@ -70,8 +70,44 @@ double Tensor::get(int64_t i) const {
     case DType::u8: return reinterpret_cast<const uint8_t*>(p)[i];
     case DType::bf16: return bf16_bits_to_float(reinterpret_cast<const uint16_t*>(p)[i]);
     case DType::f16: return f16_bits_to_float(reinterpret_cast<const uint16_t*>(p)[i]);
+    case DType::c64:
+    case DType::c128: throw std::logic_error("complex tensors are not supported by Tensor::get (read them with get_complex)");
   }
   return 0;
+}
+
+std::complex<double> Tensor::get_complex(int64_t i) const {
+  if (dtype_ == DType::c64) return reinterpret_cast<const std::complex<float>*>(storage_.get())[i];
+  if (dtype_ == DType::c128) return reinterpret_cast<const std::complex<double>*>(storage_.get())[i];
+  return get(i);
+}
+
+void Tensor::set_complex(int64_t i, std::complex<double> v) {
+  if (dtype_ == DType::c64) reinterpret_cast<std::complex<float>*>(storage_.get())[i] = std::complex<float>(v);
+  else if (dtype_ == DType::c128) reinterpret_cast<std::complex<double>*>(storage_.get())[i] = v;
+  else set(i, v.real());
+}
+
+Tensor Tensor::viewed_as_real() const {
+  if (!dtype_is_complex(dtype_))
+    throw std::invalid_argument("view_as_real takes a complex tensor, not " + std::string(dtype_torch(dtype_)));
+  Tensor t = *this;
+  t.dtype_ = real_dtype(dtype_);
+  t.shape_.push_back(2);
+  t.strides_ = contiguous_strides(t.shape_);
+  return t;
+}
+
+Tensor Tensor::viewed_as_complex() const {
+  if (dtype_ != DType::f32 && dtype_ != DType::f64)
+    throw std::invalid_argument("view_as_complex takes a float32 or float64 tensor, not " + std::string(dtype_torch(dtype_)));
+  if (shape_.empty() || shape_.back() != 2)
+    throw std::invalid_argument("view_as_complex takes a tensor whose last dimension has size 2, not " + shape_str(shape_));
+  Tensor t = *this;
+  t.dtype_ = complex_dtype(dtype_);
+  t.shape_.pop_back();
+  t.strides_ = contiguous_strides(t.shape_);
+  return t;
 }
 
 void Tensor::set(int64_t i, double v) {
@@ -85,6 +121,8 @@ void Tensor::set(int64_t i, double v) {
     case DType::u8: reinterpret_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(v); break;
     case DType::bf16: reinterpret_cast<uint16_t*>(p)[i] = float_to_bf16_bits(static_cast<float>(v)); break;
     case DType::f16: reinterpret_cast<uint16_t*>(p)[i] = float_to_f16_bits(static_cast<float>(v)); break;
+    case DType::c64:
+    case DType::c128: set_complex(i, v); break;  // a real number: imaginary part 0
   }
 }
 
@@ -105,12 +143,22 @@ std::string tolerance_text(DType t) {
 Tensor cast(const Tensor& t, DType to) {
   if (t.dtype() == to) return t;
   Tensor r(to, t.shape());
+  if (dtype_is_complex(t.dtype()) || dtype_is_complex(to)) {  // complex to real keeps the real part, as PyTorch
+    for (int64_t i = 0, n = t.numel(); i < n; ++i) r.set_complex(i, t.get_complex(i));
+    return r;
+  }
   for (int64_t i = 0, n = t.numel(); i < n; ++i) r.set(i, t.get(i));
   return r;
 }
 
 Comparison compare(const Tensor& a, const Tensor& b, Tolerance tol) {
   Comparison c;
+  if (dtype_is_complex(a.dtype()) != dtype_is_complex(b.dtype())) {
+    c.why = std::string(dtype_torch(a.dtype())) + " result compared with an expected " + std::string(dtype_torch(b.dtype()));
+    return c;
+  }
+  if (dtype_is_complex(a.dtype()) && a.shape() == b.shape())  // parts compared, as assert_close does
+    return compare(a.viewed_as_real(), b.viewed_as_real(), tol);
   if (a.shape() != b.shape()) {
     c.why = "shape " + shape_str(a.shape()) + " differs from expected " + shape_str(b.shape());
     return c;

@@ -1,6 +1,7 @@
 // A host tensor: element type, shape, strides and a shared, 64-byte aligned storage.
 // The reference interpreter computes on these; the executor hands their storage to kernels.
 #pragma once
+#include <complex>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -34,10 +35,19 @@ class Tensor {
 
   // The same storage seen with another shape of as many elements (contiguous).
   Tensor reshaped(Shape shape) const;
+  // The same storage seen as PyTorch's view_as_real (a complex [..] as its parts' type, [.., 2])
+  // and view_as_complex (a float32/float64 [.., 2] as c64/c128 [..]); throw for other dtypes.
+  Tensor viewed_as_real() const;
+  Tensor viewed_as_complex() const;
 
-  // Element access by linear (row-major) index, converted through double.
+  // Element access by linear (row-major) index, converted through double. Complex tensors throw
+  // here (no double holds a complex value): they are read and written through get_complex and
+  // set_complex, which take every dtype (a real element reads with imaginary part 0; a complex
+  // value set into a real tensor keeps its real part, as PyTorch's copy_ does).
   double get(int64_t linear) const;
   void set(int64_t linear, double v);
+  std::complex<double> get_complex(int64_t linear) const;
+  void set_complex(int64_t linear, std::complex<double> v);
 
  private:
   DType dtype_ = DType::f32;
