@@ -5,7 +5,7 @@ PKGS=(
   build-essential cmake ninja-build ccache pkg-config
   qt6-base-dev qt6-svg-dev qt6-charts-dev libqt6opengl6-dev libqscintilla2-qt6-dev
   graphviz libgraphviz-dev nlohmann-json3-dev libzip-dev libonnx-dev libprotobuf-dev protobuf-compiler
-  llvm-14-dev libclang-14-dev libclang-cpp14-dev libomp-14-dev clang-14 libclang-rt-14-dev libopenblas-dev python3-dev
+  llvm-14-dev libclang-14-dev libclang-cpp14-dev libomp-14-dev clang-14 libclang-rt-14-dev libopenblas-dev libfftw3-dev python3-dev
   xvfb xauth chromium
 )
 missing=()

@@ -14,12 +14,12 @@ namespace {
 
 bool has_float_output(const Node& n) {
   for (const TensorMeta& m : n.outs)
-    if (dtype_is_float(m.dtype)) return true;
+    if (dtype_is_float(m.dtype) || dtype_is_complex(m.dtype)) return true;
   return false;
 }
 
 // Which nodes carry a gradient: those computed, through ops other than detach, from a
-// differentiable input, with a float output.
+// differentiable input, with a float (or complex: an FFT's) output.
 std::vector<bool> requires_grad(const Graph& g) {
   std::vector<bool> r(g.nodes.size(), false);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
@@ -37,7 +37,7 @@ std::vector<bool> requires_grad(const Graph& g) {
 }  // namespace
 
 bool is_differentiable_input(const Node& n) {
-  return n.is_placeholder() && dtype_is_float(n.meta().dtype) &&
+  return n.is_placeholder() && (dtype_is_float(n.meta().dtype) || dtype_is_complex(n.meta().dtype)) &&
          (n.input_kind == InputKind::user || n.input_kind == InputKind::parameter);
 }
 

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <complex>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
@@ -18,6 +19,9 @@
 #include <thread>
 #include <stdexcept>
 
+#ifdef LOWERSCOPE_HAVE_FFTW
+#include <fftw3.h>
+#endif
 #ifdef LOWERSCOPE_HAVE_CBLAS
 #include <cblas.h>
 extern "C" void openblas_set_num_threads(int);  // in libopenblas, which the build links
@@ -439,7 +443,7 @@ Tensor gather_view(const Tensor& buf, const Shape& shape, const std::vector<int6
       at += rem % shape[d] * strides[d];
       rem /= shape[d];
     }
-    t.set(i, buf.get(at));
+    t.set_complex(i, buf.get_complex(at));  // every dtype (a complex operand too), exactly
   }
   return t;
 }
@@ -473,6 +477,178 @@ bool dense_operand(const ExternCall& c, size_t arg) {
   if (arg >= c.args.size() || !c.args[arg].is_node()) return false;
   const size_t k = static_cast<size_t>(c.args[arg].node);
   return !(k < c.strides.size() && !c.strides[k].empty()) && !transposed_operand(c, arg);
+}
+
+bool is_fft(const OpDef* op) { return op == &op::fft_r2c() || op == &op::fft_c2r() || op == &op::fft_c2c(); }
+
+#ifdef LOWERSCOPE_HAVE_FFTW
+// FFTs through FFTW, as ATen's CPU FFTs go through pocketfft (or MKL): each call planned with
+// FFTW_ESTIMATE (no timing runs) over the guru interface's strides, in the operand's precision
+// (fftwf for complex64, fftw for complex128); the same steps as ATen's kernels: r2c one-sided (a
+// two-sided r2c is a c2c of the real input made complex), c2r as an inverse c2c over all but the
+// last dimension then a 1-D c2r along it, then the normalization over the signal's full size.
+// FFTW's planner is not thread-safe: plans are made and destroyed under one lock.
+template <typename R>
+struct Fftw;
+template <>
+struct Fftw<float> {
+  using C = fftwf_complex;
+  using Plan = fftwf_plan;
+  static Plan dft(int r, const fftw_iodim64* d, int h, const fftw_iodim64* hd, C* in, C* out, int sign) {
+    return fftwf_plan_guru64_dft(r, d, h, hd, in, out, sign, FFTW_ESTIMATE);
+  }
+  static Plan r2c(int r, const fftw_iodim64* d, int h, const fftw_iodim64* hd, float* in, C* out) {
+    return fftwf_plan_guru64_dft_r2c(r, d, h, hd, in, out, FFTW_ESTIMATE);
+  }
+  static Plan c2r(int r, const fftw_iodim64* d, int h, const fftw_iodim64* hd, C* in, float* out) {
+    return fftwf_plan_guru64_dft_c2r(r, d, h, hd, in, out, FFTW_ESTIMATE);
+  }
+  static void execute(Plan p) { fftwf_execute(p); }
+  static void destroy(Plan p) { fftwf_destroy_plan(p); }
+};
+template <>
+struct Fftw<double> {
+  using C = fftw_complex;
+  using Plan = fftw_plan;
+  static Plan dft(int r, const fftw_iodim64* d, int h, const fftw_iodim64* hd, C* in, C* out, int sign) {
+    return fftw_plan_guru64_dft(r, d, h, hd, in, out, sign, FFTW_ESTIMATE);
+  }
+  static Plan r2c(int r, const fftw_iodim64* d, int h, const fftw_iodim64* hd, double* in, C* out) {
+    return fftw_plan_guru64_dft_r2c(r, d, h, hd, in, out, FFTW_ESTIMATE);
+  }
+  static Plan c2r(int r, const fftw_iodim64* d, int h, const fftw_iodim64* hd, C* in, double* out) {
+    return fftw_plan_guru64_dft_c2r(r, d, h, hd, in, out, FFTW_ESTIMATE);
+  }
+  static void execute(Plan p) { fftw_execute(p); }
+  static void destroy(Plan p) { fftw_destroy_plan(p); }
+};
+
+std::mutex& fftw_lock() {
+  static std::mutex m;
+  return m;
+}
+
+// The transformed dimensions (n: the logical, full size; strides of the input and the output)
+// and the others (the batch), for contiguous tensors of shapes `in` and `out`.
+struct FftGeometry {
+  std::vector<fftw_iodim64> dims, batch;
+};
+FftGeometry fft_geometry(const Shape& in, const Shape& out, const Shape& logical, const std::vector<int64_t>& which) {
+  const Shape is = contiguous_strides(in), os = contiguous_strides(out);
+  FftGeometry g;
+  for (int64_t d : which) g.dims.push_back({static_cast<ptrdiff_t>(logical[d]), static_cast<ptrdiff_t>(is[d]), static_cast<ptrdiff_t>(os[d])});
+  for (int64_t d = 0; d < static_cast<int64_t>(in.size()); ++d)
+    if (std::find(which.begin(), which.end(), d) == which.end())
+      g.batch.push_back({static_cast<ptrdiff_t>(in[d]), static_cast<ptrdiff_t>(is[d]), static_cast<ptrdiff_t>(os[d])});
+  return g;
+}
+
+template <typename R, typename Make>
+void fftw_once(Make make) {
+  typename Fftw<R>::Plan plan;
+  {
+    std::lock_guard<std::mutex> lock(fftw_lock());
+    plan = make();
+  }
+  if (!plan) throw std::runtime_error("FFTW could not plan the transform");
+  Fftw<R>::execute(plan);
+  std::lock_guard<std::mutex> lock(fftw_lock());
+  Fftw<R>::destroy(plan);
+}
+
+// An out-of-place c2c of contiguous x into y (same shape) over `which`.
+template <typename R>
+void fftw_c2c(std::complex<R>* x, std::complex<R>* y, const Shape& s, const std::vector<int64_t>& which, bool forward) {
+  using C = typename Fftw<R>::C;
+  const FftGeometry g = fft_geometry(s, s, s, which);
+  fftw_once<R>([&] {
+    return Fftw<R>::dft(static_cast<int>(g.dims.size()), g.dims.data(), static_cast<int>(g.batch.size()), g.batch.data(), reinterpret_cast<C*>(x),
+                        reinterpret_cast<C*>(y), forward ? FFTW_FORWARD : FFTW_BACKWARD);
+  });
+}
+
+template <typename R>
+void fftw_call(const ExternCall& c, const Tensor& x, Tensor& y, const std::vector<int64_t>& dims) {
+  using C = typename Fftw<R>::C;
+  using Cx = std::complex<R>;
+  const int64_t mode = c.args[2].i;
+  Shape full = y.shape();  // the signal's full sizes over `dims`
+  if (c.op == &op::fft_c2c()) {
+    Tensor in = x;  // FFTW takes a pointer to non-const; an out-of-place c2c leaves it as it was
+    fftw_c2c<R>(static_cast<Cx*>(in.data()), static_cast<Cx*>(y.data()), x.shape(), dims, c.args[3].b);
+  } else if (c.op == &op::fft_r2c()) {
+    full = x.shape();
+    if (!c.args[3].b) {  // two-sided: a c2c of the input made complex
+      Tensor xc(y.dtype(), x.shape());
+      for (int64_t i = 0; i < x.numel(); ++i) static_cast<Cx*>(xc.data())[i] = static_cast<const R*>(x.data())[i];
+      fftw_c2c<R>(static_cast<Cx*>(xc.data()), static_cast<Cx*>(y.data()), x.shape(), dims, true);
+    } else {
+      const FftGeometry g = fft_geometry(x.shape(), y.shape(), x.shape(), dims);
+      Tensor in = x;
+      fftw_once<R>([&] {
+        return Fftw<R>::r2c(static_cast<int>(g.dims.size()), g.dims.data(), static_cast<int>(g.batch.size()), g.batch.data(),
+                            static_cast<R*>(in.data()), reinterpret_cast<C*>(y.data()));
+      });
+    }
+  } else {  // c2r: an inverse c2c over all but the last dimension, then a 1-D c2r along the last
+    const int64_t last = dims.back(), N = y.shape()[last];
+    Tensor z(x.dtype(), x.shape());
+    const std::vector<int64_t> others(dims.begin(), dims.end() - 1);
+    if (others.empty()) std::memcpy(z.data(), x.data(), static_cast<size_t>(x.nbytes()));
+    else {
+      Tensor in = x;
+      fftw_c2c<R>(static_cast<Cx*>(in.data()), static_cast<Cx*>(z.data()), x.shape(), others, false);
+    }
+    Shape hs = x.shape();  // n/2 + 1 elements along the last dimension: the input's, zeros past it
+    hs[last] = N / 2 + 1;
+    Tensor h(x.dtype(), hs);
+    const Shape zs = contiguous_strides(z.shape());
+    for (int64_t i = 0; i < h.numel(); ++i) {
+      int64_t rem = i, at = 0;
+      bool inside = true;
+      for (size_t d = hs.size(); d-- > 0;) {
+        const int64_t p = rem % hs[d];
+        rem /= hs[d];
+        inside = inside && p < z.shape()[d];
+        at += p * zs[d];
+      }
+      if (inside) static_cast<Cx*>(h.data())[i] = static_cast<const Cx*>(z.data())[at];
+    }
+    const FftGeometry g = fft_geometry(hs, y.shape(), y.shape(), {last});
+    fftw_once<R>([&] {  // a c2r overwrites its input: h is ours
+      return Fftw<R>::c2r(1, g.dims.data(), static_cast<int>(g.batch.size()), g.batch.data(), reinterpret_cast<C*>(h.data()),
+                          static_cast<R*>(y.data()));
+    });
+  }
+  double n = 1;
+  for (int64_t d : dims) n *= static_cast<double>(full[d]);
+  const double scale = mode == 1 ? 1.0 / std::sqrt(n) : mode == 2 ? 1.0 / n : 1.0;
+  if (scale != 1.0) {
+    R* p = static_cast<R*>(y.data());
+    const int64_t values = y.numel() * (dtype_is_complex(y.dtype()) ? 2 : 1);
+    for (int64_t i = 0; i < values; ++i) p[i] = static_cast<R>(p[i] * scale);
+  }
+}
+#endif
+
+// _fft_r2c, _fft_c2r and _fft_c2c of dense operands through FFTW; false without FFTW (the
+// reference kernel runs: a DFT in double) or for a call it does not take (a normalization
+// other than 0, 1 and 2, an empty signal).
+bool fft(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& outs) {
+#ifdef LOWERSCOPE_HAVE_FFTW
+  if (!is_fft(c.op) || !dense_operand(c, 0) || c.args[2].i < 0 || c.args[2].i > 2 || in[0].numel() == 0 || outs[0].numel() == 0) return false;
+  const int64_t rank = in[0].dim();
+  std::vector<int64_t> dims;
+  for (int64_t d : c.args[1].ints()) dims.push_back(d < 0 ? d + rank : d);
+  const DType t = real_dtype(in[0].dtype());
+  if (t == DType::f32) fftw_call<float>(c, in[0], outs[0], dims);
+  else if (t == DType::f64) fftw_call<double>(c, in[0], outs[0], dims);
+  else return false;
+  return true;
+#else
+  (void)c, (void)in, (void)outs;
+  return false;
+#endif
 }
 
 // index_put(self, [idx], values, accumulate) with one index tensor, on dimension 0, over float32
@@ -738,6 +914,20 @@ Tensor extern_operand(const ExternCall& c, size_t input, const Tensor& buffer) {
   return buffer.reshaped(c.shapes[input]);
 }
 
+std::string extern_library(const LoopProgram& p, const ExternCall& c) {
+  if (is_fft(c.op)) {
+#ifdef LOWERSCOPE_HAVE_FFTW
+    return "FFTW";
+#else
+    return "reference kernel (no FFTW in this build)";
+#endif
+  }
+  for (const auto* names : {&c.inputs, &c.outputs})
+    for (const std::string& b : *names)
+      if (dtype_is_complex(p.buffer(b).dtype)) return "reference kernel (complex)";
+  return {};
+}
+
 bool have_blas() {
 #ifdef LOWERSCOPE_HAVE_CBLAS
   return true;
@@ -798,7 +988,7 @@ bool run_extern(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& o
   if (is_attention(c.op) && f32_operands && !c.args[3].is_node()) return attention_forward(c, in, outs), false;
   if (is_attention_backward(c.op) && f32_operands && !c.args[4].is_node()) return attention_backward(c, in, outs), false;
   if (index_put_rows(c, in, outs)) return false;
-  if (arg_extremum(c, in, outs) || cumsum(c, in, outs) || sort_or_topk(c, in, outs) || scatter(c, in, outs)) return false;
+  if (arg_extremum(c, in, outs) || cumsum(c, in, outs) || sort_or_topk(c, in, outs) || scatter(c, in, outs) || fft(c, in, outs)) return false;
   RefInputs logical = in;  // the reference kernels take every operand as it is meant
   for (size_t i = 0; i < c.args.size(); ++i) {
     if (transposed_operand(c, i)) logical.t[i] = untranspose(in.t[i]);

@@ -61,6 +61,10 @@ GemmPointers gemm_pointers(const ExternCall& c, const RefInputs& in, std::vector
 bool run_extern(const ExternCall& call, const RefInputs& in, std::vector<Tensor>& outs, const RowEpilogue* epilogue = nullptr,
                 const GemmCut* cut = nullptr);
 bool have_blas();
+// What runs a library call where it is not the usual "library" (BLAS or our runtime's loops):
+// "FFTW" for the FFTs (the reference kernel where the build has no FFTW), the reference kernel for
+// the other calls on complex values (lower/lower.cpp sends them here); empty for the others.
+std::string extern_library(const LoopProgram& p, const ExternCall& c);
 // The threads library calls (and the GEMM template's OpenMP team) run on.
 int library_threads();
 }

@@ -1008,10 +1008,25 @@ class Lowering {
     return {[v, compute](OpsHandler& h, const std::vector<Expr>&) { return h.constant(v, compute); }, {}, compute};
   }
 
+  // Whether the node reads or makes a complex value (the FFTs' results): such nodes run as
+  // library calls or their reference kernel on the host, never in generated code (the code
+  // generators have no complex type), as Inductor leaves complex tensors to fallback kernels.
+  bool touches_complex(const Node& n) const {
+    for (const TensorMeta& m : n.outs)
+      if (dtype_is_complex(m.dtype)) return true;
+    for (const Arg& a : n.args) {
+      if (a.is_node() && dtype_is_complex(g_.nodes[a.node].meta().dtype)) return true;
+      for (const Arg& x : a.list)
+        if (x.is_node() && dtype_is_complex(g_.nodes[x.node].meta().dtype)) return true;
+    }
+    return false;
+  }
+
   void lower_node(int id) {
     const Node& n = g_.nodes[id];
     const OpDef& op = *n.op;
     const TensorMeta& m = n.meta();
+    if (op.kind != OpKind::getitem && op.kind != OpKind::composite && touches_complex(n)) return lower_extern(id);
     switch (op.kind) {
       case OpKind::pointwise: {
         // Scalars take the type of the tensors they combine with (0.125 * f32 -> f32 math); a

@@ -205,8 +205,6 @@ const std::vector<std::pair<std::string_view, std::string_view>>& core_aten_ops_
       {"aten.sym_storage_offset.default", "a size query: the FX importer reads it as the number it is (0)"},
       {"aten._local_scalar_dense.default", "Tensor.item(): a number that depends on the data; graphs hold tensors"},
       {"aten.atan2.out", "an out= variant: graphs are functional (aten.atan2.default is the op)"},
-      {"aten._fft_r2c.default", "complex results: the IR has no complex dtype"},
-      {"aten._fft_c2r.default", "complex inputs: the IR has no complex dtype"},
   };
   return ops;
 }

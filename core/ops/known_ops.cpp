@@ -65,6 +65,9 @@ const OpDef& efficient_attention_backward() {
 
 const OpDef& rand() { static const OpDef& d = must_find("aten.rand.default"); return d; }
 const OpDef& randn() { static const OpDef& d = must_find("aten.randn.default"); return d; }
+const OpDef& fft_r2c() { static const OpDef& d = must_find("aten._fft_r2c.default"); return d; }
+const OpDef& fft_c2r() { static const OpDef& d = must_find("aten._fft_c2r.default"); return d; }
+const OpDef& fft_c2c() { static const OpDef& d = must_find("aten._fft_c2c.default"); return d; }
 
 const OpDef& view() { static const OpDef& d = must_find("aten.view.default"); return d; }
 const OpDef& permute() { static const OpDef& d = must_find("aten.permute.default"); return d; }
@@ -94,7 +97,7 @@ const OpDef& missing() {
 const std::vector<const OpDef& (*)()>& known_ops() {
   static const std::vector<const OpDef& (*)()> all = {
       mm, addmm, bmm, convolution, convolution_backward, max_pool2d_with_indices, max_pool2d_with_indices_backward, cat, gather, embedding, index_tensor,
-      efficient_attention, efficient_attention_backward, rand, randn, view, permute, detach, add_tensor, sub_tensor, mul_tensor,
+      efficient_attention, efficient_attention_backward, rand, randn, fft_r2c, fft_c2r, fft_c2c, view, permute, detach, add_tensor, sub_tensor, mul_tensor,
       prims::reshape, prims::transpose, prims::collapse_view, prims::split_dim};
   return all;
 }

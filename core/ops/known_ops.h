@@ -44,6 +44,11 @@ const OpDef& efficient_attention();           // aten._scaled_dot_product_effici
 const OpDef& efficient_attention_backward();  // aten._scaled_dot_product_efficient_attention_backward
 const OpDef& rand();   // aten.rand.default: generated code drawing from Philox (lower/lower.cpp, ops/philox.h)
 const OpDef& randn();  // aten.randn.default
+// FFTs: library calls (FFTW on the CPU where CMake found it, cuFFT under CUDA; else the reference
+// kernel on the host), as Inductor's fallback kernels; complex buffers never reach generated code.
+const OpDef& fft_r2c();  // aten._fft_r2c.default
+const OpDef& fft_c2r();  // aten._fft_c2r.default
+const OpDef& fft_c2c();  // aten._fft_c2c.default
 
 // Views and the ops passes build graphs with.
 const OpDef& view();

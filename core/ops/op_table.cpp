@@ -87,7 +87,7 @@ std::vector<TensorMeta> infer_pointwise(const Graph& g, const OpDef& op, const s
   Shape shape;
   bool any_tensor = false;
   std::optional<DType> dim_dt, zero_dt, scalar_dt;
-  auto category = [](DType t) { return dtype_is_float(t) ? 2 : t == DType::b8 ? 0 : 1; };
+  auto category = [](DType t) { return dtype_is_complex(t) ? 3 : dtype_is_float(t) ? 2 : t == DType::b8 ? 0 : 1; };
   const auto ops = operand_indices(op);
   for (size_t k = 0; k < ops.size(); ++k) {
     const Arg& a = args[ops[k]];
@@ -112,8 +112,9 @@ std::vector<TensorMeta> infer_pointwise(const Graph& g, const OpDef& op, const s
   for (const auto& lower : {zero_dt, scalar_dt})
     if (lower && (!r || category(*lower) > category(*r))) r = r && !dtype_is_float(*lower) ? promote(*r, *lower) : *lower;
   DType dt = r.value_or(DType::b8);
-  if (op.math == Math::div && !dtype_is_float(dt)) dt = DType::f32;
+  if (op.math == Math::div && !dtype_is_float(dt) && !dtype_is_complex(dt)) dt = DType::f32;
   if (math_is_comparison(op.math)) dt = DType::b8;
+  if (op.math == Math::abs) dt = real_dtype(dt);  // |complex| is real, as PyTorch's abs
   TensorMeta m = TensorMeta::contiguous(dt, shape);
   for (const int k : ops)
     if (args[k].is_node()) { m.device = meta_of(g, args[k]).device; break; }
@@ -161,15 +162,49 @@ void store_int(Tensor& t, int64_t i, int64_t v) {
   }
 }
 
+// Complex operands (what the FFTs make): the arithmetic, abs, equality and a copy, in
+// std::complex<double>; any other math refuses them by name.
+std::complex<double> eval_complex(const OpDef& op, Math m, std::complex<double> a, std::complex<double> b) {
+  switch (m) {
+    case Math::identity: return a;
+    case Math::neg: return -a;
+    case Math::abs: return std::abs(a);
+    case Math::add: return a + b;
+    case Math::sub: return a - b;
+    case Math::mul: return a * b;
+    case Math::div: return a / b;
+    case Math::eq: return a == b ? 1.0 : 0.0;
+    case Math::ne: return a != b ? 1.0 : 0.0;
+    default: throw std::invalid_argument("complex tensors are not supported by " + op.name + " (" + std::string(math_name(m)) + ")");
+  }
+}
+
 std::vector<Tensor> ref_pointwise(const OpDef& op, const std::vector<Arg>& args, const RefInputs& vals,
                                   const std::vector<TensorMeta>& outs) {
   Tensor out(outs[0].dtype, outs[0].shape);
   const auto ops = operand_indices(op);
   std::vector<Shape> st(ops.size());
+  bool complex = dtype_is_complex(out.dtype());
   for (size_t k = 0; k < ops.size(); ++k)
-    if (args[ops[k]].is_node()) st[k] = broadcast_strides(vals[ops[k]].shape(), out.shape());
+    if (args[ops[k]].is_node()) {
+      st[k] = broadcast_strides(vals[ops[k]].shape(), out.shape());
+      complex = complex || dtype_is_complex(vals[ops[k]].dtype());
+    }
   const double alpha = alpha_of(op, args);
   const Math math = pointwise_math(op, args);
+  if (complex) {
+    std::complex<double> z[2] = {0, 0};
+    for (int64_t i = 0; i < out.numel(); ++i) {
+      for (size_t k = 0; k < ops.size() && k < 2; ++k) {
+        const Arg& a = args[ops[k]];
+        z[k] = a.is_node() ? vals[ops[k]].get_complex(offset_of(i, out.shape(), st[k])) : std::complex<double>(a.number());
+      }
+      if (ops.size() > 2) throw std::invalid_argument("complex tensors are not supported by " + op.name);
+      if (alpha != 1.0) z[1] *= alpha;
+      out.set_complex(i, eval_complex(op, math, z[0], z[1]));
+    }
+    return {out};
+  }
   double x[3] = {0, 0, 0};
   for (int64_t i = 0; i < out.numel(); ++i) {
     for (size_t k = 0; k < ops.size() && k < 3; ++k) {
@@ -188,6 +223,7 @@ std::vector<Tensor> ref_pointwise(const OpDef& op, const std::vector<Arg>& args,
 std::vector<Tensor> ref_reduction(const OpDef& op, const std::vector<Arg>& args, const RefInputs& vals,
                                   const std::vector<TensorMeta>& outs) {
   const Tensor& in = vals[0];
+  if (dtype_is_complex(in.dtype())) throw std::invalid_argument("complex tensors are not supported by " + op.name);
   const auto dims = reduction_dims(op, args, in.dim());
   Tensor out(outs[0].dtype, outs[0].shape);
   // Output strides over the input's dimensions: 0 for reduced ones.
@@ -230,7 +266,8 @@ std::vector<Tensor> ref_view(const OpDef& op, const std::vector<Arg>& args, cons
     const auto ii = op.view(g, a, oi);
     int64_t off = 0;
     for (size_t d = 0; d < ii.size(); ++d) off += ii[d].constant() * in_strides[d];
-    out.set(i, vals[0].get(off));
+    if (dtype_is_complex(out.dtype())) out.set_complex(i, vals[0].get_complex(off));
+    else out.set(i, vals[0].get(off));
   }
   return {out};
 }
@@ -262,6 +299,7 @@ std::vector<OpDef> build_table() {
   add_creation_ops(t);
   add_resampling_ops(t);
   add_recurrent_ops(t);
+  add_fft_ops(t);
   // A multi-output node's output i, at every level.
   t.push_back({.name = "getitem", .schema = "getitem(Any self, int index) -> Any", .kind = OpKind::getitem,
                .levels = level::aten | level::core_aten | level::prims, .infer = infer_getitem});

@@ -198,7 +198,18 @@ Args d_cos(DerivCtx& c) {
 Args d_exp(DerivCtx& c) { return one(call(c, "aten.mul.Tensor", {c.grads[0], c.out(0)}), 1); }
 Args d_log(DerivCtx& c) { return one(call(c, "aten.div.Tensor", {c.grads[0], c.args[0]}), 1); }
 Args d_neg(DerivCtx& c) { return one(call(c, "aten.neg.default", {c.grads[0]}), 1); }
-Args d_abs(DerivCtx& c) { return one(call(c, "aten.mul.Tensor", {c.grads[0], call(c, "aten.sgn.default", {c.args[0]})}), 1); }
+// grad * sgn(x), as derivatives.yaml; for a complex x (|rfft(x)|), sgn(x) = x / |x| (0 at 0) is
+// applied to x's real view, so the rule needs no complex arithmetic: view_as_complex(view_as_real(x)
+// * (grad / |x|)[..., None]), |x| taken as 1 where it is 0 (the real view is 0 there).
+Args d_abs(DerivCtx& c) {
+  if (!dtype_is_complex(c.b.meta(c.args[0]).dtype))
+    return one(call(c, "aten.mul.Tensor", {c.grads[0], call(c, "aten.sgn.default", {c.args[0]})}), 1);
+  const Arg ax = c.out(0);
+  const Arg safe = call(c, "aten.add.Tensor", {ax, call(c, "aten.eq.Scalar", {ax, num(0.0)})});
+  const Arg scale = call(c, "aten.unsqueeze.default", {call(c, "aten.div.Tensor", {c.grads[0], safe}), Arg::of_int(-1)});
+  const Arg r = call(c, "aten.view_as_real.default", {c.args[0]});
+  return one(call(c, "aten.view_as_complex.default", {call(c, "aten.mul.Tensor", {r, scale})}), 1);
+}
 Args d_sqrt(DerivCtx& c) {
   return one(call(c, "aten.div.Tensor", {c.grads[0], call(c, "aten.mul.Tensor", {c.out(0), num(2.0)})}), 1);
 }
@@ -263,13 +274,22 @@ Args d_sub(DerivCtx& c) {
   if (wants(c, 1)) r[1] = grad_for(c, 1, call(c, "aten.mul.Tensor", {c.grads[0], num(-alpha)}));
   return r;
 }
+// mul and div of complex values need conj(other) (derivatives.yaml's handle_r_to_c and .conj()),
+// which the table has no op for: refused by name rather than a wrong gradient.
+void refuse_complex_derivative(DerivCtx& c) {
+  for (size_t i = 0; i < 2 && i < c.args.size(); ++i)
+    if (c.args[i].is_node() && dtype_is_complex(c.b.meta(c.args[i]).dtype))
+      throw std::invalid_argument("the derivative of " + c.op.name + " on complex tensors is not supported");
+}
 Args d_mul(DerivCtx& c) {
+  refuse_complex_derivative(c);
   Args r(2, kNone);
   if (wants(c, 0)) r[0] = grad_for(c, 0, call(c, "aten.mul.Tensor", {c.grads[0], c.args[1]}));
   if (wants(c, 1)) r[1] = grad_for(c, 1, call(c, "aten.mul.Tensor", {c.grads[0], c.args[0]}));
   return r;
 }
 Args d_div(DerivCtx& c) {  // d(a/b)/db = -y/b
+  refuse_complex_derivative(c);
   Args r(2, kNone);
   if (wants(c, 0)) r[0] = grad_for(c, 0, call(c, "aten.div.Tensor", {c.grads[0], c.args[1]}));
   if (wants(c, 1)) {

@@ -29,6 +29,7 @@ void add_indexing_ops(std::vector<OpDef>& table);       // ops/indexing.cpp
 void add_creation_ops(std::vector<OpDef>& table);       // ops/creation.cpp
 void add_resampling_ops(std::vector<OpDef>& table);     // ops/resampling.cpp
 void add_recurrent_ops(std::vector<OpDef>& table);      // ops/recurrent.cpp
+void add_fft_ops(std::vector<OpDef>& table);            // ops/fft.cpp
 
 namespace rules {
 

@@ -158,7 +158,8 @@ std::vector<Tensor> ref_cat(const OpDef& op, const std::vector<Arg>& a, const Re
       p[d] += off;
       int64_t o = 0;
       for (size_t k = 0; k < p.size(); ++k) o += p[k] * ys[k];
-      y.set(o, x.get(i));
+      if (dtype_is_complex(y.dtype())) y.set_complex(o, x.get_complex(i));  // the FFTs' gradients pad complex values
+      else y.set(o, x.get(i));
     }
     off += x.shape()[d];
   }

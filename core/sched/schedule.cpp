@@ -544,8 +544,17 @@ class Scheduler {
       return {false, std::string(phase_name(pa)) + " and " + phase_name(pb) +
                          " are separate graphs: the later one runs afterwards, reading what the earlier one saved"};
     for (int g : {ga, gb})
-      if (const LoopNode* e = extern_in(g))
+      if (const LoopNode* e = extern_in(g)) {
+        // A node on complex values (lower/lower.cpp): the generators have no complex type.
+        std::string complex;
+        for (const std::string& b : e->ext.inputs) complex = complex.empty() && dtype_is_complex(p_.buffer(b).dtype) ? b : complex;
+        for (const std::string& b : e->ext.outputs) complex = complex.empty() && dtype_is_complex(p_.buffer(b).dtype) ? b : complex;
+        if (!complex.empty())
+          return {false, "extern kernel " + e->ext.op->name + " works on complex values (" + complex + " is " +
+                             std::string(dtype_torch(p_.buffer(complex).dtype)) +
+                             "): a library call or its reference kernel on the host, as Inductor's fallback kernels; generated code has no complex type"};
         return {false, "extern kernel " + e->ext.op->name + " is a library call: generated code cannot be fused into it"};
+      }
     for (int g : {ga, gb})
       if (groups_[g].scatter)
         return {false, "a scatter stores through indices read from data into a buffer another kernel filled: it runs alone, "

@@ -446,6 +446,47 @@ const std::map<std::string, Sample>& samples() {
     m["aten._weight_norm_interface.default"] = with_args("aten._weight_norm_interface.default", {{3, 4}, {1, 4}}, {Arg::of_int(1)}, 2);
     m["aten.swapaxes.default"] = with_args("aten.swapaxes.default", {{2, 3, 4}}, {Arg::of_int(0), Arg::of_int(-1)});
     m["aten.swapdims.default"] = with_args("aten.swapdims.default", {{2, 3, 4}}, {Arg::of_int(1), Arg::of_int(2)});
+    // ---- FFTs (issue 32): complex values made from real inputs and read back through
+    // view_as_complex / view_as_real (float64: complex128); every normalization mode, one- and
+    // two-sided, odd and even lengths, c2r inputs longer and shorter than n/2 + 1.
+    {
+      using X = std::vector<Arg>;
+      static auto cplx = [](GraphBuilder& b, const Arg& x) { return b.call("aten.view_as_complex.default", {x}); };
+      static auto real = [](GraphBuilder& b, const Arg& x) { return b.call("aten.view_as_real.default", {x}); };
+      static auto fft = [](GraphBuilder& b, const char* op, const Arg& x, std::vector<int64_t> dims, int64_t norm, Arg last) {
+        return b.call(op, {x, ints(dims), Arg::of_int(norm), last});
+      };
+      m["aten._fft_r2c.default"] = {{{3, 6}, {4, 5}}, {}, [](GraphBuilder& b, const X& x) {
+                                      const char* r2c = "aten._fft_r2c.default";
+                                      return X{real(b, fft(b, r2c, x[0], {0, 1}, 1, Arg::of_bool(true))),
+                                               real(b, fft(b, r2c, x[1], {1}, 2, Arg::of_bool(false))),
+                                               b.call("aten.abs.default", {fft(b, r2c, x[1], {0}, 0, Arg::of_bool(true))})};
+                                    }};
+      m["aten._fft_c2r.default"] = {{{3, 4, 2}, {5, 2}}, {}, [](GraphBuilder& b, const X& x) {
+                                      const char* c2r = "aten._fft_c2r.default";
+                                      return X{fft(b, c2r, cplx(b, x[0]), {0, 1}, 2, Arg::of_int(6)),
+                                               fft(b, c2r, cplx(b, x[1]), {0}, 0, Arg::of_int(9)),
+                                               fft(b, c2r, cplx(b, x[0]), {-1}, 1, Arg::of_int(5)),
+                                               fft(b, c2r, cplx(b, x[1]), {0}, 1, Arg::of_int(12))};
+                                    }};
+      m["aten._fft_c2c.default"] = {{{3, 4, 2}}, {}, [](GraphBuilder& b, const X& x) {
+                                      const char* c2c = "aten._fft_c2c.default";
+                                      return X{real(b, fft(b, c2c, cplx(b, x[0]), {0, 1}, 1, Arg::of_bool(true))),
+                                               real(b, fft(b, c2c, cplx(b, x[0]), {1}, 2, Arg::of_bool(false)))};
+                                    }};
+      for (const char* conj : {"aten._conj.default", "aten.conj_physical.default"})
+        m[conj] = {{{2, 3, 2}, {4}}, {}, [conj](GraphBuilder& b, const X& x) {  // complex, and a real tensor as it is
+                     return X{real(b, b.call(conj, {cplx(b, x[0])})), b.call(conj, {x[1]})};
+                   }};
+      m["aten.view_as_complex.default"] = {{{2, 3, 2}}, {}, [](GraphBuilder& b, const X& x) {
+                                             return X{b.call("aten.abs.default", {cplx(b, x[0])})};  // abs's complex rule too
+                                           }};
+      m["aten.view_as_real.default"] = {{{2, 3, 2}}, {}, [](GraphBuilder& b, const X& x) {
+                                          const Arg z = cplx(b, x[0]);
+                                          return X{real(b, b.call("aten.add.Tensor", {z, z})),
+                                                   b.call("aten.real.default", {z}), b.call("aten.imag.default", {z})};
+                                        }};
+    }
     return m;
   }();
   return s;

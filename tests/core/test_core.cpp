@@ -3,6 +3,7 @@
 #include <QtTest>
 
 #include <cmath>
+#include <complex>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -367,6 +368,9 @@ class TestCore : public QObject {
         {op::efficient_attention_backward, "aten._scaled_dot_product_efficient_attention_backward.default"},
         {op::rand, "aten.rand.default"},
         {op::randn, "aten.randn.default"},
+        {op::fft_r2c, "aten._fft_r2c.default"},
+        {op::fft_c2r, "aten._fft_c2r.default"},
+        {op::fft_c2c, "aten._fft_c2c.default"},
         {op::view, "aten.view.default"},
         {op::permute, "aten.permute.default"},
         {op::detach, "aten.detach.default"},
@@ -517,6 +521,63 @@ class TestCore : public QObject {
                                            std::to_string(c.cmp.max_abs_err)).c_str());
         QVERIFY(r.check.ok);
       }
+  }
+
+  // complex64 and complex128 (issue 32's FFTs): names as PyTorch prints them, sizes, PyTorch's
+  // promote_types (float + complex -> complex of the parts' promotion), .npy as '<c8'/'<c16' both
+  // ways, FX annotations, Tensor::get refusing them; and the reference interpreter's rfft of
+  // cos(2 pi 2n / 8), whose spectrum is 4 at k = 2 and 0 elsewhere, and its irfft back.
+  void testComplexDtypes() {
+    QCOMPARE(std::string(dtype_short(DType::c64)), std::string("c64"));
+    QCOMPARE(std::string(dtype_torch(DType::c128)), std::string("torch.complex128"));
+    QCOMPARE(dtype_size(DType::c64), int64_t(8));
+    QCOMPARE(dtype_size(DType::c128), int64_t(16));
+    QVERIFY(!dtype_is_float(DType::c64) && dtype_is_complex(DType::c64));
+    QVERIFY(dtype_from_name("torch.complex64") == DType::c64);
+    QVERIFY(dtype_from_short("c128") == DType::c128);
+    const std::pair<std::pair<DType, DType>, DType> promotions[] = {
+        {{DType::f32, DType::c64}, DType::c64},  {{DType::f64, DType::c64}, DType::c128}, {{DType::i64, DType::c64}, DType::c64},
+        {{DType::b8, DType::c64}, DType::c64},   {{DType::bf16, DType::c64}, DType::c64}, {{DType::f16, DType::c128}, DType::c128},
+        {{DType::c64, DType::c128}, DType::c128}, {{DType::c64, DType::c64}, DType::c64}};
+    for (const auto& [ab, want] : promotions) {
+      QVERIFY2(promote(ab.first, ab.second) == want, std::string(dtype_short(ab.first)).c_str());
+      QVERIFY2(promote(ab.second, ab.first) == want, std::string(dtype_short(ab.first)).c_str());
+    }
+    Tensor z(DType::c64, {2, 3});
+    for (int64_t i = 0; i < z.numel(); ++i) z.set_complex(i, {0.5 * static_cast<double>(i), -1.25 * static_cast<double>(i) + 3});
+    bool threw = false;
+    try {
+      z.get(0);
+    } catch (const std::logic_error& e) {
+      threw = std::string(e.what()).find("complex tensors are not supported") != std::string::npos;
+    }
+    QVERIFY(threw);
+    QTemporaryDir dir;
+    for (DType t : {DType::c64, DType::c128}) {
+      const std::string path = dir.filePath("z.npy").toStdString();
+      save_npy(path, cast(z, t));
+      std::ifstream f(path, std::ios::binary);
+      const std::string head((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+      QVERIFY(head.find(t == DType::c64 ? "'<c8'" : "'<c16'") != std::string::npos);
+      const Tensor back = load_npy(path);
+      QVERIFY(back.dtype() == t);
+      QCOMPARE(back.shape(), z.shape());
+      for (int64_t i = 0; i < z.numel(); ++i) QVERIFY(back.get_complex(i) == z.get_complex(i));
+    }
+    const Graph g = import_fx_text(
+        "class G(torch.nn.Module):\n"
+        "    def forward(self, x: \"f32[2, 8]\"):\n"
+        "        r: \"c64[2, 5]\" = torch.ops.aten._fft_r2c.default(x, [1], 0, True)\n"
+        "        y: \"f32[2, 8]\" = torch.ops.aten._fft_c2r.default(r, [1], 2, 8)\n"
+        "        return (r, y)\n");
+    QVERIFY(g.nodes[static_cast<size_t>(g.find("r"))].meta().dtype == DType::c64);
+    Tensor x(DType::f32, {2, 8});
+    for (int64_t n = 0; n < 16; ++n) x.set(n, std::cos(2 * M_PI * 2 * static_cast<double>(n % 8) / 8));
+    const std::vector<Tensor> out = run_reference(g, {x});
+    QVERIFY(out[0].dtype() == DType::c64);
+    QCOMPARE(out[0].shape(), (Shape{2, 5}));
+    for (int64_t i = 0; i < 10; ++i) QVERIFY2(std::abs(out[0].get_complex(i) - std::complex<double>(i % 5 == 2 ? 4.0 : 0.0)) < 1e-5, std::to_string(i).c_str());
+    QVERIFY(compare(out[1], x).ok);
   }
 
   // scaled_dot_product_attention refuses query, key and value of different dtypes, as PyTorch's

@@ -8,6 +8,7 @@
 #include <immintrin.h>
 
 #include <cmath>
+#include <complex>
 #include <fstream>
 #include <regex>
 #include <set>
@@ -2619,6 +2620,178 @@ class TestCpu : public QObject {
             for (int64_t b = 0; b < 3; ++b) m = std::max(m, x.get(p * 169 + (2 * i + a) * 13 + 2 * j + b));
           QVERIFY(std::abs(r.outputs[0].get(p * 36 + i * 6 + j) - m) < 1e-6);
         }
+  }
+
+  // The FFT library calls (FFTW where built) against the reference interpreter's DFTs, on the
+  // inputs ATen's kernels take but rfft's results never are: complex values with imaginary parts
+  // at 0 and n/2 (not read by a c2r), c2r inputs longer and shorter than n/2 + 1, dimensions out of
+  // order, complex128, and the conjugate with real/imag after it.
+  void testFftLibraryMatchesReference() {
+    const std::string text =
+        "class G(torch.nn.Module):\n"
+        "    def forward(self, x: \"f32[3, 5, 6, 2]\", y: \"f64[4, 7, 2]\"):\n"
+        "        z: \"c64[3, 5, 6]\" = torch.ops.aten.view_as_complex.default(x)\n"
+        "        a: \"f32[3, 5, 10]\" = torch.ops.aten._fft_c2r.default(z, [0, 2], 2, 10)\n"
+        "        b: \"f32[3, 5, 9]\" = torch.ops.aten._fft_c2r.default(z, [1, 2], 1, 9)\n"
+        "        c: \"f32[3, 5, 14]\" = torch.ops.aten._fft_c2r.default(z, [2], 0, 14)\n"
+        "        d: \"f32[3, 8, 6]\" = torch.ops.aten._fft_c2r.default(z, [2, 1], 0, 8)\n"
+        "        w: \"c128[4, 7]\" = torch.ops.aten.view_as_complex.default(y)\n"
+        "        e: \"c128[4, 7]\" = torch.ops.aten._fft_c2c.default(w, [0, 1], 1, True)\n"
+        "        f: \"c128[4, 7]\" = torch.ops.aten._fft_c2c.default(w, [1], 2, False)\n"
+        "        g: \"f64[4, 7]\" = torch.ops.aten._fft_c2r.default(w, [0], 1, 4)\n"
+        "        h: \"c128[4, 7]\" = torch.ops.aten._fft_r2c.default(g, [1, 0], 2, False)\n"
+        "        i: \"c128[4, 4]\" = torch.ops.aten._fft_r2c.default(g, [0, 1], 0, True)\n"
+        "        j: \"c64[3, 5, 6]\" = torch.ops.aten._conj.default(z)\n"
+        "        k: \"f32[3, 5, 6]\" = torch.ops.aten.real.default(j)\n"
+        "        l: \"f32[3, 5, 6]\" = torch.ops.aten.imag.default(j)\n"
+        "        return (a, b, c, d, e, f, g, h, i, k, l)\n";
+    PipelineOptions o;
+    o.timing_budget_ms = 2;
+    const CompileResult r = run_pipeline(load_graph_text(text), o);
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    QCOMPARE(r.check.reference.size(), size_t(11));
+    for (const auto& c : r.check.reference) QVERIFY2(c.cmp.ok, (c.against + ": " + c.cmp.why).c_str());
+    int ffts = 0;
+    for (const KernelReport& k : r.kernels) ffts += k.name.find("_fft_") != std::string::npos;
+    QCOMPARE(ffts, 9);
+  }
+
+  // FFTs (issue 32): rfft -> abs, irfft of an rfft (n = 8 and a shorter n = 7), a two-sided 2-D
+  // fft of a real input, an inverse c2c along one dimension, view_as_real, compiled on the CPU as a
+  // training step, every normalization mode. Checked against direct DFTs in double written here
+  // (not the op table's kernels), and the gradient of x against central differences of the same
+  // double computation; the FFT calls run on FFTW where the build has it, and the fused stage says
+  // why the complex nodes are library or host calls.
+  void testFftMatchesDirectDft() {
+    const std::string text =
+        "class G(torch.nn.Module):\n"
+        "    def forward(self, x: \"f32[3, 8]\", c: \"f32[3, 5]\", v: \"f32[3, 8]\", w: \"f32[3, 7]\", u: \"f32[3, 8, 2]\"):\n"
+        "        r: \"c64[3, 5]\" = torch.ops.aten._fft_r2c.default(x, [1], 1, True)\n"
+        "        a: \"f32[3, 5]\" = torch.ops.aten.abs.default(r)\n"
+        "        i: \"f32[3, 8]\" = torch.ops.aten._fft_c2r.default(r, [1], 1, 8)\n"
+        "        i7: \"f32[3, 7]\" = torch.ops.aten._fft_c2r.default(r, [-1], 0, 7)\n"
+        "        f: \"c64[3, 8]\" = torch.ops.aten._fft_r2c.default(x, [0, 1], 2, False)\n"
+        "        g: \"c64[3, 8]\" = torch.ops.aten._fft_c2c.default(f, [0], 0, False)\n"
+        "        gr: \"f32[3, 8, 2]\" = torch.ops.aten.view_as_real.default(g)\n"
+        "        m0: \"f32[3, 5]\" = torch.ops.aten.mul.Tensor(a, c)\n"
+        "        m1: \"f32[3, 8]\" = torch.ops.aten.mul.Tensor(i, v)\n"
+        "        m2: \"f32[3, 7]\" = torch.ops.aten.mul.Tensor(i7, w)\n"
+        "        m3: \"f32[3, 8, 2]\" = torch.ops.aten.mul.Tensor(gr, u)\n"
+        "        s0: \"f32[]\" = torch.ops.aten.sum.default(m0)\n"
+        "        s1: \"f32[]\" = torch.ops.aten.sum.default(m1)\n"
+        "        s2: \"f32[]\" = torch.ops.aten.sum.default(m2)\n"
+        "        s3: \"f32[]\" = torch.ops.aten.sum.default(m3)\n"
+        "        t0: \"f32[]\" = torch.ops.aten.add.Tensor(s0, s1)\n"
+        "        t1: \"f32[]\" = torch.ops.aten.add.Tensor(t0, s2)\n"
+        "        loss: \"f32[]\" = torch.ops.aten.add.Tensor(t1, s3)\n"
+        "        return (loss, a, i, i7, gr)\n";
+    LoadedModel m = load_graph_text(text);
+    QCOMPARE(m.inputs.size(), size_t(5));
+    std::vector<std::vector<double>> in(5);
+    for (size_t k = 0; k < 5; ++k)
+      for (int64_t e = 0; e < m.inputs[k].numel(); ++e) {
+        m.inputs[k].set(e, std::sin(0.7 * static_cast<double>(e + 1) * static_cast<double>(k + 2)) + 0.1 * static_cast<double>(k));
+        in[k].push_back(m.inputs[k].get(e));
+      }
+    // The forward in double, written from the DFT's definition.
+    using cd = std::complex<double>;
+    const double pi = std::acos(-1.0);
+    struct Out { double loss; std::vector<double> a, i, i7, gr; };
+    auto forward = [&](const std::vector<double>& x) {
+      Out o{};
+      std::vector<cd> r(15);  // rfft along dim 1, norm ortho: the first 5 of 8
+      for (int b = 0; b < 3; ++b)
+        for (int k = 0; k < 5; ++k) {
+          cd s = 0;
+          for (int n = 0; n < 8; ++n) s += x[b * 8 + n] * std::polar(1.0, -2 * pi * k * n / 8);
+          r[b * 5 + k] = s / std::sqrt(8.0);
+        }
+      for (const cd& z : r) o.a.push_back(std::abs(z));
+      // c2r: y[n] = Re X0 + 2 sum_{0<k<N/2} Re(X[k] e^{2 pi i kn/N}) + (N even) Re X[N/2] (-1)^n, X[k] = 0 for k >= m
+      auto c2r = [&](int b, int N, double scale, std::vector<double>& y) {
+        for (int n = 0; n < N; ++n) {
+          double s = r[b * 5].real();
+          for (int k = 1; 2 * k < N; ++k) s += 2 * (r[b * 5 + k] * std::polar(1.0, 2 * pi * k * n / N)).real();
+          if (N % 2 == 0) s += r[b * 5 + N / 2].real() * (n % 2 ? -1.0 : 1.0);
+          y.push_back(s * scale);
+        }
+      };
+      for (int b = 0; b < 3; ++b) c2r(b, 8, 1 / std::sqrt(8.0), o.i);
+      for (int b = 0; b < 3; ++b) c2r(b, 7, 1.0, o.i7);
+      // fft2 (by_n: / 24), then an unnormalized inverse along dim 0
+      std::vector<cd> f(24), g(24);
+      for (int p = 0; p < 3; ++p)
+        for (int q = 0; q < 8; ++q) {
+          cd s = 0;
+          for (int b = 0; b < 3; ++b)
+            for (int n = 0; n < 8; ++n) s += x[b * 8 + n] * std::polar(1.0, -2 * pi * (double(p * b) / 3 + double(q * n) / 8));
+          f[p * 8 + q] = s / 24.0;
+        }
+      for (int b = 0; b < 3; ++b)
+        for (int q = 0; q < 8; ++q) {
+          cd s = 0;
+          for (int p = 0; p < 3; ++p) s += f[p * 8 + q] * std::polar(1.0, 2 * pi * p * b / 3);
+          g[b * 8 + q] = s;
+        }
+      for (const cd& z : g) o.gr.insert(o.gr.end(), {z.real(), z.imag()});
+      o.loss = 0;
+      for (size_t e = 0; e < o.a.size(); ++e) o.loss += o.a[e] * in[1][e];
+      for (size_t e = 0; e < o.i.size(); ++e) o.loss += o.i[e] * in[2][e];
+      for (size_t e = 0; e < o.i7.size(); ++e) o.loss += o.i7[e] * in[3][e];
+      for (size_t e = 0; e < o.gr.size(); ++e) o.loss += o.gr[e] * in[4][e];
+      return o;
+    };
+    const Out want = forward(in[0]);
+    auto close = [](const Tensor& t, const std::vector<double>& ref, const char* what) {
+      QCOMPARE(t.numel(), static_cast<int64_t>(ref.size()));
+      double scale = 0;
+      for (double v : ref) scale = std::max(scale, std::abs(v));
+      for (size_t e = 0; e < ref.size(); ++e)
+        if (std::abs(t.get(static_cast<int64_t>(e)) - ref[e]) > 1e-5 + 1e-5 * scale)
+          QFAIL(qPrintable(QString("%1[%2]: %3, direct DFT %4").arg(what).arg(e).arg(t.get(static_cast<int64_t>(e)), 0, 'g', 9).arg(ref[e], 0, 'g', 9)));
+    };
+    PipelineOptions o;
+    o.train = true;
+    o.timing_budget_ms = 2;
+    const CompileResult r = run_pipeline(m, o);
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    for (const OutputCheck& c : r.check.reference) QVERIFY2(c.cmp.ok, (c.against + ": " + c.cmp.why).c_str());
+    QVERIFY(r.check.ok);
+    close(r.outputs.at(0), {want.loss}, "loss");
+    close(r.outputs.at(1), want.a, "abs(rfft(x))");
+    close(r.outputs.at(2), want.i, "irfft(rfft(x), 8)");
+    close(r.outputs.at(3), want.i7, "irfft(rfft(x), 7)");
+    close(r.outputs.at(4), want.gr, "view_as_real(ifft(fft2(x), dim 0))");
+    for (size_t e = 0; e < want.i.size(); ++e) QVERIFY(std::abs(want.i[e] - in[0][e]) < 1e-12);  // the DFTs themselves: irfft(rfft(x)) is x
+    // d loss / dx against central differences of the double forward.
+    const auto& j = r.training.joint;
+    int checked = 0;
+    for (size_t k = 0; k < j.grad_of.size(); ++k) {
+      if (j.grad_of[k] != "x") continue;
+      const Tensor& grad = r.outputs.at(static_cast<size_t>(j.num_forward_outputs) + k);
+      std::vector<double> fd;
+      for (size_t e = 0; e < in[0].size(); ++e) {
+        std::vector<double> up = in[0], down = in[0];
+        up[e] += 1e-6;
+        down[e] -= 1e-6;
+        fd.push_back((forward(up).loss - forward(down).loss) / 2e-6);
+      }
+      close(grad, fd, "d loss / dx");
+      ++checked;
+    }
+    QCOMPARE(checked, 1);
+    // The FFT calls: FFTW, or the reference kernel where the build has none; the complex nodes'
+    // fusion verdicts name the complex buffer.
+    int ffts = 0;
+    for (const KernelReport& k : r.kernels)
+      if (k.name.find("_fft_") != std::string::npos) {
+        ++ffts;
+        QVERIFY2(k.how == "FFTW" || k.how == "reference kernel (no FFTW in this build)", (k.name + ": " + k.how).c_str());
+      }
+    QVERIFY2(ffts >= 5, std::to_string(ffts).c_str());  // 4 forward FFTs and their backward transforms
+    bool said = false;
+    for (const EdgeDecision& e : r.schedule.edges) said = said || e.verdict.reason.find("works on complex values") != std::string::npos;
+    QVERIFY(said);
   }
 
   // Random ops by their distribution and their reproducibility (issue 32): native_dropout(p = 0.3)

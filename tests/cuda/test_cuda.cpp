@@ -1034,6 +1034,40 @@ void packages_with_index_checks_build() {
   }
 }
 
+// FFTs under CUDA (issue 32): the nodes on complex values run on the host (FFTW where the build
+// has it, else their reference kernel; no cuFFT yet) between the generated kernels, inference and
+// training step, checked against the reference interpreter.
+void fft_runs_on_the_host() {
+  std::string why;
+  if (!CudaDriver::get(&why)) throw Skip{"no GPU here: " + why};
+  const std::string text = R"(class G(torch.nn.Module):
+    def forward(self, x: "f32[4, 16]"):
+        r: "c64[4, 9]" = torch.ops.aten._fft_r2c.default(x, [1], 1, True)
+        a: "f32[4, 9]" = torch.ops.aten.abs.default(r)
+        s: "f32[]" = torch.ops.aten.sum.default(a)
+        i: "f32[4, 16]" = torch.ops.aten._fft_c2r.default(r, [1], 1, 16)
+        e: "f32[4, 16]" = torch.ops.aten.exp.default(i)
+        return (s, a, e)
+)";
+  for (bool train : {false, true}) {
+    PipelineOptions o;
+    o.device = Device::cuda;
+    o.train = train;
+    o.timing_budget_ms = 20;
+    const CompileResult r = run_pipeline(load_graph_text("fft", text), o);
+    VERIFY2(r.error.empty(), r.error_stage + ": " + r.error);
+    for (const auto& c : r.check.reference) VERIFY2(c.cmp.ok, c.against + ": " + c.cmp.why);
+    VERIFY2(r.check.ok, "the compiled step differs from the reference interpreter");
+    int ffts = 0;
+    for (const KernelReport& k : r.kernels)
+      if (k.name.find("_fft_") != std::string::npos) {
+        ++ffts;
+        VERIFY2(k.how == "host (reference kernel)", k.name + ": " + k.how);
+      }
+    VERIFY2(ffts >= 2, std::to_string(ffts) + " FFT calls");
+  }
+}
+
 // A CUDA package carries max-autotune's cuBLASLt choices: each product's algorithm (here the last
 // of cuBLASLt's list, not its heuristic's first, so that carrying it shows) is written into the
 // runner as its words, checked there by cuBLASLt and used; the outputs match the reference
@@ -2331,6 +2365,7 @@ int main(int argc, char** argv) {
   // Packages: convolution and addmm (cuBLASLt's bias), a training step's convolution backward,
   // attention's fused kernels forward and backward, and its tiled ones for long sequences.
   cases.push_back({"packages with index checks build", packages_with_index_checks_build});
+  cases.push_back({"fft on the host", fft_runs_on_the_host});
   cases.push_back({"package models/cifar_net", [] { package_builds_and_runs("models/cifar_net", false, {"lsrt::Conv", "lsrt::Addmm"}); }});
   cases.push_back({"package models/res_block train", [] { package_builds_and_runs("models/res_block", true, {".backward(gpu"}); }});
   cases.push_back({"package attn_block train", [] {

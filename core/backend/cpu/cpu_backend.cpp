@@ -12,6 +12,7 @@
 #include "codegen/gemm_template.h"
 #include "compile/cpu_compiler.h"
 #include "exec/executor.h"
+#include "exec/extern_kernels.h"
 #include "exec/isolated_run.h"
 #include "exec/memory_fit.h"
 #include "record/stage_log.h"
@@ -19,6 +20,13 @@
 
 namespace ls {
 namespace {
+
+// How library call k ran: "library" (or "template"), or what extern_library names (the FFTs:
+// "FFTW"; calls on complex values: their reference kernel).
+std::string extern_how(const CompileResult& r, size_t k, const std::string& library) {
+  const std::string named = extern_library(r.loops, r.loops.nodes.at(r.schedule.kernels[k].nodes.at(0)).ext);
+  return named.empty() ? library : named;
+}
 
 // The GEMM templates of r.gemm_cuts (max-autotune's choices, or default mode's) written into the
 // model's source: each after the kernels, as the function its extern kernel's
@@ -142,7 +150,7 @@ class CpuBackend final : public Backend {
       run.t = ran.t;
       for (size_t k = 0; k < how.size(); ++k) {
         const std::string library = ran.runs_template[k] ? "template" : "library";
-        how[k] = r.schedule.kernels[k].is_extern ? library : "generated";
+        how[k] = r.schedule.kernels[k].is_extern ? extern_how(r, k, library) : "generated";
         if (ran.ran_inside[k]) how[k] = "epilogue";
         else if (k + 1 < how.size() && ran.ran_inside[k + 1]) how[k] = library + "+epilogue";
       }
@@ -155,7 +163,7 @@ class CpuBackend final : public Backend {
     run.t = exe->benchmark(inputs, to);
     for (size_t k = 0; k < how.size(); ++k) {
       const std::string library = exe->runs_template(k) ? "template" : "library";
-      how[k] = r.schedule.kernels[k].is_extern ? library : "generated";
+      how[k] = r.schedule.kernels[k].is_extern ? extern_how(r, k, library) : "generated";
       if (exe->ran_inside()[k]) how[k] = "epilogue";  // its time is in the multiply's
       else if (k + 1 < how.size() && exe->ran_inside()[k + 1]) how[k] = library + "+epilogue";
     }
