@@ -36,6 +36,12 @@ last dotted part, or aten_name) is a listed packet, or else when its first float
 Core ATen graph reaches a listed packet that no OpInfo of that name covers; --also PATTERNS takes
 more (e.g. --also 'nn.functional.*').
 Every op and every sample runs in its own try/except: a failure is counted as a skip reason.
+FFTs (the fft.* OpInfos; with --ops-list naming _fft_r2c, _fft_c2r or _fft_c2c, all of them are
+taken): complex tensors are stored as their view_as_real float32 views. A complex input is given to
+the graph as that float32 [..., 2] tensor and made complex again by the graph's first node
+(view_as_complex); a complex output is returned through view_as_real; their samples of dtype
+complex64 are written beside the float32 ones (dtype "complex64", its tolerance OpInfo's for
+complex64, gradients of the sum of the real views).
 """
 import argparse
 import base64
@@ -64,12 +70,13 @@ warnings.filterwarnings("ignore")
 import torch.utils._pytree as pytree  # noqa: E402
 
 DTYPES = [torch.float32, torch.int64, torch.int32, torch.bool]
-DTYPE_NAME = {torch.float32: "float32", torch.int64: "int64", torch.int32: "int32", torch.bool: "bool"}
+DTYPE_NAME = {torch.float32: "float32", torch.int64: "int64", torch.int32: "int32", torch.bool: "bool",
+              torch.complex64: "complex64"}
 # Element types as the FX annotations spell them (core/tensor/dtype.h, dtype_short).
 SHORT = {torch.float32: "f32", torch.float64: "f64", torch.int64: "i64", torch.int32: "i32",
          torch.bool: "b8", torch.uint8: "u8"}
 # torch.testing.assert_close's defaults (rtol, atol).
-DEFAULT_TOL = {torch.float32: (1.3e-6, 1e-5), torch.float64: (1e-7, 1e-7)}
+DEFAULT_TOL = {torch.float32: (1.3e-6, 1e-5), torch.float64: (1e-7, 1e-7), torch.complex64: (1.3e-6, 1e-5)}
 SCALAR_TYPES = (bool, int, float, str, type(None), torch.dtype, torch.device, torch.memory_format, torch.layout,
                 slice, type(Ellipsis))
 # Ops whose outputs are uninitialized memory: their values are not compared.
@@ -88,6 +95,15 @@ class SampleTimeout(Exception):
 
 def _on_alarm(signum, frame):
     raise SampleTimeout()
+
+
+def complex_as_real(op):
+    """Whether the op's complex tensors are stored as float32 views (the FFTs)."""
+    return op.name.startswith("fft.")
+
+
+def float_like(dtype):
+    return dtype.is_floating_point or dtype.is_complex
 
 
 def full_name(op):
@@ -157,31 +173,43 @@ def aten_ops(gm):
 class OneOp(torch.nn.Module):
     """forward(*tensors): the sample's call, its tensors the inputs, everything else constants."""
 
-    def __init__(self, fn, spec, is_tensor, consts):
+    def __init__(self, fn, spec, is_tensor, consts, complex_in=None, real_out=False):
         super().__init__()
         self.fn, self.spec, self.is_tensor, self.consts = fn, spec, is_tensor, consts
+        # complex_in: per tensor, whether it is given as its view_as_real (made complex here);
+        # real_out: complex outputs returned as their view_as_real.
+        self.complex_in, self.real_out = complex_in or [False] * sum(is_tensor), real_out
 
     def forward(self, *tensors):
-        it = iter(tensors)
+        it = iter(torch.view_as_complex(x) if c else x for x, c in zip(tensors, self.complex_in))
         leaves = [next(it) if t else c for t, c in zip(self.is_tensor, self.consts)]
         inp, args, kwargs = pytree.tree_unflatten(leaves, self.spec)
-        return self.fn(inp, *args, **kwargs)
+        out = self.fn(inp, *args, **kwargs)
+        if self.real_out:
+            out = pytree.tree_map(
+                lambda o: torch.view_as_real(o.resolve_conj()) if isinstance(o, torch.Tensor) and o.is_complex() else o, out)
+        return out
 
 
-def split_sample(sample, max_numel):
+def split_sample(sample, max_numel, complex_ok=False):
+    """complex_ok: complex64 tensors become their view_as_real (complex_in marks them)."""
     leaves, spec = pytree.tree_flatten((sample.input, tuple(sample.args), dict(sample.kwargs)))
-    is_tensor, consts, tensors = [], [], []
+    is_tensor, consts, tensors, complex_in = [], [], [], []
     for x in leaves:
         if isinstance(x, torch.Tensor):
             if x.layout != torch.strided:
                 raise Skip("input layout %s" % str(x.layout).replace("torch.", ""))
-            if x.is_complex() or x.dtype not in SHORT:
+            as_real = complex_ok and x.dtype == torch.complex64
+            if not as_real and (x.is_complex() or x.dtype not in SHORT):
                 raise Skip("input dtype %s" % str(x.dtype).replace("torch.", ""))
             if x.numel() > max_numel:
                 raise Skip("too large")
+            if as_real:  # a leaf of its own, requiring grad as the sample's tensor does
+                x = torch.view_as_real(x.detach().resolve_conj()).clone().requires_grad_(x.requires_grad)
             is_tensor.append(True)
             consts.append(None)
             tensors.append(x)
+            complex_in.append(as_real)
         elif isinstance(x, complex):
             raise Skip("complex argument")
         elif isinstance(x, SCALAR_TYPES):
@@ -189,7 +217,7 @@ def split_sample(sample, max_numel):
             consts.append(x)
         else:
             raise Skip("argument of type %s" % type(x).__name__)
-    return spec, is_tensor, consts, tensors
+    return spec, is_tensor, consts, tensors, complex_in
 
 
 def flat_outputs(out):
@@ -233,8 +261,8 @@ def describe(spec, is_tensor, consts, tensors):
 def trace_sample(op, sample, dtype, args, budget):
     """One sample as the corpus records it; raises Skip with the reason it is left out (before
     tracing it where its tensors alone exceed the op's remaining JSON budget)."""
-    spec, is_tensor, consts, tensors = split_sample(sample, args.max_numel)
-    m = OneOp(op.op, spec, is_tensor, consts)
+    spec, is_tensor, consts, tensors, complex_in = split_sample(sample, args.max_numel, complex_as_real(op))
+    m = OneOp(op.op, spec, is_tensor, consts, complex_in, complex_as_real(op))
     plain = [t.detach().clone() for t in tensors]
     try:
         torch.manual_seed(0)
@@ -250,7 +278,7 @@ def trace_sample(op, sample, dtype, args, budget):
     raw = sum(t.numel() * t.element_size() for t in plain + out)
     if raw > args.max_sample_bytes:
         raise Skip("too large")
-    wants_grad = dtype.is_floating_point and any(t.requires_grad for t in tensors)
+    wants_grad = float_like(dtype) and any(t.requires_grad for t in tensors)
     if raw * 4 // 3 * (2 if wants_grad else 1) + 400 > budget:
         raise Skip("op size budget")
     # Random output (dropout, rand_like): another seed gives other values; empty's are whatever
@@ -291,7 +319,7 @@ def trace_sample(op, sample, dtype, args, budget):
     out = graph_out
     g_aten, g_core = graph_text(ep.graph_module), graph_text(core.graph_module)
     grads = None
-    if dtype.is_floating_point and op.supports_autograd and any(t.requires_grad for t in tensors):
+    if float_like(dtype) and op.supports_autograd and any(t.requires_grad for t in tensors):
         try:
             xs = [t.detach().clone().requires_grad_(t.requires_grad) for t in tensors]
             res = [o for o in flat_outputs(m(*xs)) if o.requires_grad and o.is_floating_point()]
@@ -333,7 +361,8 @@ def op_dtypes(op):
         sup = op.supported_dtypes("cpu")
     except Exception:
         return []
-    return [d for d in DTYPES if d in sup]
+    extra = [torch.complex64] if complex_as_real(op) else []
+    return [d for d in DTYPES + extra if d in sup]
 
 
 def process_op(op, args, probe_packets=None):
@@ -348,12 +377,12 @@ def process_op(op, args, probe_packets=None):
     if not dtypes:
         skipped["no float32/int/bool dtype on the CPU"] += 1
     for dtype in dtypes:
-        cap = args.max_samples if dtype.is_floating_point else args.max_int_samples
-        budget = args.max_op_bytes if dtype.is_floating_point else args.max_op_bytes // 3
+        cap = args.max_samples if float_like(dtype) else args.max_int_samples
+        budget = args.max_op_bytes if float_like(dtype) else args.max_op_bytes // 3
         kept = 0
         try:
             torch.manual_seed(0)
-            grad = bool(dtype.is_floating_point and op.supports_autograd)
+            grad = bool(float_like(dtype) and op.supports_autograd)
             it = iter(op.sample_inputs("cpu", dtype, requires_grad=grad))
         except Exception as e:
             skipped["sample_inputs failed: %s" % type(e).__name__] += 1
@@ -447,6 +476,8 @@ def select(op_db, args):
             named |= name_candidates(o) & packets
         rest = packets - named
         also = [p.strip() for p in (args.also or "").split(",") if p.strip()]
+        if packets & {"_fft_r2c", "_fft_c2r", "_fft_c2c"}:  # torch.fft's functions: no OpInfo has the packets' names
+            also.append("fft.*")
         taken = {id(o) for o in by_name}
         by_name += [o for o in ops if id(o) not in taken and any(fnmatch.fnmatch(full_name(o), p) for p in also)]
         taken = {id(o) for o in by_name}
