@@ -9,6 +9,7 @@
 
 #include "cuda/cublas.h"
 #include "cuda/cudnn.h"
+#include "cuda/nvrtc_compiler.h"
 #include "exec/attention.h"
 #include "exec/extern_kernels.h"
 #include "exec/flash_attention_cuda.h"
@@ -351,7 +352,8 @@ bool half_matmul(const LoopProgram& p, const ExternCall& c) {
   return true;
 }
 
-std::string cuda_extern_how(const LoopProgram& p, const ExternCall& c, bool blas) {
+std::string cuda_extern_how(const LoopProgram& p, const ExternCall& c, bool blas, bool fft) {
+  if (fft && cuda_fft_plan(p, c)) return "cuFFT";
   const bool f32 = all_f32(p, c);
   if (op::is_matmul(c.op) && f32 && blas) return "cuBLAS";
   if (blas && half_matmul(p, c)) return "cuBLASLt (" + std::string(dtype_torch(p.buffer(c.outputs.at(0)).dtype).substr(6)) + ", tensor cores)";
@@ -442,7 +444,14 @@ CudaExecutable::CudaExecutable(const LoopProgram& p, const Schedule& s, const Ge
       functions_.push_back(nullptr);
       externs_.push_back(n);
       registers.push_back(0);
-      how.push_back(cuda_extern_how(p, n->ext, blas != nullptr));
+      // The FFTs on cuFFT, loaded for the first of them; without it on the host, saying why.
+      const auto fft_plan = cuda_fft_plan(p, n->ext);
+      std::string no_fft;
+      if (fft_plan && !fft_ && !(fft_ = Cufft::get(&no_fft)))
+        no_fft = "no cuFFT: " + no_fft;
+      how.push_back(cuda_extern_how(p, n->ext, blas != nullptr, fft_ != nullptr));
+      if (how.back() == "cuFFT") fft_plans_[i] = *fft_plan;
+      else if (fft_plan) how.back() = "host (" + extern_library(p, n->ext) + "): " + (no_fft.empty() ? "cuFFT could not be loaded" : no_fft);
       const auto dnn = want_dnn ? cuda_dnn_conv(p, n->ext, tf32) : std::nullopt;
       if (dnn && !dnn_) dnn_ = Cudnn::get();
       if (dnn && dnn_ && !dnn->passes.empty()) {  // cuDNN where it has an algorithm for every pass
@@ -517,6 +526,14 @@ CudaExecutable::CudaExecutable(const LoopProgram& p, const Schedule& s, const Ge
     extern_faults_ = DeviceBuffer(d, 4 * sizeof(int64_t));
     d.zero(extern_faults_.ptr(), 4 * sizeof(int64_t));
   }
+  if (!fft_plans_.empty()) {  // the FFTs' gathers and scaling: a module of their own (the disk cache keeps its cubin)
+    CudaCompileOptions fo;
+    fo.sm = d.device().sm();
+    fo.ptx = fo.sass = false;
+    fo.module = "fft";
+    fft_module_ = std::make_unique<CudaModule>(d, compile_cuda(fft_kernels_source(), fo).cubin);
+    for (const char* k : {"ls_fft_gather", "ls_fft_widen", "ls_fft_scale"}) helpers_[k] = fft_module_->function(k);
+  }
   bias_kernel_ = helpers.function("ls_broadcast_bias");
   for (const char* k : {"ls_add_channel_bias", "ls_im2col", "ls_max_pool2d", "ls_copy_rows", "ls_strided_copy4",
                         "ls_attn_softmax", "ls_attn_probs", "ls_attn_rowdot", "ls_attn_dscores", "ls_col2im", "ls_channel_sum", "ls_count_mismatches", "ls_square_sum", "ls_hold",
@@ -576,7 +593,8 @@ void CudaExecutable::step(size_t k) {
   if (!externs_[k]) return;  // an epilogue: it ran inside the GEMM template before it
   try {
     if (how[k] == "cuBLAS" || how[k].rfind("cuBLASLt", 0) == 0) cublas_extern(k);
-    else if (how[k] == "host (reference kernel)") host_extern(k);
+    else if (how[k] == "cuFFT") fft_extern(k);
+    else if (how[k].rfind("host (", 0) == 0) host_extern(k);
     else if (how[k] == "attention kernel" || how[k] == "flash attention kernel" || how[k] == "attention (cuBLAS)") attention_extern(k);
     else if (how[k].rfind("flash attention kernel (", 0) == 0 || how[k].rfind("cuDNN attention (", 0) == 0) attention_extern(k);
     else device_extern(k);
@@ -828,6 +846,50 @@ void CudaExecutable::attention_extern(size_t k) {
   a.backward(g, ptr(0), view(0), ptr(1), view(1), ptr(2), view(2), ptr(3), view(3), ptr(5), view(5), ptr(6), out(0), out(1), out(2));
 }
 
+// The FFTs (exec/fft_cuda.h): the call's steps, cuFFT's transforms between the gathers and the
+// scaling of the module's helper kernels, scratch kept per call between runs.
+void CudaExecutable::fft_extern(size_t k) {
+  const ExternCall& c = externs_[k]->ext;
+  const FftPlan& plan = fft_plans_.at(k);
+  std::vector<DeviceBuffer>& ws = call_ws_[k];
+  if (ws.size() < plan.scratch_bytes.size()) ws.resize(plan.scratch_bytes.size());
+  for (size_t i = 0; i < plan.scratch_bytes.size(); ++i)
+    if (ws[i].bytes() < static_cast<size_t>(plan.scratch_bytes[i])) ws[i] = DeviceBuffer(d_, static_cast<size_t>(plan.scratch_bytes[i]));
+  auto slot = [&](int s) -> DevicePtr {
+    if (s == 0) return buffers_.at(c.inputs.at(static_cast<size_t>(c.args.at(0).node))).ptr();
+    if (s == 1) return buffers_.at(c.outputs.at(0)).ptr();
+    return ws.at(static_cast<size_t>(s - 2)).ptr();
+  };
+  // FftGeometry of exec/fft_cuda_kernels.h
+  struct Geometry {
+    long long shape[kFftMaxRank], stride[kFftMaxRank], limit[kFftMaxRank];
+    long long offset;
+    int rank;
+  };
+  for (const FftStep& s : plan.steps) {
+    DevicePtr y = slot(s.dst), x = slot(s.src);
+    if (s.kind == FftStep::Kind::transform) {
+      fft_->execute(s.transform, x, y, s.forward);
+    } else if (s.kind == FftStep::Kind::scale) {
+      long long n = s.count;
+      double f = s.factor;
+      int f64 = s.f64;
+      void* params[] = {&y, &n, &f, &f64};
+      d_.launch(helpers_.at("ls_fft_scale"), grid_for(n), 256, params, "ls_fft_scale");
+    } else {
+      Geometry g{};
+      g.rank = static_cast<int>(s.shape.size());
+      g.offset = s.offset;
+      for (size_t d = 0; d < s.shape.size(); ++d) g.shape[d] = s.shape[d], g.stride[d] = s.strides[d], g.limit[d] = s.limits[d];
+      long long n = numel_of(s.shape);
+      int last = s.widen ? s.bytes == 16 : s.bytes;  // widen: f64; gather: the element's bytes
+      void* params[] = {&y, &x, &g, &n, &last};
+      const char* name = s.widen ? "ls_fft_widen" : "ls_fft_gather";
+      d_.launch(helpers_.at(name), grid_for(n), 256, params, name);
+    }
+  }
+}
+
 void CudaExecutable::host_extern(size_t k) {
   const ExternCall& c = externs_[k]->ext;
   auto download = [&](const std::string& name) {
@@ -1038,8 +1100,8 @@ std::string CudaExecutable::capture_graph() {
   graph_.reset();
   if (!bound_) return "the inputs are not bound yet (run or benchmark first)";
   for (size_t k = 0; k < how.size(); ++k)
-    if (how[k] == "host (reference kernel)")
-      return "kernel " + g_.source.kernels[k].name + " runs on the host (reference kernel), which a graph cannot hold";
+    if (how[k].rfind("host (", 0) == 0)
+      return "kernel " + g_.source.kernels[k].name + " runs on the " + how[k] + ", which a graph cannot hold";
   if (const std::string why = d_.graphs_unsupported(); !why.empty()) return why;
   d_.synchronize();
   try {

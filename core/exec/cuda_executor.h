@@ -19,6 +19,7 @@
 #include "cuda/driver.h"
 #include "exec/attention.h"
 #include "exec/executor.h"
+#include "exec/fft_cuda.h"
 #include "exec/memory_fit.h"
 #include "exec/runtime_cuda.h"
 #include "loop/loop_ir.h"
@@ -32,9 +33,11 @@ namespace ls {
 // "cuBLAS (1x1: no im2col)", "cuBLAS (1x1: no im2col or col2im)", "cuBLAS (a linear layer)",
 // "cuBLAS (a linear layer's backward)", "depthwise backward kernels",
 // "pool kernel", "device copies", "index_put kernel", "scatter kernel", "cumsum kernel"; a bf16 or
-// f16 convolution's float32 form + " on float32 copies of bf16" (or f16); or "host (reference kernel)" where we have neither a kernel
-// nor cuBLAS for it (its operands copied down and the results back up). `blas`: cuBLAS loaded.
-std::string cuda_extern_how(const LoopProgram& p, const ExternCall& c, bool blas);
+// f16 convolution's float32 form + " on float32 copies of bf16" (or f16); "cuFFT" (the FFTs,
+// exec/fft_cuda.h); or "host (reference kernel)" where we have neither a kernel
+// nor cuBLAS for it (its operands copied down and the results back up). `blas`: cuBLAS loaded;
+// `fft`: cuFFT loaded (without it the FFTs run on the host: the executor names why).
+std::string cuda_extern_how(const LoopProgram& p, const ExternCall& c, bool blas, bool fft = false);
 
 // The geometry of a library call as runtime_cuda.h takes it (the app's executor and a CUDA
 // package's runner make the same call from it): a 2-D convolution or its backward, a max pooling,
@@ -118,7 +121,8 @@ class CudaExecutable {
   // per kernel: "generated", "cuBLAS", "cuBLASLt: algorithm 21, tile 128x64, ..." (max-autotune's
   // choice), "template" / "template+epilogue" (a GEMM template in a library call's place, with the
   // next kernel inside it), "epilogue" (that kernel), "generated scan" (cumsum's scan kernel in its
-  // library call's place), "host (reference kernel)", ...
+  // library call's place), "cuFFT", "host (reference kernel)", "host (FFTW): no cuFFT (why)", ...
+  // (every "host (...)" runs on the host)
   std::vector<std::string> how;
   std::vector<int> registers;    // per generated kernel, from the driver (0 for others)
 
@@ -138,6 +142,10 @@ class CudaExecutable {
   struct Calls;                      // the GPU as runtime_cuda.h's calls take it
   void device_extern(size_t k);      // convolution (forward, backward), max pooling, cat
   void attention_extern(size_t k);   // attention: fused, tiled or cuBLAS kernels
+  void fft_extern(size_t k);         // the FFTs: cuFFT and the gathers and scaling around it (exec/fft_cuda.h)
+  Cufft* fft_ = nullptr;             // cuFFT, loaded for the first FFT call
+  std::map<size_t, FftPlan> fft_plans_;         // per FFT call, its steps
+  std::unique_ptr<CudaModule> fft_module_;      // ls_fft_gather, ls_fft_widen, ls_fft_scale
   const LoopProgram& p_;
   const GeneratedCuda& g_;
   CudaDriver& d_;

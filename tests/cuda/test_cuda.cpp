@@ -5,6 +5,8 @@
 // No Qt: the same executable is the GPU machine's test suite (tools/gpu/test-cuda.sh), where
 // there is no Qt. A small harness stands in for Qt Test's macros.
 #include <algorithm>
+#include <cmath>
+#include <complex>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -12,6 +14,7 @@
 #include <functional>
 #include <iostream>
 #include <map>
+#include <numeric>
 #include <regex>
 #include <set>
 #include <sys/wait.h>
@@ -27,10 +30,12 @@
 #include "compile/cpu_compiler.h"
 #include "cuda/cublas.h"
 #include "cuda/cudnn.h"
+#include "cuda/cufft.h"
 #include "cuda/driver.h"
 #include "cuda/nvrtc_compiler.h"
 #include "dynamic/retarget.h"
 #include "exec/cuda_executor.h"
+#include "exec/fft_cuda.h"
 #include "exec/flash_attention_cuda.h"
 #include "exec/isolated_run.h"
 #include "exec/memory_fit.h"
@@ -38,6 +43,7 @@
 #include "frontend/load_model.h"
 #include "interp/reference.h"
 #include "ops/builder.h"
+#include "ops/known_ops.h"
 #include "pipeline/pipeline.h"
 #include "tensor/npy.h"
 #include "../inductor_counts.h"
@@ -1034,38 +1040,442 @@ void packages_with_index_checks_build() {
   }
 }
 
-// FFTs under CUDA (issue 32): the nodes on complex values run on the host (FFTW where the build
-// has it, else their reference kernel; no cuFFT yet) between the generated kernels, inference and
-// training step, checked against the reference interpreter.
-void fft_runs_on_the_host() {
+// FFTs under CUDA (issue 32). The steps exec/fft_cuda.h makes of a call (gathers, cuFFT
+// transforms of at most 3 dims over contiguous batches, scaling) run here on the host, each
+// transform a direct DFT, against the ops' definitions written as direct DFTs in double: so the
+// planning (permutations for non-trailing dims, groups of 3 for more dims, c2r's copy padded or
+// cut to n/2 + 1, two-sided r2c, strided operands, scratch sizes) is checked without a GPU.
+namespace fft_host {
+using cd = std::complex<double>;
+const double kPi = std::acos(-1.0);
+
+// The multi-dimensional DFT of x (contiguous, `shape`) over `dims`, sign -1 forward, +1 inverse.
+std::vector<cd> dft(const std::vector<cd>& x, const Shape& shape, const std::vector<int64_t>& dims, int sign) {
+  std::vector<cd> y = x;
+  for (int64_t d : dims) {  // separable: one dimension at a time
+    const Shape st = contiguous_strides(shape);
+    std::vector<cd> z(y.size());
+    for (int64_t i = 0; i < static_cast<int64_t>(y.size()); ++i) {
+      const int64_t k = i / st[d] % shape[d], base = i - k * st[d];
+      cd s = 0;
+      for (int64_t m = 0; m < shape[d]; ++m) s += y[base + m * st[d]] * std::polar(1.0, sign * 2 * kPi * double(k * m) / double(shape[d]));
+      z[i] = s;
+    }
+    y = z;
+  }
+  return y;
+}
+
+// x's elements of `from` kept where every index is below `to`'s, zeros past `from`'s: a slice or a pad.
+std::vector<cd> resized(const std::vector<cd>& x, const Shape& from, const Shape& to) {
+  std::vector<cd> y(static_cast<size_t>(numel_of(to)));
+  const Shape fs = contiguous_strides(from);
+  for (int64_t i = 0; i < numel_of(to); ++i) {
+    int64_t rem = i, at = 0;
+    bool in = true;
+    for (size_t d = to.size(); d-- > 0;) {
+      const int64_t q = rem % to[d];
+      rem /= to[d];
+      in = in && q < from[d];
+      at += q * fs[d];
+    }
+    if (in) y[i] = x[at];
+  }
+  return y;
+}
+
+// 1-D c2r along the last dim of x (contiguous, last dim n/2 + 1): Re X0 + 2 sum Re(X_k e^{..}) + (n even) Re X_{n/2} (-1)^j.
+std::vector<cd> c2r_last(const std::vector<cd>& x, const Shape& hs, int64_t n) {
+  const int64_t h = hs.back(), lines = numel_of(hs) / h;
+  std::vector<cd> y;
+  for (int64_t l = 0; l < lines; ++l)
+    for (int64_t j = 0; j < n; ++j) {
+      double s = x[l * h].real();
+      for (int64_t k = 1; 2 * k < n; ++k) s += 2 * (x[l * h + k] * std::polar(1.0, 2 * kPi * double(k * j) / double(n))).real();
+      if (n % 2 == 0) s += x[l * h + n / 2].real() * (j % 2 ? -1.0 : 1.0);
+      y.push_back(s);
+    }
+  return y;
+}
+
+// The op's definition (ATen's CPU FFTs) on x (contiguous, `in`).
+std::vector<cd> definition(const OpDef* op, const std::vector<cd>& x, const Shape& in, const Shape& out, std::vector<int64_t> dims, int64_t norm,
+                           bool flag) {
+  const int64_t rank = static_cast<int64_t>(in.size());
+  for (int64_t& d : dims) d = d < 0 ? d + rank : d;
+  std::vector<cd> y;
+  Shape full = out;
+  if (op == &op::fft_c2c()) {
+    y = dft(x, in, dims, flag ? -1 : 1);
+  } else if (op == &op::fft_r2c()) {
+    full = in;
+    y = resized(dft(x, in, dims, -1), in, out);
+  } else {
+    const std::vector<int64_t> others(dims.begin(), dims.end() - 1);
+    std::vector<cd> z = dft(x, in, others, 1);
+    // the last dim moved to the end (as a 1-D c2r takes it), padded or cut to n/2 + 1
+    const int64_t last = dims.back(), n = out[last];
+    Shape moved;
+    std::vector<int64_t> order;
+    for (int64_t d = 0; d < rank; ++d)
+      if (d != last) order.push_back(d);
+    order.push_back(last);
+    for (int64_t d : order) moved.push_back(in[d]);
+    std::vector<cd> mz(z.size());
+    const Shape is = contiguous_strides(in), ms = contiguous_strides(moved);
+    for (int64_t i = 0; i < numel_of(in); ++i) {
+      int64_t at = 0;
+      for (size_t q = 0; q < order.size(); ++q) at += (i / is[order[q]] % in[order[q]]) * ms[q];
+      mz[at] = z[i];
+    }
+    Shape hs = moved;
+    hs.back() = n / 2 + 1;
+    const std::vector<cd> r = c2r_last(resized(mz, moved, hs), hs, n);
+    Shape om = moved;
+    om.back() = n;
+    const Shape os = contiguous_strides(out), oms = contiguous_strides(om);
+    y.assign(r.size(), 0);
+    for (int64_t i = 0; i < numel_of(out); ++i) {
+      int64_t at = 0;
+      for (size_t q = 0; q < order.size(); ++q) at += (i / os[order[q]] % out[order[q]]) * oms[q];
+      y[i] = r[at];
+    }
+  }
+  double n = 1;
+  for (int64_t d : dims) n *= double(full[d]);
+  const double f = norm == 1 ? 1 / std::sqrt(n) : norm == 2 ? 1 / n : 1.0;
+  for (cd& v : y) v *= f;
+  return y;
+}
+
+// The plan's steps on the host: slot 0 the operand's buffer, 1 the output, the rest scratch;
+// every write checked against the slot's size (scratch_bytes).
+std::vector<cd> run_plan(const FftPlan& plan, const std::vector<cd>& buffer, const Shape& out, bool out_complex, int real_bytes) {
+  std::map<int, std::vector<cd>> slots;
+  slots[0] = buffer;
+  auto fits = [&](int slot, int64_t bytes, const std::string& what) {
+    if (slot >= 2) VERIFY2(bytes <= plan.scratch_bytes.at(static_cast<size_t>(slot - 2)), what);
+    if (slot == 1) VERIFY2(bytes == numel_of(out) * (out_complex ? 2 : 1) * real_bytes, what);
+    VERIFY2(slot != 0, what + " writes the operand");
+  };
+  for (const FftStep& s : plan.steps) {
+    const std::vector<cd> x = slots.at(s.src);
+    std::vector<cd> y;
+    if (s.kind == FftStep::Kind::gather) {
+      VERIFY2(s.bytes == (s.widen ? 2 * real_bytes : s.bytes) && (s.bytes == real_bytes || s.bytes == 2 * real_bytes), s.text());
+      for (int64_t i = 0; i < numel_of(s.shape); ++i) {
+        int64_t rem = i, at = s.offset;
+        bool in = true;
+        for (size_t d = s.shape.size(); d-- > 0;) {
+          const int64_t q = rem % s.shape[d];
+          rem /= s.shape[d];
+          in = in && q < s.limits[d];
+          at += q * s.strides[d];
+        }
+        VERIFY2(!in || (at >= 0 && at < static_cast<int64_t>(x.size())), s.text() + ": reads outside its source");
+        y.push_back(in && at >= 0 && at < static_cast<int64_t>(x.size()) ? (s.widen ? cd(x[at].real(), 0) : x[at]) : cd(0));
+      }
+      fits(s.dst, numel_of(s.shape) * s.bytes, s.text());
+    } else if (s.kind == FftStep::Kind::transform) {
+      const FftTransform& t = s.transform;
+      VERIFY2(!t.n.empty() && t.n.size() <= 3 && t.f64 == (real_bytes == 8), s.text());
+      Shape sig = t.n, half = t.n;
+      half.back() = t.n.back() / 2 + 1;
+      const Shape& ins = t.type == FftTransform::Type::c2r ? half : sig;
+      const Shape& outs = t.type == FftTransform::Type::r2c ? half : sig;
+      VERIFY2(static_cast<int64_t>(x.size()) >= t.batch * numel_of(ins), s.text() + ": its input is smaller than the batch");
+      VERIFY2(s.src != s.dst || t.type == FftTransform::Type::c2c, s.text() + ": in place");
+      std::vector<int64_t> all(sig.size());
+      std::iota(all.begin(), all.end(), 0);
+      for (int64_t b = 0; b < t.batch; ++b) {
+        std::vector<cd> one(x.begin() + b * numel_of(ins), x.begin() + (b + 1) * numel_of(ins));
+        if (t.type == FftTransform::Type::c2c) one = dft(one, sig, all, s.forward ? -1 : 1);
+        else if (t.type == FftTransform::Type::r2c) {
+          for (cd& v : one) v = v.real();
+          one = resized(dft(one, sig, all, -1), sig, half);
+        } else {
+          VERIFY2(sig.size() == 1, s.text() + ": a c2r of more than one dim");
+          one = c2r_last(one, half, t.n.back());
+        }
+        y.insert(y.end(), one.begin(), one.end());
+      }
+      const int per = (t.type == FftTransform::Type::c2r ? 1 : 2) * real_bytes;
+      fits(s.dst, static_cast<int64_t>(y.size()) * per, s.text());
+    } else {
+      y = x;
+      VERIFY2(s.dst == 1 && s.count == numel_of(out) * (out_complex ? 2 : 1) && s.f64 == (real_bytes == 8), s.text());
+      for (cd& v : y) v *= s.factor;
+    }
+    slots[s.dst] = y;
+  }
+  return slots.at(1);
+}
+
+struct Case {
+  const OpDef* op;
+  Shape in, out;
+  std::vector<int64_t> dims;
+  int64_t norm;
+  bool flag;
+  Shape buffer = {};  // nonempty: the operand is a strided view of a buffer of this shape
+  std::vector<int64_t> strides = {};
+  int64_t offset = 0;
+};
+}  // namespace fft_host
+
+void fft_steps_match_direct_dft() {
+  using namespace fft_host;
+  const OpDef *r2c = &op::fft_r2c(), *c2r = &op::fft_c2r(), *c2c = &op::fft_c2c();
+  const std::vector<Case> cases = {
+      {r2c, {3, 8}, {3, 5}, {1}, 1, true},
+      {r2c, {5, 4}, {3, 4}, {0}, 0, true},                                  // a non-trailing dim
+      {r2c, {3, 8}, {3, 8}, {0, 1}, 2, false},                              // two-sided 2-D
+      {r2c, {2, 3, 4, 5, 6}, {2, 3, 4, 5, 4}, {0, 1, 2, 3, 4}, 2, true},   // R2C over 3 dims, then C2C over 2
+      {r2c, {4, 6, 5}, {4, 4, 5}, {2, 1}, 1, true},                         // the halved dim not last
+      {c2r, {3, 5}, {3, 8}, {1}, 1, false},
+      {c2r, {3, 5}, {3, 7}, {-1}, 0, false},                                // cut: 4 of 5
+      {c2r, {3, 5}, {3, 12}, {1}, 2, false},                                // padded: 7 from 5
+      {c2r, {4, 3, 5}, {4, 3, 8}, {0, 2}, 2, false},
+      {c2r, {4, 3, 5}, {6, 3, 5}, {2, 0}, 1, false},                        // the last transformed dim is dim 0
+      {c2c, {2, 3, 4, 5}, {2, 3, 4, 5}, {0, 1, 2, 3}, 0, false},            // two groups
+      {c2c, {3, 4}, {3, 4}, {0}, 1, true, {4, 3}, {1, 3}, 0},               // a transposed view of its buffer
+      {c2c, {3, 4}, {3, 4}, {1, 0}, 2, true, {5, 6}, {6, 1}, 7},            // a slice of its buffer
+      {c2c, {3, 4}, {3, 4}, {}, 1, true},                                   // no dims: a copy
+      {r2c, {3, 4}, {3, 4}, {}, 0, false},                                  // no dims: the input made complex
+  };
+  int checked = 0;
+  for (const DType real : {DType::f32, DType::f64})
+    for (const Case& c : cases) {
+      const bool complex_in = c.op != r2c, complex_out = c.op != c2r;
+      const Shape buf = c.buffer.empty() ? c.in : c.buffer;
+      std::vector<cd> buffer;
+      for (int64_t e = 0; e < numel_of(buf); ++e)
+        buffer.push_back(complex_in ? cd(std::sin(0.7 * double(e + 1)), std::cos(1.3 * double(e) + 0.2)) : cd(std::sin(0.7 * double(e + 1)) + 0.1, 0));
+      std::vector<cd> x;  // the operand as the call sees it
+      const std::vector<int64_t> st = c.strides.empty() ? contiguous_strides(c.in) : c.strides;
+      for (int64_t i = 0; i < numel_of(c.in); ++i) {
+        int64_t rem = i, at = c.offset;
+        for (size_t d = c.in.size(); d-- > 0;) at += rem % c.in[d] * st[d], rem /= c.in[d];
+        x.push_back(buffer.at(static_cast<size_t>(at)));
+      }
+      std::string name = c.op->name + " " + shape_str(c.in) + " -> " + shape_str(c.out) + (real == DType::f64 ? " f64" : " f32");
+      const auto plan = plan_fft(c.op, c.in, c.strides, c.offset, c.out, c.dims, c.norm, c.flag, real);
+      VERIFY2(plan.has_value(), name + ": no plan");
+      if (!plan) continue;
+      const std::vector<cd> got = run_plan(*plan, buffer, c.out, complex_out, real == DType::f64 ? 8 : 4);
+      const std::vector<cd> want = definition(c.op, x, c.in, c.out, c.dims, c.norm, c.flag);
+      VERIFY2(got.size() == want.size(), name);
+      double worst = 0, scale = 1e-300;
+      for (size_t e = 0; e < std::min(got.size(), want.size()); ++e) {
+        worst = std::max(worst, std::abs(got[e] - want[e]));
+        scale = std::max(scale, std::abs(want[e]));
+      }
+      VERIFY2(worst <= 1e-9 * scale, name + ": off by " + std::to_string(worst) + " of " + std::to_string(scale) + "\n" + plan->text());
+      ++checked;
+    }
+  VERIFY(checked == 30);
+  // The transforms of at most 3 dims; a non-trailing dim gathered first; a c2r copies its input.
+  const auto five = plan_fft(r2c, {2, 3, 4, 5, 6}, {}, 0, {2, 3, 4, 5, 4}, {0, 1, 2, 3, 4}, 0, true, DType::f32);
+  int transforms = 0;
+  for (const FftStep& s : five->steps) transforms += s.kind == FftStep::Kind::transform;
+  VERIFY2(transforms == 2, five->text());
+  const auto column = plan_fft(r2c, {5, 4}, {}, 0, {3, 4}, {0}, 0, true, DType::f32);
+  VERIFY2(column->steps.front().kind == FftStep::Kind::gather && column->steps.front().dst >= 2, column->text());
+  const auto inverse = plan_fft(c2r, {3, 5}, {}, 0, {3, 8}, {1}, 0, false, DType::f32);
+  VERIFY2(inverse->steps.front().kind == FftStep::Kind::gather && inverse->steps.at(1).src != 0, inverse->text());
+  VERIFY(!plan_fft(c2c, {3, 4}, {}, 0, {3, 4}, {1}, 3, true, DType::f32));  // no such normalization
+  VERIFY(!plan_fft(c2c, {3, 4}, {}, 0, {3, 4}, {1}, 0, true, DType::bf16));
+}
+
+// The FFTs' helper kernels compile (PTX, no GPU needed).
+void fft_kernels_compile() {
+  CudaCompileOptions o;
+  o.cubin = false;
+  o.cache_dir = "off";
+  const std::set<std::string> entries = ptx_entries(compile_cuda(fft_kernels_source(), o).ptx);
+  for (const char* k : {"ls_fft_gather", "ls_fft_widen", "ls_fft_scale"}) VERIFY2(entries.count(k) == 1, std::string("no PTX entry for ") + k);
+}
+
+// The FFTs on cuFFT between the generated kernels, inference and a training step: rfft -> abs ->
+// sum, irfft of rfft (n = 8 and a cut to 7), a two-sided 2-D fft then an inverse c2c along dim 0,
+// an rfft along a non-trailing dim, and complex128 (rfft, irfft back); outputs against direct
+// DFTs in double written here, gradients against central differences of them, the kernel table
+// naming cuFFT for every FFT call.
+void fft_runs_on_cufft() {
   std::string why;
   if (!CudaDriver::get(&why)) throw Skip{"no GPU here: " + why};
-  const std::string text = R"(class G(torch.nn.Module):
-    def forward(self, x: "f32[4, 16]"):
-        r: "c64[4, 9]" = torch.ops.aten._fft_r2c.default(x, [1], 1, True)
-        a: "f32[4, 9]" = torch.ops.aten.abs.default(r)
-        s: "f32[]" = torch.ops.aten.sum.default(a)
-        i: "f32[4, 16]" = torch.ops.aten._fft_c2r.default(r, [1], 1, 16)
-        e: "f32[4, 16]" = torch.ops.aten.exp.default(i)
-        return (s, a, e)
-)";
-  for (bool train : {false, true}) {
-    PipelineOptions o;
-    o.device = Device::cuda;
-    o.train = train;
-    o.timing_budget_ms = 20;
-    const CompileResult r = run_pipeline(load_graph_text("fft", text), o);
-    VERIFY2(r.error.empty(), r.error_stage + ": " + r.error);
-    for (const auto& c : r.check.reference) VERIFY2(c.cmp.ok, c.against + ": " + c.cmp.why);
-    VERIFY2(r.check.ok, "the compiled step differs from the reference interpreter");
+  if (!Cufft::get(&why)) throw Skip{"no cuFFT here: " + why};
+  const std::string text =
+      "class G(torch.nn.Module):\n"
+      "    def forward(self, x: \"f32[3, 8]\", c: \"f32[3, 5]\", v: \"f32[3, 8]\", w: \"f32[3, 7]\", u: \"f32[3, 8, 2]\"):\n"
+      "        r: \"c64[3, 5]\" = torch.ops.aten._fft_r2c.default(x, [1], 1, True)\n"
+      "        a: \"f32[3, 5]\" = torch.ops.aten.abs.default(r)\n"
+      "        i: \"f32[3, 8]\" = torch.ops.aten._fft_c2r.default(r, [1], 1, 8)\n"
+      "        i7: \"f32[3, 7]\" = torch.ops.aten._fft_c2r.default(r, [-1], 0, 7)\n"
+      "        f: \"c64[3, 8]\" = torch.ops.aten._fft_r2c.default(x, [0, 1], 2, False)\n"
+      "        g: \"c64[3, 8]\" = torch.ops.aten._fft_c2c.default(f, [0], 0, False)\n"
+      "        gr: \"f32[3, 8, 2]\" = torch.ops.aten.view_as_real.default(g)\n"
+      "        col: \"c64[2, 8]\" = torch.ops.aten._fft_r2c.default(x, [0], 0, True)\n"
+      "        ca: \"f32[2, 8]\" = torch.ops.aten.abs.default(col)\n"
+      "        m0: \"f32[3, 5]\" = torch.ops.aten.mul.Tensor(a, c)\n"
+      "        m1: \"f32[3, 8]\" = torch.ops.aten.mul.Tensor(i, v)\n"
+      "        m2: \"f32[3, 7]\" = torch.ops.aten.mul.Tensor(i7, w)\n"
+      "        m3: \"f32[3, 8, 2]\" = torch.ops.aten.mul.Tensor(gr, u)\n"
+      "        s0: \"f32[]\" = torch.ops.aten.sum.default(m0)\n"
+      "        s1: \"f32[]\" = torch.ops.aten.sum.default(m1)\n"
+      "        s2: \"f32[]\" = torch.ops.aten.sum.default(m2)\n"
+      "        s3: \"f32[]\" = torch.ops.aten.sum.default(m3)\n"
+      "        t0: \"f32[]\" = torch.ops.aten.add.Tensor(s0, s1)\n"
+      "        t1: \"f32[]\" = torch.ops.aten.add.Tensor(t0, s2)\n"
+      "        loss: \"f32[]\" = torch.ops.aten.add.Tensor(t1, s3)\n"
+      "        return (loss, a, i, i7, gr, ca)\n";
+  using cd = std::complex<double>;
+  const double pi = std::acos(-1.0);
+  auto close = [](const Tensor& t, const std::vector<double>& ref, const std::string& what) {
+    VERIFY2(t.numel() == static_cast<int64_t>(ref.size()), what);
+    double scale = 0;
+    for (double v : ref) scale = std::max(scale, std::abs(v));
+    for (size_t e = 0; e < ref.size() && static_cast<int64_t>(e) < t.numel(); ++e)
+      VERIFY2(std::abs(t.get(static_cast<int64_t>(e)) - ref[e]) <= 1e-5 + 1e-5 * scale,
+              what + "[" + std::to_string(e) + "]: " + std::to_string(t.get(static_cast<int64_t>(e))) + ", direct DFT " + std::to_string(ref[e]));
+  };
+  auto ffts_on_cufft = [](const CompileResult& r) {
     int ffts = 0;
     for (const KernelReport& k : r.kernels)
       if (k.name.find("_fft_") != std::string::npos) {
         ++ffts;
-        VERIFY2(k.how == "host (reference kernel)", k.name + ": " + k.how);
+        VERIFY2(k.how == "cuFFT", k.name + ": " + k.how);
       }
-    VERIFY2(ffts >= 2, std::to_string(ffts) + " FFT calls");
+    return ffts;
+  };
+  for (bool train : {false, true}) {
+    LoadedModel m = load_graph_text("fft", text);
+    VERIFY(m.inputs.size() == 5);
+    std::vector<std::vector<double>> in(5);
+    for (size_t k = 0; k < 5; ++k)
+      for (int64_t e = 0; e < m.inputs[k].numel(); ++e) {
+        m.inputs[k].set(e, std::sin(0.7 * static_cast<double>(e + 1) * static_cast<double>(k + 2)) + 0.1 * static_cast<double>(k));
+        in[k].push_back(m.inputs[k].get(e));
+      }
+    struct Out { double loss; std::vector<double> a, i, i7, gr, ca; };
+    auto forward = [&](const std::vector<double>& x) {
+      Out o{};
+      std::vector<cd> r(15);  // rfft along dim 1, ortho: the first 5 of 8
+      for (int b = 0; b < 3; ++b)
+        for (int k = 0; k < 5; ++k) {
+          cd s = 0;
+          for (int n = 0; n < 8; ++n) s += x[b * 8 + n] * std::polar(1.0, -2 * pi * k * n / 8);
+          r[b * 5 + k] = s / std::sqrt(8.0);
+        }
+      for (const cd& z : r) o.a.push_back(std::abs(z));
+      auto c2r = [&](int b, int N, double scale, std::vector<double>& y) {
+        for (int n = 0; n < N; ++n) {
+          double s = r[b * 5].real();
+          for (int k = 1; 2 * k < N; ++k) s += 2 * (r[b * 5 + k] * std::polar(1.0, 2 * pi * k * n / N)).real();
+          if (N % 2 == 0) s += r[b * 5 + N / 2].real() * (n % 2 ? -1.0 : 1.0);
+          y.push_back(s * scale);
+        }
+      };
+      for (int b = 0; b < 3; ++b) c2r(b, 8, 1 / std::sqrt(8.0), o.i);
+      for (int b = 0; b < 3; ++b) c2r(b, 7, 1.0, o.i7);
+      std::vector<cd> f(24), g(24);
+      for (int p = 0; p < 3; ++p)
+        for (int q = 0; q < 8; ++q) {
+          cd s = 0;
+          for (int b = 0; b < 3; ++b)
+            for (int n = 0; n < 8; ++n) s += x[b * 8 + n] * std::polar(1.0, -2 * pi * (double(p * b) / 3 + double(q * n) / 8));
+          f[p * 8 + q] = s / 24.0;
+        }
+      for (int b = 0; b < 3; ++b)
+        for (int q = 0; q < 8; ++q) {
+          cd s = 0;
+          for (int p = 0; p < 3; ++p) s += f[p * 8 + q] * std::polar(1.0, 2 * pi * p * b / 3);
+          g[b * 8 + q] = s;
+        }
+      for (const cd& z : g) o.gr.insert(o.gr.end(), {z.real(), z.imag()});
+      for (int k = 0; k < 2; ++k)  // rfft along dim 0 (3 -> 2), unnormalized
+        for (int q = 0; q < 8; ++q) {
+          cd s = 0;
+          for (int b = 0; b < 3; ++b) s += x[b * 8 + q] * std::polar(1.0, -2 * pi * k * b / 3);
+          o.ca.push_back(std::abs(s));
+        }
+      o.loss = 0;
+      for (size_t e = 0; e < o.a.size(); ++e) o.loss += o.a[e] * in[1][e];
+      for (size_t e = 0; e < o.i.size(); ++e) o.loss += o.i[e] * in[2][e];
+      for (size_t e = 0; e < o.i7.size(); ++e) o.loss += o.i7[e] * in[3][e];
+      for (size_t e = 0; e < o.gr.size(); ++e) o.loss += o.gr[e] * in[4][e];
+      return o;
+    };
+    const Out want = forward(in[0]);
+    PipelineOptions o;
+    o.device = Device::cuda;
+    o.train = train;
+    o.timing_budget_ms = 20;
+    const CompileResult r = run_pipeline(m, o);
+    VERIFY2(r.error.empty(), r.error_stage + ": " + r.error);
+    if (!r.error.empty()) continue;
+    for (const auto& c : r.check.reference) VERIFY2(c.cmp.ok, c.against + ": " + c.cmp.why);
+    VERIFY2(r.check.ok, "the compiled step differs from the reference interpreter");
+    const std::string t = train ? " (train)" : "";
+    close(r.outputs.at(0), {want.loss}, "loss" + t);
+    close(r.outputs.at(1), want.a, "abs(rfft(x))" + t);
+    close(r.outputs.at(2), want.i, "irfft(rfft(x), 8)" + t);
+    close(r.outputs.at(3), want.i7, "irfft(rfft(x), 7)" + t);
+    close(r.outputs.at(4), want.gr, "view_as_real(ifft(fft2(x), dim 0))" + t);
+    close(r.outputs.at(5), want.ca, "abs(rfft(x, dim 0))" + t);
+    const int ffts = ffts_on_cufft(r);
+    VERIFY2(ffts >= (train ? 6 : 5), std::to_string(ffts) + " FFT calls on cuFFT");
+    if (!train) continue;
+    const auto& j = r.training.joint;
+    int checked = 0;
+    for (size_t k = 0; k < j.grad_of.size(); ++k) {
+      if (j.grad_of[k] != "x") continue;
+      std::vector<double> fd;
+      for (size_t e = 0; e < in[0].size(); ++e) {
+        std::vector<double> up = in[0], down = in[0];
+        up[e] += 1e-6;
+        down[e] -= 1e-6;
+        fd.push_back((forward(up).loss - forward(down).loss) / 2e-6);
+      }
+      close(r.outputs.at(static_cast<size_t>(j.num_forward_outputs) + k), fd, "d loss / dx");
+      ++checked;
+    }
+    VERIFY(checked == 1);
   }
+  // complex128: rfft along the last dim, unnormalized, and irfft back by 1/n (x again).
+  const std::string text64 =
+      "class G(torch.nn.Module):\n"
+      "    def forward(self, x: \"f64[4, 6]\"):\n"
+      "        r: \"c128[4, 4]\" = torch.ops.aten._fft_r2c.default(x, [1], 0, True)\n"
+      "        rr: \"f64[4, 4, 2]\" = torch.ops.aten.view_as_real.default(r)\n"
+      "        y: \"f64[4, 6]\" = torch.ops.aten._fft_c2r.default(r, [1], 2, 6)\n"
+      "        return (rr, y)\n";
+  LoadedModel m = load_graph_text("fft64", text64);
+  std::vector<double> x;
+  for (int64_t e = 0; e < m.inputs.at(0).numel(); ++e) {
+    m.inputs[0].set(e, std::cos(0.3 * static_cast<double>(e * e)) - 0.2);
+    x.push_back(m.inputs[0].get(e));
+  }
+  PipelineOptions o;
+  o.device = Device::cuda;
+  o.timing_budget_ms = 20;
+  const CompileResult r = run_pipeline(m, o);
+  VERIFY2(r.error.empty(), r.error_stage + ": " + r.error);
+  if (!r.error.empty()) return;
+  VERIFY2(r.check.ok, "the compiled complex128 FFTs differ from the reference interpreter");
+  std::vector<double> rr;
+  for (int b = 0; b < 4; ++b)
+    for (int k = 0; k < 4; ++k) {
+      cd s = 0;
+      for (int n = 0; n < 6; ++n) s += x[b * 6 + n] * std::polar(1.0, -2 * pi * k * n / 6);
+      rr.insert(rr.end(), {s.real(), s.imag()});
+    }
+  const Tensor& got = r.outputs.at(0);
+  for (size_t e = 0; e < rr.size(); ++e)
+    VERIFY2(std::abs(got.get(static_cast<int64_t>(e)) - rr[e]) < 1e-12, "complex128 rfft[" + std::to_string(e) + "]");
+  for (size_t e = 0; e < x.size(); ++e)
+    VERIFY2(std::abs(r.outputs.at(1).get(static_cast<int64_t>(e)) - x[e]) < 1e-12, "complex128 irfft(rfft(x))[" + std::to_string(e) + "]");
+  VERIFY2(ffts_on_cufft(r) == 2, "complex128's two FFT calls on cuFFT");
 }
 
 // A CUDA package carries max-autotune's cuBLASLt choices: each product's algorithm (here the last
@@ -2365,7 +2775,9 @@ int main(int argc, char** argv) {
   // Packages: convolution and addmm (cuBLASLt's bias), a training step's convolution backward,
   // attention's fused kernels forward and backward, and its tiled ones for long sequences.
   cases.push_back({"packages with index checks build", packages_with_index_checks_build});
-  cases.push_back({"fft on the host", fft_runs_on_the_host});
+  cases.push_back({"fft steps match a direct DFT", fft_steps_match_direct_dft});
+  cases.push_back({"fft kernels compile", fft_kernels_compile});
+  cases.push_back({"fft on cuFFT", fft_runs_on_cufft});
   cases.push_back({"package models/cifar_net", [] { package_builds_and_runs("models/cifar_net", false, {"lsrt::Conv", "lsrt::Addmm"}); }});
   cases.push_back({"package models/res_block train", [] { package_builds_and_runs("models/res_block", true, {".backward(gpu"}); }});
   cases.push_back({"package attn_block train", [] {

@@ -1,0 +1,130 @@
+#include "cuda/cufft.h"
+
+#include <dlfcn.h>
+#include <link.h>
+
+#include <memory>
+#include <stdexcept>
+
+namespace ls {
+namespace {
+
+// cufftType's values (cufft.h) and the directions.
+constexpr int kR2C = 0x2a, kC2R = 0x2c, kC2C = 0x29, kD2Z = 0x6a, kZ2D = 0x6c, kZ2Z = 0x69;
+constexpr int kForward = -1, kInverse = 1;
+
+// The first libcufft that loads: the CMake-found toolkit's, then CUDA 13's (.so.12), CUDA 12's
+// (.so.11), any, /usr/local/cuda's. `which` gets the file's path.
+void* open_cufft(std::string& which) {
+  const std::vector<std::string> names = {
+#ifdef LOWERSCOPE_CUDA_LIB
+      std::string(LOWERSCOPE_CUDA_LIB) + "/libcufft.so",
+#endif
+      "libcufft.so.12", "libcufft.so.11", "libcufft.so", "/usr/local/cuda/lib64/libcufft.so"};
+  for (const auto& n : names)
+    if (void* lib = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+      which = n;
+      link_map* m = nullptr;
+      if (dlinfo(lib, RTLD_DI_LINKMAP, &m) == 0 && m && m->l_name && *m->l_name) which = m->l_name;
+      return lib;
+    }
+  return nullptr;
+}
+
+// cufftResult's names, for messages.
+std::string status_text(int r) {
+  static const char* names[] = {"CUFFT_SUCCESS", "CUFFT_INVALID_PLAN", "CUFFT_ALLOC_FAILED", "CUFFT_INVALID_TYPE", "CUFFT_INVALID_VALUE",
+                                "CUFFT_INTERNAL_ERROR", "CUFFT_EXEC_FAILED", "CUFFT_SETUP_FAILED", "CUFFT_INVALID_SIZE",
+                                "CUFFT_UNALIGNED_DATA"};
+  return r >= 0 && r < 10 ? std::string(names[r]) + " (" + std::to_string(r) + ")" : "status " + std::to_string(r);
+}
+
+template <typename F>
+bool sym(void* lib, const char* name, F& f) {
+  f = reinterpret_cast<F>(dlsym(lib, name));
+  return f != nullptr;
+}
+
+}  // namespace
+
+std::string FftTransform::text() const {
+  static const char* names[2][3] = {{"R2C", "C2R", "C2C"}, {"D2Z", "Z2D", "Z2Z"}};
+  std::string s = names[f64][static_cast<int>(type)] + std::string(" ");
+  for (size_t i = 0; i < n.size(); ++i) s += (i ? "x" : "") + std::to_string(n[i]);
+  return s + ", batch " + std::to_string(batch);
+}
+
+Cufft* Cufft::get(std::string* why) {
+  static std::mutex m;
+  static std::unique_ptr<Cufft> c;
+  static std::string error;
+  static bool tried = false;
+  std::lock_guard<std::mutex> lock(m);
+  if (!tried) {
+    tried = true;
+    std::string reason;
+    if (!CudaDriver::get(&reason)) {
+      error = reason;
+    } else {
+      auto f = std::make_unique<Cufft>();
+      f->lib_ = open_cufft(f->library);
+      if (!f->lib_) {
+        error = "cuFFT (libcufft.so) was not found";
+      } else {
+        bool ok = sym(f->lib_, "cufftCreate", f->create_) && sym(f->lib_, "cufftMakePlanMany64", f->make_plan_) &&
+                  sym(f->lib_, "cufftDestroy", f->destroy_) && sym(f->lib_, "cufftSetStream", f->set_stream_) &&
+                  sym(f->lib_, "cufftExecC2C", f->exec_c2c_) && sym(f->lib_, "cufftExecZ2Z", f->exec_z2z_) &&
+                  sym(f->lib_, "cufftExecR2C", f->exec_r2c_) && sym(f->lib_, "cufftExecD2Z", f->exec_d2z_) &&
+                  sym(f->lib_, "cufftExecC2R", f->exec_c2r_) && sym(f->lib_, "cufftExecZ2D", f->exec_z2d_);
+        int (*get_version)(int*) = nullptr;
+        if (sym(f->lib_, "cufftGetVersion", get_version)) get_version(&f->version);
+        if (!ok) error = "cuFFT (" + f->library + ") lacks an entry point (cufftMakePlanMany64, cufftExec*)";
+        else {
+          f->generation_ = CudaDriver::get()->generation();
+          c = std::move(f);
+        }
+      }
+    }
+  }
+  if (!c && why) *why = error;
+  return c.get();
+}
+
+int Cufft::plan(const FftTransform& t) {
+  if (const int g = CudaDriver::get()->generation(); g != generation_) {  // the device was reset: the plans died with it
+    plans_.clear();
+    generation_ = g;
+  }
+  if (auto it = plans_.find(t); it != plans_.end()) return it->second;
+  if (t.n.empty() || t.n.size() > 3) throw std::invalid_argument("cuFFT transforms 1 to 3 dimensions at once, not " + std::to_string(t.n.size()));
+  static const int types[2][3] = {{kR2C, kC2R, kC2C}, {kD2Z, kZ2D, kZ2Z}};
+  int handle = 0;
+  if (const int r = create_(&handle); r != 0) throw std::runtime_error("cufftCreate failed: " + status_text(r));
+  std::vector<long long> n(t.n.begin(), t.n.end());
+  size_t work = 0;
+  // Basic layout (no embeds): each signal contiguous, one after another.
+  if (const int r = make_plan_(handle, static_cast<int>(n.size()), n.data(), nullptr, 1, 0, nullptr, 1, 0, types[t.f64][static_cast<int>(t.type)],
+                               t.batch, &work);
+      r != 0) {
+    destroy_(handle);
+    throw std::runtime_error("cufftMakePlanMany64 refused " + t.text() + ": " + status_text(r));
+  }
+  plans_.emplace(t, handle);
+  return handle;
+}
+
+void Cufft::execute(const FftTransform& t, DevicePtr in, DevicePtr out, bool forward) {
+  std::lock_guard<std::mutex> lock(m_);
+  const int p = plan(t);
+  if (const int r = set_stream_(p, CudaDriver::get()->stream()); r != 0) throw std::runtime_error("cufftSetStream failed: " + status_text(r));
+  void *i = reinterpret_cast<void*>(in), *o = reinterpret_cast<void*>(out);
+  int r = 0;
+  switch (t.type) {
+    case FftTransform::Type::c2c: r = (t.f64 ? exec_z2z_ : exec_c2c_)(p, i, o, forward ? kForward : kInverse); break;
+    case FftTransform::Type::r2c: r = (t.f64 ? exec_d2z_ : exec_r2c_)(p, i, o); break;
+    case FftTransform::Type::c2r: r = (t.f64 ? exec_z2d_ : exec_c2r_)(p, i, o); break;
+  }
+  if (r != 0) throw std::runtime_error("cuFFT's " + t.text() + " failed: " + status_text(r));
+}
+
+}  // namespace ls
