@@ -993,7 +993,8 @@ int main() {
         tm.ms([&](int i) { const int k = i % NS; gen::cuda_fused_layer_norm_23<<<528, 256>>>(gs[k], xh[k], ob, ow, ws0); }), check);
     auto run = [&](const char* name, auto kern, int vec, int lanes, int S, bool cl) {
       const int grid = C / (32 * vec) * S, block = 32 * lanes;
-      auto launch = [&](int k) {
+      auto launch = [&](int i) {  // i counts launches; the input set rotates
+        const int k = i % NS;
         if (cl) CK(cluster_launch(kern, grid, block, S, (const float*)gs[k], (const float*)xh[k], ob, ow, ws1));
         else kern<<<grid, block>>>(gs[k], xh[k], ob, ow, ws1);
       };
@@ -1079,7 +1080,7 @@ int main() {
     row("E0 generated: 2-byte accesses, 8 a cluster", bytes, tm.ms([&](int i) { const int k = i % NS; gen::cuda_fused_gelu_linear_11<<<512, 256>>>(go[k], xs[k], gi[k], bias); }), check);
     auto run = [&](const char* name, auto kern, int vec, int lanes, int S) {
       const int grid = H / (32 * vec) * S, block = 32 * lanes;
-      auto launch = [&](int k) { CK(cluster_launch(kern, grid, block, S, (const ls_bf16*)go[k], (const ls_bf16*)xs[k], gi[k], bias)); };
+      auto launch = [&](int i) { const int k = i % NS; CK(cluster_launch(kern, grid, block, S, (const ls_bf16*)go[k], (const ls_bf16*)xs[k], gi[k], bias)); };
       if (S > 8) CK(cudaFuncSetAttribute((const void*)kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
       CK(cudaMemset(gi[0], 0xff, n * 2));
       CK(cudaMemset(bias, 0xff, H * 2));
