@@ -111,8 +111,17 @@ class CudaKernelWriter {
 
     for (const std::string& b : k_.reads)
       row_fixed_ = row_fixed_ || (R > 1 && o_.fixed_buffers.count(b) && numel_of(p_.buffer(b).shape) == R);
+    // The buffers the kernel moves element by element (one element per x and r) are all halves,
+    // whatever the per-row ones (LayerNorm's float32 mean and rstd) are: the launch shape goes by
+    // these bytes; the fast math below by every buffer.
+    bool full_buffers = false, full_halves = true;
     for (const auto* list : {&k_.reads, &k_.writes})
-      for (const std::string& b : *list) halves_only_ = halves_only_ && dtype_is_half(p_.buffer(b).dtype);
+      for (const std::string& b : *list) {
+        const auto& buf = p_.buffer(b);
+        halves_only_ = halves_only_ && dtype_is_half(buf.dtype);
+        if (numel_of(buf.shape) == X * R) full_buffers = true, full_halves = full_halves && dtype_is_half(buf.dtype);
+      }
+    const bool moves_halves = full_buffers && full_halves;
     // The form.
     int inner_segs = 0;
     for (const KernelLoop& s : segs) inner_segs += s.inner;
@@ -150,12 +159,22 @@ class CudaKernelWriter {
       // gradient's sum over the batch): a warp takes 32 neighbouring columns, the block's warps
       // (its lanes) share their rows, and long columns are split over several blocks.
       launch.form = "column";
+      const int64_t groups = X / 32;
+      // Slices of a column group for blocks of `lanes` warps: about 1,024 threads an SM, >= 16
+      // rows a thread.
+      auto slices = [&](int64_t lanes) {
+        const int64_t want = std::max<int64_t>(1, 4 * o_.sm_count * 8 / lanes / groups);
+        const int64_t useful = std::max<int64_t>(1, R / (lanes * 16));
+        return splittable ? std::clamp<int64_t>(cfg.split ? cfg.split : std::min(want, useful), 1, 1024) : 1;
+      };
       launch.block = cfg.block ? cfg.block : 256;
+      // Where 256 threads a block would need more than 16 slices (no cluster: partials, a count and
+      // a last block) and 512 need no more, 512: the LayerNorm weight and bias gradients over 8192
+      // rows of 512 in the bf16 transformer step, 33 slices of 256 threads 0.0180 ms, 16 of 512 as
+      // a cluster 0.0130 (H200, tools/gpu/transformer_half_variants.cu F0 against F6).
+      if (!cfg.block && !cfg.split && cluster_possible(segs) && slices(8) > 16 && slices(16) <= 16) launch.block = 512;
       launch.threads_per_row = launch.block / 32;
-      const int64_t groups = X / 32, lanes = launch.threads_per_row;
-      const int64_t want = std::max<int64_t>(1, 4 * o_.sm_count / groups);
-      const int64_t useful = std::max<int64_t>(1, R / (lanes * 16));  // >= 16 rows a thread
-      launch.split = splittable ? std::clamp<int64_t>(cfg.split ? cfg.split : std::min(want, useful), 1, 1024) : 1;
+      launch.split = slices(launch.threads_per_row);
       launch.grid = groups * launch.split;
       column_ = true;
     } else {
@@ -165,11 +184,13 @@ class CudaKernelWriter {
       // either side share the code), and equals the static next_pow2(R/8) over two thirds of each
       // range (384, 512, 600, 1000, 1024, 1500; 640 or 1300 get half the static threads).
       const bool generic_row = o_.size_generic && !row_fixed_;
-      // A kernel that reads and writes only halves takes 16 elements a thread (two 16-byte groups,
-      // the bytes a thread holds in flight at float32's 8), so twice the rows share an SM; from
-      // rows of 4,096 up, 32 (four groups, 128 threads a row): softmax at 16384x4096 in bf16 ran
-      // at 86% of copy with 256 threads a row and 92% with 128 (tools/gpu/softmax_half_variants.cu).
-      const bool halves = halves_only_;
+      // A kernel whose rows are halves takes 16 elements a thread (two 16-byte groups, the bytes a
+      // thread holds in flight at float32's 8), so twice the rows share an SM; from rows of 4,096
+      // up, 32 (four groups, 128 threads a row): softmax at 16384x4096 in bf16 ran at 86% of copy
+      // with 256 threads a row and 92% with 128 (tools/gpu/softmax_half_variants.cu). LayerNorm's
+      // forward at 8192x512 in bf16, whose mean and rstd are float32: a warp a row instead of
+      // 64 threads, 0.0084 -> 0.0076 ms (tools/gpu/transformer_half_variants.cu, L2 against L5).
+      const bool halves = halves_only_ || moves_halves;
       const int64_t per_thread = !halves ? 8 : R >= 4096 ? 32 : 16;
       const int64_t heuristic = generic_row ? prev_pow2(std::max<int64_t>(1, R * 3 / 16)) : next_pow2((R + per_thread - 1) / per_thread);
       const int64_t t = cfg.threads_per_row ? cfg.threads_per_row : std::min<int64_t>(1024, heuristic);
@@ -187,12 +208,7 @@ class CudaKernelWriter {
     // above 8): the slices of a column group are one thread-block cluster, and the first block
     // sums the others' column sums from their shared memory (no partials, fences or count: the
     // LayerNorm weight gradients at 8x1024x1024, 0.0320 -> 0.0280 ms in tools/gpu/column_variants.cu).
-    if (column_ && launch.split >= 2 && launch.split <= 16 && o_.sm >= 90 && !o_.size_generic) {
-      cluster_ = true;
-      for (int n : segs.front().nodes)
-        if (p_.nodes[n].kind == LoopNode::Kind::reduction && compute_dtype(p_.nodes[n].dtype) != DType::f32 && p_.nodes[n].dtype != DType::f64)
-          cluster_ = false;
-    }
+    if (column_ && launch.split >= 2 && launch.split <= 16) cluster_ = cluster_possible(segs);
     if (launch.form == "split" || (column_ && launch.split > 1 && !cluster_)) {
       // Partials (one slot per row and slice, per reduction, 8-byte aligned), then the counters
       // (clusters keep theirs in shared memory).
@@ -587,6 +603,15 @@ class CudaKernelWriter {
       for (int n : s.nodes)
         if (p_.nodes[n].kind == LoopNode::Kind::reduction && reduce_is_arg(p_.nodes[n].reduce)) return true;
     return false;
+  }
+
+  // A split column kernel can be a cluster: sm_90 or later, fixed sizes, float reductions.
+  bool cluster_possible(const std::vector<KernelLoop>& segs) const {
+    if (o_.sm < 90 || o_.size_generic) return false;
+    for (int n : segs.front().nodes)
+      if (p_.nodes[n].kind == LoopNode::Kind::reduction && compute_dtype(p_.nodes[n].dtype) != DType::f32 && p_.nodes[n].dtype != DType::f64)
+        return false;
+    return true;
   }
 
   // Column form as a cluster: each block's column sums in its shared memory; the first warp of
