@@ -1287,6 +1287,41 @@ void fft_steps_match_direct_dft() {
   VERIFY(!plan_fft(c2c, {3, 4}, {}, 0, {3, 4}, {1}, 0, true, DType::bf16));
 }
 
+// Every FFT call of a compiled graph (a training step's backward transforms too) has cuFFT's
+// steps, and runs on cuFFT where it is loaded; with the default (as a package asks) it stays a
+// host call, which packages refuse. No GPU needed: the compile stops before the run.
+void fft_calls_take_cufft_steps() {
+  const std::string text =
+      "class G(torch.nn.Module):\n"
+      "    def forward(self, x: \"f32[4, 6, 8]\"):\n"
+      "        r: \"c64[4, 6, 5]\" = torch.ops.aten._fft_r2c.default(x, [1, 2], 1, True)\n"
+      "        y: \"f32[4, 6, 8]\" = torch.ops.aten._fft_c2r.default(r, [1, 2], 1, 8)\n"
+      "        f: \"c64[4, 6, 8]\" = torch.ops.aten._fft_r2c.default(y, [0], 2, False)\n"
+      "        a: \"f32[4, 6, 8]\" = torch.ops.aten.abs.default(f)\n"
+      "        s: \"f32[]\" = torch.ops.aten.sum.default(a)\n"
+      "        return (s,)\n";
+  for (bool train : {false, true}) {
+    PipelineOptions o;
+    o.device = Device::cuda;
+    o.train = train;
+    o.timing_budget_ms = 2;
+    const CompileResult r = run_pipeline(load_graph_text("fft_steps", text), o);
+    VERIFY2(r.error.empty() || r.error_stage == "run", r.error_stage + ": " + r.error);
+    int ffts = 0;
+    for (const Kernel& k : r.schedule.kernels) {
+      if (!k.is_extern) continue;
+      const ExternCall& c = r.loops.nodes.at(k.nodes.at(0)).ext;
+      if (c.op != &op::fft_r2c() && c.op != &op::fft_c2r() && c.op != &op::fft_c2c()) continue;
+      ++ffts;
+      const auto plan = cuda_fft_plan(r.loops, c);
+      VERIFY2(plan.has_value() && !plan->steps.empty(), k.name);
+      VERIFY2(cuda_extern_how(r.loops, c, true, true) == "cuFFT", k.name + ": " + cuda_extern_how(r.loops, c, true, true));
+      VERIFY2(cuda_extern_how(r.loops, c, true) == "host (reference kernel)", k.name + ": " + cuda_extern_how(r.loops, c, true));
+    }
+    VERIFY2(ffts >= (train ? 5 : 3), std::to_string(ffts) + " FFT calls");
+  }
+}
+
 // The FFTs' helper kernels compile (PTX, no GPU needed).
 void fft_kernels_compile() {
   CudaCompileOptions o;
@@ -2814,6 +2849,7 @@ int main(int argc, char** argv) {
   cases.push_back({"packages with index checks build", packages_with_index_checks_build});
   cases.push_back({"fft steps match a direct DFT", fft_steps_match_direct_dft});
   cases.push_back({"fft kernels compile", fft_kernels_compile});
+  cases.push_back({"fft calls take cuFFT steps", fft_calls_take_cufft_steps});
   cases.push_back({"fft on cuFFT", fft_runs_on_cufft});
   cases.push_back({"package models/cifar_net", [] { package_builds_and_runs("models/cifar_net", false, {"lsrt::Conv", "lsrt::Addmm"}); }});
   cases.push_back({"package models/res_block train", [] { package_builds_and_runs("models/res_block", true, {".backward(gpu"}); }});
