@@ -532,7 +532,7 @@ CudaExecutable::CudaExecutable(const LoopProgram& p, const Schedule& s, const Ge
     fo.ptx = fo.sass = false;
     fo.module = "fft";
     fft_module_ = std::make_unique<CudaModule>(d, compile_cuda(fft_kernels_source(), fo).cubin);
-    for (const char* k : {"ls_fft_gather", "ls_fft_widen", "ls_fft_scale"}) helpers_[k] = fft_module_->function(k);
+    for (const char* k : {"ls_fft_gather", "ls_fft_widen", "ls_fft_scale", "ls_fft_real_ends"}) helpers_[k] = fft_module_->function(k);
   }
   bias_kernel_ = helpers.function("ls_broadcast_bias");
   for (const char* k : {"ls_add_channel_bias", "ls_im2col", "ls_max_pool2d", "ls_copy_rows", "ls_strided_copy4",
@@ -870,6 +870,11 @@ void CudaExecutable::fft_extern(size_t k) {
     DevicePtr y = slot(s.dst), x = slot(s.src);
     if (s.kind == FftStep::Kind::transform) {
       fft_->execute(s.transform, x, y, s.forward);
+    } else if (s.kind == FftStep::Kind::real_ends) {
+      long long lines = s.count, n = s.transform.n.back();
+      int f64 = s.f64;
+      void* params[] = {&y, &lines, &n, &f64};
+      d_.launch(helpers_.at("ls_fft_real_ends"), grid_for(2 * lines), 256, params, "ls_fft_real_ends");
     } else if (s.kind == FftStep::Kind::scale) {
       long long n = s.count;
       double f = s.factor;

@@ -75,6 +75,12 @@ class Planner {
       gather(src, perm, in_p, from, in_bytes);
     }
     const int into = permuted ? scratch(numel_of(out_p) * out_bytes) : dst;
+    if (type == FftTransform::Type::c2r) {  // `from` is ours: a copy of the operand
+      FftStep z;
+      z.kind = FftStep::Kind::real_ends;
+      z.src = z.dst = from, z.count = t.batch, z.transform = t, z.f64 = f64_;
+      plan.steps.push_back(z);
+    }
     FftStep s;
     s.kind = FftStep::Kind::transform;
     s.src = from, s.dst = into, s.transform = t, s.forward = forward;
@@ -129,6 +135,8 @@ std::string FftStep::text() const {
   } else if (kind == Kind::transform) {
     o << "cuFFT " << transform.text() << (transform.type == FftTransform::Type::c2c ? (forward ? " forward" : " inverse") : "") << ": "
       << slot(src) << " -> " << slot(dst);
+  } else if (kind == Kind::real_ends) {
+    o << "zero the imaginary parts at 0 and n/2 of " << count << " lines of " << slot(dst);
   } else {
     o << "scale " << count << " values by " << factor;
   }

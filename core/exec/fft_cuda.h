@@ -6,7 +6,8 @@
 // ATen's CUDA FFTs (aten/src/ATen/native/cuda/SpectralOps.cpp): c2c over up to 3 dimensions at
 // a time; r2c one-sided over the last dimension and up to two others, then c2c over the rest
 // (two-sided: a c2c of the input made complex); c2r: its input copied (cuFFT's C2R overwrites
-// it), an inverse c2c over all but the last dimension, then a 1-D C2R; the normalization over
+// it), an inverse c2c over all but the last dimension, then a 1-D C2R of lines whose imaginary
+// parts at 0 and n/2 are zeroed (not read by the definition); the normalization over
 // the signal's full size (1/sqrt(n) or 1/n) scaled on the device. The steps are data, so a test
 // runs them without a GPU (tests/cuda/test_cuda.cpp) against a direct DFT.
 #pragma once
@@ -24,7 +25,7 @@ namespace ls {
 // Where a step reads and writes: the call's input (slot 0), its output (slot 1), or scratch
 // buffers (slot 2 on, FftPlan::scratch_bytes[slot - 2]).
 struct FftStep {
-  enum class Kind : uint8_t { gather, transform, scale };
+  enum class Kind : uint8_t { gather, transform, scale, real_ends };
   Kind kind = Kind::gather;
   int src = 0, dst = 1;
   // gather: dst, contiguous of `shape`, element i = src's element at offset + sum i_d * strides[d]
@@ -39,6 +40,9 @@ struct FftStep {
   FftTransform transform;
   bool forward = true;
   // scale: the first `count` values (float, or double where f64) of dst times `factor`.
+  // real_ends: before a C2R, the imaginary parts of elements 0 and (n even) n/2 of each of dst's
+  // `count` lines of n/2 + 1 (n: transform.n's last) set to 0: what the op's definition does not
+  // read (ATen's CPU kernel and the reference), whatever cuFFT would make of them.
   int64_t count = 0;
   double factor = 1;
   bool f64 = false;
@@ -63,7 +67,7 @@ std::optional<FftPlan> plan_fft(const OpDef* op, const Shape& in, const std::vec
 std::optional<FftPlan> cuda_fft_plan(const LoopProgram& p, const ExternCall& c);
 
 // The helper kernels' source (exec/fft_cuda_kernels.h, embedded at build time): ls_fft_gather,
-// ls_fft_widen, ls_fft_scale; compiled by NVRTC on first use (the disk cache keeps the cubin).
+// ls_fft_widen, ls_fft_scale, ls_fft_real_ends; compiled by NVRTC on first use (the disk cache keeps the cubin).
 const char* fft_kernels_source();
 constexpr int kFftMaxRank = 8;  // the gathers' geometry (FftGeometry in the kernels' source)
 

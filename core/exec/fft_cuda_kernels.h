@@ -56,6 +56,18 @@ extern "C" __global__ void ls_fft_widen(void* y, const void* x, FftGeometry g, l
   else ls_fft_widen_of((float2*)y, (const float*)x, g, n);
 }
 
+// Before a C2R: the imaginary parts of elements 0 and (n even) n/2 of each of `lines` lines of
+// n/2 + 1 complex values set to 0.
+extern "C" __global__ void ls_fft_real_ends(void* y, long long lines, long long n, int f64) {
+  const long long h = n / 2 + 1;
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < 2 * lines; i += (long long)gridDim.x * blockDim.x) {
+    const long long at = (i / 2) * h + (i % 2 ? n / 2 : 0);
+    if (i % 2 && n % 2) continue;
+    if (f64) ((double2*)y)[at].y = 0;
+    else ((float2*)y)[at].y = 0;
+  }
+}
+
 // The first n values of y (float, or double where f64) times s.
 extern "C" __global__ void ls_fft_scale(void* y, long long n, double s, int f64) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {

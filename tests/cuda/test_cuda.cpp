@@ -1085,7 +1085,9 @@ std::vector<cd> resized(const std::vector<cd>& x, const Shape& from, const Shape
 }
 
 // 1-D c2r along the last dim of x (contiguous, last dim n/2 + 1): Re X0 + 2 sum Re(X_k e^{..}) + (n even) Re X_{n/2} (-1)^j.
-std::vector<cd> c2r_last(const std::vector<cd>& x, const Shape& hs, int64_t n) {
+// leaky: also adds the imaginary parts of X0 and X_{n/2}, which the definition does not read, as a
+// C2R might (the plan's real_ends step must zero them first).
+std::vector<cd> c2r_last(const std::vector<cd>& x, const Shape& hs, int64_t n, bool leaky = false) {
   const int64_t h = hs.back(), lines = numel_of(hs) / h;
   std::vector<cd> y;
   for (int64_t l = 0; l < lines; ++l)
@@ -1093,6 +1095,7 @@ std::vector<cd> c2r_last(const std::vector<cd>& x, const Shape& hs, int64_t n) {
       double s = x[l * h].real();
       for (int64_t k = 1; 2 * k < n; ++k) s += 2 * (x[l * h + k] * std::polar(1.0, 2 * kPi * double(k * j) / double(n))).real();
       if (n % 2 == 0) s += x[l * h + n / 2].real() * (j % 2 ? -1.0 : 1.0);
+      if (leaky) s += x[l * h].imag() + (n % 2 == 0 ? x[l * h + n / 2].imag() * (j % 2 ? -1.0 : 1.0) : 0.0);
       y.push_back(s);
     }
   return y;
@@ -1195,12 +1198,20 @@ std::vector<cd> run_plan(const FftPlan& plan, const std::vector<cd>& buffer, con
           one = resized(dft(one, sig, all, -1), sig, half);
         } else {
           VERIFY2(sig.size() == 1, s.text() + ": a c2r of more than one dim");
-          one = c2r_last(one, half, t.n.back());
+          one = c2r_last(one, half, t.n.back(), true);
         }
         y.insert(y.end(), one.begin(), one.end());
       }
       const int per = (t.type == FftTransform::Type::c2r ? 1 : 2) * real_bytes;
       fits(s.dst, static_cast<int64_t>(y.size()) * per, s.text());
+    } else if (s.kind == FftStep::Kind::real_ends) {
+      y = x;
+      const int64_t n = s.transform.n.back(), h = n / 2 + 1;
+      VERIFY2(s.dst == s.src && s.dst >= 2 && static_cast<int64_t>(y.size()) == s.count * h, s.text());
+      for (int64_t l = 0; l < s.count && (l + 1) * h <= static_cast<int64_t>(y.size()); ++l) {
+        y[l * h] = y[l * h].real();
+        if (n % 2 == 0) y[l * h + n / 2] = y[l * h + n / 2].real();
+      }
     } else {
       y = x;
       VERIFY2(s.dst == 1 && s.count == numel_of(out) * (out_complex ? 2 : 1) && s.f64 == (real_bytes == 8), s.text());
@@ -1328,7 +1339,7 @@ void fft_kernels_compile() {
   o.cubin = false;
   o.cache_dir = "off";
   const std::set<std::string> entries = ptx_entries(compile_cuda(fft_kernels_source(), o).ptx);
-  for (const char* k : {"ls_fft_gather", "ls_fft_widen", "ls_fft_scale"}) VERIFY2(entries.count(k) == 1, std::string("no PTX entry for ") + k);
+  for (const char* k : {"ls_fft_gather", "ls_fft_widen", "ls_fft_scale", "ls_fft_real_ends"}) VERIFY2(entries.count(k) == 1, std::string("no PTX entry for ") + k);
 }
 
 // The FFTs on cuFFT between the generated kernels, inference and a training step: rfft -> abs ->
