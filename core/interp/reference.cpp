@@ -1,8 +1,10 @@
 #include "interp/reference.h"
 
+#include <cstring>
 #include <stdexcept>
 
 #include "ops/builder.h"
+#include "ops/complex_parts.h"
 #include "ops/op_table.h"
 
 namespace ls {
@@ -120,6 +122,78 @@ bool any_half(const RefInputs& values, const std::vector<TensorMeta>& outs) {
   return false;
 }
 Tensor widened(const Tensor& t) { return t.defined() && dtype_is_half(t.dtype()) ? cast(t, DType::f32) : t; }
+
+bool any_complex(const RefInputs& values, const std::vector<TensorMeta>& outs) {
+  for (const Tensor& t : values.t)
+    if (t.defined() && dtype_is_complex(t.dtype())) return true;
+  for (const auto& l : values.lists)
+    for (const Tensor& t : l)
+      if (t.defined() && dtype_is_complex(t.dtype())) return true;
+  for (const TensorMeta& m : outs)
+    if (dtype_is_complex(m.dtype)) return true;
+  return false;
+}
+
+// One part of a value operand: a complex tensor's real or imaginary part (a copy, contiguous, of
+// its parts' type); a real tensor is its own real part and has imaginary part zero.
+Tensor part_of(const Tensor& t, bool imag) {
+  if (!t.defined()) return t;
+  if (!dtype_is_complex(t.dtype())) return imag ? Tensor(t.dtype(), t.shape()) : t;
+  const Tensor parts = t.viewed_as_real();  // [.., 2]
+  Tensor r(parts.dtype(), t.shape());
+  const size_t size = static_cast<size_t>(dtype_size(r.dtype()));
+  const std::byte* src = static_cast<const std::byte*>(parts.data());
+  std::byte* dst = static_cast<std::byte*>(r.data());
+  for (int64_t i = 0, n = t.numel(); i < n; ++i) std::memcpy(dst + i * size, src + (2 * i + (imag ? 1 : 0)) * size, size);
+  return r;
+}
+
+// An op that only moves, selects or adds up elements (ops/complex_parts.h) on complex tensors: its
+// real kernel run on the real parts, then on the imaginary parts (numbers that are values: 0), and
+// the two results put together, element by element, exactly. A real output (a complex value
+// copied into a real tensor) keeps the real part, as PyTorch's copy_ does.
+std::vector<Tensor> run_on_parts(const OpDef& op, const std::vector<Arg>& args, const RefInputs& values,
+                                 const std::vector<TensorMeta>& outs) {
+  std::vector<TensorMeta> part_outs = outs;
+  for (TensorMeta& m : part_outs)
+    if (dtype_is_complex(m.dtype)) m.dtype = real_dtype(m.dtype);
+  std::vector<Tensor> runs[2];
+  for (int imag = 0; imag < 2; ++imag) {
+    RefInputs in = values;
+    std::vector<Arg> a = args;
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (i < in.t.size() && in.t[i].defined() && op::is_value_argument(op, i)) in.t[i] = part_of(in.t[i], imag);
+      if (i < in.lists.size() && op::is_value_argument(op, i))
+        for (Tensor& t : in.lists[i]) t = part_of(t, imag);
+      if (imag && op::is_value_number(op, i)) {
+        if (a[i].kind == Arg::Kind::real) a[i] = Arg::of_real(0.0);
+        else if (a[i].kind == Arg::Kind::integer) a[i] = Arg::of_int(0);
+      }
+    }
+    runs[imag] = run_reference_kernel(op, a, in, part_outs);
+  }
+  std::vector<Tensor> r;
+  for (size_t k = 0; k < runs[0].size(); ++k) {
+    if (k >= outs.size() || !runs[0][k].defined() || !dtype_is_complex(outs[k].dtype)) {
+      r.push_back(runs[0][k]);
+      continue;
+    }
+    const Tensor& re = runs[0][k];
+    const Tensor& im = runs[1].at(k);
+    Tensor z(outs[k].dtype, re.shape());
+    Tensor parts = z.viewed_as_real();
+    const size_t size = static_cast<size_t>(dtype_size(re.dtype()));
+    std::byte* dst = static_cast<std::byte*>(parts.data());
+    const std::byte* x = static_cast<const std::byte*>(re.data());
+    const std::byte* y = static_cast<const std::byte*>(im.data());
+    for (int64_t i = 0, n = re.numel(); i < n; ++i) {
+      std::memcpy(dst + 2 * i * size, x + i * size, size);
+      std::memcpy(dst + (2 * i + 1) * size, y + i * size, size);
+    }
+    r.push_back(z);
+  }
+  return r;
+}
 }  // namespace
 
 std::vector<Tensor> run_reference_kernel(const OpDef& op, const std::vector<Arg>& args, const RefInputs& values,
@@ -138,6 +212,7 @@ std::vector<Tensor> run_reference_kernel(const OpDef& op, const std::vector<Arg>
       if (r[i].defined() && r[i].dtype() != outs[i].dtype) r[i] = cast(r[i], outs[i].dtype);
     return r;
   }
+  if (op::acts_on_parts(op) && any_complex(values, outs)) return run_on_parts(op, args, values, outs);
   if (op.reference) return op.reference(op, args, values, outs);  // its own, or its kind's (the op table sets it)
   if (op.kind == OpKind::composite && op.decompose) return run_decomposition(op, args, values);
   throw std::logic_error(op.name + " has no reference kernel");

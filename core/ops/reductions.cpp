@@ -214,10 +214,11 @@ std::optional<DType> dtype_arg(const OpDef& op, const Arg& a) {
     if (auto t = dtype_from_name(a.s)) return t;
   bad(op, "unknown dtype '" + a.s + "'");
 }
-// sum-like result types: the dtype argument, else integers and bools accumulate in int64.
+// sum-like result types: the dtype argument, else integers and bools accumulate in int64 (floats
+// and complex values keep their type).
 DType accumulate_type(const OpDef& op, DType in, const Arg& dtype) {
   if (auto t = dtype_arg(op, dtype)) return *t;
-  return dtype_is_float(in) ? in : DType::i64;
+  return dtype_is_float(in) || dtype_is_complex(in) ? in : DType::i64;
 }
 Arg param(const OpDef& op, const std::vector<Arg>& a, const char* name) {
   for (size_t i = 0; i < op.params.size(); ++i)

@@ -2794,6 +2794,126 @@ class TestCpu : public QObject {
     QVERIFY(said);
   }
 
+  // torch.fft.fftshift(torch.fft.fft(x, n=10)) as PyTorch's decompositions give it for a complex
+  // signal: x made complex (_to_copy), zero-padded (constant_pad_nd on complex values), a c2c, the
+  // shift an index_select; then flip,
+  // permute, cat, index.Tensor and a reflection pad of the complex result. Compiled for the CPU as
+  // a training step: outputs against a direct DFT in double written here, d loss / dx against
+  // central differences of that forward (the gradients run the ops' derivative rules on complex
+  // values: constant_pad_nd's negative pad, index_select's index_add, reflection_pad's backward).
+  void testComplexDataMovementAroundFft() {
+    const std::string text =
+        "class G(torch.nn.Module):\n"
+        "    def forward(self, x: \"f32[3, 6]\", w: \"f32[3, 10, 2]\", u: \"f32[3, 13, 2]\", v: \"f32[6, 10, 2]\"):\n"
+        "        xc: \"c64[3, 6]\" = torch.ops.aten._to_copy.default(x, dtype = torch.complex64)\n"
+        "        p: \"c64[3, 10]\" = torch.ops.aten.constant_pad_nd.default(xc, [0, 4], 0.0)\n"
+        "        f: \"c64[3, 10]\" = torch.ops.aten._fft_c2c.default(p, [1], 0, True)\n"
+        "        ar: \"i64[10]\" = torch.ops.aten.arange.start_step(5, 15)\n"
+        "        idx: \"i64[10]\" = torch.ops.aten.remainder.Scalar(ar, 10)\n"
+        "        s: \"c64[3, 10]\" = torch.ops.aten.index_select.default(f, 1, idx)\n"
+        "        fl: \"c64[3, 10]\" = torch.ops.aten.flip.default(s, [0])\n"
+        "        pr: \"c64[10, 3]\" = torch.ops.aten.permute.default(fl, [1, 0])\n"
+        "        ct: \"c64[6, 10]\" = torch.ops.aten.cat.default([s, fl])\n"
+        "        ar6: \"i64[6]\" = torch.ops.aten.arange.start_step(2, 8)\n"
+        "        r6: \"i64[6]\" = torch.ops.aten.remainder.Scalar(ar6, 6)\n"
+        "        ix: \"c64[6, 10]\" = torch.ops.aten.index.Tensor(ct, [r6])\n"
+        "        rp: \"c64[3, 13]\" = torch.ops.aten.reflection_pad1d.default(s, [2, 1])\n"
+        "        vs: \"f32[3, 10, 2]\" = torch.ops.aten.view_as_real.default(s)\n"
+        "        vp: \"f32[3, 13, 2]\" = torch.ops.aten.view_as_real.default(rp)\n"
+        "        vi: \"f32[6, 10, 2]\" = torch.ops.aten.view_as_real.default(ix)\n"
+        "        m0: \"f32[3, 10, 2]\" = torch.ops.aten.mul.Tensor(vs, w)\n"
+        "        m1: \"f32[3, 13, 2]\" = torch.ops.aten.mul.Tensor(vp, u)\n"
+        "        m2: \"f32[6, 10, 2]\" = torch.ops.aten.mul.Tensor(vi, v)\n"
+        "        s0: \"f32[]\" = torch.ops.aten.sum.default(m0)\n"
+        "        s1: \"f32[]\" = torch.ops.aten.sum.default(m1)\n"
+        "        s2: \"f32[]\" = torch.ops.aten.sum.default(m2)\n"
+        "        t0: \"f32[]\" = torch.ops.aten.add.Tensor(s0, s1)\n"
+        "        loss: \"f32[]\" = torch.ops.aten.add.Tensor(t0, s2)\n"
+        "        return (loss, s, pr, ix, rp)\n";
+    LoadedModel m = load_graph_text(text);
+    QCOMPARE(m.inputs.size(), size_t(4));
+    std::vector<std::vector<double>> in(4);
+    for (size_t k = 0; k < 4; ++k)
+      for (int64_t e = 0; e < m.inputs[k].numel(); ++e) {
+        m.inputs[k].set(e, std::sin(0.9 * static_cast<double>(e + 1) * static_cast<double>(k + 2)) + 0.1 * static_cast<double>(k));
+        in[k].push_back(m.inputs[k].get(e));
+      }
+    using cd = std::complex<double>;
+    const double pi = std::acos(-1.0);
+    const int perm6[6] = {2, 3, 4, 5, 0, 1};
+    struct Out { double loss; std::vector<cd> s, pr, ix, rp; };
+    auto forward = [&](const std::vector<double>& x) {
+      Out o{};
+      cd S[3][10];
+      for (int b = 0; b < 3; ++b)
+        for (int j = 0; j < 10; ++j) {  // fftshift: position j holds frequency (j + 5) % 10
+          const int k = (j + 5) % 10;
+          cd sum = 0;
+          for (int n = 0; n < 6; ++n) sum += x[b * 6 + n] * std::polar(1.0, -2 * pi * k * n / 10);  // x zero-padded to 10
+          S[b][j] = sum;
+          o.s.push_back(sum);
+        }
+      for (int j = 0; j < 10; ++j)
+        for (int b = 0; b < 3; ++b) o.pr.push_back(S[2 - b][j]);
+      for (int r = 0; r < 6; ++r)
+        for (int j = 0; j < 10; ++j) {
+          const int row = perm6[r];
+          o.ix.push_back(row < 3 ? S[row][j] : S[2 - (row - 3)][j]);
+        }
+      for (int b = 0; b < 3; ++b)
+        for (int q = 0; q < 13; ++q) o.rp.push_back(S[b][9 - std::abs(9 - std::abs(q - 2))]);
+      o.loss = 0;
+      for (size_t e = 0; e < o.s.size(); ++e) o.loss += o.s[e].real() * in[1][2 * e] + o.s[e].imag() * in[1][2 * e + 1];
+      for (size_t e = 0; e < o.rp.size(); ++e) o.loss += o.rp[e].real() * in[2][2 * e] + o.rp[e].imag() * in[2][2 * e + 1];
+      for (size_t e = 0; e < o.ix.size(); ++e) o.loss += o.ix[e].real() * in[3][2 * e] + o.ix[e].imag() * in[3][2 * e + 1];
+      return o;
+    };
+    const Out want = forward(in[0]);
+    auto close = [](const Tensor& t, const std::vector<cd>& ref, const char* what) {
+      QCOMPARE(t.numel(), static_cast<int64_t>(ref.size()));
+      double scale = 0;
+      for (const cd& z : ref) scale = std::max(scale, std::abs(z));
+      for (size_t e = 0; e < ref.size(); ++e) {
+        const cd got = t.get_complex(static_cast<int64_t>(e));
+        if (std::abs(got - ref[e]) > 1e-5 + 1e-5 * scale)
+          QFAIL(qPrintable(QString("%1[%2]: (%3, %4), direct DFT (%5, %6)").arg(what).arg(e).arg(got.real(), 0, 'g', 9).arg(got.imag(), 0, 'g', 9)
+                               .arg(ref[e].real(), 0, 'g', 9).arg(ref[e].imag(), 0, 'g', 9)));
+      }
+    };
+    PipelineOptions o;
+    o.train = true;
+    o.timing_budget_ms = 2;
+    const CompileResult r = run_pipeline(m, o);
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    for (const OutputCheck& c : r.check.reference) QVERIFY2(c.cmp.ok, (c.against + ": " + c.cmp.why).c_str());
+    QVERIFY(r.check.ok);
+    close(r.outputs.at(0), {cd(want.loss)}, "loss");
+    close(r.outputs.at(1), want.s, "fftshift(fft(x, n=10))");
+    close(r.outputs.at(2), want.pr, "permute(flip(s))");
+    close(r.outputs.at(3), want.ix, "cat(s, flip(s))[r6]");
+    close(r.outputs.at(4), want.rp, "reflection_pad1d(s)");
+    const auto& j = r.training.joint;
+    int checked = 0;
+    for (size_t k = 0; k < j.grad_of.size(); ++k) {
+      if (j.grad_of[k] != "x") continue;
+      const Tensor& grad = r.outputs.at(static_cast<size_t>(j.num_forward_outputs) + k);
+      std::vector<cd> fd;
+      for (size_t e = 0; e < in[0].size(); ++e) {
+        std::vector<double> up = in[0], down = in[0];
+        up[e] += 1e-6;
+        down[e] -= 1e-6;
+        fd.push_back((forward(up).loss - forward(down).loss) / 2e-6);
+      }
+      close(grad, fd, "d loss / dx");
+      ++checked;
+    }
+    QCOMPARE(checked, 1);
+    // The complex data movement ran on the host (the reference kernels, as Inductor's fallbacks).
+    int host = 0;
+    for (const KernelReport& k : r.kernels) host += k.how == "reference kernel (complex)";
+    QVERIFY2(host >= 5, std::to_string(host).c_str());
+  }
+
   // Random ops by their distribution and their reproducibility (issue 32): native_dropout(p = 0.3)
   // in training keeps about 70% of 100,000 elements (binomial: within 0.005, 3.5 standard
   // deviations), scales what it keeps by 1/(1 - p) and zeroes the rest, its mask saying which;
