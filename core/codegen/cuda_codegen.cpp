@@ -159,22 +159,16 @@ class CudaKernelWriter {
       // gradient's sum over the batch): a warp takes 32 neighbouring columns, the block's warps
       // (its lanes) share their rows, and long columns are split over several blocks.
       launch.form = "column";
-      const int64_t groups = X / 32;
-      // Slices of a column group for blocks of `lanes` warps: about 1,024 threads an SM, >= 16
-      // rows a thread.
-      auto slices = [&](int64_t lanes) {
-        const int64_t want = std::max<int64_t>(1, 4 * o_.sm_count * 8 / lanes / groups);
-        const int64_t useful = std::max<int64_t>(1, R / (lanes * 16));
-        return splittable ? std::clamp<int64_t>(cfg.split ? cfg.split : std::min(want, useful), 1, 1024) : 1;
-      };
       launch.block = cfg.block ? cfg.block : 256;
-      // Where 256 threads a block would need more than 16 slices (no cluster: partials, a count and
-      // a last block) and 512 need no more, 512: the LayerNorm weight and bias gradients over 8192
-      // rows of 512 in the bf16 transformer step, 33 slices of 256 threads 0.0180 ms, 16 of 512 as
-      // a cluster 0.0130 (H200, tools/gpu/transformer_half_variants.cu F0 against F6).
-      if (!cfg.block && !cfg.split && cluster_possible(segs) && slices(8) > 16 && slices(16) <= 16) launch.block = 512;
       launch.threads_per_row = launch.block / 32;
-      launch.split = slices(launch.threads_per_row);
+      const int64_t groups = X / 32, lanes = launch.threads_per_row;
+      const int64_t want = std::max<int64_t>(1, 4 * o_.sm_count / groups);
+      const int64_t useful = std::max<int64_t>(1, R / (lanes * 16));  // >= 16 rows a thread
+      // (512 threads a block, 16 slices as a cluster in place of 33 of 256, took the bf16
+      // transformer step's LayerNorm weight and bias gradients from 0.0172 to 0.0186 ms on the
+      // H200, measured in the pipeline, though 0.0180 -> 0.0130 in the variants harness, whose
+      // inputs are not in L2.)
+      launch.split = splittable ? std::clamp<int64_t>(cfg.split ? cfg.split : std::min(want, useful), 1, 1024) : 1;
       launch.grid = groups * launch.split;
       column_ = true;
     } else {
@@ -188,8 +182,9 @@ class CudaKernelWriter {
       // thread holds in flight at float32's 8), so twice the rows share an SM; from rows of 4,096
       // up, 32 (four groups, 128 threads a row): softmax at 16384x4096 in bf16 ran at 86% of copy
       // with 256 threads a row and 92% with 128 (tools/gpu/softmax_half_variants.cu). LayerNorm's
-      // forward at 8192x512 in bf16, whose mean and rstd are float32: a warp a row instead of
-      // 64 threads, 0.0084 -> 0.0076 ms (tools/gpu/transformer_half_variants.cu, L2 against L5).
+      // forward at 8192x512 in the bf16 transformer step, whose mean and rstd are float32: a warp
+      // a row instead of 64 threads, 0.0104 -> 0.0092 ms (with the residual's add: 0.0126 ->
+      // 0.0116; H200, in the pipeline).
       const bool halves = halves_only_ || moves_halves;
       const int64_t per_thread = !halves ? 8 : R >= 4096 ? 32 : 16;
       const int64_t heuristic = generic_row ? prev_pow2(std::max<int64_t>(1, R * 3 / 16)) : next_pow2((R + per_thread - 1) / per_thread);

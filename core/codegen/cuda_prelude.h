@@ -23,28 +23,6 @@ LS_DEV float ls_div_fast(float a, float b) {
   asm("div.full.f32 %0, %1, %2;" : "=f"(q) : "f"(a), "f"(b));
   return q;
 }
-// erf where ls_exp_fast is used. erff is some thirty instructions with two branches; this is a
-// dozen, relative error under 6e-6 (every float32 step from -9 to 9 and 1e-30 to 1, against erf
-// in double), far under a half type's rounding. |x| < 0.5: erf's Taylor series to x^9. Else
-// 1 - erfc(|x|), erfc as t exp(P(t) - x^2) with t = 1 / (1 + |x| / 2) and P a degree-5 fit
-// (Numerical Recipes' erfcc form, shorter). GELU at 8192x2048 in bf16 (H200,
-// tools/gpu/transformer_half_variants.cu): the forward 0.0242 -> 0.0199 ms, the backward with
-// its bias sum 0.0547 -> 0.0444.
-LS_DEV float ls_erf_fast(float x) {
-  const float z = fabsf(x), x2 = x * x;
-  float p = fmaf(x2, 0.0052239776f, -0.026866170f);
-  p = fmaf(x2, p, 0.11283792f);
-  p = fmaf(x2, p, -0.37612638f);
-  p = fmaf(x2, p, 1.1283792f);
-  const float t = ls_div_fast(1.0f, fmaf(0.5f, z, 1.0f));
-  float q = fmaf(t, 0.22880913f, -0.70923952f);
-  q = fmaf(t, q, 0.47453672f);
-  q = fmaf(t, q, 0.25442872f);
-  q = fmaf(t, q, 1.018014f);
-  q = fmaf(t, q, -1.2665414f);
-  const float erfc = t * ls_exp_fast(fmaf(-z, z, q));
-  return z < 0.5f ? x * p : copysignf(1.0f - erfc, x);
-}
 LS_DEV double ls_exp(double x) { return exp(x); }
 LS_DEV float ls_log(float x) { return logf(x); }
 LS_DEV double ls_log(double x) { return log(x); }

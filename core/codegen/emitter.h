@@ -75,8 +75,7 @@ class LoopEmitter : public OpsHandler {
   bool nan_sticky = false;  // max/min reductions keep a NaN (the C++ lanes form)
   bool memory_stores = true;  // false while re-running a node recomputed in a later loop
   // CUDA kernels whose every buffer is bf16/f16: float32 exp as ex2.approx (ls_exp_fast), as
-  // Triton's tl.exp; its error (a few float32 ulps) vanishes in the half result's rounding. erf
-  // too, as ls_erf_fast (relative error under 6e-6, a dozen instructions).
+  // Triton's tl.exp; its error (a few float32 ulps) vanishes in the half result's rounding.
   bool fast_exp = false;
   // ... and float32 division as div.full.f32 (ls_div_fast), as Triton's `/` for float32: IEEE
   // division is a subroutine of some twenty instructions, which held softmax at 16384x4096 in bf16
@@ -151,9 +150,6 @@ class LoopEmitter : public OpsHandler {
     switch (m) {
       case Math::exp:
         e = std::string(fast_exp && t == DType::f32 ? "ls_exp_fast(" : "ls_exp(") + s(0) + ")";
-        break;
-      case Math::erf:
-        e = std::string(fast_exp && t == DType::f32 ? "ls_erf_fast(" : "ls_erf(") + s(0) + ")";
         break;
       case Math::neg: e = "-" + s(0); break;
       case Math::identity: e = s(0); break;
