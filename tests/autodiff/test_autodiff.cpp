@@ -492,6 +492,68 @@ const std::map<std::string, Sample>& samples() {
   return s;
 }
 
+// The ops that only move, select or add up elements, on complex values (ops/complex_parts.h):
+// each input a float64 [.., 2] seen as complex128 (view_as_complex), each result read back as
+// its parts (view_as_real), so the finite differences run on real numbers. The gradients are the
+// ops' own derivative rules run on complex gradients.
+const std::map<std::string, Sample>& complex_samples() {
+  static const std::map<std::string, Sample> s = [] {
+    std::map<std::string, Sample> m;
+    using X = std::vector<Arg>;
+    static auto cplx = [](GraphBuilder& b, const Arg& x) { return b.call("aten.view_as_complex.default", {x}); };
+    static auto real = [](GraphBuilder& b, const Arg& x) { return b.call("aten.view_as_real.default", {x}); };
+    static auto idx = [](GraphBuilder& b, const Shape& s, const std::vector<int64_t>& v) {
+      Tensor t(DType::i64, s);
+      for (size_t i = 0; i < v.size(); ++i) t.set(static_cast<int64_t>(i), static_cast<double>(v[i]));
+      return b.constant("idx", t);
+    };
+    auto one = [](std::function<Arg(GraphBuilder&, const Arg&)> f) {
+      return Sample{{{3, 4, 2}}, {}, [f](GraphBuilder& b, const X& x) { return X{real(b, f(b, cplx(b, x[0])))}; }};
+    };
+    m["complex constant_pad_nd"] = one([](GraphBuilder& b, const Arg& z) {
+      return b.call("aten.constant_pad_nd.default", {z, ints({1, 3, -1, 0}), num(0.0)});
+    });
+    m["complex reflection_pad1d"] = one([](GraphBuilder& b, const Arg& z) { return b.call("aten.reflection_pad1d.default", {z, ints({2, 3})}); });
+    m["complex replication_pad1d"] = one([](GraphBuilder& b, const Arg& z) { return b.call("aten.replication_pad1d.default", {z, ints({3, 1})}); });
+    m["complex index_select"] = one([](GraphBuilder& b, const Arg& z) {
+      return b.call("aten.index_select.default", {z, Arg::of_int(1), idx(b, {5}, {2, 3, 0, 1, 2})});
+    });
+    m["complex index.Tensor"] = one([](GraphBuilder& b, const Arg& z) {
+      return b.call("aten.index.Tensor", {z, list({idx(b, {4}, {2, 0, 2, 1})})});
+    });
+    m["complex gather"] = one([](GraphBuilder& b, const Arg& z) {
+      return b.call("aten.gather.default", {z, Arg::of_int(1), idx(b, {3, 2}, {3, 0, 1, 1, 2, 0})});
+    });
+    m["complex flip, permute, roll, repeat"] = one([](GraphBuilder& b, const Arg& z) {
+      const Arg f = b.call("aten.flip.default", {z, ints({0, 1})});
+      const Arg p = b.call("aten.permute.default", {f, ints({1, 0})});
+      const Arg r = b.call("aten.roll.default", {p, ints({2}), ints({0})});
+      return b.call("aten.repeat.default", {r, ints({2, 1})});
+    });
+    m["complex cat, stack, expand, sum"] = one([](GraphBuilder& b, const Arg& z) {
+      const Arg e = b.call("aten.expand.default", {b.call("aten.unsqueeze.default", {z, Arg::of_int(0)}), ints({2, 3, 4})});
+      const Arg c = b.call("aten.cat.default", {list({z, b.call("aten.sum.dim_IntList", {e, ints({0})})}), Arg::of_int(1)});
+      return b.call("aten.stack.default", {list({c, c}), Arg::of_int(0)});
+    });
+    m["complex scatter, slice_scatter, select_scatter, where"] = {{{3, 4, 2}, {3, 4, 2}}, {}, [](GraphBuilder& b, const X& x) {
+      const Arg z = cplx(b, x[0]), w = cplx(b, x[1]);
+      const Arg w2 = b.call("aten.slice.Tensor", {w, Arg::of_int(1), Arg::of_int(0), Arg::of_int(2)});  // src of index's shape
+      const Arg sc = b.call("aten.scatter.src", {z, Arg::of_int(1), idx(b, {3, 2}, {3, 0, 1, 2, 0, 3}), w2});
+      const Arg sl = b.call("aten.slice_scatter.default", {sc, w2, Arg::of_int(1), Arg::of_int(1), Arg::of_int(3)});
+      const Arg se = b.call("aten.select_scatter.default", {sl, b.call("aten.select.int", {w, Arg::of_int(0), Arg::of_int(2)}), Arg::of_int(0), Arg::of_int(0)});
+      Tensor c(DType::b8, {3, 4});
+      for (int64_t i = 0; i < 12; ++i) c.set(i, i % 3 == 1);
+      return X{real(b, b.call("aten.where.self", {b.constant("cond", c), se, w}))};
+    }};
+    m["complex _to_copy from float64"] = {{{3, 4}}, {}, [](GraphBuilder& b, const X& x) {
+      const Arg z = b.call("aten._to_copy.default", {x[0]}, {{"dtype", Arg::of_string("torch.complex128")}});
+      return X{real(b, b.call("aten.constant_pad_nd.default", {z, ints({1, 1}), num(0.0)}))};
+    }};
+    return m;
+  }();
+  return s;
+}
+
 Tensor random_tensor(DType t, const Shape& s, std::mt19937_64& rng) {
   std::normal_distribution<double> nd;
   Tensor x(t, s);
@@ -535,10 +597,11 @@ class TestAutodiff : public QObject {
     QTest::addColumn<QString>("op");
     for (const OpDef& op : all_ops())  // rules, and ops differentiated through their decomposition that have a sample
       if (op.derivative || samples().count(op.name)) QTest::newRow(op.name.c_str()) << QString::fromStdString(op.name);
+    for (const auto& [name, sample] : complex_samples()) QTest::newRow(name.c_str()) << QString::fromStdString(name);
   }
   void testDerivativeMatchesFiniteDifferences() {
     QFETCH(QString, op);
-    const Sample& s = samples().at(op.toStdString());
+    const Sample& s = samples().count(op.toStdString()) ? samples().at(op.toStdString()) : complex_samples().at(op.toStdString());
     Graph g;
     GraphBuilder b(g);
     std::vector<Arg> in;
