@@ -194,6 +194,10 @@ Comparison compare(const Tensor& a, const Tensor& b, Tolerance tol) {
 Comparison fp64_rmse_check(const Comparison& elementwise, const Tensor& actual, const Tensor& eager, const Tensor& ref64) {
   Comparison c = elementwise;
   if (actual.shape() != ref64.shape() || eager.shape() != ref64.shape()) return c;
+  if (dtype_is_complex(actual.dtype()) || dtype_is_complex(eager.dtype()) || dtype_is_complex(ref64.dtype())) {
+    if (!dtype_is_complex(actual.dtype()) || !dtype_is_complex(eager.dtype()) || !dtype_is_complex(ref64.dtype())) return c;
+    return fp64_rmse_check(elementwise, actual.viewed_as_real(), eager.viewed_as_real(), ref64.viewed_as_real());  // the parts
+  }
   auto rmse = [&](const Tensor& t) {
     double sq = 0;
     int64_t n = 0;

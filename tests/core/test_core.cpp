@@ -585,8 +585,9 @@ class TestCore : public QObject {
   // Ops that only move, select or add up elements run on complex tensors in the reference
   // interpreter (ops/complex_parts.h: real and imaginary parts apart), each element copied exactly:
   // pads of the three modes, index_select, index, gather, scatter, cat, flip, roll, permute,
-  // where, _to_copy real -> complex and complex64 -> complex128, a sum; every output against
-  // values computed here from the definition (bit for bit; the sum to 1e-12).
+  // where, masked_fill (its value 2 + 0i), _to_copy real -> complex and complex64 -> complex128, a
+  // sum; every output against values computed here from the definition (bit for bit; the sum to
+  // 1e-12).
   void testComplexDataMovementOnTheReference() {
     const Graph g = import_fx_text(
         "class G(torch.nn.Module):\n"
@@ -612,7 +613,8 @@ class TestCore : public QObject {
         "        tc: \"c64[3, 4]\" = torch.ops.aten._to_copy.default(xr, dtype = torch.complex64)\n"
         "        hc: \"c128[3, 4]\" = torch.ops.aten._to_copy.default(h, dtype = torch.complex128)\n"
         "        sm: \"c128[3]\" = torch.ops.aten.sum.dim_IntList(z, [1])\n"
-        "        return (cp, rf, rc, sel, ix, ct, fl, ga, sc, rl, pc, wh, tc, hc, sm)\n");
+        "        mf: \"c128[3, 4]\" = torch.ops.aten.masked_fill.Scalar(z, cond, 2.0)\n"
+        "        return (cp, rf, rc, sel, ix, ct, fl, ga, sc, rl, pc, wh, tc, hc, sm, mf)\n");
     using cd = std::complex<double>;
     Tensor z(DType::c128, {3, 4}), xr(DType::f32, {3, 4}), cond(DType::b8, {3, 4}), h(DType::c64, {3, 4});
     auto Z = [](int64_t b, int64_t j) { return cd(std::sin(1.3 * (b * 4 + j) + 0.2), std::cos(0.7 * (b * 4 + j)) - 0.5); };
@@ -624,7 +626,7 @@ class TestCore : public QObject {
         h.set_complex(b * 4 + j, cd(0.5 * j - b, 0.125 * b + j));
       }
     const std::vector<Tensor> out = run_reference(g, {z, xr, cond, h});
-    QCOMPARE(out.size(), size_t(15));
+    QCOMPARE(out.size(), size_t(16));
     const int64_t idx[4] = {2, 3, 0, 1}, idx3[3] = {1, 2, 0};
     auto check = [](const Tensor& t, DType dt, const Shape& s, const std::function<cd(int64_t, int64_t)>& want, const char* what, double tol = 0) {
       QVERIFY2(t.dtype() == dt, what);
@@ -657,8 +659,9 @@ class TestCore : public QObject {
     check(out[12], DType::c64, {3, 4}, [&](int64_t b, int64_t j) { return cd(0.25 * static_cast<double>(b * 4 + j) - 1, 0); }, "_to_copy f32 -> c64");
     check(out[13], DType::c128, {3, 4}, [&](int64_t b, int64_t j) { return cd(0.5 * j - b, 0.125 * b + j); }, "_to_copy c64 -> c128");
     check(out[14], DType::c128, {3}, [&](int64_t b, int64_t) { return Z(b, 0) + Z(b, 1) + Z(b, 2) + Z(b, 3); }, "sum.dim_IntList", 1e-12);
+    check(out[15], DType::c128, {3, 4}, [&](int64_t b, int64_t j) { return (b + j) % 2 ? cd(2.0) : Z(b, j); }, "masked_fill.Scalar");
     // The decomposed graph (what compiles) computes the same, on the reference kernels of the ops
-    // the pads, index_select, roll and flip become.
+    // the pads, index_select, roll, flip and masked_fill (prims.where with a number) become.
     Graph prims = decompose(g, level::prims);
     const std::vector<Tensor> low = run_reference(prims, {z, xr, cond, h});
     for (size_t k = 0; k < out.size(); ++k) {
