@@ -73,6 +73,9 @@ JointGraph build_joint(const Graph& forward) {
     // A gradient in another float type than its value's (a rule's where(mask, 1.0, 0.0) is
     // float32 beside a bf16 value) is converted, as autograd's validate_outputs does.
     const DType want = g.nodes.at(node).outs.at(k).dtype;
+    // A real value's gradient is real: a complex one (a rule passing the gradient of x + z, with
+    // z complex, to the real x) keeps its real part, as autograd's handle_r_to_c does.
+    if (v.is_node() && dtype_is_float(want) && dtype_is_complex(b.meta(v).dtype)) v = b.call("aten.real.default", {v});
     if (v.is_node() && dtype_is_float(want) && b.meta(v).dtype != want && dtype_is_float(b.meta(v).dtype))
       v = b.call("prims.convert_element_type.default", {v, Arg::of_string(std::string(dtype_torch(want)))});
     Arg& slot = grads.at(node).at(k);

@@ -137,11 +137,13 @@ std::unique_ptr<LoadedCode> jit_with_objects(const std::vector<std::string>& obj
   return std::make_unique<JitCode>(std::move(*jit));
 }
 
-// Assembly text -> an ELF object, with the target's own assembler (what `clang -c file.s` runs).
+// Assembly text -> an ELF object, with the target's own assembler (what `clang -c file.s` runs),
+// set up as the target machine sets up its own (its MC options, ELF relocation relaxing and
+// exception model), so the object is the one code generation would have written.
 bool assemble(const std::string& text, const llvm::TargetMachine& tm, std::string& object, std::string& why) {
   const llvm::Target& target = tm.getTarget();
   const std::string triple = tm.getTargetTriple().str();
-  llvm::MCTargetOptions options;
+  const llvm::MCTargetOptions& options = tm.Options.MCOptions;
   std::unique_ptr<llvm::MCRegisterInfo> regs(target.createMCRegInfo(triple));
   if (!regs) return why = "no register info", false;
   std::unique_ptr<llvm::MCAsmInfo> asm_info(target.createMCAsmInfo(*regs, triple, options));
@@ -149,30 +151,32 @@ bool assemble(const std::string& text, const llvm::TargetMachine& tm, std::strin
       target.createMCSubtargetInfo(triple, tm.getTargetCPU(), tm.getTargetFeatureString()));
   std::unique_ptr<llvm::MCInstrInfo> instrs(target.createMCInstrInfo());
   if (!asm_info || !sub || !instrs) return why = "no MC description of the target", false;
+  asm_info->setRelaxELFRelocations(tm.Options.RelaxELFRelocations);
+  if (tm.Options.ExceptionModel != llvm::ExceptionHandling::None) asm_info->setExceptionsType(tm.Options.ExceptionModel);
 
-  llvm::SourceMgr sources;
+  // Every error, the parser's and the object writer's (fixups, relocations), into `messages`.
   std::string messages;
-  sources.setDiagHandler(
-      [](const llvm::SMDiagnostic& d, void* out) {
-        if (d.getKind() == llvm::SourceMgr::DK_Error) {
-          auto& s = *static_cast<std::string*>(out);
-          if (s.size() < 2000) s += std::to_string(d.getLineNo()) + ": " + d.getMessage().str() + "; ";
-        }
-      },
-      &messages);
+  auto note = [&messages](const llvm::SMDiagnostic& d) {
+    if (d.getKind() == llvm::SourceMgr::DK_Error && messages.size() < 2000)
+      messages += std::to_string(d.getLineNo()) + ": " + d.getMessage().str() + "; ";
+  };
+  llvm::SourceMgr sources;
+  sources.setDiagHandler([](const llvm::SMDiagnostic& d, void* f) { (*static_cast<decltype(note)*>(f))(d); }, &note);
   sources.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBuffer(text, "kernels.s", false), llvm::SMLoc());
   llvm::MCContext ctx(tm.getTargetTriple(), asm_info.get(), regs.get(), sub.get(), &sources, &options);
+  ctx.setDiagnosticHandler([&note](const llvm::SMDiagnostic& d, bool, const llvm::SourceMgr&, std::vector<const llvm::MDNode*>&) { note(d); });
   std::unique_ptr<llvm::MCObjectFileInfo> files(target.createMCObjectFileInfo(ctx, /*PIC=*/true));
   ctx.setObjectFileInfo(files.get());
 
   llvm::SmallString<0> buf;
   llvm::raw_svector_ostream os(buf);
-  auto* emitter = target.createMCCodeEmitter(*instrs, *regs, ctx);
-  auto* backend = target.createMCAsmBackend(*sub, *regs, options);
+  std::unique_ptr<llvm::MCCodeEmitter> emitter(target.createMCCodeEmitter(*instrs, *regs, ctx));
+  std::unique_ptr<llvm::MCAsmBackend> backend(target.createMCAsmBackend(*sub, *regs, options));
   if (!emitter || !backend) return why = "no MC code emitter", false;
+  std::unique_ptr<llvm::MCObjectWriter> writer = backend->createObjectWriter(os);
   std::unique_ptr<llvm::MCStreamer> streamer(target.createMCObjectStreamer(
-      tm.getTargetTriple(), ctx, std::unique_ptr<llvm::MCAsmBackend>(backend), backend->createObjectWriter(os),
-      std::unique_ptr<llvm::MCCodeEmitter>(emitter), *sub, false, false, false));
+      tm.getTargetTriple(), ctx, std::move(backend), std::move(writer), std::move(emitter), *sub, false, false, false));
+  if (!streamer) return why = "no object streamer for the target", false;
   std::unique_ptr<llvm::MCAsmParser> parser(llvm::createMCAsmParser(sources, ctx, *streamer, *asm_info));
   std::unique_ptr<llvm::MCTargetAsmParser> target_parser(target.createMCAsmParser(*sub, *parser, *instrs, options));
   if (!target_parser) return why = "no assembly parser for the target", false;

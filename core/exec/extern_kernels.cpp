@@ -602,17 +602,22 @@ void fftw_call(const ExternCall& c, const Tensor& x, Tensor& y, const std::vecto
     Shape hs = x.shape();  // n/2 + 1 elements along the last dimension: the input's, zeros past it
     hs[last] = N / 2 + 1;
     Tensor h(x.dtype(), hs);
+    // The imaginary parts at 0 and n/2 are zeroed: the op (ATen's CPU kernel, the reference)
+    // does not read them, and FFTW's c2r is defined for Hermitian input only.
     const Shape zs = contiguous_strides(z.shape());
     for (int64_t i = 0; i < h.numel(); ++i) {
-      int64_t rem = i, at = 0;
+      int64_t rem = i, at = 0, p_last = 0;
       bool inside = true;
       for (size_t d = hs.size(); d-- > 0;) {
         const int64_t p = rem % hs[d];
         rem /= hs[d];
         inside = inside && p < z.shape()[d];
         at += p * zs[d];
+        if (static_cast<int64_t>(d) == last) p_last = p;
       }
-      if (inside) static_cast<Cx*>(h.data())[i] = static_cast<const Cx*>(z.data())[at];
+      Cx& e = static_cast<Cx*>(h.data())[i];
+      if (inside) e = static_cast<const Cx*>(z.data())[at];
+      if (p_last == 0 || (N % 2 == 0 && p_last == N / 2)) e.imag(0);
     }
     const FftGeometry g = fft_geometry(hs, y.shape(), y.shape(), {last});
     fftw_once<R>([&] {  // a c2r overwrites its input: h is ours

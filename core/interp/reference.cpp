@@ -174,12 +174,23 @@ std::vector<Tensor> run_on_parts(const OpDef& op, const std::vector<Arg>& args, 
   }
   std::vector<Tensor> r;
   for (size_t k = 0; k < runs[0].size(); ++k) {
+    if (k < outs.size() && runs[0][k].defined() && outs[k].dtype == DType::b8 && runs[1].at(k).defined()) {
+      Tensor t = runs[0][k];  // a complex value converted to bool is z != 0: either part
+      for (int64_t i = 0, n = t.numel(); i < n; ++i)
+        if (runs[1][k].get(i) != 0) t.set(i, 1.0);
+      r.push_back(t);
+      continue;
+    }
     if (k >= outs.size() || !runs[0][k].defined() || !dtype_is_complex(outs[k].dtype)) {
       r.push_back(runs[0][k]);
       continue;
     }
-    const Tensor& re = runs[0][k];
-    const Tensor& im = runs[1].at(k);
+    // The parts in the output's real type (a kernel may answer in another), of one shape.
+    const DType part = real_dtype(outs[k].dtype);
+    const Tensor re = runs[0][k].dtype() == part ? runs[0][k] : cast(runs[0][k], part);
+    const Tensor im = runs[1].at(k).dtype() == part ? runs[1][k] : cast(runs[1][k], part);
+    if (re.shape() != im.shape())
+      throw std::logic_error("complex " + op.name + ": the real and imaginary runs of its kernel gave different shapes");
     Tensor z(outs[k].dtype, re.shape());
     Tensor parts = z.viewed_as_real();
     const size_t size = static_cast<size_t>(dtype_size(re.dtype()));

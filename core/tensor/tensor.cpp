@@ -85,6 +85,7 @@ std::complex<double> Tensor::get_complex(int64_t i) const {
 void Tensor::set_complex(int64_t i, std::complex<double> v) {
   if (dtype_ == DType::c64) reinterpret_cast<std::complex<float>*>(storage_.get())[i] = std::complex<float>(v);
   else if (dtype_ == DType::c128) reinterpret_cast<std::complex<double>*>(storage_.get())[i] = v;
+  else if (dtype_ == DType::b8) set(i, v != std::complex<double>(0.0) ? 1.0 : 0.0);  // PyTorch: z != 0
   else set(i, v.real());
 }
 

@@ -545,6 +545,12 @@ const std::map<std::string, Sample>& complex_samples() {
       for (int64_t i = 0; i < 12; ++i) c.set(i, i % 3 == 1);
       return X{real(b, b.call("aten.where.self", {b.constant("cond", c), se, w}))};
     }};
+    // A real operand of a complex sum gets the real part of its gradient (autograd's
+    // handle_r_to_c): complex, it broke the check (and a parameter's SGD step).
+    m["complex add of a real operand"] = {{{3, 4, 2}, {3, 4}}, {}, [](GraphBuilder& b, const X& x) {
+      const Arg s = b.call("aten.add.Tensor", {cplx(b, x[0]), x[1]});
+      return X{real(b, b.call("aten.flip.default", {s, ints({1})}))};
+    }};
     m["complex _to_copy from float64"] = {{{3, 4}}, {}, [](GraphBuilder& b, const X& x) {
       const Arg z = b.call("aten._to_copy.default", {x[0]}, {{"dtype", Arg::of_string("torch.complex128")}});
       return X{real(b, b.call("aten.constant_pad_nd.default", {z, ints({1, 1}), num(0.0)}))};
