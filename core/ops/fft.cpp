@@ -303,6 +303,8 @@ void add_fft_ops(std::vector<OpDef>& t) {
           ref_view_as_complex, nullptr, d_view_as_complex),
       ext("aten._conj.default", "_conj(Tensor(a) self) -> Tensor(a)", kCore, same_as<0>, ref_conj, nullptr, d_conj),
       ext("aten.conj_physical.default", "conj_physical(Tensor self) -> Tensor", kCore, same_as<0>, ref_conj, nullptr, d_conj),
+      // what torch.fft.ihfft2/ihfftn's graphs call (conj_physical's implementation op)
+      ext("aten._conj_physical.default", "_conj_physical(Tensor self) -> Tensor", kCore, same_as<0>, ref_conj, nullptr, d_conj),
       comp("aten.conj.default", "conj(Tensor(a) self) -> Tensor(a)", kAten, same_as<0>, nullptr, single<decomp_conj>),
       comp("aten.resolve_conj.default", "resolve_conj(Tensor(a) self) -> Tensor(a)", kAten, same_as<0>, nullptr,
            single<decomp_resolve_conj>),

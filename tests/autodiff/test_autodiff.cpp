@@ -474,7 +474,7 @@ const std::map<std::string, Sample>& samples() {
                                       return X{real(b, fft(b, c2c, cplx(b, x[0]), {0, 1}, 1, Arg::of_bool(true))),
                                                real(b, fft(b, c2c, cplx(b, x[0]), {1}, 2, Arg::of_bool(false)))};
                                     }};
-      for (const char* conj : {"aten._conj.default", "aten.conj_physical.default"})
+      for (const char* conj : {"aten._conj.default", "aten.conj_physical.default", "aten._conj_physical.default"})
         m[conj] = {{{2, 3, 2}, {4}}, {}, [conj](GraphBuilder& b, const X& x) {  // complex, and a real tensor as it is
                      return X{real(b, b.call(conj, {cplx(b, x[0])})), b.call(conj, {x[1]})};
                    }};
