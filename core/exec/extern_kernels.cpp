@@ -989,7 +989,7 @@ bool run_extern(const ExternCall& c, const RefInputs& in, std::vector<Tensor>& o
     if (c.op == &op::convolution_backward() && !c.args[7].b && in[1].dim() <= 4) return convolution_backward(c, in, outs), false;
     if (c.op == &op::cat()) return cat(c, in, outs), false;
   }
-  const bool f32_operands = !in.t.empty() && in.t[0].dtype() == DType::f32 && in.t[1].dtype() == DType::f32;
+  const bool f32_operands = in.t.size() >= 2 && in.t[0].dtype() == DType::f32 && in.t[1].dtype() == DType::f32;
   if (is_attention(c.op) && f32_operands && !c.args[3].is_node()) return attention_forward(c, in, outs), false;
   if (is_attention_backward(c.op) && f32_operands && !c.args[4].is_node()) return attention_backward(c, in, outs), false;
   if (index_put_rows(c, in, outs)) return false;
