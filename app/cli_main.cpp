@@ -350,6 +350,7 @@ int compile_command(int argc, char** argv) {
     throw std::invalid_argument("--at runs a dynamic inference compile at other sizes: it needs --dynamic, and no --train or --no-run");
   po.keep_program = po.keep_program || !at.empty();
   po.sass = !dump.empty();  // the SASS listing is only seen in the dumped asm stage
+  po.stage_text = !dump.empty();  // so are the stages' texts and drawings
   ls::LoadedModel model;
   if (!trace_graph.empty()) {  // one Dynamo graph of a TORCH_TRACE log
     const ls::TorchTrace t = ls::read_torch_trace(model_path);

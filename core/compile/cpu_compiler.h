@@ -27,6 +27,10 @@ struct CpuCompileOptions {
   // prelude every kernel needs: the external compiler then compiles the kernels as several
   // translation units at once, one a core, and links them into one library. Empty: one unit.
   std::vector<int> kernel_lines;
+  // The in-process path's optimized LLVM IR as text (CpuCompileResult::llvm_ir). Off where no one
+  // reads it (PipelineOptions::stage_text): printing it is a tenth of Clang's work on a large
+  // source. A cached compile without it is compiled again when it is asked for.
+  bool want_ir = true;
 };
 
 struct CpuCompileResult {

@@ -1,5 +1,7 @@
 #include "ops/print.h"
 
+#include <cstring>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -60,7 +62,63 @@ void print_call(std::ostream& os, const Graph& g, const Node& n) {
   os << ')';
 }
 
+// FNV-1a over the bytes, word by word.
+struct Hasher {
+  uint64_t h = 1469598103934665603ull;
+  void word(uint64_t v) {
+    for (int i = 0; i < 8; ++i, v >>= 8) h = (h ^ (v & 0xff)) * 1099511628211ull;
+  }
+  void text(const std::string& s) {
+    word(s.size());
+    for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  }
+  void arg(const Arg& a) {
+    word(static_cast<uint64_t>(a.kind));
+    switch (a.kind) {
+      case Arg::Kind::none: break;
+      case Arg::Kind::node: word(static_cast<uint64_t>(a.node)); break;  // names by position: hashed with the nodes
+      case Arg::Kind::integer: word(static_cast<uint64_t>(a.i)); break;
+      case Arg::Kind::real: {  // printed with 17 digits: equal text is equal bits, every NaN as "nan"
+        uint64_t bits = 0;
+        const double v = a.f != a.f ? std::numeric_limits<double>::quiet_NaN() : a.f;
+        std::memcpy(&bits, &v, sizeof bits);
+        word(bits);
+        break;
+      }
+      case Arg::Kind::boolean: word(a.b); break;
+      case Arg::Kind::string: text(a.s); break;
+      case Arg::Kind::list:
+        word(a.list.size());
+        for (const Arg& x : a.list) arg(x);
+        break;
+    }
+  }
+  void meta(const TensorMeta& m) {
+    word(static_cast<uint64_t>(m.dtype));
+    word(m.shape.size());
+    for (int64_t d : m.shape) word(static_cast<uint64_t>(d));
+  }
+};
+
 }  // namespace
+
+uint64_t print_hash(const Graph& g) {
+  Hasher h;
+  h.text(g.name);
+  for (const Node& n : g.nodes) {
+    h.text(n.name);
+    h.word(n.is_placeholder());
+    if (n.is_placeholder() || n.outs.size() == 1) h.meta(n.meta());
+    if (n.is_placeholder()) continue;
+    h.text(n.stack);
+    h.text(n.target);
+    h.word(n.args.size());
+    for (const Arg& a : n.args) h.arg(a);
+  }
+  h.word(g.tuple_output);
+  for (int o : g.outputs) h.word(static_cast<uint64_t>(o));
+  return h.h;
+}
 
 std::string print_readable(const Graph& g) {
   std::ostringstream os;

@@ -146,8 +146,10 @@ void lower(Compile& c) {
   s.name = "loop_ir";
   s.title = "Loop-level IR (before fusion)";
   s.kind = Stage::Kind::loops;
-  s.text = print_loop_program(r.loops);
-  s.dot = loop_program_to_dot(r.loops);
+  if (c.o.stage_text) {
+    s.text = print_loop_program(r.loops);
+    s.dot = loop_program_to_dot(r.loops);
+  }
   s.nodes = static_cast<int>(r.loops.nodes.size());
   c.log.add(std::move(s));
 }
@@ -174,6 +176,11 @@ void fuse(Compile& c) {
   s.name = "fused";
   s.title = "Fused kernels (after scheduling)";
   s.kind = Stage::Kind::kernels;
+  s.nodes = static_cast<int>(r.schedule.kernels.size());
+  if (!c.o.stage_text) {
+    c.log.add(std::move(s));
+    return;
+  }
   s.text = print_schedule(r.loops, r.schedule);
   if (!inlined.empty()) {
     s.text += "\n# Inlined (recomputed by their readers instead of stored)\n";
@@ -194,7 +201,6 @@ void fuse(Compile& c) {
   }
   s.dot = schedule_to_dot(r.loops, r.schedule);
   if (r.loops.nodes.size() <= kClusteredScheduleNodes) s.dot_simple = schedule_kernels_to_dot(r.loops, r.schedule);
-  s.nodes = static_cast<int>(r.schedule.kernels.size());
   c.log.add(std::move(s));
 }
 
@@ -234,7 +240,7 @@ void record_source(Compile& c, double source_ms, double dynamic_ms) {
   s.name = "source";
   s.title = c.backend.source_title();
   s.kind = Stage::Kind::source;
-  s.text = c.r.source.code;
+  if (c.o.stage_text) s.text = c.r.source.code;
   s.nodes = static_cast<int>(c.r.source.kernels.size());
   c.log.add(std::move(s));
   if (!c.o.dynamic) return;
@@ -294,8 +300,8 @@ void run(Compile& c) {
 
 // A failed compile keeps every stage it reached: the node it failed at is marked on the last graph
 // drawn that has it, and the stages it did not reach say why.
-void record_failure(CompileResult& r, bool train) {
-  if (!r.error_node.empty())
+void record_failure(CompileResult& r, bool train, bool stage_text) {
+  if (!r.error_node.empty() && stage_text)
     for (auto s = r.stages.rbegin(); s != r.stages.rend(); ++s) {
       const Graph* g = s->kind == Stage::Kind::graph ? stage_graph(r, s->name) : nullptr;
       if (!g || g->find(r.error_node) < 0) continue;
@@ -321,6 +327,7 @@ void record_failure(CompileResult& r, bool train) {
 void run_stages(CompileResult& r, const PipelineOptions& o, Backend& backend, const std::function<bool()>& cancelled) {
   StageLog log(r, cancelled);
   log.recording = o.record;
+  log.text = o.stage_text;
   Compile c{o, r, log, backend, BackendJob{o, r, log, nullptr, {}, front_half}};
   const auto t_compile = Clock::now();
   const size_t phases_from = phase_mark();
@@ -398,7 +405,7 @@ CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const st
   }
   if (r.error.empty()) run_stages(r, o, *backend, cancelled);
   backend->finish(r);
-  if (!r.error.empty() && o.record) record_failure(r, o.train);
+  if (!r.error.empty() && o.record) record_failure(r, o.train, o.stage_text);
   return r;
 }
 

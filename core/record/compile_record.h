@@ -142,6 +142,11 @@ struct PipelineOptions {
   // Internal (dynamic shapes' sample runs): stop once the code is generated, and record no stage text.
   bool stop_after_source = false;
   bool record = true;
+  // Each stage rendered as text and as a drawing (print_readable, Graphviz, the loop IR, the
+  // optimized LLVM IR). Off: the stages keep their names, times, node counts, op histograms and
+  // whether they changed, and their text and drawings stay empty; the CLI asks for them only when it
+  // writes them (--dump). A chain of 20,000 nodes renders some 60 MB of text, a sixth of its compile.
+  bool stage_text = true;
   // Called (on the compiling thread) once the captured graph is recorded, with the record so far:
   // the GUI draws the model while the rest compiles.
   std::function<void(const CompileResult&)> on_capture;

@@ -3,6 +3,7 @@
 // also where a cancelled compile stops (between stages).
 #pragma once
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <string>
 
@@ -37,11 +38,13 @@ class StageLog {
 
   std::string current;
   double last_ms = 0;
-  bool recording = true;  // false: stages are not rendered as text and dot (dynamic shapes' sample runs)
+  bool recording = true;  // false: stages are not recorded (dynamic shapes' sample runs)
+  bool text = true;       // false: stages are recorded without text and dot (PipelineOptions::stage_text)
 
  private:
   CompileResult& r_;
   std::function<bool()> cancelled_;
+  uint64_t last_print_hash_ = 0;  // the last graph stage's print_hash, where text is off
 };
 
 }  // namespace ls

@@ -281,6 +281,73 @@ class TestCore : public QObject {
     }
   }
 
+  // PipelineOptions::stage_text off (the CLI without --dump): every stage is still recorded, in
+  // the same order with the same node counts and the same verdict on whether it changed its graph
+  // (told by print_hash instead of by comparing texts), and the compile runs and checks as before;
+  // only the texts and drawings are left out. The reference is the same compile with text on.
+  void testStageTextOffKeepsTheRecord_data() {
+    QTest::addColumn<QString>("model");
+    QTest::addColumn<bool>("train");
+    QTest::addColumn<bool>("someUnchanged");  // an ATen graph: the aten stage leaves it as it was
+    QTest::newRow("mlp") << "models/mlp" << false << true;
+    QTest::newRow("mlp train") << "models/mlp" << true << true;
+    QTest::newRow("sincos train") << "sincos" << true << false;
+  }
+  void testStageTextOffKeepsTheRecord() {
+    QFETCH(QString, model);
+    QFETCH(bool, train);
+    QFETCH(bool, someUnchanged);
+    PipelineOptions o;
+    o.train = train;
+    const CompileResult on = run_pipeline(load_model(data(model.toStdString())), o);
+    o.stage_text = false;
+    const CompileResult off = run_pipeline(load_model(data(model.toStdString())), o);
+    QVERIFY2(on.error.empty() && off.error.empty(), (on.error + off.error).c_str());
+    QVERIFY(on.check.ok && off.check.ok);
+    QCOMPARE(off.stages.size(), on.stages.size());
+    int unchanged = 0;
+    for (size_t i = 0; i < on.stages.size(); ++i) {
+      const Stage &a = on.stages[i], &b = off.stages[i];
+      QCOMPARE(b.name, a.name);
+      QCOMPARE(b.nodes, a.nodes);
+      QCOMPARE(b.ops, a.ops);
+      QVERIFY2(b.changed == a.changed, a.name.c_str());
+      unchanged += !a.changed;
+      if (a.kind == Stage::Kind::run) continue;  // its table is still written
+      QVERIFY2(!a.text.empty() && b.text.empty() && b.dot.empty() && b.dot_simple.empty(), a.name.c_str());
+    }
+    QCOMPARE(unchanged > 0, someUnchanged);  // the verdict was tested both ways
+    QCOMPARE(off.kernels.size(), on.kernels.size());
+  }
+
+  // print_hash agrees with print_readable: graphs that print the same text hash the same, and a
+  // one-constant change, a renamed node or another shape changes the hash.
+  void testPrintHashFollowsTheText() {
+    const CompileResult r = run_pipeline(load_model(data("sincos")));
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    const std::vector<const Graph*> gs = {&r.model.graph, &r.aten, &r.core_aten, &r.prims};
+    for (const Graph* a : gs)
+      for (const Graph* b : gs)
+        QCOMPARE(print_hash(*a) == print_hash(*b), print_readable(*a) == print_readable(*b));
+    Graph g = r.core_aten;
+    const uint64_t h = print_hash(g);
+    Graph renamed = g, reshaped = g, constant = g;
+    renamed.nodes.back().name += "_x";
+    reshaped.nodes.front().outs[0].shape.push_back(1);
+    bool found = false;
+    for (Node& n : constant.nodes)
+      for (Arg& a : n.args)
+        if (!found && a.kind == Arg::Kind::real) a.f = std::nextafter(a.f, 1e300), found = true;
+    for (const Graph* m : {&renamed, &reshaped}) {
+      QVERIFY(print_readable(*m) != print_readable(g));
+      QVERIFY(print_hash(*m) != h);
+    }
+    if (found) {
+      QVERIFY(print_readable(constant) != print_readable(g));
+      QVERIFY(print_hash(constant) != h);
+    }
+  }
+
   void testMalformedText() {
     QFETCH(QString, text);
     QFETCH(QString, message);

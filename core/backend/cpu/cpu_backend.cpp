@@ -101,6 +101,7 @@ class CpuBackend final : public Backend {
     CompileResult& r = job.r;
     CpuCompileOptions co;
     co.external = o.external_compiler;
+    co.want_ir = o.stage_text;
     for (const GeneratedKernel& k : r.source.kernels)
       if (!k.launcher.empty()) co.kernel_lines.push_back(k.first_line);
     CpuCompileResult compiled = compile_cpp(r.source.code, co);
@@ -112,9 +113,11 @@ class CpuBackend final : public Backend {
     s.name = "asm";
     s.title = "Machine code (x86 assembly, LLVM IR)";
     s.kind = Stage::Kind::assembly;
-    s.text = compiled.assembly.empty()
+    if (o.stage_text)
+      s.text = compiled.assembly.empty()
                  ? "; compiled by " + compiled.compiler + ": the assembly is shown for the in-process Clang path only\n"
-                 : compiled.assembly + "\n\n; ---- optimized LLVM IR ----\n" + compiled.llvm_ir;
+             : compiled.llvm_ir.empty() ? compiled.assembly
+                                        : compiled.assembly + "\n\n; ---- optimized LLVM IR ----\n" + compiled.llvm_ir;
     s.nodes = static_cast<int>(r.source.kernels.size());
     job.log.last_ms = compiled.ms;
     job.log.add(std::move(s));
