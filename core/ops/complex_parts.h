@@ -14,6 +14,8 @@
 
 namespace ls::op {
 
+// Whether the op is one of them: its entry sets OpDef::by_parts (rule_helpers.h's by_parts(), in
+// the family files; the reductions' mean does not, as infer_reduction refuses a complex mean).
 bool acts_on_parts(const OpDef& op);
 
 // Whether argument `i` of such an op carries values (split into parts), as opposed to indices, a

@@ -81,6 +81,11 @@ struct OpDef {
   DecompFn decompose = nullptr;  // towards ops of a lower level; nullptr: none
   ViewFn view = nullptr;
   DerivFn derivative = nullptr;  // reverse mode; nullptr: differentiated through `decompose`, if any
+  // On complex values the reference interpreter runs the op's real kernel on the real parts, then
+  // on the imaginary parts, and joins them (ops/complex_parts.h). Set only where every output
+  // element is an input element, a sum of them, or a number of the call, so the op is linear in its
+  // values: op(x) = op(re x) + i op(im x). rule_helpers.h's by_parts() sets it in the family lists.
+  bool by_parts = false;
   std::vector<Param> params;     // parsed from schema
   int num_outputs = 1;
 

@@ -1009,7 +1009,7 @@ void add_pointwise_ops(std::vector<OpDef>& t) {
       pointwise_aten("aten.eq.Tensor", "eq.Tensor(Tensor self, Tensor other) -> Tensor", Math::eq),
       pointwise_aten("aten.ge.Tensor", "ge.Tensor(Tensor self, Tensor other) -> Tensor", Math::ge),
       pointwise_aten("aten.ne.Scalar", "ne.Scalar(Tensor self, Scalar other) -> Tensor", Math::ne),
-      pointwise_aten("aten.where.self", "where.self(Tensor condition, Tensor self, Tensor other) -> Tensor", Math::where, d_where),
+      by_parts(pointwise_aten("aten.where.self", "where.self(Tensor condition, Tensor self, Tensor other) -> Tensor", Math::where, d_where)),
       // Rounding and sign (integers unchanged), float functions (INT_TO_FLOAT), predicates (bool)
       unary_aten("floor", Math::floor, d_zero), unary_aten("ceil", Math::ceil, d_zero), unary_aten("round", Math::round, d_zero),
       comp("aten.round.decimals", "round.decimals(Tensor self, *, int decimals) -> Tensor", kAten, infer_round_decimals,
@@ -1087,8 +1087,8 @@ void add_pointwise_ops(std::vector<OpDef>& t) {
       binary_prim("div", Math::div), binary_prim("pow", Math::pow), binary_prim("maximum", Math::maximum),
       binary_prim("minimum", Math::minimum), binary_prim("lt", Math::lt), binary_prim("le", Math::le),
       binary_prim("gt", Math::gt), binary_prim("ge", Math::ge), binary_prim("eq", Math::eq), binary_prim("ne", Math::ne),
-      {.name = "prims.where.default", .schema = "where(Tensor pred, Tensor a, Tensor b) -> Tensor",
-       .kind = OpKind::pointwise, .levels = kPrims, .math = Math::where},
+      by_parts({.name = "prims.where.default", .schema = "where(Tensor pred, Tensor a, Tensor b) -> Tensor",
+                .kind = OpKind::pointwise, .levels = kPrims, .math = Math::where}),
       // prims of the ops above (isnan, isinf and the logical ops decompose into ne, eq and the bitwise prims)
       unary_prim("floor", Math::floor), unary_prim("ceil", Math::ceil), unary_prim("round", Math::round),
       unary_prim("trunc", Math::trunc), unary_prim("sign", Math::sign),
@@ -1148,15 +1148,15 @@ void add_pointwise_ops(std::vector<OpDef>& t) {
            decomp_floor_divide),
       comp("aten.min.other", "min.other(Tensor self, Tensor other) -> Tensor", kAten, infer_by_decomp, nullptr, decomp_alias<kMinimum>),
       comp("aten.max.other", "max.other(Tensor self, Tensor other) -> Tensor", kAten, infer_by_decomp, nullptr, decomp_alias<kMaximum>),
-      comp("aten.where.ScalarOther", "where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor", kAten, infer_by_decomp,
-           nullptr, decomp_where_scalar),
-      comp("aten.where.ScalarSelf", "where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor", kAten, infer_by_decomp,
-           nullptr, decomp_where_scalar),
+      by_parts(comp("aten.where.ScalarOther", "where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor", kAten, infer_by_decomp,
+                    nullptr, decomp_where_scalar)),
+      by_parts(comp("aten.where.ScalarSelf", "where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor", kAten, infer_by_decomp,
+                    nullptr, decomp_where_scalar)),
       comp("aten.numpy_T.default", "numpy_T(Tensor(a) self) -> Tensor(a)", kAten, infer_by_decomp, nullptr, decomp_numpy_t),
-      comp("aten.masked_fill.Scalar", "masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor", kAten, infer_by_decomp,
-           nullptr, decomp_masked_fill),
-      comp("aten.masked_fill.Tensor", "masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor", kAten, infer_by_decomp,
-           nullptr, decomp_masked_fill),
+      by_parts(comp("aten.masked_fill.Scalar", "masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor", kAten, infer_by_decomp,
+                    nullptr, decomp_masked_fill)),
+      by_parts(comp("aten.masked_fill.Tensor", "masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor", kAten, infer_by_decomp,
+                    nullptr, decomp_masked_fill)),
   };
   t.insert(t.end(), ops.begin(), ops.end());
 }

@@ -733,11 +733,12 @@ OpDef with_infer(OpDef o, InferFn infer) {
 void add_reduction_ops(std::vector<OpDef>& t) {
   const std::vector<OpDef> ops = {
       // ATen
-      summing(reduction_op("aten.sum.default", "sum(Tensor self, *, ScalarType? dtype=None) -> Tensor", Reduce::sum, kAten, d_sum,
-                           single<decomp_sum_default>)),
-      summing(reduction_op("aten.sum.dim_IntList",
-                           "sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
-                           Reduce::sum, kCore, d_sum, single<decomp_sum>)),
+      by_parts(summing(reduction_op("aten.sum.default", "sum(Tensor self, *, ScalarType? dtype=None) -> Tensor", Reduce::sum, kAten, d_sum,
+                                    single<decomp_sum_default>))),
+      by_parts(summing(reduction_op("aten.sum.dim_IntList",
+                                    "sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+                                    Reduce::sum, kCore, d_sum, single<decomp_sum>))),
+      // Not by_parts, though linear: infer_reduction refuses a complex mean (a floating point input only).
       reduction_op("aten.mean.default", "mean(Tensor self, *, ScalarType? dtype=None) -> Tensor", Reduce::mean, kCore, d_mean),
       reduction_op("aten.mean.dim",
                    "mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
@@ -785,8 +786,8 @@ void add_reduction_ops(std::vector<OpDef>& t) {
       comp("aten._weight_norm_interface.default", "_weight_norm_interface(Tensor v, Tensor g, int dim=0) -> (Tensor, Tensor)", kAten,
            infer_by_decomp, ref_weight_norm, decomp_weight_norm_interface),
       // prims
-      reduction_op("prims.sum.default", "sum(Tensor inp, int[]? dims, *, ScalarType? output_dtype=None) -> Tensor",
-                   Reduce::sum, kPrims, nullptr, nullptr),
+      by_parts(reduction_op("prims.sum.default", "sum(Tensor inp, int[]? dims, *, ScalarType? output_dtype=None) -> Tensor",
+                            Reduce::sum, kPrims, nullptr, nullptr)),
       reduction_op("prims.amax.default", "amax(Tensor inp, int[]? dims) -> Tensor", Reduce::max, kPrims, nullptr, nullptr),
       reduction_op("prims.amin.default", "amin(Tensor inp, int[]? dims) -> Tensor", Reduce::min, kPrims, nullptr, nullptr),
       comp("prims.var.default", "var(Tensor inp, int[]? dims, float? correction=1, *, ScalarType? output_dtype=None) -> Tensor", kPrims,

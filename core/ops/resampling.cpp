@@ -1184,9 +1184,13 @@ Arg decomp_pad_modes(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a
 // Entries
 // ---------------------------------------------------------------------------------------------
 
-OpDef pad_op(const char* name, const char* schema, unsigned lv) { return comp(name, schema, lv, infer_pad, ref_pad, single<decomp_pad>, d_pad); }
+// The reflection and replication pads and their backward ops: each element a copy or a sum of
+// input elements, so they act on complex parts.
+OpDef pad_op(const char* name, const char* schema, unsigned lv) {
+  return by_parts(comp(name, schema, lv, infer_pad, ref_pad, single<decomp_pad>, d_pad));
+}
 OpDef pad_backward_op(const char* name, const char* schema) {
-  return comp(name, schema, kAten, infer_pad_backward, ref_pad_backward, single<decomp_pad_backward>);
+  return by_parts(comp(name, schema, kAten, infer_pad_backward, ref_pad_backward, single<decomp_pad_backward>));
 }
 
 // Shape and dtype of the export-level pad through its decomposition.
@@ -1203,8 +1207,8 @@ std::vector<TensorMeta> infer_pad_modes(const Graph& g, const OpDef& op, const s
 
 void add_resampling_ops(std::vector<OpDef>& t) {
   const std::vector<OpDef> ops = {
-      comp("aten.constant_pad_nd.default", "constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor", kCore,
-           infer_constant_pad, ref_constant_pad, single<decomp_constant_pad>, d_constant_pad),
+      by_parts(comp("aten.constant_pad_nd.default", "constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor", kCore,
+                    infer_constant_pad, ref_constant_pad, single<decomp_constant_pad>, d_constant_pad)),
       pad_op("aten.reflection_pad1d.default", "reflection_pad1d(Tensor self, SymInt[2] padding) -> Tensor", kCore),
       pad_op("aten.reflection_pad2d.default", "reflection_pad2d(Tensor self, SymInt[4] padding) -> Tensor", kCore),
       pad_op("aten.reflection_pad3d.default", "reflection_pad3d(Tensor self, SymInt[6] padding) -> Tensor", kCore),
@@ -1257,8 +1261,8 @@ void add_resampling_ops(std::vector<OpDef>& t) {
           kCore, infer_col2im, ref_col2im, nullptr, d_col2im),
       comp("aten.im2col.default", "im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor",
            kAten, infer_im2col, ref_im2col, single<decomp_im2col>, d_im2col),
-      comp("aten.pad.default", "pad(Tensor self, SymInt[] pad, str mode=\"constant\", float? value=None) -> Tensor", kAten,
-           infer_pad_modes, nullptr, single<decomp_pad_modes>),
+      by_parts(comp("aten.pad.default", "pad(Tensor self, SymInt[] pad, str mode=\"constant\", float? value=None) -> Tensor", kAten,
+                    infer_pad_modes, nullptr, single<decomp_pad_modes>)),
   };
   t.insert(t.end(), ops.begin(), ops.end());
 }

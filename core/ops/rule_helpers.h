@@ -57,6 +57,13 @@ inline OpDef comp(const char* name, const char* schema, unsigned lv, InferFn inf
           .decompose = d, .derivative = der};
 }
 
+// The entry with OpDef::by_parts set: on complex values its real kernel runs on the real and
+// imaginary parts apart (ops/complex_parts.h says which ops qualify).
+inline OpDef by_parts(OpDef o) {
+  o.by_parts = true;
+  return o;
+}
+
 // A single-output decomposition adapted to the table's one-value-per-output form.
 template <Arg (*F)(GraphBuilder&, const OpDef&, const std::vector<Arg>&)>
 std::vector<Arg> single(GraphBuilder& b, const OpDef& op, const std::vector<Arg>& a) {

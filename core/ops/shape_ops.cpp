@@ -311,23 +311,23 @@ Arg decomp_stack(GraphBuilder& b, const OpDef&, const std::vector<Arg>& a) {
 
 void add_shape_ops(std::vector<OpDef>& t) {
   const std::vector<OpDef> ops = {
-      comp("aten.stack.default", "stack(Tensor[] tensors, int dim=0) -> Tensor", kAten, infer_stack, nullptr, single<decomp_stack>),
-      comp("aten.split.Tensor", "split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]", kAten, infer_split,
-           ref_split, decomp_split, d_split),
-      comp("aten.split_with_sizes.default", "split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]",
-           kCore, infer_split, ref_split, decomp_split, d_split),
+      by_parts(comp("aten.stack.default", "stack(Tensor[] tensors, int dim=0) -> Tensor", kAten, infer_stack, nullptr, single<decomp_stack>)),
+      by_parts(comp("aten.split.Tensor", "split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]", kAten, infer_split,
+                    ref_split, decomp_split, d_split)),
+      by_parts(comp("aten.split_with_sizes.default", "split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]",
+                    kCore, infer_split, ref_split, decomp_split, d_split)),
       comp("aten.unbind.int", "unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]", kAten, infer_by_decomp, nullptr,
            decomp_unbind),
       comp("aten.chunk.default", "chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]", kAten, infer_by_decomp, nullptr,
            decomp_chunk),
-      ext("aten.cat.default", "cat(Tensor[] tensors, int dim=0) -> Tensor", kCore, infer_cat, ref_cat, nullptr, d_cat),
+      by_parts(ext("aten.cat.default", "cat(Tensor[] tensors, int dim=0) -> Tensor", kCore, infer_cat, ref_cat, nullptr, d_cat)),
       comp("aten.broadcast_tensors.default", "broadcast_tensors(Tensor[] tensors) -> Tensor[]", kAten, infer_broadcast_tensors,
            ref_broadcast_tensors, decomp_broadcast_tensors),
-      ext("aten.embedding.default",
-          "embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor",
-          kCore, infer_embedding, ref_embedding, nullptr, d_embedding),
-      ext("aten.gather.default", "gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor", kCore, infer_gather,
-          ref_gather, nullptr, d_gather),
+      by_parts(ext("aten.embedding.default",
+                   "embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor",
+                   kCore, infer_embedding, ref_embedding, nullptr, d_embedding)),
+      by_parts(ext("aten.gather.default", "gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor", kCore, infer_gather,
+                   ref_gather, nullptr, d_gather)),
   };
   t.insert(t.end(), ops.begin(), ops.end());
 }
