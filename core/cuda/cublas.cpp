@@ -1,8 +1,5 @@
 #include "cuda/cublas.h"
 
-#include <dlfcn.h>
-#include <link.h>
-
 #include <cstdlib>
 #include <cstring>
 #include <iomanip>
@@ -15,28 +12,14 @@
 #include <stdexcept>
 #include <vector>
 
+#include "cuda/dl_library.h"
+
 namespace ls {
 namespace {
 
-// The first of the toolkit's library `base` (libcublas, libcublasLt) that loads: the CMake-found
-// toolkit's, then CUDA 13's, 12's, any, /usr/local/cuda's. `which` gets the file's name.
-void* open_cuda_library(const std::string& base, std::string* which = nullptr) {
-  const std::vector<std::string> names = {
-#ifdef LOWERSCOPE_CUDA_LIB
-      std::string(LOWERSCOPE_CUDA_LIB) + "/" + base + ".so",
-#endif
-      base + ".so.13", base + ".so.12", base + ".so", "/usr/local/cuda/lib64/" + base + ".so"};
-  for (const auto& n : names)
-    if (void* lib = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL)) {
-      if (which) {
-        *which = n;
-        link_map* m = nullptr;  // the file the loader found, as a path
-        if (dlinfo(lib, RTLD_DI_LINKMAP, &m) == 0 && m && m->l_name && *m->l_name) *which = m->l_name;
-      }
-      return lib;
-    }
-  return nullptr;
-}
+// The toolkit's library `base` (libcublas, libcublasLt): the CMake-found toolkit's, then CUDA 13's,
+// 12's, any, /usr/local/cuda's.
+std::vector<DlCandidate> cublas_candidates(const std::string& base) { return cuda_library_candidates(base, {"13", "12"}); }
 
 }  // namespace
 
@@ -53,17 +36,18 @@ Cublas* Cublas::get(std::string* why) {
       error = reason;
     } else {
       auto b = std::make_unique<Cublas>();
-      b->lib_ = open_cuda_library("libcublas", &b->library);
+      b->lib_ = open_first_library(cublas_candidates("libcublas"), &b->library);
       if (!b->lib_) {
         error = "cuBLAS (libcublas.so) was not found";
       } else {
-        b->create_ = reinterpret_cast<decltype(b->create_)>(dlsym(b->lib_, "cublasCreate_v2"));
-        b->gemm_ = reinterpret_cast<decltype(b->gemm_)>(dlsym(b->lib_, "cublasSgemmStridedBatched"));
-        b->set_stream_ = reinterpret_cast<decltype(b->set_stream_)>(dlsym(b->lib_, "cublasSetStream_v2"));
-        b->set_math_mode_ = reinterpret_cast<decltype(b->set_math_mode_)>(dlsym(b->lib_, "cublasSetMathMode"));
+        DlSymbols s(b->lib_, "cuBLAS (" + b->library + ")");
+        s.need(b->create_, "cublasCreate_v2");
+        s.need(b->gemm_, "cublasSgemmStridedBatched");
+        s.optional(b->set_stream_, "cublasSetStream_v2");  // without it, the default stream
+        s.optional(b->set_math_mode_, "cublasSetMathMode");
         const char* tf32 = std::getenv("LS_ALLOW_TF32");
         b->allow_tf32 = tf32 && *tf32 && std::string(tf32) != "0";
-        if (!b->create_ || !b->gemm_) error = "cuBLAS lacks cublasCreate_v2 or cublasSgemmStridedBatched";
+        if (!s.ok()) error = s.error();
         else if (int r = b->create_(&b->handle_); r != 0) error = "cublasCreate failed (status " + std::to_string(r) + ")";
         else {
           b->generation_ = CudaDriver::get()->generation();
@@ -214,15 +198,19 @@ Cublas::Lt* Cublas::lt() {
   if (lt_tried_) return lt_.get();
   lt_tried_ = true;
   auto lt = std::make_shared<Lt>();
-  if (!(lt->lib = open_cuda_library("libcublasLt"))) return nullptr;
-  auto sym = [&](auto& f, const char* name) { f = reinterpret_cast<std::remove_reference_t<decltype(f)>>(dlsym(lt->lib, name)); return f != nullptr; };
-  if (!sym(lt->create, "cublasLtCreate") || !sym(lt->desc_create, "cublasLtMatmulDescCreate") ||
-      !sym(lt->desc_set, "cublasLtMatmulDescSetAttribute") || !sym(lt->layout_create, "cublasLtMatrixLayoutCreate") ||
-      !sym(lt->layout_set, "cublasLtMatrixLayoutSetAttribute") || !sym(lt->pref_create, "cublasLtMatmulPreferenceCreate") ||
-      !sym(lt->pref_set, "cublasLtMatmulPreferenceSetAttribute") || !sym(lt->heuristic, "cublasLtMatmulAlgoGetHeuristic") ||
-      !sym(lt->matmul, "cublasLtMatmul"))
-    return nullptr;
-  sym(lt->config_get, "cublasLtMatmulAlgoConfigGetAttribute");  // only for the algorithms' descriptions
+  if (!(lt->lib = open_first_library(cublas_candidates("libcublasLt")))) return nullptr;
+  DlSymbols s(lt->lib, "cuBLASLt");  // without it (or any entry point), products go through cublasSgemm*
+  s.need(lt->create, "cublasLtCreate");
+  s.need(lt->desc_create, "cublasLtMatmulDescCreate");
+  s.need(lt->desc_set, "cublasLtMatmulDescSetAttribute");
+  s.need(lt->layout_create, "cublasLtMatrixLayoutCreate");
+  s.need(lt->layout_set, "cublasLtMatrixLayoutSetAttribute");
+  s.need(lt->pref_create, "cublasLtMatmulPreferenceCreate");
+  s.need(lt->pref_set, "cublasLtMatmulPreferenceSetAttribute");
+  s.need(lt->heuristic, "cublasLtMatmulAlgoGetHeuristic");
+  s.need(lt->matmul, "cublasLtMatmul");
+  if (!s.ok()) return nullptr;
+  s.optional(lt->config_get, "cublasLtMatmulAlgoConfigGetAttribute");  // only for the algorithms' descriptions
   const uint64_t ws = Lt::kWorkspace;
   if (lt->create(&lt->handle) != 0 || lt->pref_create(&lt->pref) != 0 ||
       lt->pref_set(lt->pref, Lt::kPrefMaxWorkspace, &ws, sizeof ws) != 0)

@@ -1,8 +1,5 @@
 #include "cuda/cudnn.h"
 
-#include <dlfcn.h>
-#include <link.h>
-
 #include <algorithm>
 #include <array>
 #include <cstdlib>
@@ -10,10 +7,10 @@
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
-#include <type_traits>
 #include <vector>
 
 #include "cuda/cudnn_api.h"
+#include "cuda/dl_library.h"
 
 namespace ls {
 namespace {
@@ -44,29 +41,24 @@ std::vector<std::string> python_cudnn_dirs() {
 // LS_CUDNN_LIBRARY, the toolkit CMake found, the loader's path, /usr/local/cuda, Debian's folder,
 // or a Python environment's PyTorch. From a folder off the loader's path, its sub-libraries are
 // loaded first (globally, as PyTorch preloads them), so that the shim finds them by name.
-void* open_cudnn(std::string* which) {
-  std::vector<std::pair<std::string, std::string>> names;  // (file, its folder where off the loader's path)
-  if (const char* p = std::getenv("LS_CUDNN_LIBRARY"); p && *p)
-    names.emplace_back(p, std::filesystem::path(p).parent_path().string());
-#ifdef LOWERSCOPE_CUDA_LIB
-  names.emplace_back(std::string(LOWERSCOPE_CUDA_LIB) + "/libcudnn.so.9", "");
-#endif
-  for (const char* n : {"libcudnn.so.9", "libcudnn.so", "/usr/local/cuda/lib64/libcudnn.so.9", "/usr/lib/x86_64-linux-gnu/libcudnn.so.9"})
-    names.emplace_back(n, "");
-  for (const std::string& d : python_cudnn_dirs()) names.emplace_back(d + "/libcudnn.so.9", d);
-  for (const auto& [file, folder] : names) {
+std::vector<DlCandidate> cudnn_candidates() {
+  std::vector<DlCandidate> names;
+  auto with_subs = [](const std::string& file, const std::string& folder) {
+    DlCandidate c{file};
     if (!folder.empty())
       for (const char* sub : {"libcudnn_graph.so.9", "libcudnn_engines_precompiled.so.9", "libcudnn_engines_runtime_compiled.so.9",
                               "libcudnn_heuristic.so.9", "libcudnn_ops.so.9", "libcudnn_cnn.so.9", "libcudnn_adv.so.9"})
-        dlopen((folder + "/" + sub).c_str(), RTLD_NOW | RTLD_GLOBAL);  // absent ones are the shim's to report
-    if (void* lib = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL)) {
-      *which = file;
-      link_map* m = nullptr;
-      if (dlinfo(lib, RTLD_DI_LINKMAP, &m) == 0 && m && m->l_name && *m->l_name) *which = m->l_name;
-      return lib;
-    }
-  }
-  return nullptr;
+        c.preload.push_back(folder + "/" + sub);
+    return c;
+  };
+  if (const char* p = std::getenv("LS_CUDNN_LIBRARY"); p && *p) names.push_back(with_subs(p, std::filesystem::path(p).parent_path().string()));
+#ifdef LOWERSCOPE_CUDA_LIB
+  names.push_back({std::string(LOWERSCOPE_CUDA_LIB) + "/libcudnn.so.9"});
+#endif
+  for (const char* n : {"libcudnn.so.9", "libcudnn.so", "/usr/local/cuda/lib64/libcudnn.so.9", "/usr/lib/x86_64-linux-gnu/libcudnn.so.9"})
+    names.push_back({n});
+  for (const std::string& d : python_cudnn_dirs()) names.push_back(with_subs(d + "/libcudnn.so.9", d));
+  return names;
 }
 
 int data_type(DType t) {
@@ -119,18 +111,12 @@ Cudnn* Cudnn::get(std::string* why) {
       auto d = std::make_unique<Cudnn>();
       d->api_ = std::make_unique<Api>();
       Api& a = *d->api_;
-      a.lib = open_cudnn(&d->library);
+      a.lib = open_first_library(cudnn_candidates(), &d->library);
       if (!a.lib) {
         error = "cuDNN (libcudnn.so.9) was found neither on the loader's path, nor in /usr/local/cuda, nor in a Python environment's PyTorch (LS_CUDNN_LIBRARY names the file)";
       } else {
-        bool all = true;
-        auto sym = [&](auto& f, const char* name) {
-          f = reinterpret_cast<std::remove_reference_t<decltype(f)>>(dlsym(a.lib, name));
-          if (!f) {
-            all = false;
-            if (error.empty()) error = "cuDNN (" + d->library + ") lacks " + name;
-          }
-        };
+        DlSymbols s(a.lib, "cuDNN (" + d->library + ")");
+        auto sym = [&](auto& f, const char* name) { s.need(f, name); };
         sym(a.create, "cudnnCreate");
         sym(a.set_stream, "cudnnSetStream");
         sym(a.get_version, "cudnnGetVersion");
@@ -153,7 +139,7 @@ Cudnn* Cudnn::get(std::string* why) {
         sym(a.fwd, "cudnnConvolutionForward");
         sym(a.bwd_data, "cudnnConvolutionBackwardData");
         sym(a.bwd_filter, "cudnnConvolutionBackwardFilter");
-        auto optional = [&](auto& f, const char* name) { f = reinterpret_cast<std::remove_reference_t<decltype(f)>>(dlsym(a.lib, name)); };
+        auto optional = [&](auto& f, const char* name) { s.optional(f, name); };
         optional(a.b_create, "cudnnBackendCreateDescriptor");
         optional(a.b_destroy, "cudnnBackendDestroyDescriptor");
         optional(a.b_finalize, "cudnnBackendFinalize");
@@ -163,7 +149,8 @@ Cudnn* Cudnn::get(std::string* why) {
         if (const char* e = std::getenv("LS_CUDNN_LEGACY"); e && std::string(e) == "1") a.b_create = nullptr;
         const char* tf32 = std::getenv("LS_ALLOW_TF32");
         d->allow_tf32 = tf32 && *tf32 && std::string(tf32) != "0";
-        if (all) {
+        if (!s.ok()) error = s.error();
+        else {
           d->version = static_cast<int>(a.get_version());
           if (d->version < 8000) error = "cuDNN " + std::to_string(d->version) + " is older than 8";
           else if (const int r = a.create(&d->handle_); r != 0) error = "cudnnCreate failed: " + a.error(r);

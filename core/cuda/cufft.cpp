@@ -1,10 +1,9 @@
 #include "cuda/cufft.h"
 
-#include <dlfcn.h>
-#include <link.h>
-
 #include <memory>
 #include <stdexcept>
+
+#include "cuda/dl_library.h"
 
 namespace ls {
 namespace {
@@ -13,36 +12,12 @@ namespace {
 constexpr int kR2C = 0x2a, kC2R = 0x2c, kC2C = 0x29, kD2Z = 0x6a, kZ2D = 0x6c, kZ2Z = 0x69;
 constexpr int kForward = -1, kInverse = 1;
 
-// The first libcufft that loads: the CMake-found toolkit's, then CUDA 13's (.so.12), CUDA 12's
-// (.so.11), any, /usr/local/cuda's. `which` gets the file's path.
-void* open_cufft(std::string& which) {
-  const std::vector<std::string> names = {
-#ifdef LOWERSCOPE_CUDA_LIB
-      std::string(LOWERSCOPE_CUDA_LIB) + "/libcufft.so",
-#endif
-      "libcufft.so.12", "libcufft.so.11", "libcufft.so", "/usr/local/cuda/lib64/libcufft.so"};
-  for (const auto& n : names)
-    if (void* lib = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL)) {
-      which = n;
-      link_map* m = nullptr;
-      if (dlinfo(lib, RTLD_DI_LINKMAP, &m) == 0 && m && m->l_name && *m->l_name) which = m->l_name;
-      return lib;
-    }
-  return nullptr;
-}
-
 // cufftResult's names, for messages.
 std::string status_text(int r) {
   static const char* names[] = {"CUFFT_SUCCESS", "CUFFT_INVALID_PLAN", "CUFFT_ALLOC_FAILED", "CUFFT_INVALID_TYPE", "CUFFT_INVALID_VALUE",
                                 "CUFFT_INTERNAL_ERROR", "CUFFT_EXEC_FAILED", "CUFFT_SETUP_FAILED", "CUFFT_INVALID_SIZE",
                                 "CUFFT_UNALIGNED_DATA"};
   return r >= 0 && r < 10 ? std::string(names[r]) + " (" + std::to_string(r) + ")" : "status " + std::to_string(r);
-}
-
-template <typename F>
-bool sym(void* lib, const char* name, F& f) {
-  f = reinterpret_cast<F>(dlsym(lib, name));
-  return f != nullptr;
 }
 
 }  // namespace
@@ -67,18 +42,25 @@ Cufft* Cufft::get(std::string* why) {
       error = reason;
     } else {
       auto f = std::make_unique<Cufft>();
-      f->lib_ = open_cufft(f->library);
+      // The CMake-found toolkit's, then CUDA 13's (.so.12), CUDA 12's (.so.11), any, /usr/local/cuda's.
+      f->lib_ = open_first_library(cuda_library_candidates("libcufft", {"12", "11"}), &f->library);
       if (!f->lib_) {
         error = "cuFFT (libcufft.so) was not found";
       } else {
-        bool ok = sym(f->lib_, "cufftCreate", f->create_) && sym(f->lib_, "cufftMakePlanMany64", f->make_plan_) &&
-                  sym(f->lib_, "cufftDestroy", f->destroy_) && sym(f->lib_, "cufftSetStream", f->set_stream_) &&
-                  sym(f->lib_, "cufftExecC2C", f->exec_c2c_) && sym(f->lib_, "cufftExecZ2Z", f->exec_z2z_) &&
-                  sym(f->lib_, "cufftExecR2C", f->exec_r2c_) && sym(f->lib_, "cufftExecD2Z", f->exec_d2z_) &&
-                  sym(f->lib_, "cufftExecC2R", f->exec_c2r_) && sym(f->lib_, "cufftExecZ2D", f->exec_z2d_);
+        DlSymbols s(f->lib_, "cuFFT (" + f->library + ")");
+        s.need(f->create_, "cufftCreate");
+        s.need(f->make_plan_, "cufftMakePlanMany64");
+        s.need(f->destroy_, "cufftDestroy");
+        s.need(f->set_stream_, "cufftSetStream");
+        s.need(f->exec_c2c_, "cufftExecC2C");
+        s.need(f->exec_z2z_, "cufftExecZ2Z");
+        s.need(f->exec_r2c_, "cufftExecR2C");
+        s.need(f->exec_d2z_, "cufftExecD2Z");
+        s.need(f->exec_c2r_, "cufftExecC2R");
+        s.need(f->exec_z2d_, "cufftExecZ2D");
         int (*get_version)(int*) = nullptr;
-        if (sym(f->lib_, "cufftGetVersion", get_version)) get_version(&f->version);
-        if (!ok) error = "cuFFT (" + f->library + ") lacks an entry point (cufftMakePlanMany64, cufftExec*)";
+        if (s.optional(get_version, "cufftGetVersion")) get_version(&f->version);
+        if (!s.ok()) error = s.error();
         else {
           f->generation_ = CudaDriver::get()->generation();
           c = std::move(f);
