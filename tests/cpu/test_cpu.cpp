@@ -29,6 +29,7 @@
 #include "ops/builder.h"
 #include "ops/philox.h"
 #include "pipeline/pipeline.h"
+#include "../fft_reference.h"
 #include "../inductor_counts.h"
 #include "report/html_report.h"
 #include "report/report.h"
@@ -2658,8 +2659,8 @@ class TestCpu : public QObject {
 
   // FFTs (issue 32): rfft -> abs, irfft of an rfft (n = 8 and a shorter n = 7), a two-sided 2-D
   // fft of a real input, an inverse c2c along one dimension, view_as_real, compiled on the CPU as a
-  // training step, every normalization mode. Checked against direct DFTs in double written here
-  // (not the op table's kernels), and the gradient of x against central differences of the same
+  // training step, every normalization mode. Checked against direct DFTs in double
+  // (tests/fft_reference.h, not the op table's kernels), and the gradient of x against central differences of the same
   // double computation; the FFT calls run on FFTW where the build has it, and the fused stage says
   // why the complex nodes are library or host calls.
   void testFftMatchesDirectDft() {
@@ -2693,47 +2694,19 @@ class TestCpu : public QObject {
         m.inputs[k].set(e, std::sin(0.7 * static_cast<double>(e + 1) * static_cast<double>(k + 2)) + 0.1 * static_cast<double>(k));
         in[k].push_back(m.inputs[k].get(e));
       }
-    // The forward in double, written from the DFT's definition.
+    // The forward in double, from the DFT's definition (tests/fft_reference.h).
     using cd = std::complex<double>;
-    const double pi = std::acos(-1.0);
+    namespace fr = fft_reference;
     struct Out { double loss; std::vector<double> a, i, i7, gr; };
     auto forward = [&](const std::vector<double>& x) {
       Out o{};
-      std::vector<cd> r(15);  // rfft along dim 1, norm ortho: the first 5 of 8
-      for (int b = 0; b < 3; ++b)
-        for (int k = 0; k < 5; ++k) {
-          cd s = 0;
-          for (int n = 0; n < 8; ++n) s += x[b * 8 + n] * std::polar(1.0, -2 * pi * k * n / 8);
-          r[b * 5 + k] = s / std::sqrt(8.0);
-        }
+      const std::vector<cd> r = fr::definition(fr::Type::r2c, x, {3, 8}, {3, 5}, {1}, 1);  // rfft along dim 1, norm ortho: the first 5 of 8
       for (const cd& z : r) o.a.push_back(std::abs(z));
-      // c2r: y[n] = Re X0 + 2 sum_{0<k<N/2} Re(X[k] e^{2 pi i kn/N}) + (N even) Re X[N/2] (-1)^n, X[k] = 0 for k >= m
-      auto c2r = [&](int b, int N, double scale, std::vector<double>& y) {
-        for (int n = 0; n < N; ++n) {
-          double s = r[b * 5].real();
-          for (int k = 1; 2 * k < N; ++k) s += 2 * (r[b * 5 + k] * std::polar(1.0, 2 * pi * k * n / N)).real();
-          if (N % 2 == 0) s += r[b * 5 + N / 2].real() * (n % 2 ? -1.0 : 1.0);
-          y.push_back(s * scale);
-        }
-      };
-      for (int b = 0; b < 3; ++b) c2r(b, 8, 1 / std::sqrt(8.0), o.i);
-      for (int b = 0; b < 3; ++b) c2r(b, 7, 1.0, o.i7);
+      o.i = fr::real_parts(fr::definition(fr::Type::c2r, r, {3, 5}, {3, 8}, {1}, 1));
+      o.i7 = fr::real_parts(fr::definition(fr::Type::c2r, r, {3, 5}, {3, 7}, {-1}, 0));
       // fft2 (by_n: / 24), then an unnormalized inverse along dim 0
-      std::vector<cd> f(24), g(24);
-      for (int p = 0; p < 3; ++p)
-        for (int q = 0; q < 8; ++q) {
-          cd s = 0;
-          for (int b = 0; b < 3; ++b)
-            for (int n = 0; n < 8; ++n) s += x[b * 8 + n] * std::polar(1.0, -2 * pi * (double(p * b) / 3 + double(q * n) / 8));
-          f[p * 8 + q] = s / 24.0;
-        }
-      for (int b = 0; b < 3; ++b)
-        for (int q = 0; q < 8; ++q) {
-          cd s = 0;
-          for (int p = 0; p < 3; ++p) s += f[p * 8 + q] * std::polar(1.0, 2 * pi * p * b / 3);
-          g[b * 8 + q] = s;
-        }
-      for (const cd& z : g) o.gr.insert(o.gr.end(), {z.real(), z.imag()});
+      const std::vector<cd> f = fr::definition(fr::Type::r2c, x, {3, 8}, {3, 8}, {0, 1}, 2);
+      for (const cd& z : fr::definition(fr::Type::c2c, f, {3, 8}, {3, 8}, {0}, 0, false)) o.gr.insert(o.gr.end(), {z.real(), z.imag()});
       o.loss = 0;
       for (size_t e = 0; e < o.a.size(); ++e) o.loss += o.a[e] * in[1][e];
       for (size_t e = 0; e < o.i.size(); ++e) o.loss += o.i[e] * in[2][e];
@@ -2798,7 +2771,7 @@ class TestCpu : public QObject {
   // signal: x made complex (_to_copy), zero-padded (constant_pad_nd on complex values), a c2c, the
   // shift an index_select; then flip,
   // permute, cat, index.Tensor and a reflection pad of the complex result. Compiled for the CPU as
-  // a training step: outputs against a direct DFT in double written here, d loss / dx against
+  // a training step: outputs against a direct DFT in double (tests/fft_reference.h), d loss / dx against
   // central differences of that forward (the gradients run the ops' derivative rules on complex
   // values: constant_pad_nd's negative pad, index_select's index_add, reflection_pad's backward).
   void testComplexDataMovementAroundFft() {
@@ -2839,19 +2812,18 @@ class TestCpu : public QObject {
         in[k].push_back(m.inputs[k].get(e));
       }
     using cd = std::complex<double>;
-    const double pi = std::acos(-1.0);
+    namespace fr = fft_reference;
     const int perm6[6] = {2, 3, 4, 5, 0, 1};
     struct Out { double loss; std::vector<cd> s, pr, ix, rp; };
     auto forward = [&](const std::vector<double>& x) {
       Out o{};
+      // the DFT along dim 1 of x zero-padded to 10
+      const std::vector<cd> F = fr::definition(fr::Type::c2c, fr::resized(fr::complex_of(x), {3, 6}, {3, 10}), {3, 10}, {3, 10}, {1}, 0);
       cd S[3][10];
       for (int b = 0; b < 3; ++b)
         for (int j = 0; j < 10; ++j) {  // fftshift: position j holds frequency (j + 5) % 10
-          const int k = (j + 5) % 10;
-          cd sum = 0;
-          for (int n = 0; n < 6; ++n) sum += x[b * 6 + n] * std::polar(1.0, -2 * pi * k * n / 10);  // x zero-padded to 10
-          S[b][j] = sum;
-          o.s.push_back(sum);
+          S[b][j] = F[b * 10 + (j + 5) % 10];
+          o.s.push_back(S[b][j]);
         }
       for (int j = 0; j < 10; ++j)
         for (int b = 0; b < 3; ++b) o.pr.push_back(S[2 - b][j]);

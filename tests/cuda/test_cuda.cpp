@@ -46,6 +46,7 @@
 #include "ops/known_ops.h"
 #include "pipeline/pipeline.h"
 #include "tensor/npy.h"
+#include "../fft_reference.h"
 #include "../inductor_counts.h"
 
 namespace {
@@ -1042,113 +1043,23 @@ void packages_with_index_checks_build() {
 
 // FFTs under CUDA (issue 32). The steps exec/fft_cuda.h makes of a call (gathers, cuFFT
 // transforms of at most 3 dims over contiguous batches, scaling) run here on the host, each
-// transform a direct DFT, against the ops' definitions written as direct DFTs in double: so the
-// planning (permutations for non-trailing dims, groups of 3 for more dims, c2r's copy padded or
-// cut to n/2 + 1, two-sided r2c, strided operands, scratch sizes) is checked without a GPU.
+// transform a direct DFT, against the ops' definitions written as direct DFTs in double
+// (tests/fft_reference.h): so the planning (permutations for non-trailing dims, groups of 3 for
+// more dims, c2r's copy padded or cut to n/2 + 1, two-sided r2c, strided operands, scratch sizes)
+// is checked without a GPU.
 namespace fft_host {
 using cd = std::complex<double>;
-const double kPi = std::acos(-1.0);
 
-// The multi-dimensional DFT of x (contiguous, `shape`) over `dims`, sign -1 forward, +1 inverse.
-std::vector<cd> dft(const std::vector<cd>& x, const Shape& shape, const std::vector<int64_t>& dims, int sign) {
-  std::vector<cd> y = x;
-  for (int64_t d : dims) {  // separable: one dimension at a time
-    const Shape st = contiguous_strides(shape);
-    std::vector<cd> z(y.size());
-    for (int64_t i = 0; i < static_cast<int64_t>(y.size()); ++i) {
-      const int64_t k = i / st[d] % shape[d], base = i - k * st[d];
-      cd s = 0;
-      for (int64_t m = 0; m < shape[d]; ++m) s += y[base + m * st[d]] * std::polar(1.0, sign * 2 * kPi * double(k * m) / double(shape[d]));
-      z[i] = s;
-    }
-    y = z;
-  }
-  return y;
-}
+using fft_reference::c2r_last;
+using fft_reference::dft;
+using fft_reference::resized;
 
-// x's elements of `from` kept where every index is below `to`'s, zeros past `from`'s: a slice or a pad.
-std::vector<cd> resized(const std::vector<cd>& x, const Shape& from, const Shape& to) {
-  std::vector<cd> y(static_cast<size_t>(numel_of(to)));
-  const Shape fs = contiguous_strides(from);
-  for (int64_t i = 0; i < numel_of(to); ++i) {
-    int64_t rem = i, at = 0;
-    bool in = true;
-    for (size_t d = to.size(); d-- > 0;) {
-      const int64_t q = rem % to[d];
-      rem /= to[d];
-      in = in && q < from[d];
-      at += q * fs[d];
-    }
-    if (in) y[i] = x[at];
-  }
-  return y;
-}
-
-// 1-D c2r along the last dim of x (contiguous, last dim n/2 + 1): Re X0 + 2 sum Re(X_k e^{..}) + (n even) Re X_{n/2} (-1)^j.
-// leaky: also adds the imaginary parts of X0 and X_{n/2}, which the definition does not read, as a
-// C2R might (the plan's real_ends step must zero them first).
-std::vector<cd> c2r_last(const std::vector<cd>& x, const Shape& hs, int64_t n, bool leaky = false) {
-  const int64_t h = hs.back(), lines = numel_of(hs) / h;
-  std::vector<cd> y;
-  for (int64_t l = 0; l < lines; ++l)
-    for (int64_t j = 0; j < n; ++j) {
-      double s = x[l * h].real();
-      for (int64_t k = 1; 2 * k < n; ++k) s += 2 * (x[l * h + k] * std::polar(1.0, 2 * kPi * double(k * j) / double(n))).real();
-      if (n % 2 == 0) s += x[l * h + n / 2].real() * (j % 2 ? -1.0 : 1.0);
-      if (leaky) s += x[l * h].imag() + (n % 2 == 0 ? x[l * h + n / 2].imag() * (j % 2 ? -1.0 : 1.0) : 0.0);
-      y.push_back(s);
-    }
-  return y;
-}
-
-// The op's definition (ATen's CPU FFTs) on x (contiguous, `in`).
-std::vector<cd> definition(const OpDef* op, const std::vector<cd>& x, const Shape& in, const Shape& out, std::vector<int64_t> dims, int64_t norm,
-                           bool flag) {
-  const int64_t rank = static_cast<int64_t>(in.size());
-  for (int64_t& d : dims) d = d < 0 ? d + rank : d;
-  std::vector<cd> y;
-  Shape full = out;
-  if (op == &op::fft_c2c()) {
-    y = dft(x, in, dims, flag ? -1 : 1);
-  } else if (op == &op::fft_r2c()) {
-    full = in;
-    y = resized(dft(x, in, dims, -1), in, out);
-  } else {
-    const std::vector<int64_t> others(dims.begin(), dims.end() - 1);
-    std::vector<cd> z = dft(x, in, others, 1);
-    // the last dim moved to the end (as a 1-D c2r takes it), padded or cut to n/2 + 1
-    const int64_t last = dims.back(), n = out[last];
-    Shape moved;
-    std::vector<int64_t> order;
-    for (int64_t d = 0; d < rank; ++d)
-      if (d != last) order.push_back(d);
-    order.push_back(last);
-    for (int64_t d : order) moved.push_back(in[d]);
-    std::vector<cd> mz(z.size());
-    const Shape is = contiguous_strides(in), ms = contiguous_strides(moved);
-    for (int64_t i = 0; i < numel_of(in); ++i) {
-      int64_t at = 0;
-      for (size_t q = 0; q < order.size(); ++q) at += (i / is[order[q]] % in[order[q]]) * ms[q];
-      mz[at] = z[i];
-    }
-    Shape hs = moved;
-    hs.back() = n / 2 + 1;
-    const std::vector<cd> r = c2r_last(resized(mz, moved, hs), hs, n);
-    Shape om = moved;
-    om.back() = n;
-    const Shape os = contiguous_strides(out), oms = contiguous_strides(om);
-    y.assign(r.size(), 0);
-    for (int64_t i = 0; i < numel_of(out); ++i) {
-      int64_t at = 0;
-      for (size_t q = 0; q < order.size(); ++q) at += (i / os[order[q]] % out[order[q]]) * oms[q];
-      y[i] = r[at];
-    }
-  }
-  double n = 1;
-  for (int64_t d : dims) n *= double(full[d]);
-  const double f = norm == 1 ? 1 / std::sqrt(n) : norm == 2 ? 1 / n : 1.0;
-  for (cd& v : y) v *= f;
-  return y;
+// The op's definition (tests/fft_reference.h) on x (contiguous, `in`).
+std::vector<cd> definition(const OpDef* op, const std::vector<cd>& x, const Shape& in, const Shape& out, const std::vector<int64_t>& dims,
+                           int64_t norm, bool flag) {
+  using fft_reference::Type;
+  const Type t = op == &op::fft_c2c() ? Type::c2c : op == &op::fft_r2c() ? Type::r2c : Type::c2r;
+  return fft_reference::definition(t, x, in, out, dims, norm, flag);
 }
 
 // The plan's steps on the host: slot 0 the operand's buffer, 1 the output, the rest scratch;
@@ -1345,7 +1256,7 @@ void fft_kernels_compile() {
 // The FFTs on cuFFT between the generated kernels, inference and a training step: rfft -> abs ->
 // sum, irfft of rfft (n = 8 and a cut to 7), a two-sided 2-D fft then an inverse c2c along dim 0,
 // an rfft along a non-trailing dim, and complex128 (rfft, irfft back); outputs against direct
-// DFTs in double written here, gradients against central differences of them, the kernel table
+// DFTs in double (tests/fft_reference.h), gradients against central differences of them, the kernel table
 // naming cuFFT for every FFT call.
 void fft_runs_on_cufft() {
   std::string why;
@@ -1376,7 +1287,7 @@ void fft_runs_on_cufft() {
       "        loss: \"f32[]\" = torch.ops.aten.add.Tensor(t1, s3)\n"
       "        return (loss, a, i, i7, gr, ca)\n";
   using cd = std::complex<double>;
-  const double pi = std::acos(-1.0);
+  namespace fr = fft_reference;
   auto close = [](const Tensor& t, const std::vector<double>& ref, const std::string& what) {
     VERIFY2(t.numel() == static_cast<int64_t>(ref.size()), what);
     double scale = 0;
@@ -1406,45 +1317,14 @@ void fft_runs_on_cufft() {
     struct Out { double loss; std::vector<double> a, i, i7, gr, ca; };
     auto forward = [&](const std::vector<double>& x) {
       Out o{};
-      std::vector<cd> r(15);  // rfft along dim 1, ortho: the first 5 of 8
-      for (int b = 0; b < 3; ++b)
-        for (int k = 0; k < 5; ++k) {
-          cd s = 0;
-          for (int n = 0; n < 8; ++n) s += x[b * 8 + n] * std::polar(1.0, -2 * pi * k * n / 8);
-          r[b * 5 + k] = s / std::sqrt(8.0);
-        }
+      const std::vector<cd> r = fr::definition(fr::Type::r2c, x, {3, 8}, {3, 5}, {1}, 1);  // rfft along dim 1, ortho: the first 5 of 8
       for (const cd& z : r) o.a.push_back(std::abs(z));
-      auto c2r = [&](int b, int N, double scale, std::vector<double>& y) {
-        for (int n = 0; n < N; ++n) {
-          double s = r[b * 5].real();
-          for (int k = 1; 2 * k < N; ++k) s += 2 * (r[b * 5 + k] * std::polar(1.0, 2 * pi * k * n / N)).real();
-          if (N % 2 == 0) s += r[b * 5 + N / 2].real() * (n % 2 ? -1.0 : 1.0);
-          y.push_back(s * scale);
-        }
-      };
-      for (int b = 0; b < 3; ++b) c2r(b, 8, 1 / std::sqrt(8.0), o.i);
-      for (int b = 0; b < 3; ++b) c2r(b, 7, 1.0, o.i7);
-      std::vector<cd> f(24), g(24);
-      for (int p = 0; p < 3; ++p)
-        for (int q = 0; q < 8; ++q) {
-          cd s = 0;
-          for (int b = 0; b < 3; ++b)
-            for (int n = 0; n < 8; ++n) s += x[b * 8 + n] * std::polar(1.0, -2 * pi * (double(p * b) / 3 + double(q * n) / 8));
-          f[p * 8 + q] = s / 24.0;
-        }
-      for (int b = 0; b < 3; ++b)
-        for (int q = 0; q < 8; ++q) {
-          cd s = 0;
-          for (int p = 0; p < 3; ++p) s += f[p * 8 + q] * std::polar(1.0, 2 * pi * p * b / 3);
-          g[b * 8 + q] = s;
-        }
-      for (const cd& z : g) o.gr.insert(o.gr.end(), {z.real(), z.imag()});
-      for (int k = 0; k < 2; ++k)  // rfft along dim 0 (3 -> 2), unnormalized
-        for (int q = 0; q < 8; ++q) {
-          cd s = 0;
-          for (int b = 0; b < 3; ++b) s += x[b * 8 + q] * std::polar(1.0, -2 * pi * k * b / 3);
-          o.ca.push_back(std::abs(s));
-        }
+      o.i = fr::real_parts(fr::definition(fr::Type::c2r, r, {3, 5}, {3, 8}, {1}, 1));
+      o.i7 = fr::real_parts(fr::definition(fr::Type::c2r, r, {3, 5}, {3, 7}, {-1}, 0));
+      // fft2 (by_n: / 24), then an unnormalized inverse along dim 0
+      const std::vector<cd> f = fr::definition(fr::Type::r2c, x, {3, 8}, {3, 8}, {0, 1}, 2);
+      for (const cd& z : fr::definition(fr::Type::c2c, f, {3, 8}, {3, 8}, {0}, 0, false)) o.gr.insert(o.gr.end(), {z.real(), z.imag()});
+      for (const cd& z : fr::definition(fr::Type::r2c, x, {3, 8}, {2, 8}, {0}, 0)) o.ca.push_back(std::abs(z));  // rfft along dim 0 (3 -> 2)
       o.loss = 0;
       for (size_t e = 0; e < o.a.size(); ++e) o.loss += o.a[e] * in[1][e];
       for (size_t e = 0; e < o.i.size(); ++e) o.loss += o.i[e] * in[2][e];
@@ -1510,12 +1390,7 @@ void fft_runs_on_cufft() {
   if (!r.error.empty()) return;
   VERIFY2(r.check.ok, "the compiled complex128 FFTs differ from the reference interpreter");
   std::vector<double> rr;
-  for (int b = 0; b < 4; ++b)
-    for (int k = 0; k < 4; ++k) {
-      cd s = 0;
-      for (int n = 0; n < 6; ++n) s += x[b * 6 + n] * std::polar(1.0, -2 * pi * k * n / 6);
-      rr.insert(rr.end(), {s.real(), s.imag()});
-    }
+  for (const cd& s : fr::definition(fr::Type::r2c, x, {4, 6}, {4, 4}, {1}, 0)) rr.insert(rr.end(), {s.real(), s.imag()});
   const Tensor& got = r.outputs.at(0);
   for (size_t e = 0; e < rr.size(); ++e)
     VERIFY2(std::abs(got.get(static_cast<int64_t>(e)) - rr[e]) < 1e-12, "complex128 rfft[" + std::to_string(e) + "]");
