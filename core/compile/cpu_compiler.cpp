@@ -194,7 +194,7 @@ CpuCompileResult compile_cpp(const std::string& source, const CpuCompileOptions&
     std::string diag;
     // The objects as the cache keeps them: kernels.o, or kernels.0.o ... for several units.
     auto object_name = [](size_t i, size_t n) { return n == 1 ? std::string("kernels.o") : "kernels." + std::to_string(i) + ".o"; };
-    if (cache.has(".units", source) && (!o.want_ir || !cache.get(".ll").empty())) {
+    if (cache.has(".units", source) && (!o.want_text || !cache.get(".ll").empty())) {
       PhaseTimer timer("disk cache: compiled kernels read and loaded");
       const size_t n = std::max<size_t>(1, std::strtoul(cache.get(".units").c_str(), nullptr, 10));
       std::vector<std::string> objects;
@@ -221,7 +221,8 @@ CpuCompileResult compile_cpp(const std::string& source, const CpuCompileOptions&
       diag.clear();
       PhaseTimer timer("Clang: compile in-process (C++ -> IR -> object, JIT load)" +
                        (units.size() > 1 ? " (" + std::to_string(units.size()) + " units at once)" : std::string()));
-      r.code = clang_jit_compile(units, o.opt_level, diag, o.want_ir ? &r.llvm_ir : nullptr, &r.assembly, &objects);
+      r.code = clang_jit_compile(units, o.opt_level, diag, o.want_text ? &r.llvm_ir : nullptr,
+                                 o.want_text ? &r.assembly : nullptr, &objects);
       timer.stop();
       if (!r.code) throw CompileError("Clang rejected the generated kernels", diag);
       r.log = diag;

@@ -27,10 +27,12 @@ struct CpuCompileOptions {
   // prelude every kernel needs: the external compiler then compiles the kernels as several
   // translation units at once, one a core, and links them into one library. Empty: one unit.
   std::vector<int> kernel_lines;
-  // The in-process path's optimized LLVM IR as text (CpuCompileResult::llvm_ir). Off where no one
-  // reads it (PipelineOptions::stage_text): printing it is a tenth of Clang's work on a large
-  // source. A cached compile without it is compiled again when it is asked for.
-  bool want_ir = true;
+  // The in-process path's optimized LLVM IR and assembly as text (CpuCompileResult::llvm_ir,
+  // ::assembly). Off where no one reads them (PipelineOptions::stage_text): code generation then
+  // writes the object itself, and the IR is not printed (on a large source, printing the IR and
+  // assembly and assembling the text again are a sixth of Clang's work). A cached compile without
+  // them is compiled again where they are asked for.
+  bool want_text = true;
 };
 
 struct CpuCompileResult {

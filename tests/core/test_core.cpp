@@ -297,13 +297,29 @@ class TestCore : public QObject {
     QFETCH(QString, model);
     QFETCH(bool, train);
     QFETCH(bool, someUnchanged);
+    // A disk cache of this test's own: text off compiles straight to objects and caches them
+    // without the IR and assembly; text on then compiles again (they are asked for) and caches
+    // them; text off again loads the cached objects.
+    QTemporaryDir cache;
+    const QByteArray was = qgetenv("LOWERSCOPE_CACHE_DIR");
+    qputenv("LOWERSCOPE_CACHE_DIR", cache.path().toUtf8());
     PipelineOptions o;
     o.train = train;
-    const CompileResult on = run_pipeline(load_model(data(model.toStdString())), o);
     o.stage_text = false;
     const CompileResult off = run_pipeline(load_model(data(model.toStdString())), o);
-    QVERIFY2(on.error.empty() && off.error.empty(), (on.error + off.error).c_str());
-    QVERIFY(on.check.ok && off.check.ok);
+    const CompileResult off_cached = run_pipeline(load_model(data(model.toStdString())), o);
+    o.stage_text = true;
+    const CompileResult on = run_pipeline(load_model(data(model.toStdString())), o);
+    if (was.isNull()) qunsetenv("LOWERSCOPE_CACHE_DIR");
+    else qputenv("LOWERSCOPE_CACHE_DIR", was);
+    QVERIFY2(on.error.empty() && off.error.empty() && off_cached.error.empty(), (on.error + off.error).c_str());
+    QVERIFY(on.check.ok && off.check.ok && off_cached.check.ok);
+    if (on.compiler.find("in-process") != std::string::npos) {  // the Clang JIT (else an external compiler)
+      QVERIFY2(off.compiler.find("disk cache") == std::string::npos, off.compiler.c_str());
+      QVERIFY2(off_cached.compiler.find("disk cache") != std::string::npos, off_cached.compiler.c_str());
+      QVERIFY2(on.compiler.find("disk cache") == std::string::npos, on.compiler.c_str());
+      QVERIFY(on.stage("asm")->text.find("optimized LLVM IR") != std::string::npos);
+    }
     QCOMPARE(off.stages.size(), on.stages.size());
     int unchanged = 0;
     for (size_t i = 0; i < on.stages.size(); ++i) {

@@ -101,7 +101,7 @@ class CpuBackend final : public Backend {
     CompileResult& r = job.r;
     CpuCompileOptions co;
     co.external = o.external_compiler;
-    co.want_ir = o.stage_text;
+    co.want_text = o.stage_text;
     for (const GeneratedKernel& k : r.source.kernels)
       if (!k.launcher.empty()) co.kernel_lines.push_back(k.first_line);
     CpuCompileResult compiled = compile_cpp(r.source.code, co);
