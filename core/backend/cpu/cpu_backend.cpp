@@ -115,9 +115,8 @@ class CpuBackend final : public Backend {
     s.kind = Stage::Kind::assembly;
     if (o.stage_text)
       s.text = compiled.assembly.empty()
-                 ? "; compiled by " + compiled.compiler + ": the assembly is shown for the in-process Clang path only\n"
-             : compiled.llvm_ir.empty() ? compiled.assembly
-                                        : compiled.assembly + "\n\n; ---- optimized LLVM IR ----\n" + compiled.llvm_ir;
+                   ? "; compiled by " + compiled.compiler + ": the assembly is shown for the in-process Clang path only\n"
+                   : compiled.assembly + "\n\n; ---- optimized LLVM IR ----\n" + compiled.llvm_ir;
     s.nodes = static_cast<int>(r.source.kernels.size());
     job.log.last_ms = compiled.ms;
     job.log.add(std::move(s));
