@@ -83,10 +83,7 @@ class KernelWriter {
     for (const LoopNest& n : k_.loop_nests())
       iter += (iter.empty() ? "(" : " then (") + std::to_string(n.numel) + ", " + std::to_string(n.rnumel) + ")";
     e.lines.push_back({"// " + k_.name + ": iteration " + iter + ", from " + origins});
-    // Not inlined into its launcher below: Clang would otherwise copy every kernel under a few
-    // hundred instructions into it, optimizing and generating it twice (a graph of many small
-    // kernels: a fifth more machine code, a tenth more compile).
-    e.lines.push_back({"extern \"C\" __attribute__((noinline)) void " + k_.name + "(" + params + ") {"});
+    e.lines.push_back({kCpuKernelHead + k_.name + "(" + params + ") {"});
     e.push_scope();
     for (const LoopNest& nest : k_.loop_nests()) {
       e.push_scope();  // values of one nest are not visible in the next

@@ -194,7 +194,9 @@ CpuCompileResult compile_cpp(const std::string& source, const CpuCompileOptions&
     std::string diag;
     // The objects as the cache keeps them: kernels.o, or kernels.0.o ... for several units.
     auto object_name = [](size_t i, size_t n) { return n == 1 ? std::string("kernels.o") : "kernels." + std::to_string(i) + ".o"; };
-    if (cache.has(".units", source) && (!o.want_text || !cache.get(".ll").empty())) {
+    // An entry written without the texts (want_text off) serves a compile that wants them not.
+    std::string cached_ir = cache.has(".units", source) && o.want_text ? cache.get(".ll") : std::string();
+    if (cache.has(".units", source) && (!o.want_text || !cached_ir.empty())) {
       PhaseTimer timer("disk cache: compiled kernels read and loaded");
       const size_t n = std::max<size_t>(1, std::strtoul(cache.get(".units").c_str(), nullptr, 10));
       std::vector<std::string> objects;
@@ -202,8 +204,10 @@ CpuCompileResult compile_cpp(const std::string& source, const CpuCompileOptions&
       r.code = clang_jit_load_objects(objects, diag);
       if (r.code) {
         r.from_cache = true;
-        r.llvm_ir = cache.get(".ll");
-        r.assembly = cache.get(".s");
+        if (o.want_text) {
+          r.llvm_ir = std::move(cached_ir);
+          r.assembly = cache.get(".s");
+        }
         r.log = cache.get(".log");
         for (size_t i = 0; i < n; ++i) r.objects.emplace_back(object_name(i, n), std::move(objects[i]));
         r.compiler = "clang 14 (in-process, ORC JIT" + (n > 1 ? ", " + std::to_string(n) + " units" : std::string()) +

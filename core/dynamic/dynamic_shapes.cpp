@@ -10,6 +10,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "codegen/cpp_codegen.h"
+
 namespace ls {
 namespace {
 
@@ -541,8 +543,7 @@ SizeGeneric make_size_generic(const std::vector<std::string>& input_names, const
   std::string cuda_decl;
   for (size_t s = 0; s < g.symbols.size(); ++s)
     if (g.symbols[s].dynamic) cuda_decl += " const int64_t ks" + std::to_string(s) + " = ls_ks" + std::to_string(s) + ";";
-  // A CPU kernel's definition (codegen/cpp_codegen.cpp): not inlined into its launcher.
-  static const std::string kCpuKernelHead = "extern \"C\" __attribute__((noinline)) void ";
+  const std::string kernel_head = kCpuKernelHead;  // a CPU kernel's definition (codegen/cpp_codegen.h)
   while (std::getline(in, line)) {
     const std::string head = style == SizeArgs::cuda_values ? "extern \"C\" __global__ void " : "extern \"C\" void ";
     if (style == SizeArgs::cuda_values && line.rfind(head, 0) == 0 && line.size() >= 3 && line.compare(line.size() - 3, 3, ") {") == 0) {
@@ -552,8 +553,8 @@ SizeGeneric make_size_generic(const std::vector<std::string>& input_names, const
           line = line.substr(0, line.size() - 3) + (none ? cuda_params.substr(cuda_params.empty() ? 0 : 2) : cuda_params) + ") {" + cuda_decl;
           break;
         }
-    } else if (style == SizeArgs::cpu_array && (line.rfind(head, 0) == 0 || line.rfind(kCpuKernelHead, 0) == 0)) {
-      const size_t start = line.rfind(head, 0) == 0 ? head.size() : kCpuKernelHead.size();  // a launcher, or a kernel
+    } else if (style == SizeArgs::cpu_array && (line.rfind(head, 0) == 0 || line.rfind(kernel_head, 0) == 0)) {
+      const size_t start = line.rfind(head, 0) == 0 ? head.size() : kernel_head.size();  // a launcher, or a kernel
       const size_t paren = line.find('(', start);
       const std::string name = paren == std::string::npos ? "" : line.substr(start, paren - start);
       if (kernels.count(name) && line.size() >= 3 && line.compare(line.size() - 3, 3, ") {") == 0) {

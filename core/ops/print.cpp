@@ -1,5 +1,6 @@
 #include "ops/print.h"
 
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <map>
@@ -78,9 +79,9 @@ struct Hasher {
       case Arg::Kind::none: break;
       case Arg::Kind::node: word(static_cast<uint64_t>(a.node)); break;  // names by position: hashed with the nodes
       case Arg::Kind::integer: word(static_cast<uint64_t>(a.i)); break;
-      case Arg::Kind::real: {  // printed with 17 digits: equal text is equal bits, every NaN as "nan"
+      case Arg::Kind::real: {  // printed with 17 digits: equal text is equal bits, a NaN as "nan" or "-nan"
         uint64_t bits = 0;
-        const double v = a.f != a.f ? std::numeric_limits<double>::quiet_NaN() : a.f;
+        const double v = a.f != a.f ? std::copysign(std::numeric_limits<double>::quiet_NaN(), a.f) : a.f;
         std::memcpy(&bits, &v, sizeof bits);
         word(bits);
         break;
@@ -102,12 +103,14 @@ struct Hasher {
 
 }  // namespace
 
-uint64_t print_hash(const Graph& g) {
+uint64_t print_hash(const Graph& g, const std::string& trailer) {
   Hasher h;
   h.text(g.name);
+  h.word(g.nodes.size());
   for (const Node& n : g.nodes) {
     h.text(n.name);
     h.word(n.is_placeholder());
+    h.word(n.outs.size());
     if (n.is_placeholder() || n.outs.size() == 1) h.meta(n.meta());
     if (n.is_placeholder()) continue;
     h.text(n.stack);
@@ -116,10 +119,13 @@ uint64_t print_hash(const Graph& g) {
     for (const Arg& a : n.args) h.arg(a);
   }
   h.word(g.tuple_output);
+  h.word(g.outputs.size());
   for (int o : g.outputs) h.word(static_cast<uint64_t>(o));
+  h.text(trailer);
   return h.h;
 }
 
+// What this writes, print_hash hashes: a change here is one there.
 std::string print_readable(const Graph& g) {
   std::ostringstream os;
   os << "class " << g.name << "(torch.nn.Module):\n    def forward(self";

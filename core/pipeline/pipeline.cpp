@@ -300,8 +300,8 @@ void run(Compile& c) {
 
 // A failed compile keeps every stage it reached: the node it failed at is marked on the last graph
 // drawn that has it, and the stages it did not reach say why.
-void record_failure(CompileResult& r, bool train, bool stage_text) {
-  if (!r.error_node.empty() && stage_text)
+void record_failure(CompileResult& r, const PipelineOptions& o) {
+  if (!r.error_node.empty() && o.stage_text)
     for (auto s = r.stages.rbegin(); s != r.stages.rend(); ++s) {
       const Graph* g = s->kind == Stage::Kind::graph ? stage_graph(r, s->name) : nullptr;
       if (!g || g->find(r.error_node) < 0) continue;
@@ -311,7 +311,7 @@ void record_failure(CompileResult& r, bool train, bool stage_text) {
       s->text += "\n# Stage '" + r.error_stage + "' failed at " + r.error_node + ": " + r.error + "\n";
       break;
     }
-  for (const std::string& name : stage_names(train)) {
+  for (const std::string& name : stage_names(o.train)) {
     if (r.stage(name)) continue;
     Stage s;
     s.name = name;
@@ -405,7 +405,7 @@ CompileResult run_pipeline(LoadedModel model, const PipelineOptions& o, const st
   }
   if (r.error.empty()) run_stages(r, o, *backend, cancelled);
   backend->finish(r);
-  if (!r.error.empty() && o.record) record_failure(r, o.train, o.stage_text);
+  if (!r.error.empty() && o.record) record_failure(r, o);
   return r;
 }
 

@@ -86,7 +86,7 @@ void StageLog::graph(const std::string& name, const std::string& title, const Gr
     s.dot = graph_to_dot(g, marks);
     if (after_graph) s.changed = r_.stages.back().text != s.text;
   } else {
-    const uint64_t h = print_hash(g) ^ std::hash<std::string>{}(note);
+    const uint64_t h = print_hash(g, note);
     if (after_graph) s.changed = h != last_print_hash_;
     last_print_hash_ = h;
   }

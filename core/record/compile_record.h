@@ -144,8 +144,10 @@ struct PipelineOptions {
   bool record = true;
   // Each stage rendered as text and as a drawing (print_readable, Graphviz, the loop IR, the
   // optimized LLVM IR). Off: the stages keep their names, times, node counts, op histograms and
-  // whether they changed, and their text and drawings stay empty; the CLI asks for them only when it
-  // writes them (--dump). A chain of 20,000 nodes renders some 60 MB of text, a sixth of its compile.
+  // whether they changed, and the graph, loop, kernel, source and CPU assembly stages' text and
+  // drawings stay empty (the run, autotune and dynamic tables and CUDA's PTX are still written);
+  // the CLI asks for them only when it writes them (--dump). A chain of 20,000 nodes renders some
+  // 60 MB of text, a sixth of its compile.
   bool stage_text = true;
   // Called (on the compiling thread) once the captured graph is recorded, with the record so far:
   // the GUI draws the model while the rest compiles.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <complex>
 #include <filesystem>
 #include <fstream>
@@ -341,10 +342,19 @@ class TestCore : public QObject {
   void testPrintHashFollowsTheText() {
     const CompileResult r = run_pipeline(load_model(data("sincos")));
     QVERIFY2(r.error.empty(), r.error.c_str());
-    const std::vector<const Graph*> gs = {&r.model.graph, &r.aten, &r.core_aten, &r.prims};
+    PipelineOptions train;
+    train.train = true;
+    const CompileResult t = run_pipeline(load_model(data("models/mlp")), train);
+    QVERIFY2(t.error.empty(), t.error.c_str());
+    // Dynamo's graph (stack lines), ATen, Core ATen, prims; a joint graph and its partitions (a
+    // backward's None outputs, multi-output ops read through getitem).
+    const Graph dynamo = load("sincos/1_dynamo_fx_0.txt");
+    const std::vector<const Graph*> gs = {&dynamo, &r.model.graph, &r.aten, &r.core_aten, &r.prims, &t.training.joint.graph,
+                                          &t.training.partition().forward, &t.training.partition().backward};
     for (const Graph* a : gs)
       for (const Graph* b : gs)
         QCOMPARE(print_hash(*a) == print_hash(*b), print_readable(*a) == print_readable(*b));
+    for (const Graph* a : gs) QVERIFY(print_hash(*a, "# a note\n") != print_hash(*a));
     Graph g = r.core_aten;
     const uint64_t h = print_hash(g);
     Graph renamed = g, reshaped = g, constant = g;
@@ -361,6 +371,13 @@ class TestCore : public QObject {
     if (found) {
       QVERIFY(print_readable(constant) != print_readable(g));
       QVERIFY(print_hash(constant) != h);
+      // NaNs print "nan" or "-nan": the sign counts, the payload does not.
+      Graph nan = constant, minus_nan = constant;
+      for (Graph* m : {&nan, &minus_nan})
+        for (Node& n : m->nodes)
+          for (Arg& a : n.args)
+            if (a.kind == Arg::Kind::real) a.f = (m == &nan ? 1 : -1) * std::numeric_limits<double>::quiet_NaN();
+      QCOMPARE(print_hash(nan) == print_hash(minus_nan), print_readable(nan) == print_readable(minus_nan));
     }
   }
 

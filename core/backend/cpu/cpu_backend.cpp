@@ -200,6 +200,7 @@ class CpuBackend final : public Backend {
     CompileResult& r = job.r;
     CpuCompileOptions tco;
     tco.external = o.external_compiler;
+    tco.want_text = false;  // the candidates' code is timed, not shown
     const CompileModule compile = [&](const std::string& src) { return compile_cpp(src, tco).code; };
     AutotuneResult a;
     if (o.gemm_choices.empty()) {
@@ -236,14 +237,16 @@ class CpuBackend final : public Backend {
       tco.kernel_lines.clear();
       for (const GeneratedKernel& k : r.source.kernels)
         if (!k.launcher.empty()) tco.kernel_lines.push_back(k.first_line);
+      tco.want_text = o.stage_text;
       CpuCompileResult compiled = compile_cpp(r.source.code, tco);
       code_ = std::move(compiled.code);
       if (!compiled.objects.empty()) r.objects = std::move(compiled.objects);  // the CPU's are all from this compile
-      for (Stage& st : r.stages) {
-        if (st.name == "source") st.text = r.source.code;
-        if (st.name == "asm" && !compiled.assembly.empty())
-          st.text = compiled.assembly + "\n\n; ---- optimized LLVM IR ----\n" + compiled.llvm_ir;
-      }
+      if (o.stage_text)
+        for (Stage& st : r.stages) {
+          if (st.name == "source") st.text = r.source.code;
+          if (st.name == "asm" && !compiled.assembly.empty())
+            st.text = compiled.assembly + "\n\n; ---- optimized LLVM IR ----\n" + compiled.llvm_ir;
+        }
       exe = std::make_unique<CpuExecutable>(r.loops, r.schedule, r.source, *code_, sizes);
       exe->run(inputs);  // binds the inputs
       for (size_t k = 0; k < r.schedule.kernels.size(); ++k)
