@@ -195,8 +195,9 @@ CpuCompileResult compile_cpp(const std::string& source, const CpuCompileOptions&
     // The objects as the cache keeps them: kernels.o, or kernels.0.o ... for several units.
     auto object_name = [](size_t i, size_t n) { return n == 1 ? std::string("kernels.o") : "kernels." + std::to_string(i) + ".o"; };
     // An entry written without the texts (want_text off) serves a compile that wants them not.
-    std::string cached_ir = cache.has(".units", source) && o.want_text ? cache.get(".ll") : std::string();
-    if (cache.has(".units", source) && (!o.want_text || !cached_ir.empty())) {
+    const bool cached = cache.has(".units", source);  // (reads the cached source: once)
+    std::string cached_ir = cached && o.want_text ? cache.get(".ll") : std::string();
+    if (cached && (!o.want_text || !cached_ir.empty())) {
       PhaseTimer timer("disk cache: compiled kernels read and loaded");
       const size_t n = std::max<size_t>(1, std::strtoul(cache.get(".units").c_str(), nullptr, 10));
       std::vector<std::string> objects;

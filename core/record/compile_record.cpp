@@ -80,15 +80,13 @@ void StageLog::graph(const std::string& name, const std::string& title, const Gr
   s.ms = last_ms;
   s.nodes = static_cast<int>(g.nodes.size());
   s.ops = op_histogram(g);
-  const bool after_graph = !r_.stages.empty() && r_.stages.back().kind == Stage::Kind::graph;
+  // Changed: the text differs from the graph stage's before, told without writing it.
+  const uint64_t h = print_hash(g, note);
+  if (!r_.stages.empty() && r_.stages.back().kind == Stage::Kind::graph) s.changed = h != last_print_hash_;
+  last_print_hash_ = h;
   if (text) {
     s.text = print_readable(g) + note;
     s.dot = graph_to_dot(g, marks);
-    if (after_graph) s.changed = r_.stages.back().text != s.text;
-  } else {
-    const uint64_t h = print_hash(g, note);
-    if (after_graph) s.changed = h != last_print_hash_;
-    last_print_hash_ = h;
   }
   r_.stages.push_back(std::move(s));
 }

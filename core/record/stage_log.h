@@ -44,7 +44,7 @@ class StageLog {
  private:
   CompileResult& r_;
   std::function<bool()> cancelled_;
-  uint64_t last_print_hash_ = 0;  // the last graph stage's print_hash, where text is off
+  uint64_t last_print_hash_ = 0;  // the last graph stage's print_hash
 };
 
 }  // namespace ls

@@ -283,9 +283,11 @@ class TestCore : public QObject {
   }
 
   // PipelineOptions::stage_text off (the CLI without --dump): every stage is still recorded, in
-  // the same order with the same node counts and the same verdict on whether it changed its graph
-  // (told by print_hash instead of by comparing texts), and the compile runs and checks as before;
-  // only the texts and drawings are left out. The reference is the same compile with text on.
+  // the same order with the same node counts and verdicts on whether it changed its graph, and the
+  // compile runs and checks as before; only the texts and drawings are left out. The reference is
+  // the same compile with text on; the verdicts themselves (print_hash) are checked against the
+  // texts in testPrintHashFollowsTheText, and here against what must hold (the aten stage leaves
+  // an ATen graph as it was).
   void testStageTextOffKeepsTheRecord_data() {
     QTest::addColumn<QString>("model");
     QTest::addColumn<bool>("train");

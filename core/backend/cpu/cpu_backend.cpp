@@ -53,6 +53,13 @@ void add_gemm_templates(CompileResult& r) {
   }
 }
 
+// The asm stage's text: Clang's assembly, then its optimized IR (the in-process path), or what
+// compiled the kernels instead.
+std::string asm_stage_text(const CpuCompileResult& c) {
+  if (c.assembly.empty()) return "; compiled by " + c.compiler + ": the assembly is shown for the in-process Clang path only\n";
+  return c.assembly + "\n\n; ---- optimized LLVM IR ----\n" + c.llvm_ir;
+}
+
 class CpuBackend final : public Backend {
  public:
   Device device() const override { return Device::cpu; }
@@ -113,10 +120,7 @@ class CpuBackend final : public Backend {
     s.name = "asm";
     s.title = "Machine code (x86 assembly, LLVM IR)";
     s.kind = Stage::Kind::assembly;
-    if (o.stage_text)
-      s.text = compiled.assembly.empty()
-                   ? "; compiled by " + compiled.compiler + ": the assembly is shown for the in-process Clang path only\n"
-                   : compiled.assembly + "\n\n; ---- optimized LLVM IR ----\n" + compiled.llvm_ir;
+    if (o.stage_text) s.text = asm_stage_text(compiled);
     s.nodes = static_cast<int>(r.source.kernels.size());
     job.log.last_ms = compiled.ms;
     job.log.add(std::move(s));
@@ -244,8 +248,7 @@ class CpuBackend final : public Backend {
       if (o.stage_text)
         for (Stage& st : r.stages) {
           if (st.name == "source") st.text = r.source.code;
-          if (st.name == "asm" && !compiled.assembly.empty())
-            st.text = compiled.assembly + "\n\n; ---- optimized LLVM IR ----\n" + compiled.llvm_ir;
+          if (st.name == "asm") st.text = asm_stage_text(compiled);
         }
       exe = std::make_unique<CpuExecutable>(r.loops, r.schedule, r.source, *code_, sizes);
       exe->run(inputs);  // binds the inputs
