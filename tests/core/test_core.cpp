@@ -1284,6 +1284,31 @@ class TestCore : public QObject {
     QVERIFY(dot.find("id=\"n0\"") == std::string::npos);    // blocks.0.layers.0's, folded
     for (size_t budget : {3, 10, 25}) QVERIFY(visible_count(g, initial_expansion(g, budget)) <= budget);
     QVERIFY(initial_expansion(g, 10).count("blocks"));
+    // The choice counts its boxes as it opens modules; the same breadth-first choice made by
+    // counting every node's box after each step (visible_count) opens exactly the same modules,
+    // on nested modules, nodes directly inside outer modules, and runs of a flat graph.
+    LoadedModel mixed = synthetic_model(4, 3, 6);
+    for (size_t i = 0; i < mixed.graph.nodes.size(); i += 5)
+      if (!mixed.graph.nodes[i].module_path.empty()) mixed.graph.nodes[i].module_path = "blocks." + std::to_string(i % 4);
+    LoadedModel flat = synthetic_model(8, 1, 250);
+    for (Node& n : flat.graph.nodes) n.module_path.clear();
+    for (const Graph& x : {g, mixed.graph, segmented(flat.graph)})
+      for (size_t budget : {1, 3, 7, 10, 25, 40, 60, 200, 5000}) {
+        std::set<std::string> open;
+        for (std::vector<std::string> level = child_modules(x, ""); !level.empty();) {
+          std::vector<std::string> next;
+          for (const std::string& mod : level) {
+            open.insert(mod);
+            if (visible_count(x, open) > budget) {
+              open.erase(mod);
+              continue;
+            }
+            for (const std::string& c : child_modules(x, mod)) next.push_back(c);
+          }
+          level = std::move(next);
+        }
+        QCOMPARE(initial_expansion(x, budget), open);
+      }
   }
 
   // Long edges of large drawings become references (Graphviz gave up on MobileNetV3-Small's
