@@ -33,11 +33,16 @@ void* open_first_library(const std::vector<DlCandidate>& candidates, std::string
 
 void* DlSymbols::find(const char* name) const { return lib_ ? dlsym(lib_, name) : nullptr; }
 
-std::string DlSymbols::error() const {
-  if (missing_.empty()) return "";
-  std::string e = library_ + " lacks ";
-  for (size_t i = 0; i < missing_.size(); ++i) e += (i ? ", " : "") + missing_[i];
-  return e;
+namespace {
+std::string joined(const std::vector<std::string>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
+  return s;
 }
+}  // namespace
+
+std::string DlSymbols::error() const { return missing_.empty() ? "" : library_ + " lacks " + joined(missing_); }
+
+std::string DlSymbols::absent() const { return joined(absent_); }
 
 }  // namespace ls

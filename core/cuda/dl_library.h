@@ -1,4 +1,4 @@
-// Libraries loaded at run time (cuBLAS, cuBLASLt, cuFFT, cuDNN): the first of several file names
+// Libraries loaded at run time (the CUDA driver, cuBLAS, cuBLASLt, cuFFT, cuDNN): the first of several file names
 // that loads, and its entry points resolved by name, with a message that names the library file
 // and every missing entry point. The binary then runs where they are absent.
 #pragma once
@@ -39,16 +39,18 @@ class DlSymbols {
   template <typename F>
   bool optional(F& f, const char* name) {
     f = reinterpret_cast<F>(find(name));
+    if (!f) absent_.push_back(name);
     return f != nullptr;
   }
   bool ok() const { return missing_.empty(); }
-  std::string error() const;  // empty when ok()
+  std::string error() const;   // empty when ok()
+  std::string absent() const;  // the optional entry points missing, comma-separated ("" when none)
 
  private:
   void* find(const char* name) const;
   void* lib_;
   std::string library_;
-  std::vector<std::string> missing_;
+  std::vector<std::string> missing_, absent_;
 };
 
 }  // namespace ls

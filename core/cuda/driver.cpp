@@ -1,12 +1,11 @@
 #include "cuda/driver.h"
 
-#include <dlfcn.h>
-
 #include <atomic>
 #include <mutex>
 #include <stdexcept>
 
 #include "compile/phase_times.h"
+#include "cuda/dl_library.h"
 
 namespace ls {
 
@@ -62,13 +61,6 @@ struct CudaDriver::Api {
 
 namespace {
 constexpr int kAttrSmCount = 16, kAttrCcMajor = 75, kAttrCcMinor = 76, kFuncNumRegs = 4;
-
-template <typename F>
-bool resolve(void* lib, F& f, const char* name, std::string& missing) {
-  f = reinterpret_cast<F>(dlsym(lib, name));
-  if (!f) missing += std::string(missing.empty() ? "" : ", ") + name;
-  return f != nullptr;
-}
 
 // Errors after which the context is unusable (an illegal address, a misaligned access, an
 // illegal instruction, a failed launch): only a reset brings the device back.
@@ -150,56 +142,56 @@ CudaDriver* CudaDriver::get(std::string* why) {
 void CudaDriver::init() {
   api_ = std::make_unique<Api>();
   Api& a = *api_;
-  for (const char* name : {"libcuda.so.1", "libcuda.so"})
-    if ((a.lib = dlopen(name, RTLD_NOW | RTLD_LOCAL))) break;
+  std::string file;
+  a.lib = open_first_library({{"libcuda.so.1"}, {"libcuda.so"}}, &file);
   if (!a.lib) throw std::runtime_error("no CUDA driver on this machine (libcuda.so.1 not found)");
-  std::string missing;
-  resolve(a.lib, a.cuInit, "cuInit", missing);
-  resolve(a.lib, a.cuDeviceGetCount, "cuDeviceGetCount", missing);
-  resolve(a.lib, a.cuDeviceGet, "cuDeviceGet", missing);
-  resolve(a.lib, a.cuDeviceGetName, "cuDeviceGetName", missing);
-  resolve(a.lib, a.cuDeviceGetAttribute, "cuDeviceGetAttribute", missing);
-  resolve(a.lib, a.cuDeviceTotalMem, "cuDeviceTotalMem_v2", missing);
-  resolve(a.lib, a.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", missing);
-  resolve(a.lib, a.cuDevicePrimaryCtxReset, "cuDevicePrimaryCtxReset_v2", missing);
-  resolve(a.lib, a.cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", missing);
-  resolve(a.lib, a.cuCtxSetCurrent, "cuCtxSetCurrent", missing);
-  resolve(a.lib, a.cuCtxSynchronize, "cuCtxSynchronize", missing);
-  resolve(a.lib, a.cuModuleLoadData, "cuModuleLoadData", missing);
-  resolve(a.lib, a.cuModuleUnload, "cuModuleUnload", missing);
-  resolve(a.lib, a.cuModuleGetFunction, "cuModuleGetFunction", missing);
-  resolve(a.lib, a.cuModuleGetGlobal, "cuModuleGetGlobal_v2", missing);
-  resolve(a.lib, a.cuFuncGetAttribute, "cuFuncGetAttribute", missing);
-  resolve(a.lib, a.cuFuncSetAttribute, "cuFuncSetAttribute", missing);
-  resolve(a.lib, a.cuLaunchKernel, "cuLaunchKernel", missing);
-  resolve(a.lib, a.cuMemAlloc, "cuMemAlloc_v2", missing);
-  resolve(a.lib, a.cuMemFree, "cuMemFree_v2", missing);
-  resolve(a.lib, a.cuMemcpyHtoD, "cuMemcpyHtoD_v2", missing);
-  resolve(a.lib, a.cuMemcpyDtoH, "cuMemcpyDtoH_v2", missing);
-  resolve(a.lib, a.cuMemcpyDtoD, "cuMemcpyDtoD_v2", missing);
-  resolve(a.lib, a.cuMemsetD8, "cuMemsetD8_v2", missing);
-  resolve(a.lib, a.cuMemsetD8Async, "cuMemsetD8Async", missing);
-  resolve(a.lib, a.cuEventCreate, "cuEventCreate", missing);
-  resolve(a.lib, a.cuEventRecord, "cuEventRecord", missing);
-  resolve(a.lib, a.cuEventSynchronize, "cuEventSynchronize", missing);
-  resolve(a.lib, a.cuEventElapsedTime, "cuEventElapsedTime", missing);
-  resolve(a.lib, a.cuEventDestroy, "cuEventDestroy_v2", missing);
-  resolve(a.lib, a.cuGetErrorString, "cuGetErrorString", missing);
-  resolve(a.lib, a.cuGetErrorName, "cuGetErrorName", missing);
-  if (!missing.empty()) throw std::runtime_error("the CUDA driver lacks " + missing);
-  std::string optional;
-  resolve(a.lib, a.cuStreamCreate, "cuStreamCreate", optional);
-  resolve(a.lib, a.cuStreamDestroy, "cuStreamDestroy_v2", optional);
-  resolve(a.lib, a.cuStreamSynchronize, "cuStreamSynchronize", optional);
-  resolve(a.lib, a.cuStreamBeginCapture, "cuStreamBeginCapture_v2", optional);
-  resolve(a.lib, a.cuStreamEndCapture, "cuStreamEndCapture", optional);
-  resolve(a.lib, a.cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags", optional);
-  resolve(a.lib, a.cuGraphLaunch, "cuGraphLaunch", optional);
-  resolve(a.lib, a.cuGraphExecDestroy, "cuGraphExecDestroy", optional);
-  resolve(a.lib, a.cuGraphDestroy, "cuGraphDestroy", optional);
-  resolve(a.lib, a.cuGraphGetNodes, "cuGraphGetNodes", optional);
-  resolve(a.lib, a.cuMemGetInfo, "cuMemGetInfo_v2", optional);
-  graphs_missing_ = optional;
+  DlSymbols sym(a.lib, "the CUDA driver (" + file + ")");
+  sym.need(a.cuInit, "cuInit");
+  sym.need(a.cuDeviceGetCount, "cuDeviceGetCount");
+  sym.need(a.cuDeviceGet, "cuDeviceGet");
+  sym.need(a.cuDeviceGetName, "cuDeviceGetName");
+  sym.need(a.cuDeviceGetAttribute, "cuDeviceGetAttribute");
+  sym.need(a.cuDeviceTotalMem, "cuDeviceTotalMem_v2");
+  sym.need(a.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+  sym.need(a.cuDevicePrimaryCtxReset, "cuDevicePrimaryCtxReset_v2");
+  sym.need(a.cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2");
+  sym.need(a.cuCtxSetCurrent, "cuCtxSetCurrent");
+  sym.need(a.cuCtxSynchronize, "cuCtxSynchronize");
+  sym.need(a.cuModuleLoadData, "cuModuleLoadData");
+  sym.need(a.cuModuleUnload, "cuModuleUnload");
+  sym.need(a.cuModuleGetFunction, "cuModuleGetFunction");
+  sym.need(a.cuModuleGetGlobal, "cuModuleGetGlobal_v2");
+  sym.need(a.cuFuncGetAttribute, "cuFuncGetAttribute");
+  sym.need(a.cuFuncSetAttribute, "cuFuncSetAttribute");
+  sym.need(a.cuLaunchKernel, "cuLaunchKernel");
+  sym.need(a.cuMemAlloc, "cuMemAlloc_v2");
+  sym.need(a.cuMemFree, "cuMemFree_v2");
+  sym.need(a.cuMemcpyHtoD, "cuMemcpyHtoD_v2");
+  sym.need(a.cuMemcpyDtoH, "cuMemcpyDtoH_v2");
+  sym.need(a.cuMemcpyDtoD, "cuMemcpyDtoD_v2");
+  sym.need(a.cuMemsetD8, "cuMemsetD8_v2");
+  sym.need(a.cuMemsetD8Async, "cuMemsetD8Async");
+  sym.need(a.cuEventCreate, "cuEventCreate");
+  sym.need(a.cuEventRecord, "cuEventRecord");
+  sym.need(a.cuEventSynchronize, "cuEventSynchronize");
+  sym.need(a.cuEventElapsedTime, "cuEventElapsedTime");
+  sym.need(a.cuEventDestroy, "cuEventDestroy_v2");
+  sym.need(a.cuGetErrorString, "cuGetErrorString");
+  sym.need(a.cuGetErrorName, "cuGetErrorName");
+  if (!sym.ok()) throw std::runtime_error(sym.error());
+  // CUDA graphs (reduce-overhead) and the memory query: their absence is reported where used.
+  sym.optional(a.cuStreamCreate, "cuStreamCreate");
+  sym.optional(a.cuStreamDestroy, "cuStreamDestroy_v2");
+  sym.optional(a.cuStreamSynchronize, "cuStreamSynchronize");
+  sym.optional(a.cuStreamBeginCapture, "cuStreamBeginCapture_v2");
+  sym.optional(a.cuStreamEndCapture, "cuStreamEndCapture");
+  sym.optional(a.cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags");
+  sym.optional(a.cuGraphLaunch, "cuGraphLaunch");
+  sym.optional(a.cuGraphExecDestroy, "cuGraphExecDestroy");
+  sym.optional(a.cuGraphDestroy, "cuGraphDestroy");
+  sym.optional(a.cuGraphGetNodes, "cuGraphGetNodes");
+  sym.optional(a.cuMemGetInfo, "cuMemGetInfo_v2");
+  graphs_missing_ = sym.absent();
   check(a.cuInit(0), "cuInit");
   int count = 0;
   check(a.cuDeviceGetCount(&count), "cuDeviceGetCount");
