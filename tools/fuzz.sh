@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
-# Runs each parser's libFuzzer target of the sanitizer build (build-fuzz/, tools/test.sh makes it;
-# AddressSanitizer and UBSan) until it has run a million inputs or for 10 minutes, whichever comes
-# first, one target at a time at the lowest CPU priority, and prints a table per target:
-# executions, seconds, crashes. New inputs go to a scratch folder (build-fuzz/fuzz/scratch/T), read
-# beside the committed corpus (tests/fuzz/corpus/T, never written) and the test data that seeds it;
-# a crashing input is kept in build-fuzz/fuzz/crashes/T/ (add it to tests/fuzz/corpus/T with the fix).
+# Runs each parser's libFuzzer target of a sanitizer build with coverage (build-fuzz-cov/, built
+# here: AddressSanitizer, UBSan and libFuzzer's coverage on the layers the parsers go through;
+# tools/test.sh's build-fuzz/ leaves the coverage out, as it only replays the corpus) until it
+# has run a million inputs or for 10 minutes, whichever comes first, one target at a time at the
+# lowest CPU priority, and prints a table per target: executions, seconds, crashes. New inputs go
+# to a scratch folder (build-fuzz-cov/fuzz/scratch/T), read beside the committed corpus
+# (tests/fuzz/corpus/T, never written) and the test data that seeds it; a crashing input is kept
+# in build-fuzz-cov/fuzz/crashes/T/ (add it to tests/fuzz/corpus/T with the fix).
 #
 #   tools/fuzz.sh [-t SECONDS] [-r RUNS] [TARGET...]    TARGET: fx_text torch_trace pt2 onnx npy
 #
 # -t: the time limit a target (default 600), -r: the executions a target (default 1000000).
-# The table is also written to build-fuzz/fuzz/results.md. Exit status 1 when a target crashed.
+# The table is also written to build-fuzz-cov/fuzz/results.md. Exit status 1 when a target crashed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=600
@@ -25,13 +27,11 @@ shift $((OPTIND - 1))
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=(fx_text torch_trace pt2 onnx npy)
 
-B=build-fuzz
+B=build-fuzz-cov
 D=tests/data
-if [ ! -x $B/tests/fuzz/fuzz_fx_text ]; then
-  echo "fuzz.sh: no fuzz targets in $B; build them first (tools/test.sh, or:"
-  echo "  cmake -S . -B $B -G Ninja -DCMAKE_CXX_COMPILER=clang++-14 -DLOWERSCOPE_FUZZ=ON && cmake --build $B --target fuzz_fx_text ...)"
-  exit 2
-fi
+cmake -S . -B $B -G Ninja -DCMAKE_CXX_COMPILER=clang++-14 -DLOWERSCOPE_FUZZ=ON -DLOWERSCOPE_FUZZ_COVERAGE=ON \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build $B --target $(printf 'fuzz_%s ' "${targets[@]}")
 # The seeds beside the corpus: the same as the corpus replay's (tests/fuzz/CMakeLists.txt).
 seeds() {
   case $1 in

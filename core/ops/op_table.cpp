@@ -4,6 +4,7 @@
 #include "ops/op_table.h"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <optional>
 #include <set>
@@ -256,6 +257,14 @@ std::vector<Tensor> ref_view(const OpDef& op, const std::vector<Arg>& args, cons
   std::vector<Arg> a = args;
   a[0] = Arg::of_node(0);
   Tensor out(outs[0].dtype, outs[0].shape);
+  // The views that keep the elements' order (a reshape, a split or merged dimension, a squeeze)
+  // of a contiguous tensor, as every reference tensor is: the same elements in the same order.
+  static const std::set<std::string> order_kept = {"aten.view.default", "prims.reshape.default", "prims.split_dim.default",
+                                                   "prims.collapse_view.default", "aten.squeeze.dims"};
+  if (order_kept.count(op.name) && out.numel() == vals[0].numel() && out.dtype() == vals[0].dtype()) {
+    std::memcpy(out.data(), vals[0].data(), static_cast<size_t>(out.nbytes()));
+    return {out};
+  }
   const Shape in_strides = contiguous_strides(vals[0].shape());
   for (int64_t i = 0; i < out.numel(); ++i) {
     std::vector<Expr> oi;

@@ -1290,10 +1290,10 @@ class TestCore : public QObject {
     LoadedModel mixed = synthetic_model(4, 3, 6);
     for (size_t i = 0; i < mixed.graph.nodes.size(); i += 5)
       if (!mixed.graph.nodes[i].module_path.empty()) mixed.graph.nodes[i].module_path = "blocks." + std::to_string(i % 4);
-    LoadedModel flat = synthetic_model(8, 1, 250);
+    LoadedModel flat = synthetic_model(4, 1, 150);  // 600 nodes: runs of runs
     for (Node& n : flat.graph.nodes) n.module_path.clear();
     for (const Graph& x : {g, mixed.graph, segmented(flat.graph)})
-      for (size_t budget : {1, 3, 7, 10, 25, 40, 60, 200, 5000}) {
+      for (size_t budget : {1, 3, 10, 25, 60, 200}) {
         std::set<std::string> open;
         for (std::vector<std::string> level = child_modules(x, ""); !level.empty();) {
           std::vector<std::string> next;
@@ -1374,8 +1374,9 @@ class TestCore : public QObject {
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)
     // The sanitizer build (tools/test.sh's build-fuzz/) interprets the smaller graphs only: these
-    // two take 5 and 10 s here, and past 30 times that under AddressSanitizer.
-    if (graph.contains("mobilenet_v3_small") || graph.contains("layernorm_gelu/2_aot_backward"))
+    // three take 10 to 21 s here, and 18 to 30 times that under AddressSanitizer (the forward
+    // LayerNorm+GELU graph 191 s of the CI's sanitizer run); the same ops are in the others.
+    if (graph.contains("mobilenet_v3_small") || graph.contains("layernorm_gelu/"))
       QSKIP("too slow to interpret under AddressSanitizer; run by the plain build");
 #endif
 #endif
