@@ -1,5 +1,6 @@
 #include "cuda/cufft.h"
 
+#include <algorithm>
 #include <memory>
 #include <stdexcept>
 
@@ -72,12 +73,43 @@ Cufft* Cufft::get(std::string* why) {
   return c.get();
 }
 
+size_t Cufft::plans() const {
+  std::lock_guard<std::mutex> lock(m_);
+  return plans_.size();
+}
+
+size_t Cufft::max_plans() const {
+  std::lock_guard<std::mutex> lock(m_);
+  return max_plans_;
+}
+
+void Cufft::set_max_plans(size_t n) {
+  std::lock_guard<std::mutex> lock(m_);
+  max_plans_ = std::max<size_t>(1, n);
+  evict_down_to(max_plans_);
+}
+
+void Cufft::evict_down_to(size_t n) {
+  if (plans_.size() <= n) return;
+  CudaDriver::get()->synchronize();  // no transform of a plan about to go is still running on the stream
+  while (plans_.size() > n) {
+    auto oldest = plans_.begin();
+    for (auto it = plans_.begin(); it != plans_.end(); ++it)
+      if (it->second.used < oldest->second.used) oldest = it;
+    destroy_(oldest->second.handle);
+    plans_.erase(oldest);
+  }
+}
+
 int Cufft::plan(const FftTransform& t) {
   if (const int g = CudaDriver::get()->generation(); g != generation_) {  // the device was reset: the plans died with it
     plans_.clear();
     generation_ = g;
   }
-  if (auto it = plans_.find(t); it != plans_.end()) return it->second;
+  if (auto it = plans_.find(t); it != plans_.end()) {
+    it->second.used = ++uses_;
+    return it->second.handle;
+  }
   if (t.n.empty() || t.n.size() > 3) throw std::invalid_argument("cuFFT transforms 1 to 3 dimensions at once, not " + std::to_string(t.n.size()));
   static const int types[2][3] = {{kR2C, kC2R, kC2C}, {kD2Z, kZ2D, kZ2Z}};
   int handle = 0;
@@ -91,7 +123,8 @@ int Cufft::plan(const FftTransform& t) {
     destroy_(handle);
     throw std::runtime_error("cufftMakePlanMany64 refused " + t.text() + ": " + status_text(r));
   }
-  plans_.emplace(t, handle);
+  evict_down_to(max_plans_ - 1);
+  plans_.emplace(t, Plan{handle, ++uses_});
   return handle;
 }
 

@@ -35,10 +35,14 @@ class Cufft {
  public:
   static Cufft* get(std::string* why = nullptr);  // nullptr (with the reason) when not loadable
   // `t` from `in` into `out` (c2c: in == out is in place) on the driver's current stream; the
-  // plan is made at the first call of its shape and kept (cufftMakePlanMany64). forward: c2c's
-  // direction (r2c is always forward, c2r inverse). Throws naming cuFFT's status.
+  // plan is made at the first call of its shape and kept (cufftMakePlanMany64), up to
+  // max_plans(): then the least recently used is destroyed first (a plan holds its work area on
+  // the device), as PyTorch's cuFFT plan cache (torch.backends.cuda.cufft_plan_cache, 4096 plans).
+  // forward: c2c's direction (r2c is always forward, c2r inverse). Throws naming cuFFT's status.
   void execute(const FftTransform& t, DevicePtr in, DevicePtr out, bool forward);
-  size_t plans() const { return plans_.size(); }
+  size_t plans() const;
+  size_t max_plans() const;
+  void set_max_plans(size_t n);  // at least 1; plans above it are destroyed, least recently used first
   std::string library;  // the file it was loaded from
   int version = 0;      // cufftGetVersion
 
@@ -46,8 +50,15 @@ class Cufft {
   int plan(const FftTransform& t);
   void* lib_ = nullptr;
   int generation_ = 0;                      // the device context the plans belong to
-  std::map<FftTransform, int> plans_;       // cufftHandle per transform
-  std::mutex m_;
+  void evict_down_to(size_t n);              // with m_ held
+  struct Plan {
+    int handle = 0;
+    uint64_t used = 0;  // when it last ran (uses_ then)
+  };
+  std::map<FftTransform, Plan> plans_;      // cufftHandle per transform
+  uint64_t uses_ = 0;
+  size_t max_plans_ = 4096;
+  mutable std::mutex m_;
   int (*create_)(int*) = nullptr;
   int (*make_plan_)(int, int, long long*, long long*, long long, long long, long long*, long long, long long, int, long long,
                     size_t*) = nullptr;

@@ -1368,6 +1368,39 @@ void fft_runs_on_cufft() {
     }
     VERIFY(checked == 1);
   }
+  // The plan cache bounded at 2 plans while the forward graph runs its five transforms, each run
+  // and timing repetition evicting the least recently used: no more than 2 plans at any end, and
+  // every output still the direct DFT's.
+  {
+    Cufft* fft = Cufft::get();
+    const size_t bound = fft->max_plans();
+    VERIFY2(bound == 4096, "the plan cache holds " + std::to_string(bound) + " by default, PyTorch's 4096");
+    fft->set_max_plans(2);
+    VERIFY(fft->plans() <= 2);
+    LoadedModel m = load_graph_text("fft", text);
+    for (size_t k = 0; k < 5; ++k)
+      for (int64_t e = 0; e < m.inputs[k].numel(); ++e)
+        m.inputs[k].set(e, std::sin(0.7 * static_cast<double>(e + 1) * static_cast<double>(k + 2)) + 0.1 * static_cast<double>(k));
+    std::vector<double> x;
+    for (int64_t e = 0; e < m.inputs[0].numel(); ++e) x.push_back(m.inputs[0].get(e));
+    PipelineOptions o;
+    o.device = Device::cuda;
+    o.timing_budget_ms = 20;
+    const CompileResult r = run_pipeline(m, o);
+    fft->set_max_plans(bound);
+    VERIFY2(r.error.empty(), r.error_stage + ": " + r.error);
+    if (r.error.empty()) {
+      VERIFY2(r.check.ok, "with 2 plans cached, the compiled FFTs differ from the reference interpreter");
+      VERIFY2(fft->plans() <= 2, std::to_string(fft->plans()) + " plans kept with a bound of 2");
+      std::vector<double> a;
+      for (const cd& z : fr::definition(fr::Type::r2c, x, {3, 8}, {3, 5}, {1}, 1)) a.push_back(std::abs(z));
+      close(r.outputs.at(1), a, "abs(rfft(x)), 2 plans cached");
+      std::vector<double> ca;
+      for (const cd& z : fr::definition(fr::Type::r2c, x, {3, 8}, {2, 8}, {0}, 0)) ca.push_back(std::abs(z));
+      close(r.outputs.at(5), ca, "abs(rfft(x, dim 0)), 2 plans cached");
+      VERIFY(ffts_on_cufft(r) >= 5);
+    }
+  }
   // complex128: rfft along the last dim, unnormalized, and irfft back by 1/n (x again).
   const std::string text64 =
       "class G(torch.nn.Module):\n"
