@@ -133,8 +133,8 @@ std::vector<TensorMeta> infer_reduction(const Graph& g, const OpDef& op, const s
     if (!reduced) out.push_back(in.shape[d]);
     else if (keep) out.push_back(1);
   }
-  if (op.reduce == Reduce::mean && !dtype_is_float(in.dtype))
-    throw std::invalid_argument(op.name + ": mean needs a floating point input, got " + std::string(dtype_short(in.dtype)));
+  if (op.reduce == Reduce::mean && !dtype_is_float(in.dtype) && !dtype_is_complex(in.dtype))
+    throw std::invalid_argument(op.name + ": mean needs a floating point or complex input, got " + std::string(dtype_short(in.dtype)));
   TensorMeta m = TensorMeta::contiguous(in.dtype, out);
   m.device = in.device;
   return {m};

@@ -738,11 +738,11 @@ void add_reduction_ops(std::vector<OpDef>& t) {
       by_parts(summing(reduction_op("aten.sum.dim_IntList",
                                     "sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
                                     Reduce::sum, kCore, d_sum, single<decomp_sum>))),
-      // Not by_parts, though linear: infer_reduction refuses a complex mean (a floating point input only).
-      reduction_op("aten.mean.default", "mean(Tensor self, *, ScalarType? dtype=None) -> Tensor", Reduce::mean, kCore, d_mean),
-      reduction_op("aten.mean.dim",
-                   "mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
-                   Reduce::mean, kCore, d_mean),
+      // Linear: a complex mean is the mean of its real parts and of its imaginary parts.
+      by_parts(reduction_op("aten.mean.default", "mean(Tensor self, *, ScalarType? dtype=None) -> Tensor", Reduce::mean, kCore, d_mean)),
+      by_parts(reduction_op("aten.mean.dim",
+                            "mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+                            Reduce::mean, kCore, d_mean)),
       reduction_op("aten.amax.default", "amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor", Reduce::max, kCore,
                    d_amax),
       reduction_op("aten.amin.default", "amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor", Reduce::min, kCore,

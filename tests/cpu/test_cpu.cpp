@@ -2658,6 +2658,120 @@ class TestCpu : public QObject {
     QCOMPARE(ffts, 9);
   }
 
+  // The mean of complex values (torch.mean of an FFT's result: the DC term of a spectrum's
+  // average, a spectral loss), whole and along each dimension with keepdim, in complex64 and
+  // complex128: against the means of a direct DFT in double (tests/fft_reference.h), and the
+  // reference interpreter. A complex mean was refused before ("mean needs a floating point input").
+  void testComplexMeanMatchesDirectDft() {
+    const std::string text =
+        "class G(torch.nn.Module):\n"
+        "    def forward(self, x: \"f32[3, 8]\", y: \"f64[4, 6]\"):\n"
+        "        r: \"c64[3, 5]\" = torch.ops.aten._fft_r2c.default(x, [1], 0, True)\n"
+        "        m: \"c64[]\" = torch.ops.aten.mean.default(r)\n"
+        "        mr: \"f32[2]\" = torch.ops.aten.view_as_real.default(m)\n"
+        "        d: \"c64[3, 1]\" = torch.ops.aten.mean.dim(r, [1], True)\n"
+        "        dr: \"f32[3, 1, 2]\" = torch.ops.aten.view_as_real.default(d)\n"
+        "        z: \"c128[4, 6]\" = torch.ops.aten._fft_r2c.default(y, [0, 1], 2, False)\n"
+        "        e: \"c128[6]\" = torch.ops.aten.mean.dim(z, [0])\n"
+        "        er: \"f64[6, 2]\" = torch.ops.aten.view_as_real.default(e)\n"
+        "        return (mr, dr, er)\n";
+    LoadedModel m = load_graph_text(text);
+    QCOMPARE(m.inputs.size(), size_t(2));
+    std::vector<std::vector<double>> in(2);
+    for (size_t k = 0; k < 2; ++k)
+      for (int64_t e = 0; e < m.inputs[k].numel(); ++e) {
+        m.inputs[k].set(e, std::cos(0.9 * static_cast<double>(e + 1) * static_cast<double>(k + 1)) + 0.3);
+        in[k].push_back(m.inputs[k].get(e));
+      }
+    using cd = std::complex<double>;
+    namespace fr = fft_reference;
+    const std::vector<cd> r = fr::definition(fr::Type::r2c, in[0], {3, 8}, {3, 5}, {1}, 0);
+    cd whole = 0;
+    for (const cd& v : r) whole += v;
+    whole /= 15.0;
+    std::vector<double> want_mr = {whole.real(), whole.imag()}, want_dr, want_er;
+    for (int i = 0; i < 3; ++i) {
+      cd row = 0;
+      for (int j = 0; j < 5; ++j) row += r[static_cast<size_t>(i * 5 + j)];
+      row /= 5.0;
+      want_dr.insert(want_dr.end(), {row.real(), row.imag()});
+    }
+    const std::vector<cd> z = fr::definition(fr::Type::r2c, in[1], {4, 6}, {4, 6}, {0, 1}, 2);
+    for (int j = 0; j < 6; ++j) {
+      cd col = 0;
+      for (int i = 0; i < 4; ++i) col += z[static_cast<size_t>(i * 6 + j)];
+      col /= 4.0;
+      want_er.insert(want_er.end(), {col.real(), col.imag()});
+    }
+    PipelineOptions o;
+    o.timing_budget_ms = 2;
+    const CompileResult res = run_pipeline(m, o);
+    QVERIFY2(res.error.empty(), (res.error_stage + ": " + res.error).c_str());
+    QVERIFY2(res.check.ok, res.stage("run")->text.c_str());
+    const std::vector<std::pair<const std::vector<double>*, double>> want = {{&want_mr, 1e-5}, {&want_dr, 1e-5}, {&want_er, 1e-12}};
+    for (size_t k = 0; k < want.size(); ++k) {
+      const Tensor& got = res.outputs.at(k);
+      QCOMPARE(got.numel(), static_cast<int64_t>(want[k].first->size()));
+      for (int64_t e = 0; e < got.numel(); ++e)
+        QVERIFY2(std::abs(got.get(e) - want[k].first->at(static_cast<size_t>(e))) <= want[k].second * (1 + std::abs(want[k].first->at(static_cast<size_t>(e)))),
+                 (std::to_string(k) + "[" + std::to_string(e) + "]: " + std::to_string(got.get(e)) + ", direct DFT " +
+                  std::to_string(want[k].first->at(static_cast<size_t>(e)))).c_str());
+    }
+    // Its gradient: a loss of the row means' parts, weighted, as a training step; d loss / dx
+    // against central differences of the same computation in double.
+    const std::string step =
+        "class G(torch.nn.Module):\n"
+        "    def forward(self, x: \"f32[3, 8]\", w: \"f32[3, 1, 2]\"):\n"
+        "        r: \"c64[3, 5]\" = torch.ops.aten._fft_r2c.default(x, [1], 0, True)\n"
+        "        d: \"c64[3, 1]\" = torch.ops.aten.mean.dim(r, [1], True)\n"
+        "        dr: \"f32[3, 1, 2]\" = torch.ops.aten.view_as_real.default(d)\n"
+        "        p: \"f32[3, 1, 2]\" = torch.ops.aten.mul.Tensor(dr, w)\n"
+        "        loss: \"f32[]\" = torch.ops.aten.sum.default(p)\n"
+        "        return (loss,)\n";
+    LoadedModel t = load_graph_text(step);
+    for (int64_t e = 0; e < t.inputs[0].numel(); ++e) t.inputs[0].set(e, in[0][static_cast<size_t>(e)]);
+    std::vector<double> w;
+    for (int64_t e = 0; e < t.inputs[1].numel(); ++e) {
+      t.inputs[1].set(e, 0.5 - 0.25 * static_cast<double>(e));
+      w.push_back(t.inputs[1].get(e));
+    }
+    auto loss = [&](const std::vector<double>& x) {
+      const std::vector<cd> f = fr::definition(fr::Type::r2c, x, {3, 8}, {3, 5}, {1}, 0);
+      double l = 0;
+      for (int i = 0; i < 3; ++i) {
+        cd row = 0;
+        for (int j = 0; j < 5; ++j) row += f[static_cast<size_t>(i * 5 + j)];
+        row /= 5.0;
+        l += w[static_cast<size_t>(2 * i)] * row.real() + w[static_cast<size_t>(2 * i + 1)] * row.imag();
+      }
+      return l;
+    };
+    PipelineOptions to;
+    to.timing_budget_ms = 2;
+    to.train = true;
+    const CompileResult tr = run_pipeline(t, to);
+    QVERIFY2(tr.error.empty(), (tr.error_stage + ": " + tr.error).c_str());
+    QVERIFY2(tr.check.ok, tr.stage("run")->text.c_str());
+    QVERIFY(std::abs(tr.outputs.at(0).get(0) - loss(in[0])) <= 1e-5);
+    const auto& j = tr.training.joint;
+    int checked = 0;
+    for (size_t k = 0; k < j.grad_of.size(); ++k) {
+      if (j.grad_of[k] != "x") continue;
+      const Tensor& g = tr.outputs.at(static_cast<size_t>(j.num_forward_outputs) + k);
+      QCOMPARE(g.numel(), int64_t(24));
+      for (size_t e = 0; e < 24; ++e) {
+        std::vector<double> up = in[0], down = in[0];
+        up[e] += 1e-6;
+        down[e] -= 1e-6;
+        const double fd = (loss(up) - loss(down)) / 2e-6;
+        QVERIFY2(std::abs(g.get(static_cast<int64_t>(e)) - fd) <= 1e-4, ("d loss / dx[" + std::to_string(e) + "]: " +
+                 std::to_string(g.get(static_cast<int64_t>(e))) + ", central differences " + std::to_string(fd)).c_str());
+      }
+      ++checked;
+    }
+    QCOMPARE(checked, 1);
+  }
+
   // FFTs (issue 32): rfft -> abs, irfft of an rfft (n = 8 and a shorter n = 7), a two-sided 2-D
   // fft of a real input, an inverse c2c along one dimension, view_as_real, compiled on the CPU as a
   // training step, every normalization mode. Checked against direct DFTs in double
