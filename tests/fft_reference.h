@@ -151,4 +151,18 @@ inline std::vector<double> real_parts(const std::vector<cd>& y) {
   return r;
 }
 
+// The gradient of a scalar function of x in double by central differences, the yardstick of the
+// FFT tests' training steps: d f / d x[e] = (f(x + h e_e) - f(x - h e_e)) / 2h.
+template <typename F>
+std::vector<double> central_differences(const F& f, const std::vector<double>& x, double h = 1e-6) {
+  std::vector<double> d;
+  for (size_t e = 0; e < x.size(); ++e) {
+    std::vector<double> up = x, down = x;
+    up[e] += h;
+    down[e] -= h;
+    d.push_back((f(up) - f(down)) / (2 * h));
+  }
+  return d;
+}
+
 }  // namespace fft_reference
